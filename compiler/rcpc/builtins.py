@@ -1,0 +1,443 @@
+"""Built-in functions, operators, indexing and attributes of the recipe language.
+
+Built-in functions (all hermetic: no environment, clock, network or file access):
+
+* ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter;
+* ``maxtext_flags(layer, ...)`` — a MaxText flag set (:mod:`rcpc.maxtext`);
+* ``jobset(name = ..., metadata = {...}, spec = {...})`` and
+  ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
+  Kubernetes objects, rendered as ``<name>.yaml``;
+* ``flag_file(name = ..., flags = FLAGS)`` — a flag set rendered as ``<name>.flags``;
+* ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.tpu`);
+* ``variant("name", set = {...}, against = "...", changes = {...})``;
+* ``range``, ``len``, ``str``, ``json``.
+
+Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
+``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
+machine_type node_selector name``; strings have ``join replace split upper lower startswith
+endswith strip``; dicts have ``keys values get``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rcpc import maxtext
+from rcpc.diagnostics import did_you_mean, error
+from rcpc.emit.flags import shell_form
+from rcpc.emit.json import JsonError, to_json
+from rcpc.source import BUILTIN_SPAN, Span
+from rcpc.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
+from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
+                         Param, Str, TpuSlice, TypeName, Variant, equal, text_of, type_name)
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_ITEMS = 1_000_000
+
+
+# helpers ----------------------------------------------------------------------------------
+def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, required: set,
+          optional: set = frozenset(), extra_kwargs: bool = False) -> dict:
+    """Match arguments to names. ``E0306`` for too many, unknown, repeated or missing ones."""
+    if len(args) > len(positional):
+        raise error("E0306", f"{fname}() takes at most {len(positional)} positional argument(s), "
+                    f"got {len(args)}", span, hint="name the arguments: NAME = value")
+    out = {name: (v, v.span) for name, v in zip(positional, args)}
+    known = set(positional) | required | optional
+    for name, (v, name_span) in kwargs.items():
+        if name in out:
+            raise error("E0306", f"{fname}() got argument '{name}' twice", name_span)
+        if name not in known and not extra_kwargs:
+            raise error("E0306", f"{fname}() has no argument '{name}'", name_span,
+                        hint=did_you_mean(name, known) or f"arguments: {', '.join(sorted(known))}")
+        out[name] = (v, name_span)
+    missing = [n for n in sorted(required) if n not in out]
+    if missing:
+        raise error("E0306", f"{fname}() is missing argument '{missing[0]}'", span)
+    return {k: v for k, (v, _) in out.items()}
+
+
+def _expect(value, types, what: str):
+    if type(value) not in types:
+        names = " or ".join(sorted({type_name_of(t) for t in types}))
+        raise error("E0301", f"{what} must be a {names}, got {type_name(value)}", value.span)
+    return value
+
+
+def type_name_of(t) -> str:
+    from rcpc.values import TYPE_NAMES
+    return TYPE_NAMES[t]
+
+
+def bool_text(value: bool, like: str) -> str:
+    """Spell a computed bool in the family of ``like`` (``true``/``false`` or ``True``/``False``)."""
+    if like.islower():
+        return "true" if value else "false"
+    return "True" if value else "False"
+
+
+def _int(value: int, span: Span) -> Int:
+    return Int(value, str(value), span)
+
+
+# parameters -------------------------------------------------------------------------------
+PARAM_TYPES = {"bool": (Bool,), "int": (Int,), "float": (Float, Int), "str": (Str,)}
+
+
+def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
+    """Build the :class:`Param` of ``NAME = param(type, default, doc, choices)``."""
+    a = _bind("param", span, args, kwargs, ("type", "default"), {"type"}, {"doc", "choices"})
+    ptype = a["type"]
+    if type(ptype) is Builtin and ptype.name == "str":
+        ptype = TypeName("str", ptype.span)
+    if type(ptype) is not TypeName:
+        raise error("E0502", "param() needs a type: bool, int, float or str", ptype.span)
+    default = a.get("default")
+    if type(default) is Null:
+        default = None
+    doc = _expect(a.get("doc", Str("", span)), (Str,), "doc").value
+    choices = a.get("choices")
+    if choices is not None:
+        _expect(choices, (List,), "choices")
+        for c in choices.items:
+            check_param_value(ptype.name, c, name, None)
+        choices = choices.items
+    if default is not None:
+        check_param_value(ptype.name, default, name, choices)
+    return Param(name, ptype.name, default, choices, doc, span)
+
+
+def check_param_value(ptype: str, value, name: str, choices) -> None:
+    """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
+    if type(value) not in PARAM_TYPES[ptype]:
+        raise error("E0602", f"param '{name}' is a {ptype}, got {type_name(value)}", value.span)
+    if choices is not None and not any(equal(value, c) for c in choices):
+        allowed = ", ".join(text_of(c) or "?" for c in choices)
+        raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span)
+
+
+# functions --------------------------------------------------------------------------------
+def _maxtext_flags(fn, span, args, kwargs):
+    _bind("maxtext_flags", span, [], kwargs, (), set())
+    return maxtext.make_flagset(args, span)
+
+
+def _metadata(a: dict, name: Str, span: Span) -> Dict:
+    md = a.get("metadata")
+    if md is None:
+        return Dict({"name": name}, {"name": name.span}, span)
+    return _expect(md, (Dict,), "metadata")
+
+
+def _render_name(v) -> str:
+    _expect(v, (Str,), "name")
+    if not RENDER_NAME.match(v.value) or ".." in v.value:
+        raise error("E0701", f"render name {v.value!r} is not a plain file name", v.span,
+                    hint="use letters, digits, '.', '-' and '_' (no '/', no '..')")
+    return v.value
+
+
+def _jobset(fn, span, args, kwargs):
+    a = _bind("jobset", span, args, kwargs, (), {"name", "spec"}, {"metadata", "apiVersion"})
+    name = _render_name(a["name"])
+    api = a.get("apiVersion", Str(JOBSET_API_VERSION, span))
+    _expect(api, (Str,), "apiVersion")
+    data = {"apiVersion": api, "kind": Str("JobSet", span), "metadata": _metadata(a, a["name"], span),
+            "spec": _expect(a["spec"], (Dict,), "spec")}
+    return Manifest(name, Dict(data, {k: span for k in data}, span), span)
+
+
+def _manifest(fn, span, args, kwargs):
+    a = _bind("manifest", span, args, kwargs, (), {"name", "apiVersion", "kind"}, {"metadata"},
+              extra_kwargs=True)
+    name = _render_name(a["name"])
+    data = {"apiVersion": _expect(a["apiVersion"], (Str,), "apiVersion"),
+            "kind": _expect(a["kind"], (Str,), "kind"),
+            "metadata": _metadata(a, a["name"], span)}
+    spans = {k: kwargs[k][1] if k in kwargs else span for k in data}
+    for k, v in a.items():
+        if k not in data and k != "name":
+            data[k] = v
+            spans[k] = kwargs[k][1]
+    return Manifest(name, Dict(data, spans, span), span)
+
+
+def _flag_file(fn, span, args, kwargs):
+    a = _bind("flag_file", span, args, kwargs, (), {"name", "flags"})
+    return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
+
+
+def _tpu_slice(fn, span, args, kwargs):
+    a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
+    spec = _expect(a["spec"], (Str,), "tpu_slice spec")
+    return tpu_slice(spec.value, spec.span)
+
+
+def _variant(fn, span, args, kwargs):
+    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
+    name = _expect(a["name"], (Str,), "variant name")
+    if not RENDER_NAME.match(name.value) or ".." in name.value:
+        raise error("E0604", f"variant name {name.value!r} is not a plain directory name", name.span,
+                    hint="use letters, digits, '.', '-' and '_'")
+    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    against = a.get("against")
+    if against is not None:
+        against = _expect(against, (Str,), "against").value
+    changes = a.get("changes")
+    if changes is not None:
+        _expect(changes, (Dict,), "changes")
+    return Variant(name.value, sets, against, changes, span)
+
+
+def _range(fn, span, args, kwargs):
+    _bind("range", span, [], kwargs, (), set())
+    if not 1 <= len(args) <= 3:
+        raise error("E0306", "range() takes 1 to 3 ints", span)
+    nums = [_expect(x, (Int,), "range() argument").value for x in args]
+    r = range(*nums) if nums[-1] != 0 or len(nums) < 3 else None
+    if r is None:
+        raise error("E0303", "range() step must not be zero", args[2].span)
+    if len(r) > MAX_ITEMS:
+        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_ITEMS}", span)
+    return List(tuple(_int(i, span) for i in r), span)
+
+
+def _len(fn, span, args, kwargs):
+    a = _bind("len", span, args, kwargs, ("x",), {"x"})
+    x = a["x"]
+    if type(x) in (List, Dict):
+        return _int(len(x.items), span)
+    if type(x) is Str:
+        return _int(len(x.value), span)
+    raise error("E0301", f"len() of a {type_name(x)}", x.span)
+
+
+def _str(fn, span, args, kwargs):
+    a = _bind("str", span, args, kwargs, ("x",), {"x"})
+    text = text_of(a["x"])
+    if text is None:
+        raise error("E0301", f"str() of a {type_name(a['x'])}", a["x"].span, hint="use json(...)")
+    return Str(text, span)
+
+
+def _json(fn, span, args, kwargs):
+    a = _bind("json", span, args, kwargs, ("x",), {"x"})
+    try:
+        return Str(to_json(a["x"]), span)
+    except JsonError as exc:
+        raise error("E0301", str(exc), exc.value.span) from None
+
+
+FUNCTIONS = {
+    "maxtext_flags": _maxtext_flags, "jobset": _jobset, "manifest": _manifest,
+    "flag_file": _flag_file, "tpu_slice": _tpu_slice, "variant": _variant, "range": _range,
+    "len": _len, "str": _str, "json": _json,
+    "param": None,  # handled by the evaluator: it binds the name being assigned
+}
+TYPES = ("bool", "int", "float", "str")
+# `str` is both a type (for param) and a function; as a value it is the function, and
+# param() accepts the function `str` as the type.
+NAMES = frozenset(FUNCTIONS) | frozenset(TYPES)
+
+
+def lookup(name: str, span: Span):
+    """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
+    if name in ("bool", "int", "float"):
+        return TypeName(name, span)
+    return Builtin(name, FUNCTIONS[name], span)
+
+
+# operators --------------------------------------------------------------------------------
+def binop(op: str, left, right, span: Span):
+    """``+ - * // %``. ``+`` joins strings/lists/flag sets and merges dicts (right wins);
+    the rest are int arithmetic. ``E0301`` for other operands, ``E0303`` for division by zero."""
+    tl, tr = type(left), type(right)
+    if tl is Int and tr is Int:
+        a, b = left.value, right.value
+        if op in ("//", "%") and b == 0:
+            raise error("E0303", "division by zero", right.span)
+        value = {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[op]
+        return _int(value, span)
+    if op == "+" and tl is tr:
+        if tl is Str:
+            s = left.value + right.value
+            if len(s) > MAX_ITEMS:
+                raise error("E0802", f"string of {len(s)} characters is over the limit", span)
+            return Str(s, span)
+        if tl is List:
+            if len(left.items) + len(right.items) > MAX_ITEMS:
+                raise error("E0802", "list over the size limit", span)
+            return List(left.items + right.items, span)
+        if tl is Dict:
+            return Dict({**left.items, **right.items}, {**left.key_spans, **right.key_spans}, span,
+                        left.why + right.why)
+        if tl is FlagSet:
+            return FlagSet(left.layers + right.layers, span)
+    if tl is Float or tr is Float:
+        raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
+                    hint="float values keep their source spelling; computing them would not")
+    raise error("E0301", f"unsupported operand types for {op}: {type_name(left)} and {type_name(right)}",
+                span)
+
+
+def compare(op: str, left, right, span: Span) -> Bool:
+    """``== != < > <= >= in not in``; ordering on numbers or on strings."""
+    if op in ("==", "!="):
+        result = equal(left, right) == (op == "==")
+    elif op in ("in", "not in"):
+        tr = type(right)
+        if tr is List:
+            found = any(equal(left, x) for x in right.items)
+        elif tr is Dict:
+            found = type(left) is Str and left.value in right.items
+        elif tr is Str and type(left) is Str:
+            found = left.value in right.value
+        else:
+            raise error("E0301", f"'{op}' needs a list, dict or string on the right, got {type_name(right)}",
+                        right.span)
+        result = found == (op == "in")
+    else:
+        numeric = (Int, Float)
+        if not (type(left) in numeric and type(right) in numeric or type(left) is type(right) is Str):
+            raise error("E0301", f"cannot order {type_name(left)} and {type_name(right)}", span)
+        a, b = left.value, right.value
+        result = {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+    return Bool(result, "True" if result else "False", span)
+
+
+def index(obj, idx, span: Span):
+    """``obj[idx]`` on lists and strings (int, negative from the end) and dicts (string key).
+    ``E0305`` when out of range or missing."""
+    t = type(obj)
+    if t in (List, Str):
+        _expect(idx, (Int,), "index")
+        seq = obj.items if t is List else obj.value
+        i = idx.value
+        if not -len(seq) <= i < len(seq):
+            raise error("E0305", f"index {i} out of range for {type_name(obj)} of length {len(seq)}", idx.span)
+        return seq[i] if t is List else Str(seq[i], span)
+    if t is Dict:
+        _expect(idx, (Str,), "dict key")
+        if idx.value not in obj.items:
+            raise error("E0305", f"key '{idx.value}' not in dict", idx.span,
+                        hint=did_you_mean(idx.value, obj.items))
+        return obj.items[idx.value]
+    raise error("E0301", f"a {type_name(obj)} cannot be indexed", span)
+
+
+# attributes -------------------------------------------------------------------------------
+def _slice_attrs(s: TpuSlice, span: Span) -> dict:
+    return {
+        "generation": lambda: Str(s.generation, span),
+        "accelerator": lambda: Str(s.accelerator, span),
+        "topology": lambda: Str(s.topology, span),
+        "name": lambda: Str(f"{s.accelerator}:{s.topology}", span),
+        "dims": lambda: List(tuple(_int(d, span) for d in s.dims), span),
+        "chips": lambda: _int(s.chips, span),
+        "hosts": lambda: _int(s.hosts, span),
+        "devices": lambda: _int(s.devices, span),
+        "chips_per_host": lambda: _int(s.chips_per_host, span),
+        "devices_per_chip": lambda: _int(s.devices_per_chip, span),
+        "machine_type": lambda: Str(s.machine_type, span),
+        "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
+                                       TOPOLOGY_LABEL: Str(s.topology, span)},
+                                      {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),
+    }
+
+
+def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
+    return {
+        "argv": lambda: maxtext.argv_list(fs, span),
+        "shell": lambda: Str(shell_form(maxtext.argv(fs)), span),
+        "resolved": lambda: maxtext.resolved_dict(fs, span),
+    }
+
+
+def _method(name, fn, receiver, span):
+    return lambda: Builtin(name, fn, span, receiver)
+
+
+def _str_join(fn, span, args, kwargs):
+    a = _bind("join", span, args, kwargs, ("items",), {"items"})
+    items = _expect(a["items"], (List,), "join() argument")
+    parts = []
+    for x in items.items:
+        parts.append(_expect(x, (Str,), "each item joined").value)
+    return Str(fn.receiver.value.join(parts), span)
+
+
+def _str_replace(fn, span, args, kwargs):
+    a = _bind("replace", span, args, kwargs, ("old", "new"), {"old", "new"})
+    old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
+    return Str(fn.receiver.value.replace(old, new), span)
+
+
+def _str_split(fn, span, args, kwargs):
+    a = _bind("split", span, args, kwargs, ("sep",), set())
+    sep = a.get("sep")
+    parts = fn.receiver.value.split(_expect(sep, (Str,), "split() separator").value if sep else None)
+    return List(tuple(Str(p, span) for p in parts), span)
+
+
+def _str_simple(op):
+    def call(fn, span, args, kwargs):
+        _bind(op, span, args, kwargs, (), set())
+        return Str(getattr(fn.receiver.value, op)(), span)
+    return call
+
+
+def _str_test(op):
+    def call(fn, span, args, kwargs):
+        a = _bind(op, span, args, kwargs, ("prefix",), {"prefix"})
+        r = getattr(fn.receiver.value, op)(_expect(a["prefix"], (Str,), f"{op}() argument").value)
+        return Bool(r, "True" if r else "False", span)
+    return call
+
+
+_STR_METHODS = {"join": _str_join, "replace": _str_replace, "split": _str_split,
+                "upper": _str_simple("upper"), "lower": _str_simple("lower"),
+                "strip": _str_simple("strip"), "startswith": _str_test("startswith"),
+                "endswith": _str_test("endswith")}
+
+
+def _dict_keys(fn, span, args, kwargs):
+    _bind("keys", span, args, kwargs, (), set())
+    d = fn.receiver
+    return List(tuple(Str(k, d.key_spans.get(k, span)) for k in d.items), span)
+
+
+def _dict_values(fn, span, args, kwargs):
+    _bind("values", span, args, kwargs, (), set())
+    return List(tuple(fn.receiver.items.values()), span)
+
+
+def _dict_get(fn, span, args, kwargs):
+    a = _bind("get", span, args, kwargs, ("key", "default"), {"key"})
+    key = _expect(a["key"], (Str,), "get() key").value
+    return fn.receiver.items.get(key, a.get("default", Null("None", span)))
+
+
+_DICT_METHODS = {"keys": _dict_keys, "values": _dict_values, "get": _dict_get}
+
+
+def attribute(obj, name: str, name_span: Span, span: Span):
+    """``obj.name`` for built-in values. ``E0307`` for an unknown attribute, with a hint."""
+    t = type(obj)
+    if t is TpuSlice:
+        table = _slice_attrs(obj, span)
+    elif t is FlagSet:
+        table = _flagset_attrs(obj, span)
+    elif t is Str:
+        table = {k: _method(k, f, obj, span) for k, f in _STR_METHODS.items()}
+    elif t is Dict:
+        table = {k: _method(k, f, obj, span) for k, f in _DICT_METHODS.items()}
+    else:
+        table = {}
+    if name not in table:
+        hint = did_you_mean(name, table) or (f"a {type_name(obj)} has: {', '.join(sorted(table))}"
+                                             if table else None)
+        if t is Dict and name in obj.items:
+            hint = f"use [\"{name}\"] to read a dict entry"
+        raise error("E0307", f"a {type_name(obj)} has no attribute '{name}'", name_span, hint=hint)
+    return table[name]()

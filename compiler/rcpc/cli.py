@@ -1,0 +1,143 @@
+"""The ``rcpc`` command line: argument parsing and dispatch only.
+
+Exit codes: 0 success, 1 errors in the input (diagnostics on stderr), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rcpc.diagnostics import CompileError, Diagnostic, format_text
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
+    from rcpc import __version__
+    p.add_argument("--version", action="version", version=f"rcpc {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
+    b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
+    g = b.add_mutually_exclusive_group()
+    g.add_argument("--variant", metavar="V", help="only this variant (default: every declared variant)")
+    g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE",
+                   help="set a declared param; the build is written as variant 'custom'")
+    b.add_argument("-o", "--output", metavar="DIR", help="output directory (default: rcp.toml output_dir, else rcpc-out)")
+
+    r = sub.add_parser("render", help="print renders of one recipe to stdout")
+    r.add_argument("recipe", metavar="RECIPE")
+    r.add_argument("render", nargs="?", metavar="RENDER", help="one render (trainer.yaml or trainer); default: all")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--variant", metavar="V", default=None)
+    g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
+
+    pa = sub.add_parser("params", help="list the params of a recipe")
+    pa.add_argument("recipe", metavar="RECIPE")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    args = _parser().parse_args(argv)
+    from rcpc.workspace import Workspace
+
+    compiler = None
+    try:
+        ws = Workspace.find(".")
+        from rcpc.recipe import Compiler
+
+        compiler = Compiler(ws)
+        return _COMMANDS[args.command](args, ws, compiler)
+    except CompileError as exc:
+        sources = compiler.sources if compiler else {}
+        for d in exc.diagnostics:
+            print(format_text(d, sources), file=sys.stderr)
+        return 1
+    except _Usage as exc:
+        print(f"rcpc: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("rcpc: interrupted", file=sys.stderr)
+        return 130
+
+
+class _Usage(Exception):
+    pass
+
+
+def _recipe_paths(ws, names: list[str]) -> list[Path]:
+    if not names:
+        found = ws.recipes()
+        if not found:
+            raise _Usage(f"no recipes under {', '.join(ws.display(d) for d in ws.recipe_dirs)}")
+        return found
+    out = []
+    for n in names:
+        p = ws.find_recipe(n)
+        if p is None:
+            raise _Usage(f"no recipe {n!r} (give a name such as rl/qwen35_397b_256_v7x or a .rcp path)")
+        out.append(p)
+    return out
+
+
+def _build(args, ws, compiler) -> int:
+    from rcpc.output import write_variant
+
+    out_dir = Path(args.output) if args.output else ws.output_dir
+    plans = []
+    for path in _recipe_paths(ws, args.recipes):
+        recipe, builds = compiler.build(path, args.variant, args.sets)
+        plans.append((recipe, builds))
+    count = 0
+    for recipe, builds in plans:
+        for vb in builds:
+            write_variant(out_dir, recipe.name, vb.variant, [(r.name, r.text) for r in vb.renders])
+            count += len(vb.renders)
+    print(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _render(args, ws, compiler) -> int:
+    (path,) = _recipe_paths(ws, [args.recipe])
+    variant = args.variant if args.variant or args.sets else None
+    recipe, builds = compiler.build(path, variant or ("default" if not args.sets else None), args.sets)
+    vb = builds[0]
+    renders = vb.renders
+    if args.render:
+        renders = [r for r in renders if r.name == args.render or r.name.rsplit(".", 1)[0] == args.render]
+        if not renders:
+            raise _Usage(f"{recipe.name} has no render {args.render!r}; renders: "
+                         + ", ".join(r.name for r in vb.renders))
+    out = sys.stdout
+    if len(renders) == 1:
+        out.write(renders[0].text)
+    else:
+        for r in renders:
+            out.write(f"---\n# Source: {recipe.name}/{vb.variant}/{r.name}\n{r.text}")
+    return 0
+
+
+def _params(args, ws, compiler) -> int:
+    from rcpc.values import text_of
+
+    (path,) = _recipe_paths(ws, [args.recipe])
+    recipe, _ = compiler.recipe(path)
+    rows = [("NAME", "TYPE", "DEFAULT", "DOC")]
+    for p in recipe.params:
+        default = "(required)" if p.default is None else text_of(p.default)
+        ptype = p.type + (" {" + ",".join(text_of(c) for c in p.choices) + "}" if p.choices else "")
+        rows.append((p.name, ptype, default, p.doc))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3] if r[3] else
+              "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+_COMMANDS = {"build": _build, "render": _render, "params": _params}

@@ -1,0 +1,1 @@
+"""Canonical emitters: flag tokens / shell form, and YAML manifests."""

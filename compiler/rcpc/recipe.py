@@ -1,0 +1,258 @@
+"""Compiling recipes: sources, the load graph, params, variants and renders.
+
+A :class:`Compiler` serves one run. It reads, parses and resolves each file once, evaluates
+each loaded (library) file once, and evaluates a recipe once per variant (libraries cannot
+see params, so their exports are shared by every variant).
+
+Load errors (``E02xx``): missing file, missing name, cycle (found on resolved real paths, so
+``./a.rcp`` and ``../x/a.rcp`` spellings of one file are one node), escaping the workspace.
+An error inside a loaded file is reported at that file's line:col with ``loaded from``
+spans back to the recipe.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+from rcpc import builtins as B
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.emit.flags import flag_file
+from rcpc.emit.yaml import EmitError, emit_document
+from rcpc.evaluate import Evaluator
+from rcpc.maxtext import argv
+from rcpc.resolve import resolve
+from rcpc.source import COMMAND_LINE_SPAN, Source, Span
+from rcpc.syntax import ast
+from rcpc.syntax.parser import parse
+from rcpc.values import Bool, FlagFile, Float, Int, Manifest, Str, Variant, equal
+from rcpc.workspace import Workspace
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+DEFAULT_VARIANT = "default"
+
+
+@attrs.frozen
+class Render:
+    """One output file: ``name`` (``trainer.yaml``), its exact ``text``, and the value it was
+    emitted from (a Manifest or FlagFile)."""
+
+    name: str
+    text: str
+    value: object
+
+
+@attrs.frozen
+class VariantBuild:
+    """A recipe evaluated for one variant: the variant's name, the param values used and the
+    renders in declaration order."""
+
+    variant: str
+    params: dict
+    renders: tuple
+
+
+@attrs.frozen
+class Recipe:
+    """A recipe's declarations (from its default evaluation)."""
+
+    path: Path
+    name: str
+    params: tuple
+    variants: tuple
+
+
+class Compiler:
+    """Compiles recipes of one workspace; holds the per-run caches."""
+
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+        self.sources: dict[str, Source] = {}     # display path → Source (for diagnostics)
+        self._modules: dict[Path, ast.Module] = {}
+        self._exports: dict[Path, dict] = {}
+
+    # files ------------------------------------------------------------------------------
+    def source(self, real: Path) -> Source:
+        display = self.workspace.display(real)
+        src = self.sources.get(display)
+        if src is None:
+            try:
+                data = real.read_bytes()
+            except OSError as exc:
+                raise error("E0201", f"cannot read {display}: {exc.strerror}", None) from None
+            if len(data) > MAX_FILE_BYTES:
+                raise error("E0803", f"{display} is {len(data)} bytes, over the limit of {MAX_FILE_BYTES}",
+                            Span(display, 1, 1, 1, 1))
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[:exc.start].count(b"\n") + 1
+                raise error("E0003", f"{display} is not UTF-8 text", Span(display, line, 1, line, 1)) from None
+            src = self.sources[display] = Source(display, text, str(real))
+        return src
+
+    def module(self, real: Path) -> ast.Module:
+        """Parsed and name-resolved AST of a file (cached)."""
+        mod = self._modules.get(real)
+        if mod is None:
+            mod = parse(self.source(real))
+            resolve(mod, B.NAMES)
+            self._modules[real] = mod
+        return mod
+
+    def _loader(self, real: Path, chain: tuple):
+        def load(target: str, span: Span) -> dict:
+            dep = self.workspace.resolve_load(target, real, span)
+            if dep in [p for p, _ in chain] or dep == real:
+                names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
+                cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
+                                     self.workspace.display(dep)])
+                raise error("E0202", f"load cycle: {cycle}", span,
+                            hint="break the cycle by moving shared constants into a third file")
+            return self.library(dep, chain + ((real, span),))
+        return load
+
+    def library(self, real: Path, chain: tuple) -> dict:
+        """Exports of a loaded file (evaluated once per run). ``chain`` is the tuple of
+        (file, load span) that led here, for cycles and ``loaded from`` notes."""
+        exports = self._exports.get(real)
+        if exports is None:
+            try:
+                mod = self.module(real)
+                result = Evaluator(self._loader(real, chain), None, is_recipe=False).run(mod)
+            except CompileError as exc:
+                raise _loaded_from(exc, chain) from None
+            exports = self._exports[real] = result.exports
+        return exports
+
+    # recipes ----------------------------------------------------------------------------
+    def _evaluate(self, real: Path, overrides: dict):
+        mod = self.module(real)
+        return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True).run(mod)
+
+    def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
+        """The recipe's declarations and its default evaluation."""
+        result = self._evaluate(real, {})
+        params = {p.name: p for p in result.params}
+        variants = _check_variants(result.variants, params)
+        build = self._variant_build(DEFAULT_VARIANT, {}, result)
+        return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
+
+    def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
+        """Evaluate a recipe for every declared variant (or the one named, or ``--set``
+        overrides as variant ``custom``). Returns (Recipe, [VariantBuild])."""
+        recipe, default = self.recipe(real)
+        params = {p.name: p for p in recipe.params}
+        if sets:
+            overrides = parse_sets(sets, params)
+            return recipe, [self.evaluate_with(real, "custom", overrides, default)]
+        chosen = recipe.variants
+        if variant is not None:
+            chosen = [v for v in recipe.variants if v.name == variant]
+            if not chosen:
+                names = [v.name for v in recipe.variants]
+                raise error("E0607", f"recipe {recipe.name} has no variant '{variant}'", None,
+                            hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
+        builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
+        return recipe, builds
+
+    def evaluate_with(self, real: Path, name: str, overrides: dict, default: VariantBuild) -> VariantBuild:
+        """One variant's build; reuses the default evaluation when nothing is overridden."""
+        if not overrides:
+            return attrs.evolve(default, variant=name)
+        return self._variant_build(name, overrides, self._evaluate(real, overrides))
+
+    def _variant_build(self, name: str, overrides: dict, result) -> VariantBuild:
+        renders = []
+        seen: dict[str, Span] = {}
+        for value in result.renders:
+            fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
+            if fname in seen:
+                raise error("E0702", f"two renders are named '{fname}'", value.span,
+                            related=(("first declared here", seen[fname]),),
+                            hint="give each jobset/manifest/flag_file a distinct name")
+            seen[fname] = value.span
+            renders.append(Render(fname, _emit(value), value))
+        values = {p.name: overrides.get(p.name, p.default) for p in result.params}
+        return VariantBuild(name, values, tuple(renders))
+
+
+def _emit(value) -> str:
+    if type(value) is FlagFile:
+        return flag_file(argv(value.flags))
+    try:
+        return emit_document(value.data)
+    except EmitError as exc:
+        raise error("E0703", str(exc), exc.value.span,
+                    hint="manifests hold dicts, lists, strings, numbers, bools and None") from None
+
+
+def _loaded_from(exc: CompileError, chain: tuple) -> CompileError:
+    extra = tuple(("loaded from", span) for _, span in reversed(chain) if span is not None)
+    return CompileError([attrs.evolve(d, related=d.related + extra) for d in exc.diagnostics])
+
+
+def _check_variants(variants: list, params: dict) -> tuple:
+    """Variant names unique, ``set`` keys declared params of the right type, ``against``
+    naming a declared variant. With no variant declared, the recipe has ``default``."""
+    if not variants:
+        return (Variant(DEFAULT_VARIANT, B.Dict({}, {}, COMMAND_LINE_SPAN), None, None, COMMAND_LINE_SPAN),)
+    seen: dict[str, Variant] = {}
+    for v in variants:
+        if v.name in seen:
+            raise error("E0603", f"variant '{v.name}' is declared twice", v.span,
+                        related=(("first declared here", seen[v.name].span),))
+        seen[v.name] = v
+        for key, value in v.sets.items.items():
+            if key not in params:
+                raise error("E0601", f"variant '{v.name}' sets '{key}', which is not a param",
+                            v.sets.key_spans.get(key, v.span),
+                            hint=did_you_mean(key, params) or f"params: {', '.join(params) or 'none'}")
+            p = params[key]
+            B.check_param_value(p.type, value, key, p.choices)
+    for v in variants:
+        if v.against is not None and v.against not in seen:
+            raise error("E0605", f"variant '{v.name}' is against '{v.against}', which is not declared",
+                        v.span, hint=did_you_mean(v.against, seen))
+    return tuple(variants)
+
+
+_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
+_BOOL_TEXT = ("true", "True", "false", "False")
+
+
+def parse_sets(sets: list[str], params: dict) -> dict:
+    """``NAME=VALUE`` strings from ``--set`` → overrides, typed by each declared param.
+    bool accepts true/True/false/False (spelling kept), int decimal, float any Python float
+    spelling (kept), str anything. ``E0601`` unknown param (did-you-mean), ``E0602`` bad value."""
+    out = {}
+    for item in sets:
+        name, eq, text = item.partition("=")
+        if not eq:
+            raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
+        if name not in params:
+            raise error("E0601", f"--set {name}: no such param", None,
+                        hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
+        p = params[name]
+        span = COMMAND_LINE_SPAN
+        value = None
+        if p.type == "bool" and text in _BOOL_TEXT:
+            value = Bool(text.lower() == "true", text, span)
+        elif p.type == "int" and _INT_TEXT.match(text):
+            value = Int(int(text), text, span)
+        elif p.type == "float":
+            try:
+                value = Float(float(text), text, span) if text.strip() == text and text else None
+            except ValueError:
+                value = None
+        elif p.type == "str":
+            value = Str(text, span)
+        if value is None:
+            raise error("E0602", f"--set {name}={text}: not a {p.type}", None,
+                        hint="bool: true/false/True/False" if p.type == "bool" else None)
+        if p.choices is not None and not any(equal(value, c) for c in p.choices):
+            raise error("E0602", f"--set {name}={text}: not one of the choices", None)
+        out[name] = value
+    return out

@@ -1,0 +1,119 @@
+"""Name resolution, before any evaluation (Starlark rules).
+
+* Single assignment: a name is bound once per file (``E0102``), by ``NAME = ...`` or by
+  ``load()``; built-in names cannot be rebound (``E0104``).
+* Every name used is bound earlier in the file, bound by an enclosing comprehension, or
+  built in: an unknown name is ``E0101`` with a did-you-mean; a name bound only later in the
+  file is ``E0103``.
+
+All errors of a file are collected and raised together.
+"""
+
+from __future__ import annotations
+
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean
+from rcpc.syntax import ast
+
+
+def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
+    """Check ``module``'s names. Raises :class:`CompileError` with every problem found."""
+    diags: list[Diagnostic] = []
+    later: dict[str, object] = {}
+    for stmt in module.stmts:
+        for name, span in _binds(stmt):
+            later.setdefault(name, span)
+    bound: dict[str, object] = {}
+
+    def bind(name, span):
+        if name in predeclared:
+            diags.append(Diagnostic("E0104", f"cannot bind built-in name '{name}'", span,
+                                    hint="choose another name"))
+        elif name in bound:
+            diags.append(Diagnostic("E0102", f"'{name}' is already bound in this file", span,
+                                    hint="names are assigned once; use a new name or a conditional expression",
+                                    related=(("first bound here", bound[name]),)))
+        else:
+            bound[name] = span
+
+    def use(node: ast.Name, scope: frozenset):
+        n = node.id
+        if n in scope or n in bound or n in predeclared:
+            return
+        if n in later:
+            diags.append(Diagnostic("E0103", f"'{n}' is used before it is assigned", node.span,
+                                    related=(("assigned here", later[n]),),
+                                    hint="move the assignment above its first use"))
+            return
+        hint = did_you_mean(n, [*bound, *scope, *predeclared])
+        diags.append(Diagnostic("E0101", f"unknown name '{n}'", node.span, hint=hint))
+
+    for stmt in module.stmts:
+        if isinstance(stmt, ast.Assign):
+            walk_names(stmt.value, frozenset(), use)
+            bind(stmt.name, stmt.name_span)
+        elif isinstance(stmt, ast.Load):
+            for ln in stmt.names:
+                bind(ln.local, ln.span)
+        else:
+            walk_names(stmt.expr, frozenset(), use)
+    if diags:
+        raise CompileError(diags)
+
+
+def _binds(stmt):
+    if isinstance(stmt, ast.Assign):
+        yield stmt.name, stmt.name_span
+    elif isinstance(stmt, ast.Load):
+        for ln in stmt.names:
+            yield ln.local, ln.span
+
+
+def walk_names(node, scope: frozenset, use) -> None:
+    """Visit every name in ``node`` (an expression) with its comprehension scope."""
+    t = type(node)
+    if t is ast.Name:
+        use(node, scope)
+    elif t in (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.NoneLit, ast.StrLit):
+        return
+    elif t is ast.FString:
+        for p in node.parts:
+            if not isinstance(p, str):
+                walk_names(p, scope, use)
+    elif t is ast.ListLit:
+        for x in node.items:
+            walk_names(x, scope, use)
+    elif t is ast.DictLit:
+        for k, v in node.items:
+            walk_names(k, scope, use)
+            walk_names(v, scope, use)
+    elif t is ast.Comprehension:
+        clause = node.clause
+        walk_names(clause.iter, scope, use)
+        inner = scope | {clause.var}
+        for c in clause.conds:
+            walk_names(c, inner, use)
+        if node.key is not None:
+            walk_names(node.key, inner, use)
+        walk_names(node.elt, inner, use)
+    elif t in (ast.BinOp, ast.BoolOp, ast.Compare):
+        walk_names(node.left, scope, use)
+        walk_names(node.right, scope, use)
+    elif t in (ast.Neg, ast.Not):
+        walk_names(node.operand, scope, use)
+    elif t is ast.Conditional:
+        walk_names(node.cond, scope, use)
+        walk_names(node.then, scope, use)
+        walk_names(node.orelse, scope, use)
+    elif t is ast.Index:
+        walk_names(node.obj, scope, use)
+        walk_names(node.index, scope, use)
+    elif t is ast.Attr:
+        walk_names(node.obj, scope, use)
+    elif t is ast.Call:
+        walk_names(node.func, scope, use)
+        for a in node.args:
+            walk_names(a, scope, use)
+        for kw in node.kwargs:
+            walk_names(kw.value, scope, use)
+    else:  # pragma: no cover - the parser builds no other node
+        raise TypeError(f"unexpected node {t.__name__}")

@@ -1,0 +1,73 @@
+"""Source files and spans.
+
+A :class:`Span` names a range of one source file by 1-based line and column (columns count
+characters, not bytes; ``end_col`` is exclusive), the way compilers and editors report
+positions (``path:line:col``).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class Span:
+    """A range in a source file: ``path`` as shown to users, 1-based ``line``/``col``,
+    ``end_line``/``end_col`` (exclusive). Spans of built-in values use path ``<builtin>``;
+    values set from the command line use ``<command line>``."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+BUILTIN_SPAN = Span("<builtin>", 0, 0, 0, 0)
+COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
+
+
+class Source:
+    """One source file's text with a line table for offset → (line, col) lookups.
+
+    ``path`` is the display path (relative to the workspace where possible); ``real`` is the
+    resolved absolute path used for identity (load cycles, caching).
+    """
+
+    __slots__ = ("path", "real", "text", "_starts")
+
+    def __init__(self, path: str, text: str, real: str | None = None):
+        self.path = path
+        self.real = real or path
+        self.text = text
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        self._starts = starts
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based (line, col) of a 0-based character offset."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return i + 1, offset - self._starts[i] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        """The span of character offsets ``[start, end)``."""
+        line, col = self.line_col(start)
+        end_line, end_col = self.line_col(end)
+        return Span(self.path, line, col, end_line, end_col)
+
+    def line_text(self, line: int) -> str:
+        """The text of 1-based ``line`` without its newline ('' when out of range)."""
+        if not 1 <= line <= len(self._starts):
+            return ""
+        start = self._starts[line - 1]
+        end = self._starts[line] - 1 if line < len(self._starts) else len(self.text)
+        return self.text[start:end].rstrip("\r")

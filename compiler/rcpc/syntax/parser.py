@@ -1,0 +1,239 @@
+"""Parser: recipe source text → :mod:`rcpc.syntax.ast`.
+
+The grammar (``grammar.lark``) is LALR(1) and built with lark. Building the parse tables
+costs ~20 ms, so they are cached in the user cache directory
+(``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark version and a hash of
+the grammar; an unwritable cache directory only makes start-up slower.
+
+Errors: :class:`~rcpc.diagnostics.CompileError` with code ``E0001`` (syntax), ``E0002``
+(bad string escape) at the offending ``path:line:col``, naming what was expected in words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from rcpc.diagnostics import CompileError, Diagnostic, error
+from rcpc.source import Source
+from rcpc.syntax import ast
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+_BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
+_BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
+
+# Readable names for the terminals lark reports in UnexpectedToken.expected.
+_READABLE = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "LONG_STRING": "a string", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
+    "DOT": "'.'", "PLUS": "'+'", "MINUS": "'-'", "MUL_OP": "an operator", "COMP_OP": "a comparison",
+    "_NL": "end of line", "$END": "end of file", "IF": "'if'", "ELSE": "'else'", "FOR": "'for'",
+    "IN": "'in'", "NOT": "'not'", "AND": "'and'", "OR": "'or'", "LOAD": "'load'",
+    "TRUE_PY": "True", "TRUE_YAML": "true", "FALSE_PY": "False", "FALSE_YAML": "false",
+    "NONE_PY": "None", "NULL_YAML": "null",
+}
+_PY_KEYWORDS = {
+    "def": "recipes cannot define functions; compute values with expressions and built-ins",
+    "lambda": "recipes cannot define functions; compute values with expressions and built-ins",
+    "class": "recipes cannot define classes",
+    "import": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
+    "from": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
+    "while": "there are no loops at statement level; use a list comprehension",
+    "return": "there are no functions to return from",
+}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"',
+            "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_HEX_LEN = {"x": 2, "u": 4, "U": 8}
+
+
+class _Postlex:
+    """Drops newlines inside brackets and at the start, merges runs of newlines, and ends the
+    file with one."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        from lark import Token
+
+        depth = 0
+        last = None  # the last token yielded; tokens must not be held back (contextual lexer)
+        for tok in stream:
+            kind = tok.type
+            if kind == "_NL":
+                if depth == 0 and last is not None and last.type != "_NL":
+                    last = tok
+                    yield tok
+                continue
+            if kind in _BRACKETS_OPEN:
+                depth += 1
+            elif kind in _BRACKETS_CLOSE and depth:
+                depth -= 1
+            last = tok
+            yield tok
+        if last is not None and last.type != "_NL":
+            yield Token.new_borrow_pos("_NL", "\n", last)
+
+
+def _cache_path(grammar: str) -> str | None:
+    import lark
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    directory = os.path.join(base, "rcpc")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(directory, f"grammar-{digest}.lark.cache")
+
+
+_PARSER = None
+_BUILDER = None
+
+
+def _parser():
+    global _PARSER, _BUILDER
+    if _PARSER is None:
+        from lark import Lark
+
+        from rcpc.syntax.builder import AstBuilder
+
+        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+        _BUILDER = AstBuilder()
+        options = dict(parser="lalr", postlex=_Postlex(), propagate_positions=True,
+                       maybe_placeholders=False)
+        cache = _cache_path(grammar)
+        try:
+            _PARSER = Lark(grammar, cache=cache or False, **options)
+        except OSError:
+            _PARSER = Lark(grammar, **options)
+    return _PARSER, _BUILDER
+
+
+def parse(source: Source) -> ast.Module:
+    """Parse one file into an :class:`ast.Module`.
+
+    Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
+    """
+    parser, builder = _parser()
+    stmts = _parse_text(parser, builder, source, source.text, 0)
+    return ast.Module(source.path, tuple(stmts))
+
+
+def _parse_text(parser, builder, source: Source, text: str, base: int):
+    from lark.exceptions import UnexpectedInput
+
+    saved = builder.source, builder.base, builder.parse_inner
+    builder.source, builder.base = source, base
+    builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
+    try:
+        try:
+            tree = parser.parse(text)
+        except UnexpectedInput as exc:
+            raise _syntax_error(exc, source, text, base) from None
+        return builder.transform(tree)
+    finally:
+        builder.source, builder.base, builder.parse_inner = saved
+
+
+def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):
+    stmts = _parse_text(parser, builder, source, inner, at)
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
+        raise error("E0001", "an f-string replacement field must hold one expression",
+                    source.span(at, at + len(inner)))
+    return stmts[0].expr
+
+
+def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    pos = getattr(exc, "pos_in_stream", None)
+    if pos is None:
+        pos = len(text)
+    start = base + pos
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[pos] if pos < len(text) else ""
+        hint = None
+        if char in "\"'":
+            hint = "this string is not closed on its line; use a triple-quoted string for several lines"
+        return CompileError(Diagnostic("E0001", f"unexpected character {char!r}",
+                                       source.span(start, start + 1), hint=hint))
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        kind = tok.type
+        expected = sorted({_READABLE.get(t, t.lower()) for t in exc.expected})
+        found = "end of file" if kind == "$END" else ("end of line" if kind == "_NL" else repr(str(tok)))
+        end = start + (len(str(tok)) if kind not in ("_NL", "$END") else 1)
+        hint = None
+        keyword = _statement_keyword(text, pos)
+        if keyword:
+            return CompileError(Diagnostic("E0001", f"'{keyword}' is not part of the recipe language",
+                                           source.span(start, end), hint=_PY_KEYWORDS[keyword]))
+        if kind == "_NL" and any(t in exc.expected for t in ("RPAR", "RSQB", "RBRACE")):
+            hint = "a bracket opened earlier is not closed"
+        elif kind == "$END":
+            hint = "the file ends inside an unfinished expression; check for an unclosed bracket"
+        elif kind == "COLON" and "EQUAL" in exc.expected:
+            hint = "keyword arguments use '=', dict entries use ':' inside {...}"
+        elif kind == "EQUAL" and "COLON" in exc.expected:
+            hint = "dict entries are written \"key\": value"
+        elif "COMMA" in exc.expected:
+            hint = "is a ',' missing before this?"
+        msg = f"unexpected {found}; expected " + _words(expected)
+        return CompileError(Diagnostic("E0001", msg, source.span(start, end), hint=hint))
+    return CompileError(Diagnostic("E0001", "unexpected end of file", source.span(start, start)))
+
+
+def _statement_keyword(text: str, pos: int) -> str | None:
+    line_start = text.rfind("\n", 0, pos) + 1
+    first = text[line_start:].lstrip().split(None, 1)
+    word = first[0].split("(")[0] if first else ""
+    return word if word in _PY_KEYWORDS else None
+
+
+def _words(items: list[str]) -> str:
+    if len(items) > 6:
+        items = items[:6] + ["..."]
+    return ", ".join(items) if len(items) < 2 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def unescape(body: str, source: Source, start: int) -> str:
+    """Decode the escapes of a string body (``\\n``, ``\\t``, ``\\xhh``, ``\\uhhhh``, ...).
+
+    ``start`` is the body's offset in ``source``, for the span of a bad escape (``E0002``).
+    """
+    if "\\" not in body:
+        return body
+    out = []
+    i = 0
+    n = len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = body[i + 1] if i + 1 < n else ""
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "\n":
+            i += 2
+        elif nxt in _HEX_LEN:
+            digits = body[i + 2:i + 2 + _HEX_LEN[nxt]]
+            try:
+                if len(digits) != _HEX_LEN[nxt]:
+                    raise ValueError
+                out.append(chr(int(digits, 16)))
+            except ValueError:
+                raise error("E0002", f"bad escape \\{nxt}{digits}",
+                            source.span(start + i, start + i + 2 + len(digits)),
+                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits") from None
+            i += 2 + _HEX_LEN[nxt]
+        else:
+            raise error("E0002", f"unknown escape \\{nxt}", source.span(start + i, start + i + 2),
+                        hint="write \\\\ for a backslash")
+    return "".join(out)
