@@ -36,6 +36,15 @@ def _parser() -> argparse.ArgumentParser:
 
     pa = sub.add_parser("params", help="list the params of a recipe")
     pa.add_argument("recipe", metavar="RECIPE")
+
+    d = sub.add_parser("diff", help="compare the renders of two variants of a recipe")
+    d.add_argument("recipe", metavar="RECIPE")
+    d.add_argument("--variant", required=True, metavar="A")
+    d.add_argument("--against", metavar="B", help="default: the variant's own 'against', else 'default'")
+    d.add_argument("--format", choices=("text", "json"), default="text")
+
+    c = sub.add_parser("check", help="evaluate every recipe and variant, run contracts; write nothing")
+    c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     return p
 
 
@@ -93,6 +102,9 @@ def _build(args, ws, compiler) -> int:
     plans = []
     for path in _recipe_paths(ws, args.recipes):
         recipe, builds = compiler.build(path, args.variant, args.sets)
+        diags = compiler.check_contracts(recipe, builds)
+        if diags:
+            raise CompileError(diags)
         plans.append((recipe, builds))
     count = 0
     for recipe, builds in plans:
@@ -140,4 +152,86 @@ def _params(args, ws, compiler) -> int:
     return 0
 
 
-_COMMANDS = {"build": _build, "render": _render, "params": _params}
+def _diff(args, ws, compiler) -> int:
+    import difflib
+    import json
+
+    from rcpc.contracts import flag_delta, render_delta
+    from rcpc.values import FlagFile
+
+    (path,) = _recipe_paths(ws, [args.recipe])
+    recipe, _ = compiler.recipe(path)
+    variants = {v.name: v for v in recipe.variants}
+    for name in (args.variant, args.against):
+        if name is not None and name not in variants:
+            raise _Usage(f"{recipe.name} has no variant {name!r}; variants: {', '.join(variants)}")
+    against = args.against or variants[args.variant].against or "default"
+    if against not in variants:
+        raise _Usage(f"{recipe.name} has no variant {against!r}; name one with --against")
+    _, (new,) = compiler.build(path, args.variant)
+    _, (old,) = compiler.build(path, against)
+    old_r = {r.name: r for r in old.renders}
+    new_r = {r.name: r for r in new.renders}
+    report = []
+    for name, status in render_delta(old, new):
+        a = old_r[name].text if name in old_r else ""
+        b = new_r[name].text if name in new_r else ""
+        entry = {"render": name, "status": status,
+                 "diff": "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True),
+                                                      f"{against}/{name}", f"{args.variant}/{name}"))}
+        if (status == "changed" and type(old_r[name].value) is FlagFile
+                and type(new_r[name].value) is FlagFile):
+            entry["flags"] = flag_delta(old_r[name].value.flags, new_r[name].value.flags)
+        report.append(entry)
+    if args.format == "json":
+        from rcpc.emit.flags import value_text
+
+        def fv(e):
+            return None if e is None else value_text(e.value)
+
+        for entry in report:
+            if "flags" in entry:
+                entry["flags"] = [{"key": c.key, "old": fv(c.old), "new": fv(c.new)} for c in entry["flags"]]
+        doc = {"recipe": recipe.name, "variant": args.variant, "against": against, "renders": report}
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 0
+    out = [f"{recipe.name}: variant {args.variant} against {against}"]
+    for entry in report:
+        out.append(f"{entry['render']}: {entry['status']}")
+        for c in entry.get("flags", ()):
+            out.append(f"  {c.describe()}")
+        if entry["diff"]:
+            out.append(entry["diff"].rstrip("\n"))
+    print("\n".join(out))
+    return 0
+
+
+def _check(args, ws, compiler) -> int:
+    paths: list[Path] = []
+    for p in args.paths or []:
+        q = Path(p)
+        if q.is_dir():
+            real = q.resolve()
+            paths.extend(r for r in ws.recipes() if real == r or real in r.parents)
+        else:
+            paths.extend(_recipe_paths(ws, [p]))
+    if not args.paths:
+        paths = _recipe_paths(ws, [])
+    errors = 0
+    variants = 0
+    for path in paths:
+        try:
+            recipe, builds = compiler.build(path)
+            diags = compiler.check_contracts(recipe, builds)
+            variants += len(builds)
+        except CompileError as exc:
+            diags = exc.diagnostics
+        for d in diags:
+            print(format_text(d, compiler.sources), file=sys.stderr)
+        errors += sum(1 for d in diags if d.severity == "error")
+    status = "ok" if not errors else f"{errors} error(s)"
+    print(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s): {status}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+_COMMANDS = {"build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}

@@ -72,6 +72,7 @@ class Compiler:
         self.sources: dict[str, Source] = {}     # display path → Source (for diagnostics)
         self._modules: dict[Path, ast.Module] = {}
         self._exports: dict[Path, dict] = {}
+        self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
 
     # files ------------------------------------------------------------------------------
     def source(self, real: Path) -> Source:
@@ -137,7 +138,7 @@ class Compiler:
         result = self._evaluate(real, {})
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
-        build = self._variant_build(DEFAULT_VARIANT, {}, result)
+        build = self._base[real] = self._variant_build(DEFAULT_VARIANT, {}, result)
         return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
 
     def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
@@ -157,6 +158,26 @@ class Compiler:
                             hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
         builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
         return recipe, builds
+
+    def check_contracts(self, recipe: Recipe, builds: list) -> list[Diagnostic]:
+        """Contract diagnostics of every built variant that declares one; the variant it is
+        against is evaluated too when it was not among ``builds``."""
+        from rcpc.contracts import check_contract
+
+        by_name = {b.variant: b for b in builds}
+        variants = {v.name: v for v in recipe.variants}
+        diags: list[Diagnostic] = []
+        for b in builds:
+            v = variants.get(b.variant)
+            if v is None or v.against is None or v.changes is None:
+                continue
+            other = by_name.get(v.against)
+            if other is None:
+                w = variants[v.against]
+                other = by_name[v.against] = self.evaluate_with(
+                    recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
+            diags.extend(check_contract(v, other, b))
+        return diags
 
     def evaluate_with(self, real: Path, name: str, overrides: dict, default: VariantBuild) -> VariantBuild:
         """One variant's build; reuses the default evaluation when nothing is overridden."""

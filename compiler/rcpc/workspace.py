@@ -7,6 +7,7 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
                                        # under one of these, without .rcp
     library_dirs = ["recipes/lib"]     # *.rcp here are loaded by recipes, never built
     output_dir = "rcpc-out"            # default for `rcpc build -o`
+    golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from rcpc.diagnostics import error
+from rcpc.diagnostics import did_you_mean, error
 from rcpc.source import Span
 
 CONFIG_NAME = "rcp.toml"
@@ -32,6 +33,7 @@ class Workspace:
     recipe_dirs: tuple
     library_dirs: tuple
     output_dir: Path
+    golden_dir: Path
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -44,7 +46,8 @@ class Workspace:
             cfg = d / CONFIG_NAME
             if cfg.is_file():
                 return cls._load(d, cfg)
-        return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out")
+        return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out",
+                   here / "golden")
 
     @classmethod
     def _load(cls, root: Path, cfg: Path) -> "Workspace":
@@ -60,11 +63,18 @@ class Workspace:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
             return tuple((root / v).resolve() for v in value)
 
-        out = data.get("output_dir", "rcpc-out")
-        if not isinstance(out, str):
-            raise error("E0901", f"{CONFIG_NAME}: 'output_dir' must be a string", span)
+        def one_dir(key, default):
+            value = data.get(key, default)
+            if not isinstance(value, str):
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
+            return root / value
+
+        unknown = sorted(set(data) - {"recipe_dirs", "library_dirs", "output_dir", "golden_dir"})
+        if unknown:
+            raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
+                        hint=did_you_mean(unknown[0], ["recipe_dirs", "library_dirs", "output_dir", "golden_dir"]))
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                   root / out)
+                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"))
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

@@ -124,7 +124,7 @@ def parse(source: Source) -> ast.Module:
 
 
 def _parse_text(parser, builder, source: Source, text: str, base: int):
-    from lark.exceptions import UnexpectedInput
+    from lark.exceptions import UnexpectedInput, VisitError
 
     saved = builder.source, builder.base, builder.parse_inner
     builder.source, builder.base = source, base
@@ -134,7 +134,14 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
             tree = parser.parse(text)
         except UnexpectedInput as exc:
             raise _syntax_error(exc, source, text, base) from None
-        return builder.transform(tree)
+        try:
+            return builder.transform(tree)
+        except VisitError as exc:
+            # lark wraps any exception raised in a Transformer callback (bad escape, f-string
+            # error, positional after keyword) in VisitError; the CompileError is the error.
+            if isinstance(exc.orig_exc, CompileError):
+                raise exc.orig_exc from None
+            raise
     finally:
         builder.source, builder.base, builder.parse_inner = saved
 

@@ -1,0 +1,1 @@
+"""Test support shipped with rcpc: the golden-file syrupy extension and the pytest plugin."""

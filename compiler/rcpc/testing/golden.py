@@ -1,0 +1,66 @@
+"""A syrupy extension for golden files: one file per render at
+``<golden_dir>/<recipe>/<variant>/<render>``, byte-exact.
+
+syrupy's stock single-file TEXT mode reads with universal newlines (a ``\\r`` in a render
+would never match) and binary mode diffs as one bytes repr; this extension reads and writes
+UTF-8 with ``newline=""`` (no translation in either direction), so the golden's bytes are
+exactly the render's bytes, and failures show syrupy's line-by-line diff.
+
+Which goldens exist is decided by the recipes, not by syrupy's test-file layout, so syrupy's
+own unused-snapshot discovery is switched off here; the plugin reports orphans itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from syrupy.data import SnapshotCollections
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+
+class GoldenExtension(SingleFileSnapshotExtension):
+    """Stores the data of a test item with a ``golden_path`` attribute at that path."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = ""
+
+    @classmethod
+    def get_location(cls, *, test_location, index) -> str:
+        return str(test_location.item.golden_path)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location, index=0) -> str:
+        return test_location.snapshot_name
+
+    @classmethod
+    def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
+        return Path(snapshot_location) == Path(test_location.item.golden_path)
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(Path(test_location.item.golden_path).parent)
+
+    @classmethod
+    def discovery_dirname(cls, *, test_location) -> str:
+        return cls.dirname(test_location=test_location)
+
+    def discover_snapshots(self, *, test_location, ignore_extensions=None) -> SnapshotCollections:
+        return SnapshotCollections()
+
+    def read_snapshot_data_from_location(self, *, snapshot_location: str, snapshot_name: str,
+                                         session_id: str):
+        try:
+            with open(snapshot_location, "r", encoding="utf-8", newline="") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    @classmethod
+    def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
+        path = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        if not isinstance(data, str):
+            raise TypeError(f"golden data must be str, got {type(data).__name__}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(data)
