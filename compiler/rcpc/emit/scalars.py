@@ -55,7 +55,8 @@ def plain_ok(s: str) -> bool:
     reader listed in the module docstring reads it back as the same string."""
     if not s or s[0] in _BAD_FIRST or s[-1] in " \t:":
         return False
-    if not _SAFE_CHARS.match(s):
+    # fullmatch: a '$'-anchored match would accept a string ending in "\n".
+    if not _SAFE_CHARS.fullmatch(s):
         return False
     if ": " in s or " #" in s or "\t" in s:
         return False
@@ -63,7 +64,7 @@ def plain_ok(s: str) -> bool:
     # reader in flow context (and OmegaConf's interpolation grammar) sees a plain string too.
     if any(c in s for c in "[]{}"):
         return False
-    return not _AMBIGUOUS.match(s)
+    return not _AMBIGUOUS.fullmatch(s)
 
 
 def single_quoted(s: str) -> str:

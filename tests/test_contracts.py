@@ -1,0 +1,158 @@
+"""Variant diff contracts, `rcpc diff` and `rcpc check` (DESIGN.md §3.4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rcpc.cli import main
+
+BASE = '''
+TUNED = param(bool, default = False)
+EXTRA = param(bool, default = False)
+LR = param(str, default = "1e-6")
+FLAGS = maxtext_flags(
+    {"custom_mesh_and_rule": "cp-as-ep", "packing": True, "learning_rate": 1e-6},
+    {"custom_mesh_and_rule": "cp-as-ep-dense-no-cp"} if TUNED else {},
+    {"packing": true} if EXTRA else {},
+)
+flag_file(name = "trainer", flags = FLAGS)
+jobset(name = "trainer", spec = {"args": FLAGS.argv})
+jobset(name = "orchestrator", spec = {"lr": LR})
+variant("default")
+'''
+
+
+def workspace(tmp_path, monkeypatch, variants: str):
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "r.rcp").write_text(BASE + variants)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_contract_holds(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True}, against = "default", '
+                                     'changes = {"trainer": ["custom_mesh_and_rule"]})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 0, err
+    assert "checked 1 recipe(s), 2 variant(s): ok" in err
+    assert run(capsys, "build")[0] == 0
+    assert (tmp_path / "rcpc-out" / "r" / "tuned" / "trainer.flags").read_text().endswith(
+        "custom_mesh_and_rule=cp-as-ep-dense-no-cp\n")
+
+
+def test_extra_render_change_is_reported(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True, "LR": "2e-6"}, against = "default", '
+                                     'changes = {"trainer": ["custom_mesh_and_rule"]})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "r.rcp:14:1: error[E0610]: variant 'tuned' breaks its contract against 'default'" in err
+    assert "orchestrator.yaml is changed but not declared in changes" in err
+    assert "custom_mesh_and_rule: cp-as-ep → cp-as-ep-dense-no-cp" in err
+
+
+def test_declared_change_that_does_not_happen_is_reported(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": False}, against = "default", '
+                                     'changes = {"trainer": ["custom_mesh_and_rule"]})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "trainer.flags is declared to change but is byte-identical" in err
+    assert "actual delta: none" in err
+
+
+def test_flag_delta_must_equal_declared_keys(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch,
+              'variant("tuned", set = {"TUNED": True}, against = "default", '
+              'changes = {"trainer": ["custom_mesh_and_rule", "packing"]})\n'
+              'variant("more", set = {"TUNED": True}, against = "default", changes = {"trainer": []})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "trainer.flags: packing declared to change but did not" in err
+    assert "trainer.flags: effective value of custom_mesh_and_rule changed but is not declared" in err
+
+
+def test_respelled_override_is_no_effective_change(tmp_path, monkeypatch, capsys):
+    # packing=True -> packing=true appends a token (bytes differ) but MaxText's value is the same
+    workspace(tmp_path, monkeypatch, 'variant("x", set = {"EXTRA": True}, against = "default", '
+                                     'changes = {"trainer": []})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 0, err
+
+
+def test_contract_naming_a_missing_render(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True}, against = "default", '
+                                     'changes = {"trainr": ["custom_mesh_and_rule"]})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "error[E0611]: changes names render 'trainr', which does not exist" in err
+
+
+def test_build_writes_nothing_when_a_contract_breaks(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True}, against = "default", '
+                                     'changes = {"orchestrator": []})\n')
+    code, _, err = run(capsys, "build")
+    assert code == 1 and "E0610" in err
+    assert not (tmp_path / "rcpc-out").exists()
+    # --variant alone still checks against the variant it names
+    code, _, err = run(capsys, "build", "--variant", "tuned")
+    assert code == 1 and "E0610" in err
+
+
+def test_against_must_name_a_variant(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True}, against = "defualt", '
+                                     'changes = {"trainer": []})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "error[E0605]" in err and "did you mean 'default'?" in err
+
+
+def test_diff_text(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True}, against = "default", '
+                                     'changes = {"trainer": ["custom_mesh_and_rule"]})\n')
+    code, out, _ = run(capsys, "diff", "r", "--variant", "tuned")
+    assert code == 0
+    assert out.splitlines()[0] == "r: variant tuned against default"
+    assert "trainer.flags: changed\n  custom_mesh_and_rule: cp-as-ep → cp-as-ep-dense-no-cp\n" in out
+    assert "+custom_mesh_and_rule=cp-as-ep-dense-no-cp\n" in out
+    assert "orchestrator.yaml: identical" in out
+    # against itself: everything identical, still exit 0
+    code, out, _ = run(capsys, "diff", "r", "--variant", "tuned", "--against", "tuned")
+    assert code == 0 and "changed" not in out
+
+
+def test_diff_json(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("tuned", set = {"TUNED": True})\n')
+    code, out, _ = run(capsys, "diff", "r", "--variant", "tuned", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["against"] == "default"
+    by_name = {r["render"]: r for r in doc["renders"]}
+    assert by_name["orchestrator.yaml"] == {"render": "orchestrator.yaml", "status": "identical", "diff": ""}
+    assert by_name["trainer.flags"]["flags"] == [
+        {"key": "custom_mesh_and_rule", "old": "cp-as-ep", "new": "cp-as-ep-dense-no-cp"}]
+
+
+@pytest.mark.parametrize("argv", [["diff", "r", "--variant", "nope"], ["diff", "nope", "--variant", "default"]])
+def test_diff_usage_errors(tmp_path, monkeypatch, capsys, argv):
+    workspace(tmp_path, monkeypatch, "")
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "Traceback" not in err
+
+
+def test_check_reports_every_recipe(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, "")
+    (tmp_path / "recipes" / "bad1.rcp").write_text("X = Y\n")
+    (tmp_path / "recipes" / "bad2.rcp").write_text('jobset(name = "a/b", spec = {})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert "recipes/bad1.rcp:1:5: error[E0101]: unknown name 'Y'" in err
+    assert "recipes/bad2.rcp:1:15: error[E0701]" in err
+    assert "checked 3 recipe(s)" in err

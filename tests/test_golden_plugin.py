@@ -1,0 +1,150 @@
+"""The golden-snapshot pytest plugin and the syrupy extension (issue: golden snapshots)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from syrupy.data import Snapshot, SnapshotCollection
+
+from rcpc.testing.golden import GoldenExtension
+
+pytest_plugins = ["pytester"]
+
+RECIPE = '''
+TUNED = param(bool, default = False)
+N = param(int, default = 2)
+FLAGS = maxtext_flags(
+    {"custom_mesh_and_rule": "cp-as-ep", "steps": 100, "packing": True},
+    {"custom_mesh_and_rule": "cp-as-ep-dense-no-cp"} if TUNED else {},
+)
+flag_file(name = "trainer", flags = FLAGS)
+jobset(name = "trainer", spec = {"args": FLAGS.argv})
+[jobset(name = f"rollout-{i}", spec = {"index": i}) for i in range(N)]
+variant("default")
+variant("tuned", set = {"TUNED": True}, against = "default",
+        changes = {"trainer": ["custom_mesh_and_rule"]})
+'''
+
+
+@pytest.fixture
+def workspace(pytester):
+    pytester.makefile(".toml", rcp="")
+    (pytester.path / "recipes").mkdir()
+    (pytester.path / "recipes" / "r.rcp").write_text(RECIPE)
+    return pytester
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "rcp.toml", *args)
+
+
+def test_missing_goldens_fail_then_update_writes_them(workspace):
+    result = run(workspace)
+    # 2 variants x 4 renders missing; the contract and the orphan check pass
+    result.assert_outcomes(failed=8, passed=2)
+    result.stdout.fnmatch_lines(["*golden golden/r/default/trainer.flags is missing*"])
+    run(workspace, "--snapshot-update").assert_outcomes(passed=10)
+    run(workspace).assert_outcomes(passed=10)
+    golden = workspace.path / "golden" / "r" / "tuned" / "trainer.flags"
+    assert golden.read_bytes() == (b"custom_mesh_and_rule=cp-as-ep\nsteps=100\npacking=True\n"
+                                   b"custom_mesh_and_rule=cp-as-ep-dense-no-cp\n")
+
+
+def test_golden_bytes_equal_rcpc_build_output(workspace):
+    run(workspace, "--snapshot-update").assert_outcomes(passed=10)
+    out = workspace.path / "out"
+    subprocess.run([sys.executable, "-m", "rcpc", "build", "-o", str(out)], cwd=workspace.path, check=True)
+    golden = workspace.path / "golden"
+    built = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert built == sorted(p.relative_to(golden) for p in golden.rglob("*") if p.is_file())
+    for rel in built:
+        assert (out / rel).read_bytes() == (golden / rel).read_bytes()
+
+
+def test_changed_flag_fails_exactly_the_affected_items(workspace):
+    run(workspace, "--snapshot-update")
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
+    result = run(workspace)
+    result.assert_outcomes(failed=4, passed=6)
+    failed = {line.split(" ")[1] for line in result.outlines if line.startswith("FAILED")}
+    assert failed == {f"rcp.toml::r/{v}/trainer.{ext}" for v in ("default", "tuned") for ext in ("flags", "yaml")}
+    result.stdout.fnmatch_lines(["-steps=100", "+steps=200"])
+    run(workspace, "--snapshot-update")
+    run(workspace).assert_outcomes(passed=10)
+
+
+def test_deleted_variant_leaves_orphans_until_update(workspace):
+    run(workspace, "--snapshot-update")
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.split('variant("tuned"')[0])
+    result = run(workspace)
+    result.assert_outcomes(failed=1, passed=4)
+    result.stdout.fnmatch_lines(["*no recipe, variant or render produces*", "*golden/r/tuned/trainer.flags"])
+    run(workspace, "--snapshot-update").assert_outcomes(passed=5)
+    assert not (workspace.path / "golden" / "r" / "tuned").exists()
+    run(workspace).assert_outcomes(passed=5)
+
+
+def test_deleted_render_and_recipe_are_orphans(workspace):
+    run(workspace, "--snapshot-update")
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.replace("N = param(int, default = 2)", "N = param(int, default = 1)"))
+    run(workspace).assert_outcomes(failed=1, passed=7)
+    recipe.unlink()
+    (workspace.path / "recipes" / "s.rcp").write_text('jobset(name = "x", spec = {})\n')
+    result = run(workspace)
+    result.stdout.fnmatch_lines(["*golden/r/default/rollout-0.yaml"])
+
+
+def test_broken_contract_is_a_failing_item(workspace):
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.replace('changes = {"trainer": ["custom_mesh_and_rule"]}',
+                                     'changes = {"trainer": ["steps"]}'))
+    run(workspace, "--snapshot-update")
+    result = run(workspace)
+    result.assert_outcomes(failed=1, passed=9)
+    result.stdout.fnmatch_lines(["*error?E0610?*", "*custom_mesh_and_rule changed but is not declared*",
+                                 "*steps declared to change but did not*"])
+
+
+def test_recipe_that_does_not_compile_is_one_failing_item(workspace):
+    (workspace.path / "recipes" / "r.rcp").write_text("X = [1,\n")
+    result = run(workspace)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*recipes/r.rcp:*error?E0001?*"])
+
+
+@pytest.mark.parametrize("text", [
+    "a\rb\n",                # lone CR
+    "line one\r\nline two\r\n",  # CRLF
+    "no final newline",
+    "trailing spaces   \n\t\n",
+    "non-ASCII: Grüße, 日本語, emoji 🚀\n",
+    "",
+])
+def test_golden_extension_is_byte_exact(tmp_path, text):
+    path = tmp_path / "g" / "render.txt"
+    collection = SnapshotCollection(location=str(path))
+    collection.add(Snapshot(name="render.txt", data=text))
+    GoldenExtension.write_snapshot_collection(snapshot_collection=collection)
+    assert path.read_bytes() == text.encode("utf-8")
+    read = GoldenExtension().read_snapshot_data_from_location(
+        snapshot_location=str(path), snapshot_name="render.txt", session_id="s")
+    assert read == text
+
+
+def test_renders_do_not_depend_on_hash_seed(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    trees = []
+    for seed in ("0", "1"):
+        out = tmp_path / f"out{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "rcpc", "build", "-o", str(out)], cwd=repo, env=env, check=True,
+                       capture_output=True)
+        trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert trees[0] and trees[0] == trees[1]
