@@ -148,3 +148,12 @@ def test_renders_do_not_depend_on_hash_seed(tmp_path):
                        capture_output=True)
         trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
     assert trees[0] and trees[0] == trees[1]
+
+
+def test_ordinary_tests_run_beside_goldens(workspace):
+    workspace.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
+    workspace.makeini("[pytest]\ntestpaths = test_plain.py rcp.toml\n")
+    assert workspace.runpytest_subprocess("-p", "no:cacheprovider", "--snapshot-update").ret == 0
+    result = workspace.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=11)
+    assert result.ret == 0

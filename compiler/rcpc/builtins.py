@@ -10,6 +10,8 @@ Built-in functions (all hermetic: no environment, clock, network or file access)
 * ``flag_file(name = ..., flags = FLAGS)`` — a flag set rendered as ``<name>.flags``;
 * ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.tpu`);
 * ``variant("name", set = {...}, against = "...", changes = {...})``;
+* ``require(condition, "message")`` — fails the build (``E0790``) with the message when the
+  condition is false; a top-level ``require(...)`` statement is allowed;
 * ``range``, ``len``, ``str``, ``json``.
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
@@ -132,7 +134,7 @@ def _metadata(a: dict, name: Str, span: Span) -> Dict:
 
 def _render_name(v) -> str:
     _expect(v, (Str,), "name")
-    if not RENDER_NAME.match(v.value) or ".." in v.value:
+    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value:
         raise error("E0701", f"render name {v.value!r} is not a plain file name", v.span,
                     hint="use letters, digits, '.', '-' and '_' (no '/', no '..')")
     return v.value
@@ -177,7 +179,7 @@ def _tpu_slice(fn, span, args, kwargs):
 def _variant(fn, span, args, kwargs):
     a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
     name = _expect(a["name"], (Str,), "variant name")
-    if not RENDER_NAME.match(name.value) or ".." in name.value:
+    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value:
         raise error("E0604", f"variant name {name.value!r} is not a plain directory name", name.span,
                     hint="use letters, digits, '.', '-' and '_'")
     sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
@@ -229,10 +231,19 @@ def _json(fn, span, args, kwargs):
         raise error("E0301", str(exc), exc.value.span) from None
 
 
+def _require(fn, span, args, kwargs):
+    a = _bind("require", span, args, kwargs, ("condition", "message"), {"condition", "message"})
+    cond = _expect(a["condition"], (Bool,), "require() condition")
+    message = _expect(a["message"], (Str,), "require() message")
+    if not cond.value:
+        raise error("E0790", f"requirement failed: {message.value}", span)
+    return Null("None", span)
+
+
 FUNCTIONS = {
     "maxtext_flags": _maxtext_flags, "jobset": _jobset, "manifest": _manifest,
     "flag_file": _flag_file, "tpu_slice": _tpu_slice, "variant": _variant, "range": _range,
-    "len": _len, "str": _str, "json": _json,
+    "len": _len, "str": _str, "json": _json, "require": _require,
     "param": None,  # handled by the evaluator: it binds the name being assigned
 }
 TYPES = ("bool", "int", "float", "str")

@@ -87,8 +87,10 @@ class Evaluator:
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
         value = self.eval(stmt.expr, _NO_SCOPE)
-        items = value.items if type(value) is List and value.items else (value,)
-        if all(type(v) in (Manifest, FlagFile) for v in items):
+        if type(value) is Null and type(stmt.expr) is ast.Call:
+            return  # a call made for its checks, e.g. require(...)
+        items = value.items if type(value) is List else (value,)
+        if all(type(v) in (Manifest, FlagFile) for v in items):  # an empty list: no renders
             kind = "renders"
             target = result.renders
         elif type(value) is Variant:

@@ -27,7 +27,7 @@ def layer_from_dict(d: Dict) -> FlagLayer:
     entries = []
     for key, value in d.items.items():
         span = d.key_spans.get(key, d.span)
-        if not _KEY.match(key):
+        if not _KEY.fullmatch(key):  # not match(): '$' also matches before a final "\n"
             what = ("is empty" if not key else "has leading or trailing whitespace" if key != key.strip()
                     else "is not a MaxText key (letters, digits, '_', '-', dotted segments)")
             raise error("E0303", f"flag key {key!r} {what}", span,

@@ -21,6 +21,8 @@ The node selector of a slice is ``cloud.google.com/gke-tpu-accelerator`` and
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from rcpc.diagnostics import error
@@ -71,6 +73,9 @@ ALIASES = {
 }
 
 
+_TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -78,10 +83,11 @@ def _pow2(n: int) -> bool:
 def tpu_slice(spec: str, span: Span) -> TpuSlice:
     """Parse ``"<generation>:<topology>"`` (e.g. ``"tpu7x:4x4x8"``) into a :class:`TpuSlice`.
 
-    Topology rules: the generation's number of dimensions; every dimension a power of two;
-    3-D slices written with non-decreasing dimensions (``2x2x1`` being the one single-host
-    3-D shape); multi-host slices a whole number of hosts; at most the generation's largest
-    slice. Raises :class:`CompileError` ``E0401`` naming the rule broken.
+    Topology rules: the generation's number of dimensions, written in ASCII digits without
+    leading zeros; every dimension a power of two; 3-D slices written with non-decreasing
+    dimensions, each at least 2 (``2x2x1`` being the one single-host 3-D shape); multi-host
+    slices a whole number of hosts; at most the generation's largest slice. Raises
+    :class:`CompileError` ``E0401`` naming the rule broken.
     """
     gen_name, sep, topology = spec.partition(":")
     gen_key = ALIASES.get(gen_name.strip().lower())
@@ -90,9 +96,11 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
                     hint="write '<generation>:<topology>', e.g. 'tpu7x:4x4x8'; generations: "
                     + ", ".join(sorted(ALIASES)))
     gen = GENERATIONS[gen_key]
-    try:
+    # ASCII digits without a leading zero only: int() alone accepts " 8", "+8", "08" and "٨",
+    # which would put a non-canonical topology into the node selector label.
+    if _TOPOLOGY.fullmatch(topology):
         dims = tuple(int(d) for d in topology.split("x"))
-    except ValueError:
+    else:
         dims = ()
     if len(dims) != gen.dims or not all(dims):
         shape = "x".join(["N"] * gen.dims)
@@ -115,6 +123,9 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
             problem = f"a multi-host slice is a whole number of {gen.chips_per_host}-chip hosts"
         elif chips > gen.max_chips:
             problem = f"the largest {gen.name} slice has {gen.max_chips} chips"
+        elif gen.dims == 3 and min(dims) < 2:
+            # GKE's 3-D topologies are 2x2x1 (one host) and then 2x2x2, 2x2x4, 2x4x4, ...
+            problem = "multi-host 3-D slices are at least 2 in every dimension (single-host: 2x2x1)"
         elif gen.dims == 2 and min(dims) < 4:
             problem = "multi-host v5e/v6e slices are at least 4x4 (single-host: 1x1, 2x2, 2x4)"
         if problem:

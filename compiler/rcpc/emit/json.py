@@ -29,11 +29,11 @@ def to_json(v) -> str:
     if t is Null:
         return "null"
     if t is Int:
-        return v.text if _JSON_NUMBER.match(v.text) else str(v.value)
+        return v.text if _JSON_NUMBER.fullmatch(v.text) else str(v.value)
     if t is Float:
         if v.value != v.value or v.value in (float("inf"), float("-inf")):
             raise JsonError(v)
-        return v.text if _JSON_NUMBER.match(v.text) else repr(v.value)
+        return v.text if _JSON_NUMBER.fullmatch(v.text) else repr(v.value)
     if t is List:
         return "[" + ",".join(to_json(x) for x in v.items) + "]"
     if t is Dict:

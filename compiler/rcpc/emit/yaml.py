@@ -46,13 +46,13 @@ def emit_document(value) -> str:
 
 def int_text(v: Int) -> str:
     """An int's YAML spelling: as written when both YAML versions read it so, else decimal."""
-    return v.text if _INT_BOTH.match(v.text) else str(v.value)
+    return v.text if _INT_BOTH.fullmatch(v.text) else str(v.value)
 
 
 def float_text(v: Float) -> str:
     """A float's YAML spelling: as written when YAML 1.1 (which needs a '.' and a signed
     exponent) and 1.2 both read it as this float, else a canonical form such as ``1.0e-06``."""
-    if _FLOAT_BOTH.match(v.text):
+    if _FLOAT_BOTH.fullmatch(v.text):
         return v.text
     x = v.value
     if math.isnan(x):

@@ -136,6 +136,10 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
             raise _syntax_error(exc, source, text, base) from None
         try:
             return builder.transform(tree)
+        except RecursionError:
+            # lark's Transformer recurses once per tree level; bad input must not crash us
+            raise error("E0801", "expression nested too deeply", source.span(base, base),
+                        hint="split it into several named values") from None
         except VisitError as exc:
             # lark wraps any exception raised in a Transformer callback (bad escape, f-string
             # error, positional after keyword) in VisitError; the CompileError is the error.
@@ -164,7 +168,11 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
     if isinstance(exc, UnexpectedCharacters):
         char = text[pos] if pos < len(text) else ""
         hint = None
-        if char in "\"'":
+        if char in "\"'" and text[max(0, pos - 2):pos + 1] == char * 3:
+            # the lexer read the first two quotes of an unclosed '"""' as an empty string
+            start -= 2
+            hint = "this triple-quoted string is never closed"
+        elif char in "\"'":
             hint = "this string is not closed on its line; use a triple-quoted string for several lines"
         return CompileError(Diagnostic("E0001", f"unexpected character {char!r}",
                                        source.span(start, start + 1), hint=hint))
@@ -229,6 +237,8 @@ def unescape(body: str, source: Source, start: int) -> str:
             i += 2
         elif nxt == "\n":
             i += 2
+        elif body.startswith("\r\n", i + 1):  # backslash-CRLF joins lines too
+            i += 3
         elif nxt in _HEX_LEN:
             digits = body[i + 2:i + 2 + _HEX_LEN[nxt]]
             try:

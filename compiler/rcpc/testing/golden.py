@@ -25,8 +25,18 @@ class GoldenExtension(SingleFileSnapshotExtension):
     file_extension = ""
 
     @classmethod
+    def _golden(cls, test_location) -> Path | None:
+        # syrupy's report asks every extension it has seen about every collected test;
+        # only our golden items have a golden path.
+        path = getattr(test_location.item, "golden_path", None)
+        return Path(path) if path is not None else None
+
+    @classmethod
     def get_location(cls, *, test_location, index) -> str:
-        return str(test_location.item.golden_path)
+        golden = cls._golden(test_location)
+        if golden is None:
+            return super().get_location(test_location=test_location, index=index)
+        return str(golden)
 
     @classmethod
     def get_snapshot_name(cls, *, test_location, index=0) -> str:
@@ -34,11 +44,14 @@ class GoldenExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
-        return Path(snapshot_location) == Path(test_location.item.golden_path)
+        return Path(snapshot_location) == cls._golden(test_location)
 
     @classmethod
     def dirname(cls, *, test_location) -> str:
-        return str(Path(test_location.item.golden_path).parent)
+        golden = cls._golden(test_location)
+        if golden is None:
+            return super().dirname(test_location=test_location)
+        return str(golden.parent)
 
     @classmethod
     def discovery_dirname(cls, *, test_location) -> str:

@@ -1,0 +1,217 @@
+"""Shared test helpers: a throw-away rcpc workspace in ``tmp_path``, compiled in-process.
+
+* ``ws`` — a :class:`Ws`: ``ws.write(path, text)`` writes files (text is dedented),
+  ``ws.build(...)`` compiles a recipe with :class:`rcpc.recipe.Compiler` and returns
+  ``{variant: {render name: text}}``, ``ws.names(text)`` evaluates a file of constants and
+  returns its bindings, ``ws.py(expr)`` the plain-Python value of one expression, and
+  ``ws.fails(...)`` the :class:`Failure` (diagnostics + formatted text) of bad input.
+* ``cli`` — runs ``rcpc.cli.main([...])`` in the workspace (``monkeypatch.chdir``) and
+  returns a :class:`CliResult` (exit code, stdout, stderr).
+* ``value_of(x)`` — a language value (:mod:`rcpc.values`) built from plain Python data, for
+  driving the emitters directly; ``spelled(...)`` gives a number its source spelling;
+  ``rcp_string(s)`` is a recipe string literal for ``s``; ``same(a, b)`` is type-strict equality.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import attrs
+import pytest
+
+from rcpc.diagnostics import CompileError, format_text
+from rcpc.recipe import Compiler
+from rcpc.source import Span
+from rcpc.values import Bool, Dict, Float, Int, List, Null, Str, to_python
+from rcpc.workspace import Workspace
+
+RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
+RECIPE = "recipes/r.rcp"
+LIB = "recipes/lib/consts.rcp"
+SPAN = Span("<test>", 1, 1, 1, 1)
+
+
+@attrs.frozen
+class Failure:
+    """A compile that raised: every diagnostic, the first one, and the text the CLI prints."""
+
+    diags: list
+    text: str
+
+    @property
+    def diag(self):
+        return self.diags[0]
+
+    @property
+    def code(self) -> str:
+        return self.diags[0].code
+
+    @property
+    def message(self) -> str:
+        return self.diags[0].message
+
+    @property
+    def where(self) -> str:
+        """``path:line:col`` of the first diagnostic's primary span."""
+        return str(self.diags[0].span)
+
+
+class Ws:
+    """A workspace rooted at ``root`` with an ``rcp.toml`` (recipes under ``recipes/``)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        (root / "rcp.toml").write_text(RCP_TOML, encoding="utf-8")
+        self.last_compiler: Compiler | None = None
+
+    def write(self, path: str, text: str, dedent: bool = True) -> Path:
+        p = self.root / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text) if dedent else text, encoding="utf-8")
+        return p
+
+    def compiler(self) -> Compiler:
+        self.last_compiler = Compiler(Workspace.find(self.root))
+        return self.last_compiler
+
+    def build(self, text: str | None = None, path: str = RECIPE, variant: str | None = None,
+              sets: list[str] | None = None, dedent: bool = True) -> dict:
+        """Compile ``path`` (written from ``text`` when given): ``{variant: {render: text}}``."""
+        if text is not None:
+            self.write(path, text, dedent)
+        _, builds = self.compiler().build((self.root / path).resolve(), variant, sets)
+        return {b.variant: {r.name: r.text for r in b.renders} for b in builds}
+
+    def render(self, text: str, name: str, **kw) -> str:
+        """One render of the default (or only) variant."""
+        (renders,) = self.build(text, **kw).values()
+        return renders[name]
+
+    def names(self, text: str, path: str = LIB, dedent: bool = True) -> dict:
+        """Evaluate a file of constants (as a loaded file) and return its bindings."""
+        real = self.write(path, text, dedent).resolve()
+        return self.compiler().library(real, ())
+
+    def value(self, expr: str, before: str = ""):
+        """The language value of ``X = expr`` (after the statements in ``before``)."""
+        return self.names(textwrap.dedent(before) + f"X = {expr}\n", dedent=False)["X"]
+
+    def py(self, expr: str, before: str = ""):
+        """The plain-Python value of ``expr``."""
+        return to_python(self.value(expr, before))
+
+    def fails(self, text: str | None = None, path: str = RECIPE, variant: str | None = None,
+              sets: list[str] | None = None, dedent: bool = True) -> Failure:
+        """Compile and expect a :class:`CompileError`; returns it as a :class:`Failure`."""
+        with pytest.raises(CompileError) as info:
+            self.build(text, path, variant, sets, dedent)
+        sources = self.last_compiler.sources if self.last_compiler else {}
+        diags = info.value.diagnostics
+        return Failure(diags, "\n".join(format_text(d, sources) for d in diags))
+
+    def fails_expr(self, expr: str, before: str = "") -> Failure:
+        """Compile ``X = expr`` as a recipe line and expect an error."""
+        return self.fails(textwrap.dedent(before) + f"X = {expr}\n", dedent=False)
+
+
+@pytest.fixture
+def ws(tmp_path) -> Ws:
+    return Ws(tmp_path)
+
+
+@attrs.frozen
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(ws, monkeypatch, capsys):
+    """``cli("render", "recipes/r.rcp")`` → :class:`CliResult`, run in the ``ws`` workspace."""
+    from rcpc.cli import main
+
+    def run(*argv: str) -> CliResult:
+        monkeypatch.chdir(ws.root)
+        capsys.readouterr()
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse usage errors
+            code = exc.code
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+# values from plain Python data ------------------------------------------------------------
+@attrs.frozen
+class spelled:
+    """A number or bool with an explicit source spelling, e.g. ``spelled(1e-6, "1e-6")``."""
+
+    value: object
+    text: str
+
+
+def value_of(x):
+    """A language value for plain Python data (dict keys must be strings). Numbers get a
+    spelling the recipe language could have written (``str(int)``, ``repr(float)``)."""
+    if isinstance(x, spelled):
+        v = x.value
+        if isinstance(v, bool):
+            return Bool(v, x.text, SPAN)
+        if isinstance(v, int):
+            return Int(v, x.text, SPAN)
+        return Float(v, x.text, SPAN)
+    if x is None:
+        return Null("None", SPAN)
+    if isinstance(x, bool):
+        return Bool(x, "True" if x else "False", SPAN)
+    if isinstance(x, int):
+        return Int(x, str(x), SPAN)
+    if isinstance(x, float):
+        return Float(x, repr(x), SPAN)
+    if isinstance(x, str):
+        return Str(x, SPAN)
+    if isinstance(x, (list, tuple)):
+        return List(tuple(value_of(i) for i in x), SPAN)
+    if isinstance(x, dict):
+        return Dict({k: value_of(v) for k, v in x.items()}, {k: SPAN for k in x}, SPAN)
+    raise TypeError(type(x))
+
+
+def rcp_string(s: str) -> str:
+    """A recipe string literal (double-quoted, escaped) whose value is exactly ``s``."""
+    out = []
+    for c in s:
+        if c == "\\":
+            out.append("\\\\")
+        elif c == '"':
+            out.append('\\"')
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\r":
+            out.append("\\r")
+        elif not c.isprintable() or 0xD800 <= ord(c) <= 0xDFFF:
+            out.append(f"\\U{ord(c):08x}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def same(a, b) -> bool:
+    """Equality that also compares types (True != 1, 1 != 1.0), dict key order, and lets nan
+    equal nan."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b

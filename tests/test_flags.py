@@ -1,0 +1,459 @@
+"""MaxText flag sets (DESIGN.md §3.1–3.2) and field cases F1, F2, F5, F6, F7, F8, F11, F14, F16.
+
+The oracle is the real omegaconf package: MaxText reads ``key=value`` arguments with
+``OmegaConf.from_cli``, so for every flag set ``OmegaConf.from_cli(shlex.split(shell))`` must
+give exactly the typed values of rcpc's ``.resolved`` view.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from omegaconf import OmegaConf
+
+from conftest import SPAN, Ws, rcp_string, same, spelled, value_of
+from rcpc import maxtext
+from rcpc.diagnostics import CompileError
+from rcpc.emit.flags import flag_file, shell_form, shell_quote, token
+from rcpc.values import to_python
+
+FLAGS_RENDER = 'flag_file(name = "f", flags = F)\n'
+
+
+def flags(ws, layers_src: str) -> dict:
+    """argv, shell form, resolved dict and the .flags render of ``F = maxtext_flags(...)``."""
+    out = ws.build(f"F = maxtext_flags({layers_src})\nA = F.argv\nS = F.shell\nR = F.resolved\n"
+                   + FLAGS_RENDER + 'manifest(name = "m", apiVersion = "v1", kind = "K", '
+                   'data = {"argv": A, "shell": S, "resolved": R})\n')["default"]
+    data = yaml.safe_load(out["m.yaml"])["data"]
+    return {"argv": data["argv"], "shell": data["shell"], "resolved": data["resolved"],
+            "file": out["f.flags"]}
+
+
+def omegaconf_view(argv: list[str]) -> dict:
+    cfg = OmegaConf.from_cli(argv)
+    assert not OmegaConf.missing_keys(cfg)
+    return OmegaConf.to_container(cfg, resolve=False)
+
+
+# rendering rules (§3.2) -------------------------------------------------------------------
+def test_bools_keep_their_spelling(ws):
+    f = flags(ws, '{"a": True, "b": true, "c": False, "d": false}')
+    assert f["argv"] == ["a=True", "b=true", "c=False", "d=false"]
+    assert same(omegaconf_view(f["argv"]), {"a": True, "b": True, "c": False, "d": False})
+
+
+@pytest.mark.parametrize("src, tok, value", [
+    ("1e-6", "1e-6", 1e-06),             # F2: never 1e-06
+    ("1.e-05", "1.e-05", 1e-05),          # MaxText base.yml style
+    ("2.0", "2.0", 2.0),
+    ("1E+3", "1E+3", 1000.0),
+    ("2000000", "2000000", 2000000),      # F11: never 2e+06 or 2000000.0
+    ("2_000_000", "2_000_000", 2000000),  # YAML 1.1 reads the underscores as the same int
+    ("356136738", "356136738", 356136738),
+    ("-5", "-5", -5),
+    ("-1e-6", "-1e-6", -1e-06),
+    ("123456789012345678901234567890", "123456789012345678901234567890", 123456789012345678901234567890),
+    # spellings that OmegaConf would misread are written canonically instead
+    ("0123", "123", 123),                 # '0123' is octal 83 in YAML 1.1
+    ("08", "8", 8),                       # '08' is a string in YAML 1.1
+    (".5e3", "500.0", 500.0),             # YAML 1.1 floats need a signed exponent after '.5'
+    ("-.5", "-0.5", -0.5),                # '-.5' is a string to PyYAML and OmegaConf
+    ("1__0e5", "1000000.0", 1000000.0),
+])
+def test_numbers_keep_their_spelling_when_it_reads_back(ws, src, tok, value):
+    f = flags(ws, f'{{"x": {src}}}')
+    assert f["argv"] == [f"x={tok}"]
+    assert same(omegaconf_view(f["argv"])["x"], value)
+    assert same(f["resolved"]["x"], value)
+
+
+def test_f2_exponent_float(ws):
+    f = flags(ws, '{"learning_rate": 1e-6}')
+    assert f["argv"] == ["learning_rate=1e-6"]
+    assert same(omegaconf_view(f["argv"]), {"learning_rate": 1e-06})
+
+
+def test_f11_big_integers(ws):
+    f = flags(ws, '{"steps": 2000000}')
+    assert f["argv"] == ["steps=2000000"] and f["shell"] == "steps=2000000"
+    assert same(omegaconf_view(f["argv"]), {"steps": 2000000})
+
+
+def test_f1_empty_string(ws):
+    f = flags(ws, '{"profiler": ""}')
+    assert f["argv"] == ["profiler=''"]
+    assert f["shell"] == "\"profiler=''\""
+    assert f["file"] == "\"profiler=''\"\n"
+    assert shlex.split(f["shell"]) == f["argv"]
+    assert same(omegaconf_view(f["argv"]), {"profiler": ""})
+    assert OmegaConf.from_cli(["profiler="])["profiler"] is None  # why bare 'profiler=' is wrong
+
+
+def test_f5_none_vs_null(ws):
+    f = flags(ws, '{"load_parameters_path": None, "b": null, "c": "None", "d": "null", "e": "NULL"}')
+    assert f["argv"] == ["load_parameters_path=null", "b=null", "c='None'", "d='null'", "e='NULL'"]
+    assert same(omegaconf_view(f["argv"]), {"load_parameters_path": None, "b": None, "c": "None",
+                                            "d": "null", "e": "NULL"})
+
+
+@pytest.mark.parametrize("s, tok", [
+    ("true", "x='true'"), ("False", "x='False'"), ("yes", "x='yes'"), ("no", "x='no'"), ("on", "x='on'"),
+    ("null", "x='null'"), ("~", "x='~'"), ("1e-5", "x='1e-5'"), ("0123", "x='0123'"), ("12", "x='12'"),
+    ("1_000", "x='1_000'"), ("0x1F", "x='0x1F'"), (".inf", "x='.inf'"), ("12:30", "x='12:30'"),
+    ("2024-01-01", "x='2024-01-01'"), ("a: b", "x='a: b'"), ("x #y", "x='x #y'"), ("[1]", "x='[1]'"),
+    ("{a}", "x='{a}'"), ("it's", "x=it's"), ("- a", "x='- a'"), ("*ref", "x='*ref'"), ("&a", "x='&a'"),
+    ("!tag", "x='!tag'"), ("%x", "x='%x'"), ("@x", "x='@x'"), ("'q'", "x='''q'''"), ('"q"', "x='\"q\"'"),
+    (" lead", "x=' lead'"), ("trail ", "x='trail '"), ("a\nb", 'x="a\\nb"'), ("tab\there", 'x="tab\\there"'),
+    ("plain-value_1.2/x", "x=plain-value_1.2/x"), ("gs://b/p", "x=gs://b/p"), ("a=b", "x=a=b"),
+    ("=", "x='='"), ("<<", "x='<<'"), ("é", "x='é'"),
+])
+def test_strings_reread_as_the_same_string(s, tok):
+    argv = [token("x", value_of(s))]
+    assert argv == [tok]
+    assert same(omegaconf_view(shlex.split(shell_form(argv))), {"x": s})
+
+
+def test_f6_equals_inside_a_value(ws):
+    path = "gs://b/run/epoch=3/step=100/items"
+    f = flags(ws, f'{{"load_parameters_path": "{path}"}}')
+    assert f["argv"] == [f"load_parameters_path={path}"]
+    assert f["shell"] == f"load_parameters_path={path}"
+    assert same(omegaconf_view(shlex.split(f["shell"])), {"load_parameters_path": path})
+    key, _, value = f["argv"][0].partition("=")  # any flag parser splits at the first '='
+    assert (key, value) == ("load_parameters_path", path)
+
+
+def test_f7_list_value(ws):
+    f = flags(ws, '{"checkpoint_steps": [5, 9]}')
+    assert f["argv"] == ["checkpoint_steps=[5,9]"]
+    assert f["shell"] == "'checkpoint_steps=[5,9]'"  # quoted: no glob, no split
+    assert shlex.split(f["shell"]) == f["argv"]
+    assert same(omegaconf_view(f["argv"]), {"checkpoint_steps": [5, 9]})
+    assert _bash_argv(f["shell"]) == f["argv"]
+
+
+def test_list_items_are_quoted_in_flow_context(ws):
+    f = flags(ws, '{"x": ["a,b", "c:d", "", "true", 1e-6, None, True, "plain", "s p"], "e": []}')
+    assert f["argv"] == ["x=['a,b','c:d','','true',1e-6,null,True,plain,s p]", "e=[]"]
+    assert same(omegaconf_view(f["argv"]), {"x": ["a,b", "c:d", "", "true", 1e-06, None, True, "plain", "s p"],
+                                            "e": []})
+
+
+@pytest.mark.parametrize("value", ["ablation a&b 2", "a;b", "cost $5", "it's", 'say "hi"', "glob*", "sweep #3",
+                                   "back\\slash", "`cmd`", "!bang", "x|y", "a>b<c", "(paren)", "~home",
+                                   "tab\tsep", "new\nline"])
+def test_f8_shell_metacharacters(ws, value):
+    f = flags(ws, f'{{"run_name": {rcp_string(value)}}}')
+    (tok,) = f["argv"]
+    assert same(omegaconf_view(f["argv"]), {"run_name": value})
+    assert shlex.split(f["shell"]) == f["argv"]
+    assert _bash_argv(f["shell"]) == f["argv"]
+    assert shlex.split(f["file"]) == f["argv"]
+
+
+def test_f8_reported_value(ws):
+    f = flags(ws, '{"run_name": "ablation a&b 2"}')
+    assert f["argv"] == ["run_name=ablation a&b 2"]
+    assert f["shell"] == "'run_name=ablation a&b 2'"
+    assert _bash_argv(f["shell"]) == f["argv"]
+
+
+def test_f14_hash_in_a_value(ws):
+    f = flags(ws, '{"run_name": "sweep #3", "note": "see ticket #42", "x": "a#b"}')
+    assert f["argv"] == ["run_name='sweep #3'", "note='see ticket #42'", "x=a#b"]
+    assert f["shell"] == "\"run_name='sweep #3'\" \"note='see ticket #42'\" 'x=a#b'"
+    assert _bash_argv(f["shell"]) == f["argv"]
+    assert same(omegaconf_view(shlex.split(f["shell"])), {"run_name": "sweep #3", "note": "see ticket #42", "x": "a#b"})
+
+
+@pytest.mark.parametrize("key", [" run_name", "run_name ", "run_name\\t", "run_name\\n", "\\trun_name",
+                                 "\\r\\nrun_name"])
+def test_f16_key_with_surrounding_whitespace(ws, key):
+    f = ws.fails(f'X = 1\nF = maxtext_flags({{"ok": 1, "{key}": 2}})\n')
+    assert f.code == "E0303"
+    assert f.where == "recipes/r.rcp:2:29"  # the key's own line:col
+    assert "leading or trailing whitespace" in f.message
+    assert f.diag.hint == "write 'run_name'"
+
+
+@settings(max_examples=200)
+@given(st.from_regex(r"\A[a-z_][a-z0-9_.]{0,10}\Z"), st.text(" \t\n\r\f\v\xa0\u2028", min_size=1, max_size=3),
+       st.sampled_from(["lead", "trail", "both"]))
+@example("run_name", " ", "lead")     # F16
+@example("run_name", "\n", "trail")   # F16: '$' in a regex also matches before a final newline
+def test_f16_whitespace_around_any_key_is_an_error(key, ws_chars, where):
+    bad = (ws_chars if where != "trail" else "") + key + (ws_chars if where != "lead" else "")
+    with pytest.raises(CompileError) as info:
+        maxtext.make_flagset([value_of({"ok": 1, bad: 2})], SPAN)
+    (d,) = info.value.diagnostics
+    assert d.code == "E0303" and "leading or trailing whitespace" in d.message
+
+
+@pytest.mark.parametrize("key, what", [("", "is empty"), ("a=b", "is not a MaxText key"),
+                                       ("a b", "is not a MaxText key"), ("1abc", "is not a MaxText key"),
+                                       ("a..b", "is not a MaxText key"), ("a.", "is not a MaxText key")])
+def test_bad_flag_keys(ws, key, what):
+    f = ws.fails(f'F = maxtext_flags({{"{key}": 1}})\n')
+    assert (f.code, f.where) == ("E0303", "recipes/r.rcp:1:20")
+    assert what in f.message
+
+
+def test_dotted_keys_are_allowed(ws):
+    f = flags(ws, '{"a.b": 1, "c-d": 2, "_e": 3}')
+    assert f["argv"] == ["a.b=1", "c-d=2", "_e=3"]
+    assert same(omegaconf_view(f["argv"]), {"a": {"b": 1}, "c-d": 2, "_e": 3})
+
+
+@pytest.mark.parametrize("value, message", [
+    ('{"k": 1}', "flag 'x': a flag value cannot be a dict"),
+    ("[[1]]", "flag 'x': a flag value cannot be a list of lists"),
+    ('tpu_slice("v4:2x2x1")', "flag 'x': a flag value cannot be a tpu_slice"),
+])
+def test_values_with_no_flag_form(ws, value, message):
+    f = ws.fails(f'F = maxtext_flags({{"x": {value}}})\n')
+    assert (f.code, f.message) == ("E0304", message)
+
+
+# layers (§3.1) ----------------------------------------------------------------------------
+def test_later_layer_overrides_and_render_keeps_repeats(ws):
+    f = flags(ws, """
+        {"custom_mesh_and_rule": "cp-as-ep", "use_gdn_kernel": True, "ragged_buffer_factor": 2.0},
+        {"custom_mesh_and_rule": "cp-as-ep-dense-no-cp"},
+        {},
+        {"ragged_buffer_factor": 3.0, "new": 1},
+    """)
+    assert f["argv"] == ["custom_mesh_and_rule=cp-as-ep", "use_gdn_kernel=True", "ragged_buffer_factor=2.0",
+                         "custom_mesh_and_rule=cp-as-ep-dense-no-cp", "ragged_buffer_factor=3.0", "new=1"]
+    assert f["resolved"] == {"custom_mesh_and_rule": "cp-as-ep-dense-no-cp", "use_gdn_kernel": True,
+                             "ragged_buffer_factor": 3.0, "new": 1}
+    assert list(f["resolved"]) == ["custom_mesh_and_rule", "use_gdn_kernel", "ragged_buffer_factor", "new"]
+    assert same(omegaconf_view(shlex.split(f["shell"])), f["resolved"])
+    assert f["file"] == "".join(t + "\n" for t in f["argv"])
+
+
+def test_conditional_layer_and_splicing(ws):
+    src = """\
+        TUNED = param(bool, default = False)
+        BASE = maxtext_flags({"a": 1, "b": 2})
+        F = maxtext_flags(BASE, {"b": 3} if TUNED else {}, {"c": "x"})
+        G = BASE + maxtext_flags({"a": 9})
+        flag_file(name = "f", flags = F)
+        flag_file(name = "g", flags = G)
+        variant("default")
+        variant("tuned", set = {"TUNED": True})
+    """
+    out = ws.build(src)
+    assert out["default"]["f.flags"] == "a=1\nb=2\nc=x\n"
+    assert out["tuned"]["f.flags"] == "a=1\nb=2\nb=3\nc=x\n"
+    assert out["default"]["g.flags"] == "a=1\nb=2\na=9\n"
+
+
+def test_repeated_key_in_one_layer_is_an_error(ws):
+    f = ws.fails('F = maxtext_flags({\n    "a": 1,\n    "a": 2,\n})\n')
+    assert (f.code, f.where) == ("E0302", "recipes/r.rcp:3:5")
+
+
+def test_layer_must_be_a_dict(ws):
+    f = ws.fails('F = maxtext_flags({"a": 1}, ["b=2"])\n')
+    assert (f.code, f.message, f.where) == ("E0301", "a maxtext_flags layer must be a dict, got list",
+                                            "recipes/r.rcp:1:29")
+
+
+def test_flag_file_is_lf_one_token_a_line(ws):
+    f = flags(ws, '{"a": "x y", "b": "", "c": 1}')
+    text = f["file"]
+    assert text == "'a=x y'\n\"b=''\"\n" + "c=1\n"
+    assert "\r" not in text and text.endswith("\n") and not text.endswith("\n\n")
+    assert all(line == line.rstrip() for line in text.split("\n"))
+    assert shlex.split(text) == f["argv"]
+
+
+# property: shell form ---------------------------------------------------------------------
+ODD = st.sampled_from(list(" \t\n\r'\"\\$`!*?[]{}()<>|&;#~=%@:,^") + ["é", "\u2028", "\xa0", "😀"])
+TOKEN_TEXT = st.one_of(st.text(), st.text(ODD, max_size=12),
+                       st.builds(lambda a, b: a + b, st.text(ODD, max_size=4), st.text(max_size=8)))
+
+
+@settings(max_examples=300)
+@given(st.lists(TOKEN_TEXT, max_size=6))
+@example(["profiler=''"])                      # F1
+@example(["checkpoint_steps=[5,9]"])           # F7
+@example(["run_name=ablation a&b 2"])          # F8
+@example(["run_name='sweep #3'"])              # F14
+@example([""])
+@example(["it's", "$HOME", "a\nb", "!x"])
+def test_shlex_split_of_shell_form_is_argv(argv):
+    shell = shell_form(argv)
+    assert shlex.split(shell) == argv
+    assert shlex.split(flag_file(argv)) == argv
+
+
+def _bash_argv(shell: str, sep: str = "\\n") -> list[str]:
+    """The arguments bash itself parses out of ``shell`` (printf one a line / NUL-separated)."""
+    out = subprocess.run(["bash", "-c", f"printf '%s{sep}' {shell}"], capture_output=True, check=True).stdout
+    text = out.decode("utf-8", "surrogateescape")
+    end = "\n" if sep == "\\n" else "\0"
+    if not text:
+        return []
+    assert text.endswith(end)
+    return text[:-1].split(end)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))), min_size=1,
+                max_size=4))
+@example(["run_name=ablation a&b 2", "x=$HOME", "y=`id`", "z=a;b", "w=it's", 'v="q"', "u=*", "t=#c"])  # F8
+def test_bash_reads_the_shell_form_back(argv):
+    assert _bash_argv(shell_form(argv), sep="\\0") == argv
+
+
+# property: the OmegaConf oracle -----------------------------------------------------------
+YAML_WORDS = ["yes", "no", "on", "off", "y", "n", "Y", "N", "true", "False", "TRUE", "null", "Null", "~", "None",
+              "none", "nan", ".nan", ".inf", "-.inf", "0x1f", "0o17", "0755", "0b101", "1e3", "1e-5", "1.e-05",
+              "1_000", "12:30", "1:2:3", "2001-12-14", "2001-12-14 21:59:43.10 -5", "<<", "=", "-", "?", ":",
+              "356136738", "2000000", "+1", "-1", ".5", "1.", "0", "00", "-0", "[]", "{}", "", " ", "#"]
+STR_ALPHABET = st.sampled_from(list("aZ09 ._-+:#=,'\"\\$!&*?[]{}|>%@`~<\t\n") + ["é", "\u2028", "\x85", "\xa0",
+                                                                                "\ufeff", "😀", "\x00", "\x7f"])
+
+
+def _omegaconf_literal(s: str) -> bool:
+    """Whether OmegaConf reads string ``s`` as the literal string. Two spellings are OmegaConf
+    syntax rather than YAML, and no quoting can protect them inside a from_cli argument:
+    ``${...}`` is an interpolation (a malformed one raises GrammarParseError), and ``???`` is
+    MISSING (``\\???`` is its escape and reads as ``???``). rcpc passes them through verbatim
+    (see test_omegaconf_syntax_passes_through_verbatim), so they are excluded from the oracle."""
+    return "${" not in s and not re.fullmatch(r"\\*\?\?\?", s)
+
+
+STRINGS = st.one_of(
+    st.sampled_from(YAML_WORDS),
+    st.text(STR_ALPHABET, max_size=10),
+    st.builds(lambda w, t: w + t, st.sampled_from(YAML_WORDS), st.text(STR_ALPHABET, max_size=3)),
+    st.builds(lambda t, w: t + w, st.text(STR_ALPHABET, max_size=3), st.sampled_from(YAML_WORDS)),
+    st.text(),
+).filter(_omegaconf_literal)
+
+_FLOAT_RE = r"[0-9][0-9_]*\.[0-9_]*(?:[eE][+-]?[0-9]+)?|\.[0-9][0-9_]*(?:[eE][+-]?[0-9]+)?|[0-9][0-9_]*[eE][+-]?[0-9]+"
+
+
+def _float_from_text(text: str):
+    return spelled(float(text.replace("_", "")), text)
+
+
+def _int_from_text(text: str):
+    return spelled(int(text.replace("_", "")), text)
+
+
+INTS = st.one_of(
+    st.integers().map(lambda i: spelled(i, str(i))),
+    st.from_regex(r"\A-?[0-9][0-9_]{0,12}\Z").map(_int_from_text),  # underscores, leading zeros
+    st.sampled_from(["2000000", "2_000_000", "0123", "08", "-0", "+5", "356136738"]).map(_int_from_text),
+)
+FLOATS = st.one_of(
+    st.from_regex(rf"\A-?(?:{_FLOAT_RE})\Z").map(_float_from_text),  # every spelling the grammar has
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: spelled(x, repr(x))),
+    # spellings that only `--set NAME=VALUE` can produce (Python's float() accepts them)
+    st.sampled_from(["nan", "inf", "-inf", "Infinity", "1_0", "2", "1e999", "١٢"]).map(
+        lambda t: spelled(float(t), t)),
+)
+BOOLS = st.sampled_from(["True", "False", "true", "false"]).map(lambda t: spelled(t.lower() == "true", t))
+NULLS = st.just(None)
+SCALARS = st.one_of(STRINGS, INTS, FLOATS, BOOLS, NULLS)
+VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=4))
+KEYS = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_-]{0,6}\Z")
+LAYERS = st.lists(st.dictionaries(KEYS, VALUES, max_size=5), min_size=1, max_size=3)
+
+
+def _flagset(layers):
+    return maxtext.make_flagset([value_of(layer) for layer in layers], SPAN)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LAYERS)
+@example([{"profiler": ""}])                                         # F1
+@example([{"learning_rate": spelled(1e-6, "1e-6")}])                 # F2
+@example([{"load_parameters_path": None, "b": "None"}])              # F5
+@example([{"load_parameters_path": "gs://b/run/epoch=3/step=100/items"}])  # F6
+@example([{"checkpoint_steps": [spelled(5, "5"), spelled(9, "9")]}])  # F7
+@example([{"run_name": "ablation a&b 2"}, {"run_name": "a;b $x 'q' \"d\" * #"}])  # F8
+@example([{"steps": spelled(2000000, "2000000")}, {"label": "356136738"}])  # F11
+@example([{"run_name": "sweep #3"}])                                 # F14
+@example([{"a": spelled(123, "0123")}, {"a": spelled(500.0, ".5e3")}])  # spellings YAML 1.1 misreads
+@example([{"a": spelled(float("nan"), "nan"), "b": spelled(10.0, "1_0"), "c": spelled(2.0, "2")}])
+def test_omegaconf_reads_back_the_resolved_values(layers):
+    fs = _flagset(layers)
+    argv = maxtext.argv(fs)
+    shell = shell_form(argv)
+    assert shlex.split(shell) == argv
+    expected = to_python(maxtext.resolved_dict(fs, SPAN))
+    got = omegaconf_view(shlex.split(shell))
+    assert same(got, expected), (shell, got, expected)
+
+
+SOURCE_NUMBERS = st.one_of(st.from_regex(rf"\A-?(?:{_FLOAT_RE})\Z").map(_float_from_text),
+                           st.from_regex(r"\A-?[0-9][0-9_]{0,12}\Z").map(_int_from_text))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(KEYS, st.one_of(STRINGS, BOOLS, NULLS, SOURCE_NUMBERS,
+                                       st.lists(st.one_of(STRINGS, BOOLS, NULLS, SOURCE_NUMBERS), max_size=3)),
+                       min_size=1, max_size=4))
+@example({"run_name": "sweep #3", "lr": spelled(1e-6, "1e-6"), "steps": spelled(2000000, "2000000")})
+@example({"a": spelled(123, "0123"), "b": spelled(500.0, ".5e3"), "c": spelled(-0.5, "-.5")})
+@example({"profiler": "", "checkpoint_steps": [spelled(5, "5"), spelled(9, "9")], "p": None, "q": "None"})
+def test_recipe_source_to_omegaconf(tmp_path_factory, layer):
+    """End to end: values written in recipe source (escaped strings, spelled numbers, lists)
+    → the .flags render → OmegaConf reads back what the recipe's .resolved says."""
+    ws = Ws(tmp_path_factory.mktemp("ws"))
+
+    def src(v):
+        if isinstance(v, spelled):
+            return v.text
+        if v is None:
+            return "None"
+        if isinstance(v, list):
+            return "[" + ", ".join(src(x) for x in v) + "]"
+        return rcp_string(v)
+
+    def py(v):
+        if isinstance(v, spelled):
+            return v.value
+        if isinstance(v, list):
+            return [py(x) for x in v]
+        return v
+
+    items = ", ".join(f"{rcp_string(k)}: {src(v)}" for k, v in layer.items())
+    out = ws.build("F = maxtext_flags({" + items + "})\n" + FLAGS_RENDER)
+    argv = shlex.split(out["default"]["f.flags"])
+    assert same(omegaconf_view(argv), {k: py(v) for k, v in layer.items()})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(KEYS, st.one_of(st.from_regex(rf"\A(?:{_FLOAT_RE})\Z").map(_float_from_text),
+                                       st.from_regex(r"\A[0-9][0-9_]{0,9}\Z").map(_int_from_text)),
+                       min_size=1, max_size=4))
+@example({"lr": spelled(1e-6, "1e-6"), "steps": spelled(2000000, "2000000")})
+def test_number_literals_in_recipes_reach_omegaconf(tmp_path_factory, layer):
+    ws = Ws(tmp_path_factory.mktemp("ws"))
+    src = ", ".join(f'"{k}": {v.text}' for k, v in layer.items())
+    out = ws.build("F = maxtext_flags({" + src + "})\n" + FLAGS_RENDER)
+    argv = shlex.split(out["default"]["f.flags"])
+    assert same(omegaconf_view(argv), {k: v.value for k, v in layer.items()})
+
+
+def test_omegaconf_syntax_passes_through_verbatim(ws):
+    """``${...}`` and ``???`` mean something to OmegaConf itself (see _omegaconf_literal):
+    rcpc writes them verbatim, YAML-quoted, and leaves their meaning to OmegaConf/MaxText."""
+    f = flags(ws, '{"a": "${run_name}", "b": "???", "c": "x${y}z"}')
+    assert f["argv"] == ["a='${run_name}'", "b='???'", "c='x${y}z'"]
+    assert f["resolved"] == {"a": "${run_name}", "b": "???", "c": "x${y}z"}
+    cfg = OmegaConf.from_cli(shlex.split(f["shell"]))
+    assert OmegaConf.to_container(cfg, resolve=False) == {"a": "${run_name}", "b": "???", "c": "x${y}z"}
+    assert OmegaConf.is_missing(cfg, "b")

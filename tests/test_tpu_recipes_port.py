@@ -1,0 +1,243 @@
+"""Ports of published MaxText JobSets (../shared/data/tpu-recipes, reference/tpu-recipes.md).
+
+The oracle: for the same parameter values, the published envsubst template filled in by the
+real ``envsubst`` binary and the recipe's render parse (``yaml.safe_load``) to the same data:
+every field, list item and string (the ``bash -c`` startup command byte for byte), with the
+same types (``google.com/tpu: 2`` is an int, ``hostNetwork`` a bool), compared strictly so that
+``2 == 2.0`` or ``True == 1`` cannot pass. The MaxText flag set's tokens must be the published
+command's tokens between ``.../configs/base.yml`` and the end of the training command.
+Where the template's string pasting would hand MaxText a wrongly typed value, the render
+quotes it instead (``test_maxtext_reads_the_params_back``).
+
+To cover another port, add a :class:`Port` to ``PORTS``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rcpc.emit.flags import shell_form
+from rcpc.evaluate import Evaluator
+from rcpc.maxtext import argv
+from rcpc.recipe import Compiler, parse_sets
+from rcpc.values import FlagSet
+from rcpc.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TEMPLATES = SHARED / "data" / "tpu-recipes"
+# Exactly the SHELL-FORMAT of reference/tpu-recipes.md: ${TPU_WORKER_ID}, $PID, $(date), ...
+# stay literal.
+ENVSUBST_FORMAT = "${WORKLOAD_NAME} ${WORKLOAD_IMAGE} ${BASE_OUTPUT_DIR} ${DATASET_DIR}"
+
+
+@dataclass(frozen=True)
+class Port:
+    recipe: str                     # path under the repository
+    template: str                   # file name under TEMPLATES
+    params: tuple = ("WORKLOAD_NAME", "WORKLOAD_IMAGE", "BASE_OUTPUT_DIR")
+    render: str = "jobset.yaml"
+    flags: str = "MAXTEXT_FLAGS"    # the recipe's maxtext_flags(...) binding
+
+    def __str__(self) -> str:
+        return Path(self.recipe).stem
+
+
+PORTS = [
+    Port("recipes/tpu_recipes/qwen3_235b_a22b_4k_bf16_tpu7x_4x8x8.rcp",
+         "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.yaml"),
+]
+
+# Parameter values given to both sides; None means the recipe's defaults.
+VALUES = [
+    pytest.param(None, id="defaults"),
+    pytest.param({
+        "WORKLOAD_NAME": "qwen3-bench-0",
+        "WORKLOAD_IMAGE": "us-docker.pkg.dev/my-project/maxtext/runner:2025-06-01",
+        "BASE_OUTPUT_DIR": "gs://my-bucket/qwen3",
+    }, id="typical"),
+    pytest.param({
+        # shortest-ish DNS-1123 name with digits; an image by digest; a bucket path with
+        # '=', '-', '_', ',', '.', '+' and a trailing '/' (ARTIFACT_DIR then has '//')
+        "WORKLOAD_NAME": "q3-0",
+        "WORKLOAD_IMAGE": "gcr.io/p-1/maxtext_runner@sha256:" + "0123456789abcdef" * 4,
+        "BASE_OUTPUT_DIR": "gs://tpu-runs_eu-1/exp=lr-3e-4/bs=16,seq=4096/v1.2+rc/",
+    }, id="awkward"),
+]
+
+# The MaxText flags of a published command: after the trainer's config file, up to the pipe
+# into tee (qwen3) or the end of the subshell (llama3.1, deepseek3).
+_FLAGS_SEGMENT = re.compile(r" -m \S+ \S+/configs/base\.yml (?P<flags>.*?)(?: \| tee |\) & PID=)")
+
+
+# helpers ----------------------------------------------------------------------------------
+def _compiler() -> Compiler:
+    return Compiler(Workspace.find(REPO))
+
+
+def _values(port: Port, values: dict | None) -> dict:
+    """The values used: ``values``, or the recipe's declared defaults."""
+    recipe, _ = _compiler().recipe(REPO / port.recipe)
+    params = {p.name: p for p in recipe.params}
+    assert sorted(params) == sorted(port.params), "the port's params are the template's variables"
+    if values is None:
+        return {name: params[name].default.value for name in port.params}
+    return values
+
+
+def render(port: Port, values: dict | None) -> str:
+    """The recipe's render, built in-process (``--set`` for each value)."""
+    sets = None if values is None else [f"{k}={v}" for k, v in values.items()]
+    _, builds = _compiler().build(REPO / port.recipe, sets=sets)
+    (build,) = builds
+    texts = {r.name: r.text for r in build.renders}
+    assert list(texts) == [port.render], "a port has exactly one render"
+    return texts[port.render]
+
+
+def recipe_value(port: Port, values: dict | None, name: str):
+    """A top-level binding of the recipe evaluated with ``values`` (through the compiler's
+    public pieces: parsed module, loaded libraries, ``--set`` parsing)."""
+    compiler = _compiler()
+    real = (REPO / port.recipe).resolve()
+    recipe, _ = compiler.recipe(real)
+    overrides = parse_sets([f"{k}={v}" for k, v in (values or {}).items()],
+                           {p.name: p for p in recipe.params})
+
+    def load(target, span):
+        dep = compiler.workspace.resolve_load(target, real, span)
+        return compiler.library(dep, ((real, None), (real, span)))
+
+    exports = Evaluator(load, overrides, is_recipe=True).run(compiler.module(real)).exports
+    return exports[name]
+
+
+def envsubst(template: Path, values: dict) -> str:
+    """The template filled in by the real envsubst with ``values`` as its environment."""
+    exe = shutil.which("envsubst")
+    if exe is None:
+        pytest.fail("envsubst not found: install gettext-base (the oracle of this test)")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", **values}
+    proc = subprocess.run([exe, ENVSUBST_FORMAT], input=template.read_bytes(), env=env,
+                          capture_output=True, check=True)
+    return proc.stdout.decode("utf-8")
+
+
+def differences(a, b, path: str = "$"):
+    """Where ``a`` and ``b`` differ, strictly: same types at every node (bool is not int,
+    int is not float), same keys, same list lengths, equal scalars. Strings are shown around
+    their first differing character."""
+    if type(a) is not type(b):
+        yield f"{path}: {type(a).__name__} {a!r:.80} != {type(b).__name__} {b!r:.80}"
+    elif isinstance(a, dict):
+        for k in a.keys() | b.keys():
+            if k not in b:
+                yield f"{path}.{k}: only in the render"
+            elif k not in a:
+                yield f"{path}.{k}: only in the published template"
+            else:
+                yield from differences(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            yield f"{path}: {len(a)} items != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from differences(x, y, f"{path}[{i}]")
+    elif a != b:
+        if isinstance(a, str):
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            lo = max(0, i - 60)
+            yield f"{path}: strings differ at offset {i}:\n  {a[lo:i + 60]!r}\n  {b[lo:i + 60]!r}"
+        else:
+            yield f"{path}: {a!r} != {b!r}"
+
+
+def containers(doc: dict) -> list:
+    (job,) = doc["spec"]["replicatedJobs"]
+    return job["template"]["spec"]["template"]["spec"]["containers"]
+
+
+def flag_segment(command: str) -> str:
+    m = _FLAGS_SEGMENT.search(command)
+    assert m, "no MaxText training command in the startup command"
+    return m["flags"]
+
+
+# tests ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("values", VALUES)
+@pytest.mark.parametrize("port", PORTS, ids=str)
+def test_render_is_the_published_template(port: Port, values):
+    values = _values(port, values)
+    published = yaml.safe_load(envsubst(TEMPLATES / port.template, values))
+    text = render(port, values)
+    ours = yaml.safe_load(text)
+    diff = list(differences(ours, published))
+    assert not diff, "render != envsubst(template):\n" + "\n".join(diff)
+    assert ours == published
+    # The values really went in (a template variable the recipe ignored would differ above,
+    # unless the recipe's default happened to equal the test value).
+    for name, value in values.items():
+        assert value in text, name
+
+
+@pytest.mark.parametrize("values", VALUES)
+@pytest.mark.parametrize("port", PORTS, ids=str)
+def test_flag_set_is_the_published_flags(port: Port, values):
+    values = _values(port, values)
+    flags = recipe_value(port, values, port.flags)
+    assert type(flags) is FlagSet
+    tokens = argv(flags)
+
+    published = yaml.safe_load(envsubst(TEMPLATES / port.template, values))
+    published_commands = {c["command"][2] for c in containers(published)}
+    (published_command,) = published_commands
+    segment = flag_segment(published_command)
+    assert tokens == segment.split(" ")
+    assert tokens == shlex.split(segment)
+
+    # The flag set's .shell form is what the render runs, in every container.
+    ours = yaml.safe_load(render(port, values))
+    for c in containers(ours):
+        assert flag_segment(c["command"][2]) == shell_form(tokens)
+
+
+# Values that are valid but that the published template's string pasting gets wrong: MaxText
+# would read run_name=1e3 as the float 1000.0 and base_output_directory=gs://b/run: as a
+# mapping. The render quotes both tokens; it then differs from envsubst's output on purpose.
+MANGLED = {
+    "WORKLOAD_NAME": "1e3",
+    "WORKLOAD_IMAGE": "gcr.io/my-project/maxtext-runner:1",
+    "BASE_OUTPUT_DIR": "gs://my-bucket/run:",
+}
+
+
+@pytest.mark.parametrize("values", [*VALUES, pytest.param(MANGLED, id="mangled-by-envsubst")])
+@pytest.mark.parametrize("port", PORTS, ids=str)
+def test_maxtext_reads_the_params_back(port: Port, values):
+    """What MaxText parses (bash word splitting, then OmegaConf ``from_cli``) from the
+    render's command is exactly the params, as strings."""
+    from omegaconf import OmegaConf
+
+    from_cli = OmegaConf.from_cli
+    values = _values(port, values)
+
+    def parsed(command: str) -> dict:
+        return dict(from_cli(shlex.split(flag_segment(command))))
+
+    for c in containers(yaml.safe_load(render(port, values))):
+        cfg = parsed(c["command"][2])
+        assert cfg["base_output_directory"] == values["BASE_OUTPUT_DIR"]
+        assert cfg["run_name"] == values["WORKLOAD_NAME"]
+    if values == MANGLED:
+        published = containers(yaml.safe_load(envsubst(TEMPLATES / port.template, values)))[0]
+        cfg = parsed(published["command"][2])
+        assert cfg["run_name"] == 1000.0
+        assert cfg["base_output_directory"] != values["BASE_OUTPUT_DIR"]
