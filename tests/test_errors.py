@@ -196,13 +196,15 @@ def test_cli_load_cycle(ws, cli):
         " -> recipes/lib/b.rcp:1 -> recipes/lib/a.rcp")
 
 
-def test_cli_set_errors_have_no_location(ws, cli):
+def test_cli_set_errors(ws, cli):
     ws.write("recipes/r.rcp", "TUNED = param(bool, default = False)\n")
     r = cli("render", "r", "--set", "TUNNED=true")
     assert r.code == 1
     assert r.err.splitlines() == ["error[E0601]: --set TUNNED: no such param", "help: did you mean 'TUNED'?"]
     r = cli("render", "r", "--set", "TUNED=maybe")
-    assert r.code == 1 and r.err.startswith("error[E0602]: --set TUNED=maybe: not a bool")
+    # a bad value points at the param's declaration, which shows its type
+    assert r.code == 1 and r.err.startswith("recipes/r.rcp:1:9: error[E0602]: --set TUNED=maybe: not a bool")
+    assert "help: write true, false, True or False" in r.err
 
 
 def test_cli_bad_utf8_and_bad_toml(ws, cli):

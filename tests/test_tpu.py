@@ -130,7 +130,7 @@ def test_bad_slice_in_a_recipe_points_at_the_spec(ws):
     assert (f.code, f.where) == ("E0401", "recipes/r.rcp:1:15")
     assert "tpu7x" in f.diag.hint and "v5e" in f.diag.hint
     f = ws.fails("S = tpu_slice(4)\n")
-    assert (f.code, f.message) == ("E0301", "tpu_slice spec must be a string, got int")
+    assert (f.code, f.message) == ("E0301", "tpu_slice spec must be a string, got an int")
 
 
 def test_slice_from_a_param(ws):

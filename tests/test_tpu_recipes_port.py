@@ -26,9 +26,8 @@ import pytest
 import yaml
 
 from rcpc.emit.flags import shell_form
-from rcpc.evaluate import Evaluator
 from rcpc.maxtext import argv
-from rcpc.recipe import Compiler, parse_sets
+from rcpc.recipe import Compiler
 from rcpc.values import FlagSet
 from rcpc.workspace import Workspace
 
@@ -105,20 +104,9 @@ def render(port: Port, values: dict | None) -> str:
 
 
 def recipe_value(port: Port, values: dict | None, name: str):
-    """A top-level binding of the recipe evaluated with ``values`` (through the compiler's
-    public pieces: parsed module, loaded libraries, ``--set`` parsing)."""
-    compiler = _compiler()
-    real = (REPO / port.recipe).resolve()
-    recipe, _ = compiler.recipe(real)
-    overrides = parse_sets([f"{k}={v}" for k, v in (values or {}).items()],
-                           {p.name: p for p in recipe.params})
-
-    def load(target, span):
-        dep = compiler.workspace.resolve_load(target, real, span)
-        return compiler.library(dep, ((real, None), (real, span)))
-
-    exports = Evaluator(load, overrides, is_recipe=True).run(compiler.module(real)).exports
-    return exports[name]
+    """A top-level binding of the recipe evaluated with ``values`` as ``--set`` items."""
+    sets = [f"{k}={v}" for k, v in (values or {}).items()]
+    return _compiler().bindings((REPO / port.recipe).resolve(), sets)[name]
 
 
 def envsubst(template: Path, values: dict) -> str:

@@ -28,7 +28,7 @@ from rcpc import maxtext
 from rcpc.diagnostics import did_you_mean, error
 from rcpc.emit.flags import shell_form
 from rcpc.emit.json import JsonError, to_json
-from rcpc.source import BUILTIN_SPAN, Span
+from rcpc.source import COMMAND_LINE_SPAN, Span
 from rcpc.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
 from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
                          Param, Str, TpuSlice, TypeName, Variant, equal, text_of, type_name)
@@ -63,7 +63,7 @@ def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, r
 def _expect(value, types, what: str):
     if type(value) not in types:
         names = " or ".join(sorted({type_name_of(t) for t in types}))
-        raise error("E0301", f"{what} must be a {names}, got {type_name(value)}", value.span)
+        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span)
     return value
 
 
@@ -113,10 +113,43 @@ def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
 def check_param_value(ptype: str, value, name: str, choices) -> None:
     """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
     if type(value) not in PARAM_TYPES[ptype]:
-        raise error("E0602", f"param '{name}' is a {ptype}, got {type_name(value)}", value.span)
+        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span)
     if choices is not None and not any(equal(value, c) for c in choices):
         allowed = ", ".join(text_of(c) or "?" for c in choices)
         raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span)
+
+
+_BOOL_TEXT = ("true", "True", "false", "False")
+_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
+
+
+def param_value_from_text(param: Param, text: str):
+    """The value of ``--set NAME=TEXT`` for ``param``: bool accepts true/True/false/False,
+    int decimal digits, float a decimal or exponent spelling (kept as written), str anything.
+    ``E0602`` for text that is not of the param's type or not one of its choices."""
+    span = COMMAND_LINE_SPAN
+    value = None
+    if param.type == "bool" and text in _BOOL_TEXT:
+        value = Bool(text.lower() == "true", text, span)
+    elif param.type == "int" and _INT_TEXT.match(text):
+        value = Int(int(text), text, span)
+    elif param.type == "float" and _FLOAT_TEXT.match(text):
+        value = Float(float(text.replace("_", "")), text, span)
+    elif param.type == "str":
+        value = Str(text, span)
+    if value is None:
+        hint = {"bool": "write true, false, True or False", "int": "write decimal digits",
+                "float": "write a number such as 0.5 or 1e-6"}.get(param.type)
+        raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
+    if param.choices is not None and not any(equal(value, c) for c in param.choices):
+        allowed = ", ".join(text_of(c) or "?" for c in param.choices)
+        raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span)
+    return value
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 # functions --------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ class ModuleResult:
 
     exports: dict
     params: list = attrs.Factory(list)
+    param_values: dict = attrs.Factory(dict)  # name → the value used
     renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
     variants: list = attrs.Factory(list)    # Variant, in declaration order
 
@@ -47,7 +48,7 @@ class Evaluator:
     """Evaluates one module.
 
     ``load(target, span) -> dict`` returns a loaded file's exports. ``overrides`` maps param
-    names to values (recipe files only); ``is_recipe`` False forbids params, renders and
+    names to values, or to ``--set`` text typed when the param is declared (recipe files only); ``is_recipe`` False forbids params, renders and
     variants (loaded files export constants only).
     """
 
@@ -114,11 +115,16 @@ class Evaluator:
         self.params[stmt.name] = param
         result.params.append(param)
         if stmt.name in self.overrides:
-            return self.overrides[stmt.name]
-        if param.default is None:
+            value = self.overrides[stmt.name]
+            if type(value) is str:  # from --set NAME=VALUE: typed by the param
+                value = B.param_value_from_text(param, value)
+        elif param.default is None:
             raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
-                        hint=f"set it with --set {stmt.name}=VALUE or in the variant")
-        return param.default
+                        hint=f"give it a default, or set it with --set {stmt.name}=VALUE")
+        else:
+            value = param.default
+        result.param_values[stmt.name] = value
+        return value
 
     # expressions ------------------------------------------------------------------------
     def eval(self, node, scope):

@@ -12,7 +12,6 @@ spans back to the recipe.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import attrs
@@ -27,7 +26,7 @@ from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
-from rcpc.values import Bool, FlagFile, Float, Int, Manifest, Str, Variant, equal
+from rcpc.values import Dict, FlagFile, Manifest, Variant
 from rcpc.workspace import Workspace
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -124,7 +123,7 @@ class Compiler:
                 mod = self.module(real)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False).run(mod)
             except CompileError as exc:
-                raise _loaded_from(exc, chain) from None
+                raise _loaded_from(exc, chain[-1][1]) from None
             exports = self._exports[real] = result.exports
         return exports
 
@@ -133,22 +132,34 @@ class Compiler:
         mod = self.module(real)
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True).run(mod)
 
+    def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
+        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items."""
+        return self._evaluate(real, parse_sets(sets or [])).exports
+
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
         result = self._evaluate(real, {})
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
-        build = self._base[real] = self._variant_build(DEFAULT_VARIANT, {}, result)
+        build = self._base[real] = self._variant_build(DEFAULT_VARIANT, result)
         return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
 
     def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
         """Evaluate a recipe for every declared variant (or the one named, or ``--set``
-        overrides as variant ``custom``). Returns (Recipe, [VariantBuild])."""
-        recipe, default = self.recipe(real)
-        params = {p.name: p for p in recipe.params}
+        overrides as variant ``custom``). Returns (Recipe, [VariantBuild]).
+        ``E0601`` for a ``--set`` name that is not a declared param."""
         if sets:
-            overrides = parse_sets(sets, params)
-            return recipe, [self.evaluate_with(real, "custom", overrides, default)]
+            raw = parse_sets(sets)
+            result = self._evaluate(real, raw)
+            params = {p.name: p for p in result.params}
+            for name in raw:
+                if name not in params:
+                    raise error("E0601", f"--set {name}: no such param", None,
+                                hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
+            recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
+                            _check_variants(result.variants, params))
+            return recipe, [self._variant_build("custom", result)]
+        recipe, default = self.recipe(real)
         chosen = recipe.variants
         if variant is not None:
             chosen = [v for v in recipe.variants if v.name == variant]
@@ -183,9 +194,9 @@ class Compiler:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
         if not overrides:
             return attrs.evolve(default, variant=name)
-        return self._variant_build(name, overrides, self._evaluate(real, overrides))
+        return self._variant_build(name, self._evaluate(real, overrides))
 
-    def _variant_build(self, name: str, overrides: dict, result) -> VariantBuild:
+    def _variant_build(self, name: str, result) -> VariantBuild:
         renders = []
         seen: dict[str, Span] = {}
         for value in result.renders:
@@ -196,8 +207,7 @@ class Compiler:
                             hint="give each jobset/manifest/flag_file a distinct name")
             seen[fname] = value.span
             renders.append(Render(fname, _emit(value), value))
-        values = {p.name: overrides.get(p.name, p.default) for p in result.params}
-        return VariantBuild(name, values, tuple(renders))
+        return VariantBuild(name, dict(result.param_values), tuple(renders))
 
 
 def _emit(value) -> str:
@@ -210,16 +220,18 @@ def _emit(value) -> str:
                     hint="manifests hold dicts, lists, strings, numbers, bools and None") from None
 
 
-def _loaded_from(exc: CompileError, chain: tuple) -> CompileError:
-    extra = tuple(("loaded from", span) for _, span in reversed(chain) if span is not None)
-    return CompileError([attrs.evolve(d, related=d.related + extra) for d in exc.diagnostics])
+def _loaded_from(exc: CompileError, span: Span) -> CompileError:
+    """Add the load statement that loaded the failing file; each level of a load chain adds
+    its own, so the chain reads innermost first."""
+    return CompileError([attrs.evolve(d, related=d.related + (("loaded from", span),))
+                         for d in exc.diagnostics])
 
 
 def _check_variants(variants: list, params: dict) -> tuple:
     """Variant names unique, ``set`` keys declared params of the right type, ``against``
     naming a declared variant. With no variant declared, the recipe has ``default``."""
     if not variants:
-        return (Variant(DEFAULT_VARIANT, B.Dict({}, {}, COMMAND_LINE_SPAN), None, None, COMMAND_LINE_SPAN),)
+        return (Variant(DEFAULT_VARIANT, Dict({}, {}, COMMAND_LINE_SPAN), None, None, COMMAND_LINE_SPAN),)
     seen: dict[str, Variant] = {}
     for v in variants:
         if v.name in seen:
@@ -240,40 +252,14 @@ def _check_variants(variants: list, params: dict) -> tuple:
     return tuple(variants)
 
 
-_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
-_BOOL_TEXT = ("true", "True", "false", "False")
-
-
-def parse_sets(sets: list[str], params: dict) -> dict:
-    """``NAME=VALUE`` strings from ``--set`` → overrides, typed by each declared param.
-    bool accepts true/True/false/False (spelling kept), int decimal, float any Python float
-    spelling (kept), str anything. ``E0601`` unknown param (did-you-mean), ``E0602`` bad value."""
+def parse_sets(sets: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
+    when it is declared (:func:`rcpc.builtins.param_value_from_text`). ``E0608`` for an item
+    without ``=``."""
     out = {}
     for item in sets:
         name, eq, text = item.partition("=")
-        if not eq:
+        if not eq or not name:
             raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
-        if name not in params:
-            raise error("E0601", f"--set {name}: no such param", None,
-                        hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
-        p = params[name]
-        span = COMMAND_LINE_SPAN
-        value = None
-        if p.type == "bool" and text in _BOOL_TEXT:
-            value = Bool(text.lower() == "true", text, span)
-        elif p.type == "int" and _INT_TEXT.match(text):
-            value = Int(int(text), text, span)
-        elif p.type == "float":
-            try:
-                value = Float(float(text), text, span) if text.strip() == text and text else None
-            except ValueError:
-                value = None
-        elif p.type == "str":
-            value = Str(text, span)
-        if value is None:
-            raise error("E0602", f"--set {name}={text}: not a {p.type}", None,
-                        hint="bool: true/false/True/False" if p.type == "bool" else None)
-        if p.choices is not None and not any(equal(value, c) for c in p.choices):
-            raise error("E0602", f"--set {name}={text}: not one of the choices", None)
-        out[name] = value
+        out[name] = text
     return out

@@ -206,7 +206,7 @@ def to_python(v):
 
 def equal(a, b) -> bool:
     """Language equality: same type and equal contents (int and float compare by value;
-    a bool never equals a number, as in Starlark)."""
+    a bool never equals a number, as in Starlark; dicts compare regardless of key order)."""
     ta, tb = type(a), type(b)
     if ta in (Int, Float) and tb in (Int, Float):
         return a.value == b.value
@@ -219,7 +219,7 @@ def equal(a, b) -> bool:
     if ta is List:
         return len(a.items) == len(b.items) and all(equal(x, y) for x, y in zip(a.items, b.items))
     if ta is Dict:
-        return (list(a.items) == list(b.items)
+        return (a.items.keys() == b.items.keys()  # as in Python: key order does not matter
                 and all(equal(a.items[k], b.items[k]) for k in a.items))
     return a is b
 
