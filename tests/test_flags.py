@@ -375,7 +375,7 @@ def _flagset(layers):
     return maxtext.make_flagset([value_of(layer) for layer in layers], SPAN)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(LAYERS)
 @example([{"profiler": ""}])                                         # F1
 @example([{"learning_rate": spelled(1e-6, "1e-6")}])                 # F2

@@ -3,7 +3,10 @@
 Built-in functions (all hermetic: no environment, clock, network or file access):
 
 * ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter;
-* ``maxtext_flags(layer, ...)`` — a MaxText flag set (:mod:`rcpc.maxtext`);
+* ``maxtext_flags(layer, ..., schema = "//base.yml", unknown_keys = [...], tpu_slice = S,
+  num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.maxtext`), checked against the MaxText
+  schema (``maxtext_base`` in rcp.toml, or ``schema``) and, with ``tpu_slice``, against the
+  slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
@@ -153,9 +156,24 @@ def _article(word: str) -> str:
 
 
 # functions --------------------------------------------------------------------------------
-def _maxtext_flags(fn, span, args, kwargs):
-    _bind("maxtext_flags", span, [], kwargs, (), set())
-    return maxtext.make_flagset(args, span)
+def _maxtext_flags(ctx, fn, span, args, kwargs):
+    a = _bind("maxtext_flags", span, [], kwargs, (), set(),
+              {"schema", "unknown_keys", "tpu_slice", "num_slices"})
+    path = a.get("schema")
+    if path is not None:
+        _expect(path, (Str,), "schema")
+    schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
+    unknown = a.get("unknown_keys")
+    if unknown is not None:
+        _expect(unknown, (List,), "unknown_keys")
+    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn)
+    if "tpu_slice" in a:
+        slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
+        num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
+        maxtext.check_mesh(fs, slice_, num.value, span)
+    elif "num_slices" in a:
+        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
+    return fs
 
 
 def _metadata(a: dict, name: Str, span: Span) -> Dict:
@@ -173,7 +191,7 @@ def _render_name(v) -> str:
     return v.value
 
 
-def _jobset(fn, span, args, kwargs):
+def _jobset(ctx, fn, span, args, kwargs):
     a = _bind("jobset", span, args, kwargs, (), {"name", "spec"}, {"metadata", "apiVersion"})
     name = _render_name(a["name"])
     api = a.get("apiVersion", Str(JOBSET_API_VERSION, span))
@@ -183,7 +201,7 @@ def _jobset(fn, span, args, kwargs):
     return Manifest(name, Dict(data, {k: span for k in data}, span), span)
 
 
-def _manifest(fn, span, args, kwargs):
+def _manifest(ctx, fn, span, args, kwargs):
     a = _bind("manifest", span, args, kwargs, (), {"name", "apiVersion", "kind"}, {"metadata"},
               extra_kwargs=True)
     name = _render_name(a["name"])
@@ -198,18 +216,18 @@ def _manifest(fn, span, args, kwargs):
     return Manifest(name, Dict(data, spans, span), span)
 
 
-def _flag_file(fn, span, args, kwargs):
+def _flag_file(ctx, fn, span, args, kwargs):
     a = _bind("flag_file", span, args, kwargs, (), {"name", "flags"})
     return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
 
 
-def _tpu_slice(fn, span, args, kwargs):
+def _tpu_slice(ctx, fn, span, args, kwargs):
     a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
     spec = _expect(a["spec"], (Str,), "tpu_slice spec")
     return tpu_slice(spec.value, spec.span)
 
 
-def _variant(fn, span, args, kwargs):
+def _variant(ctx, fn, span, args, kwargs):
     a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
     name = _expect(a["name"], (Str,), "variant name")
     if not RENDER_NAME.fullmatch(name.value) or ".." in name.value:
@@ -225,7 +243,7 @@ def _variant(fn, span, args, kwargs):
     return Variant(name.value, sets, against, changes, span)
 
 
-def _range(fn, span, args, kwargs):
+def _range(ctx, fn, span, args, kwargs):
     _bind("range", span, [], kwargs, (), set())
     if not 1 <= len(args) <= 3:
         raise error("E0306", "range() takes 1 to 3 ints", span)
@@ -238,7 +256,7 @@ def _range(fn, span, args, kwargs):
     return List(tuple(_int(i, span) for i in r), span)
 
 
-def _len(fn, span, args, kwargs):
+def _len(ctx, fn, span, args, kwargs):
     a = _bind("len", span, args, kwargs, ("x",), {"x"})
     x = a["x"]
     if type(x) in (List, Dict):
@@ -248,7 +266,7 @@ def _len(fn, span, args, kwargs):
     raise error("E0301", f"len() of a {type_name(x)}", x.span)
 
 
-def _str(fn, span, args, kwargs):
+def _str(ctx, fn, span, args, kwargs):
     a = _bind("str", span, args, kwargs, ("x",), {"x"})
     text = text_of(a["x"])
     if text is None:
@@ -256,7 +274,7 @@ def _str(fn, span, args, kwargs):
     return Str(text, span)
 
 
-def _json(fn, span, args, kwargs):
+def _json(ctx, fn, span, args, kwargs):
     a = _bind("json", span, args, kwargs, ("x",), {"x"})
     try:
         return Str(to_json(a["x"]), span)
@@ -264,7 +282,7 @@ def _json(fn, span, args, kwargs):
         raise error("E0301", str(exc), exc.value.span) from None
 
 
-def _require(fn, span, args, kwargs):
+def _require(ctx, fn, span, args, kwargs):
     a = _bind("require", span, args, kwargs, ("condition", "message"), {"condition", "message"})
     cond = _expect(a["condition"], (Bool,), "require() condition")
     message = _expect(a["message"], (Str,), "require() message")
@@ -402,7 +420,7 @@ def _method(name, fn, receiver, span):
     return lambda: Builtin(name, fn, span, receiver)
 
 
-def _str_join(fn, span, args, kwargs):
+def _str_join(ctx, fn, span, args, kwargs):
     a = _bind("join", span, args, kwargs, ("items",), {"items"})
     items = _expect(a["items"], (List,), "join() argument")
     parts = []
@@ -411,13 +429,13 @@ def _str_join(fn, span, args, kwargs):
     return Str(fn.receiver.value.join(parts), span)
 
 
-def _str_replace(fn, span, args, kwargs):
+def _str_replace(ctx, fn, span, args, kwargs):
     a = _bind("replace", span, args, kwargs, ("old", "new"), {"old", "new"})
     old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
     return Str(fn.receiver.value.replace(old, new), span)
 
 
-def _str_split(fn, span, args, kwargs):
+def _str_split(ctx, fn, span, args, kwargs):
     a = _bind("split", span, args, kwargs, ("sep",), set())
     sep = a.get("sep")
     parts = fn.receiver.value.split(_expect(sep, (Str,), "split() separator").value if sep else None)
@@ -425,14 +443,14 @@ def _str_split(fn, span, args, kwargs):
 
 
 def _str_simple(op):
-    def call(fn, span, args, kwargs):
+    def call(ctx, fn, span, args, kwargs):
         _bind(op, span, args, kwargs, (), set())
         return Str(getattr(fn.receiver.value, op)(), span)
     return call
 
 
 def _str_test(op):
-    def call(fn, span, args, kwargs):
+    def call(ctx, fn, span, args, kwargs):
         a = _bind(op, span, args, kwargs, ("prefix",), {"prefix"})
         r = getattr(fn.receiver.value, op)(_expect(a["prefix"], (Str,), f"{op}() argument").value)
         return Bool(r, "True" if r else "False", span)
@@ -445,18 +463,18 @@ _STR_METHODS = {"join": _str_join, "replace": _str_replace, "split": _str_split,
                 "endswith": _str_test("endswith")}
 
 
-def _dict_keys(fn, span, args, kwargs):
+def _dict_keys(ctx, fn, span, args, kwargs):
     _bind("keys", span, args, kwargs, (), set())
     d = fn.receiver
     return List(tuple(Str(k, d.key_spans.get(k, span)) for k in d.items), span)
 
 
-def _dict_values(fn, span, args, kwargs):
+def _dict_values(ctx, fn, span, args, kwargs):
     _bind("values", span, args, kwargs, (), set())
     return List(tuple(fn.receiver.items.values()), span)
 
 
-def _dict_get(fn, span, args, kwargs):
+def _dict_get(ctx, fn, span, args, kwargs):
     a = _bind("get", span, args, kwargs, ("key", "default"), {"key"})
     key = _expect(a["key"], (Str,), "get() key").value
     return fn.receiver.items.get(key, a.get("default", Null("None", span)))

@@ -18,8 +18,11 @@ def _parser() -> argparse.ArgumentParser:
     from rcpc import __version__
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--maxtext-base", metavar="BASE_YML",
+                        help="MaxText base.yml to check flag sets against (overrides rcp.toml maxtext_base)")
 
-    b = sub.add_parser("build", help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
+    b = sub.add_parser("build", parents=[common], help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
     b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
     g = b.add_mutually_exclusive_group()
     g.add_argument("--variant", metavar="V", help="only this variant (default: every declared variant)")
@@ -27,24 +30,34 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a declared param; the build is written as variant 'custom'")
     b.add_argument("-o", "--output", metavar="DIR", help="output directory (default: rcp.toml output_dir, else rcpc-out)")
 
-    r = sub.add_parser("render", help="print renders of one recipe to stdout")
+    r = sub.add_parser("render", parents=[common], help="print renders of one recipe to stdout")
     r.add_argument("recipe", metavar="RECIPE")
     r.add_argument("render", nargs="?", metavar="RENDER", help="one render (trainer.yaml or trainer); default: all")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--variant", metavar="V", default=None)
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
 
-    pa = sub.add_parser("params", help="list the params of a recipe")
+    pa = sub.add_parser("params", parents=[common], help="list the params of a recipe")
     pa.add_argument("recipe", metavar="RECIPE")
 
-    d = sub.add_parser("diff", help="compare the renders of two variants of a recipe")
+    d = sub.add_parser("diff", parents=[common], help="compare the renders of two variants of a recipe")
     d.add_argument("recipe", metavar="RECIPE")
     d.add_argument("--variant", required=True, metavar="A")
     d.add_argument("--against", metavar="B", help="default: the variant's own 'against', else 'default'")
     d.add_argument("--format", choices=("text", "json"), default="text")
 
-    c = sub.add_parser("check", help="evaluate every recipe and variant, run contracts; write nothing")
+    c = sub.add_parser("check", parents=[common], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
+    c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
+
+    e = sub.add_parser("explain", parents=[common], help="where a flag's effective value comes from")
+    e.add_argument("recipe", metavar="RECIPE")
+    e.add_argument("flagset", metavar="FLAGSET", help="a top-level name bound to maxtext_flags, or a flag render (trainer)")
+    e.add_argument("key", metavar="KEY")
+    g = e.add_mutually_exclusive_group()
+    g.add_argument("--variant", metavar="V")
+    g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
+    e.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
 
@@ -56,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     compiler = None
     try:
         ws = Workspace.find(".")
+        if args.maxtext_base:
+            import attrs
+
+            ws = attrs.evolve(ws, maxtext_base=Path(args.maxtext_base).resolve())
         from rcpc.recipe import Compiler
 
         compiler = Compiler(ws)
@@ -78,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
 
 class _Usage(Exception):
     pass
+
+
+def _print_diagnostics(diags, compiler) -> None:
+    for d in diags:
+        print(format_text(d, compiler.sources), file=sys.stderr)
 
 
 def _recipe_paths(ws, names: list[str]) -> list[Path]:
@@ -111,6 +133,7 @@ def _build(args, ws, compiler) -> int:
         for vb in builds:
             write_variant(out_dir, recipe.name, vb.variant, [(r.name, r.text) for r in vb.renders])
             count += len(vb.renders)
+    _print_diagnostics(compiler.diagnostics(), compiler)
     print(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}", file=sys.stderr)
     return 0
 
@@ -226,12 +249,36 @@ def _check(args, ws, compiler) -> int:
             variants += len(builds)
         except CompileError as exc:
             diags = exc.diagnostics
-        for d in diags:
-            print(format_text(d, compiler.sources), file=sys.stderr)
+        _print_diagnostics(diags, compiler)
         errors += sum(1 for d in diags if d.severity == "error")
+    found = compiler.diagnostics(include_notes=True)
+    notes = [d for d in found if d.severity == "note"]
+    _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)
     status = "ok" if not errors else f"{errors} error(s)"
+    if notes and not args.notes:
+        status += f" ({len(notes)} note(s): --notes shows them)"
     print(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s): {status}", file=sys.stderr)
     return 1 if errors else 0
 
 
-_COMMANDS = {"build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}
+def _explain(args, ws, compiler) -> int:
+    import json
+
+    from rcpc.explain import explain
+
+    (path,) = _recipe_paths(ws, [args.recipe])
+    report = explain(compiler, path, args.flagset, args.key, args.variant, args.sets)
+    if args.format == "json":
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
+    print(f"effective: {report['effective'] if report['effective'] is not None else '(not set)'}")
+    for i, step in enumerate(report["chain"], 1):
+        print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
+    if report.get("schema") is not None:
+        default = report["schema_default"]
+        print(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")
+    return 0
+
+
+_COMMANDS = {"explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}

@@ -34,6 +34,19 @@ MAX_DEPTH = 200            # nesting depth of expressions evaluated
 
 
 @attrs.define
+class Context:
+    """What built-ins may ask of the run. ``schema(path | None, span)`` gives the MaxText
+    schema for a flag set (None: the workspace's, which may be None); ``diagnostics``
+    collects warnings and notes."""
+
+    schema: Callable = lambda path, span: None
+    diagnostics: list = attrs.Factory(list)
+
+    def warn(self, diagnostic) -> None:
+        self.diagnostics.append(diagnostic)
+
+
+@attrs.define
 class ModuleResult:
     """What evaluating one file produced."""
 
@@ -52,8 +65,10 @@ class Evaluator:
     variants (loaded files export constants only).
     """
 
-    def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool):
+    def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool,
+                 ctx: Context | None = None):
         self.load = load
+        self.ctx = ctx or Context()
         self.overrides = overrides or {}
         self.is_recipe = is_recipe
         self.env: dict = {}
@@ -307,7 +322,7 @@ class Evaluator:
             if kw.name in kwargs:
                 raise error("E0306", f"argument '{kw.name}' given twice", kw.name_span)
             kwargs[kw.name] = (self.eval(kw.value, scope), kw.name_span)
-        return func.fn(func, node.span, args, kwargs)
+        return func.fn(self.ctx, func, node.span, args, kwargs)
 
 
 def _limit_str(s: str, span: Span) -> str:

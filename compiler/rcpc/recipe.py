@@ -20,7 +20,7 @@ from rcpc import builtins as B
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
-from rcpc.evaluate import Evaluator
+from rcpc.evaluate import Context, Evaluator
 from rcpc.maxtext import argv
 from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
@@ -72,6 +72,8 @@ class Compiler:
         self._modules: dict[Path, ast.Module] = {}
         self._exports: dict[Path, dict] = {}
         self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
+        self._schemas: dict[Path, object] = {}
+        self.context = Context(self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
     def source(self, real: Path) -> Source:
@@ -121,24 +123,56 @@ class Compiler:
         if exports is None:
             try:
                 mod = self.module(real)
-                result = Evaluator(self._loader(real, chain), None, is_recipe=False).run(mod)
+                result = Evaluator(self._loader(real, chain), None, is_recipe=False,
+                                   ctx=self.context).run(mod)
             except CompileError as exc:
                 raise _loaded_from(exc, chain[-1][1]) from None
             exports = self._exports[real] = result.exports
         return exports
 
+    def _schema(self, target: str | None, span: Span):
+        """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
+        load path) or the workspace's ``maxtext_base``; None when neither is given."""
+        from rcpc.schema import load_schema
+
+        if target is None:
+            path = self.workspace.maxtext_base
+            if path is None:
+                return None
+        else:
+            path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+        schema = self._schemas.get(path)
+        if schema is None:
+            schema = self._schemas[path] = load_schema(path, span if target is not None else None)
+        return schema
+
+    def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
+        """Warnings (and notes) found so far in this run, each once, in order found."""
+        seen = set()
+        out = []
+        for d in self.context.diagnostics:
+            if d.severity == "note" and not include_notes:
+                continue
+            key = (d.code, d.message, d.span)
+            if key not in seen:
+                seen.add(key)
+                out.append(d)
+        return out
+
     # recipes ----------------------------------------------------------------------------
-    def _evaluate(self, real: Path, overrides: dict):
+    def evaluate(self, real: Path, overrides: dict):
+        """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text)."""
         mod = self.module(real)
-        return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True).run(mod)
+        return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
+                         ctx=self.context).run(mod)
 
     def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
         """The recipe's top-level bindings (name → value), evaluated with ``--set`` items."""
-        return self._evaluate(real, parse_sets(sets or [])).exports
+        return self.evaluate(real, parse_sets(sets or [])).exports
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
-        result = self._evaluate(real, {})
+        result = self.evaluate(real, {})
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
         build = self._base[real] = self._variant_build(DEFAULT_VARIANT, result)
@@ -150,7 +184,7 @@ class Compiler:
         ``E0601`` for a ``--set`` name that is not a declared param."""
         if sets:
             raw = parse_sets(sets)
-            result = self._evaluate(real, raw)
+            result = self.evaluate(real, raw)
             params = {p.name: p for p in result.params}
             for name in raw:
                 if name not in params:
@@ -194,7 +228,7 @@ class Compiler:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
         if not overrides:
             return attrs.evolve(default, variant=name)
-        return self._variant_build(name, self._evaluate(real, overrides))
+        return self._variant_build(name, self.evaluate(real, overrides))
 
     def _variant_build(self, name: str, result) -> VariantBuild:
         renders = []

@@ -64,6 +64,15 @@ class Source:
         end_line, end_col = self.line_col(end)
         return Span(self.path, line, col, end_line, end_col)
 
+    def text_of(self, span: Span) -> str:
+        """The source text a span covers (lines joined with newlines)."""
+        if span.line == span.end_line:
+            return self.line_text(span.line)[span.col - 1:span.end_col - 1]
+        lines = [self.line_text(n) for n in range(span.line, span.end_line + 1)]
+        lines[0] = lines[0][span.col - 1:]
+        lines[-1] = lines[-1][:span.end_col - 1]
+        return "\n".join(lines)
+
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line`` without its newline ('' when out of range)."""
         if not 1 <= line <= len(self._starts):

@@ -95,6 +95,7 @@ class FlagSet:
 
     layers: tuple
     span: Span
+    schema: Any = None  # the MaxTextSchema its keys were checked against, if any
 
 
 @_value

@@ -8,6 +8,7 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     library_dirs = ["recipes/lib"]     # *.rcp here are loaded by recipes, never built
     output_dir = "rcpc-out"            # default for `rcpc build -o`
     golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
+    maxtext_base = "path/to/base.yml"  # MaxText schema for flag sets (none by default)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Workspace:
     library_dirs: tuple
     output_dir: Path
     golden_dir: Path
+    maxtext_base: Path | None = None
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -69,12 +71,14 @@ class Workspace:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
             return root / value
 
-        unknown = sorted(set(data) - {"recipe_dirs", "library_dirs", "output_dir", "golden_dir"})
+        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base"]
+        unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
-                        hint=did_you_mean(unknown[0], ["recipe_dirs", "library_dirs", "output_dir", "golden_dir"]))
+                        hint=did_you_mean(unknown[0], known))
+        base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"))
+                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
@@ -122,6 +126,10 @@ class Workspace:
         workspace, ``E0201`` missing file, ``E0205`` not a ``.rcp`` path."""
         if not target.endswith(RECIPE_SUFFIX):
             raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span)
+        return self.resolve_path(target, from_file, span)
+
+    def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
+        """The real path of a file named in a recipe (as :meth:`resolve_load`, any file)."""
         if target.startswith("//"):
             raw = self.root / target[2:]
         elif target.startswith("/"):
@@ -134,6 +142,6 @@ class Workspace:
             raise error("E0204", f"load path {target!r} leaves the workspace ({self.root})", span,
                         hint="recipes may only load files inside their workspace")
         if not real.is_file():
-            raise error("E0201", f"cannot load {target!r}: no such file", span,
+            raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")
         return real

@@ -1,0 +1,87 @@
+"""``rcpc explain``: where a flag's effective value comes from (DESIGN.md §3.1 provenance).
+
+For one key of one flag set, evaluated for a variant: the effective (last-wins) value and
+the chain of every layer that set the key, with its value, ``file:line:col``, and why the
+layer was active (the condition that chose it and the params it named), plus the schema
+default when the flag set was checked against a MaxText schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rcpc.diagnostics import did_you_mean, error
+from rcpc.emit.flags import value_text
+from rcpc.emit.scalars import scalar_str
+from rcpc.recipe import Compiler, parse_sets
+from rcpc.values import FlagFile, FlagSet
+
+
+def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str | None = None,
+            sets: list[str] | None = None) -> dict:
+    """The provenance report as plain data (see the module docstring). ``flagset`` is a
+    top-level name bound to a flag set or a flag render's name (``trainer`` or
+    ``trainer.flags``). Errors: ``E0607`` unknown variant, ``E0620`` no such flag set."""
+    recipe, _ = compiler.recipe(path)
+    if sets:
+        overrides, name = parse_sets(sets), "custom"
+    else:
+        name = variant or "default"
+        chosen = [v for v in recipe.variants if v.name == name]
+        if not chosen:
+            names = [v.name for v in recipe.variants]
+            raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
+                        hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
+        overrides = dict(chosen[0].sets.items)
+    result = compiler.evaluate(path, overrides)
+    fs = _find(result, flagset)
+    chain = []
+    for index, layer in enumerate(fs.layers, 1):
+        for e in layer.entries:
+            if e.key == key:
+                chain.append({"value": value_text(e.value), "location": str(e.key_span), "layer": index,
+                              "active": _why(compiler, layer.why)})
+    report = {"recipe": recipe.name, "variant": name, "flag_set": flagset, "key": key,
+              "effective": chain[-1]["value"] if chain else None, "chain": chain}
+    if fs.schema is not None:
+        report["schema"] = fs.schema.path
+        report["in_schema"] = key in fs.schema.defaults
+        report["schema_default"] = _yaml_text(fs.schema.defaults.get(key)) if key in fs.schema.defaults else None
+    return report
+
+
+def _find(result, name: str) -> FlagSet:
+    value = result.exports.get(name)
+    if type(value) is FlagSet:
+        return value
+    for r in result.renders:
+        if type(r) is FlagFile and name in (r.name, f"{r.name}.flags"):
+            return r.flags
+    candidates = [k for k, v in result.exports.items() if type(v) is FlagSet]
+    candidates += [r.name for r in result.renders if type(r) is FlagFile]
+    raise error("E0620", f"no flag set named '{name}'", None,
+                hint=did_you_mean(name, candidates) or f"flag sets: {', '.join(candidates) or 'none'}")
+
+
+def _why(compiler: Compiler, why: tuple) -> str:
+    if not why:
+        return "always"
+    parts = []
+    for span, value, params in why:
+        src = compiler.sources.get(span.path)
+        text = src.text_of(span) if src else "condition"
+        part = f"`{text}` is {'true' if value else 'false'} at {span}"
+        if params:
+            part += " with " + ", ".join(f"{n}={v}" for n, v in params)
+        parts.append(part)
+    return "; ".join(parts)
+
+
+def _yaml_text(default) -> str:
+    if default is None:
+        return "null"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, str):
+        return scalar_str(default)
+    return repr(default)
