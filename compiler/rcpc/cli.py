@@ -21,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--maxtext-base", metavar="BASE_YML",
                         help="MaxText base.yml to check flag sets against (overrides rcp.toml maxtext_base)")
+    common.add_argument("--kube-schema", action="append", metavar="CRD",
+                        help="CRD or JSON schema to validate manifests against (repeatable; overrides rcp.toml kube_schemas)")
 
     b = sub.add_parser("build", parents=[common], help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
     b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
@@ -73,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             import attrs
 
             ws = attrs.evolve(ws, maxtext_base=Path(args.maxtext_base).resolve())
+        if args.kube_schema:
+            import attrs
+
+            ws = attrs.evolve(ws, kube_schemas=tuple(Path(p).resolve() for p in args.kube_schema))
         from rcpc.recipe import Compiler
 
         compiler = Compiler(ws)

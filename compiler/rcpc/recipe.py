@@ -73,6 +73,7 @@ class Compiler:
         self._exports: dict[Path, dict] = {}
         self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
         self._schemas: dict[Path, object] = {}
+        self._kube = None
         self.context = Context(self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
@@ -145,6 +146,16 @@ class Compiler:
         if schema is None:
             schema = self._schemas[path] = load_schema(path, span if target is not None else None)
         return schema
+
+    def _check_manifest(self, manifest: Manifest) -> None:
+        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.kube`)."""
+        from rcpc import kube
+
+        if self._kube is None and self.workspace.kube_schemas:
+            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas))
+        diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
+        if diags:
+            raise CompileError(diags)
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""
@@ -240,7 +251,10 @@ class Compiler:
                             related=(("first declared here", seen[fname]),),
                             hint="give each jobset/manifest/flag_file a distinct name")
             seen[fname] = value.span
-            renders.append(Render(fname, _emit(value), value))
+            text = _emit(value)
+            if type(value) is Manifest:
+                self._check_manifest(value)
+            renders.append(Render(fname, text, value))
         return VariantBuild(name, dict(result.param_values), tuple(renders))
 
 

@@ -9,6 +9,7 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     output_dir = "rcpc-out"            # default for `rcpc build -o`
     golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
     maxtext_base = "path/to/base.yml"  # MaxText schema for flag sets (none by default)
+    kube_schemas = ["path/to/crd.yaml"]  # CRDs / JSON schemas manifests are validated against
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Workspace:
     output_dir: Path
     golden_dir: Path
     maxtext_base: Path | None = None
+    kube_schemas: tuple = ()
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -71,14 +73,15 @@ class Workspace:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
             return root / value
 
-        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base"]
+        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base", "kube_schemas"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
                         hint=did_you_mean(unknown[0], known))
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base)
+                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
+                   dirs("kube_schemas", []))
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
