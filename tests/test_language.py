@@ -525,7 +525,7 @@ def test_syntax_error_in_a_loaded_file_is_reported_there(ws):
     ws.write("recipes/lib/mesh.rcp", "A = [1, 2\nB = 3\n")
     f = ws.fails('load("lib/mesh.rcp", "A")\n')
     assert (f.code, f.where) == ("E0001", "recipes/lib/mesh.rcp:2:1")
-    assert [label for label, _ in f.diag.related] == ["loaded from"]
+    assert [label for label, _ in f.diag.related] == ["opened here", "loaded from"]
 
 
 def test_error_two_loads_deep_lists_each_load_once(ws):

@@ -22,7 +22,7 @@ from typing import Callable
 import attrs
 
 from rcpc import builtins as B
-from rcpc.diagnostics import CompileError, did_you_mean, error
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.source import Span
 from rcpc.syntax import ast
 from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
@@ -31,6 +31,13 @@ from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, Lis
 _NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 MAX_ITEMS = 1_000_000      # elements a list, dict or string built by + or a comprehension may hold
 MAX_DEPTH = 200            # nesting depth of expressions evaluated
+
+
+class _Poisoned(Exception):
+    """A statement used a name whose own statement failed: skip it without a new error."""
+
+
+_POISON = object()  # the value of a name whose statement failed
 
 
 @attrs.define
@@ -77,29 +84,59 @@ class Evaluator:
 
     # statements -------------------------------------------------------------------------
     def run(self, module: ast.Module) -> ModuleResult:
+        """Evaluate every statement. An error does not stop the file: the statement's name is
+        bound to a poisoned value, statements that use it are skipped silently (no cascade of
+        follow-on errors), and every error found is raised together at the end."""
         result = ModuleResult(self.env)
+        errors: list = []
         for stmt in module.stmts:
-            t = type(stmt)
-            if t is ast.Assign:
-                value = stmt.value
-                if (type(value) is ast.Call and type(value.func) is ast.Name
-                        and value.func.id == "param"):
-                    self.env[stmt.name] = self._param(stmt, value, result)
-                else:
-                    self.env[stmt.name] = self.eval(value, _NO_SCOPE)
-            elif t is ast.Load:
-                exports = self.load(stmt.path, stmt.path_span)
-                for ln in stmt.names:
-                    if ln.remote.startswith("_"):
-                        raise error("E0203", f"'{ln.remote}' is private to {stmt.path}", ln.span,
-                                    hint="names starting with '_' are not exported")
-                    if ln.remote not in exports:
-                        raise error("E0203", f"{stmt.path} has no name '{ln.remote}'", ln.span,
-                                    hint=did_you_mean(ln.remote, [k for k in exports if not k.startswith("_")]))
-                    self.env[ln.local] = exports[ln.remote]
-            else:
-                self._expr_stmt(stmt, result)
+            try:
+                self._statement(stmt, result)
+            except _Poisoned:
+                self._poison(stmt)
+            except CompileError as exc:
+                errors.extend(exc.diagnostics)
+                self._poison(stmt)
+            except RecursionError:
+                errors.append(Diagnostic("E0801", "value nested too deeply", stmt.span,
+                                         hint="flatten the data; rcpc nests at most a few hundred levels"))
+                self._poison(stmt)
+        if errors:
+            raise CompileError(errors)
         return result
+
+    def _poison(self, stmt) -> None:
+        if type(stmt) is ast.Assign:
+            self.env[stmt.name] = _POISON
+        elif type(stmt) is ast.Load:
+            for ln in stmt.names:
+                self.env.setdefault(ln.local, _POISON)
+
+    def _statement(self, stmt, result: ModuleResult) -> None:
+        t = type(stmt)
+        if t is ast.Assign:
+            value = stmt.value
+            if (type(value) is ast.Call and type(value.func) is ast.Name
+                    and value.func.id == "param"):
+                self.env[stmt.name] = self._param(stmt, value, result)
+            else:
+                self.env[stmt.name] = self.eval(value, _NO_SCOPE)
+        elif t is ast.Load:
+            exports = self.load(stmt.path, stmt.path_span)
+            errors = []
+            for ln in stmt.names:
+                if ln.remote.startswith("_"):
+                    errors.append(Diagnostic("E0203", f"'{ln.remote}' is private to {stmt.path}", ln.span,
+                                             hint="names starting with '_' are not exported"))
+                elif ln.remote not in exports:
+                    errors.append(Diagnostic("E0203", f"{stmt.path} has no name '{ln.remote}'", ln.span,
+                                             hint=did_you_mean(ln.remote, [k for k in exports if not k.startswith("_")])))
+                else:
+                    self.env[ln.local] = exports[ln.remote]
+            if errors:
+                raise CompileError(errors)
+        else:
+            self._expr_stmt(stmt, result)
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
         value = self.eval(stmt.expr, _NO_SCOPE)
@@ -157,7 +194,10 @@ class Evaluator:
         if node.id in scope:
             return scope[node.id]
         if node.id in self.env:
-            return self.env[node.id]
+            value = self.env[node.id]
+            if value is _POISON:
+                raise _Poisoned()
+            return value
         return B.lookup(node.id, node.span)
 
     def _int(self, node, scope):

@@ -53,8 +53,8 @@ _SAFE_CHARS = re.compile(r"^[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`\[\]{}#\\]*$"
 def plain_ok(s: str) -> bool:
     """True when ``s`` can be written unquoted as a YAML scalar (block context) and every
     reader listed in the module docstring reads it back as the same string."""
-    if not s or s[0] in _BAD_FIRST or s[-1] in " \t:":
-        return False
+    if not s or s[0] in _BAD_FIRST or s[-1] in " \t:" or s.startswith(("---", "...")):
+        return False  # "---" and "..." open a line as YAML document markers
     # fullmatch: a '$'-anchored match would accept a string ending in "\n".
     if not _SAFE_CHARS.fullmatch(s):
         return False

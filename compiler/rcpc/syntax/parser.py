@@ -12,6 +12,7 @@ Errors: :class:`~rcpc.diagnostics.CompileError` with code ``E0001`` (syntax), ``
 from __future__ import annotations
 
 import hashlib
+import re
 import os
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class _Postlex:
                 depth -= 1
             last = tok
             yield tok
-        if last is not None and last.type != "_NL":
+        if last is not None and last.type != "_NL" and depth == 0:
             yield Token.new_borrow_pos("_NL", "\n", last)
 
 
@@ -119,8 +120,39 @@ def parse(source: Source) -> ast.Module:
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
     parser, builder = _parser()
-    stmts = _parse_text(parser, builder, source, source.text, 0)
+    try:
+        stmts = _parse_text(parser, builder, source, source.text, 0)
+    except CompileError as exc:
+        raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
     return ast.Module(source.path, tuple(stmts))
+
+
+_STATEMENT_START = re.compile(r"^[A-Za-z_\[]", re.M)
+MAX_SYNTAX_ERRORS = 20
+
+
+def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> list:
+    """Syntax errors of the statements after a failed one: the first error of each.
+
+    Recovery restarts at the next line that begins at column 1 with a name or '[' (how every
+    top-level statement begins), so one mistake yields one error, not a cascade."""
+    found: list = []
+    span = exc.diagnostics[0].span
+    while span is not None and len(found) < MAX_SYNTAX_ERRORS:
+        line_start = source._starts[span.line] if span.line < len(source._starts) else len(source.text)
+        m = _STATEMENT_START.search(source.text, line_start)
+        if m is None:
+            break
+        start = m.start()
+        try:
+            _parse_text(parser, builder, source, source.text[start:], start)
+            break
+        except CompileError as later:
+            found.extend(later.diagnostics)
+            span = later.diagnostics[0].span
+            if span is None or span.line <= source.line_col(start)[0] - 1:
+                break
+    return found
 
 
 def _parse_text(parser, builder, source: Source, text: str, base: int):
@@ -179,7 +211,14 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         kind = tok.type
-        expected = sorted({_READABLE.get(t, t.lower()) for t in exc.expected})
+        opener = _unclosed_bracket(text, pos)
+        allowed = set(exc.expected)
+        if opener is not None:  # inside brackets: only the matching closer, and no newline
+            closer = {"(": "RPAR", "[": "RSQB", "{": "RBRACE"}[text[opener]]
+            allowed -= {"RPAR", "RSQB", "RBRACE", "_NL"} - {closer}
+            if text[opener] != "{":
+                allowed.discard("COLON")
+        expected = [w for _, w in sorted({(_RANK.get(t, 9), _READABLE.get(t, t.lower())) for t in allowed})]
         found = "end of file" if kind == "$END" else ("end of line" if kind == "_NL" else repr(str(tok)))
         end = start + (len(str(tok)) if kind not in ("_NL", "$END") else 1)
         hint = None
@@ -187,8 +226,21 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
         if keyword:
             return CompileError(Diagnostic("E0001", f"'{keyword}' is not part of the recipe language",
                                            source.span(start, end), hint=_PY_KEYWORDS[keyword]))
-        if kind == "_NL" and any(t in exc.expected for t in ("RPAR", "RSQB", "RBRACE")):
-            hint = "a bracket opened earlier is not closed"
+        related = ()
+        closing = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}.get(kind)
+        if opener is not None and closing is not None and text[opener] != closing:
+            obase = base + opener
+            related = (("opened here", source.span(obase, obase + 1)),)
+            hint = f"'{tok}' does not close the '{text[opener]}' opened at {related[0][1]}"
+        elif opener is not None and (kind in ("_NL", "$END") or "\n" in text[opener:pos]):
+            obase = base + opener
+            related = (("opened here", source.span(obase, obase + 1)),)
+            if kind in ("_NL", "$END"):
+                hint = f"the '{text[opener]}' opened at {related[0][1]} is not closed"
+            else:
+                hint = f"is a ',' missing before this, or the '{text[opener]}' opened at {related[0][1]} not closed?"
+        elif kind == "_NL":
+            hint = "the line ends in the middle of an expression"
         elif kind == "$END":
             hint = "the file ends inside an unfinished expression; check for an unclosed bracket"
         elif kind == "COLON" and "EQUAL" in exc.expected:
@@ -198,8 +250,38 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
         elif "COMMA" in exc.expected:
             hint = "is a ',' missing before this?"
         msg = f"unexpected {found}; expected " + _words(expected)
-        return CompileError(Diagnostic("E0001", msg, source.span(start, end), hint=hint))
+        return CompileError(Diagnostic("E0001", msg, source.span(start, end), hint=hint, related=related))
     return CompileError(Diagnostic("E0001", "unexpected end of file", source.span(start, start)))
+
+
+# Terminals listed first in "expected ...": what usually fixes the error.
+_RANK = {"RPAR": 0, "RSQB": 0, "RBRACE": 0, "COMMA": 1, "COLON": 1, "EQUAL": 1, "_NL": 2}
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def _unclosed_bracket(text: str, pos: int) -> int | None:
+    """Offset of the innermost bracket still open at ``pos`` (strings and comments skipped)."""
+    stack: list[int] = []
+    i = 0
+    while i < pos:
+        c = text[i]
+        if c == "#":
+            nl = text.find("\n", i)
+            i = pos if nl == -1 else nl
+            continue
+        if c in "\"'":
+            q = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(q)
+            while j < pos and not text.startswith(q, j):
+                j += 2 if text[j] == "\\" else 1
+            i = j + len(q)
+            continue
+        if c in "([{":
+            stack.append(i)
+        elif c in ")]}" and stack and text[stack[-1]] == _PAIRS[c]:
+            stack.pop()
+        i += 1
+    return stack[-1] if stack else None
 
 
 def _statement_keyword(text: str, pos: int) -> str | None:
