@@ -385,6 +385,7 @@ def _flagset(layers):
 @example([{"run_name": "ablation a&b 2"}, {"run_name": "a;b $x 'q' \"d\" * #"}])  # F8
 @example([{"steps": spelled(2000000, "2000000")}, {"label": "356136738"}])  # F11
 @example([{"run_name": "sweep #3"}])                                 # F14
+@example([{"a": "...", "b": "---", "c": "... x", "d": "--- y"}])            # YAML document markers
 @example([{"a": spelled(123, "0123")}, {"a": spelled(500.0, ".5e3")}])  # spellings YAML 1.1 misreads
 @example([{"a": spelled(float("nan"), "nan"), "b": spelled(10.0, "1_0"), "c": spelled(2.0, "2")}])
 def test_omegaconf_reads_back_the_resolved_values(layers):

@@ -294,6 +294,7 @@ DOCS = st.dictionaries(STRINGS, VALUES, max_size=6)
 @example({"name": "main", "image": "img", "command": ["c"], "args": ["a"]})  # F12
 @example({"command": "x" * 3000, "script": "set -e\necho hi\n"})  # F13
 @example({"note": "see ticket #42", "run_name": "sweep #3"})  # F14
+@example({"a": "...", "b": "---", "c": "... x", "d": "--- y"})  # YAML document markers
 @example({"s": "a\r\nb", "t": "trailing \nspace"})  # F16
 @example({"k": "D\n"})  # a newline-terminated one-word string must not be written plain
 def test_pyyaml_reads_back_the_value(doc):

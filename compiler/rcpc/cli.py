@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from rcpc.diagnostics import CompileError, Diagnostic, format_text
@@ -63,9 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # unwind: temporary output is removed, previous output kept
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     from rcpc.workspace import Workspace
 
     compiler = None
@@ -95,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print("rcpc: interrupted", file=sys.stderr)
+        print("rcpc: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except (RecursionError, MemoryError) as exc:
+        print(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})",
+              file=sys.stderr)
+        return 1
 
 
 class _Usage(Exception):
@@ -124,8 +136,6 @@ def _recipe_paths(ws, names: list[str]) -> list[Path]:
 
 
 def _build(args, ws, compiler) -> int:
-    from rcpc.output import write_variant
-
     out_dir = Path(args.output) if args.output else ws.output_dir
     plans = []
     for path in _recipe_paths(ws, args.recipes):
@@ -134,11 +144,16 @@ def _build(args, ws, compiler) -> int:
         if diags:
             raise CompileError(diags)
         plans.append((recipe, builds))
-    count = 0
-    for recipe, builds in plans:
-        for vb in builds:
-            write_variant(out_dir, recipe.name, vb.variant, [(r.name, r.text) for r in vb.renders])
-            count += len(vb.renders)
+    from rcpc.output import write_all
+
+    batch = [(recipe.name, vb.variant, [(r.name, r.text) for r in vb.renders])
+             for recipe, builds in plans for vb in builds]
+    try:
+        write_all(out_dir, batch)
+    except OSError as exc:
+        raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
+                                      hint="the previous output, if any, is unchanged")) from None
+    count = sum(len(renders) for _, _, renders in batch)
     _print_diagnostics(compiler.diagnostics(), compiler)
     print(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}", file=sys.stderr)
     return 0

@@ -31,6 +31,7 @@ from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, Lis
 _NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 MAX_ITEMS = 1_000_000      # elements a list, dict or string built by + or a comprehension may hold
 MAX_DEPTH = 200            # nesting depth of expressions evaluated
+MAX_STEPS = 5_000_000      # comprehension iterations in one run
 
 
 class _Poisoned(Exception):
@@ -48,6 +49,7 @@ class Context:
 
     schema: Callable = lambda path, span: None
     diagnostics: list = attrs.Factory(list)
+    steps: int = 0  # comprehension iterations so far (a budget against runaway input)
 
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -261,6 +263,11 @@ class Evaluator:
         out_items = []
         keys: dict = {}
         spans: dict = {}
+        ctx = self.ctx
+        ctx.steps += len(seq)
+        if ctx.steps > MAX_STEPS:
+            raise error("E0804", f"evaluation budget of {MAX_STEPS} comprehension steps exceeded", node.span,
+                        hint="a recipe should not need millions of items; check the ranges")
         for item in seq:
             inner = dict(scope)
             inner[clause.var] = item

@@ -1,13 +1,22 @@
 """Atomic output: ``DIR/<recipe>/<variant>/<render>``.
 
-Everything is evaluated and emitted in memory before anything is written. Each
-``DIR/<recipe>/<variant>`` directory is then written into a temporary sibling and swapped
-into place with renames, so a failed or interrupted build leaves the previous output whole.
+Everything is evaluated, checked and emitted in memory before anything is written. Then:
+
+1. every variant directory is written into a temporary sibling (``.<variant>.tmp-*``);
+2. with SIGINT and SIGTERM held back, each existing variant directory is renamed aside and
+   its temporary sibling renamed into place (if a rename fails, the ones done are undone);
+3. the old directories are deleted.
+
+So a failed or interrupted build leaves the previous output whole, and a finished one leaves
+exactly the new renders. An exclusive lock on ``.DIR.rcpc-lock`` beside ``DIR`` (``fcntl.flock``) keeps two
+concurrent builds into one directory from interleaving: the second waits for the first.
 Files are written as UTF-8 bytes with LF line ends exactly as emitted.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -15,30 +24,68 @@ import tempfile
 from pathlib import Path
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+LOCK_SUFFIX = ".rcpc-lock"
 
 
-def write_variant(out_dir: Path, recipe: str, variant: str, renders) -> Path:
-    """Replace ``out_dir/recipe/variant`` with exactly ``renders`` (name → text)."""
-    target = out_dir / recipe / variant
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
-    try:
-        for name, text in renders:
-            with open(tmp / name, "wb") as f:
-                f.write(text.encode("utf-8"))
-        old = None
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        try:  # no SIGINT/SIGTERM between the two renames
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{variant}.old-", dir=target.parent))
-                os.rmdir(old)
-                os.rename(target, old)
-            os.rename(tmp, target)
+@contextlib.contextmanager
+def locked(out_dir: Path):
+    """Hold the output directory's build lock (blocking until it is free). The lock file sits
+    beside the directory, so the directory holds renders only."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.parent / f".{out_dir.name}{LOCK_SUFFIX}", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def write_all(out_dir: Path, variants: list) -> None:
+    """Replace each ``out_dir/<recipe>/<variant>`` with exactly its renders, atomically as a
+    whole. ``variants`` is a list of (recipe name, variant name, [(render name, text)])."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        with locked(out_dir):
+            for recipe, variant, renders in variants:
+                target = out_dir / recipe / variant
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
+                staged.append((tmp, target))
+                for name, text in renders:
+                    with open(tmp / name, "wb") as f:
+                        f.write(text.encode("utf-8"))
+            old_dirs = _swap(staged)
+            staged = []
+            for old in old_dirs:
+                shutil.rmtree(old, ignore_errors=True)
+    finally:
+        for tmp, _ in staged:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap(staged: list) -> list[Path]:
+    """Rename every staged directory into place; returns the replaced ones (to delete)."""
+    done: list[tuple[Path, Path, Path | None]] = []
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        for tmp, target in staged:
+            old = None
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{tmp.name.rsplit('-', 1)[-1]}"
+                os.rename(target, old)
+            try:
+                os.rename(tmp, target)
+            except OSError:
+                if old is not None:
+                    os.rename(old, target)
+                raise
+            done.append((tmp, target, old))
+    except OSError:
+        for tmp, target, old in reversed(done):  # undo: previous output back in place
+            os.rename(target, tmp)
+            if old is not None:
+                os.rename(old, target)
         raise
-    return target
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return [old for _, _, old in done if old is not None]

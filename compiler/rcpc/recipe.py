@@ -30,6 +30,7 @@ from rcpc.values import Dict, FlagFile, Manifest, Variant
 from rcpc.workspace import Workspace
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_RENDERS = 10_000
 DEFAULT_VARIANT = "default"
 
 
@@ -251,7 +252,12 @@ class Compiler:
                             related=(("first declared here", seen[fname]),),
                             hint="give each jobset/manifest/flag_file a distinct name")
             seen[fname] = value.span
-            text = _emit(value)
+            if len(seen) > MAX_RENDERS:
+                raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
+            try:
+                text = _emit(value)
+            except RecursionError:
+                raise error("E0801", "value nested too deeply to write", value.span) from None
             if type(value) is Manifest:
                 self._check_manifest(value)
             renders.append(Render(fname, text, value))

@@ -1,0 +1,146 @@
+"""Robustness: atomic output under failure, signals and concurrency; limits instead of
+crashes; hermeticity (DESIGN.md §6; issue "Diagnostics and robustness")."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIG = '''
+N = param(int, default = 400)
+[jobset(name = f"j-{i}", spec = {"i": i, "args": [f"--flag-{k}={i}" for k in range(60)]}) for i in range(N)]
+variant("default")
+variant("other", set = {"N": 399})
+'''
+
+
+def rcpc(cwd: Path, *args, **kw):
+    return subprocess.run([sys.executable, "-m", "rcpc", *args], cwd=cwd, capture_output=True, text=True, **kw)
+
+
+def tree(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def big(tmp_path):
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "big.rcp").write_text(BIG)
+    return tmp_path
+
+
+def test_failed_build_leaves_previous_output_untouched(big):
+    assert rcpc(big, "build", "-o", "out").returncode == 0
+    before = tree(big / "out")
+    (big / "recipes" / "big.rcp").write_text(BIG + "X = Y\n")
+    r = rcpc(big, "build", "-o", "out")
+    assert r.returncode == 1 and "E0101" in r.stderr and "Traceback" not in r.stderr
+    assert tree(big / "out") == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_build_leaves_old_or_new_output_whole(big, sig):
+    assert rcpc(big, "build", "-o", "out").returncode == 0
+    old = tree(big / "out")
+    (big / "recipes" / "big.rcp").write_text(BIG.replace("default = 400", "default = 401"))
+    assert rcpc(big, "build", "-o", "new").returncode == 0
+    new = tree(big / "new")
+    outcomes = set()
+    for delay in (0.05, 0.15, 0.3, 0.45, 0.6, 0.8, 1.2):
+        proc = subprocess.Popen([sys.executable, "-m", "rcpc", "build", "-o", "out"], cwd=big,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        got = tree(big / "out")
+        assert got in (old, new), f"partial output after signal at {delay}s"
+        assert not [p for p in (big / "out").rglob(".*") if "tmp" in p.name or "old" in p.name]
+        assert b"Traceback" not in err
+        outcomes.add("new" if got == new else "old")
+        if got == new:  # reset for the next try
+            (big / "recipes" / "big.rcp").write_text(BIG)
+            assert rcpc(big, "build", "-o", "out").returncode == 0
+            (big / "recipes" / "big.rcp").write_text(BIG.replace("default = 400", "default = 401"))
+    assert outcomes  # at least one interrupted run was observed
+
+
+def test_concurrent_builds_do_not_interleave(big):
+    (big / "recipes" / "big2.rcp").write_text(BIG.replace("default = 400", "default = 401"))
+    procs = [subprocess.Popen([sys.executable, "-m", "rcpc", "build", name, "-o", "out"], cwd=big,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name in ("big", "big2", "big")]
+    for p in procs:
+        p.communicate(timeout=120)
+        assert p.returncode == 0
+    assert rcpc(big, "build", "-o", "ref").returncode == 0
+    assert tree(big / "out") == tree(big / "ref")
+    assert not [p for p in (big / "out").rglob(".*")]
+
+
+def test_output_path_that_is_a_file(big):
+    (big / "out").write_text("not a directory")
+    r = rcpc(big, "build", "-o", "out")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert (big / "out").read_text() == "not a directory"
+
+
+# limits -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, code", [
+    ("X = [[i for i in range(3000)] for j in range(3000)]\n", "E0804"),
+    ('X = "x" * 2\n', "E0301"),
+    ("X = range(2000000)\n", "E0802"),
+    ('A = "' + "x" * 600000 + '"\nB = A + A\n', "E0802"),
+    ("X = " + "[" * 300 + "]" * 300 + "\n", "E0801"),
+    ("X = " + "-" * 5000 + "1\n", "E0801"),
+])
+def test_limits_are_errors_not_crashes(ws, text, code):
+    f = ws.fails(text, dedent=False)
+    assert f.code == code and f.diag.span is not None
+
+
+def test_deep_values_built_statement_by_statement(ws):
+    text = "A0 = [1]\n" + "".join(f"A{i} = [A{i - 1}]\n" for i in range(1, 1500)) + \
+        'manifest(name = "m", apiVersion = "v1", kind = "K", data = A1499)\n'
+    f = ws.fails(text, dedent=False)
+    assert f.code == "E0801"
+
+
+def test_file_size_limit(ws):
+    f = ws.fails("# " + "x" * (4 * 1024 * 1024) + "\n", dedent=False)
+    assert f.code == "E0803"
+
+
+def test_render_count_limit(ws, monkeypatch):
+    import rcpc.recipe
+
+    monkeypatch.setattr(rcpc.recipe, "MAX_RENDERS", 5)
+    f = ws.fails('[manifest(name = f"m{i}", apiVersion = "v1", kind = "K") for i in range(6)]\n')
+    assert f.code == "E0805"
+
+
+# hermeticity ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["env", "getenv", "open", "read_file", "time", "now", "http", "glob", "exec"])
+def test_no_builtin_reads_the_outside_world(ws, name):
+    f = ws.fails(f"X = {name}\n")
+    assert f.code == "E0101"
+
+
+def test_symlinked_load_leaving_the_workspace_is_refused(ws, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside") / "secret.rcp"
+    outside.write_text("S = 1\n")
+    (ws.root / "recipes" / "lib").mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, ws.root / "recipes" / "lib" / "link.rcp")
+    f = ws.fails('load("lib/link.rcp", "S")\n')
+    assert f.code == "E0204"
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "/abs", "..", "", ".hidden"])
+def test_render_names_cannot_leave_the_output_directory(ws, name):
+    f = ws.fails(f'manifest(name = "{name}", apiVersion = "v1", kind = "K")\n')
+    assert f.code == "E0701"
