@@ -722,3 +722,24 @@ def test_crlf_source_files(ws):
 def test_dict_equality_ignores_key_order(ws):
     out = ws.build('V = [{"a": 1, "b": 2} == {"b": 2, "a": 1}, {"a": 1} == {"a": 2}, {"a": 1} != {"a": 1, "b": 2}]\n' + M)
     assert data_of(out["default"]["m.yaml"]) == [True, False, True]
+
+
+@pytest.mark.parametrize("text", [
+    "X = 9223372036854775808\n",                       # 2**63
+    "X = " + "9" * 5000 + "\n",                        # more digits than int() allows by default
+    "A = 4294967296\nX = A * A * A\n",                 # an arithmetic result
+    "X = 1e999\n",                                     # a float that is inf
+])
+def test_numbers_out_of_range_are_errors(ws, text):
+    f = ws.fails(text, dedent=False)
+    assert f.code == "E0806" and f.diag.span is not None
+
+
+@pytest.mark.parametrize("text", ["X = 1__0\n", "X = 1_\n", "X = 1_.5\n", "X = 1._5\n"])
+def test_underscores_only_between_digits(ws, text):
+    assert ws.fails(text, dedent=False).code == "E0001"
+
+
+def test_load_path_must_be_a_plain_string(ws):
+    f = ws.fails('P = "x"\nload(f"//recipes/lib/{P}.rcp", "A")\n')
+    assert f.code in ("E0205", "E0001")

@@ -82,7 +82,12 @@ def bool_text(value: bool, like: str) -> str:
     return "True" if value else "False"
 
 
+INT_LIMIT = 2 ** 63  # ints are 64-bit signed, as in Kubernetes and YAML readers
+
+
 def _int(value: int, span: Span) -> Int:
+    if not -INT_LIMIT <= value < INT_LIMIT:
+        raise error("E0806", "integer result is out of the 64-bit range", span)
     return Int(value, str(value), span)
 
 
@@ -124,7 +129,7 @@ def check_param_value(ptype: str, value, name: str, choices) -> None:
 
 _BOOL_TEXT = ("true", "True", "false", "False")
 _INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
-_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
+_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
 
 
 def param_value_from_text(param: Param, text: str):
@@ -135,9 +140,9 @@ def param_value_from_text(param: Param, text: str):
     value = None
     if param.type == "bool" and text in _BOOL_TEXT:
         value = Bool(text.lower() == "true", text, span)
-    elif param.type == "int" and _INT_TEXT.match(text):
+    elif param.type == "int" and _INT_TEXT.match(text) and len(text) <= 20 and -INT_LIMIT <= int(text) < INT_LIMIT:
         value = Int(int(text), text, span)
-    elif param.type == "float" and _FLOAT_TEXT.match(text):
+    elif param.type == "float" and _FLOAT_TEXT.match(text) and abs(float(text.replace("_", ""))) != float("inf"):
         value = Float(float(text.replace("_", "")), text, span)
     elif param.type == "str":
         value = Str(text, span)

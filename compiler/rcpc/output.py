@@ -3,9 +3,11 @@
 Everything is evaluated, checked and emitted in memory before anything is written. Then:
 
 1. every variant directory is written into a temporary sibling (``.<variant>.tmp-*``);
-2. with SIGINT and SIGTERM held back, each existing variant directory is renamed aside and
-   its temporary sibling renamed into place (if a rename fails, the ones done are undone);
-3. the old directories are deleted.
+2. with SIGINT and SIGTERM held back until the end, each existing variant directory is
+   renamed aside and its temporary sibling renamed into place (if a rename fails, the ones
+   done are undone), then the old directories are deleted.
+
+Leftovers of a build killed outright (SIGKILL) are swept by the next build.
 
 So a failed or interrupted build leaves the previous output whole, and a finished one leaves
 exactly the new renders. An exclusive lock on ``.DIR.rcpc-lock`` beside ``DIR`` (``fcntl.flock``) keeps two
@@ -25,6 +27,8 @@ from pathlib import Path
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 LOCK_SUFFIX = ".rcpc-lock"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 @contextlib.contextmanager
@@ -46,27 +50,43 @@ def write_all(out_dir: Path, variants: list) -> None:
     staged: list[tuple[Path, Path]] = []
     try:
         with locked(out_dir):
+            for parent in {out_dir / recipe for recipe, _, _ in variants}:
+                _sweep(parent)
             for recipe, variant, renders in variants:
                 target = out_dir / recipe / variant
                 target.parent.mkdir(parents=True, exist_ok=True)
                 tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
+                os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; outputs get the usual mode
                 staged.append((tmp, target))
                 for name, text in renders:
                     with open(tmp / name, "wb") as f:
                         f.write(text.encode("utf-8"))
-            old_dirs = _swap(staged)
-            staged = []
-            for old in old_dirs:
-                shutil.rmtree(old, ignore_errors=True)
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            try:  # the swap and the clean-up of replaced directories run to the end
+                old_dirs = _swap(staged)
+                staged = []
+                for old in old_dirs:
+                    shutil.rmtree(old, ignore_errors=True)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     finally:
         for tmp, _ in staged:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _sweep(parent: Path) -> None:
+    """Remove what an earlier build killed outright (SIGKILL, power loss) left behind."""
+    if not parent.is_dir():
+        return
+    for p in parent.glob(".*.tmp-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in parent.glob(".*.old-*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
 def _swap(staged: list) -> list[Path]:
     """Rename every staged directory into place; returns the replaced ones (to delete)."""
     done: list[tuple[Path, Path, Path | None]] = []
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         for tmp, target in staged:
             old = None
@@ -86,6 +106,4 @@ def _swap(staged: list) -> list[Path]:
             if old is not None:
                 os.rename(old, target)
         raise
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return [old for _, _, old in done if old is not None]

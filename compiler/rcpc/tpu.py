@@ -99,13 +99,14 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
     # ASCII digits without a leading zero only: int() alone accepts " 8", "+8", "08" and "٨",
     # which would put a non-canonical topology into the node selector label.
     if _TOPOLOGY.fullmatch(topology):
-        dims = tuple(int(d) for d in topology.split("x"))
+        dims = tuple(int(d) if len(d) <= 6 else 0 for d in topology.split("x"))
     else:
         dims = ()
     if len(dims) != gen.dims or not all(dims):
         shape = "x".join(["N"] * gen.dims)
         raise error("E0401", f"bad topology {topology!r} for TPU {gen.name}", span,
-                    hint=f"{gen.name} topologies have {gen.dims} dimensions: '{shape}'")
+                    hint=f"{gen.name} topologies are {gen.dims} positive whole numbers without leading "
+                    f"zeros, joined by a lower-case 'x': '{shape}'")
     chips = 1
     for d in dims:
         chips *= d

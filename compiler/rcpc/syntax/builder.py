@@ -8,8 +8,15 @@ from rcpc.diagnostics import error
 from rcpc.syntax import ast
 
 
-def _lit_int(text: str) -> int:
-    return int(text.replace("_", ""))
+INT_LIMIT = 2 ** 63  # ints are 64-bit signed, as in Kubernetes and YAML readers
+
+
+def _lit_int(text: str, span) -> int:
+    digits = text.replace("_", "")
+    if len(digits) > 19 or int(digits) >= INT_LIMIT:
+        raise error("E0806", f"integer {text[:24]}{'...' if len(text) > 24 else ''} is out of the 64-bit range",
+                    span, hint=f"ints lie between -{INT_LIMIT} and {INT_LIMIT - 1}")
+    return int(digits)
 
 
 @v_args(meta=True, inline=True)
@@ -35,7 +42,11 @@ class AstBuilder(Transformer):
         return ast.Assign(str(name), self._tspan(name), value, self._span(meta))
 
     def load_stmt(self, meta, path, *names):
-        path_value = self._string(path).value
+        lit = self._string(path)
+        if type(lit) is not ast.StrLit:
+            raise error("E0205", "a load path is a plain string, not an f-string", lit.span,
+                        hint="loads are resolved before evaluation, so they cannot depend on values")
+        path_value = lit.value
         return ast.Load(path_value, self._tspan(path), tuple(names), self._span(meta))
 
     def load_same(self, meta, tok):
@@ -105,10 +116,13 @@ class AstBuilder(Transformer):
         return ast.Name(str(tok), self._tspan(tok))
 
     def int_lit(self, meta, tok):
-        return ast.IntLit(_lit_int(tok), str(tok), self._tspan(tok))
+        return ast.IntLit(_lit_int(str(tok), self._tspan(tok)), str(tok), self._tspan(tok))
 
     def float_lit(self, meta, tok):
-        return ast.FloatLit(float(str(tok).replace("_", "")), str(tok), self._tspan(tok))
+        value = float(str(tok).replace("_", ""))
+        if value in (float("inf"), float("-inf")):
+            raise error("E0806", f"float {str(tok)[:24]} is out of range", self._tspan(tok))
+        return ast.FloatLit(value, str(tok), self._tspan(tok))
 
     def bool_lit(self, meta, tok):
         return ast.BoolLit(str(tok) in ("True", "true"), str(tok), self._tspan(tok))
