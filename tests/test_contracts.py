@@ -43,7 +43,7 @@ def test_contract_holds(tmp_path, monkeypatch, capsys):
                                      'changes = {"trainer": ["custom_mesh_and_rule"]})\n')
     code, _, err = run(capsys, "check")
     assert code == 0, err
-    assert "checked 1 recipe(s), 2 variant(s): ok" in err
+    assert "checked 1 recipe(s), 2 variant(s), 0 libraries: ok" in err
     assert run(capsys, "build")[0] == 0
     assert (tmp_path / "rcpc-out" / "r" / "tuned" / "trainer.flags").read_text().endswith(
         "custom_mesh_and_rule=cp-as-ep-dense-no-cp\n")
@@ -140,11 +140,20 @@ def test_diff_json(tmp_path, monkeypatch, capsys):
         {"key": "custom_mesh_and_rule", "old": "cp-as-ep", "new": "cp-as-ep-dense-no-cp"}]
 
 
-@pytest.mark.parametrize("argv", [["diff", "r", "--variant", "nope"], ["diff", "nope", "--variant", "default"]])
-def test_diff_usage_errors(tmp_path, monkeypatch, capsys, argv):
+@pytest.mark.parametrize("argv, code", [(["diff", "r", "--variant", "nope"], 1),
+                                         (["diff", "nope", "--variant", "default"], 2)])
+def test_diff_errors(tmp_path, monkeypatch, capsys, argv, code):
     workspace(tmp_path, monkeypatch, "")
-    code, _, err = run(capsys, *argv)
-    assert code == 2 and "Traceback" not in err
+    got, _, err = run(capsys, *argv)
+    assert got == code and "Traceback" not in err
+    if code == 1:
+        assert "error[E0607]: recipe r has no variant 'nope'" in err
+
+
+def test_changes_need_against(tmp_path, monkeypatch, capsys):
+    workspace(tmp_path, monkeypatch, 'variant("v", set = {"TUNED": True}, changes = {"trainer": []})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1 and "error[E0609]" in err
 
 
 def test_check_reports_every_recipe(tmp_path, monkeypatch, capsys):

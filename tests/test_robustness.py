@@ -144,3 +144,60 @@ def test_symlinked_load_leaving_the_workspace_is_refused(ws, tmp_path_factory):
 def test_render_names_cannot_leave_the_output_directory(ws, name):
     f = ws.fails(f'manifest(name = "{name}", apiVersion = "v1", kind = "K")\n')
     assert f.code == "E0701"
+
+
+# workspace and declaration mistakes ----------------------------------------------------------------
+def test_recipes_that_would_share_an_output_directory(ws):
+    ws.write("recipes/p.rcp", 'variant("q")\n')
+    ws.write("recipes/p/q.rcp", 'variant("default")\n')
+    from rcpc.diagnostics import CompileError
+    from rcpc.workspace import Workspace
+
+    with pytest.raises(CompileError) as info:
+        Workspace.find(ws.root).recipes()
+    assert info.value.diagnostics[0].code == "E0903"
+
+
+def test_two_recipes_with_one_name(ws):
+    (ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes", "more"]\n')
+    ws.write("recipes/a.rcp", "X = 1\n")
+    ws.write("more/a.rcp", "X = 2\n")
+    from rcpc.diagnostics import CompileError
+    from rcpc.workspace import Workspace
+
+    with pytest.raises(CompileError) as info:
+        Workspace.find(ws.root).recipes()
+    assert info.value.diagnostics[0].code == "E0903"
+
+
+def test_assigned_but_undeclared_render_warns(ws):
+    ws.build('X = manifest(name = "m", apiVersion = "v1", kind = "K")\nvariant("default")\n')
+    (w,) = ws.last_compiler.diagnostics()
+    assert w.code == "W0707" and "'X' holds a manifest that is never declared as a render" in w.message
+
+
+def test_variant_custom_is_reserved(ws):
+    assert ws.fails('variant("custom")\n').code == "E0604"
+
+
+def test_jobset_without_a_name(ws):
+    f = ws.fails('jobset(name = "j", metadata = {"labels": {"a": "b"}}, spec = {})\n')
+    assert f.code == "E1002" and "metadata.name is missing" in f.message
+
+
+def test_check_covers_libraries_no_recipe_loads(ws, cli):
+    ws.write("recipes/lib/broken.rcp", "X = Y\n")
+    ws.write("recipes/r.rcp", "variant(\"default\")\n")
+    r = cli("check")
+    assert r.code == 1 and "recipes/lib/broken.rcp:1:5: error[E0101]" in r.err
+    r = cli("check", "recipes/lib")
+    assert r.code == 1 and "1 library" in r.err
+
+
+def test_paths_outside_the_workspace_are_refused(ws, cli, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("o") / "x.rcp"
+    outside.write_text('variant("default")\n')
+    ws.write("recipes/r.rcp", 'variant("default")\n')
+    assert cli("check", str(outside.parent)).code == 2
+    assert cli("render", str(outside)).code == 2
+    assert cli("build", "-o", "").code == 2

@@ -39,6 +39,7 @@ from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, Lis
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_ITEMS = 1_000_000
+MAX_NAME = 200  # render and variant names become file names (255 bytes), with room for prefixes
 
 
 # helpers ----------------------------------------------------------------------------------
@@ -190,9 +191,9 @@ def _metadata(a: dict, name: Str, span: Span) -> Dict:
 
 def _render_name(v) -> str:
     _expect(v, (Str,), "name")
-    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value:
-        raise error("E0701", f"render name {v.value!r} is not a plain file name", v.span,
-                    hint="use letters, digits, '.', '-' and '_' (no '/', no '..')")
+    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value or len(v.value) > MAX_NAME:
+        raise error("E0701", f"render name {v.value[:40]!r} is not a plain file name", v.span,
+                    hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
     return v.value
 
 
@@ -235,7 +236,9 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
 def _variant(ctx, fn, span, args, kwargs):
     a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
     name = _expect(a["name"], (Str,), "variant name")
-    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value:
+    if name.value == "custom":
+        raise error("E0604", "variant name 'custom' is reserved for --set builds", name.span)
+    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
         raise error("E0604", f"variant name {name.value!r} is not a plain directory name", name.span,
                     hint="use letters, digits, '.', '-' and '_'")
     sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
@@ -245,6 +248,9 @@ def _variant(ctx, fn, span, args, kwargs):
     changes = a.get("changes")
     if changes is not None:
         _expect(changes, (Dict,), "changes")
+        if against is None:
+            raise error("E0609", "changes = {...} needs against = \"VARIANT\": the variant it is compared with",
+                        changes.span, hint='add against = "default"')
     return Variant(name.value, sets, against, changes, span)
 
 
@@ -340,7 +346,9 @@ def binop(op: str, left, right, span: Span):
             return Dict({**left.items, **right.items}, {**left.key_spans, **right.key_spans}, span,
                         left.why + right.why)
         if tl is FlagSet:
-            return FlagSet(left.layers + right.layers, span)
+            if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
+                raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
+            return FlagSet(left.layers + right.layers, span, left.schema or right.schema)
     if tl is Float or tr is Float:
         raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
                     hint="float values keep their source spelling; computing them would not")
@@ -431,13 +439,19 @@ def _str_join(ctx, fn, span, args, kwargs):
     parts = []
     for x in items.items:
         parts.append(_expect(x, (Str,), "each item joined").value)
+    if sum(map(len, parts)) + len(fn.receiver.value) * len(parts) > MAX_ITEMS:
+        raise error("E0802", f"join() would make a string over the limit of {MAX_ITEMS} characters", span)
     return Str(fn.receiver.value.join(parts), span)
 
 
 def _str_replace(ctx, fn, span, args, kwargs):
     a = _bind("replace", span, args, kwargs, ("old", "new"), {"old", "new"})
     old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
-    return Str(fn.receiver.value.replace(old, new), span)
+    s = fn.receiver.value
+    grows = len(new) - len(old)
+    if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_ITEMS:
+        raise error("E0802", f"replace() would make a string over the limit of {MAX_ITEMS} characters", span)
+    return Str(s.replace(old, new), span)
 
 
 def _str_split(ctx, fn, span, args, kwargs):

@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.diagnostics import CompileError, Diagnostic, format_text
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         from rcpc.recipe import Compiler
 
         compiler = Compiler(ws)
-        return _COMMANDS[args.command](args, ws, compiler)
+        code = _COMMANDS[args.command](args, ws, compiler)
+        sys.stdout.flush()
+        return code
     except CompileError as exc:
         sources = compiler.sources if compiler else {}
         for d in exc.diagnostics:
@@ -102,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # writing stdout (a full disk, /dev/full)
+        print(f"rcpc: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("rcpc: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -130,12 +135,16 @@ def _recipe_paths(ws, names: list[str]) -> list[Path]:
     for n in names:
         p = ws.find_recipe(n)
         if p is None:
-            raise _Usage(f"no recipe {n!r} (give a name such as rl/qwen35_397b_256_v7x or a .rcp path)")
+            raise _Usage(f"no recipe {n!r} in this workspace (give a name such as rl/qwen35_397b_256_v7x, "
+                         "or the path of a .rcp file under the recipe directories; library files are "
+                         "loaded by recipes, not built)")
         out.append(p)
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _build(args, ws, compiler) -> int:
+    if args.output == "":
+        raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
     plans = []
     for path in _recipe_paths(ws, args.recipes):
@@ -208,10 +217,12 @@ def _diff(args, ws, compiler) -> int:
     variants = {v.name: v for v in recipe.variants}
     for name in (args.variant, args.against):
         if name is not None and name not in variants:
-            raise _Usage(f"{recipe.name} has no variant {name!r}; variants: {', '.join(variants)}")
+            raise CompileError(Diagnostic("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
+                                          hint=did_you_mean(name, variants) or f"variants: {', '.join(variants)}"))
     against = args.against or variants[args.variant].against or "default"
     if against not in variants:
-        raise _Usage(f"{recipe.name} has no variant {against!r}; name one with --against")
+        raise CompileError(Diagnostic("E0607", f"recipe {recipe.name} has no variant '{against}'", None,
+                                      hint="name the variant to compare with: --against V"))
     _, (new,) = compiler.build(path, args.variant)
     _, (old,) = compiler.build(path, against)
     old_r = {r.name: r for r in old.renders}
@@ -252,15 +263,22 @@ def _diff(args, ws, compiler) -> int:
 
 def _check(args, ws, compiler) -> int:
     paths: list[Path] = []
+    libraries: list[Path] = []
     for p in args.paths or []:
-        q = Path(p)
+        q = Path(p).resolve()
+        if q != ws.root and ws.root not in q.parents:
+            raise _Usage(f"{p} is outside the workspace {ws.root}")
         if q.is_dir():
-            real = q.resolve()
-            paths.extend(r for r in ws.recipes() if real == r or real in r.parents)
+            paths.extend(r for r in ws.recipes() if q in r.parents)
+            libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
+        elif ws.is_library(q):
+            libraries.append(q)
         else:
             paths.extend(_recipe_paths(ws, [p]))
     if not args.paths:
         paths = _recipe_paths(ws, [])
+        libraries = ws.libraries()
+    paths = list(dict.fromkeys(paths))
     errors = 0
     variants = 0
     for path in paths:
@@ -272,13 +290,20 @@ def _check(args, ws, compiler) -> int:
             diags = exc.diagnostics
         _print_diagnostics(diags, compiler)
         errors += sum(1 for d in diags if d.severity == "error")
+    for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
+        try:
+            compiler.library(lib, ())
+        except CompileError as exc:
+            _print_diagnostics(exc.diagnostics, compiler)
+            errors += len(exc.diagnostics)
     found = compiler.diagnostics(include_notes=True)
     notes = [d for d in found if d.severity == "note"]
     _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)
     status = "ok" if not errors else f"{errors} error(s)"
     if notes and not args.notes:
         status += f" ({len(notes)} note(s): --notes shows them)"
-    print(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s): {status}", file=sys.stderr)
+    print(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s), {len(set(libraries))} "
+          f"librar{'y' if len(set(libraries)) == 1 else 'ies'}: {status}", file=sys.stderr)
     return 1 if errors else 0
 
 

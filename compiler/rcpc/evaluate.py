@@ -105,7 +105,23 @@ class Evaluator:
                 self._poison(stmt)
         if errors:
             raise CompileError(errors)
+        if self.is_recipe:
+            self._unused_declarations(module, result)
         return result
+
+    def _unused_declarations(self, module: ast.Module, result: ModuleResult) -> None:
+        """``W0707`` for a name bound to a render or variant that is never declared (a
+        ``X = jobset(...)`` whose value is not used as a top-level statement)."""
+        declared = {id(v) for v in result.renders} | {id(v) for v in result.variants}
+        for stmt in module.stmts:
+            if type(stmt) is not ast.Assign:
+                continue
+            value = self.env.get(stmt.name)
+            if type(value) in (Manifest, FlagFile, Variant) and id(value) not in declared:
+                what = "variant" if type(value) is Variant else "render"
+                self.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
+                                         f"declared as a {what}", stmt.name_span, "warning",
+                                         hint=f"write {stmt.name} on a line of its own to declare it"))
 
     def _poison(self, stmt) -> None:
         if type(stmt) is ast.Assign:

@@ -72,7 +72,11 @@ def check_rules(data: Dict) -> list[Diagnostic]:
 
 def _check_name(data: Dict, kind: str, out: list) -> None:
     md = data.items.get("metadata")
-    if type(md) is not Dict or type(md.items.get("name")) is not Str:
+    if type(md) is not Dict or "name" not in md.items and "generateName" not in md.items:
+        out.append(_diag("E1002", kind, ("metadata",), "metadata.name is missing",
+                         md.span if type(md) is Dict else data.span, hint='add "name": "..." to metadata'))
+        return
+    if type(md.items.get("name")) is not Str:
         return
     name = md.items["name"]
     path = ("metadata", "name")

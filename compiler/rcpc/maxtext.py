@@ -19,6 +19,8 @@ from rcpc.source import Span
 from rcpc.values import (Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str, equal,
                          text_of, to_python, type_name)
 
+MAX_LAYERS = 10_000
+
 # OmegaConf dotted keys: identifier segments joined by '.', list indices allowed.
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*$")
 
@@ -62,6 +64,8 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
                 out.append(layer_from_dict(layer))
         elif t is FlagSet:
             out.extend(layer.layers)
+            if len(out) > MAX_LAYERS:
+                raise error("E0802", f"flag set of more than {MAX_LAYERS} layers", span)
         else:
             raise error("E0301", f"a maxtext_flags layer must be a dict, got {type_name(layer)}",
                         layer.span, hint="write the layer as {\"key\": value, ...}")

@@ -128,6 +128,8 @@ class Compiler:
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
                                    ctx=self.context).run(mod)
             except CompileError as exc:
+                if not chain:  # checked on its own (rcpc check of a library)
+                    raise
                 raise _loaded_from(exc, chain[-1][1]) from None
             exports = self._exports[real] = result.exports
         return exports

@@ -52,10 +52,34 @@ class Str:
     span: Span
 
 
+MAX_NODES = 2_000_000  # values in one list or dict, counted through nesting (shared ones each time)
+
+
+def _count(values) -> int:
+    n = 1
+    for v in values:
+        n += v.size if type(v) in (List, Dict) else 1
+    return n
+
+
+def _check_size(container) -> None:
+    size = _count(container.items.values() if type(container) is Dict else container.items)
+    if size > MAX_NODES:
+        from rcpc.diagnostics import error
+
+        raise error("E0802", f"value of more than {MAX_NODES} items (counting nested ones)", container.span,
+                    hint="a value reused at several places counts at each; renders this large are a mistake")
+    object.__setattr__(container, "size", size)
+
+
 @_value
 class List:
     items: tuple
     span: Span
+    size: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self):
+        _check_size(self)
 
 
 @_value
@@ -68,6 +92,10 @@ class Dict:
     key_spans: dict
     span: Span
     why: tuple = ()
+    size: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self):
+        _check_size(self)
 
 
 @_value

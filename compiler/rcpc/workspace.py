@@ -48,7 +48,7 @@ class Workspace:
             here = here.parent
         for d in (here, *here.parents):
             cfg = d / CONFIG_NAME
-            if cfg.is_file():
+            if cfg.exists():
                 return cls._load(d, cfg)
         return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out",
                    here / "golden")
@@ -60,6 +60,8 @@ class Workspace:
             data = tomllib.loads(cfg.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {exc}", span) from None
+        except OSError as exc:
+            raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
 
         def dirs(key, default):
             value = data.get(key, default)
@@ -101,25 +103,51 @@ class Workspace:
         return self.display(path.with_suffix(""))
 
     def recipes(self) -> list[Path]:
-        """Every recipe file (not library files), sorted by name."""
-        found = {}
+        """Every recipe file (not library files), sorted by name. ``E0903`` when two files
+        have one name, or one recipe's name is a directory of another's (``p`` and ``p/q``:
+        ``p``'s variant ``q`` would write where ``p/q`` does)."""
+        found: dict[str, Path] = {}
         for d in self.recipe_dirs:
             if d.is_dir():
-                for p in d.rglob("*" + RECIPE_SUFFIX):
-                    p = p.resolve()
-                    if not self.is_library(p):
-                        found[self.recipe_name(p)] = p
+                for p in sorted(d.rglob("*" + RECIPE_SUFFIX)):
+                    real = p.resolve()
+                    if self.is_library(real) or not real.is_file():
+                        continue
+                    name = self.recipe_name(real)
+                    if name in found and found[name] != real:
+                        raise error("E0903", f"two recipes are named '{name}': {self.display(found[name])} "
+                                    f"and {self.display(real)}", None, hint="rename one of them")
+                    found[name] = real
+        for name in found:
+            parts = name.split("/")
+            head = next((h for h in ("/".join(parts[:i]) for i in range(1, len(parts))) if h in found), None)
+            if head is not None:
+                raise error("E0903", f"recipe '{head}' and recipe '{name}' would share the output "
+                            f"directory {head}/", None, hint=f"rename {self.display(found[head])} or its folder")
         return [found[k] for k in sorted(found)]
 
+    def libraries(self) -> list[Path]:
+        """Every library file, sorted."""
+        out = set()
+        for d in self.library_dirs:
+            if d.is_dir():
+                out.update(p.resolve() for p in d.rglob("*" + RECIPE_SUFFIX) if p.is_file())
+        return sorted(out)
+
     def find_recipe(self, name: str) -> Path | None:
-        """A recipe by name (``rl/x``) or by file path; None when there is none."""
+        """A recipe by name (``rl/x``) or by file path inside the workspace (not a library);
+        None when there is none."""
         p = Path(name)
-        if p.suffix == RECIPE_SUFFIX and p.is_file():
-            return p.resolve()
-        for d in self.recipe_dirs:
-            cand = d / (name + RECIPE_SUFFIX)
-            if cand.is_file():
-                return cand.resolve()
+        cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
+        for cand in cands:
+            try:
+                real = cand.resolve()
+                if not real.is_file():
+                    continue
+            except (OSError, RuntimeError):
+                continue
+            if self.root in real.parents and not self.is_library(real):
+                return real
         return None
 
     def resolve_load(self, target: str, from_file: Path, span: Span) -> Path:
@@ -140,11 +168,16 @@ class Workspace:
                         hint="write workspace paths as //path/to/file.rcp")
         else:
             raw = from_file.parent / target
-        real = raw.resolve()
+        try:
+            real = raw.resolve()
+            is_file = real.is_file()
+        except (OSError, RuntimeError) as exc:  # name too long, symlink loop
+            raise error("E0201", f"cannot {verb} {target[:80]!r}: {getattr(exc, 'strerror', None) or exc}",
+                        span) from None
         if real != self.root and self.root not in real.parents:
             raise error("E0204", f"load path {target!r} leaves the workspace ({self.root})", span,
                         hint="recipes may only load files inside their workspace")
-        if not real.is_file():
+        if not is_file:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")
         return real

@@ -177,6 +177,9 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
             # error, positional after keyword) in VisitError; the CompileError is the error.
             if isinstance(exc.orig_exc, CompileError):
                 raise exc.orig_exc from None
+            if isinstance(exc.orig_exc, RecursionError):
+                raise error("E0801", "expression nested too deeply", source.span(base, base),
+                            hint="split it into several named values") from None
             raise
     finally:
         builder.source, builder.base, builder.parse_inner = saved
