@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,6 +23,8 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--maxtext-base", metavar="BASE_YML",
                         help="MaxText base.yml to check flag sets against (overrides rcp.toml maxtext_base)")
+    common.add_argument("--diagnostics", choices=("text", "json"), default="text",
+                        help="how errors and warnings are printed (json: one document on stderr)")
     common.add_argument("--kube-schema", action="append", metavar="CRD",
                         help="CRD or JSON schema to validate manifests against (repeatable; overrides rcp.toml kube_schemas)")
 
@@ -74,6 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    _REPORT.start(args.diagnostics == "json",
+                  color=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+    try:
+        return _run(args)
+    finally:
+        _REPORT.finish()
+
+
+def _run(args) -> int:
     from rcpc.workspace import Workspace
 
     compiler = None
@@ -94,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except CompileError as exc:
-        sources = compiler.sources if compiler else {}
-        for d in exc.diagnostics:
-            print(format_text(d, sources), file=sys.stderr)
+        _REPORT.add(exc.diagnostics, compiler.sources if compiler else {})
         return 1
     except _Usage as exc:
         print(f"rcpc: {exc}", file=sys.stderr)
@@ -120,9 +129,42 @@ class _Usage(Exception):
     pass
 
 
+class _Report:
+    """Prints diagnostics: as text at once (coloured on a terminal unless NO_COLOR is set), or
+    collected and printed as one JSON document when the command ends."""
+
+    def start(self, as_json: bool, color: bool) -> None:
+        self.as_json, self.color, self.items, self.summary = as_json, color, [], None
+
+    def status(self, line: str) -> None:
+        """The command's closing status line (in JSON: the document's ``summary``)."""
+        if self.as_json:
+            self.summary = line
+        else:
+            print(line, file=sys.stderr)
+
+    def add(self, diags, sources) -> None:
+        for d in diags:
+            if self.as_json:
+                self.items.append(to_json(d))
+            else:
+                print(format_text(d, sources, self.color), file=sys.stderr)
+
+    def finish(self) -> None:
+        if self.as_json:
+            import json
+
+            doc = {"diagnostics": self.items}
+            if self.summary is not None:
+                doc["summary"] = self.summary
+            print(json.dumps(doc, indent=2, ensure_ascii=False), file=sys.stderr)
+
+
+_REPORT = _Report()
+
+
 def _print_diagnostics(diags, compiler) -> None:
-    for d in diags:
-        print(format_text(d, compiler.sources), file=sys.stderr)
+    _REPORT.add(diags, compiler.sources)
 
 
 def _recipe_paths(ws, names: list[str]) -> list[Path]:
@@ -164,7 +206,7 @@ def _build(args, ws, compiler) -> int:
                                       hint="the previous output, if any, is unchanged")) from None
     count = sum(len(renders) for _, _, renders in batch)
     _print_diagnostics(compiler.diagnostics(), compiler)
-    print(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}", file=sys.stderr)
+    _REPORT.status(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}")
     return 0
 
 
@@ -302,8 +344,8 @@ def _check(args, ws, compiler) -> int:
     status = "ok" if not errors else f"{errors} error(s)"
     if notes and not args.notes:
         status += f" ({len(notes)} note(s): --notes shows them)"
-    print(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s), {len(set(libraries))} "
-          f"librar{'y' if len(set(libraries)) == 1 else 'ies'}: {status}", file=sys.stderr)
+    _REPORT.status(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s), {len(set(libraries))} "
+                   f"librar{'y' if len(set(libraries)) == 1 else 'ies'}: {status}")
     return 1 if errors else 0
 
 

@@ -60,32 +60,55 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def format_text(diag: Diagnostic, sources: dict[str, Source]) -> str:
+_COLORS = {ERROR: "\033[1;31m", WARNING: "\033[1;33m", NOTE: "\033[1;36m"}
+_BOLD, _BLUE, _GREEN, _RESET = "\033[1m", "\033[1;34m", "\033[1;32m", "\033[0m"
+
+
+def format_text(diag: Diagnostic, sources: dict[str, Source], color: bool = False) -> str:
     """Render one diagnostic as text: header, source line with carets, related spans, help.
 
     ``sources`` maps a span's display path to its :class:`Source` for the quoted line; a span
-    whose source is unknown is shown as its location only.
+    whose source is unknown is shown as its location only. ``color`` adds ANSI colours (the
+    CLI asks for them only on a terminal and when ``NO_COLOR`` is unset, https://no-color.org).
     """
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
     out = []
     where = f"{diag.span}: " if diag.span and diag.span.line else ""
-    out.append(f"{where}{diag.severity}[{diag.code}]: {diag.message}")
+    head = paint(_COLORS.get(diag.severity, ""), f"{diag.severity}[{diag.code}]")
+    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, diag.message)}")
     if diag.span is not None:
-        out.extend(_quote(diag.span, sources))
+        out.extend(_quote(diag.span, sources, paint))
     for label, span in diag.related:
         out.append(f"  {label}: {span}")
-        out.extend(_quote(span, sources))
+        out.extend(_quote(span, sources, paint))
     for note in diag.notes:
-        out.append(f"  note: {note}")
+        out.append(f"  {paint(_BOLD, 'note')}: {note}")
     if diag.hint:
-        out.append(f"help: {diag.hint}")
+        out.append(f"{paint(_GREEN, 'help')}: {diag.hint}")
     return "\n".join(out)
 
 
-def _quote(span: Span, sources: dict[str, Source]) -> list[str]:
+def to_json(diag: Diagnostic) -> dict:
+    """The diagnostic as plain data (``rcpc ... --format json``): code, severity, message,
+    span (path, line, col, end_line, end_col; null when there is none), related spans with
+    their labels, notes and hint."""
+    def span(s: Span | None):
+        return None if s is None else {"path": s.path, "line": s.line, "col": s.col,
+                                       "end_line": s.end_line, "end_col": s.end_col}
+
+    return {"code": diag.code, "severity": diag.severity, "message": diag.message, "span": span(diag.span),
+            "related": [{"label": label, "span": span(s)} for label, s in diag.related],
+            "notes": list(diag.notes), "hint": diag.hint}
+
+
+def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text) -> list[str]:
     src = sources.get(span.path)
     if src is None or span.line <= 0:
         return []
-    text = src.line_text(span.line).expandtabs(1)
+    raw = src.line_text(span.line)
+    text = "".join(c if c.isprintable() else " " for c in raw.expandtabs(1))
     width = len(str(span.line))
     if span.end_line == span.line:
         length = max(1, span.end_col - span.col)
@@ -93,7 +116,7 @@ def _quote(span: Span, sources: dict[str, Source]) -> list[str]:
         length = max(1, len(text) - span.col + 1)
     gutter = " " * width
     return [
-        f" {gutter} |",
-        f" {span.line} | {text}",
-        f" {gutter} | {' ' * (span.col - 1)}{'^' * length}",
+        paint(_BLUE, f" {gutter} |"),
+        paint(_BLUE, f" {span.line} |") + f" {text}",
+        paint(_BLUE, f" {gutter} |") + " " + " " * (span.col - 1) + paint(_COLORS[ERROR], "^" * length),
     ]

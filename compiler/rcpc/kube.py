@@ -260,8 +260,9 @@ def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
 class SchemaIndex:
     """Validators by (apiVersion, kind), loaded from CRD or JSON-schema files."""
 
-    def __init__(self, paths: list[Path]):
+    def __init__(self, paths: list[Path], display=str):
         self.paths = paths
+        self.display = display  # how to show a schema file's path
         self._schemas: dict = {}
         self._validators: dict = {}
         for p in paths:
@@ -270,13 +271,14 @@ class SchemaIndex:
     def _load(self, path: Path) -> None:
         import yaml
 
-        span = Span(str(path), 1, 1, 1, 1)
+        shown = self.display(path)
+        span = Span(shown, 1, 1, 1, 1)
         try:
             text = path.read_text(encoding="utf-8")
             docs = [json.loads(text)] if path.suffix == ".json" else list(
                 yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
         except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise error("E1102", f"cannot read the Kubernetes schema {path}: {exc}", None) from None
+            raise error("E1102", f"cannot read the Kubernetes schema {shown}: {exc}", None) from None
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):
@@ -294,7 +296,7 @@ class SchemaIndex:
                 self._schemas[(api, gvk["kind"])] = doc
                 found += 1
         if not found:
-            raise error("E1102", f"{path} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
+            raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
 
     def validator(self, api_version: str, kind: str):
         key = (api_version, kind)

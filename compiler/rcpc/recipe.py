@@ -147,7 +147,8 @@ class Compiler:
             path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
         schema = self._schemas.get(path)
         if schema is None:
-            schema = self._schemas[path] = load_schema(path, span if target is not None else None)
+            schema = self._schemas[path] = load_schema(path, span if target is not None else None,
+                                                       self.workspace.display(path))
         return schema
 
     def _check_manifest(self, manifest: Manifest) -> None:
@@ -155,7 +156,7 @@ class Compiler:
         from rcpc import kube
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas))
+            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display)
         diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
         if diags:
             raise CompileError(diags)

@@ -57,19 +57,21 @@ def _loader():
     return Loader
 
 
-def load_schema(path: Path, span: Span | None) -> MaxTextSchema:
-    """Read a MaxText base config. ``span`` is where it was named (for errors)."""
+def load_schema(path: Path, span: Span | None, display: str | None = None) -> MaxTextSchema:
+    """Read a MaxText base config. ``span`` is where it was named (for errors); ``display``
+    is how to show its path (default: as given)."""
     import yaml
 
+    shown = display or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise error("E0320", f"cannot read the MaxText schema {path}: {getattr(exc, 'strerror', None) or exc}",
+        raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
                     span, hint="maxtext_base in rcp.toml (or --maxtext-base) names MaxText's base.yml") from None
     try:
         data = yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
-        raise error("E0320", f"the MaxText schema {path} is not valid YAML: {exc}", span) from None
+        raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
     if not isinstance(data, dict):
-        raise error("E0320", f"the MaxText schema {path} is not a YAML mapping", span)
-    return MaxTextSchema(str(path), data)
+        raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
+    return MaxTextSchema(shown, data)

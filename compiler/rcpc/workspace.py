@@ -55,7 +55,7 @@ class Workspace:
 
     @classmethod
     def _load(cls, root: Path, cfg: Path) -> "Workspace":
-        span = Span(str(cfg), 1, 1, 1, 1)
+        span = Span(CONFIG_NAME, 1, 1, 1, 1)
         try:
             data = tomllib.loads(cfg.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -175,8 +175,8 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target[:80]!r}: {getattr(exc, 'strerror', None) or exc}",
                         span) from None
         if real != self.root and self.root not in real.parents:
-            raise error("E0204", f"load path {target!r} leaves the workspace ({self.root})", span,
-                        hint="recipes may only load files inside their workspace")
+            raise error("E0204", f"load path {target!r} leaves the workspace", span,
+                        hint="recipes may only read files inside their workspace (the directory of rcp.toml)")
         if not is_file:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")

@@ -1,0 +1,166 @@
+"""The catalog of diagnostics: one small example per code, used by
+``tests/test_diagnostic_catalog.py`` (each example's exact output is a golden file in
+``tests/diagnostics/``) and rendered into ``docs/diagnostics.md``.
+
+An example is a workspace (``files``: path → text; ``recipes/r.rcp`` unless named otherwise,
+``rcp.toml`` empty unless given) and an ``rcpc`` command run in it.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+M = 'manifest(name = "m", apiVersion = "v1", kind = "ConfigMap", data = {"v": V})\n'
+FLAGS = 'flag_file(name = "f", flags = F)\n'
+BASE_YML = "steps: 150_001\nenable_checkpointing: true\nper_device_batch_size: 12.0\nrun_name: \"\"\n" \
+           "ici_fsdp_parallelism: -1\nici_tensor_parallelism: 1\ndcn_data_parallelism: -1\n"
+SCHEMA_TOML = 'maxtext_base = "base.yml"\n'
+JOBSET_TPU = '''S = tpu_slice("tpu7x:2x2x4")
+jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {
+    "parallelism": PARALLELISM, "completions": S.hosts,
+    "template": {"spec": {"nodeSelector": S.node_selector, "containers": [
+        {"name": "main", "image": "img", "resources": {"limits": {"google.com/tpu": TPU}}},
+    ]}},
+}}}]})
+'''
+
+
+@attrs.frozen
+class Example:
+    code: str
+    title: str
+    recipe: str = ""
+    files: dict = attrs.Factory(dict)
+    argv: tuple = ("check",)
+    exit: int = 1
+
+    def workspace(self) -> dict:
+        out = {"rcp.toml": ""}
+        if self.recipe:
+            out["recipes/r.rcp"] = self.recipe
+        out.update(self.files)
+        return out
+
+
+CATALOG = [
+    # syntax ---------------------------------------------------------------------------------
+    Example("E0001", "syntax error", 'jobset(name = "a" spec = {})\n'),
+    Example("E0002", "bad escape in a string", 'X = "C:\\q"\n'),
+    Example("E0003", "file is not UTF-8", files={"recipes/r.rcp": "X = 1\nY = \"\udcff\"\n"}),
+    # names ----------------------------------------------------------------------------------
+    Example("E0101", "unknown name", "TUNED = True\nX = TUNDE\n"),
+    Example("E0102", "name bound twice", "X = 1\nX = 2\n"),
+    Example("E0103", "name used before it is assigned", "X = Y + 1\nY = 1\n"),
+    Example("E0104", "built-in name rebound", "len = 3\n"),
+    # loads ----------------------------------------------------------------------------------
+    Example("E0201", "load of a missing file", 'load("//recipes/lib/nope.rcp", "A")\n'),
+    Example("E0202", "load cycle", 'load("//recipes/lib/a.rcp", "A")\n',
+            files={"recipes/lib/a.rcp": 'load("b.rcp", "B")\nA = B\n',
+                   "recipes/lib/b.rcp": 'load("./a.rcp", "A")\nB = A\n'}),
+    Example("E0203", "load of a missing or private name", 'load("//recipes/lib/a.rcp", "MESH", "_X")\n',
+            files={"recipes/lib/a.rcp": "MESHES = 1\n_X = 2\n"}),
+    Example("E0204", "load path leaving the workspace", 'load("//../outside.rcp", "A")\n'),
+    Example("E0205", "load path that is not a .rcp file", 'load("//recipes/lib/a.txt", "A")\n'),
+    # types and values -------------------------------------------------------------------------
+    Example("E0301", "type error", 'X = 1 + "a"\n'),
+    Example("E0302", "key repeated in one dict", 'F = maxtext_flags({\n    "steps": 1,\n    "steps": 2,\n})\n'),
+    Example("E0303", "bad flag key or bad operand", 'F = maxtext_flags({" steps": 1})\n'),
+    Example("E0304", "value with no flag form", 'F = maxtext_flags({"mesh": {"a": 1}})\n'),
+    Example("E0305", "index or key not found", 'D = {"fsdp": 32}\nX = D["fspd"]\n'),
+    Example("E0306", "bad arguments to a built-in", 'S = tpu_slice(spec = "tpu7x:2x2x1", size = 4)\n'),
+    Example("E0307", "unknown attribute", 'S = tpu_slice("tpu7x:4x4x8")\nX = S.chip\n'),
+    # MaxText ----------------------------------------------------------------------------------
+    Example("E0310", "unknown MaxText key", 'F = maxtext_flags({"stepz": 10})\n',
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("E0311", "value that cannot be the key's type", 'F = maxtext_flags({"enable_checkpointing": "flase"})\n',
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("E0320", "MaxText schema cannot be read", 'F = maxtext_flags({"steps": 1})\n',
+            files={"rcp.toml": 'maxtext_base = "missing.yml"\n'}),
+    Example("E0340", "mesh does not fit the TPU slice",
+            'F = maxtext_flags({"ici_fsdp_parallelism": 16}, tpu_slice = tpu_slice("tpu7x:4x4x8"))\n',
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("W0321", "string spelling of the key's type", 'F = maxtext_flags({"enable_checkpointing": "False"})\n' + FLAGS,
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),
+    Example("W0323", "acknowledged key the schema knows",
+            'F = maxtext_flags({"steps": 5}, unknown_keys = ["steps"])\n' + FLAGS,
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),
+    Example("W0324", "acknowledged key never set",
+            'F = maxtext_flags({"steps": 5}, unknown_keys = ["gdn_cp_mode"])\n' + FLAGS,
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),
+    Example("W0330", "no-op override", 'F = maxtext_flags({"packing": True}, {"packing": true})\n' + FLAGS, exit=0),
+    Example("N0331", "key set to its MaxText default", 'F = maxtext_flags({"steps": 150001})\n' + FLAGS,
+            files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, argv=("check", "--notes"), exit=0),
+    # TPU --------------------------------------------------------------------------------------
+    Example("E0401", "TPU slice that does not exist", 'S = tpu_slice("tpu7x:4x4x6")\n'),
+    # params and variants ------------------------------------------------------------------------
+    Example("E0501", "param() not assigned to a name", "X = [param(int, default = 1)]\n"),
+    Example("E0502", "bad param() or param() in a library", "N = param(\"int\", default = 1)\n"),
+    Example("E0601", "variant or --set naming an unknown param",
+            'TUNED = param(bool, default = False)\nvariant("tuned", set = {"TUNNED": True})\n'),
+    Example("E0602", "param value of the wrong type",
+            'N = param(int, default = 4)\nvariant("big", set = {"N": "8"})\n'),
+    Example("E0603", "variant declared twice", 'variant("default")\nvariant("default")\n'),
+    Example("E0604", "bad variant name", 'variant("a/b")\n'),
+    Example("E0605", "against naming an undeclared variant", 'variant("default")\nvariant("t", against = "defualt")\n'),
+    Example("E0606", "param without a value", "N = param(int)\n"),
+    Example("E0607", "unknown variant on the command line", 'variant("default")\n',
+            argv=("build", "r", "--variant", "tunde")),
+    Example("E0608", "--set item without =", "N = param(int, default = 1)\n", argv=("build", "r", "--set", "N")),
+    Example("E0609", "changes without against",
+            'T = param(bool, default = False)\nvariant("t", set = {"T": True}, changes = {"m": []})\n'),
+    Example("E0610", "diff contract broken",
+            'T = param(bool, default = False)\nV = "a" if T else "b"\n' + M +
+            'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {})\n'),
+    Example("E0611", "contract naming a render that does not exist",
+            'T = param(bool, default = False)\nV = "a" if T else "b"\n' + M +
+            'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {"n": []})\n'),
+    Example("E0620", "explain of an unknown flag set", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
+            argv=("explain", "r", "FLAG", "steps")),
+    # renders ------------------------------------------------------------------------------------
+    Example("E0701", "bad render name", 'manifest(name = "../m", apiVersion = "v1", kind = "ConfigMap")\n'),
+    Example("E0702", "two renders with one name",
+            'manifest(name = "m", apiVersion = "v1", kind = "ConfigMap")\njobset(name = "m", spec = {})\n'),
+    Example("E0703", "value with no YAML form", 'V = tpu_slice("tpu7x:2x2x1")\n' + M),
+    Example("E0705", "expression statement that does nothing", "1 + 2\n"),
+    Example("E0706", "declaration in a loaded file", 'load("//recipes/lib/a.rcp", "A")\n',
+            files={"recipes/lib/a.rcp": 'A = 1\nvariant("x")\n'}),
+    Example("W0707", "render or variant assigned but never declared",
+            'M = manifest(name = "m", apiVersion = "v1", kind = "ConfigMap")\nvariant("default")\n', exit=0),
+    Example("E0790", "require() failed", 'N = 48\nrequire(N % 32 == 0, "the batch must be a multiple of FSDP (32)")\n'),
+    # limits ---------------------------------------------------------------------------------------
+    Example("E0801", "nesting too deep", "X = " + "[" * 300 + "]" * 300 + "\n"),
+    Example("E0802", "value too large", "X = range(2000000)\n"),
+    Example("E0803", "file too large", "# " + "x" * (4 * 1024 * 1024) + "\n"),
+    Example("E0804", "evaluation budget exceeded", "X = [[i for i in range(3000)] for j in range(3000)]\n"),
+    Example("E0805", "too many renders",
+            '[manifest(name = f"m{i}", apiVersion = "v1", kind = "ConfigMap") for i in range(10001)]\n'),
+    Example("E0806", "number out of range", "X = 9223372036854775808\n"),
+    # workspace ------------------------------------------------------------------------------------
+    Example("E0901", "bad rcp.toml", 'variant("default")\n', files={"rcp.toml": 'recipe_dir = ["recipes"]\n'}),
+    Example("E0903", "recipes sharing an output directory", 'variant("q")\n',
+            files={"recipes/r/q.rcp": 'variant("default")\n'}),
+    Example("E0950", "output cannot be written", 'variant("default")\n',
+            files={"out": "a file, not a directory\n"}, argv=("build", "-o", "out")),
+    # Kubernetes -----------------------------------------------------------------------------------
+    Example("E1001", "env value that is not a string",
+            'jobset(name = "js", spec = {"containers": [{"name": "c", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),
+    Example("E1002", "bad Kubernetes name", 'jobset(name = "js", metadata = {"name": "Demo_Train"}, spec = {})\n'),
+    Example("E1003", "label value that is not a string",
+            'jobset(name = "js", metadata = {"name": "js", "labels": {"id": 356136738}}, spec = {})\n'),
+    Example("E1004", "container name used twice in a pod",
+            'jobset(name = "js", spec = {"containers": [{"name": "main"}, {"name": "main"}]})\n'),
+    Example("E1005", "bad resource quantity",
+            'jobset(name = "js", spec = {"resources": {"limits": {"memory": "16GB"}}})\n'),
+    Example("E1006", "TPU request that does not match the host",
+            'S = tpu_slice("tpu7x:2x2x4")\nPARALLELISM = S.hosts\nTPU = 8\n' + JOBSET_TPU.split("\n", 1)[1]),
+    Example("E1007", "parallelism that does not match the hosts",
+            'S = tpu_slice("tpu7x:2x2x4")\nPARALLELISM = 8\nTPU = 4\n' + JOBSET_TPU.split("\n", 1)[1]),
+    Example("E1101", "schema violation", 'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", data = {"a": 1})\n',
+            files={"rcp.toml": 'kube_schemas = ["cm.json"]\n',
+                   "cm.json": '{"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", '
+                              '"kind": "ConfigMap"}], "properties": {"apiVersion": {"type": "string"}, "kind": '
+                              '{"type": "string"}, "metadata": {"type": "object"}, "data": {"type": "object", '
+                              '"additionalProperties": {"type": "string"}}}}\n'}),
+    Example("E1102", "schema file that cannot be used", 'variant("default")\n' + 'jobset(name = "js", spec = {})\n',
+            files={"rcp.toml": 'kube_schemas = ["crd.yaml"]\n', "crd.yaml": "kind: Nothing\n"}),
+]

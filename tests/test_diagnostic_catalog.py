@@ -1,0 +1,78 @@
+"""Every diagnostic code has an example (tests/catalog.py) whose exact output is a golden
+file (tests/diagnostics/<CODE>.txt); docs/diagnostics.md is rendered from the same catalog
+and is a golden too. `pytest --snapshot-update` rewrites both."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rcpc.cli import main
+from rcpc.testing.golden import GoldenExtension
+from tests.catalog import CATALOG
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "tests" / "diagnostics"
+DOC = REPO / "docs" / "diagnostics.md"
+
+
+def run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
+    for path, text in example.workspace().items():
+        p = root / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text.encode("utf-8", "surrogateescape"))
+    monkeypatch.chdir(root)
+    capsys.readouterr()
+    code = main(list(example.argv))
+    out, err = capsys.readouterr()
+    return code, err
+
+
+@pytest.mark.parametrize("example", CATALOG, ids=[e.code for e in CATALOG])
+def test_example_output_is_exact(example, tmp_path, monkeypatch, capsys, snapshot, request):
+    code, err = run_example(example, tmp_path, monkeypatch, capsys)
+    assert code == example.exit
+    assert f"[{example.code}]" in err
+    assert "Traceback" not in err
+    request.node.golden_path = GOLDEN / f"{example.code}.txt"
+    assert snapshot(extension_class=GoldenExtension) == err
+
+
+def test_every_code_the_compiler_raises_is_in_the_catalog():
+    source = "\n".join(p.read_text() for p in (REPO / "compiler" / "rcpc").rglob("*.py"))
+    raised = set(re.findall(r'"([EWN][0-9]{4})"', source))
+    assert raised == {e.code for e in CATALOG}
+
+
+def _section(example, output: str) -> str:
+    files = example.workspace()
+    shown = []
+    for path, text in files.items():
+        if not text:
+            continue
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if len(text) > 400:
+            text = text[:200] + f"... ({len(text)} characters)\n"
+        shown.append(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n")
+    return (f"### {example.code}: {example.title}\n\n" + "\n".join(shown)
+            + f"\n`rcpc {' '.join(example.argv)}` exits {example.exit} and prints:\n\n```text\n{output.rstrip()}\n```\n")
+
+
+def test_docs_table_is_rendered_from_the_catalog(tmp_path_factory, monkeypatch, capsys, snapshot, request):
+    sections = []
+    for example in CATALOG:
+        root = tmp_path_factory.mktemp(example.code)
+        _, err = run_example(example, root, monkeypatch, capsys)
+        sections.append(_section(example, err))
+    table = "\n".join(f"| [{e.code}](#{e.code.lower()}-{re.sub(r'[^a-z0-9 -]', '', e.title.lower()).replace(' ', '-')}) "
+                      f"| {'error' if e.code[0] == 'E' else 'warning' if e.code[0] == 'W' else 'note'} | {e.title} |"
+                      for e in CATALOG)
+    doc = ("# Diagnostics\n\nEvery diagnostic rcpc prints has a stable code: `E` errors (exit 1), `W` "
+           "warnings and `N` notes (`rcpc check --notes`). `--diagnostics json` prints the same data as "
+           "JSON. This page is generated from `tests/catalog.py`; each example below is a test whose "
+           "expected output is `tests/diagnostics/<CODE>.txt`.\n\n| code | severity | meaning |\n|---|---|---|\n"
+           + table + "\n\n" + "\n".join(sections))
+    request.node.golden_path = DOC
+    assert snapshot(extension_class=GoldenExtension) == doc
