@@ -78,7 +78,7 @@ class _Postlex:
             yield Token.new_borrow_pos("_NL", "\n", last)
 
 
-def _cache_path(grammar: str) -> str | None:
+def _cache_path(grammar: str, kind: str = "grammar") -> str | None:
     import lark
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -88,7 +88,7 @@ def _cache_path(grammar: str) -> str | None:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return None
-    return os.path.join(directory, f"grammar-{digest}.lark.cache")
+    return os.path.join(directory, f"{kind}-{digest}.lark.cache")
 
 
 _PARSER = None
@@ -112,6 +112,42 @@ def _parser():
         except OSError:
             _PARSER = Lark(grammar, **options)
     return _PARSER, _BUILDER
+
+
+_CONCRETE = None
+_COMMENTS: list = []
+
+
+def parse_concrete(text: str):
+    """The concrete syntax of ``text`` for tools that rewrite source (``rcpc fmt``): the lark
+    parse tree with every token kept (brackets, commas, keywords) and the comments, as lark
+    tokens in source order (``COMMENT``, with positions).
+
+    The compiler does not use this: :func:`parse` ignores comments. Call :func:`parse` first
+    for diagnostics; on text that :func:`parse` accepts this cannot fail.
+    """
+    global _CONCRETE
+    if _CONCRETE is None:
+        from lark import Lark
+
+        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+        options = dict(parser="lalr", postlex=_Postlex(), propagate_positions=True,
+                       maybe_placeholders=False, keep_all_tokens=True,
+                       lexer_callbacks={"COMMENT": lambda tok: _COMMENTS.append(tok)})
+        cache = _cache_path(grammar, "concrete")
+        try:
+            _CONCRETE = Lark(grammar, cache=cache or False, **options)
+        except OSError:
+            _CONCRETE = Lark(grammar, **options)
+    _COMMENTS.clear()
+    try:
+        tree = _CONCRETE.parse(text)
+        seen: dict[int, object] = {}
+        for tok in _COMMENTS:  # a lexer may see a token twice (contextual lexer retries)
+            seen.setdefault(tok.start_pos, tok)
+        return tree, [seen[k] for k in sorted(seen)]
+    finally:
+        _COMMENTS.clear()
 
 
 def parse(source: Source) -> ast.Module:
