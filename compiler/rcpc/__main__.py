@@ -1,7 +1,18 @@
-"""``python -m rcpc``: the same as the ``rcpc`` console script."""
+"""``python -m rcpc`` and the ``rcpc`` console script."""
 
 import sys
 
-from rcpc.cli import main
 
-sys.exit(main())
+def run() -> int:
+    """Import the CLI and run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
+    try:
+        from rcpc.cli import main
+
+        return main()
+    except KeyboardInterrupt:  # before main() handles it itself (imports, set-up)
+        sys.stderr.write("rcpc: interrupted; nothing was written\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, from_json, to_json
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,9 +98,7 @@ def _run(args) -> int:
             import attrs
 
             ws = attrs.evolve(ws, kube_schemas=tuple(Path(p).resolve() for p in args.kube_schema))
-        from rcpc.recipe import Compiler
-
-        compiler = Compiler(ws)
+        compiler = _LazyCompiler(ws)
         code = _COMMANDS[args.command](args, ws, compiler)
         sys.stdout.flush()
         return code
@@ -127,6 +125,70 @@ def _run(args) -> int:
 
 class _Usage(Exception):
     pass
+
+
+class _LazyCompiler:
+    """The :class:`~rcpc.recipe.Compiler`, created (and the evaluator imported) only when a
+    command needs to compile something: a warm build served from the cache never does."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self._compiler = None
+
+    @property
+    def sources(self) -> dict:
+        return self._compiler.sources if self._compiler is not None else {}
+
+    def __getattr__(self, name):
+        if self._compiler is None:
+            from rcpc.recipe import Compiler
+
+            self._compiler = Compiler(self.ws)
+        return getattr(self._compiler, name)
+
+
+def _cache(args, ws):
+    """The build cache and this request's options (what, besides files, changes results)."""
+    from rcpc.cache import BuildCache
+    from rcpc.workspace import CONFIG_NAME
+
+    try:
+        config = (ws.root / CONFIG_NAME).read_bytes()
+    except OSError:
+        config = b""
+    options = [f"variant={getattr(args, 'variant', None) or ''}",
+               *(f"set={s}" for s in getattr(args, "sets", None) or []),
+               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
+    return BuildCache(ws.root, config), options
+
+
+def _compile(args, ws, compiler, cache, options, path):
+    """(recipe name, [(variant, [(render, text)])], warnings and notes) of one recipe: from
+    the cache when its inputs are unchanged, else compiled (contracts checked) and stored."""
+    hit = cache.lookup(path, options)
+    name = ws.recipe_name(path)
+    if hit is not None:
+        builds, found = hit
+        return name, builds, [from_json(d) for d in found]
+    seen = len(compiler.context.diagnostics)
+    recipe, builds = compiler.build(path, getattr(args, "variant", None), getattr(args, "sets", None))
+    diags = compiler.check_contracts(recipe, builds)
+    if diags:
+        raise CompileError(diags)
+    found = compiler.context.diagnostics[seen:]
+    out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
+    cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+    return name, out, found
+
+
+def _unique(diags) -> list:
+    seen, out = set(), []
+    for d in diags:
+        key = (d.code, d.message, d.span)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 class _Report:
@@ -188,25 +250,22 @@ def _build(args, ws, compiler) -> int:
     if args.output == "":
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
-    plans = []
-    for path in _recipe_paths(ws, args.recipes):
-        recipe, builds = compiler.build(path, args.variant, args.sets)
-        diags = compiler.check_contracts(recipe, builds)
-        if diags:
-            raise CompileError(diags)
-        plans.append((recipe, builds))
-    from rcpc.output import write_all
+    cache, options = _cache(args, ws)
+    results = [_compile(args, ws, compiler, cache, options, path) for path in _recipe_paths(ws, args.recipes)]
+    _print_diagnostics(_unique(d for _, _, found in results for d in found if d.severity != "note"), compiler)
+    from rcpc.output import unchanged, write_all
 
-    batch = [(recipe.name, vb.variant, [(r.name, r.text) for r in vb.renders])
-             for recipe, builds in plans for vb in builds]
+    batch = [(name, variant, renders) for name, builds, _ in results for variant, renders in builds]
+    changed = [b for b in batch if not unchanged(out_dir, *b)]
     try:
-        write_all(out_dir, batch)
+        if changed:
+            write_all(out_dir, changed)
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                       hint="the previous output, if any, is unchanged")) from None
     count = sum(len(renders) for _, _, renders in batch)
-    _print_diagnostics(compiler.diagnostics(), compiler)
-    _REPORT.status(f"rcpc: wrote {count} renders of {len(plans)} recipe(s) to {out_dir}")
+    _REPORT.status(f"rcpc: {count} renders of {len(results)} recipe(s) in {out_dir} "
+                   f"({len(changed)} of {len(batch)} variant director{'y' if len(batch) == 1 else 'ies'} written)")
     return 0
 
 
@@ -323,22 +382,26 @@ def _check(args, ws, compiler) -> int:
     paths = list(dict.fromkeys(paths))
     errors = 0
     variants = 0
+    cache, options = _cache(args, ws)
+    found: list = []
     for path in paths:
         try:
-            recipe, builds = compiler.build(path)
-            diags = compiler.check_contracts(recipe, builds)
+            _, builds, diags = _compile(args, ws, compiler, cache, options, path)
             variants += len(builds)
+            found.extend(diags)
         except CompileError as exc:
-            diags = exc.diagnostics
-        _print_diagnostics(diags, compiler)
-        errors += sum(1 for d in diags if d.severity == "error")
+            _print_diagnostics(exc.diagnostics, compiler)
+            errors += sum(1 for d in exc.diagnostics if d.severity == "error")
     for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
+        if cache.lookup(lib, ["library", *options]) is not None:
+            continue
         try:
             compiler.library(lib, ())
+            cache.store(lib, ["library", *options], compiler.dependencies(lib), [], [])
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
-    found = compiler.diagnostics(include_notes=True)
+    found = _unique(found)
     notes = [d for d in found if d.severity == "note"]
     _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)
     status = "ok" if not errors else f"{errors} error(s)"

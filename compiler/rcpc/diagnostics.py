@@ -103,6 +103,15 @@ def to_json(diag: Diagnostic) -> dict:
             "notes": list(diag.notes), "hint": diag.hint}
 
 
+def from_json(data: dict) -> Diagnostic:
+    """The inverse of :func:`to_json`."""
+    def span(d):
+        return None if d is None else Span(d["path"], d["line"], d["col"], d["end_line"], d["end_col"])
+
+    return Diagnostic(data["code"], data["message"], span(data["span"]), data["severity"], data["hint"],
+                      tuple((r["label"], span(r["span"])) for r in data["related"]), tuple(data["notes"]))
+
+
 def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text) -> list[str]:
     src = sources.get(span.path)
     if src is None or span.line <= 0:

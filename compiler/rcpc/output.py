@@ -44,6 +44,18 @@ def locked(out_dir: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def unchanged(out_dir: Path, recipe: str, variant: str, renders) -> bool:
+    """True when ``out_dir/recipe/variant`` already holds exactly these renders, byte for
+    byte (and nothing else), so a warm build need not write it."""
+    target = out_dir / recipe / variant
+    try:
+        if sorted(p.name for p in target.iterdir()) != sorted(name for name, _ in renders):
+            return False
+        return all((target / name).read_bytes() == text.encode("utf-8") for name, text in renders)
+    except OSError:
+        return False
+
+
 def write_all(out_dir: Path, variants: list) -> None:
     """Replace each ``out_dir/<recipe>/<variant>`` with exactly its renders, atomically as a
     whole. ``variants`` is a list of (recipe name, variant name, [(render name, text)])."""

@@ -75,6 +75,8 @@ class Compiler:
         self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
         self._schemas: dict[Path, object] = {}
         self._kube = None
+        self._loads: dict[Path, set] = {}           # file → files it loads
+        self.schema_files: set[Path] = set()        # schema files read in this run
         self.context = Context(self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
@@ -109,6 +111,7 @@ class Compiler:
     def _loader(self, real: Path, chain: tuple):
         def load(target: str, span: Span) -> dict:
             dep = self.workspace.resolve_load(target, real, span)
+            self._loads.setdefault(real, set()).add(dep)
             if dep in [p for p, _ in chain] or dep == real:
                 names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
                 cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
@@ -145,6 +148,7 @@ class Compiler:
                 return None
         else:
             path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+        self.schema_files.add(path)
         schema = self._schemas.get(path)
         if schema is None:
             schema = self._schemas[path] = load_schema(path, span if target is not None else None,
@@ -160,6 +164,18 @@ class Compiler:
         diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
         if diags:
             raise CompileError(diags)
+
+    def dependencies(self, real: Path) -> set[Path]:
+        """Every file the recipe's renders depend on: the recipe, the files it loads
+        (transitively), the schema files read and the kube schemas configured."""
+        out: set[Path] = set()
+        todo = [real]
+        while todo:
+            f = todo.pop()
+            if f not in out:
+                out.add(f)
+                todo.extend(self._loads.get(f, ()))
+        return out | self.schema_files | set(self.workspace.kube_schemas)
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""

@@ -1,0 +1,116 @@
+"""The build cache: a warm ``rcpc build`` or ``rcpc check`` of unchanged recipes reuses the
+last results without parsing or evaluating anything (lark and the evaluator are not even
+imported).
+
+An entry is keyed by the request: rcpc's version and the size and mtime of each of its own
+source files, the recipe, ``rcp.toml``'s bytes, the variant or ``--set`` items and the schema
+options. It records the SHA-256 of every file the recipe depended on (the recipe, its loads,
+schema files), each render's text as a content-addressed blob, and the warnings printed. A
+lookup is a hit only when every dependency still has the recorded hash and every blob reads
+back with its hash; anything unreadable, corrupted or different is a miss, and the recipe is
+compiled again (and the entry rewritten). Entries live in ``$XDG_CACHE_HOME/rcpc/builds``
+(``~/.cache/rcpc/builds``); ``RCPC_NO_CACHE=1`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rcpc import __version__
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _code_fingerprint() -> str:
+    """rcpc's own code: its version and every source file's size and mtime."""
+    parts = [__version__]
+    for p in sorted(_PACKAGE.rglob("*")):
+        if p.suffix in (".py", ".lark"):
+            st = p.stat()
+            parts.append(f"{p.relative_to(_PACKAGE)}:{st.st_size}:{st.st_mtime_ns}")
+    return _sha("\n".join(parts).encode())
+
+
+class BuildCache:
+    """Cached builds of one workspace. ``options`` are the request details that change
+    results (variant, ``--set`` items, schema options), as strings."""
+
+    def __init__(self, root: Path, config: bytes):
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        self.dir = Path(base) / "rcpc" / "builds" / _sha(str(root).encode())[:16]
+        self.enabled = not os.environ.get("RCPC_NO_CACHE")
+        self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config)
+
+    def _key(self, recipe: Path, options: list[str]) -> str:
+        return _sha("\0".join([self._base_key, str(recipe), *options]).encode())
+
+    def lookup(self, recipe: Path, options: list[str]):
+        """``(builds, warnings)`` of the last identical request, or None. ``builds`` is a list
+        of (variant, [(render name, text)]); ``warnings`` a list of diagnostic dicts."""
+        if not self.enabled:
+            return None
+        try:
+            entry = json.loads((self.dir / "entries" / f"{self._key(recipe, options)}.json").read_text())
+            for path, digest in entry["deps"].items():
+                if _sha(Path(path).read_bytes()) != digest:
+                    return None
+            builds = []
+            for variant, renders in entry["builds"]:
+                texts = []
+                for name, digest in renders:
+                    data = (self.dir / "blobs" / digest).read_bytes()
+                    if _sha(data) != digest:
+                        return None
+                    texts.append((name, data.decode("utf-8")))
+                builds.append((variant, texts))
+            return builds, entry["warnings"]
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+
+    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list) -> None:
+        """Record a successful build; failures to write the cache are ignored."""
+        if not self.enabled:
+            return
+        try:
+            blobs = self.dir / "blobs"
+            blobs.mkdir(parents=True, exist_ok=True)
+            (self.dir / "entries").mkdir(parents=True, exist_ok=True)
+            entry_builds = []
+            for variant, renders in builds:
+                refs = []
+                for name, text in renders:
+                    data = text.encode("utf-8")
+                    digest = _sha(data)
+                    blob = blobs / digest
+                    if not blob.exists() or _sha(blob.read_bytes()) != digest:  # new, or corrupted
+                        _atomic_write(blob, data)
+                    refs.append([name, digest])
+                entry_builds.append([variant, refs])
+            entry = {"deps": {str(p): _sha(p.read_bytes()) for p in sorted(deps)},
+                     "builds": entry_builds, "warnings": warnings}
+            _atomic_write(self.dir / "entries" / f"{self._key(recipe, options)}.json",
+                          json.dumps(entry).encode())
+        except OSError:
+            pass
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
