@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Start-up benchmark: `rcpc build` of the RL recipe as a whole process against
-`python -c pass`, measured in the same run, interleaved (A B A B ...).
+"""Start-up benchmark: `rcpc build` of the RL recipe as a whole process, cold (the build
+cache off: parse, evaluate, emit) and warm (inputs unchanged: served from the cache), against
+`python -c pass`, measured in the same run, interleaved (cold, warm, baseline, cold, ...).
 
 Usage: python bench/startup.py [--runs N] [--recipe NAME]
-Prints the median wall time of each command and the median of the pairwise ratios, and
+Prints the median wall time of each command and the medians of the pairwise ratios, and
 writes bench/results/startup.json. Run from the repository root with rcpc installed.
 """
 
@@ -22,9 +23,9 @@ import time
 from pathlib import Path
 
 
-def timed(cmd: list[str], cwd: str) -> float:
+def timed(cmd: list[str], cwd: str, env=None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -38,23 +39,28 @@ def main() -> int:
     out = tempfile.mkdtemp(prefix="rcpc-bench-")
     build = [rcpc, "build", args.recipe, "-o", out]
     baseline = [sys.executable, "-c", "pass"]
-    for cmd in (build, baseline):  # warm-up: page cache, grammar cache
+    cold_env = {**os.environ, "RCPC_NO_CACHE": "1"}
+    for cmd in (build, baseline):  # warm-up: page cache, grammar cache, build cache
         timed(cmd, str(repo))
-    a, b = [], []
+    cold, warm, base = [], [], []
     for _ in range(args.runs):
-        a.append(timed(build, str(repo)))
-        b.append(timed(baseline, str(repo)))
+        cold.append(timed(build, str(repo), cold_env))
+        warm.append(timed(build, str(repo)))
+        base.append(timed(baseline, str(repo)))
     shutil.rmtree(out, ignore_errors=True)
-    ratios = [x / y for x, y in zip(a, b)]
+    med = statistics.median
     result = {
         "command": f"rcpc build {args.recipe}", "baseline": "python -c pass", "runs": args.runs,
-        "median_s": statistics.median(a), "baseline_median_s": statistics.median(b),
-        "median_ratio": statistics.median(ratios),
+        "cold_median_s": med(cold), "warm_median_s": med(warm), "baseline_median_s": med(base),
+        "cold_ratio": med([c / b for c, b in zip(cold, base)]),
+        "warm_ratio": med([w / b for w, b in zip(warm, base)]),
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
     }
-    print(f"rcpc build {args.recipe}: median {result['median_s'] * 1000:.1f} ms")
+    print(f"rcpc build {args.recipe}, cold: median {result['cold_median_s'] * 1000:.1f} ms "
+          f"({result['cold_ratio']:.1f}x python -c pass)")
+    print(f"rcpc build {args.recipe}, warm: median {result['warm_median_s'] * 1000:.1f} ms "
+          f"({result['warm_ratio']:.1f}x python -c pass)")
     print(f"python -c pass: median {result['baseline_median_s'] * 1000:.1f} ms")
-    print(f"ratio (pairwise median): {result['median_ratio']:.2f}x")
     dest = repo / "bench" / "results" / "startup.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(result, indent=2) + "\n")

@@ -46,8 +46,10 @@ _AMBIGUOUS = re.compile(r"""^(?:
 # First characters that start something other than a plain scalar (YAML indicators), plus
 # characters we keep out of plain scalars to stay clear of every reader's corner cases.
 _BAD_FIRST = set("-?:,[]{}#&*!|>'\"%@` \t")
-# Plain scalars use a conservative printable ASCII set; anything else is quoted.
-_SAFE_CHARS = re.compile(r"^[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`\[\]{}#\\]*$")
+# Plain scalars use a conservative printable ASCII set; anything else is quoted. Flow
+# indicators ([]{}) are harmless in block context but kept out, so that a reader in flow
+# context (and OmegaConf's interpolation grammar) sees a plain string too.
+_SAFE_CHARS = re.compile(r"[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`#\\]*")
 
 
 def plain_ok(s: str) -> bool:
@@ -58,11 +60,7 @@ def plain_ok(s: str) -> bool:
     # fullmatch: a '$'-anchored match would accept a string ending in "\n".
     if not _SAFE_CHARS.fullmatch(s):
         return False
-    if ": " in s or " #" in s or "\t" in s:
-        return False
-    # Flow indicators are harmless in block context, but keep brackets/braces out so that a
-    # reader in flow context (and OmegaConf's interpolation grammar) sees a plain string too.
-    if any(c in s for c in "[]{}"):
+    if ": " in s or " #" in s:
         return False
     return not _AMBIGUOUS.fullmatch(s)
 
