@@ -56,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
 
+    f = sub.add_parser("fmt", parents=[common], help="format recipes canonically (in place)")
+    f.add_argument("paths", nargs="*", metavar="PATH", help=".rcp files or directories; default: all")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--check", action="store_true", help="write nothing; list files that are not formatted, exit 1")
+    g.add_argument("--diff", action="store_true", help="write nothing; print the changes as a diff, exit 1 if any")
+
+    li = sub.add_parser("lint", parents=[common], help="report unused names, no-op overrides, ...")
+    li.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
+
     e = sub.add_parser("explain", parents=[common], help="where a flag's effective value comes from")
     e.add_argument("recipe", metavar="RECIPE")
     e.add_argument("flagset", metavar="FLAGSET", help="a top-level name bound to maxtext_flags, or a flag render (trainer)")
@@ -139,12 +148,16 @@ class _LazyCompiler:
     def sources(self) -> dict:
         return self._compiler.sources if self._compiler is not None else {}
 
-    def __getattr__(self, name):
+    def get(self):
+        """The compiler itself."""
         if self._compiler is None:
             from rcpc.recipe import Compiler
 
             self._compiler = Compiler(self.ws)
-        return getattr(self._compiler, name)
+        return self._compiler
+
+    def __getattr__(self, name):
+        return getattr(self.get(), name)
 
 
 def _cache(args, ws):
@@ -162,7 +175,7 @@ def _cache(args, ws):
     return BuildCache(ws.root, config), options
 
 
-def _compile(args, ws, compiler, cache, options, path):
+def _compile(args, ws, compiler, cache, options, path, lint: bool = False):
     """(recipe name, [(variant, [(render, text)])], warnings and notes) of one recipe: from
     the cache when its inputs are unchanged, else compiled (contracts checked) and stored."""
     hit = cache.lookup(path, options)
@@ -175,7 +188,11 @@ def _compile(args, ws, compiler, cache, options, path):
     diags = compiler.check_contracts(recipe, builds)
     if diags:
         raise CompileError(diags)
-    found = compiler.context.diagnostics[seen:]
+    found = list(compiler.context.diagnostics[seen:])
+    if lint:
+        from rcpc.lint import lint as run_lint
+
+        found += [d for d in run_lint(compiler.get(), [path]) if d.severity != "error"]
     out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
     cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
     return name, out, found
@@ -386,7 +403,7 @@ def _check(args, ws, compiler) -> int:
     found: list = []
     for path in paths:
         try:
-            _, builds, diags = _compile(args, ws, compiler, cache, options, path)
+            _, builds, diags = _compile(args, ws, compiler, cache, ["lint", *options], path, lint=True)
             variants += len(builds)
             found.extend(diags)
         except CompileError as exc:
@@ -432,4 +449,63 @@ def _explain(args, ws, compiler) -> int:
     return 0
 
 
-_COMMANDS = {"explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}
+def _fmt(args, ws, compiler) -> int:
+    import difflib
+
+    from rcpc.fmt import format_source
+
+    files: list[Path] = []
+    for p in args.paths or [str(d) for d in ws.recipe_dirs]:
+        q = Path(p)
+        if q.is_dir():
+            files.extend(sorted(x.resolve() for x in q.rglob("*.rcp") if x.is_file()))
+        elif q.is_file():
+            files.append(q.resolve())
+        else:
+            raise _Usage(f"no such file or directory: {p}")
+    errors: list = []
+    changed = []
+    for real in dict.fromkeys(files):
+        shown = ws.display(real)
+        text = real.read_text(encoding="utf-8")
+        try:
+            out = format_source(text, shown)
+        except CompileError as exc:
+            errors.extend(exc.diagnostics)
+            compiler.source(real)  # for the quoted source line
+            continue
+        if out == text:
+            continue
+        changed.append(shown)
+        if args.diff:
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), out.splitlines(True),
+                                                       f"a/{shown}", f"b/{shown}"))
+        elif args.check:
+            print(shown)
+        else:
+            tmp = real.with_name(f".{real.name}.fmt-tmp")
+            tmp.write_text(out, encoding="utf-8")
+            os.replace(tmp, real)
+    if errors:
+        raise CompileError(errors)
+    verb = "would reformat" if args.check or args.diff else "reformatted"
+    _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
+    return 1 if changed and (args.check or args.diff) else 0
+
+
+def _lint(args, ws, compiler) -> int:
+    from rcpc.lint import lint
+
+    for p in args.paths:
+        q = Path(p).resolve()
+        if q.exists() and q != ws.root and ws.root not in q.parents:
+            raise _Usage(f"{p} is outside the workspace {ws.root}")
+    found = lint(compiler.get(), args.paths)
+    _print_diagnostics(found, compiler)
+    problems = [d for d in found if d.severity in ("error", "warning")]
+    _REPORT.status(f"rcpc: lint: {len(problems)} finding(s)" + (
+        f", {len(found) - len(problems)} note(s)" if len(found) > len(problems) else ""))
+    return 1 if problems else 0
+
+
+_COMMANDS = {"fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}

@@ -1,0 +1,232 @@
+"""``rcpc lint`` (:func:`rcpc.lint.lint`): each finding, where it is not reported, and
+silencing with ``# rcpc: ignore[CODE]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rcpc.diagnostics import format_text
+from rcpc.lint import CODES, ignored_codes, lint
+from rcpc.recipe import Compiler
+from rcpc.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+LIB = "recipes/lib/consts.rcp"
+RECIPE = "recipes/r.rcp"
+CM = 'manifest(name = "m", apiVersion = "v1", kind = "ConfigMap", data = {"v": V})\n'
+
+
+def run(ws, *paths):
+    compiler = Compiler(Workspace.find(ws.root))
+    return lint(compiler, [str(ws.root / p) for p in paths] if paths else [])
+
+
+def codes(diags):
+    return [(d.code, d.span.line if d.span else None) for d in diags]
+
+
+# L0001 / L0002 / L0003: unused bindings ----------------------------------------------------
+def test_unused_constant_in_a_recipe(ws):
+    ws.write(RECIPE, 'V = "x"\nUNUSED = 1\n' + CM)
+    (d,) = run(ws, RECIPE)
+    assert (d.code, d.severity, d.span.line, d.span.col) == ("L0001", "warning", 2, 1)
+    assert d.message == "constant 'UNUSED' is assigned but never used"
+
+
+def test_unused_param(ws):
+    ws.write(RECIPE, 'V = "x"\nP = param(bool, default = False)\n' + CM)
+    (d,) = run(ws, RECIPE)
+    assert (d.code, d.span.line) == ("L0002", 2)
+    assert d.message == "param 'P' is never used"
+
+
+def test_unused_load_in_a_recipe(ws):
+    ws.write(LIB, 'A = "a"\nB = "b"\n')
+    ws.write(RECIPE, f'load("//{LIB}", "A", BB = "B")\nV = A\n' + CM)
+    (d,) = run(ws, RECIPE)
+    assert (d.code, d.span.line, d.span.col) == ("L0003", 1, 39)
+    assert d.message == f"'BB' is loaded from //{LIB} but never used"
+
+
+def test_used_names_are_not_reported(ws):
+    ws.write(LIB, 'A = "a"\n')
+    ws.write(RECIPE, f'load("//{LIB}", "A")\nP = param(int, default = 2)\n'
+                     'V = [f"{A}-{i}" for i in range(P)]\n' + CM)
+    assert run(ws, RECIPE) == []
+
+
+def test_a_comprehension_variable_is_not_a_use_of_a_constant(ws):
+    ws.write(RECIPE, 'x = 1\nV = [x for x in range(2)]\n' + CM)
+    assert codes(run(ws, RECIPE)) == [("L0001", 1)]
+
+
+def test_library_public_names_are_exported_not_unused(ws):
+    ws.write("recipes/lib/other.rcp", 'O = 1\n')
+    ws.write(LIB, 'load("//recipes/lib/other.rcp", "O")\nPUBLIC = 1\n')
+    assert run(ws, LIB) == []
+
+
+def test_library_private_names_must_be_used(ws):
+    ws.write("recipes/lib/other.rcp", 'O = 1\n')
+    ws.write(LIB, 'load("//recipes/lib/other.rcp", _O = "O")\n_PRIVATE = 1\n_USED = 2\nPUBLIC = _USED\n')
+    diags = run(ws, LIB)
+    assert codes(diags) == [("L0003", 1), ("L0001", 2)]
+    assert diags[1].message == "private name '_PRIVATE' is assigned but never used"
+
+
+def test_an_undeclared_render_is_left_to_the_compilers_warning(ws):
+    ws.write(RECIPE, 'V = "x"\nJ = manifest(name = "n", apiVersion = "v1", kind = "ConfigMap")\n' + CM)
+    assert [d.code for d in run(ws, RECIPE)] == ["W0707"]
+
+
+# L0004: a param no render uses ---------------------------------------------------------------
+def test_param_used_only_by_require(ws):
+    ws.write(RECIPE, 'V = "x"\nN = param(int, default = 2)\nrequire(N > 0, "N must be positive")\n' + CM)
+    (d,) = run(ws, RECIPE)
+    assert (d.code, d.span.line) == ("L0004", 2)
+    assert d.message == "param 'N' does not affect any render"
+
+
+def test_param_used_only_by_an_unused_constant(ws):
+    ws.write(RECIPE, 'V = "x"\nN = param(int, default = 2)\nTWICE = N * 2\n' + CM)
+    assert codes(run(ws, RECIPE)) == [("L0004", 2), ("L0001", 3)]
+
+
+def test_param_reaching_a_render_through_constants_and_a_flag_file(ws):
+    ws.write(RECIPE, 'T = param(bool, default = False)\nA = {"k": 1} if T else {}\nB = A\n'
+                     'F = maxtext_flags({"k": 0}, B)\nflag_file(name = "t", flags = F)\n')
+    assert run(ws, RECIPE) == []
+
+
+def test_param_set_only_through_variants_is_unused(ws):
+    ws.write(RECIPE, 'V = "x"\nT = param(bool, default = False)\n' + CM
+             + 'variant("default")\nvariant("t", set = {"T": True})\n')
+    assert codes(run(ws, RECIPE)) == [("L0002", 2)]
+
+
+# L0005: a variant identical to its against -------------------------------------------------
+VARIANTS = ('T = param(bool, default = False)\nV = "on" if T else "off"\n' + CM + 'variant("default")\n')
+U_CHECKED = 'U = param(bool, default = False)\nrequire(U or not U, "a check that renders nothing")\n'
+
+
+def test_variant_identical_to_its_against(ws):
+    ws.write(RECIPE, U_CHECKED + VARIANTS + 'variant("u", set = {"U": True}, against = "default")\n')
+    diags = run(ws, RECIPE)
+    assert [d.code for d in diags] == ["L0004", "L0005"]  # U reaches no render, so 'u' changes nothing
+    d = diags[1]
+    assert (d.span.line, d.message) == (7, "variant 'u' renders exactly what 'default' renders")
+
+
+def test_variant_that_changes_a_render_is_fine(ws):
+    ws.write(RECIPE, VARIANTS + 'variant("t", set = {"T": True}, against = "default")\n')
+    assert run(ws, RECIPE) == []
+
+
+def test_variant_declaring_no_changes_is_its_contract(ws):
+    ws.write(RECIPE, U_CHECKED + VARIANTS + 'variant("u", set = {"U": True}, against = "default", changes = {})\n')
+    assert [d.code for d in run(ws, RECIPE)] == ["L0004"]
+
+
+# L0006: mixed bool spellings in one flag set -------------------------------------------------
+def test_mixed_bool_spellings_in_one_flag_set_is_a_note(ws):
+    ws.write(RECIPE, 'F = maxtext_flags({"a": True, "b": true}, {"c": false})\nflag_file(name = "t", flags = F)\n')
+    compiler = Compiler(Workspace.find(ws.root))
+    (d,) = lint(compiler, [str(ws.root / RECIPE)])
+    assert (d.code, d.severity, d.span.line, d.span.col) == ("L0006", "note", 1, 5)
+    text = format_text(d, compiler.sources)
+    assert "True ('a'): recipes/r.rcp:1:25" in text and "true ('b'): recipes/r.rcp:1:36" in text
+
+
+@pytest.mark.parametrize("flags", ['{"a": True, "b": False}', '{"a": true}, {"b": false}', '{"a": 1}'])
+def test_one_bool_spelling_is_fine(ws, flags):
+    ws.write(RECIPE, f'flag_file(name = "t", flags = maxtext_flags({flags}))\n')
+    assert run(ws, RECIPE) == []
+
+
+def test_mixed_spellings_in_plain_dicts_are_not_flag_sets(ws):
+    ws.write(RECIPE, 'V = json({"a": True, "b": true})\n' + CM)
+    assert run(ws, RECIPE) == []
+
+
+def test_mixed_spellings_across_layers_joined_with_plus(ws):
+    ws.write(RECIPE, 'A = maxtext_flags({"a": True})\nB = maxtext_flags({"b": true})\n'
+                     'flag_file(name = "t", flags = A + B)\n')
+    assert [d.code for d in run(ws, RECIPE)] == ["L0006"]
+
+
+# compiler warnings are reused -------------------------------------------------------------------
+def test_noop_override_is_the_compilers_W0330_once(ws):
+    ws.write(RECIPE, 'F = maxtext_flags({"a": 1}, {"a": 1})\nflag_file(name = "t", flags = F)\n'
+                     'variant("default")\nvariant("other")\n')
+    assert [d.code for d in run(ws, RECIPE)] == ["W0330"]
+
+
+# silencing ----------------------------------------------------------------------------------
+def test_ignore_comment_silences_one_code_on_its_line(ws):
+    ws.write(RECIPE, 'V = "x"\nA = 1  # rcpc: ignore[L0001]\nB = 2  # rcpc: ignore[L0002]\n' + CM)
+    assert codes(run(ws, RECIPE)) == [("L0001", 3)]
+
+
+def test_ignore_comment_with_several_codes(ws):
+    ws.write(RECIPE, 'V = "x"\nN = param(int, default = 1)  # rcpc: ignore[L0001, L0002]\n' + CM)
+    assert run(ws, RECIPE) == []
+
+
+def test_ignore_comment_on_the_last_line_of_the_statement(ws):
+    ws.write(RECIPE, 'V = "x"\nA = [\n    1,\n]  # rcpc: ignore[L0001]\n' + CM)
+    assert run(ws, RECIPE) == []
+
+
+def test_ignore_comment_elsewhere_does_not_silence(ws):
+    ws.write(RECIPE, 'V = "x"\n# rcpc: ignore[L0001]\nA = 1\n' + CM)
+    assert codes(run(ws, RECIPE)) == [("L0001", 3)]
+
+
+def test_ignore_silences_a_note_and_a_compiler_warning(ws):
+    ws.write(RECIPE, 'F = maxtext_flags(  # rcpc: ignore[L0006]\n    {"a": True, "b": true},\n'
+                     '    {"a": True},  # rcpc: ignore[W0330]\n)\nflag_file(name = "t", flags = F)\n')
+    assert run(ws, RECIPE) == []
+
+
+def test_ignore_in_a_string_is_not_a_comment(ws):
+    ws.write(RECIPE, 'V = "x"\nA = "# rcpc: ignore[L0001]"\n' + CM)
+    assert codes(run(ws, RECIPE)) == [("L0001", 2)]
+
+
+def test_ignored_codes_parser():
+    text = 'A = 1  # rcpc: ignore[L0001]\nB = 2  # note; rcpc:ignore[ l0002 ,L0003 ]\nC = "#rcpc: ignore[L9]"\n'
+    assert ignored_codes(text) == {1: {"L0001"}, 2: {"L0002", "L0003"}}
+
+
+# inputs -------------------------------------------------------------------------------------------
+def test_a_file_that_does_not_compile_gives_its_errors(ws):
+    ws.write(RECIPE, "X = [1,\n")
+    (d,) = run(ws, RECIPE)
+    assert (d.code, d.severity) == ("E0001", "error")
+
+
+def test_paths_directories_names_and_the_whole_workspace(ws):
+    ws.write(LIB, '_P = 1\n')
+    ws.write("recipes/a/x.rcp", 'V = "x"\nU = 1\n' + CM)
+    assert [d.span.path for d in run(ws)] == ["recipes/a/x.rcp", LIB]
+    assert [d.span.path for d in run(ws, "recipes/lib")] == [LIB]
+    compiler = Compiler(Workspace.find(ws.root))
+    assert [d.span.path for d in lint(compiler, ["a/x"])] == ["recipes/a/x.rcp"]
+    (missing,) = lint(compiler, ["nope/nothing.rcp"])
+    assert missing.code == "E0201" and missing.severity == "error"
+
+
+def test_codes_are_documented():
+    assert sorted(CODES) == [f"L000{i}" for i in range(1, 7)]
+    style = (REPO / "docs" / "style.md").read_text(encoding="utf-8")
+    for code in CODES:
+        assert code in style
+
+
+def test_bundled_recipes_are_lint_clean_but_for_notes():
+    compiler = Compiler(Workspace.find(REPO))
+    diags = lint(compiler, [])
+    assert [d for d in diags if d.severity != "note"] == [], "\n".join(
+        format_text(d, compiler.sources) for d in diags)
