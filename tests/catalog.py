@@ -161,6 +161,20 @@ CATALOG = [
                               '"kind": "ConfigMap"}], "properties": {"apiVersion": {"type": "string"}, "kind": '
                               '{"type": "string"}, "metadata": {"type": "object"}, "data": {"type": "object", '
                               '"additionalProperties": {"type": "string"}}}}\n'}),
+    # lint -----------------------------------------------------------------------------------------
+    Example("L0001", "unused constant", 'UNUSED = 1\nvariant("default")\n', argv=("lint",)),
+    Example("L0002", "unused param", 'P = param(int, default = 1)\nvariant("default")\n', argv=("lint",)),
+    Example("L0003", "unused load", 'load("//recipes/lib/a.rcp", "A")\nvariant("default")\n',
+            files={"recipes/lib/a.rcp": "A = 1\n"}, argv=("lint",)),
+    Example("L0004", "param used by no render",
+            'N = param(int, default = 1)\nrequire(N > 0, "N must be positive")\nvariant("default")\n',
+            argv=("lint",)),
+    Example("L0005", "variant identical to its against",
+            "P = param(int, default = 1)\nV = P\n" + M +
+            'variant("default")\nvariant("same", set = {"P": 1}, against = "default")\n', argv=("lint",)),
+    Example("L0006", "mixed bool spellings in one flag set",
+            'F = maxtext_flags({"packing": True, "megablox": true})\n' + FLAGS + 'variant("default")\n',
+            argv=("lint",), exit=0),
     Example("E1102", "schema file that cannot be used", 'variant("default")\n' + 'jobset(name = "js", spec = {})\n',
             files={"rcp.toml": 'kube_schemas = ["crd.yaml"]\n', "crd.yaml": "kind: Nothing\n"}),
 ]

@@ -42,7 +42,7 @@ def test_example_output_is_exact(example, tmp_path, monkeypatch, capsys, snapsho
 
 def test_every_code_the_compiler_raises_is_in_the_catalog():
     source = "\n".join(p.read_text() for p in (REPO / "compiler" / "rcpc").rglob("*.py"))
-    raised = set(re.findall(r'"([EWN][0-9]{4})"', source))
+    raised = set(re.findall(r'"([EWNL][0-9]{4})"', source))
     assert raised == {e.code for e in CATALOG}
 
 
@@ -67,10 +67,11 @@ def test_docs_table_is_rendered_from_the_catalog(tmp_path_factory, monkeypatch, 
         _, err = run_example(example, root, monkeypatch, capsys)
         sections.append(_section(example, err))
     table = "\n".join(f"| [{e.code}](#{e.code.lower()}-{re.sub(r'[^a-z0-9 -]', '', e.title.lower()).replace(' ', '-')}) "
-                      f"| {'error' if e.code[0] == 'E' else 'warning' if e.code[0] == 'W' else 'note'} | {e.title} |"
+                      f"| {'error' if e.code[0] == 'E' else 'note' if e.code[0] == 'N' else 'warning'} | {e.title} |"
                       for e in CATALOG)
     doc = ("# Diagnostics\n\nEvery diagnostic rcpc prints has a stable code: `E` errors (exit 1), `W` "
-           "warnings and `N` notes (`rcpc check --notes`). `--diagnostics json` prints the same data as "
+           "warnings, `N` notes (`rcpc check --notes`) and `L` lint findings (`rcpc lint`, also in "
+           "`rcpc check`). `--diagnostics json` prints the same data as "
            "JSON. This page is generated from `tests/catalog.py`; each example below is a test whose "
            "expected output is `tests/diagnostics/<CODE>.txt`.\n\n| code | severity | meaning |\n|---|---|---|\n"
            + table + "\n\n" + "\n".join(sections))
