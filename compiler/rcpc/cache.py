@@ -114,3 +114,45 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache, list[str]]:
+    """The build cache of workspace ``ws`` and a request's options (what, besides files,
+    changes results)."""
+    from rcpc.workspace import CONFIG_NAME
+
+    try:
+        config = (ws.root / CONFIG_NAME).read_bytes()
+    except OSError:
+        config = b""
+    options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
+               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
+    return BuildCache(ws.root, config), options
+
+
+def compile_recipe(get_compiler, cache: BuildCache, options: list[str], path: Path,
+                   variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
+    """([(variant, [(render, text)])], [warnings and notes]) of one recipe: from
+    the cache when its inputs are unchanged, else compiled (contracts checked, and linted when
+    ``lint``) and stored. ``get_compiler()`` gives the :class:`~rcpc.recipe.Compiler`, which is
+    only asked for on a miss. Raises :class:`~rcpc.diagnostics.CompileError`."""
+    from rcpc.diagnostics import CompileError, from_json, to_json
+
+    hit = cache.lookup(path, options)
+    if hit is not None:
+        builds, found = hit
+        return builds, [from_json(d) for d in found]
+    compiler = get_compiler()
+    seen = len(compiler.context.diagnostics)
+    recipe, builds = compiler.build(path, variant, sets)
+    diags = compiler.check_contracts(recipe, builds)
+    if diags:
+        raise CompileError(diags)
+    found = list(compiler.context.diagnostics[seen:])
+    if lint:
+        from rcpc.lint import lint as run_lint
+
+        found += [d for d in run_lint(compiler, [path]) if d.severity != "error"]
+    out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
+    cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+    return out, found

@@ -12,7 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, from_json, to_json
+from rcpc.cache import compile_recipe, request
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -160,54 +161,6 @@ class _LazyCompiler:
         return getattr(self.get(), name)
 
 
-def _cache(args, ws):
-    """The build cache and this request's options (what, besides files, changes results)."""
-    from rcpc.cache import BuildCache
-    from rcpc.workspace import CONFIG_NAME
-
-    try:
-        config = (ws.root / CONFIG_NAME).read_bytes()
-    except OSError:
-        config = b""
-    options = [f"variant={getattr(args, 'variant', None) or ''}",
-               *(f"set={s}" for s in getattr(args, "sets", None) or []),
-               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
-    return BuildCache(ws.root, config), options
-
-
-def _compile(args, ws, compiler, cache, options, path, lint: bool = False):
-    """(recipe name, [(variant, [(render, text)])], warnings and notes) of one recipe: from
-    the cache when its inputs are unchanged, else compiled (contracts checked) and stored."""
-    hit = cache.lookup(path, options)
-    name = ws.recipe_name(path)
-    if hit is not None:
-        builds, found = hit
-        return name, builds, [from_json(d) for d in found]
-    seen = len(compiler.context.diagnostics)
-    recipe, builds = compiler.build(path, getattr(args, "variant", None), getattr(args, "sets", None))
-    diags = compiler.check_contracts(recipe, builds)
-    if diags:
-        raise CompileError(diags)
-    found = list(compiler.context.diagnostics[seen:])
-    if lint:
-        from rcpc.lint import lint as run_lint
-
-        found += [d for d in run_lint(compiler.get(), [path]) if d.severity != "error"]
-    out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-    cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
-    return name, out, found
-
-
-def _unique(diags) -> list:
-    seen, out = set(), []
-    for d in diags:
-        key = (d.code, d.message, d.span)
-        if key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out
-
-
 class _Report:
     """Prints diagnostics: as text at once (coloured on a terminal unless NO_COLOR is set), or
     collected and printed as one JSON document when the command ends."""
@@ -267,9 +220,10 @@ def _build(args, ws, compiler) -> int:
     if args.output == "":
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
-    cache, options = _cache(args, ws)
-    results = [_compile(args, ws, compiler, cache, options, path) for path in _recipe_paths(ws, args.recipes)]
-    _print_diagnostics(_unique(d for _, _, found in results for d in found if d.severity != "note"), compiler)
+    cache, options = request(ws, args.variant, args.sets)
+    results = [(ws.recipe_name(path), *compile_recipe(compiler.get, cache, options, path, args.variant, args.sets))
+               for path in _recipe_paths(ws, args.recipes)]
+    _print_diagnostics(unique(d for _, _, found in results for d in found if d.severity != "note"), compiler)
     from rcpc.output import unchanged, write_all
 
     batch = [(name, variant, renders) for name, builds, _ in results for variant, renders in builds]
@@ -324,11 +278,9 @@ def _params(args, ws, compiler) -> int:
 
 
 def _diff(args, ws, compiler) -> int:
-    import difflib
     import json
 
-    from rcpc.contracts import flag_delta, render_delta
-    from rcpc.values import FlagFile
+    from rcpc.contracts import diff_report
 
     (path,) = _recipe_paths(ws, [args.recipe])
     recipe, _ = compiler.recipe(path)
@@ -343,19 +295,7 @@ def _diff(args, ws, compiler) -> int:
                                       hint="name the variant to compare with: --against V"))
     _, (new,) = compiler.build(path, args.variant)
     _, (old,) = compiler.build(path, against)
-    old_r = {r.name: r for r in old.renders}
-    new_r = {r.name: r for r in new.renders}
-    report = []
-    for name, status in render_delta(old, new):
-        a = old_r[name].text if name in old_r else ""
-        b = new_r[name].text if name in new_r else ""
-        entry = {"render": name, "status": status,
-                 "diff": "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True),
-                                                      f"{against}/{name}", f"{args.variant}/{name}"))}
-        if (status == "changed" and type(old_r[name].value) is FlagFile
-                and type(new_r[name].value) is FlagFile):
-            entry["flags"] = flag_delta(old_r[name].value.flags, new_r[name].value.flags)
-        report.append(entry)
+    report = diff_report(old, new)
     if args.format == "json":
         from rcpc.emit.flags import value_text
 
@@ -399,11 +339,11 @@ def _check(args, ws, compiler) -> int:
     paths = list(dict.fromkeys(paths))
     errors = 0
     variants = 0
-    cache, options = _cache(args, ws)
+    cache, options = request(ws, None, None)
     found: list = []
     for path in paths:
         try:
-            _, builds, diags = _compile(args, ws, compiler, cache, ["lint", *options], path, lint=True)
+            builds, diags = compile_recipe(compiler.get, cache, ["lint", *options], path, lint=True)
             variants += len(builds)
             found.extend(diags)
         except CompileError as exc:
@@ -418,7 +358,7 @@ def _check(args, ws, compiler) -> int:
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
-    found = _unique(found)
+    found = unique(found)
     notes = [d for d in found if d.severity == "note"]
     _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)
     status = "ok" if not errors else f"{errors} error(s)"

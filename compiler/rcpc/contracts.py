@@ -67,6 +67,27 @@ def render_delta(old_build, new_build) -> list[tuple[str, str]]:
     return out
 
 
+def diff_report(old_build, new_build) -> list[dict]:
+    """``rcpc diff``: per render of either build, a dict with ``render``, ``status``
+    (:func:`render_delta`), ``diff`` (unified, labelled ``<variant>/<render>``) and, for a
+    changed flag file, ``flags`` (the :class:`FlagChange` list of :func:`flag_delta`)."""
+    import difflib
+
+    old = {r.name: r for r in old_build.renders}
+    new = {r.name: r for r in new_build.renders}
+    report = []
+    for name, status in render_delta(old_build, new_build):
+        a = old[name].text if name in old else ""
+        b = new[name].text if name in new else ""
+        entry = {"render": name, "status": status,
+                 "diff": "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True),
+                                                      f"{old_build.variant}/{name}", f"{new_build.variant}/{name}"))}
+        if status == "changed" and type(old[name].value) is FlagFile and type(new[name].value) is FlagFile:
+            entry["flags"] = flag_delta(old[name].value.flags, new[name].value.flags)
+        report.append(entry)
+    return report
+
+
 def _declared(variant, names: list[str]) -> tuple[dict, list[Diagnostic]]:
     """Render name → declared flag keys (None for a non-flag render) from ``changes``."""
     declared: dict = {}

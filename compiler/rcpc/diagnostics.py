@@ -54,6 +54,17 @@ def error(code: str, message: str, span: Span | None, hint: str | None = None,
     return CompileError(Diagnostic(code, message, span, ERROR, hint, tuple(related), tuple(notes)))
 
 
+def unique(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Each diagnostic once (same code, message and span), in order."""
+    seen, out = set(), []
+    for d in diags:
+        key = (d.code, d.message, d.span)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None."""
     close = difflib.get_close_matches(word, list(candidates), n=1)

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 
 from rcpc import builtins as B
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
@@ -179,16 +179,7 @@ class Compiler:
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""
-        seen = set()
-        out = []
-        for d in self.context.diagnostics:
-            if d.severity == "note" and not include_notes:
-                continue
-            key = (d.code, d.message, d.span)
-            if key not in seen:
-                seen.add(key)
-                out.append(d)
-        return out
+        return unique(d for d in self.context.diagnostics if include_notes or d.severity != "note")
 
     # recipes ----------------------------------------------------------------------------
     def evaluate(self, real: Path, overrides: dict):
