@@ -34,7 +34,7 @@ from rcpc.emit.json import JsonError, to_json
 from rcpc.source import COMMAND_LINE_SPAN, Span
 from rcpc.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
 from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
-                         Param, Str, TpuSlice, TypeName, Variant, equal, text_of, type_name)
+                         Param, Str, TpuSlice, TypeName, Variant, equal, text_of, type_name, weight)
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -287,8 +287,14 @@ def _str(ctx, fn, span, args, kwargs):
 
 def _json(ctx, fn, span, args, kwargs):
     a = _bind("json", span, args, kwargs, ("x",), {"x"})
+    if weight(a["x"]) * 16 * 6 > MAX_ITEMS * 16:  # a character can take 6 in JSON (\uXXXX)
+        raise error("E0802", "json() of a value this large would exceed the string limit", span)
     try:
-        return Str(to_json(a["x"]), span)
+        text = to_json(a["x"])
+        if len(text) > MAX_ITEMS:
+            raise error("E0802", f"json() would make a string of {len(text)} characters, over the limit "
+                        f"of {MAX_ITEMS}", span)
+        return Str(text, span)
     except JsonError as exc:
         raise error("E0301", str(exc), exc.value.span) from None
 
@@ -348,7 +354,9 @@ def binop(op: str, left, right, span: Span):
         if tl is FlagSet:
             if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
                 raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
-            return FlagSet(left.layers + right.layers, span, left.schema or right.schema)
+            joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
+            maxtext.check_weight(joined)
+            return joined
     if tl is Float or tr is Float:
         raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
                     hint="float values keep their source spelling; computing them would not")

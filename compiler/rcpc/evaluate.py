@@ -201,7 +201,7 @@ class Evaluator:
         """Evaluate expression ``node``; ``scope`` holds comprehension variables."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            self.depth = 0
+            self.depth -= 1  # the finally below does not run for this frame
             raise error("E0801", f"expression nested deeper than {MAX_DEPTH} levels", node.span)
         try:
             return _DISPATCH[type(node)](self, node, scope)

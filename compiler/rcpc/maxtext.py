@@ -16,8 +16,8 @@ import attrs
 from rcpc.diagnostics import NOTE, WARNING, Diagnostic, did_you_mean, error
 from rcpc.emit.flags import FlagValueError, token, value_text
 from rcpc.source import Span
-from rcpc.values import (Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str, equal,
-                         text_of, to_python, type_name)
+from rcpc.values import (MAX_NODES, Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str,
+                         equal, text_of, to_python, type_name, weight)
 
 MAX_LAYERS = 10_000
 
@@ -75,8 +75,17 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
         out = [attrs.evolve(layer, entries=tuple(check_entry(e, schema, acknowledged, warn)
                                                  for e in layer.entries)) for layer in out]
     fs = FlagSet(tuple(out), span, schema)
+    check_weight(fs)
     _lint(fs, warn)
     return fs
+
+
+def check_weight(fs: FlagSet) -> None:
+    """``E0802`` when a flag set would render more than the value limit (layers shared by
+    ``+`` count each time)."""
+    total = sum(weight(e.value) for layer in fs.layers for e in layer.entries)
+    if total > MAX_NODES:
+        raise error("E0802", f"flag set of more than {MAX_NODES} items (counting repeated layers)", fs.span)
 
 
 def _acknowledged(unknown_keys, schema, layers, warn) -> dict:

@@ -52,18 +52,22 @@ class Str:
     span: Span
 
 
-MAX_NODES = 2_000_000  # values in one list or dict, counted through nesting (shared ones each time)
+MAX_NODES = 2_000_000  # weight of one value, counted through nesting (shared parts each time)
 
 
-def _count(values) -> int:
-    n = 1
-    for v in values:
-        n += v.size if type(v) in (List, Dict) else 1
-    return n
+def weight(v) -> int:
+    """What a value costs to render: 1 a value, plus 1 every 16 characters of a string, with
+    nested (and shared) containers counted in full."""
+    t = type(v)
+    if t is List or t is Dict:
+        return v.size
+    if t is Str:
+        return 1 + len(v.value) // 16
+    return 1
 
 
 def _check_size(container) -> None:
-    size = _count(container.items.values() if type(container) is Dict else container.items)
+    size = 1 + sum(map(weight, container.items.values() if type(container) is Dict else container.items))
     if size > MAX_NODES:
         from rcpc.diagnostics import error
 
