@@ -147,24 +147,17 @@ def test_render_names_cannot_leave_the_output_directory(ws, name):
 
 
 # workspace and declaration mistakes ----------------------------------------------------------------
-def test_recipes_that_would_share_an_output_directory(ws):
-    ws.write("recipes/p.rcp", 'variant("q")\n')
-    ws.write("recipes/p/q.rcp", 'variant("default")\n')
+@pytest.mark.parametrize("toml, files", [
+    ("", {"recipes/p.rcp": 'variant("q")\n', "recipes/p/q.rcp": 'variant("default")\n'}),  # shared output dir
+    ('recipe_dirs = ["recipes", "more"]\n', {"recipes/a.rcp": "X = 1\n", "more/a.rcp": "X = 2\n"}),  # one name
+])
+def test_recipe_names_must_not_collide(ws, toml, files):
     from rcpc.diagnostics import CompileError
     from rcpc.workspace import Workspace
 
-    with pytest.raises(CompileError) as info:
-        Workspace.find(ws.root).recipes()
-    assert info.value.diagnostics[0].code == "E0903"
-
-
-def test_two_recipes_with_one_name(ws):
-    (ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes", "more"]\n')
-    ws.write("recipes/a.rcp", "X = 1\n")
-    ws.write("more/a.rcp", "X = 2\n")
-    from rcpc.diagnostics import CompileError
-    from rcpc.workspace import Workspace
-
+    (ws.root / "rcp.toml").write_text(toml)
+    for path, text in files.items():
+        ws.write(path, text)
     with pytest.raises(CompileError) as info:
         Workspace.find(ws.root).recipes()
     assert info.value.diagnostics[0].code == "E0903"

@@ -29,6 +29,7 @@ import re
 
 from rcpc import maxtext
 from rcpc.diagnostics import did_you_mean, error
+from rcpc.limits import INT_LIMIT, MAX_NAME, MAX_STRING
 from rcpc.emit.flags import shell_form
 from rcpc.emit.json import JsonError, to_json
 from rcpc.source import COMMAND_LINE_SPAN, Span
@@ -38,8 +39,6 @@ from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, Lis
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-MAX_ITEMS = 1_000_000
-MAX_NAME = 200  # render and variant names become file names (255 bytes), with room for prefixes
 
 
 # helpers ----------------------------------------------------------------------------------
@@ -81,9 +80,6 @@ def bool_text(value: bool, like: str) -> str:
     if like.islower():
         return "true" if value else "false"
     return "True" if value else "False"
-
-
-INT_LIMIT = 2 ** 63  # ints are 64-bit signed, as in Kubernetes and YAML readers
 
 
 def _int(value: int, span: Span) -> Int:
@@ -262,8 +258,8 @@ def _range(ctx, fn, span, args, kwargs):
     r = range(*nums) if nums[-1] != 0 or len(nums) < 3 else None
     if r is None:
         raise error("E0303", "range() step must not be zero", args[2].span)
-    if len(r) > MAX_ITEMS:
-        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_ITEMS}", span)
+    if len(r) > MAX_STRING:
+        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_STRING}", span)
     return List(tuple(_int(i, span) for i in r), span)
 
 
@@ -287,13 +283,13 @@ def _str(ctx, fn, span, args, kwargs):
 
 def _json(ctx, fn, span, args, kwargs):
     a = _bind("json", span, args, kwargs, ("x",), {"x"})
-    if weight(a["x"]) * 16 * 6 > MAX_ITEMS * 16:  # a character can take 6 in JSON (\uXXXX)
+    if weight(a["x"]) * 16 * 6 > MAX_STRING * 16:  # a character can take 6 in JSON (\uXXXX)
         raise error("E0802", "json() of a value this large would exceed the string limit", span)
     try:
         text = to_json(a["x"])
-        if len(text) > MAX_ITEMS:
+        if len(text) > MAX_STRING:
             raise error("E0802", f"json() would make a string of {len(text)} characters, over the limit "
-                        f"of {MAX_ITEMS}", span)
+                        f"of {MAX_STRING}", span)
         return Str(text, span)
     except JsonError as exc:
         raise error("E0301", str(exc), exc.value.span) from None
@@ -341,11 +337,11 @@ def binop(op: str, left, right, span: Span):
     if op == "+" and tl is tr:
         if tl is Str:
             s = left.value + right.value
-            if len(s) > MAX_ITEMS:
+            if len(s) > MAX_STRING:
                 raise error("E0802", f"string of {len(s)} characters is over the limit", span)
             return Str(s, span)
         if tl is List:
-            if len(left.items) + len(right.items) > MAX_ITEMS:
+            if len(left.items) + len(right.items) > MAX_STRING:
                 raise error("E0802", "list over the size limit", span)
             return List(left.items + right.items, span)
         if tl is Dict:
@@ -447,8 +443,8 @@ def _str_join(ctx, fn, span, args, kwargs):
     parts = []
     for x in items.items:
         parts.append(_expect(x, (Str,), "each item joined").value)
-    if sum(map(len, parts)) + len(fn.receiver.value) * len(parts) > MAX_ITEMS:
-        raise error("E0802", f"join() would make a string over the limit of {MAX_ITEMS} characters", span)
+    if sum(map(len, parts)) + len(fn.receiver.value) * len(parts) > MAX_STRING:
+        raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span)
     return Str(fn.receiver.value.join(parts), span)
 
 
@@ -457,8 +453,8 @@ def _str_replace(ctx, fn, span, args, kwargs):
     old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
     s = fn.receiver.value
     grows = len(new) - len(old)
-    if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_ITEMS:
-        raise error("E0802", f"replace() would make a string over the limit of {MAX_ITEMS} characters", span)
+    if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_STRING:
+        raise error("E0802", f"replace() would make a string over the limit of {MAX_STRING} characters", span)
     return Str(s.replace(old, new), span)
 
 

@@ -22,6 +22,7 @@ from typing import Callable
 import attrs
 
 from rcpc import builtins as B
+from rcpc.limits import MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.source import Span
 from rcpc.syntax import ast
@@ -29,9 +30,6 @@ from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, Lis
                          Param, Str, Variant, equal, text_of, type_name)
 
 _NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
-MAX_ITEMS = 1_000_000      # elements a list, dict or string built by + or a comprehension may hold
-MAX_DEPTH = 200            # nesting depth of expressions evaluated
-MAX_STEPS = 5_000_000      # comprehension iterations in one run
 
 
 class _Poisoned(Exception):
@@ -389,8 +387,8 @@ class Evaluator:
 
 
 def _limit_str(s: str, span: Span) -> str:
-    if len(s) > MAX_ITEMS:
-        raise error("E0802", f"string of {len(s)} characters is over the limit of {MAX_ITEMS}", span)
+    if len(s) > MAX_STRING:
+        raise error("E0802", f"string of {len(s)} characters is over the limit of {MAX_STRING}", span)
     return s
 
 

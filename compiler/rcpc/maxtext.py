@@ -13,13 +13,13 @@ import re
 
 import attrs
 
+from rcpc.limits import MAX_LAYERS, MAX_NODES
 from rcpc.diagnostics import NOTE, WARNING, Diagnostic, did_you_mean, error
 from rcpc.emit.flags import FlagValueError, token, value_text
 from rcpc.source import Span
-from rcpc.values import (MAX_NODES, Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str,
+from rcpc.values import (Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str,
                          equal, text_of, to_python, type_name, weight)
 
-MAX_LAYERS = 10_000
 
 # OmegaConf dotted keys: identifier segments joined by '.', list indices allowed.
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*$")

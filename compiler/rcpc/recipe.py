@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 
 from rcpc import builtins as B
+from rcpc.limits import MAX_FILE_BYTES, MAX_RENDERS
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
@@ -29,8 +30,6 @@ from rcpc.syntax.parser import parse
 from rcpc.values import Dict, FlagFile, Manifest, Variant
 from rcpc.workspace import Workspace
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
-MAX_RENDERS = 10_000
 DEFAULT_VARIANT = "default"
 
 

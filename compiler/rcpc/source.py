@@ -15,8 +15,8 @@ import attrs
 @attrs.frozen(slots=True)
 class Span:
     """A range in a source file: ``path`` as shown to users, 1-based ``line``/``col``,
-    ``end_line``/``end_col`` (exclusive). Spans of built-in values use path ``<builtin>``;
-    values set from the command line use ``<command line>``."""
+    ``end_line``/``end_col`` (exclusive).
+    Values set from the command line use path ``<command line>``."""
 
     path: str
     line: int
@@ -28,7 +28,6 @@ class Span:
         return f"{self.path}:{self.line}:{self.col}"
 
 
-BUILTIN_SPAN = Span("<builtin>", 0, 0, 0, 0)
 COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
 
 

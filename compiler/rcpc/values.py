@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import attrs
 
+from rcpc.limits import MAX_NODES
 from rcpc.source import Span
 
 _value = attrs.define(slots=True, frozen=True, eq=False, repr=True)
@@ -52,7 +53,6 @@ class Str:
     span: Span
 
 
-MAX_NODES = 2_000_000  # weight of one value, counted through nesting (shared parts each time)
 
 
 def weight(v) -> int:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from lark import Token, Transformer, v_args
 
 from rcpc.diagnostics import error
+from rcpc.limits import INT_LIMIT
 from rcpc.syntax import ast
-
-
-INT_LIMIT = 2 ** 63  # ints are 64-bit signed, as in Kubernetes and YAML readers
 
 
 def _lit_int(text: str, span) -> int:

@@ -1,0 +1,12 @@
+"""Every limit rcpc puts on input, in one place. Each is reported as a diagnostic with the
+span that crossed it (E08xx), never as a crash or a hang (DESIGN.md §6)."""
+
+INT_LIMIT = 2 ** 63          # ints are 64-bit signed, as in Kubernetes and YAML readers (E0806)
+MAX_STRING = 1_000_000       # characters of a string, and items of a list built by + or range (E0802)
+MAX_NODES = 2_000_000        # weight of one value, shared parts counted each time (E0802)
+MAX_LAYERS = 10_000          # layers of one flag set (E0802)
+MAX_DEPTH = 200              # nesting depth of expressions evaluated (E0801)
+MAX_STEPS = 5_000_000        # comprehension iterations in one run (E0804)
+MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file (E0803)
+MAX_RENDERS = 10_000         # renders of one recipe (E0805)
+MAX_NAME = 200               # characters of a render or variant name: it becomes a file name
