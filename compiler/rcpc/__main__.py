@@ -3,12 +3,19 @@
 import sys
 
 
-def run() -> int:
-    """Import the CLI and run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
+def run(argv: list[str] | None = None) -> int:
+    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else import the CLI and
+    run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        from rcpc import replay
+
+        code = replay.serve(argv, replay.stderr_color())
+        if code is not None:
+            return code
         from rcpc.cli import main
 
-        return main()
+        return main(argv)
     except KeyboardInterrupt:  # before main() handles it itself (imports, set-up)
         sys.stderr.write("rcpc: interrupted; nothing was written\n")
         return 130

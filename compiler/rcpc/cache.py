@@ -53,8 +53,9 @@ class BuildCache:
         return _sha("\0".join([self._base_key, str(recipe), *options]).encode())
 
     def lookup(self, recipe: Path, options: list[str]):
-        """``(builds, warnings)`` of the last identical request, or None. ``builds`` is a list
-        of (variant, [(render name, text)]); ``warnings`` a list of diagnostic dicts."""
+        """``(builds, warnings, deps)`` of the last identical request, or None. ``builds`` is a
+        list of (variant, [(render name, text)]); ``warnings`` a list of diagnostic dicts;
+        ``deps`` maps each dependency's path to its SHA-256 hex digest."""
         if not self.enabled:
             return None
         try:
@@ -71,15 +72,19 @@ class BuildCache:
                         return None
                     texts.append((name, data.decode("utf-8")))
                 builds.append((variant, texts))
-            return builds, entry["warnings"]
+            return builds, entry["warnings"], entry["deps"]
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
 
-    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list) -> None:
-        """Record a successful build; failures to write the cache are ignored."""
+    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list) -> dict | None:
+        """Record a successful build; failures to write the cache are ignored. Returns the
+        dependencies' digests ({path: SHA-256 hex}), or None when the cache is off or they
+        could not be read."""
         if not self.enabled:
-            return
+            return None
+        digests = None
         try:
+            digests = {str(p): _sha(p.read_bytes()) for p in sorted(deps)}
             blobs = self.dir / "blobs"
             blobs.mkdir(parents=True, exist_ok=True)
             (self.dir / "entries").mkdir(parents=True, exist_ok=True)
@@ -94,12 +99,12 @@ class BuildCache:
                         _atomic_write(blob, data)
                     refs.append([name, digest])
                 entry_builds.append([variant, refs])
-            entry = {"deps": {str(p): _sha(p.read_bytes()) for p in sorted(deps)},
-                     "builds": entry_builds, "warnings": warnings}
+            entry = {"deps": digests, "builds": entry_builds, "warnings": warnings}
             _atomic_write(self.dir / "entries" / f"{self._key(recipe, options)}.json",
                           json.dumps(entry).encode())
         except OSError:
             pass
+        return digests
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -132,7 +137,7 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
 
 def compile_recipe(get_compiler, cache: BuildCache, options: list[str], path: Path,
                    variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
-    """([(variant, [(render, text)])], [warnings and notes]) of one recipe: from
+    """([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256}) of one recipe: from
     the cache when its inputs are unchanged, else compiled (contracts checked, and linted when
     ``lint``) and stored. ``get_compiler()`` gives the :class:`~rcpc.recipe.Compiler`, which is
     only asked for on a miss. Raises :class:`~rcpc.diagnostics.CompileError`."""
@@ -140,8 +145,8 @@ def compile_recipe(get_compiler, cache: BuildCache, options: list[str], path: Pa
 
     hit = cache.lookup(path, options)
     if hit is not None:
-        builds, found = hit
-        return builds, [from_json(d) for d in found]
+        builds, found, deps = hit
+        return builds, [from_json(d) for d in found], deps
     compiler = get_compiler()
     seen = len(compiler.context.diagnostics)
     recipe, builds = compiler.build(path, variant, sets)
@@ -154,5 +159,5 @@ def compile_recipe(get_compiler, cache: BuildCache, options: list[str], path: Pa
 
         found += [d for d in run_lint(compiler, [path]) if d.severity != "error"]
     out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-    cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
-    return out, found
+    deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+    return out, found, deps

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rcpc.cache import compile_recipe, request
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
+from rcpc.replay import Recorder, stderr_color
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,16 +83,26 @@ def _terminate(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
+    """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
+    (:mod:`rcpc.replay`) when they succeed."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    _REPORT.start(args.diagnostics == "json",
-                  color=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+    global _RECORDER
+    color = stderr_color()
+    _RECORDER = Recorder(argv, color)
+    _RECORDER.capture()
+    code = 1
     try:
-        return _run(args)
+        _REPORT.start(args.diagnostics == "json", color=color)
+        try:
+            code = _run(args)
+        finally:
+            _REPORT.finish()
     finally:
-        _REPORT.finish()
+        _RECORDER.save(code)
+    return code
 
 
 def _run(args) -> int:
@@ -108,6 +119,8 @@ def _run(args) -> int:
             import attrs
 
             ws = attrs.evolve(ws, kube_schemas=tuple(Path(p).resolve() for p in args.kube_schema))
+        _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config),
+                                 [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
         code = _COMMANDS[args.command](args, ws, compiler)
         sys.stdout.flush()
@@ -193,6 +206,7 @@ class _Report:
 
 
 _REPORT = _Report()
+_RECORDER: Recorder | None = None
 
 
 def _print_diagnostics(diags, compiler) -> None:
@@ -223,10 +237,10 @@ def _build(args, ws, compiler) -> int:
     cache, options = request(ws, args.variant, args.sets)
     results = [(ws.recipe_name(path), *compile_recipe(compiler.get, cache, options, path, args.variant, args.sets))
                for path in _recipe_paths(ws, args.recipes)]
-    _print_diagnostics(unique(d for _, _, found in results for d in found if d.severity != "note"), compiler)
+    _print_diagnostics(unique(d for _, _, found, _ in results for d in found if d.severity != "note"), compiler)
     from rcpc.output import unchanged, write_all
 
-    batch = [(name, variant, renders) for name, builds, _ in results for variant, renders in builds]
+    batch = [(name, variant, renders) for name, builds, _, _ in results for variant, renders in builds]
     changed = [b for b in batch if not unchanged(out_dir, *b)]
     try:
         if changed:
@@ -234,6 +248,10 @@ def _build(args, ws, compiler) -> int:
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                       hint="the previous output, if any, is unchanged")) from None
+    for _, _, _, deps in results:
+        _RECORDER.note_dependencies(deps)
+    for recipe, variant, renders in batch:
+        _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders)
     count = sum(len(renders) for _, _, renders in batch)
     _REPORT.status(f"rcpc: {count} renders of {len(results)} recipe(s) in {out_dir} "
                    f"({len(changed)} of {len(batch)} variant director{'y' if len(batch) == 1 else 'ies'} written)")
@@ -343,18 +361,21 @@ def _check(args, ws, compiler) -> int:
     found: list = []
     for path in paths:
         try:
-            builds, diags = compile_recipe(compiler.get, cache, ["lint", *options], path, lint=True)
+            builds, diags, deps = compile_recipe(compiler.get, cache, ["lint", *options], path, lint=True)
+            _RECORDER.note_dependencies(deps)
             variants += len(builds)
             found.extend(diags)
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += sum(1 for d in exc.diagnostics if d.severity == "error")
     for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
-        if cache.lookup(lib, ["library", *options]) is not None:
+        hit = cache.lookup(lib, ["library", *options])
+        if hit is not None:
+            _RECORDER.note_dependencies(hit[2])
             continue
         try:
             compiler.library(lib, ())
-            cache.store(lib, ["library", *options], compiler.dependencies(lib), [], [])
+            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependencies(lib), [], []))
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)

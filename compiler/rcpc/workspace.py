@@ -29,7 +29,8 @@ RECIPE_SUFFIX = ".rcp"
 
 @attrs.frozen
 class Workspace:
-    """``root`` is absolute and symlink-resolved; dirs are absolute."""
+    """``root`` is absolute and symlink-resolved; dirs are absolute; ``config`` is the
+    ``rcp.toml`` read (None when the workspace has none)."""
 
     root: Path
     recipe_dirs: tuple
@@ -38,6 +39,7 @@ class Workspace:
     golden_dir: Path
     maxtext_base: Path | None = None
     kube_schemas: tuple = ()
+    config: Path | None = None
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -83,7 +85,7 @@ class Workspace:
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                    one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
-                   dirs("kube_schemas", []))
+                   dirs("kube_schemas", []), cfg)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

@@ -1,0 +1,265 @@
+"""No-op replay: a repeated ``rcpc build`` or ``rcpc check`` whose inputs and outputs are all
+unchanged prints what it printed last time, without importing the CLI, the workspace or any
+third-party library (the shape of a no-op ``make``/``ninja`` run, or git's stat index).
+
+A *record* is kept per request: the command line, the working directory, whether stderr is
+coloured, the Python version and where rcpc is installed. It holds
+
+* ``files``: (path, size, mtime_ns, ctime_ns, inode) of every file the result depends on:
+  ``rcp.toml``, every recipe's dependencies (recipe, loads, schema files), rcpc's own source
+  files and, for ``build``, every output file;
+* ``listings``: the entries of every directory searched (recipe and library directories,
+  rcpc's package, each output variant directory; a symlink as ``name -> target``), or None
+  for a directory that must not exist; ``absent``: the ``rcp.toml`` paths that the workspace
+  search passed over;
+* what the command wrote to stdout and stderr, and its exit code (only 0 is recorded).
+
+A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marshal` format.
+
+:func:`serve` replays a record when every stat and listing is still the same; anything else
+(a missing, unreadable or corrupted record included) is a miss, and the full command runs
+and records again. :class:`Recorder` writes a record only after checking that each
+dependency's bytes still have the SHA-256 the build cache compiled, and each output's bytes
+are the ones emitted; directory listings are taken before compiling. As in git's "racy
+clean" rule, a file modified less than :data:`RACY_NS` before recording is not trusted (a
+change in the same timestamp tick could leave its stat equal), so no record is written.
+Records live in ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``);
+``RCPC_NO_CACHE=1`` turns replay off together with the build cache.
+
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import time
+
+COMMANDS = ("build", "check")
+FORMAT = 1
+RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def stderr_color() -> bool:
+    """Whether diagnostics on stderr are coloured: a terminal, and ``NO_COLOR`` unset
+    (https://no-color.org)."""
+    return sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "rcpc", "replay")
+
+
+def _fnv1a(text: str) -> int:
+    """64-bit FNV-1a of ``text``'s UTF-8 bytes: a record's file name (the full key is stored
+    in the record and compared, so a collision is only a miss)."""
+    h = 0xCBF29CE484222325
+    for b in text.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def request_key(argv: list[str], color: bool) -> str | None:
+    """The key of a request, or None when replay does not apply (another command, or
+    ``RCPC_NO_CACHE`` set)."""
+    if not argv or argv[0] not in COMMANDS or os.environ.get("RCPC_NO_CACHE"):
+        return None
+    return "\0".join([str(FORMAT), sys.version, _PACKAGE, os.getcwd(), "color" if color else "plain", *argv])
+
+
+def _checksum(payload: bytes) -> bytes:
+    """8 bytes guarding a record against corruption: the payload read as one little-endian
+    integer, modulo the Mersenne prime 2**61 - 1 (a polynomial hash; every single-bit flip
+    changes it). Computed by ``int`` in C, so it costs microseconds."""
+    return (int.from_bytes(payload, "little") % ((1 << 61) - 1)).to_bytes(8, "little")
+
+
+def _record_path(key: str) -> str:
+    return os.path.join(_cache_dir(), f"{_fnv1a(key):016x}")
+
+
+def _stat(path: str) -> tuple:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def listing(directory: str) -> tuple | None:
+    """The sorted entry names of ``directory`` (a symlink as ``name -> target``), or None
+    when it does not exist or is not a directory."""
+    try:
+        with os.scandir(directory) as it:
+            names = [e.name + " -> " + os.readlink(e.path) if e.is_symlink() else e.name for e in it]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    names.sort()
+    return tuple(names)
+
+
+def read_record(path: str) -> tuple:
+    """The record in file ``path``: (format, key, files, listings, absent, stdout, stderr,
+    exit code). Raises OSError, or ValueError when the checksum does not match."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != _checksum(data[8:]):
+        raise ValueError(f"{path}: checksum mismatch")
+    return marshal.loads(data[8:])
+
+
+def serve(argv: list[str], color: bool) -> int | None:
+    """Replay the record of this request when nothing it depends on changed: write its stdout
+    and stderr and return its exit code. None on any miss (the caller runs the command)."""
+    key = request_key(argv, color)
+    if key is None:
+        return None
+    try:
+        fmt, rkey, files, listings, absent, out, err, code = read_record(_record_path(key))
+        if fmt != FORMAT or rkey != key or type(out) is not str or type(err) is not str or type(code) is not int:
+            return None
+        for path, *st in files:
+            if _stat(path) != tuple(st):
+                return None
+        for directory, names in listings:
+            if listing(directory) != names:
+                return None
+        for path in absent:
+            if os.path.lexists(path):
+                return None
+    except Exception:  # no record, unreadable, of another shape, a file gone: a miss
+        return None
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return code
+
+
+class _Tee:
+    """A text stream that also keeps what is written to it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class Recorder:
+    """Collects, while a command runs, what its result depends on, and writes the record.
+    ``stdout``/``stderr`` are captured from :meth:`capture` on. Every ``note_*`` call may be
+    made any number of times; :meth:`save` writes nothing if anything failed to verify."""
+
+    def __init__(self, argv: list[str], color: bool):
+        self.key = request_key(argv, color)
+        self._files: dict[str, tuple] = {}
+        self._listings: dict[str, tuple | None] = {}
+        self._absent: list[str] = []
+        self._ok = self.key is not None
+        self._streams: tuple[_Tee, _Tee] | None = None
+        self._start = time.time_ns()
+
+    def capture(self) -> None:
+        """Tee ``sys.stdout`` and ``sys.stderr`` from now on (undone by :meth:`save`), for a
+        request that replay applies to."""
+        if self.key is None:
+            return
+        self._streams = (_Tee(sys.stdout), _Tee(sys.stderr))
+        sys.stdout, sys.stderr = self._streams
+
+    def _file(self, path: str, expected: bytes | str | None = None) -> None:
+        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest."""
+        try:
+            st = _stat(path)
+            if st[1] > self._start - RACY_NS:
+                self._ok = False
+                return
+            if expected is not None:
+                with open(path, "rb") as f:
+                    data = f.read()
+                if isinstance(expected, str):
+                    import hashlib
+
+                    data = hashlib.sha256(data).hexdigest()
+                if data != expected:
+                    self._ok = False
+                    return
+            self._files[path] = st
+        except OSError:
+            self._ok = False
+
+    def _tree(self, root: str, keep=None) -> None:
+        """Record the listing of ``root`` and every directory under it (not following
+        symlinks); ``keep(name)`` selects the files whose stat is recorded as well."""
+        self._listings[root] = listing(root)
+        for directory, dirs, names in os.walk(root):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for d in dirs:
+                self._listings[os.path.join(directory, d)] = listing(os.path.join(directory, d))
+            if keep is not None:
+                for n in names:
+                    if keep(n):
+                        self._file(os.path.join(directory, n))
+
+    def note_workspace(self, root: str, config: str | None, searched: list[str], start: str) -> None:
+        """Before compiling: the workspace ``root``, its config file (None for none), the
+        directories searched for recipes and libraries, and the directory ``start`` the
+        workspace search began at (every ``rcp.toml`` it passed over must stay absent)."""
+        if config is not None:
+            self._file(config)
+        here = start
+        while here != root or config is None:
+            self._absent.append(os.path.join(here, "rcp.toml"))
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
+        for d in searched:
+            self._tree(d)
+        self._tree(_PACKAGE, keep=lambda n: n.endswith((".py", ".lark")))
+
+    def note_dependencies(self, deps: dict[str, str] | None) -> None:
+        """Files the result depends on, with the SHA-256 hex digests their compile saw (None:
+        not known, so nothing is recorded)."""
+        if deps is None:
+            self._ok = False
+            return
+        for path, digest in deps.items():
+            if path not in self._files:
+                self._file(path, digest)
+
+    def note_outputs(self, directory: str, renders: list) -> None:
+        """An output directory that must hold exactly ``renders`` [(name, text)]."""
+        self._listings[directory] = tuple(sorted(name for name, _ in renders))
+        for name, text in renders:
+            self._file(os.path.join(directory, name), text.encode("utf-8"))
+
+    def save(self, code: int) -> None:
+        """Stop capturing; write the record when the command succeeded and everything
+        verified. Failures to write are ignored (the next run is simply not replayed)."""
+        if self._streams is None:
+            return
+        out, err = self._streams
+        sys.stdout, sys.stderr = out._stream, err._stream
+        self._streams = None
+        if not self._ok or code != 0:
+            return
+        record = (FORMAT, self.key, [(p, *st) for p, st in self._files.items()],
+                  list(self._listings.items()), self._absent, "".join(out.parts), "".join(err.parts), code)
+        path = _record_path(self.key)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            payload = marshal.dumps(record)
+            with open(tmp, "wb") as f:
+                f.write(_checksum(payload) + payload)
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

@@ -1,0 +1,191 @@
+"""No-op replay (issue "Performance"): an unchanged ``rcpc build``/``rcpc check`` is replayed
+from its record without importing the CLI, and any change to what it depends on (a loaded
+file, the recipe tree, rcp.toml, rcpc itself, an output, the command line) is a miss."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rcpc import replay
+from rcpc.__main__ import run
+
+RECIPE = '''load("//recipes/lib/l.rcp", "LR")
+N = param(int, default = 2)
+F = maxtext_flags({"learning_rate": LR, "steps": N})
+flag_file(name = "trainer", flags = F)
+variant("default")
+variant("more", set = {"N": 3})
+'''
+PAST = time.time() - 3600
+
+
+def settle(root: Path) -> None:
+    """Date every file under ``root`` an hour back, so a later write always changes its
+    mtime, and recording is not held back by the racy-clean rule."""
+    for p in root.rglob("*"):
+        os.utime(p, (PAST, PAST), follow_symlinks=False)
+
+
+@pytest.fixture
+def wsr(tmp_path, monkeypatch):
+    """A workspace, built once and recorded (files settled before the recording run)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(replay, "RACY_NS", 0)  # rcpc's own files may be freshly installed
+    root = tmp_path / "ws"
+    (root / "recipes" / "lib").mkdir(parents=True)
+    (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\n')
+    (root / "recipes" / "r.rcp").write_text(RECIPE)
+    (root / "recipes" / "lib" / "l.rcp").write_text("LR = 1e-6\n")
+    monkeypatch.chdir(root)
+    assert run(["build"]) == 0
+    settle(root)
+    assert run(["build"]) == 0   # nothing to write: recorded
+    return root
+
+
+def served(argv=("build",)):
+    """The exit code a replay gives, or None for a miss."""
+    return replay.serve(list(argv), replay.stderr_color())
+
+
+def test_an_unchanged_build_is_replayed_with_the_same_output(wsr, capsys):
+    capsys.readouterr()
+    assert run(["build"]) == 0
+    full = capsys.readouterr()
+    assert served() == 0
+    assert capsys.readouterr() == full
+    assert "rcpc: 2 renders of 1 recipe(s)" in full.err
+
+
+def test_check_is_replayed_too(wsr, capsys):
+    assert served(["check"]) is None
+    assert run(["check"]) == 0
+    full = capsys.readouterr()
+    assert served(["check"]) == 0 and capsys.readouterr() == full
+
+
+def test_the_command_line_and_colour_are_part_of_the_key(wsr, monkeypatch):
+    assert served(["build", "--variant", "more"]) is None
+    assert replay.serve(["build"], False) == 0
+    assert replay.serve(["build"], True) is None  # coloured diagnostics differ
+
+
+def mutations(root: Path) -> dict:
+    ws_file = root / "recipes" / "lib" / "l.rcp"
+    out = root / "rcpc-out" / "r" / "default" / "trainer.flags"
+    return {
+        "loaded file, same size": lambda: ws_file.write_text("LR = 2e-6\n"),
+        "recipe": lambda: (root / "recipes" / "r.rcp").write_text(RECIPE + "\n"),
+        "rcp.toml": lambda: (root / "rcp.toml").write_text('recipe_dirs = ["recipes"] \n'),
+        "new recipe": lambda: (root / "recipes" / "s.rcp").write_text(RECIPE),
+        "new directory of recipes": lambda: (root / "recipes" / "sub").mkdir(),
+        "deleted library": lambda: ws_file.unlink(),
+        "output edited, same size": lambda: out.write_text(out.read_text().upper()),
+        "output deleted": lambda: out.unlink(),
+        "extra output": lambda: (out.parent / "x.yaml").write_text(""),
+        "output directory gone": lambda: (out.parent).rename(root / "elsewhere"),
+    }
+
+
+@pytest.mark.parametrize("change", list(mutations(Path("/"))))
+def test_any_change_is_a_miss_and_the_full_build_is_right(wsr, change):
+    mutations(wsr)[change]()
+    assert served() is None
+    if change == "deleted library":
+        assert run(["build"]) == 1
+        return
+    assert run(["build"]) == 0
+    lr = "2e-6" if change.startswith("loaded") else "1e-6"
+    assert (wsr / "rcpc-out" / "r" / "default" / "trainer.flags").read_text() == f"learning_rate={lr}\nsteps=2\n"
+    assert (wsr / "rcpc-out" / "r" / "more" / "trainer.flags").read_text() == f"learning_rate={lr}\nsteps=3\n"
+
+
+def test_a_workspace_config_appearing_between_cwd_and_root_is_a_miss(wsr, monkeypatch):
+    sub = wsr / "recipes" / "lib"
+    monkeypatch.chdir(sub)
+    assert run(["build"]) == 0 and served() == 0
+    (wsr / "recipes" / "rcp.toml").write_text("")
+    assert served() is None
+
+
+def test_a_symlinked_recipe_pointed_elsewhere_is_a_miss(wsr):
+    (wsr / "recipes" / "a.rcp").write_text(RECIPE)
+    (wsr / "recipes" / "b.rcp").write_text(RECIPE.replace("default = 2", "default = 4"))
+    (wsr / "recipes" / "link.rcp").symlink_to("a.rcp")
+    settle(wsr)
+    assert run(["build"]) == 0
+    settle(wsr)
+    assert run(["build"]) == 0 and served() == 0
+    (wsr / "recipes" / "link.rcp").unlink()
+    (wsr / "recipes" / "link.rcp").symlink_to("b.rcp")
+    os.utime(wsr / "recipes" / "link.rcp", (PAST, PAST), follow_symlinks=False)
+    assert served() is None
+
+
+def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
+    (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
+    files = {f[0] for f in replay.read_record(str(record))[2]}
+    package = Path(replay.__file__).parent
+    assert {str(package / "__init__.py"), str(package / "cli.py"), str(package / "syntax" / "grammar.lark")} <= files
+    dirs = {d for d, _ in replay.read_record(str(record))[3]}
+    assert str(package) in dirs and str(package / "syntax") in dirs
+
+
+def test_failures_and_no_cache_are_never_recorded(wsr, monkeypatch, tmp_path):
+    (wsr / "recipes" / "r.rcp").write_text(RECIPE + "X = Y\n")
+    settle(wsr)
+    assert run(["build"]) == 1 and served() is None
+    (wsr / "recipes" / "r.rcp").write_text(RECIPE)
+    settle(wsr)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert run(["build"]) == 0 and served() is None
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    assert run(["build"]) == 0 and served() == 0
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert served() is None
+
+
+def test_recently_modified_files_are_not_trusted(wsr, monkeypatch, tmp_path):
+    """git's racy-clean rule: a file written just before recording could change again in the
+    same timestamp tick without changing its stat, so nothing is recorded."""
+    monkeypatch.setattr(replay, "RACY_NS", 2_000_000_000)
+    package = tmp_path / "package"   # rcpc itself may have been installed seconds ago
+    (package / "__init__.py").parent.mkdir()
+    (package / "__init__.py").write_text("")
+    settle(package)
+    monkeypatch.setattr(replay, "_PACKAGE", str(package))
+    (wsr / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 3"))
+    assert run(["build"]) == 0 and served() is None   # the recipe is fresh
+    settle(wsr)
+    assert run(["build"]) == 0 and served() == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_damaged_record_is_a_miss_never_a_crash(wsr, tmp_path, data):
+    (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
+    good = record.read_bytes()
+    kind = data.draw(st.sampled_from(["truncate", "flip", "garbage", "empty"]))
+    if kind == "truncate":
+        bad = good[:data.draw(st.integers(0, len(good) - 1))]
+    elif kind == "flip":
+        i = data.draw(st.integers(0, len(good) - 1))
+        bad = good[:i] + bytes([good[i] ^ data.draw(st.integers(1, 255))]) + good[i + 1:]
+    elif kind == "garbage":
+        bad = data.draw(st.binary(max_size=200))
+    else:
+        bad = b""
+    record.write_bytes(bad)
+    try:
+        assert served() is None
+    finally:
+        record.write_bytes(good)
+    assert served() == 0
