@@ -5,6 +5,7 @@
 * Every name used is bound earlier in the file, bound by an enclosing comprehension, or
   built in: an unknown name is ``E0101`` with a did-you-mean; a name bound only later in the
   file is ``E0103``.
+* An expression nested deeper than Python's stack allows to walk is ``E0801``.
 
 All errors of a file are collected and raised together.
 """
@@ -48,14 +49,18 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
         diags.append(Diagnostic("E0101", f"unknown name '{n}'", node.span, hint=hint))
 
     for stmt in module.stmts:
-        if isinstance(stmt, ast.Assign):
-            walk_names(stmt.value, frozenset(), use)
-            bind(stmt.name, stmt.name_span)
-        elif isinstance(stmt, ast.Load):
-            for ln in stmt.names:
-                bind(ln.local, ln.span)
-        else:
-            walk_names(stmt.expr, frozenset(), use)
+        try:
+            if isinstance(stmt, ast.Assign):
+                walk_names(stmt.value, frozenset(), use)
+                bind(stmt.name, stmt.name_span)
+            elif isinstance(stmt, ast.Load):
+                for ln in stmt.names:
+                    bind(ln.local, ln.span)
+            else:
+                walk_names(stmt.expr, frozenset(), use)
+        except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
+            diags.append(Diagnostic("E0801", "expression nested too deeply", stmt.span,
+                                    hint="split it into several named values"))
     if diags:
         raise CompileError(diags)
 

@@ -1,11 +1,12 @@
-"""lark Transformer that builds :mod:`rcpc.syntax.ast` nodes (run inline by the LALR parser)."""
+"""Builds :mod:`rcpc.syntax.ast` nodes inline, as lark's LALR parser reduces each rule."""
 
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token
 
 from rcpc.diagnostics import error
 from rcpc.limits import INT_LIMIT
+from rcpc.source import Span
 from rcpc.syntax import ast
 
 
@@ -17,146 +18,181 @@ def _lit_int(text: str, span) -> int:
     return int(digits)
 
 
-@v_args(meta=True, inline=True)
-class AstBuilder(Transformer):
-    """Builds AST nodes with spans. ``source``/``base`` are set by the parser for each parse
-    (``base`` is the offset of the parsed text in the file, non-zero inside f-strings)."""
+def _node_span(node) -> Span:
+    if type(node) is tuple:  # a dict item (key, value)
+        return _joined(node[0].span, node[1].span)
+    if type(node) is ast.Keyword:
+        return _joined(node.name_span, node.value.span)
+    return node.span
+
+
+def _joined(first: Span, last: Span) -> Span:
+    return Span(first.path, first.line, first.col, last.end_line, last.end_col)
+
+
+def _nodes(children) -> tuple:
+    return tuple(c for c in children if type(c) is not Token)
+
+
+class AstBuilder:
+    """Builds AST nodes with spans, run inline by lark's LALR parser (``transformer=``): a
+    method per grammar rule (or alias) gets the rule's children, every token kept
+    (``keep_all_tokens``), so a node's span runs from its first token to its last, brackets
+    included. ``source``/``base`` are set by the parser for each parse (``base`` is the offset
+    of the parsed text in the file, non-zero inside f-strings); ``parse_inner(text, offset)``
+    parses an f-string replacement field."""
 
     source = None
     base = 0
     parse_inner = None
 
-    def _span(self, meta):
-        return self.source.span(self.base + meta.start_pos, self.base + meta.end_pos)
-
-    def _tspan(self, tok: Token):
+    def _tspan(self, tok: Token) -> Span:
         return self.source.span(self.base + tok.start_pos, self.base + tok.end_pos)
 
+    def _span(self, children) -> Span:
+        first, last = children[0], children[-1]
+        a = self._tspan(first) if type(first) is Token else _node_span(first)
+        if last is first:
+            return a
+        return _joined(a, self._tspan(last) if type(last) is Token else _node_span(last))
+
     # statements -------------------------------------------------------------------------
-    def start(self, meta, *stmts):
-        return list(stmts)
+    def start(self, c):
+        return list(_nodes(c))
 
-    def assign(self, meta, name, value):
-        return ast.Assign(str(name), self._tspan(name), value, self._span(meta))
+    def assign(self, c):
+        name, _, value = c
+        return ast.Assign(name.value, self._tspan(name), value, self._span(c))
 
-    def load_stmt(self, meta, path, *names):
+    def load_stmt(self, c):
+        path = c[2]
         lit = self._string(path)
         if type(lit) is not ast.StrLit:
             raise error("E0205", "a load path is a plain string, not an f-string", lit.span,
                         hint="loads are resolved before evaluation, so they cannot depend on values")
-        path_value = lit.value
-        return ast.Load(path_value, self._tspan(path), tuple(names), self._span(meta))
+        return ast.Load(lit.value, self._tspan(path), _nodes(c[3:]), self._span(c))
 
-    def load_same(self, meta, tok):
-        s = self._string(tok)
+    def load_same(self, c):
+        s = self._string(c[0])
         return ast.LoadName(s.value, s.value, s.span)
 
-    def load_alias(self, meta, name, tok):
-        return ast.LoadName(str(name), self._string(tok).value, self._span(meta))
+    def load_alias(self, c):
+        name, _, tok = c
+        return ast.LoadName(name.value, self._string(tok).value, self._span(c))
 
-    def expr_stmt(self, meta, expr):
-        return ast.ExprStmt(expr, self._span(meta))
+    def expr_stmt(self, c):
+        return ast.ExprStmt(c[0], _node_span(c[0]))
 
     # expressions ------------------------------------------------------------------------
-    def conditional(self, meta, then, cond, orelse):
-        return ast.Conditional(cond, then, orelse, self._span(meta))
+    def conditional(self, c):
+        then, _, cond, _, orelse = c
+        return ast.Conditional(cond, then, orelse, self._span(c))
 
-    def or_op(self, meta, left, right):
-        return ast.BoolOp("or", left, right, self._span(meta))
+    def or_op(self, c):
+        return ast.BoolOp("or", c[0], c[2], self._span(c))
 
-    def and_op(self, meta, left, right):
-        return ast.BoolOp("and", left, right, self._span(meta))
+    def and_op(self, c):
+        return ast.BoolOp("and", c[0], c[2], self._span(c))
 
-    def not_op(self, meta, operand):
-        return ast.Not(operand, self._span(meta))
+    def not_op(self, c):
+        return ast.Not(c[1], self._span(c))
 
-    def compare(self, meta, left, op, right):
-        return ast.Compare(str(op), left, right, self._span(meta))
+    def compare(self, c):
+        return ast.Compare(c[1].value, c[0], c[2], self._span(c))
 
-    def in_op(self, meta, left, right):
-        return ast.Compare("in", left, right, self._span(meta))
+    def in_op(self, c):
+        return ast.Compare("in", c[0], c[2], self._span(c))
 
-    def not_in_op(self, meta, left, right):
-        return ast.Compare("not in", left, right, self._span(meta))
+    def not_in_op(self, c):
+        return ast.Compare("not in", c[0], c[3], self._span(c))
 
-    def binop(self, meta, left, op, right):
-        return ast.BinOp(str(op), left, right, self._span(meta))
+    def binop(self, c):
+        return ast.BinOp(c[1].value, c[0], c[2], self._span(c))
 
-    def neg(self, meta, _minus, operand):
-        return ast.Neg(operand, self._span(meta))
+    def neg(self, c):
+        return ast.Neg(c[1], self._span(c))
 
-    def attr(self, meta, obj, name):
-        return ast.Attr(obj, str(name), self._tspan(name), self._span(meta))
+    def attr(self, c):
+        return ast.Attr(c[0], c[2].value, self._tspan(c[2]), self._span(c))
 
-    def index(self, meta, obj, idx):
-        return ast.Index(obj, idx, self._span(meta))
+    def index(self, c):
+        return ast.Index(c[0], c[2], self._span(c))
 
-    def call(self, meta, func, *args):
+    def call(self, c):
         positional, keywords = [], []
-        for a in args:
-            if isinstance(a, ast.Keyword):
+        for a in _nodes(c[2:-1]):
+            if type(a) is ast.Keyword:
                 keywords.append(a)
             elif keywords:
                 raise error("E0001", "positional argument after a keyword argument",
-                            _expr_span(a), hint="put positional arguments first")
+                            _node_span(a), hint="put positional arguments first")
             else:
                 positional.append(a)
-        return ast.Call(func, tuple(positional), tuple(keywords), self._span(meta))
+        return ast.Call(c[0], tuple(positional), tuple(keywords), self._span(c))
 
-    def arg(self, meta, expr):
-        return expr
+    def arg(self, c):
+        return c[0]
 
-    def kwarg(self, meta, name, value):
-        return ast.Keyword(str(name), self._tspan(name), value)
+    def kwarg(self, c):
+        name, _, value = c
+        return ast.Keyword(name.value, self._tspan(name), value)
+
+    def atom(self, c):  # "(" expr ")"
+        return c[1]
 
     # atoms ------------------------------------------------------------------------------
-    def name(self, meta, tok):
-        return ast.Name(str(tok), self._tspan(tok))
+    def name(self, c):
+        return ast.Name(c[0].value, self._tspan(c[0]))
 
-    def int_lit(self, meta, tok):
-        return ast.IntLit(_lit_int(str(tok), self._tspan(tok)), str(tok), self._tspan(tok))
+    def int_lit(self, c):
+        tok = c[0]
+        span = self._tspan(tok)
+        return ast.IntLit(_lit_int(tok.value, span), tok.value, span)
 
-    def float_lit(self, meta, tok):
-        value = float(str(tok).replace("_", ""))
+    def float_lit(self, c):
+        tok = c[0]
+        value = float(tok.value.replace("_", ""))
         if value in (float("inf"), float("-inf")):
-            raise error("E0806", f"float {str(tok)[:24]} is out of range", self._tspan(tok))
-        return ast.FloatLit(value, str(tok), self._tspan(tok))
+            raise error("E0806", f"float {tok.value[:24]} is out of range", self._tspan(tok))
+        return ast.FloatLit(value, tok.value, self._tspan(tok))
 
-    def bool_lit(self, meta, tok):
-        return ast.BoolLit(str(tok) in ("True", "true"), str(tok), self._tspan(tok))
+    def bool_lit(self, c):
+        return ast.BoolLit(c[0].value in ("True", "true"), c[0].value, self._tspan(c[0]))
 
-    def none_lit(self, meta, tok):
-        return ast.NoneLit(str(tok), self._tspan(tok))
+    def none_lit(self, c):
+        return ast.NoneLit(c[0].value, self._tspan(c[0]))
 
-    def string_lit(self, meta, tok):
-        return self._string(tok)
+    def string_lit(self, c):
+        return self._string(c[0])
 
-    def list_lit(self, meta, *items):
-        return ast.ListLit(tuple(items), self._span(meta))
+    def list_lit(self, c):
+        return ast.ListLit(_nodes(c), self._span(c))
 
-    def dict_lit(self, meta, *items):
-        return ast.DictLit(tuple(items), self._span(meta))
+    def dict_lit(self, c):
+        return ast.DictLit(_nodes(c), self._span(c))
 
-    def dict_item(self, meta, key, value):
-        return (key, value)
+    def dict_item(self, c):
+        return (c[0], c[2])
 
-    def list_comp(self, meta, elt, clause):
-        return ast.Comprehension(None, elt, clause, self._span(meta))
+    def list_comp(self, c):
+        return ast.Comprehension(None, c[1], c[2], self._span(c))
 
-    def dict_comp(self, meta, item, clause):
-        return ast.Comprehension(item[0], item[1], clause, self._span(meta))
+    def dict_comp(self, c):
+        key, value = c[1]
+        return ast.Comprehension(key, value, c[2], self._span(c))
 
-    def comp_for(self, meta, var, iterable, *conds):
-        return ast.CompFor(str(var), self._tspan(var), iterable, tuple(conds), self._span(meta))
+    def comp_for(self, c):
+        var = c[1]
+        return ast.CompFor(var.value, self._tspan(var), c[3], tuple(c[4:]), self._span(c))
 
-    def comp_if(self, meta, cond):
-        return cond
+    def comp_if(self, c):
+        return c[1]
 
     # strings ----------------------------------------------------------------------------
     def _string(self, tok: Token):
         from rcpc.syntax.parser import unescape
 
-        text = str(tok)
+        text = tok.value
         is_f = text[0] == "f"
         quote_len = 3 if text[int(is_f):int(is_f) + 3] in ('"""', "'''") else 1
         body_start = int(is_f) + quote_len
@@ -216,6 +252,3 @@ class AstBuilder(Transformer):
         flush(n)
         return parts
 
-
-def _expr_span(node):
-    return getattr(node, "span", None) or node.value.span

@@ -78,7 +78,7 @@ class _Postlex:
             yield Token.new_borrow_pos("_NL", "\n", last)
 
 
-def _cache_path(grammar: str, kind: str = "grammar") -> str | None:
+def _cache_path(grammar: str) -> str | None:
     import lark
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -88,11 +88,12 @@ def _cache_path(grammar: str, kind: str = "grammar") -> str | None:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return None
-    return os.path.join(directory, f"{kind}-{digest}.lark.cache")
+    return os.path.join(directory, f"grammar-{digest}.lark.cache")
 
 
 _PARSER = None
 _BUILDER = None
+_KEYWORDS: set[str] = set()  # words the lexer reads as keywords or literals (if, True, null, ...)
 
 
 def _parser():
@@ -102,16 +103,25 @@ def _parser():
 
         from rcpc.syntax.builder import AstBuilder
 
-        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
         _BUILDER = AstBuilder()
-        options = dict(parser="lalr", postlex=_Postlex(), propagate_positions=True,
-                       maybe_placeholders=False)
-        cache = _cache_path(grammar)
-        try:
-            _PARSER = Lark(grammar, cache=cache or False, **options)
-        except OSError:
-            _PARSER = Lark(grammar, **options)
+        _PARSER = _lark(transformer=_BUILDER)
+        _KEYWORDS.update(t.pattern.value for t in _PARSER.terminals
+                         if t.pattern.type == "str" and t.pattern.value.isidentifier())
     return _PARSER, _BUILDER
+
+
+def _lark(**options):
+    """The LALR parser of ``grammar.lark`` with every token kept, the parse tables loaded
+    from (or saved to) the user cache."""
+    from lark import Lark
+
+    grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+    options.update(parser="lalr", postlex=_Postlex(), maybe_placeholders=False, keep_all_tokens=True)
+    cache = _cache_path(grammar)
+    try:
+        return Lark(grammar, cache=cache or False, **options)
+    except OSError:
+        return Lark(grammar, **options)
 
 
 _CONCRETE = None
@@ -128,17 +138,7 @@ def parse_concrete(text: str):
     """
     global _CONCRETE
     if _CONCRETE is None:
-        from lark import Lark
-
-        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-        options = dict(parser="lalr", postlex=_Postlex(), propagate_positions=True,
-                       maybe_placeholders=False, keep_all_tokens=True,
-                       lexer_callbacks={"COMMENT": lambda tok: _COMMENTS.append(tok)})
-        cache = _cache_path(grammar, "concrete")
-        try:
-            _CONCRETE = Lark(grammar, cache=cache or False, **options)
-        except OSError:
-            _CONCRETE = Lark(grammar, **options)
+        _CONCRETE = _lark(propagate_positions=True, lexer_callbacks={"COMMENT": _COMMENTS.append})
     _COMMENTS.clear()
     try:
         tree = _CONCRETE.parse(text)
@@ -192,36 +192,25 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
 
 
 def _parse_text(parser, builder, source: Source, text: str, base: int):
-    from lark.exceptions import UnexpectedInput, VisitError
+    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
+    from lark.exceptions import UnexpectedInput
 
     saved = builder.source, builder.base, builder.parse_inner
     builder.source, builder.base = source, base
     builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
     try:
-        try:
-            tree = parser.parse(text)
-        except UnexpectedInput as exc:
-            raise _syntax_error(exc, source, text, base) from None
-        try:
-            return builder.transform(tree)
-        except RecursionError:
-            # lark's Transformer recurses once per tree level; bad input must not crash us
-            raise error("E0801", "expression nested too deeply", source.span(base, base),
-                        hint="split it into several named values") from None
-        except VisitError as exc:
-            # lark wraps any exception raised in a Transformer callback (bad escape, f-string
-            # error, positional after keyword) in VisitError; the CompileError is the error.
-            if isinstance(exc.orig_exc, CompileError):
-                raise exc.orig_exc from None
-            if isinstance(exc.orig_exc, RecursionError):
-                raise error("E0801", "expression nested too deeply", source.span(base, base),
-                            hint="split it into several named values") from None
-            raise
+        return parser.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, source, text, base) from None
     finally:
         builder.source, builder.base, builder.parse_inner = saved
 
 
 def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):
+    name = inner.strip()
+    if name.isidentifier() and name.isascii() and name not in _KEYWORDS:  # most fields: {NAME}
+        start = at + inner.index(name)
+        return ast.Name(name, source.span(start, start + len(name)))
     stmts = _parse_text(parser, builder, source, inner, at)
     if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
         raise error("E0001", "an f-string replacement field must hold one expression",
