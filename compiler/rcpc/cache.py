@@ -135,19 +135,14 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
     return BuildCache(ws.root, config), options
 
 
-def compile_recipe(get_compiler, cache: BuildCache, options: list[str], path: Path,
-                   variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
-    """([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256}) of one recipe: from
-    the cache when its inputs are unchanged, else compiled (contracts checked, and linted when
-    ``lint``) and stored. ``get_compiler()`` gives the :class:`~rcpc.recipe.Compiler`, which is
-    only asked for on a miss. Raises :class:`~rcpc.diagnostics.CompileError`."""
-    from rcpc.diagnostics import CompileError, from_json, to_json
+def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
+                  variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
+    """Compile one recipe with ``compiler`` (a :class:`~rcpc.recipe.Compiler`), check its
+    contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
+    ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
+    Raises :class:`~rcpc.diagnostics.CompileError`."""
+    from rcpc.diagnostics import CompileError, to_json
 
-    hit = cache.lookup(path, options)
-    if hit is not None:
-        builds, found, deps = hit
-        return builds, [from_json(d) for d in found], deps
-    compiler = get_compiler()
     seen = len(compiler.context.diagnostics)
     recipe, builds = compiler.build(path, variant, sets)
     diags = compiler.check_contracts(recipe, builds)

@@ -12,8 +12,9 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.cache import compile_recipe, request
+from rcpc.cache import request
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
+from rcpc.parallel import compile_recipes
 from rcpc.replay import Recorder, stderr_color
 
 
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE",
                    help="set a declared param; the build is written as variant 'custom'")
     b.add_argument("-o", "--output", metavar="DIR", help="output directory (default: rcp.toml output_dir, else rcpc-out)")
+    _jobs_option(b)
 
     r = sub.add_parser("render", parents=[common], help="print renders of one recipe to stdout")
     r.add_argument("recipe", metavar="RECIPE")
@@ -57,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", parents=[common], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
+    _jobs_option(c)
 
     f = sub.add_parser("fmt", parents=[common], help="format recipes canonically (in place)")
     f.add_argument("paths", nargs="*", metavar="PATH", help=".rcp files or directories; default: all")
@@ -76,6 +79,25 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
     e.add_argument("--format", choices=("text", "json"), default="text")
     return p
+
+
+def _jobs(text: str) -> int:
+    if text == "auto":
+        from rcpc.parallel import default_jobs
+
+        return default_jobs()
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more) or 'auto', got {text!r}")
+    return n
+
+
+def _jobs_option(p) -> None:
+    p.add_argument("-j", "--jobs", type=_jobs, default="auto", metavar="N",
+                   help="compile recipes in N processes (default: auto, one per CPU; 1: no workers)")
 
 
 def _terminate(signum, frame):
@@ -159,8 +181,10 @@ class _LazyCompiler:
         self._compiler = None
 
     @property
-    def sources(self) -> dict:
-        return self._compiler.sources if self._compiler is not None else {}
+    def sources(self) -> "_Sources":
+        """Sources for quoting diagnostics: the compiler's, else read when asked for (for
+        diagnostics from the build cache or from worker processes)."""
+        return _Sources(self.ws, self._compiler.sources if self._compiler is not None else {})
 
     def get(self):
         """The compiler itself."""
@@ -172,6 +196,29 @@ class _LazyCompiler:
 
     def __getattr__(self, name):
         return getattr(self.get(), name)
+
+
+class _Sources(dict):
+    """Display path → :class:`~rcpc.source.Source`; ``get`` reads a file not yet known."""
+
+    def __init__(self, ws, known: dict):
+        super().__init__(known)
+        self.ws = ws
+
+    def get(self, path: str, default=None):
+        if path not in self:
+            from rcpc.source import Source
+
+            from rcpc.limits import MAX_FILE_BYTES
+
+            real = self.ws.root / path
+            try:
+                if real.stat().st_size > MAX_FILE_BYTES:  # not read when compiling either (E0803)
+                    return default
+                self[path] = Source(path, real.read_text(encoding="utf-8"), str(real))
+            except (OSError, UnicodeDecodeError, ValueError):  # <command line>, gone, not text
+                return default
+        return self[path]
 
 
 class _Report:
@@ -235,8 +282,12 @@ def _build(args, ws, compiler) -> int:
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
     cache, options = request(ws, args.variant, args.sets)
-    results = [(ws.recipe_name(path), *compile_recipe(compiler.get, cache, options, path, args.variant, args.sets))
-               for path in _recipe_paths(ws, args.recipes)]
+    paths = _recipe_paths(ws, args.recipes)
+    compiled = compile_recipes(ws, compiler.get, cache, options, paths, args.variant, args.sets, jobs=args.jobs)
+    for result in compiled:
+        if isinstance(result, CompileError):  # the first failing recipe, as without workers
+            raise result
+    results = [(ws.recipe_name(path), *result) for path, result in zip(paths, compiled)]
     _print_diagnostics(unique(d for _, _, found, _ in results for d in found if d.severity != "note"), compiler)
     from rcpc.output import unchanged, write_all
 
@@ -359,15 +410,16 @@ def _check(args, ws, compiler) -> int:
     variants = 0
     cache, options = request(ws, None, None)
     found: list = []
-    for path in paths:
-        try:
-            builds, diags, deps = compile_recipe(compiler.get, cache, ["lint", *options], path, lint=True)
+    compiled = compile_recipes(ws, compiler.get, cache, ["lint", *options], paths, lint=True, jobs=args.jobs)
+    for result in compiled:
+        if isinstance(result, CompileError):
+            _print_diagnostics(result.diagnostics, compiler)
+            errors += sum(1 for d in result.diagnostics if d.severity == "error")
+        else:
+            builds, diags, deps = result
             _RECORDER.note_dependencies(deps)
             variants += len(builds)
             found.extend(diags)
-        except CompileError as exc:
-            _print_diagnostics(exc.diagnostics, compiler)
-            errors += sum(1 for d in exc.diagnostics if d.severity == "error")
     for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
         hit = cache.lookup(lib, ["library", *options])
         if hit is not None:

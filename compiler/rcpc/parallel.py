@@ -1,0 +1,86 @@
+"""Compiling the recipes of a command: each from the build cache when its inputs are
+unchanged, the others in this process or, with ``-j N`` (default: the CPUs this process may
+use), in N worker processes.
+
+Workers are only started when at least :data:`MIN_PARALLEL` recipes need compiling (below
+that, starting them costs more than it saves). Each worker keeps one
+:class:`~rcpc.recipe.Compiler`, so a library is parsed once per worker. Results come back in
+the order of the recipes given, whatever order they finish in, so output and diagnostics are
+the same as with ``-j 1``. Workers ignore SIGINT: Ctrl-C reaches the main process, which stops
+them (SIGTERM) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rcpc.cache import BuildCache, compile_fresh
+from rcpc.diagnostics import CompileError, from_json
+
+MIN_PARALLEL = 4
+
+
+def default_jobs() -> int:
+    """The number of CPUs this process may run on (``sched_getaffinity``, else ``cpu_count``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], paths: list[Path],
+                    variant: str | None = None, sets: list[str] | None = None, lint: bool = False,
+                    jobs: int = 1) -> list:
+    """Compile the recipes ``paths`` of workspace ``ws``: each from ``cache`` when its inputs
+    are unchanged, else by :func:`rcpc.cache.compile_fresh` with ``get_compiler()`` or in
+    workers. ``options`` are the request's cache options. Returns, per path, in order,
+    ``(builds, found, deps)`` or the :class:`~rcpc.diagnostics.CompileError` it raised."""
+    results: list = [None] * len(paths)
+    misses = []
+    for i, path in enumerate(paths):
+        hit = cache.lookup(path, options)
+        if hit is None:
+            misses.append(i)
+        else:
+            builds, found, deps = hit
+            results[i] = (builds, [from_json(d) for d in found], deps)
+    if jobs > 1 and len(misses) >= MIN_PARALLEL:
+        import multiprocessing
+
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        chunk = max(1, len(misses) // (jobs * 4))
+        with ctx.Pool(min(jobs, len(misses)), _start_worker,
+                      (ws, cache, options, variant, sets, lint)) as pool:
+            for i, outcome in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
+                results[i] = outcome[1] if outcome[0] == "ok" else CompileError(outcome[1])
+        return results
+    for i in misses:
+        try:
+            results[i] = compile_fresh(get_compiler(), cache, options, paths[i], variant, sets, lint)
+        except CompileError as exc:
+            results[i] = exc
+    return results
+
+
+_WORKER: dict = {}
+
+
+def _start_worker(workspace, cache, options, variant, sets, lint) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler: the pool ends workers so
+    from rcpc.recipe import Compiler
+
+    _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
+
+
+def _work(path: Path) -> tuple:
+    """("ok", (builds, found, deps)) or ("error", diagnostics): an exception is not sent, as
+    :class:`CompileError` does not survive pickling."""
+    try:
+        return "ok", compile_fresh(_WORKER["compiler"], *_WORKER["args"], path, *_WORKER["kwargs"])
+    except CompileError as exc:
+        return "error", exc.diagnostics

@@ -1,0 +1,96 @@
+"""``-j N``: recipes compiled in worker processes give exactly what ``-j 1`` gives (renders,
+warnings, errors, exit code), in recipe order; and diagnostics quote their source line
+whether the recipe was compiled here, in a worker or served from the build cache."""
+
+from __future__ import annotations
+
+import pytest
+
+import rcpc.recipe
+from rcpc.cli import main
+from rcpc.parallel import MIN_PARALLEL
+
+RECIPE = '''N = param(int, default = {k})
+F = maxtext_flags({{"steps": N, "packing": True}}, {{"packing": {packing}}})
+flag_file(name = "trainer", flags = F)
+variant("default")
+variant("more", set = {{"N": {k} + 1}})
+'''
+COUNT = MIN_PARALLEL + 2
+
+
+@pytest.fixture
+def wsp(tmp_path, monkeypatch):
+    """A workspace of COUNT recipes; recipe 2 has a no-op override (W0330). Returns (root,
+    calls): ``calls`` counts Compiler.build calls made in this process."""
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    root = tmp_path / "ws"
+    (root / "recipes").mkdir(parents=True)
+    (root / "rcp.toml").write_text("")
+    for k in range(COUNT):
+        (root / "recipes" / f"r{k}.rcp").write_text(RECIPE.format(k=k, packing="True" if k == 2 else "False"))
+    monkeypatch.chdir(root)
+    calls = []
+    real = rcpc.recipe.Compiler.build
+
+    def counting(self, *a, **k):
+        calls.append(a)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(rcpc.recipe.Compiler, "build", counting)
+    return root, calls
+
+
+def run(capsys, *argv) -> tuple:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def outputs(root, name):
+    return {p.relative_to(root / name).as_posix(): p.read_text() for p in (root / name).rglob("*") if p.is_file()}
+
+
+def test_workers_build_what_one_process_builds(wsp, capsys):
+    root, calls = wsp
+    one = run(capsys, "build", "-j", "1", "-o", "one")
+    assert len(calls) == COUNT
+    two = run(capsys, "build", "-j", "2", "-o", "two")
+    assert len(calls) == COUNT   # compiled in the workers, not here
+    assert one[0] == two[0] == 0
+    assert one[2].replace("one", "two") == two[2]
+    assert "warning[W0330]" in one[2] and " | F = maxtext_flags(" in one[2]  # quoted line
+    assert outputs(root, "one") == outputs(root, "two") and len(outputs(root, "one")) == 2 * COUNT
+
+
+def test_workers_report_the_same_errors_in_the_same_order(wsp, capsys):
+    root, calls = wsp
+    (root / "recipes" / "r1.rcp").write_text("X = Y\n" + RECIPE.format(k=1, packing="False"))
+    (root / "recipes" / "r4.rcp").write_text(RECIPE.format(k=4, packing="False") + "Z = \n")
+    for argv in (["build"], ["check"]):
+        one = run(capsys, *argv, "-j", "1")
+        two = run(capsys, *argv, "-j", "2")
+        assert one == two and one[0] == 1
+        assert one[2].index("r1.rcp:1:5: error[E0101]") >= 0 and " | X = Y" in one[2]
+    check = run(capsys, "check", "-j", "2")[2]
+    assert check.index("r1.rcp") < check.index("r4.rcp")   # every failing recipe, in order
+    assert not (root / "rcpc-out").exists()
+
+
+def test_cached_warnings_quote_their_source_line_too(wsp, capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root, calls = wsp
+    cold = run(capsys, "build", "-j", "1")
+    warm = run(capsys, "build", "-j", "1")
+    assert len(calls) == COUNT   # the second build came from the cache
+    assert cold[2].replace(f"({COUNT * 2} of", "(0 of") == warm[2]
+    assert " | F = maxtext_flags(" in warm[2]
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "many", ""])
+def test_jobs_must_be_a_positive_number_or_auto(wsp, capsys, bad):
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "-j", bad])
+    assert exc.value.code == 2 and "expected a number of processes" in capsys.readouterr().err
