@@ -207,9 +207,8 @@ class _Sources(dict):
 
     def get(self, path: str, default=None):
         if path not in self:
-            from rcpc.source import Source
-
             from rcpc.limits import MAX_FILE_BYTES
+            from rcpc.source import Source
 
             real = self.ws.root / path
             try:

@@ -1,6 +1,8 @@
 """Parser: recipe source text → :mod:`rcpc.syntax.ast`.
 
-The grammar (``grammar.lark``) is LALR(1) and built with lark. Building the parse tables
+The grammar (``grammar.lark``) is LALR(1) and built with lark. The AST is built as the parser
+reduces each rule (:class:`~rcpc.syntax.builder.AstBuilder`, lark's ``transformer=``), with
+no parse tree and no second pass. Building the parse tables
 costs ~20 ms, so they are cached in the user cache directory
 (``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark version and a hash of
 the grammar; an unwritable cache directory only makes start-up slower.
