@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from rcpc import __version__
@@ -47,7 +46,7 @@ class BuildCache:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         self.dir = Path(base) / "rcpc" / "builds" / _sha(str(root).encode())[:16]
         self.enabled = not os.environ.get("RCPC_NO_CACHE")
-        self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config)
+        self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
 
     def _key(self, recipe: Path, options: list[str]) -> str:
         return _sha("\0".join([self._base_key, str(recipe), *options]).encode())
@@ -108,6 +107,8 @@ class BuildCache:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -139,8 +139,6 @@ class Compiler:
     def _schema(self, target: str | None, span: Span):
         """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
         load path) or the workspace's ``maxtext_base``; None when neither is given."""
-        from rcpc.schema import load_schema
-
         if target is None:
             path = self.workspace.maxtext_base
             if path is None:
@@ -150,6 +148,8 @@ class Compiler:
         self.schema_files.add(path)
         schema = self._schemas.get(path)
         if schema is None:
+            from rcpc.schema import load_schema
+
             schema = self._schemas[path] = load_schema(path, span if target is not None else None,
                                                        self.workspace.display(path))
         return schema

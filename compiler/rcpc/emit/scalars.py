@@ -18,6 +18,7 @@ It must also parse as one plain scalar at all: no leading indicator character, n
 
 from __future__ import annotations
 
+import functools
 import re
 
 _AMBIGUOUS = re.compile(r"""^(?:
@@ -52,6 +53,7 @@ _BAD_FIRST = set("-?:,[]{}#&*!|>'\"%@` \t")
 _SAFE_CHARS = re.compile(r"[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`#\\]*")
 
 
+@functools.lru_cache(maxsize=1 << 14)  # keys and values repeat across renders
 def plain_ok(s: str) -> bool:
     """True when ``s`` can be written unquoted as a YAML scalar (block context) and every
     reader listed in the module docstring reads it back as the same string."""
