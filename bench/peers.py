@@ -826,6 +826,21 @@ def timed(cmd, cwd, env) -> float:
     return dt
 
 
+_PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+         "stderr=subprocess.DEVNULL, check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def peak_rss_mb(cmd, cwd, env) -> float:
+    """Peak resident set (MB) of the largest process of ``cmd`` (itself or a worker it waited
+    for): ``ru_maxrss`` of a fresh parent whose only child is ``cmd``."""
+    out = subprocess.run([sys.executable, "-c", _PEAK, *map(str, cmd)], cwd=cwd, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return int(out) / 1024  # Linux reports KiB
+
+
+MEMORY = ("rcpc check", "rcpc build (cold)", "rcpc build (cold, -j 1)", "OmegaConf + PyYAML")
+
+
 def load_outputs(outdir: Path, rcpc_layout: bool, yaml) -> dict:
     res = {}
     for f in sorted(outdir.rglob("*")):
@@ -872,7 +887,8 @@ def main() -> int:
     env_cold = {**env_warm, "RCPC_NO_CACHE": "1"}
     results: dict = {"sizes": sizes, "check_sizes": check_sizes, "runs": args.runs,
                      "check_runs": args.check_runs, "medians_s": {},
-                     "samples_s": {}, "ratios": {}, "ratios_j1": {}, "runs_by_n": {}, "equivalent": {},
+                     "samples_s": {}, "ratios": {}, "ratios_j1": {}, "runs_by_n": {}, "peak_rss_mb": {},
+                     "equivalent": {},
                      "versions": ver,
                      "machine": {"python": platform.python_version(), "arch": platform.machine(),
                                  "cpus": os.cpu_count(), "platform": platform.platform()}}
@@ -930,6 +946,9 @@ def main() -> int:
         for _ in range(runs):
             for name, (cmd, cwd, env) in tools.items():
                 samples[name].append(timed(cmd, cwd, env))
+        for name in MEMORY:
+            if name in tools:
+                results["peak_rss_mb"].setdefault(name, {})[str(n)] = peak_rss_mb(*tools[name])
         for name, s in samples.items():
             results["samples_s"].setdefault(name, {})[str(n)] = s
             results["medians_s"].setdefault(name, {})[str(n)] = statistics.median(s)
@@ -1044,7 +1063,16 @@ def write_summary(results: dict, table: str) -> None:
              "80 MaxText flags (50 from the shared library, 30 of its own), loading one shared library",
              "of constants. Every peer's output was parsed and compared with rcpc's: "
              + ", ".join(f"{k}: {'same' if all(x.values()) else 'DIFFERS'}" for k, x in results["equivalent"].items()) + ".",
-             "", "## Figures", "", table, "", "![time vs N](peers.png)", "", "## Versions", ""]
+             "", "## Figures", "", table, "", "![time vs N](peers.png)", ""]
+    mem = results.get("peak_rss_mb", {})
+    if mem:
+        ns = sorted({int(n) for v in mem.values() for n in v})
+        lines += ["Peak memory (resident set of the largest process, MB; with workers, the largest one):", "",
+                  "| command | " + " | ".join(f"N={n}" for n in ns) + " |", "|" + "---|" * (1 + len(ns))]
+        lines += [f"| {name} | " + " | ".join(f"{v[str(n)]:.0f}" if str(n) in v else "" for n in ns) + " |"
+                  for name, v in mem.items()]
+        lines.append("")
+    lines += ["## Versions", ""]
     lines += [f"* {k}: {x}" for k, x in v.items()]
     lines += [f"* machine: {m['platform']}, {m['cpus']} CPUs", ""]
     if results.get("pkl_unavailable"):

@@ -145,15 +145,18 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
     from rcpc.diagnostics import CompileError, to_json
 
     seen = len(compiler.context.diagnostics)
-    recipe, builds = compiler.build(path, variant, sets)
-    diags = compiler.check_contracts(recipe, builds)
-    if diags:
-        raise CompileError(diags)
-    found = list(compiler.context.diagnostics[seen:])
-    if lint:
-        from rcpc.lint import lint as run_lint
+    try:
+        recipe, builds = compiler.build(path, variant, sets)
+        diags = compiler.check_contracts(recipe, builds)
+        if diags:
+            raise CompileError(diags)
+        found = list(compiler.context.diagnostics[seen:])
+        if lint:
+            from rcpc.lint import lint as run_lint
 
-        found += [d for d in run_lint(compiler, [path]) if d.severity != "error"]
-    out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-    deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+            found += [d for d in run_lint(compiler, [path]) if d.severity != "error"]
+        out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
+        deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+    finally:
+        compiler.release(path)  # memory stays flat; diagnostics quoting it read the file again
     return out, found, deps

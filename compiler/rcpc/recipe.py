@@ -176,6 +176,14 @@ class Compiler:
                 todo.extend(self._loads.get(f, ()))
         return out | self.schema_files | set(self.workspace.kube_schemas)
 
+    def release(self, real: Path) -> None:
+        """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation)
+        once its results are taken, so memory stays flat over a large workspace. What it
+        loaded stays cached; it is parsed again if it is asked for again."""
+        self.sources.pop(self.workspace.display(real), None)
+        self._modules.pop(real, None)
+        self._base.pop(real, None)
+
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""
         return unique(d for d in self.context.diagnostics if include_notes or d.severity != "note")
