@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from rcpc import __version__
+from rcpc.usercache import cache_dir, write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -43,8 +44,7 @@ class BuildCache:
     results (variant, ``--set`` items, schema options), as strings."""
 
     def __init__(self, root: Path, config: bytes):
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        self.dir = Path(base) / "rcpc" / "builds" / _sha(str(root).encode())[:16]
+        self.dir = Path(cache_dir("builds", _sha(str(root).encode())[:16]))
         self.enabled = not os.environ.get("RCPC_NO_CACHE")
         self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
 
@@ -95,31 +95,15 @@ class BuildCache:
                     digest = _sha(data)
                     blob = blobs / digest
                     if not blob.exists() or _sha(blob.read_bytes()) != digest:  # new, or corrupted
-                        _atomic_write(blob, data)
+                        write_atomic(blob, data)
                     refs.append([name, digest])
                 entry_builds.append([variant, refs])
             entry = {"deps": digests, "builds": entry_builds, "warnings": warnings}
-            _atomic_write(self.dir / "entries" / f"{self._key(recipe, options)}.json",
+            write_atomic(self.dir / "entries" / f"{self._key(recipe, options)}.json",
                           json.dumps(entry).encode())
         except OSError:
             pass
         return digests
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache, list[str]]:

@@ -26,7 +26,8 @@ change in the same timestamp tick could leave its stat equal), so no record is w
 Records live in ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``);
 ``RCPC_NO_CACHE=1`` turns replay off together with the build cache.
 
-This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``).
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``) and
+:mod:`rcpc.usercache`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import marshal
 import os
 import sys
 import time
+
+from rcpc.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
 FORMAT = 1
@@ -46,11 +49,6 @@ def stderr_color() -> bool:
     """Whether diagnostics on stderr are coloured: a terminal, and ``NO_COLOR`` unset
     (https://no-color.org)."""
     return sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "rcpc", "replay")
 
 
 def _fnv1a(text: str) -> int:
@@ -78,7 +76,7 @@ def _checksum(payload: bytes) -> bytes:
 
 
 def _record_path(key: str) -> str:
-    return os.path.join(_cache_dir(), f"{_fnv1a(key):016x}")
+    return cache_dir("replay", f"{_fnv1a(key):016x}")
 
 
 def _stat(path: str) -> tuple:
@@ -251,15 +249,9 @@ class Recorder:
         record = (FORMAT, self.key, [(p, *st) for p, st in self._files.items()],
                   list(self._listings.items()), self._absent, "".join(out.parts), "".join(err.parts), code)
         path = _record_path(self.key)
-        tmp = f"{path}.{os.getpid()}.tmp"
+        payload = marshal.dumps(record)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            payload = marshal.dumps(record)
-            with open(tmp, "wb") as f:
-                f.write(_checksum(payload) + payload)
-            os.replace(tmp, path)
+            write_atomic(path, _checksum(payload) + payload)
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass

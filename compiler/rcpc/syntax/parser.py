@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rcpc.diagnostics import CompileError, Diagnostic, error
 from rcpc.source import Source
+from rcpc.usercache import cache_dir
 from rcpc.syntax import ast
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -83,9 +84,8 @@ class _Postlex:
 def _cache_path(grammar: str) -> str | None:
     import lark
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    directory = os.path.join(base, "rcpc")
+    directory = cache_dir()
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
