@@ -58,8 +58,10 @@ def format_source(text: str, path: str) -> str:
     source = Source(path, text)
     module = parse(source)
     try:
-        out = _Formatter(text, module).run()
-        _verify(text, module, out, path)
+        formatter = _Formatter(text, module)
+        out = formatter.run()
+        if out != text:  # (text already in canonical form needs no proof)
+            _verify(module, formatter.comments, out, path)
     except RecursionError:
         raise error("E0801", "expression nested too deeply to format", source.span(0, 0),
                     hint="split it into several named values") from None
@@ -762,7 +764,9 @@ def module_shape(module: ast.Module):
     return tuple(loads), shape(tuple(s for s in module.stmts if not isinstance(s, ast.Load)))
 
 
-def _verify(text: str, module: ast.Module, out: str, path: str) -> None:
+def _verify(module: ast.Module, comments: list, out: str, path: str) -> None:
+    """Raise :class:`FormatterBug` unless ``out`` parses to the same meaning as ``module``
+    (:func:`module_shape`) with the same ``comments`` (lark tokens) as the input."""
     from rcpc.diagnostics import CompileError
 
     try:
@@ -771,7 +775,6 @@ def _verify(text: str, module: ast.Module, out: str, path: str) -> None:
         raise FormatterBug(f"rcpc fmt produced text that does not parse: {exc}") from None
     if module_shape(again) != module_shape(module):  # pragma: no cover - a formatter bug
         raise FormatterBug(f"rcpc fmt would change the meaning of {path}")
-    _, before = parse_concrete(text)
     _, after = parse_concrete(out)
-    if sorted(str(c).rstrip() for c in before) != sorted(str(c).rstrip() for c in after):
+    if sorted(str(c).rstrip() for c in comments) != sorted(str(c).rstrip() for c in after):
         raise FormatterBug(f"rcpc fmt would lose or change a comment of {path}")  # pragma: no cover
