@@ -5,6 +5,9 @@
   ``{variant: {render name: text}}``, ``ws.names(text)`` evaluates a file of constants and
   returns its bindings, ``ws.py(expr)`` the plain-Python value of one expression, and
   ``ws.fails(...)`` the :class:`Failure` (diagnostics + formatted text) of bad input.
+* ``build_calls`` — the list of :meth:`Compiler.build` calls made in this process;
+  ``CACHED_RECIPE`` a recipe loading ``//recipes/lib/l.rcp`` with two variants, and
+  ``cached_ws`` a workspace of it (the current directory) with the build cache on.
 * ``cli`` — runs ``rcpc.cli.main([...])`` in the workspace (``monkeypatch.chdir``) and
   returns a :class:`CliResult` (exit code, stdout, stderr).
 * ``value_of(x)`` — a language value (:mod:`rcpc.values`) built from plain Python data, for
@@ -119,6 +122,47 @@ class Ws:
 @pytest.fixture
 def ws(tmp_path) -> Ws:
     return Ws(tmp_path)
+
+
+# A recipe loading a library constant, with two variants (for cache, replay and -j tests).
+CACHED_RECIPE = '''load("//recipes/lib/l.rcp", "LR")
+N = param(int, default = 2)
+F = maxtext_flags({"learning_rate": LR, "steps": N})
+flag_file(name = "trainer", flags = F)
+variant("default")
+variant("more", set = {"N": 3})
+'''
+
+
+@pytest.fixture
+def cached_ws(tmp_path, monkeypatch) -> Path:
+    """The current directory set to a workspace root holding ``recipes/r.rcp``
+    (``CACHED_RECIPE``) and ``recipes/lib/l.rcp``, with the build cache on, in a private
+    ``XDG_CACHE_HOME`` (``tmp_path / "cache"``)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    root = tmp_path / "ws"
+    (root / "recipes" / "lib").mkdir(parents=True)
+    (root / "rcp.toml").write_text("")
+    (root / "recipes" / "r.rcp").write_text(CACHED_RECIPE)
+    (root / "recipes" / "lib" / "l.rcp").write_text("LR = 1e-6\n")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def build_calls(monkeypatch) -> list:
+    """The arguments of every :meth:`Compiler.build` call made in this process from now on
+    (a recipe compiled in a worker process, or served from a cache, adds none)."""
+    calls: list = []
+    real = Compiler.build
+
+    def counting(self, *a, **k):
+        calls.append(a)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Compiler, "build", counting)
+    return calls
 
 
 @attrs.frozen

@@ -8,37 +8,14 @@ from pathlib import Path
 import pytest
 
 import rcpc.cache
-import rcpc.recipe
+from conftest import CACHED_RECIPE as RECIPE
 from rcpc.cli import main
 
-RECIPE = '''load("//recipes/lib/l.rcp", "LR")
-N = param(int, default = 2)
-F = maxtext_flags({"learning_rate": LR, "steps": N})
-flag_file(name = "trainer", flags = F)
-variant("default")
-variant("more", set = {"N": 3})
-'''
 
 
 @pytest.fixture
-def wsc(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    root = tmp_path / "ws"
-    (root / "recipes" / "lib").mkdir(parents=True)
-    (root / "rcp.toml").write_text("")
-    (root / "recipes" / "r.rcp").write_text(RECIPE)
-    (root / "recipes" / "lib" / "l.rcp").write_text("LR = 1e-6\n")
-    monkeypatch.chdir(root)
-    calls = []
-    real = rcpc.recipe.Compiler.build
-
-    def counting(self, *a, **k):
-        calls.append(a)
-        return real(self, *a, **k)
-
-    monkeypatch.setattr(rcpc.recipe.Compiler, "build", counting)
-    return root, calls
+def wsc(cached_ws, build_calls):
+    return cached_ws, build_calls
 
 
 def build(*args) -> int:

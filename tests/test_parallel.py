@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-import rcpc.recipe
 from rcpc.cli import main
 from rcpc.parallel import MIN_PARALLEL
 
@@ -20,7 +19,7 @@ COUNT = MIN_PARALLEL + 2
 
 
 @pytest.fixture
-def wsp(tmp_path, monkeypatch):
+def wsp(tmp_path, monkeypatch, build_calls):
     """A workspace of COUNT recipes; recipe 2 has a no-op override (W0330). Returns (root,
     calls): ``calls`` counts Compiler.build calls made in this process."""
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
@@ -30,15 +29,7 @@ def wsp(tmp_path, monkeypatch):
     for k in range(COUNT):
         (root / "recipes" / f"r{k}.rcp").write_text(RECIPE.format(k=k, packing="True" if k == 2 else "False"))
     monkeypatch.chdir(root)
-    calls = []
-    real = rcpc.recipe.Compiler.build
-
-    def counting(self, *a, **k):
-        calls.append(a)
-        return real(self, *a, **k)
-
-    monkeypatch.setattr(rcpc.recipe.Compiler, "build", counting)
-    return root, calls
+    return root, build_calls
 
 
 def run(capsys, *argv) -> tuple:

@@ -12,16 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import CACHED_RECIPE as RECIPE
 from rcpc import replay
 from rcpc.__main__ import run
 
-RECIPE = '''load("//recipes/lib/l.rcp", "LR")
-N = param(int, default = 2)
-F = maxtext_flags({"learning_rate": LR, "steps": N})
-flag_file(name = "trainer", flags = F)
-variant("default")
-variant("more", set = {"N": 3})
-'''
 PAST = time.time() - 3600
 
 
@@ -33,22 +27,14 @@ def settle(root: Path) -> None:
 
 
 @pytest.fixture
-def wsr(tmp_path, monkeypatch):
+def wsr(cached_ws, monkeypatch):
     """A workspace, built once and recorded (files settled before the recording run)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setattr(replay, "RACY_NS", 0)  # rcpc's own files may be freshly installed
-    root = tmp_path / "ws"
-    (root / "recipes" / "lib").mkdir(parents=True)
-    (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\n')
-    (root / "recipes" / "r.rcp").write_text(RECIPE)
-    (root / "recipes" / "lib" / "l.rcp").write_text("LR = 1e-6\n")
-    monkeypatch.chdir(root)
     assert run(["build"]) == 0
-    settle(root)
+    settle(cached_ws)
     assert run(["build"]) == 0   # nothing to write: recorded
-    return root
+    return cached_ws
 
 
 def served(argv=("build",)):

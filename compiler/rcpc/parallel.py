@@ -71,7 +71,7 @@ def _start_worker(workspace, cache, options, variant, sets, lint) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler: the pool ends workers so
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops workers so: no CLI handler here
     from rcpc.recipe import Compiler
 
     _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
