@@ -4,6 +4,8 @@ whether the recipe was compiled here, in a worker or served from the build cache
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rcpc.cli import main
@@ -85,3 +87,35 @@ def test_jobs_must_be_a_positive_number_or_auto(wsp, capsys, bad):
     with pytest.raises(SystemExit) as exc:
         main(["build", "-j", bad])
     assert exc.value.code == 2 and "expected a number of processes" in capsys.readouterr().err
+
+
+def _warnings(capsys, *argv) -> list[dict]:
+    code, _, err = run(capsys, *argv, "--diagnostics", "json")
+    assert code == 0
+    return json.loads(err)["diagnostics"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_loaded_files_warnings_belong_to_every_recipe_loading_it(wsp, capsys, monkeypatch, tmp_path, jobs):
+    """The reported fault: a library's warning was cached only with the first recipe that
+    loaded it, so `rcpc build r1` from the cache lost it. Each recipe alone, from the cache,
+    must warn as a fresh compile of it alone does."""
+    root, calls = wsp
+    (root / "recipes" / "lib").mkdir()
+    (root / "recipes" / "lib" / "l.rcp").write_text('G = maxtext_flags({"steps": 1}, {"steps": 1})\n')
+    for k in range(COUNT):
+        recipe = root / "recipes" / f"r{k}.rcp"
+        recipe.write_text('load("//recipes/lib/l.rcp", "G")\n' + recipe.read_text())
+    alone = {}
+    for k in range(COUNT):
+        alone[k] = _warnings(capsys, "build", "-j", "1", f"r{k}")
+        assert [(d["code"], d["span"]["path"]) for d in alone[k]][0] == ("W0330", "recipes/lib/l.rcp")
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    union = []
+    for k in range(COUNT):
+        union += [d for d in alone[k] if d not in union]
+    assert _warnings(capsys, "build", "-j", jobs) == union
+    for k in range(COUNT):
+        assert _warnings(capsys, "build", "-j", "1", f"r{k}") == alone[k]
+    assert len(calls) == COUNT * (2 if jobs == "1" else 1)   # the last round came from the cache

@@ -126,7 +126,7 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
     contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
     ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
     Raises :class:`~rcpc.diagnostics.CompileError`."""
-    from rcpc.diagnostics import CompileError, to_json
+    from rcpc.diagnostics import CompileError, to_json, unique
 
     seen = len(compiler.context.diagnostics)
     try:
@@ -134,11 +134,11 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         diags = compiler.check_contracts(recipe, builds)
         if diags:
             raise CompileError(diags)
-        found = list(compiler.context.diagnostics[seen:])
-        if lint:
+        found = unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]])
+        if lint:  # its own findings (L codes); the compiler's warnings are in already
             from rcpc.lint import lint as run_lint
 
-            found += [d for d in run_lint(compiler, [path]) if d.severity != "error"]
+            found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
         deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
     finally:

@@ -214,7 +214,8 @@ class _Sources(dict):
             try:
                 if real.stat().st_size > MAX_FILE_BYTES:  # not read when compiling either (E0803)
                     return default
-                self[path] = Source(path, real.read_text(encoding="utf-8"), str(real))
+                # decoded as the compiler decodes it: no newline translation (a lone '\r' stays)
+                self[path] = Source(path, real.read_bytes().decode("utf-8"), str(real))
             except (OSError, UnicodeDecodeError, ValueError):  # <command line>, gone, not text
                 return default
         return self[path]

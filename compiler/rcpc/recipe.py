@@ -75,6 +75,7 @@ class Compiler:
         self._schemas: dict[Path, object] = {}
         self._kube = None
         self._loads: dict[Path, set] = {}           # file → files it loads
+        self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
         self.schema_files: set[Path] = set()        # schema files read in this run
         self.context = Context(self._schema)          # shared by every evaluation of the run
 
@@ -125,6 +126,7 @@ class Compiler:
         (file, load span) that led here, for cycles and ``loaded from`` notes."""
         exports = self._exports.get(real)
         if exports is None:
+            seen = len(self.context.diagnostics)
             try:
                 mod = self.module(real)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
@@ -134,7 +136,17 @@ class Compiler:
                     raise
                 raise _loaded_from(exc, chain[-1][1]) from None
             exports = self._exports[real] = result.exports
+            self._warnings[real] = self.context.diagnostics[seen:]
         return exports
+
+    def loaded_warnings(self, real: Path) -> list[Diagnostic]:
+        """Warnings and notes of the files recipe ``real`` loads (transitively, by path). A
+        loaded file is evaluated once a run, so its warnings are found for whichever recipe
+        loads it first; they belong to every recipe that loads it. Call after evaluating it."""
+        found: list[Diagnostic] = []
+        for dep in sorted(self.dependencies(real) - {real}):
+            found.extend(self._warnings.get(dep, ()))
+        return found
 
     def _schema(self, target: str | None, span: Span):
         """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a

@@ -40,7 +40,7 @@ import time
 from rcpc.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
-FORMAT = 1
+FORMAT = 2
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
@@ -68,11 +68,16 @@ def request_key(argv: list[str], color: bool) -> str | None:
     return "\0".join([str(FORMAT), sys.version, _PACKAGE, os.getcwd(), "color" if color else "plain", *argv])
 
 
+_PRIME = (1 << 64) - 59  # the largest prime below 2**64
+
+
 def _checksum(payload: bytes) -> bytes:
     """8 bytes guarding a record against corruption: the payload read as one little-endian
-    integer, modulo the Mersenne prime 2**61 - 1 (a polynomial hash; every single-bit flip
-    changes it). Computed by ``int`` in C, so it costs microseconds."""
-    return (int.from_bytes(payload, "little") % ((1 << 61) - 1)).to_bytes(8, "little")
+    integer, modulo the prime 2**64 - 59. A change is missed only if it alters that integer
+    by a multiple of the prime: never when confined to 7 consecutive bytes, and with
+    probability about 2**-64 for other damage (a Mersenne prime 2**p - 1 would miss a bit
+    moved by p places). Computed by ``int`` in C, so it costs microseconds."""
+    return (int.from_bytes(payload, "little") % _PRIME).to_bytes(8, "little")
 
 
 def _record_path(key: str) -> str:
