@@ -5,6 +5,8 @@ file, the recipe tree, rcp.toml, rcpc itself, an output, the command line) is a 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import time
 from pathlib import Path
 
@@ -201,3 +203,60 @@ def test_a_bit_moved_in_the_record_is_a_miss(wsr, tmp_path, by):
     finally:
         record.write_bytes(good)
     assert served() == 0
+
+
+def _relink(link: Path, target: str) -> None:
+    link.unlink()
+    link.symlink_to(target)
+    os.utime(link, (PAST, PAST), follow_symlinks=False)
+
+
+def _dir_link(root: Path):
+    """The recipe directory is a symlink (recipes -> recA), retargeted to a copy with another
+    default."""
+    (root / "recipes").rename(root / "recA")
+    shutil.copytree(root / "recA", root / "recB", symlinks=True)
+    (root / "recB" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 7"))
+    (root / "recipes").symlink_to("recA")
+    return ["build"], lambda: _relink(root / "recipes", "recB")
+
+
+def _load_link(root: Path):
+    """A load goes through a directory symlink (shared -> sharedA)."""
+    for name, lr in (("sharedA", "1e-6"), ("sharedB", "5e-3")):
+        (root / name).mkdir()
+        (root / name / "l.rcp").write_text(f"LR = {lr}\n")
+    (root / "shared").symlink_to("sharedA")
+    (root / "recipes" / "r.rcp").write_text(RECIPE.replace("//recipes/lib/l.rcp", "//shared/l.rcp"))
+    return ["build"], lambda: _relink(root / "shared", "sharedB")
+
+
+def _schema_link(root: Path):
+    """--maxtext-base names a symlink (base.yml -> baseA.yml); baseB.yml lacks 'steps'."""
+    (root / "baseA.yml").write_text("steps: 1\nlearning_rate: 1.0\n")
+    (root / "baseB.yml").write_text("learning_rate: 1.0\n")
+    (root / "base.yml").symlink_to("baseA.yml")
+    return ["check", "--maxtext-base", "base.yml"], lambda: _relink(root / "base.yml", "baseB.yml")
+
+
+@pytest.mark.parametrize("case", [_dir_link, _load_link, _schema_link], ids=lambda f: f.__name__[1:])
+def test_a_retargeted_symlink_is_a_miss_for_replay_and_the_build_cache(wsr, case, capsys, monkeypatch):
+    """The reported faults: replay (and, for a load through a linked directory, the build
+    cache) kept serving what the old link target gave. Whatever is retargeted, a warm run must
+    give what a run without any cache gives."""
+    argv, retarget = case(wsr)
+    settle(wsr)
+    assert run(argv) == 0 and run(argv) == 0 and served(argv) == 0
+    retarget()
+    assert served(argv) is None
+
+    def result():  # exit code, stderr (without the count of directories written), outputs
+        capsys.readouterr()
+        code = run(argv)
+        err = re.sub(r" \(\d+ of \d+ variant director(y|ies) written\)", "", capsys.readouterr().err)
+        return code, err, sorted((p.as_posix(), p.read_text()) for p in (wsr / "rcpc-out").rglob("*.flags"))
+
+    warm = result()
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert warm == result()
+    assert warm[0] == (1 if case is _schema_link else 0)

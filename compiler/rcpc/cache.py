@@ -5,7 +5,8 @@ imported).
 An entry is keyed by the request: rcpc's version and the size and mtime of each of its own
 source files, the recipe, ``rcp.toml``'s bytes, the variant or ``--set`` items and the schema
 options. It records the SHA-256 of every file the recipe depended on (the recipe, its loads,
-schema files), each render's text as a content-addressed blob, and the warnings printed. A
+schema files), every symlink followed to reach them (a lookup checks that each still resolves
+to the same file), each render's text as a content-addressed blob, and the warnings printed. A
 lookup is a hit only when every dependency still has the recorded hash and every blob reads
 back with its hash; anything unreadable, corrupted or different is a miss, and the recipe is
 compiled again (and the entry rewritten). Entries live in ``$XDG_CACHE_HOME/rcpc/builds``
@@ -23,6 +24,7 @@ from rcpc import __version__
 from rcpc.usercache import cache_dir, write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent
+LINK = "->"  # a dependency that is a symlink resolution, not a file's digest
 
 
 def _sha(data: bytes) -> str:
@@ -60,7 +62,10 @@ class BuildCache:
         try:
             entry = json.loads((self.dir / "entries" / f"{self._key(recipe, options)}.json").read_text())
             for path, digest in entry["deps"].items():
-                if _sha(Path(path).read_bytes()) != digest:
+                if digest.startswith(LINK):
+                    if os.path.realpath(path) != digest[len(LINK):]:
+                        return None
+                elif _sha(Path(path).read_bytes()) != digest:
                     return None
             builds = []
             for variant, renders in entry["builds"]:
@@ -75,15 +80,18 @@ class BuildCache:
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
 
-    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list) -> dict | None:
-        """Record a successful build; failures to write the cache are ignored. Returns the
-        dependencies' digests ({path: SHA-256 hex}), or None when the cache is off or they
-        could not be read."""
+    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list,
+              links: dict | None = None) -> dict | None:
+        """Record a successful build; failures to write the cache are ignored. ``links`` are
+        the symlinks followed ({path as written: real path}, :attr:`Workspace.links`).
+        Returns the dependencies ({path: SHA-256 hex, or ``LINK`` + real path for a link}),
+        or None when the cache is off or they could not be read."""
         if not self.enabled:
             return None
         digests = None
         try:
             digests = {str(p): _sha(p.read_bytes()) for p in sorted(deps)}
+            digests.update((written, LINK + real) for written, real in (links or {}).items())
             blobs = self.dir / "blobs"
             blobs.mkdir(parents=True, exist_ok=True)
             (self.dir / "entries").mkdir(parents=True, exist_ok=True)
@@ -140,7 +148,8 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
 
             found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-        deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found])
+        deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found],
+                           compiler.workspace.links)
     finally:
         compiler.release(path)  # memory stays flat; diagnostics quoting it read the file again
     return out, found, deps

@@ -136,11 +136,11 @@ def _run(args) -> int:
         if args.maxtext_base:
             import attrs
 
-            ws = attrs.evolve(ws, maxtext_base=Path(args.maxtext_base).resolve())
+            ws = attrs.evolve(ws, maxtext_base=ws.real(Path(args.maxtext_base)))
         if args.kube_schema:
             import attrs
 
-            ws = attrs.evolve(ws, kube_schemas=tuple(Path(p).resolve() for p in args.kube_schema))
+            ws = attrs.evolve(ws, kube_schemas=tuple(ws.real(Path(p)) for p in args.kube_schema))
         _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config),
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
@@ -301,6 +301,7 @@ def _build(args, ws, compiler) -> int:
                                       hint="the previous output, if any, is unchanged")) from None
     for _, _, _, deps in results:
         _RECORDER.note_dependencies(deps)
+    _RECORDER.note_links(ws.links)
     for recipe, variant, renders in batch:
         _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders)
     count = sum(len(renders) for _, _, renders in batch)
@@ -431,6 +432,7 @@ def _check(args, ws, compiler) -> int:
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
+    _RECORDER.note_links(ws.links)
     found = unique(found)
     notes = [d for d in found if d.severity == "note"]
     _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)

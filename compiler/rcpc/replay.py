@@ -11,7 +11,8 @@ coloured, the Python version and where rcpc is installed. It holds
 * ``listings``: the entries of every directory searched (recipe and library directories,
   rcpc's package, each output variant directory; a symlink as ``name -> target``), or None
   for a directory that must not exist; ``absent``: the ``rcp.toml`` paths that the workspace
-  search passed over;
+  search passed over; ``links``: each symlink followed to reach a recipe, a loaded file, a
+  schema or a searched directory, with the real path it must still resolve to;
 * what the command wrote to stdout and stderr, and its exit code (only 0 is recorded).
 
 A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marshal` format.
@@ -102,8 +103,8 @@ def listing(directory: str) -> tuple | None:
 
 
 def read_record(path: str) -> tuple:
-    """The record in file ``path``: (format, key, files, listings, absent, stdout, stderr,
-    exit code). Raises OSError, or ValueError when the checksum does not match."""
+    """The record in file ``path``: (format, key, files, listings, absent, links, stdout,
+    stderr, exit code). Raises OSError, or ValueError when the checksum does not match."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != _checksum(data[8:]):
@@ -118,7 +119,7 @@ def serve(argv: list[str], color: bool) -> int | None:
     if key is None:
         return None
     try:
-        fmt, rkey, files, listings, absent, out, err, code = read_record(_record_path(key))
+        fmt, rkey, files, listings, absent, links, out, err, code = read_record(_record_path(key))
         if fmt != FORMAT or rkey != key or type(out) is not str or type(err) is not str or type(code) is not int:
             return None
         for path, *st in files:
@@ -129,6 +130,9 @@ def serve(argv: list[str], color: bool) -> int | None:
                 return None
         for path in absent:
             if os.path.lexists(path):
+                return None
+        for path, real in links:
+            if os.path.realpath(path) != real:
                 return None
     except Exception:  # no record, unreadable, of another shape, a file gone: a miss
         return None
@@ -162,6 +166,7 @@ class Recorder:
         self._files: dict[str, tuple] = {}
         self._listings: dict[str, tuple | None] = {}
         self._absent: list[str] = []
+        self._links: dict[str, str] = {}
         self._ok = self.key is not None
         self._streams: tuple[_Tee, _Tee] | None = None
         self._start = time.time_ns()
@@ -232,8 +237,17 @@ class Recorder:
             self._ok = False
             return
         for path, digest in deps.items():
-            if path not in self._files:
+            if digest.startswith("->"):  # rcpc.cache.LINK: a symlink followed, not a file
+                self.note_links({path: digest[2:]})
+            elif path not in self._files:
                 self._file(path, digest)
+
+    def note_links(self, links: dict[str, str]) -> None:
+        """Symlinks followed: {path as written: the real path it resolved to}."""
+        for path, real in links.items():
+            self._links[path] = real
+            if os.path.realpath(path) != real:
+                self._ok = False
 
     def note_outputs(self, directory: str, renders: list) -> None:
         """An output directory that must hold exactly ``renders`` [(name, text)]."""
@@ -252,7 +266,8 @@ class Recorder:
         if not self._ok or code != 0:
             return
         record = (FORMAT, self.key, [(p, *st) for p, st in self._files.items()],
-                  list(self._listings.items()), self._absent, "".join(out.parts), "".join(err.parts), code)
+                  list(self._listings.items()), self._absent, list(self._links.items()),
+                  "".join(out.parts), "".join(err.parts), code)
         path = _record_path(self.key)
         payload = marshal.dumps(record)
         try:

@@ -40,6 +40,14 @@ class Workspace:
     maxtext_base: Path | None = None
     kube_schemas: tuple = ()
     config: Path | None = None
+    links: dict = attrs.field(factory=dict, eq=False, repr=False)
+
+    def real(self, raw: Path) -> Path:
+        """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
+        followed, the resolution is remembered in ``links`` ({absolute path as written:
+        real path}): the build cache and replay check that it still holds, as retargeting a
+        link changes what is read without changing any file that was read."""
+        return _real(raw, self.links)
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -58,6 +66,7 @@ class Workspace:
     @classmethod
     def _load(cls, root: Path, cfg: Path) -> "Workspace":
         span = Span(CONFIG_NAME, 1, 1, 1, 1)
+        links: dict = {}
         try:
             data = tomllib.loads(cfg.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -69,7 +78,7 @@ class Workspace:
             value = data.get(key, default)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
-            return tuple((root / v).resolve() for v in value)
+            return tuple(_real(root / v, links) for v in value)
 
         def one_dir(key, default):
             value = data.get(key, default)
@@ -85,7 +94,7 @@ class Workspace:
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                    one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
-                   dirs("kube_schemas", []), cfg)
+                   dirs("kube_schemas", []), cfg, links)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
@@ -112,7 +121,7 @@ class Workspace:
         for d in self.recipe_dirs:
             if d.is_dir():
                 for p in sorted(d.rglob("*" + RECIPE_SUFFIX)):
-                    real = p.resolve()
+                    real = self.real(p)
                     if self.is_library(real) or not real.is_file():
                         continue
                     name = self.recipe_name(real)
@@ -133,7 +142,7 @@ class Workspace:
         out = set()
         for d in self.library_dirs:
             if d.is_dir():
-                out.update(p.resolve() for p in d.rglob("*" + RECIPE_SUFFIX) if p.is_file())
+                out.update(self.real(p) for p in d.rglob("*" + RECIPE_SUFFIX) if p.is_file())
         return sorted(out)
 
     def find_recipe(self, name: str) -> Path | None:
@@ -143,7 +152,7 @@ class Workspace:
         cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
         for cand in cands:
             try:
-                real = cand.resolve()
+                real = self.real(cand)
                 if not real.is_file():
                     continue
             except (OSError, RuntimeError):
@@ -171,7 +180,7 @@ class Workspace:
         else:
             raw = from_file.parent / target
         try:
-            real = raw.resolve()
+            real = self.real(raw)
             is_file = real.is_file()
         except (OSError, RuntimeError) as exc:  # name too long, symlink loop
             raise error("E0201", f"cannot {verb} {target[:80]!r}: {getattr(exc, 'strerror', None) or exc}",
@@ -183,3 +192,11 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")
         return real
+
+
+def _real(raw: Path, links: dict) -> Path:
+    real = raw.resolve()
+    written = os.path.normpath(os.path.abspath(raw))
+    if str(real) != written:
+        links[written] = str(real)
+    return real
