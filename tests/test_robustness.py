@@ -194,3 +194,45 @@ def test_paths_outside_the_workspace_are_refused(ws, cli, tmp_path_factory):
     assert cli("check", str(outside.parent)).code == 2
     assert cli("render", str(outside)).code == 2
     assert cli("build", "-o", "").code == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("stage", ["staging", "swap"])
+def test_the_interrupt_message_says_what_was_written(big, monkeypatch, capsys, sig, stage):
+    """The reported fault: a signal held back during the swap was raised after it, and rcpc
+    said "nothing was written" over the complete new output. A signal at each stage of the
+    write must leave the previous or the new output whole, and say which."""
+    import rcpc.output
+    from rcpc.cli import main
+
+    monkeypatch.chdir(big)
+    assert main(["build", "-o", "out"]) == 0
+    old = tree(big / "out")
+    (big / "recipes" / "big.rcp").write_text(BIG.replace("default = 400", "default = 401"))
+    name = {"staging": "_sweep", "swap": "_swap"}[stage]   # _sweep runs first, unprotected
+    real = getattr(rcpc.output, name)
+
+    def interrupted(*a):
+        result = real(*a)
+        os.kill(os.getpid(), sig)   # held back during the swap, raised at once before it
+        return result
+
+    monkeypatch.setattr(rcpc.output, name, interrupted)
+    capsys.readouterr()
+    assert main(["build", "-o", "out"]) == 130
+    err = capsys.readouterr().err
+    if stage == "swap":
+        assert "the new output was written in full" in err and tree(big / "out") != old
+        assert any("j-400" in p for p in tree(big / "out"))   # N = 401: the new output
+    else:
+        assert "nothing was written" in err and tree(big / "out") == old
+    assert not [p for p in (big / "out").rglob(".*")]
+
+
+def test_sigterm_while_starting_up_exits_quietly(big):
+    """The reported fault: SIGTERM before the CLI had installed its handler killed rcpc
+    outright (exit 143); from the first line of rcpc.__main__.run it is an interrupt."""
+    code = ("import os, signal, sys; import rcpc.replay, rcpc.__main__ as m; "
+            "rcpc.replay.serve = lambda *a: os.kill(os.getpid(), signal.SIGTERM); sys.exit(m.run(['build']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=big, capture_output=True, text=True)
+    assert r.returncode == 130 and r.stderr == "rcpc: interrupted; nothing was written\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -100,17 +99,15 @@ def _jobs_option(p) -> None:
                    help="compile recipes in N processes (default: auto, one per CPU; 1: no workers)")
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # unwind: temporary output is removed, previous output kept
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
     (:mod:`rcpc.replay`) when they succeed."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+        from rcpc.__main__ import sigterm_interrupts
+
+        sigterm_interrupts()
     global _RECORDER
     color = stderr_color()
     _RECORDER = Recorder(argv, color)
@@ -159,8 +156,11 @@ def _run(args) -> int:
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
         print(f"rcpc: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("rcpc: interrupted; nothing was written", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        from rcpc.output import InterruptedAfterWrite
+
+        done = "the new output was written in full" if isinstance(exc, InterruptedAfterWrite) else "nothing was written"
+        print(f"rcpc: interrupted; {done}", file=sys.stderr)
         return 130
     except (RecursionError, MemoryError) as exc:
         print(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})",

@@ -10,7 +10,8 @@ Everything is evaluated, checked and emitted in memory before anything is writte
 Leftovers of a build killed outright (SIGKILL) are swept by the next build.
 
 So a failed or interrupted build leaves the previous output whole, and a finished one leaves
-exactly the new renders. An exclusive lock on ``.DIR.rcpc-lock`` beside ``DIR`` (``fcntl.flock``) keeps two
+exactly the new renders. A signal that arrives during step 2 takes effect after it, as
+:class:`InterruptedAfterWrite`: the CLI then says the new output was written. An exclusive lock on ``.DIR.rcpc-lock`` beside ``DIR`` (``fcntl.flock``) keeps two
 concurrent builds into one directory from interleaving: the second waits for the first.
 Files are written as UTF-8 bytes with LF line ends exactly as emitted.
 """
@@ -29,6 +30,11 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 LOCK_SUFFIX = ".rcpc-lock"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+
+
+class InterruptedAfterWrite(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM arrived while the new output was being swapped in: it is in place,
+    whole (the signal was held back until then)."""
 
 
 @contextlib.contextmanager
@@ -80,7 +86,12 @@ def write_all(out_dir: Path, variants: list) -> None:
                 for old in old_dirs:
                     shutil.rmtree(old, ignore_errors=True)
             finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                try:  # a signal held back meanwhile is raised here
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                except KeyboardInterrupt:
+                    if staged:  # the swap failed and was undone
+                        raise
+                    raise InterruptedAfterWrite from None
     finally:
         for tmp, _ in staged:
             shutil.rmtree(tmp, ignore_errors=True)
