@@ -17,7 +17,8 @@ library of constants), is generated from one data model and written for every to
 
 Every tool writes, per recipe, the same 6 JobSets as YAML and the same `trainer.flags`
 (checked: parsed YAML and flag tokens must equal rcpc's). Every measurement is a whole
-process, interleaved across tools, median of --runs.
+process, interleaved across tools, median of --runs; the Python tools (rcpc and the Python
+peers) also time themselves in-process (INPROC below), so start-up and throughput separate.
 
 Usage (from the repository root, rcpc installed):  python bench/peers.py
 Creates the peers' virtual environment (/tmp/rcpc-peers-venv: jsonnet, omegaconf,
@@ -817,13 +818,46 @@ def _rcpc_version() -> str:
         return "?"
 
 
-def timed(cmd, cwd, env) -> float:
+# In-process timing of a Python tool: this program runs the tool in its own process (rcpc's
+# entry point, or a peer's run.py) and writes the seconds from its first line to the end of
+# the tool's work (interpreter start-up excluded, imports included) to the file it is given.
+INPROC = r'''
+import sys, time
+t0 = time.perf_counter()
+timing, target, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+code = 0
+try:
+    if target == "rcpc":
+        from rcpc.__main__ import run
+        sys.argv = ["rcpc", *args]
+        code = run(args)
+    else:
+        import runpy
+        sys.argv = [target, *args]
+        runpy.run_path(target, run_name="__main__")
+finally:
+    with open(timing, "w") as f:
+        f.write(repr(time.perf_counter() - t0))
+sys.exit(code)
+'''
+
+
+def in_process(python, inproc: Path, target: str, *args) -> list:
+    """The command that runs ``target`` (``rcpc`` or a peer's run.py) under :data:`INPROC`."""
+    return [str(python), str(inproc), str(inproc.with_suffix(".txt")), target, *map(str, args)]
+
+
+def timed(cmd, cwd, env) -> tuple[float, float | None]:
+    """(whole-process seconds, in-process seconds or None when ``cmd`` is not wrapped)."""
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     dt = time.perf_counter() - t
     if r.returncode:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}): {r.stderr[-2000:]}")
-    return dt
+    inner = None
+    if len(cmd) > 2 and str(cmd[1]).endswith("inproc.py"):
+        inner = float(Path(cmd[2]).read_text())
+    return dt, inner
 
 
 _PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
@@ -881,6 +915,8 @@ def main() -> int:
     exec(GLUE, glue)
 
     base = Path(tempfile.mkdtemp(prefix="rcpc-peers-"))
+    inproc = base / "inproc.py"
+    inproc.write_text(INPROC)
     cache = base / "xdg-cache"
     env_warm = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     env_warm.pop("RCPC_NO_CACHE", None)
@@ -888,7 +924,7 @@ def main() -> int:
     results: dict = {"sizes": sizes, "check_sizes": check_sizes, "runs": args.runs,
                      "check_runs": args.check_runs, "medians_s": {},
                      "samples_s": {}, "ratios": {}, "ratios_j1": {}, "runs_by_n": {}, "peak_rss_mb": {},
-                     "equivalent": {},
+                     "inproc_medians_s": {}, "equivalent": {},
                      "versions": ver,
                      "machine": {"python": platform.python_version(), "arch": platform.machine(),
                                  "cpus": os.cpu_count(), "platform": platform.platform()}}
@@ -903,18 +939,23 @@ def main() -> int:
         sh([rcpc, "fmt", "recipes"], cwd=ws / "rcpc")  # canonical layout, so fmt --check passes
         tools: dict[str, tuple[list, Path, dict]] = {}
         rc = ws / "rcpc"
-        tools["rcpc check"] = ([rcpc, "check"], rc, env_cold)
+        me = sys.executable  # rcpc is installed here
+        tools["rcpc check"] = (in_process(me, inproc, "rcpc", "check"), rc, env_cold)
         if full:
-            tools["rcpc build (cold)"] = ([rcpc, "build", "-o", str(ws / "out-rcpc")], rc, env_cold)
-            tools["rcpc build (cold, -j 1)"] = ([rcpc, "build", "-j", "1", "-o", str(ws / "out-rcpc")], rc, env_cold)
-            tools["rcpc build (warm)"] = ([rcpc, "build", "-o", str(ws / "out-rcpc")], rc, env_warm)
-            tools["rcpc fmt --check"] = ([rcpc, "fmt", "--check"], rc, env_cold)
+            out_rcpc = ws / "out-rcpc"
+            tools["rcpc build (cold)"] = (in_process(me, inproc, "rcpc", "build", "-o", out_rcpc), rc, env_cold)
+            tools["rcpc build (cold, -j 1)"] = (in_process(me, inproc, "rcpc", "build", "-j", "1", "-o", out_rcpc),
+                                                rc, env_cold)
+            tools["rcpc build (warm)"] = (in_process(me, inproc, "rcpc", "build", "-o", out_rcpc), rc, env_warm)
+            tools["rcpc fmt --check"] = (in_process(me, inproc, "rcpc", "fmt", "--check"), rc, env_cold)
             write_jsonnet(ws / "jsonnet", specs)
-            tools["jsonnet + PyYAML"] = ([str(py), "run.py", str(ws / "out-jsonnet")], ws / "jsonnet", env_cold)
+            tools["jsonnet + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-jsonnet"), ws / "jsonnet", env_cold)
             write_omegaconf(ws / "omegaconf", specs, yaml)
-            tools["OmegaConf + PyYAML"] = ([str(py), "run.py", str(ws / "out-omegaconf")], ws / "omegaconf", env_cold)
+            tools["OmegaConf + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-omegaconf"), ws / "omegaconf",
+                                           env_cold)
             write_hydra(ws / "hydra", specs, yaml)
-            tools["Hydra compose + PyYAML"] = ([str(py), "run.py", str(ws / "out-hydra")], ws / "hydra", env_cold)
+            tools["Hydra compose + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-hydra"), ws / "hydra",
+                                               env_cold)
             if pkl:
                 write_pkl(ws / "pkl", specs)
                 pkl_cmd = [str(pkl), "eval", "-m", str(ws / "out-pkl"),
@@ -943,9 +984,16 @@ def main() -> int:
                 print(f"  {tool}: {'same output as rcpc' if not bad else f'DIFFERS in {len(bad)} files, e.g. {bad[:3]}'}"
                       f" ({len(ref)} files)", flush=True)
         samples: dict[str, list[float]] = {t: [] for t in tools}
+        inner: dict[str, list[float]] = {t: [] for t in tools}
         for _ in range(runs):
             for name, (cmd, cwd, env) in tools.items():
-                samples[name].append(timed(cmd, cwd, env))
+                whole, inside = timed(cmd, cwd, env)
+                samples[name].append(whole)
+                if inside is not None:
+                    inner[name].append(inside)
+        for name, s in inner.items():
+            if s:
+                results["inproc_medians_s"].setdefault(name, {})[str(n)] = statistics.median(s)
         for name in MEMORY:
             if name in tools:
                 results["peak_rss_mb"].setdefault(name, {})[str(n)] = peak_rss_mb(*tools[name])
@@ -1066,6 +1114,15 @@ def write_summary(results: dict, table: str) -> None:
              "of constants. Every peer's output was parsed and compared with rcpc's: "
              + ", ".join(f"{k}: {'same' if all(x.values()) else 'DIFFERS'}" for k, x in results["equivalent"].items()) + ".",
              "", "## Figures", "", table, "", "![time vs N](peers.png)", ""]
+    inner = results.get("inproc_medians_s", {})
+    if inner:
+        ns = sorted({int(n) for v in inner.values() for n in v})
+        lines += ["In-process time (s, median): from the program's first line to the end of its work,",
+                  "so interpreter start-up is left out and imports are counted (Python tools only):", "",
+                  "| command | " + " | ".join(f"N={n}" for n in ns) + " |", "|" + "---|" * (1 + len(ns))]
+        lines += [f"| {name} | " + " | ".join(f"{v[str(n)]:.3f}" if str(n) in v else "" for n in ns) + " |"
+                  for name, v in inner.items()]
+        lines.append("")
     mem = results.get("peak_rss_mb", {})
     if mem:
         ns = sorted({int(n) for v in mem.values() for n in v})
