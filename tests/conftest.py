@@ -10,6 +10,8 @@
   ``cached_ws`` a workspace of it (the current directory) with the build cache on.
 * ``cli`` — runs ``rcpc.cli.main([...])`` in the workspace (``monkeypatch.chdir``) and
   returns a :class:`CliResult` (exit code, stdout, stderr).
+* ``output_tree(out)`` — what a reader finds in an output directory: {path: bytes} of every
+  file reached through rcpc's links (its own ``.rcpc`` area aside).
 * ``value_of(x)`` — a language value (:mod:`rcpc.values`) built from plain Python data, for
   driving the emitters directly; ``spelled(...)`` gives a number its source spelling;
   ``rcp_string(s)`` is a recipe string literal for ``s``; ``same(a, b)`` is type-strict equality.
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from pathlib import Path
 
@@ -188,6 +191,21 @@ def cli(ws, monkeypatch, capsys):
         return CliResult(code, out, err)
 
     return run
+
+
+def output_tree(out: Path) -> dict:
+    """What a reader finds in output directory ``out``: {path under it: bytes} of every file
+    reached by following rcpc's links (its own area ``.rcpc`` aside; a link that leads
+    nowhere is no file)."""
+    found = {}
+    for d, dirs, files in os.walk(out, followlinks=True):
+        if Path(d) == out:
+            dirs[:] = [x for x in dirs if x != ".rcpc"]
+        for f in files:
+            p = Path(d) / f
+            if p.is_file():
+                found[p.relative_to(out).as_posix()] = p.read_bytes()
+    return dict(sorted(found.items()))
 
 
 # values from plain Python data ------------------------------------------------------------

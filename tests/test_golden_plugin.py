@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from syrupy.data import Snapshot, SnapshotCollection
 
+from conftest import output_tree
 from rcpc.testing.golden import GoldenExtension
 
 pytest_plugins = ["pytester"]
@@ -59,10 +60,8 @@ def test_golden_bytes_equal_rcpc_build_output(workspace):
     out = workspace.path / "out"
     subprocess.run([sys.executable, "-m", "rcpc", "build", "-o", str(out)], cwd=workspace.path, check=True)
     golden = workspace.path / "golden"
-    built = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
-    assert built == sorted(p.relative_to(golden) for p in golden.rglob("*") if p.is_file())
-    for rel in built:
-        assert (out / rel).read_bytes() == (golden / rel).read_bytes()
+    assert output_tree(out) == {p.relative_to(golden).as_posix(): p.read_bytes()
+                                for p in sorted(golden.rglob("*")) if p.is_file()}
 
 
 def test_changed_flag_fails_exactly_the_affected_items(workspace):

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from conftest import output_tree
 from rcpc.cli import main
 from rcpc.parallel import MIN_PARALLEL
 
@@ -42,7 +43,7 @@ def run(capsys, *argv) -> tuple:
 
 
 def outputs(root, name):
-    return {p.relative_to(root / name).as_posix(): p.read_text() for p in (root / name).rglob("*") if p.is_file()}
+    return output_tree(root / name)
 
 
 def test_workers_build_what_one_process_builds(wsp, capsys):

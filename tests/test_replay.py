@@ -90,6 +90,9 @@ def test_any_change_is_a_miss_and_the_full_build_is_right(wsr, change):
     if change == "deleted library":
         assert run(["build"]) == 1
         return
+    if change == "extra output":  # a file rcpc did not write, in its output: refused, kept (E0911)
+        assert run(["build"]) == 1 and (wsr / "rcpc-out" / "r" / "default" / "x.yaml").exists()
+        (wsr / "rcpc-out" / "r" / "default" / "x.yaml").unlink()
     assert run(["build"]) == 0
     lr = "2e-6" if change.startswith("loaded") else "1e-6"
     assert (wsr / "rcpc-out" / "r" / "default" / "trainer.flags").read_text() == f"learning_rate={lr}\nsteps=2\n"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from rcpc import maxtext
+from rcpc import maxtext, names
 from rcpc.diagnostics import did_you_mean, error
 from rcpc.limits import INT_LIMIT, MAX_NAME, MAX_STRING
 from rcpc.emit.flags import shell_form
@@ -190,6 +190,9 @@ def _render_name(v) -> str:
     if not RENDER_NAME.fullmatch(v.value) or ".." in v.value or len(v.value) > MAX_NAME:
         raise error("E0701", f"render name {v.value[:40]!r} is not a plain file name", v.span,
                     hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
+    why = names.problem(v.value)
+    if why is not None:
+        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span)
     return v.value
 
 
@@ -232,11 +235,14 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
 def _variant(ctx, fn, span, args, kwargs):
     a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
     name = _expect(a["name"], (Str,), "variant name")
-    if name.value == "custom":
-        raise error("E0604", "variant name 'custom' is reserved for --set builds", name.span)
+    if names.fold(name.value) == "custom":
+        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span)
     if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
-        raise error("E0604", f"variant name {name.value!r} is not a plain directory name", name.span,
+        raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
                     hint="use letters, digits, '.', '-' and '_'")
+    why = names.problem(name.value)
+    if why is not None:
+        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span)
     sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
     against = a.get("against")
     if against is not None:

@@ -210,7 +210,10 @@ class _Sources(dict):
             from rcpc.limits import MAX_FILE_BYTES
             from rcpc.source import Source
 
-            real = self.ws.root / path
+            real = Path(os.path.realpath(self.ws.root / path))
+            named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_base, *self.ws.kube_schemas) if p}
+            if self.ws.root not in real.parents and real not in named:
+                return default  # never read outside the workspace, save the schema files named
             try:
                 if real.stat().st_size > MAX_FILE_BYTES:  # not read when compiling either (E0803)
                     return default
@@ -289,13 +292,16 @@ def _build(args, ws, compiler) -> int:
             raise result
     results = [(ws.recipe_name(path), *result) for path, result in zip(paths, compiled)]
     _print_diagnostics(unique(d for _, _, found, _ in results for d in found if d.severity != "note"), compiler)
-    from rcpc.output import unchanged, write_all
+    from rcpc.output import publish
+    from rcpc.source import file_span
 
     batch = [(name, variant, renders) for name, builds, _, _ in results for variant, renders in builds]
-    changed = [b for b in batch if not unchanged(out_dir, *b)]
+    names = [name for name, _, _, _ in results]
     try:
-        if changed:
-            write_all(out_dir, changed)
+        written = publish(out_dir, batch, args.output or ws.display(out_dir),
+                          whole=set() if args.variant or args.sets else set(names),
+                          known=None if args.recipes else set(names),
+                          origins={name: file_span(ws.display(path)) for name, path in zip(names, paths)})
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                       hint="the previous output, if any, is unchanged")) from None
@@ -306,7 +312,7 @@ def _build(args, ws, compiler) -> int:
         _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders)
     count = sum(len(renders) for _, _, renders in batch)
     _REPORT.status(f"rcpc: {count} renders of {len(results)} recipe(s) in {out_dir} "
-                   f"({len(changed)} of {len(batch)} variant director{'y' if len(batch) == 1 else 'ies'} written)")
+                   f"({written} of {len(batch)} variant director{'y' if len(batch) == 1 else 'ies'} written)")
     return 0
 
 
@@ -468,21 +474,41 @@ def _fmt(args, ws, compiler) -> int:
     import difflib
 
     from rcpc.fmt import format_source
+    from rcpc.workspace import RECIPE_SUFFIX
 
     files: list[Path] = []
+    errors: list = []
     for p in args.paths or [str(d) for d in ws.recipe_dirs]:
         q = Path(p)
         if q.is_dir():
-            files.extend(sorted(x.resolve() for x in q.rglob("*.rcp") if x.is_file()))
-        elif q.is_file():
-            files.append(q.resolve())
+            found = sorted(q.rglob("*" + RECIPE_SUFFIX))
+        elif os.path.lexists(q):
+            found = [q]
         else:
             raise _Usage(f"no such file or directory: {p}")
-    errors: list = []
+        if ws.root not in Path(os.path.realpath(q.parent), q.name).parents:
+            raise _Usage(f"{p} is outside the workspace {ws.root}")
+        for x in found:
+            try:
+                real = ws.inside(x)  # never a symlink out of the workspace (E0906)
+            except CompileError as exc:
+                errors.extend(exc.diagnostics)
+                continue
+            if real.is_file():
+                files.append(real)
+            elif x is q:
+                raise _Usage(f"no such file: {p}")
     changed = []
     for real in dict.fromkeys(files):
         shown = ws.display(real)
-        text = real.read_text(encoding="utf-8")
+        try:  # as the compiler reads it: no newline translation (a CR in a string is kept)
+            text = real.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            try:
+                compiler.source(real)  # E0003 at the first byte that is not UTF-8
+            except CompileError as exc:
+                errors.extend(exc.diagnostics)
+            continue
         try:
             out = format_source(text, shown)
         except CompileError as exc:
@@ -498,14 +524,35 @@ def _fmt(args, ws, compiler) -> int:
         elif args.check:
             print(shown)
         else:
-            tmp = real.with_name(f".{real.name}.fmt-tmp")
-            tmp.write_text(out, encoding="utf-8")
-            os.replace(tmp, real)
+            _replace(real, out.encode("utf-8"))
     if errors:
         raise CompileError(errors)
     verb = "would reformat" if args.check or args.diff else "reformatted"
     _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Replace file ``path`` with ``data`` atomically, keeping its mode (and owner, where
+    allowed): through a temporary sibling of a unique name (two runs never share one)."""
+    import stat
+    import tempfile
+
+    st = os.stat(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".fmt-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _lint(args, ws, compiler) -> int:

@@ -71,6 +71,8 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
+QUOTE_WIDTH = 160   # characters of a source line quoted at most: an excerpt around the span
+
 _COLORS = {ERROR: "\033[1;31m", WARNING: "\033[1;33m", NOTE: "\033[1;36m"}
 _BOLD, _BLUE, _GREEN, _RESET = "\033[1m", "\033[1;34m", "\033[1;32m", "\033[0m"
 
@@ -86,7 +88,11 @@ def format_text(diag: Diagnostic, sources: dict[str, Source], color: bool = Fals
         return f"{code}{text}{_RESET}" if color else text
 
     out = []
-    where = f"{diag.span}: " if diag.span and diag.span.line else ""
+    where = ""
+    if diag.span is not None and diag.span.line:
+        where = f"{diag.span}: "
+    elif diag.span is not None and not diag.span.path.startswith("<"):  # the file itself
+        where = f"{diag.span.path}: "
     head = paint(_COLORS.get(diag.severity, ""), f"{diag.severity}[{diag.code}]")
     out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, diag.message)}")
     if diag.span is not None:
@@ -128,15 +134,26 @@ def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text
     if src is None or span.line <= 0:
         return []
     raw = src.line_text(span.line)
-    text = "".join(c if c.isprintable() else " " for c in raw.expandtabs(1))
-    width = len(str(span.line))
+    col = span.col - 1   # where the caret starts, 0-based
+    start = 0
+    if len(raw) > QUOTE_WIDTH:  # an excerpt around the span, never the whole of a long line
+        start = max(0, min(col - QUOTE_WIDTH // 4, len(raw) - QUOTE_WIDTH))
+    shown = raw[start:start + QUOTE_WIDTH]
+    text = "".join(c if c.isprintable() else " " for c in shown.expandtabs(1))
     if span.end_line == span.line:
         length = max(1, span.end_col - span.col)
     else:
-        length = max(1, len(text) - span.col + 1)
+        length = max(1, len(raw) - col)
+    col -= start
+    if start:
+        text, col = "..." + text, col + 3
+    if start + len(shown) < len(raw):
+        text += "..."
+        length = max(1, min(length, len(text) - 3 - col))
+    width = len(str(span.line))
     gutter = " " * width
     return [
         paint(_BLUE, f" {gutter} |"),
         paint(_BLUE, f" {span.line} |") + f" {text}",
-        paint(_BLUE, f" {gutter} |") + " " + " " * (span.col - 1) + paint(_COLORS[ERROR], "^" * length),
+        paint(_BLUE, f" {gutter} |") + " " + " " * col + paint(_COLORS[ERROR], "^" * length),
     ]

@@ -1,35 +1,69 @@
-"""Atomic output: ``DIR/<recipe>/<variant>/<render>``.
+"""Owned, crash-atomic output: what a reader finds at ``DIR/<recipe>/<variant>/<render>``.
 
-Everything is evaluated, checked and emitted in memory before anything is written. Then:
+Everything is evaluated, checked and emitted in memory before anything is written. rcpc then
+publishes a new *generation* of the whole output directory ``DIR``::
 
-1. every variant directory is written into a temporary sibling (``.<variant>.tmp-*``);
-2. with SIGINT and SIGTERM held back until the end, each existing variant directory is
-   renamed aside and its temporary sibling renamed into place (if a rename fails, the ones
-   done are undone), then the old directories are deleted.
+    DIR/.rcpc/                     rcpc's own area (created by rcpc; nothing else writes here)
+        MANAGED_BY_RCPC            the marker saying so
+        lock                       the build lock (fcntl.flock)
+        current -> gen/7           the one symlink switched to publish a generation
+        gen/7/<recipe>/<variant>/<render>   a complete generation
+        gen/7/.manifest            what rcpc wrote into generation 7 (JSON)
+    DIR/rl -> .rcpc/current/rl     one link per first part of a recipe name
+    DIR/<anything else>            not rcpc's: never read, replaced or removed
 
-Leftovers of a build killed outright (SIGKILL) are swept by the next build.
+A reader's path ``DIR/rl/x/tuned/trainer.flags`` resolves through ``DIR/rl`` and ``current``,
+so each lookup sees one complete generation, the old one or the new one, at every instant:
+``current`` is replaced by rename(2) of a new symlink over it. A link for a new first part
+is made before the switch (until then it leads nowhere, as in the old generation); a link
+no longer needed is removed after it (from then on it leads nowhere, as in the new one).
 
-So a failed or interrupted build leaves the previous output whole, and a finished one leaves
-exactly the new renders. A signal that arrives during step 2 takes effect after it, as
-:class:`InterruptedAfterWrite`: the CLI then says the new output was written. An exclusive lock on ``.DIR.rcpc-lock`` beside ``DIR`` (``fcntl.flock``) keeps two
-concurrent builds into one directory from interleaving: the second waits for the first.
-Files are written as UTF-8 bytes with LF line ends exactly as emitted.
+A build (:func:`publish`), holding ``DIR/.rcpc/lock`` (on the real path of ``DIR``, so every
+spelling of it, symlinks included, takes the same lock):
+
+1. removes what a build killed outright left: generations other than the current one (by
+   their manifest where they have one: only the files it lists) and the links only they
+   listed;
+2. plans the new generation: each recipe built with all its variants gets exactly those
+   (``custom``, the ``--set`` output, is kept until the next ``--set`` build), a variant
+   built alone replaces that variant, every other recipe's current output is carried over
+   (hard-linked), and on a build of every recipe the outputs of recipes that no longer exist
+   are dropped. When nothing differs from the current generation, nothing is written;
+3. refuses, before touching anything, to go on when the current generation holds a file
+   its manifest does not list (``E0911``: a user's file inside a variant directory would be
+   lost with it), when a link it needs is taken by something rcpc did not make (``E0910``:
+   ``-o .`` next to a ``compiler/`` directory) or when the manifest is damaged (``E0912``);
+4. writes the new generation and its manifest, makes the new links, switches ``current``,
+   removes links no longer needed and the old generation (by its manifest).
+
+Ctrl-C or SIGTERM before step 4 leaves the previous output (the staged generation is
+removed); from the first link of step 4 on, the signals are held back until the end and
+then raise :class:`InterruptedAfterWrite` (the CLI then says the new output was written).
+Files are written as UTF-8 bytes with LF line ends exactly as emitted, with the usual
+modes (0666 and 0777 less the umask).
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import fcntl
+import json
 import os
 import shutil
 import signal
-import tempfile
+import stat
 from pathlib import Path
 
+from rcpc.diagnostics import CompileError, Diagnostic, error
+from rcpc.names import problem
+
+AREA = ".rcpc"
+MARKER = "MANAGED_BY_RCPC"
+MANIFEST = ".manifest"
+FORMAT = 1
+_MARKER_TEXT = ("This directory is written by rcpc. It holds the generations of the output that\n"
+                "the links beside it lead to; rcpc replaces them on every build. Do not edit.\n")
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
-LOCK_SUFFIX = ".rcpc-lock"
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class InterruptedAfterWrite(KeyboardInterrupt):
@@ -37,96 +71,373 @@ class InterruptedAfterWrite(KeyboardInterrupt):
     whole (the signal was held back until then)."""
 
 
-@contextlib.contextmanager
-def locked(out_dir: Path):
-    """Hold the output directory's build lock (blocking until it is free). The lock file sits
-    beside the directory, so the directory holds renders only."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir.parent / f".{out_dir.name}{LOCK_SUFFIX}", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def unchanged(out_dir: Path, recipe: str, variant: str, renders) -> bool:
-    """True when ``out_dir/recipe/variant`` already holds exactly these renders, byte for
-    byte (and nothing else), so a warm build need not write it."""
-    target = out_dir / recipe / variant
+def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=None, origins=None) -> int:
+    """Make ``builds`` [(recipe, variant, [(render name, text)])] the output in ``out_dir``
+    (``shown`` is how diagnostics name it). ``whole``: the recipes built with every declared
+    variant (their other variant directories, ``custom`` aside, are dropped); ``known``: every
+    recipe of the workspace when all were built (outputs of others are dropped), else None;
+    ``origins``: recipe → span of its file, for ``E0910``. Returns how many variant
+    directories were written (0 when the output already was exactly this). Raises
+    :class:`CompileError` (``E0905``, ``E0910``-``E0912``; nothing touched) or OSError."""
+    for recipe, variant, renders in builds:
+        _check_names(recipe, variant, [name for name, _ in renders])
+    out = _claim(Path(out_dir), shown, {recipe.split("/", 1)[0] for recipe, _, _ in builds}, origins or {})
+    area = out / AREA
+    staged: Path | None = None
     try:
-        if sorted(p.name for p in target.iterdir()) != sorted(name for name, _ in renders):
-            return False
-        return all((target / name).read_bytes() == text.encode("utf-8") for name, text in renders)
-    except OSError:
-        return False
-
-
-def write_all(out_dir: Path, variants: list) -> None:
-    """Replace each ``out_dir/<recipe>/<variant>`` with exactly its renders, atomically as a
-    whole. ``variants`` is a list of (recipe name, variant name, [(render name, text)])."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        with locked(out_dir):
-            for parent in {out_dir / recipe for recipe, _, _ in variants}:
-                _sweep(parent)
-            for recipe, variant, renders in variants:
-                target = out_dir / recipe / variant
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
-                os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; outputs get the usual mode
-                staged.append((tmp, target))
-                for name, text in renders:
-                    with open(tmp / name, "wb") as f:
-                        f.write(text.encode("utf-8"))
+        with open(area / "lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            old_gen, old = _current(area, shown)
+            _sweep(out, old_gen, old)
+            tree, changed = _plan(old_gen, old, builds, whole, known)
+            links = {recipe.split("/", 1)[0] for recipe in tree}
+            if tree == old["recipes"] and not changed and all(_ours(out, name) for name in links):
+                return 0
+            if old_gen is not None:
+                _refuse_foreign(old_gen, old, shown)
+            _refuse_taken(out, links, shown, origins or {})
+            staged = _new_generation(area)
+            _stage(staged, old_gen, tree, {(r, v): renders for r, v, renders in builds})
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-            try:  # the swap and the clean-up of replaced directories run to the end
-                old_dirs = _swap(staged)
-                staged = []
-                for old in old_dirs:
-                    shutil.rmtree(old, ignore_errors=True)
+            try:  # the swap and the clean-up run to the end
+                _swap(out, staged, links)
+                staged = None
+                _clean(out, links, old_gen, old)
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 except KeyboardInterrupt:
-                    if staged:  # the swap failed and was undone
+                    if staged is not None:  # the swap failed and was undone
                         raise
                     raise InterruptedAfterWrite from None
+            return len(changed)
     finally:
-        for tmp, _ in staged:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
 
 
-def _sweep(parent: Path) -> None:
-    """Remove what an earlier build killed outright (SIGKILL, power loss) left behind."""
-    if not parent.is_dir():
-        return
-    for p in parent.glob(".*.tmp-*"):
-        shutil.rmtree(p, ignore_errors=True)
-    for p in parent.glob(".*.old-*"):
-        shutil.rmtree(p, ignore_errors=True)
+def _check_names(recipe: str, variant: str, renders: list) -> None:
+    """Every name that becomes a path component is one (the compiler's checks located them
+    already; this guards the file system against any path that did not pass them)."""
+    for part in [*recipe.split("/"), variant, *renders]:
+        why = problem(part)
+        if why is not None:
+            raise error("E0905", f"cannot write {recipe}/{variant}: {part!r} {why}", None)
 
 
-def _swap(staged: list) -> list[Path]:
-    """Rename every staged directory into place; returns the replaced ones (to delete)."""
-    done: list[tuple[Path, Path, Path | None]] = []
+def _claim(out_dir: Path, shown: str, links: set, origins: dict) -> Path:
+    """The real path of the output directory, created if missing, with rcpc's area in it
+    (made, or checked to be rcpc's: it holds the marker, or nothing at all, as after a
+    build killed between making it and marking it). ``E0910``, before anything is made,
+    when the area is not rcpc's, or, in a directory with no area yet, when one of the
+    ``links`` would be taken."""
+    out = Path(os.path.realpath(out_dir))
+    for d in out.parents:
+        if d.name == AREA and os.path.lexists(d / MARKER):
+            raise error("E0910", f"cannot write to {shown}: it is inside rcpc's own area {d}", None,
+                        hint="choose an output directory outside every .rcpc directory")
+    if not os.path.lexists(out / AREA):
+        _refuse_taken(out, links, shown, origins)
+    os.makedirs(out, exist_ok=True)
+    area = out / AREA
     try:
-        for tmp, target in staged:
-            old = None
-            if target.exists():
-                old = target.parent / f".{target.name}.old-{tmp.name.rsplit('-', 1)[-1]}"
-                os.rename(target, old)
-            try:
-                os.rename(tmp, target)
-            except OSError:
-                if old is not None:
-                    os.rename(old, target)
-                raise
-            done.append((tmp, target, old))
+        os.mkdir(area)
+    except FileExistsError:
+        pass
+    if not stat.S_ISDIR(os.lstat(area).st_mode) or not (os.path.lexists(area / MARKER) or not os.listdir(area)):
+        raise error("E0910", f"cannot write to {shown}: {os.path.join(shown, AREA)} exists and was not made by rcpc",
+                    None, hint=f"rcpc keeps its generations of the output there; move it away, or choose "
+                               f"another output directory (-o)")
+    try:
+        fd = os.open(area / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return out
+    with os.fdopen(fd, "w") as f:
+        f.write(_MARKER_TEXT)
+    return out
+
+
+def _generation_id(area: Path) -> int | None:
+    """The number of the current generation; None when there is none yet."""
+    try:
+        target = os.readlink(area / "current")
+    except FileNotFoundError:
+        return None
+    except OSError:  # not a symlink
+        return -1
+    head, _, number = target.partition("/")
+    return int(number) if head == "gen" and number.isdigit() and number == str(int(number)) else -1
+
+
+def _current(area: Path, shown: str) -> tuple[Path | None, dict]:
+    """The current generation's directory and manifest (None and an empty manifest before
+    the first build). ``E0912`` when either is damaged."""
+    number = _generation_id(area)
+    if number is None:
+        return None, {"recipes": {}}
+    gen = area / "gen" / str(number)
+    manifest = _read_manifest(gen) if number >= 0 else None
+    if manifest is None:
+        raise error("E0912", f"cannot write to {shown}: the record of what rcpc wrote there "
+                             f"({os.path.join(shown, AREA)}) is damaged", None,
+                    hint=f"move any file of your own out of {shown}, then delete {os.path.join(shown, AREA)} "
+                         f"and the links to it")
+    return gen, manifest
+
+
+def _read_manifest(gen: Path) -> dict | None:
+    """The manifest of generation ``gen``: ``{"format": 1, "recipes": {recipe: {variant:
+    [render names]}}, "links": [first parts of the recipe names]}``; None when it is
+    missing, unreadable, or not of that shape with portable names only."""
+    try:
+        with open(gen / MANIFEST, "rb") as f:
+            data = json.loads(f.read())
+        recipes = data["recipes"]
+        ok = data["format"] == FORMAT and type(recipes) is dict and data["links"] == _links(recipes)
+        for recipe, variants in recipes.items():
+            ok = ok and type(variants) is dict
+            for variant, renders in variants.items():
+                ok = ok and type(renders) is list and all(type(r) is str for r in renders)
+                _check_names(recipe, variant, renders)
+        _nested(recipes)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, CompileError):
+        return None
+    return data if ok else None
+
+
+def _links(recipes: dict) -> list[str]:
+    return sorted({recipe.split("/", 1)[0] for recipe in recipes})
+
+
+def _nested(recipes: dict) -> dict:
+    """A manifest's files as a tree: {name: subtree, or None for a file}. ValueError when a
+    name would be both a file and a directory."""
+    root: dict = {}
+    for recipe, variants in recipes.items():
+        node = root
+        for part in recipe.split("/"):
+            node = node.setdefault(part, {})
+            if node is None:
+                raise ValueError(recipe)
+        for variant, renders in variants.items():
+            leaf = node.setdefault(variant, {})
+            if leaf is None or any(type(leaf.get(name, None)) is dict for name in renders):
+                raise ValueError(variant)
+            leaf.update(dict.fromkeys(renders))
+    return root
+
+
+def _ours(out: Path, name: str) -> bool:
+    """``out/name`` is the link rcpc makes for recipes whose name starts with ``name``."""
+    try:
+        return os.readlink(out / name) == f"{AREA}/current/{name}"
     except OSError:
-        for tmp, target, old in reversed(done):  # undo: previous output back in place
-            os.rename(target, tmp)
-            if old is not None:
-                os.rename(old, target)
+        return False
+
+
+def _sweep(out: Path, current: Path | None, manifest: dict) -> None:
+    """Remove what an earlier build killed outright (SIGKILL, power loss) left behind: a
+    half-made ``current.new``, every generation but the current one, and the links that only
+    those listed."""
+    area = out / AREA
+    try:
+        os.unlink(area / "current.new")
+    except FileNotFoundError:
+        pass
+    try:
+        gens = sorted(os.listdir(area / "gen"))
+    except FileNotFoundError:
+        return
+    for name in gens:
+        gen = area / "gen" / name
+        if gen == current:
+            continue
+        other = _read_manifest(gen)
+        if other is None:  # never published (its manifest is written before the switch)
+            shutil.rmtree(gen, ignore_errors=True)
+            continue
+        for link in set(other["links"]) - set(manifest.get("links", ())):
+            if _ours(out, link):
+                os.unlink(out / link)
+        _remove_generation(gen, other)
+
+
+def _plan(old_gen: Path | None, old: dict, builds: list, whole, known) -> tuple[dict, list]:
+    """The new generation's manifest tree, and the (recipe, variant) pairs built whose
+    renders differ from the current generation's."""
+    tree = {recipe: dict(variants) for recipe, variants in old["recipes"].items()
+            if known is None or recipe in known}
+    for recipe in whole:
+        tree[recipe] = {v: names for v, names in tree.get(recipe, {}).items() if v == "custom"}
+    changed = []
+    for recipe, variant, renders in builds:
+        tree.setdefault(recipe, {})[variant] = sorted(name for name, _ in renders)
+        if not _same(old_gen, old, recipe, variant, renders):
+            changed.append((recipe, variant))
+    return {recipe: {v: tree[recipe][v] for v in sorted(tree[recipe])} for recipe in sorted(tree)}, changed
+
+
+def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: list) -> bool:
+    """The current generation already holds exactly these renders there, byte for byte."""
+    if gen is None or manifest["recipes"].get(recipe, {}).get(variant) != sorted(n for n, _ in renders):
+        return False
+    d = gen / recipe / variant
+    try:
+        if sorted(os.listdir(d)) != sorted(n for n, _ in renders):
+            return False
+        for name, text in renders:
+            with open(d / name, "rb") as f:
+                if f.read() != text.encode("utf-8"):
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def _refuse_foreign(gen: Path, manifest: dict, shown: str) -> None:
+    """``E0911`` when the current generation (reached through the links, so a user may have
+    put files there) holds anything its manifest does not list: it would go with it."""
+    found: list[str] = []
+
+    def walk(path: Path, rel: str, tree: dict) -> None:
+        with os.scandir(path) as entries:
+            for e in sorted(entries, key=lambda e: e.name):
+                want = tree.get(e.name, False)
+                if want is None and e.is_file(follow_symlinks=False):
+                    continue
+                if type(want) is dict and e.is_dir(follow_symlinks=False):
+                    walk(Path(e.path), f"{rel}{e.name}/", want)
+                    continue
+                found.append(rel + e.name)
+
+    walk(gen, "", {**_nested(manifest["recipes"]), MANIFEST: None})
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise CompileError(Diagnostic(
+            "E0911", f"{os.path.join(shown, found[0])}{more} was not written by rcpc, and would be "
+                     f"deleted with the output it is in", None,
+            hint=f"move it out of {shown}: rcpc replaces the directories it writes there on every build",
+            notes=tuple(os.path.join(shown, f) for f in found[1:20])))
+
+
+def _refuse_taken(out: Path, links: set, shown: str, origins: dict) -> None:
+    """``E0910`` for each link needed whose place is taken by something rcpc did not make."""
+    diags = []
+    for name in sorted(links):
+        if os.path.lexists(out / name) and not _ours(out, name):
+            recipe = next((r for r in sorted(origins) if r.split("/", 1)[0] == name), None)
+            diags.append(Diagnostic(
+                "E0910", f"cannot write {os.path.join(shown, name)}: it exists and was not made by rcpc",
+                origins.get(recipe), hint=f"recipe '{recipe or name}' writes there; move it away, or choose "
+                                          f"another output directory (-o)"))
+    if diags:
+        raise CompileError(diags)
+
+
+def _new_generation(area: Path) -> Path:
+    """Make the directory of the next generation (numbered one past every one there)."""
+    gen_dir = area / "gen"
+    os.makedirs(gen_dir, exist_ok=True)
+    numbers = [int(n) for n in os.listdir(gen_dir) if n.isdigit()]
+    gen = gen_dir / str(max(numbers, default=0) + 1)
+    os.mkdir(gen)
+    return gen
+
+
+def _stage(gen: Path, old_gen: Path | None, tree: dict, built: dict) -> None:
+    """Write generation ``gen``, not yet published: the renders built now, everything else
+    hard-linked from the current one (copied where the file system has no hard links), and
+    its manifest."""
+    for recipe, variants in tree.items():
+        for variant, names in variants.items():
+            d = gen / recipe / variant
+            os.makedirs(d)
+            renders = built.get((recipe, variant))
+            if renders is not None:
+                for name, text in renders:
+                    with open(d / name, "wb") as f:
+                        f.write(text.encode("utf-8"))
+                continue
+            kept = []
+            for name in names:  # carried over from the current generation
+                src = old_gen / recipe / variant / name
+                try:
+                    os.link(src, d / name, follow_symlinks=False)
+                except FileNotFoundError:  # deleted by hand: not carried over
+                    continue
+                except OSError as exc:
+                    if exc.errno not in (errno.EPERM, errno.EMLINK, errno.EXDEV, errno.ENOTSUP):
+                        raise
+                    shutil.copyfile(src, d / name, follow_symlinks=False)
+                kept.append(name)
+            variants[variant] = kept
+    with open(gen / MANIFEST, "w", encoding="utf-8") as f:
+        json.dump({"format": FORMAT, "recipes": tree, "links": _links(tree)}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def _swap(out: Path, gen: Path, links: set) -> None:
+    """Publish generation ``gen``: make the ``links`` it needs, then switch ``current`` to it
+    with one rename(2). If that fails, the links made are removed again."""
+    made = []
+    try:
+        for name in sorted(links):
+            if not os.path.lexists(out / name):
+                os.symlink(f"{AREA}/current/{name}", out / name)
+                made.append(name)
+        new = out / AREA / "current.new"
+        os.symlink(f"gen/{gen.name}", new)
+        os.rename(new, out / AREA / "current")
+    except OSError:
+        for name in made:
+            os.unlink(out / name)
         raise
-    return [old for _, _, old in done if old is not None]
+
+
+def _clean(out: Path, links: set, old_gen: Path | None, old: dict) -> None:
+    """After the switch: remove the links no longer needed and the previous generation."""
+    for name in set(old.get("links", ())) - links:
+        if _ours(out, name):
+            os.unlink(out / name)
+    if old_gen is not None:
+        _remove_generation(old_gen, old)
+
+
+def _remove_generation(gen: Path, manifest: dict) -> None:
+    """Delete generation ``gen`` by its manifest: only the files and directories it lists,
+    never following a symlink (each directory is opened with O_NOFOLLOW and emptied through
+    its descriptor). Whatever else is there stays, with the manifest."""
+
+    def empty(dir_fd: int, tree: dict) -> bool:
+        emptied = True
+        for name, sub in tree.items():
+            try:
+                if sub is None:
+                    os.unlink(name, dir_fd=dir_fd)
+                    continue
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    done = empty(fd, sub)
+                finally:
+                    os.close(fd)
+                if done:
+                    os.rmdir(name, dir_fd=dir_fd)
+                else:
+                    emptied = False
+            except FileNotFoundError:
+                pass
+            except OSError:  # not what the manifest says it is, or not empty
+                emptied = False
+        return emptied
+
+    try:
+        fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        if not empty(fd, _nested(manifest["recipes"])) or os.listdir(fd) != [MANIFEST]:
+            return
+        os.unlink(MANIFEST, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(gen)

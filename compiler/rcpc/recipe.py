@@ -23,6 +23,7 @@ from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
 from rcpc.maxtext import argv
+from rcpc.names import fold
 from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
@@ -273,14 +274,17 @@ class Compiler:
 
     def _variant_build(self, name: str, result) -> VariantBuild:
         renders = []
-        seen: dict[str, Span] = {}
+        seen: dict[str, tuple[str, Span]] = {}   # folded file name → (file name, declared at)
         for value in result.renders:
             fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
-            if fname in seen:
-                raise error("E0702", f"two renders are named '{fname}'", value.span,
-                            related=(("first declared here", seen[fname]),),
+            first = seen.get(fold(fname))
+            if first is not None:
+                named = f"named '{fname}'" if first[0] == fname else \
+                    f"named '{first[0]}' and '{fname}', one file where case is ignored (macOS, Windows)"
+                raise error("E0702", f"two renders are {named}", value.span,
+                            related=(("first declared here", first[1]),),
                             hint="give each jobset/manifest/flag_file a distinct name")
-            seen[fname] = value.span
+            seen[fold(fname)] = (fname, value.span)
             if len(seen) > MAX_RENDERS:
                 raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
             try:
@@ -316,11 +320,15 @@ def _check_variants(variants: list, params: dict) -> tuple:
     if not variants:
         return (Variant(DEFAULT_VARIANT, Dict({}, {}, COMMAND_LINE_SPAN), None, None, COMMAND_LINE_SPAN),)
     seen: dict[str, Variant] = {}
+    folded: dict[str, Variant] = {}
     for v in variants:
-        if v.name in seen:
-            raise error("E0603", f"variant '{v.name}' is declared twice", v.span,
-                        related=(("first declared here", seen[v.name].span),))
-        seen[v.name] = v
+        first = folded.get(fold(v.name))
+        if first is not None:
+            twice = "is declared twice" if first.name == v.name else \
+                f"and variant '{first.name}' are one directory where case is ignored (macOS, Windows)"
+            raise error("E0603", f"variant '{v.name}' {twice}", v.span,
+                        related=(("first declared here", first.span),))
+        seen[v.name] = folded[fold(v.name)] = v
         for key, value in v.sets.items.items():
             if key not in params:
                 raise error("E0601", f"variant '{v.name}' sets '{key}', which is not a param",

@@ -31,6 +31,13 @@ class Span:
 COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
 
 
+def file_span(path: str) -> Span:
+    """A span naming a whole file rather than a place in it (line 0): a diagnostic about the
+    file itself (its name, where it leads) is shown as ``path: error[...]``, with no line
+    quoted, so nothing of the file is read to report it."""
+    return Span(path, 0, 0, 0, 0)
+
+
 class Source:
     """One source file's text with a line table for offset → (line, col) lookups.
 

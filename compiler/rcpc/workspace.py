@@ -14,14 +14,16 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
 
 from __future__ import annotations
 
+import errno
 import os
 import tomllib
 from pathlib import Path
 
 import attrs
 
-from rcpc.diagnostics import did_you_mean, error
-from rcpc.source import Span
+from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.names import fold, problem
+from rcpc.source import Span, file_span
 
 CONFIG_NAME = "rcp.toml"
 RECIPE_SUFFIX = ".rcp"
@@ -68,23 +70,41 @@ class Workspace:
         span = Span(CONFIG_NAME, 1, 1, 1, 1)
         links: dict = {}
         try:
-            data = tomllib.loads(cfg.read_text(encoding="utf-8"))
+            text = cfg.read_text(encoding="utf-8")
+            data = tomllib.loads(text)
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {exc}", span) from None
         except OSError as exc:
             raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
 
-        def dirs(key, default):
+        def path(key, value):
+            if "\0" in value:
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' contains a NUL character, which no path can hold",
+                            _key_span(text, key))
+            return root / value
+
+        def dirs(key, default, inside=True):
             value = data.get(key, default)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
-            return tuple(_real(root / v, links) for v in value)
+            out = []
+            for v in value:
+                try:
+                    real = _real(path(key, v), links)
+                except (OSError, RuntimeError):  # a symlink loop
+                    raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {v!r} cannot be resolved (a symlink "
+                                f"loop)", _key_span(text, key)) from None
+                if inside and real != root and root not in real.parents:
+                    raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {v!r} leaves the workspace",
+                                _key_span(text, key), hint="recipes are read from inside the workspace only")
+                out.append(real)
+            return tuple(out)
 
         def one_dir(key, default):
             value = data.get(key, default)
             if not isinstance(value, str):
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
-            return root / value
+            return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base", "kube_schemas"]
         unknown = sorted(set(data) - set(known))
@@ -94,7 +114,7 @@ class Workspace:
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                    one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
-                   dirs("kube_schemas", []), cfg, links)
+                   dirs("kube_schemas", [], inside=False), cfg, links)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
@@ -110,55 +130,129 @@ class Workspace:
         """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
         for d in self.recipe_dirs:
             if d in path.parents:
-                return path.relative_to(d).with_suffix("").as_posix()
-        return self.display(path.with_suffix(""))
+                return path.relative_to(d).as_posix()[:-len(RECIPE_SUFFIX)]
+        return self.display(path)[:-len(RECIPE_SUFFIX)]
+
+    def inside(self, raw: Path) -> Path:
+        """The real path of ``raw``, a file found in the workspace (a recipe, a library, a
+        file to format), which must resolve inside it. ``E0906`` when a symlink leads out
+        (nothing is read there), ``E0907`` when it cannot be resolved (a symlink loop)."""
+        at = file_span(self.display(_entry(raw)))
+        try:
+            real = self.real(raw)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's symlink loop
+            why = "it is a symlink loop" if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP else exc.strerror
+            raise error("E0907", f"{at.path} cannot be resolved: {why}", at,
+                        hint="a symlink that points to itself, directly or through others, names no file") from None
+        if real != self.root and self.root not in real.parents:
+            raise error("E0906", f"{at.path} is a symlink to a file outside the workspace", at,
+                        hint="recipes and the files they load must be inside the workspace (the directory of "
+                             "rcp.toml); copy the file in instead of linking to it")
+        return real
+
+    def _name_errors(self, real: Path, shown: Path) -> list:
+        """``E0905`` diagnostics for a recipe whose name (from file ``real``, found as
+        ``shown``) has a part that is not one portable path component (:mod:`rcpc.names`)."""
+        name = self.recipe_name(real)
+        at = file_span(self.display(_entry(shown)))
+        for part in name.split("/"):
+            why = problem(part)
+            if why is not None:
+                return [Diagnostic("E0905", f"recipe name {name!r} cannot be a path in the output: "
+                                            f"{part!r} {why}", at,
+                                   hint="rename the file: each part of a recipe's name becomes a directory "
+                                        "of the output (docs/cli.md)")]
+        return []
 
     def recipes(self) -> list[Path]:
-        """Every recipe file (not library files), sorted by name. ``E0903`` when two files
-        have one name, or one recipe's name is a directory of another's (``p`` and ``p/q``:
-        ``p``'s variant ``q`` would write where ``p/q`` does)."""
+        """Every recipe file (not library files), sorted by name. Every problem found is
+        raised at once: ``E0906``/``E0907`` for a file that does not resolve inside the
+        workspace, ``E0905`` for a name that is not portable path components, ``E0903`` when
+        two files have one name (also where case or Unicode normalization is ignored, as on
+        macOS and Windows), or one recipe's name is a directory of another's (``p`` and
+        ``p/q``: ``p``'s variant ``q`` would write where ``p/q`` does)."""
         found: dict[str, Path] = {}
+        folded: dict[str, str] = {}   # names.fold(name) → name
+        errors: list = []
         for d in self.recipe_dirs:
             if d.is_dir():
                 for p in sorted(d.rglob("*" + RECIPE_SUFFIX)):
-                    real = self.real(p)
+                    try:
+                        real = self.inside(p)
+                    except CompileError as exc:
+                        errors.extend(exc.diagnostics)
+                        continue
                     if self.is_library(real) or not real.is_file():
                         continue
                     name = self.recipe_name(real)
-                    if name in found and found[name] != real:
-                        raise error("E0903", f"two recipes are named '{name}': {self.display(found[name])} "
-                                    f"and {self.display(real)}", None, hint="rename one of them")
+                    bad = self._name_errors(real, p)
+                    if bad:
+                        errors.extend(bad)
+                        continue
+                    same = folded.setdefault(fold(name), name)
+                    if same in found and found[same] != real:
+                        how = "" if same == name else f" ('{same}' and '{name}' are one name where case is ignored)"
+                        errors.append(Diagnostic(
+                            "E0903", f"two recipes are named '{same}'{how}: {self.display(found[same])} "
+                            f"and {self.display(real)}", None, hint="rename one of them"))
+                        continue
                     found[name] = real
+        by_fold = {fold(name): name for name in found}
+        spelled: dict[str, str] = {}   # fold(directory) → a recipe name spelling it
         for name in found:
             parts = name.split("/")
-            head = next((h for h in ("/".join(parts[:i]) for i in range(1, len(parts))) if h in found), None)
+            heads = ["/".join(parts[:i]) for i in range(1, len(parts))]
+            head = next((by_fold[fold(h)] for h in heads if fold(h) in by_fold), None)
             if head is not None:
-                raise error("E0903", f"recipe '{head}' and recipe '{name}' would share the output "
-                            f"directory {head}/", None, hint=f"rename {self.display(found[head])} or its folder")
+                errors.append(Diagnostic(
+                    "E0903", f"recipe '{head}' and recipe '{name}' would share the output directory {head}/",
+                    None, hint=f"rename {self.display(found[head])} or its folder"))
+            for h in heads:
+                other = spelled.setdefault(fold(h), name)
+                if not other.startswith(h + "/"):
+                    errors.append(Diagnostic(
+                        "E0903", f"recipe '{other}' and recipe '{name}' spell one directory two ways, one "
+                                 f"directory where case is ignored (macOS, Windows)", None,
+                        hint=f"rename the folder of {self.display(found[name])}"))
+                    break
+        if errors:
+            raise CompileError(errors)
         return [found[k] for k in sorted(found)]
 
     def libraries(self) -> list[Path]:
-        """Every library file, sorted."""
+        """Every library file, sorted. ``E0906``/``E0907`` (all of them at once) for files
+        that do not resolve inside the workspace: those are never read."""
         out = set()
+        errors: list = []
         for d in self.library_dirs:
             if d.is_dir():
-                out.update(self.real(p) for p in d.rglob("*" + RECIPE_SUFFIX) if p.is_file())
+                for p in d.rglob("*" + RECIPE_SUFFIX):
+                    try:
+                        real = self.inside(p)
+                    except CompileError as exc:
+                        errors.extend(exc.diagnostics)
+                        continue
+                    if real.is_file():
+                        out.add(real)
+        if errors:
+            raise CompileError(errors)
         return sorted(out)
 
     def find_recipe(self, name: str) -> Path | None:
         """A recipe by name (``rl/x``) or by file path inside the workspace (not a library);
-        None when there is none."""
+        None when there is none. Raises ``E0905``-``E0907`` as :meth:`recipes` does for it."""
         p = Path(name)
         cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
         for cand in cands:
-            try:
-                real = self.real(cand)
-                if not real.is_file():
-                    continue
-            except (OSError, RuntimeError):
+            if "\0" in name or not os.path.lexists(cand) or self.root not in _entry(cand).parents:
+                continue  # a path outside the workspace names no recipe of it
+            real = self.inside(cand)
+            if not real.is_file() or self.is_library(real):
                 continue
-            if self.root in real.parents and not self.is_library(real):
-                return real
+            bad = self._name_errors(real, cand)
+            if bad:
+                raise CompileError(bad)
+            return real
         return None
 
     def resolve_load(self, target: str, from_file: Path, span: Span) -> Path:
@@ -172,6 +266,8 @@ class Workspace:
 
     def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
         """The real path of a file named in a recipe (as :meth:`resolve_load`, any file)."""
+        if "\0" in target:
+            raise error("E0201", f"cannot {verb} {target[:80]!r}: a path cannot contain a NUL character", span)
         if target.startswith("//"):
             raw = self.root / target[2:]
         elif target.startswith("/"):
@@ -192,6 +288,21 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")
         return real
+
+
+def _key_span(text: str, key: str) -> Span:
+    """Where ``key`` is set in rcp.toml's ``text`` (line 1 when it is not found)."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(key) and line.lstrip()[len(key):].lstrip().startswith("="):
+            col = len(line) - len(line.lstrip()) + 1
+            return Span(CONFIG_NAME, n, col, n, col + len(key))
+    return Span(CONFIG_NAME, 1, 1, 1, 1)
+
+
+def _entry(p: Path) -> Path:
+    """Where the directory entry ``p`` sits: its directory's real path and its own name (a
+    symlink itself is not followed)."""
+    return Path(os.path.realpath(p.parent)) / p.name
 
 
 def _real(raw: Path, links: dict) -> Path:
