@@ -3,7 +3,9 @@
 ``tests/diagnostics/``) and rendered into ``docs/diagnostics.md``.
 
 An example is a workspace (``files``: path → text; ``recipes/r.rcp`` unless named otherwise,
-``rcp.toml`` empty unless given) and an ``rcpc`` command run in it.
+``rcp.toml`` empty unless given; ``links``: path → symlink target) and an ``rcpc`` command run
+in it; ``before``, when given, is a command run first (it must succeed), after which the
+files of ``then`` are written.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class Example:
     files: dict = attrs.Factory(dict)
     argv: tuple = ("check",)
     exit: int = 1
+    links: dict = attrs.Factory(dict)
+    before: tuple = ()
+    then: dict = attrs.Factory(dict)
 
     def workspace(self) -> dict:
         out = {"rcp.toml": ""}
@@ -139,6 +144,19 @@ CATALOG = [
     Example("E0901", "bad rcp.toml", 'variant("default")\n', files={"rcp.toml": 'recipe_dir = ["recipes"]\n'}),
     Example("E0903", "recipes sharing an output directory", 'variant("q")\n',
             files={"recipes/r/q.rcp": 'variant("default")\n'}),
+    Example("E0905", "recipe name that is not a portable path", 'variant("victim")\n',
+            files={"recipes/...rcp": 'variant("victim")\n'}),
+    Example("E0906", "symlink leading out of the workspace", 'variant("default")\n',
+            links={"recipes/lib/env.rcp": "/proc/self/environ"}),
+    Example("E0907", "symlink that cannot be resolved", 'variant("default")\n', links={"recipes/loop.rcp": "loop.rcp"}),
+    Example("E0910", "output path taken by something rcpc did not make", 'variant("rcpc")\n',
+            files={"recipes/compiler.rcp": 'variant("rcpc")\n', "compiler/rcpc/main.py": "print('mine')\n"},
+            argv=("build", "-o", ".")),
+    Example("E0911", "a file of the user's inside rcpc's output", 'variant("default")\n', argv=("build",),
+            before=("build",), then={"recipes/r.rcp": 'variant("default")\nvariant("more")\n',
+                                     "rcpc-out/r/default/notes.txt": "my notes\n"}),
+    Example("E0912", "damaged record of the output", 'variant("default")\n', argv=("build",),
+            before=("build",), then={"recipes/r.rcp": 'variant("more")\n', "rcpc-out/.rcpc/gen/1/.manifest": "{}\n"}),
     Example("E0950", "output cannot be written", 'variant("default")\n',
             files={"out": "a file, not a directory\n"}, argv=("build", "-o", "out")),
     # Kubernetes -----------------------------------------------------------------------------------

@@ -18,12 +18,22 @@ GOLDEN = REPO / "tests" / "diagnostics"
 DOC = REPO / "docs" / "diagnostics.md"
 
 
-def run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
-    for path, text in example.workspace().items():
+def write(root: Path, files: dict) -> None:
+    for path, text in files.items():
         p = root / path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+def run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
+    write(root, example.workspace())
+    for path, target in example.links.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).symlink_to(target)
     monkeypatch.chdir(root)
+    if example.before:
+        assert main(list(example.before)) == 0
+        write(root, example.then)
     capsys.readouterr()
     code = main(list(example.argv))
     out, err = capsys.readouterr()
@@ -56,6 +66,10 @@ def _section(example, output: str) -> str:
         if len(text) > 400:
             text = text[:200] + f"... ({len(text)} characters)\n"
         shown.append(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n")
+    shown.extend(f"`{path}` is a symlink to `{target}`.\n" for path, target in example.links.items())
+    if example.before:
+        shown.append(f"After `rcpc {' '.join(example.before)}`, these files are written:\n")
+        shown.extend(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n" for path, text in example.then.items())
     return (f"### {example.code}: {example.title}\n\n" + "\n".join(shown)
             + f"\n`rcpc {' '.join(example.argv)}` exits {example.exit} and prints:\n\n```text\n{output.rstrip()}\n```\n")
 

@@ -142,10 +142,10 @@ class Workspace:
             real = self.real(raw)
         except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's symlink loop
             why = "it is a symlink loop" if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP else exc.strerror
-            raise error("E0907", f"{at.path} cannot be resolved: {why}", at,
+            raise error("E0907", f"symlink that cannot be resolved: {why}", at,
                         hint="a symlink that points to itself, directly or through others, names no file") from None
         if real != self.root and self.root not in real.parents:
-            raise error("E0906", f"{at.path} is a symlink to a file outside the workspace", at,
+            raise error("E0906", "symlink to a file outside the workspace (not read)", at,
                         hint="recipes and the files they load must be inside the workspace (the directory of "
                              "rcp.toml); copy the file in instead of linking to it")
         return real
