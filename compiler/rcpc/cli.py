@@ -396,12 +396,15 @@ def _diff(args, ws, compiler) -> int:
 
 
 def _check(args, ws, compiler) -> int:
+    from rcpc.workspace import entry
+
     paths: list[Path] = []
     libraries: list[Path] = []
     for p in args.paths or []:
-        q = Path(p).resolve()
+        q = entry(Path(p))
         if q != ws.root and ws.root not in q.parents:
             raise _Usage(f"{p} is outside the workspace {ws.root}")
+        q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
         if q.is_dir():
             paths.extend(r for r in ws.recipes() if q in r.parents)
             libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
@@ -474,7 +477,7 @@ def _fmt(args, ws, compiler) -> int:
     import difflib
 
     from rcpc.fmt import format_source
-    from rcpc.workspace import RECIPE_SUFFIX
+    from rcpc.workspace import RECIPE_SUFFIX, entry
 
     files: list[Path] = []
     errors: list = []
@@ -486,7 +489,7 @@ def _fmt(args, ws, compiler) -> int:
             found = [q]
         else:
             raise _Usage(f"no such file or directory: {p}")
-        if ws.root not in Path(os.path.realpath(q.parent), q.name).parents:
+        if ws.root not in entry(q).parents:
             raise _Usage(f"{p} is outside the workspace {ws.root}")
         for x in found:
             try:

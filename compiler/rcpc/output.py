@@ -196,6 +196,7 @@ def _read_manifest(gen: Path) -> dict | None:
         ok = data["format"] == FORMAT and type(recipes) is dict and data["links"] == _links(recipes)
         for recipe, variants in recipes.items():
             ok = ok and type(variants) is dict
+            _check_names(recipe, "v", [])
             for variant, renders in variants.items():
                 ok = ok and type(renders) is list and all(type(r) is str for r in renders)
                 _check_names(recipe, variant, renders)

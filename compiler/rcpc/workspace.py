@@ -137,7 +137,7 @@ class Workspace:
         """The real path of ``raw``, a file found in the workspace (a recipe, a library, a
         file to format), which must resolve inside it. ``E0906`` when a symlink leads out
         (nothing is read there), ``E0907`` when it cannot be resolved (a symlink loop)."""
-        at = file_span(self.display(_entry(raw)))
+        at = file_span(self.display(entry(raw)))
         try:
             real = self.real(raw)
         except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's symlink loop
@@ -154,7 +154,7 @@ class Workspace:
         """``E0905`` diagnostics for a recipe whose name (from file ``real``, found as
         ``shown``) has a part that is not one portable path component (:mod:`rcpc.names`)."""
         name = self.recipe_name(real)
-        at = file_span(self.display(_entry(shown)))
+        at = file_span(self.display(entry(shown)))
         for part in name.split("/"):
             why = problem(part)
             if why is not None:
@@ -244,7 +244,7 @@ class Workspace:
         p = Path(name)
         cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
         for cand in cands:
-            if "\0" in name or not os.path.lexists(cand) or self.root not in _entry(cand).parents:
+            if "\0" in name or not os.path.lexists(cand) or self.root not in entry(cand).parents:
                 continue  # a path outside the workspace names no recipe of it
             real = self.inside(cand)
             if not real.is_file() or self.is_library(real):
@@ -299,9 +299,11 @@ def _key_span(text: str, key: str) -> Span:
     return Span(CONFIG_NAME, 1, 1, 1, 1)
 
 
-def _entry(p: Path) -> Path:
+def entry(p: Path) -> Path:
     """Where the directory entry ``p`` sits: its directory's real path and its own name (a
-    symlink itself is not followed)."""
+    symlink itself is not followed): what is inside the workspace as written."""
+    if p.name in ("", ".", ".."):
+        return Path(os.path.realpath(p))
     return Path(os.path.realpath(p.parent)) / p.name
 
 
