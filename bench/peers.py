@@ -877,7 +877,11 @@ MEMORY = ("rcpc check", "rcpc build (cold)", "rcpc build (cold, -j 1)", "OmegaCo
 
 def load_outputs(outdir: Path, rcpc_layout: bool, yaml) -> dict:
     res = {}
-    for f in sorted(outdir.rglob("*")):
+    found = []
+    for d, dirs, files in os.walk(outdir, followlinks=True):   # through rcpc's links, not its .rcpc area
+        dirs[:] = [x for x in dirs if x != ".rcpc"]
+        found.extend(Path(d) / f for f in files)
+    for f in sorted(found):
         if not f.is_file():
             continue
         rel = f.relative_to(outdir).parts
