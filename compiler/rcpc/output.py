@@ -21,24 +21,25 @@ no longer needed is removed after it (from then on it leads nowhere, as in the n
 A build (:func:`publish`), holding ``DIR/.rcpc/lock`` (on the real path of ``DIR``, so every
 spelling of it, symlinks included, takes the same lock):
 
-1. removes what a build killed outright left: generations other than the current one (by
-   their manifest where they have one: only the files it lists) and the links only they
-   listed;
-2. plans the new generation: each recipe built with all its variants gets exactly those
+1. plans the new generation: each recipe built with all its variants gets exactly those
    (``custom``, the ``--set`` output, is kept until the next ``--set`` build), a variant
    built alone replaces that variant, every other recipe's current output is carried over
    (hard-linked), and on a build of every recipe the outputs of recipes that no longer exist
-   are dropped. When nothing differs from the current generation, nothing is written;
-3. refuses, before touching anything, to go on when the current generation holds a file
-   its manifest does not list (``E0911``: a user's file inside a variant directory would be
-   lost with it), when a link it needs is taken by something rcpc did not make (``E0910``:
-   ``-o .`` next to a ``compiler/`` directory) or when the manifest is damaged (``E0912``);
+   are dropped;
+2. unless that is exactly the current generation, refuses, before touching anything, to go
+   on when the current generation holds a file its manifest does not list (``E0911``: a
+   user's file inside a variant directory would be lost with it), when a link it needs is
+   taken by something rcpc did not make (``E0910``: ``-o .`` next to a ``compiler/``
+   directory) or when the manifest is damaged (``E0912``);
+3. removes what a build killed outright left: generations other than the current one (by
+   their manifest where they have one: only the files it lists) and the links only they
+   listed; then stops if there is nothing to write;
 4. writes the new generation and its manifest, makes the new links, switches ``current``,
    removes links no longer needed and the old generation (by its manifest).
 
-Ctrl-C or SIGTERM before step 4 leaves the previous output (the staged generation is
-removed); from the first link of step 4 on, the signals are held back until the end and
-then raise :class:`InterruptedAfterWrite` (the CLI then says the new output was written).
+Ctrl-C or SIGTERM before the first link of step 4 leaves the previous output (the staged
+generation is removed); from then on, the signals are held back until the end and then raise
+:class:`InterruptedAfterWrite` (the CLI then says the new output was written).
 Files are written as UTF-8 bytes with LF line ends exactly as emitted, with the usual
 modes (0666 and 0777 less the umask).
 """
@@ -88,14 +89,16 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
         with open(area / "lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old_gen, old = _current(area, shown)
-            _sweep(out, old_gen, old)
             tree, changed = _plan(old_gen, old, builds, whole, known)
             links = {recipe.split("/", 1)[0] for recipe in tree}
-            if tree == old["recipes"] and not changed and all(_ours(out, name) for name in links):
+            same = tree == old["recipes"] and not changed and all(_ours(out, name) for name in links)
+            if not same:  # before anything is touched
+                if old_gen is not None:
+                    _refuse_foreign(old_gen, old, shown)
+                _refuse_taken(out, links, shown, origins or {})
+            _sweep(out, old_gen, old)
+            if same:
                 return 0
-            if old_gen is not None:
-                _refuse_foreign(old_gen, old, shown)
-            _refuse_taken(out, links, shown, origins or {})
             staged = _new_generation(area)
             _stage(staged, old_gen, tree, {(r, v): renders for r, v, renders in builds})
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)

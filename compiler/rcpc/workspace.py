@@ -150,19 +150,18 @@ class Workspace:
                              "rcp.toml); copy the file in instead of linking to it")
         return real
 
-    def _name_errors(self, real: Path, shown: Path) -> list:
-        """``E0905`` diagnostics for a recipe whose name (from file ``real``, found as
-        ``shown``) has a part that is not one portable path component (:mod:`rcpc.names`)."""
+    def _name_error(self, real: Path, shown: Path) -> Diagnostic | None:
+        """``E0905`` for a recipe whose name (from file ``real``, found as ``shown``) has a
+        part that is not one portable path component (:mod:`rcpc.names`), else None."""
         name = self.recipe_name(real)
-        at = file_span(self.display(entry(shown)))
         for part in name.split("/"):
             why = problem(part)
             if why is not None:
-                return [Diagnostic("E0905", f"recipe name {name!r} cannot be a path in the output: "
-                                            f"{part!r} {why}", at,
-                                   hint="rename the file: each part of a recipe's name becomes a directory "
-                                        "of the output (docs/cli.md)")]
-        return []
+                return Diagnostic("E0905", f"recipe name {name!r} cannot be a path in the output: {part!r} {why}",
+                                  file_span(self.display(entry(shown))),
+                                  hint="rename the file: each part of a recipe's name becomes a directory "
+                                       "of the output (docs/cli.md)")
+        return None
 
     def recipes(self) -> list[Path]:
         """Every recipe file (not library files), sorted by name. Every problem found is
@@ -185,9 +184,9 @@ class Workspace:
                     if self.is_library(real) or not real.is_file():
                         continue
                     name = self.recipe_name(real)
-                    bad = self._name_errors(real, p)
-                    if bad:
-                        errors.extend(bad)
+                    bad = self._name_error(real, p)
+                    if bad is not None:
+                        errors.append(bad)
                         continue
                     same = folded.setdefault(fold(name), name)
                     if same in found and found[same] != real:
@@ -244,13 +243,13 @@ class Workspace:
         p = Path(name)
         cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
         for cand in cands:
-            if "\0" in name or not os.path.lexists(cand) or self.root not in entry(cand).parents:
+            if not os.path.lexists(cand) or self.root not in entry(cand).parents:
                 continue  # a path outside the workspace names no recipe of it
             real = self.inside(cand)
             if not real.is_file() or self.is_library(real):
                 continue
-            bad = self._name_errors(real, cand)
-            if bad:
+            bad = self._name_error(real, cand)
+            if bad is not None:
                 raise CompileError(bad)
             return real
         return None
