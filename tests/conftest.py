@@ -11,7 +11,8 @@
 * ``cli`` — runs ``rcpc.cli.main([...])`` in the workspace (``monkeypatch.chdir``) and
   returns a :class:`CliResult` (exit code, stdout, stderr).
 * ``output_tree(out)`` — what a reader finds in an output directory: {path: bytes} of every
-  file reached through rcpc's links (its own ``.rcpc`` area aside).
+  file reached through rcpc's links (its own ``.rcpc`` area aside); ``area_leftovers(out)``
+  — what that area holds beyond the current generation and the outputs it uses.
 * ``value_of(x)`` — a language value (:mod:`rcpc.values`) built from plain Python data, for
   driving the emitters directly; ``spelled(...)`` gives a number its source spelling;
   ``rcp_string(s)`` is a recipe string literal for ``s``; ``same(a, b)`` is type-strict equality.
@@ -206,6 +207,20 @@ def output_tree(out: Path) -> dict:
             if p.is_file():
                 found[p.relative_to(out).as_posix()] = p.read_bytes()
     return dict(sorted(found.items()))
+
+
+def area_leftovers(out: Path) -> list:
+    """What rcpc's area in output directory ``out`` holds besides its marker, its lock, the
+    current generation and the outputs that generation uses (a build killed outright leaves
+    more, until the next build)."""
+    import json
+
+    area = out / ".rcpc"
+    current = os.readlink(area / "current")
+    used = json.loads((area / current / ".manifest").read_text())["outputs"].values()
+    found = {f"gen/{p.name}" for p in (area / "gen").iterdir()} | {f"outputs/{p.name}" for p in (area / "outputs").iterdir()}
+    found |= {p.name for p in area.iterdir()} - {"gen", "outputs"}
+    return sorted(found - {"MANAGED_BY_RCPC", "lock", "current", current, *(f"outputs/{n}" for n in used)})
 
 
 # values from plain Python data ------------------------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import output_tree, rcp_string
+from conftest import area_leftovers, output_tree, rcp_string
 from rcpc import names
 from rcpc.cli import main
 
@@ -366,8 +366,11 @@ def test_an_area_rcpc_did_not_make_is_refused_and_an_empty_one_is_taken(tmp_path
     assert code == 1 and "inside rcpc's own area" in err
 
 
-@pytest.mark.parametrize("manifest", ["{}", "not json", '{"format": 1, "links": ["x"], "recipes": {"x/../..": {}}}',
-                                      '{"format": 1, "links": [".."], "recipes": {"..": {"v": ["f"]}}}'])
+@pytest.mark.parametrize("manifest", [
+    "{}", "not json", '{"format": 1, "links": ["x"], "outputs": {"x/../..": 1}, "recipes": {"x/../..": {}}}',
+    '{"format": 1, "links": [".."], "outputs": {"..": 1}, "recipes": {"..": {"v": ["f"]}}}',
+    '{"format": 1, "links": ["a"], "outputs": {"a": 0}, "recipes": {"a": {"v": ["f"]}}}',
+    '{"format": 1, "links": ["a"], "outputs": {"a": 1}, "recipes": {"a": {"v": ["../../../x"]}}}'])
 def test_a_damaged_manifest_is_refused_and_nothing_is_touched(tmp_path, manifest):
     root = workspace(tmp_path, TWO)
     assert run(root, "build")[0] == 0
@@ -386,7 +389,7 @@ def test_a_partial_build_carries_the_other_outputs_over_as_they_are(tmp_path):
     (root / "recipes" / "b" / "c.rcp").unlink()
     assert run(root, "build", "a", "--variant", "x")[0] == 0   # one variant: a/y stays
     assert set(output_tree(root / "rcpc-out")) == {"a/x/m.yaml", "a/y/m.yaml", "b/c/default/n.yaml"}
-    assert os.stat(root / "rcpc-out" / "b" / "c" / "default" / "n.yaml").st_ino == kept   # a hard link
+    assert os.stat(root / "rcpc-out" / "b" / "c" / "default" / "n.yaml").st_ino == kept   # not even copied
     assert run(root, "build", "a")[0] == 0   # every variant of a: the renamed y goes
     assert set(output_tree(root / "rcpc-out")) == {"a/x/m.yaml", "a/z/m.yaml", "b/c/default/n.yaml"}
     assert run(root, "build", "a", "--set", "X=1")[0] == 1   # no such param
@@ -394,7 +397,9 @@ def test_a_partial_build_carries_the_other_outputs_over_as_they_are(tmp_path):
     assert set(output_tree(root / "rcpc-out")) == {"a/x/m.yaml", "a/z/m.yaml"}
     assert sorted(os.listdir(root / "rcpc-out")) == [".rcpc", "a"]
     manifest = json.loads((root / "rcpc-out" / ".rcpc" / "current" / ".manifest").read_text())
-    assert manifest == {"format": 1, "links": ["a"], "recipes": {"a": {"x": ["m.yaml"], "z": ["m.yaml"]}}}
+    assert manifest == {"format": 1, "links": ["a"], "outputs": {"a": manifest["outputs"]["a"]},
+                        "recipes": {"a": {"x": ["m.yaml"], "z": ["m.yaml"]}}}
+    assert not area_leftovers(root / "rcpc-out")
 
 
 OPS = st.lists(st.one_of(
@@ -464,8 +469,7 @@ def test_the_output_is_what_the_builds_so_far_wrote(tmp_path_factory, ops):
             want = {f"{name}/{v}/m.yaml": f"apiVersion: v1\nkind: K\nmetadata:\n  name: m\ndata:\n  c: {n}\n".encode()
                     for name, vs in model.items() for v, n in vs.items()}
             assert output_tree(root / "rcpc-out") == {**want, **USER_FILES}
-            area = root / "rcpc-out" / ".rcpc"
-            assert os.listdir(area / "gen") == [os.readlink(area / "current").split("/")[1]]
+            assert not area_leftovers(root / "rcpc-out")
             links = {p.name for p in (root / "rcpc-out").iterdir() if p.is_symlink()}
             assert links == {name.split("/")[0] for name in model}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import output_tree
+from conftest import area_leftovers as leftovers, output_tree
 BIG = '''
 N = param(int, default = 400)
 [jobset(name = f"j-{i}", spec = {"i": i, "args": [f"--flag-{k}={i}" for k in range(60)]}) for i in range(N)]
@@ -27,14 +27,6 @@ def rcpc(cwd: Path, *args, **kw):
 
 def tree(root: Path) -> dict:
     return output_tree(root)
-
-
-def leftovers(out: Path) -> list:
-    """What rcpc's area in ``out`` holds besides its marker, lock and current generation."""
-    area = out / ".rcpc"
-    current = os.readlink(area / "current")
-    return sorted({p.relative_to(area).as_posix() for p in area.iterdir()} - {"MANAGED_BY_RCPC", "lock", "current", "gen"}
-                  | {f"gen/{p.name}" for p in (area / "gen").iterdir()} - {current})
 
 
 @pytest.fixture

@@ -7,38 +7,43 @@ publishes a new *generation* of the whole output directory ``DIR``::
         MANAGED_BY_RCPC            the marker saying so
         lock                       the build lock (fcntl.flock)
         current -> gen/7           the one symlink switched to publish a generation
-        gen/7/<recipe>/<variant>/<render>   a complete generation
-        gen/7/.manifest            what rcpc wrote into generation 7 (JSON)
+        gen/7/.manifest            what generation 7 is (JSON): recipes, variants, renders
+        gen/7/rl/x -> ../../../outputs/12   each recipe's output, by a relative symlink
+        outputs/12/<variant>/<render>       one recipe's output, never changed once published
     DIR/rl -> .rcpc/current/rl     one link per first part of a recipe name
     DIR/<anything else>            not rcpc's: never read, replaced or removed
 
-A reader's path ``DIR/rl/x/tuned/trainer.flags`` resolves through ``DIR/rl`` and ``current``,
-so each lookup sees one complete generation, the old one or the new one, at every instant:
-``current`` is replaced by rename(2) of a new symlink over it. A link for a new first part
-is made before the switch (until then it leads nowhere, as in the old generation); a link
-no longer needed is removed after it (from then on it leads nowhere, as in the new one).
+A reader's path ``DIR/rl/x/tuned/trainer.flags`` resolves through ``DIR/rl``, ``current``
+and the recipe's link, so each lookup sees one complete generation, the old one or the new
+one, at every instant: ``current`` is replaced by rename(2) of a new symlink over it. A link
+for a new first part is made before the switch (until then it leads nowhere, as in the old
+generation); a link no longer needed is removed after it (from then on it leads nowhere, as
+in the new one). A recipe whose output did not change keeps its ``outputs/<n>``: a build that
+changes one recipe of a thousand makes one directory of renders and a thousand symlinks.
 
 A build (:func:`publish`), holding ``DIR/.rcpc/lock`` (on the real path of ``DIR``, so every
 spelling of it, symlinks included, takes the same lock):
 
 1. plans the new generation: each recipe built with all its variants gets exactly those
    (``custom``, the ``--set`` output, is kept until the next ``--set`` build), a variant
-   built alone replaces that variant, every other recipe's current output is carried over
-   (hard-linked), and on a build of every recipe the outputs of recipes that no longer exist
-   are dropped;
+   built alone replaces that variant, every other recipe's current output is carried over,
+   and on a build of every recipe the outputs of recipes that no longer exist are dropped;
 2. unless that is exactly the current generation, refuses, before touching anything, to go
    on when the current generation holds a file its manifest does not list (``E0911``: a
    user's file inside a variant directory would be lost with it), when a link it needs is
    taken by something rcpc did not make (``E0910``: ``-o .`` next to a ``compiler/``
    directory) or when the manifest is damaged (``E0912``);
-3. removes what a build killed outright left: generations other than the current one (by
-   their manifest where they have one: only the files it lists) and the links only they
-   listed; then stops if there is nothing to write;
-4. writes the new generation and its manifest, makes the new links, switches ``current``,
-   removes links no longer needed and the old generation (by its manifest).
+3. removes what a build killed outright left: generations other than the current one, and
+   the outputs and links that only they used (by their manifests: only the files they list;
+   outputs no manifest lists were never published and go whole); then stops if there is
+   nothing to write;
+4. writes a new ``outputs/<n>`` for each recipe whose output changed (renders that did not
+   change hard-linked from the old one), the new generation and its manifest, makes the new
+   links, switches ``current``, then removes the links, the generation and the outputs no
+   longer used.
 
-Ctrl-C or SIGTERM before the first link of step 4 leaves the previous output (the staged
-generation is removed); from then on, the signals are held back until the end and then raise
+Ctrl-C or SIGTERM before the first link of step 4 leaves the previous output (what was
+staged is removed); from then on, the signals are held back until the end and then raise
 :class:`InterruptedAfterWrite` (the CLI then says the new output was written).
 Files are written as UTF-8 bytes with LF line ends exactly as emitted, with the usual
 modes (0666 and 0777 less the umask).
@@ -84,39 +89,41 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
         _check_names(recipe, variant, [name for name, _ in renders])
     out = _claim(Path(out_dir), shown, {recipe.split("/", 1)[0] for recipe, _, _ in builds}, origins or {})
     area = out / AREA
-    staged: Path | None = None
+    staged: list[Path] = []   # what to remove if the new generation is not published
     try:
         with open(area / "lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old_gen, old = _current(area, shown)
             tree, changed = _plan(old_gen, old, builds, whole, known)
-            links = {recipe.split("/", 1)[0] for recipe in tree}
+            links = set(_links(tree))
             same = tree == old["recipes"] and not changed and all(_ours(out, name) for name in links)
             if not same:  # before anything is touched
                 if old_gen is not None:
-                    _refuse_foreign(old_gen, old, shown)
+                    _refuse_foreign(area, old_gen, old, shown)
                 _refuse_taken(out, links, shown, origins or {})
             _sweep(out, old_gen, old)
             if same:
                 return 0
-            staged = _new_generation(area)
-            _stage(staged, old_gen, tree, {(r, v): renders for r, v, renders in builds})
+            gen = _next_dir(area / "gen")
+            staged.append(gen)
+            new = _stage(area, gen, old, tree, {(r, v): renders for r, v, renders in builds if (r, v) in changed},
+                         staged)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
             try:  # the swap and the clean-up run to the end
-                _swap(out, staged, links)
-                staged = None
-                _clean(out, links, old_gen, old)
+                _swap(out, gen, links)
+                staged = []
+                _clean(out, links, old_gen, old, new)
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 except KeyboardInterrupt:
-                    if staged is not None:  # the swap failed and was undone
+                    if staged:  # the swap failed and was undone
                         raise
                     raise InterruptedAfterWrite from None
             return len(changed)
     finally:
-        if staged is not None:
-            shutil.rmtree(staged, ignore_errors=True)
+        for path in staged:  # never published: nobody can have written into it
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _check_names(recipe: str, variant: str, renders: list) -> None:
@@ -177,7 +184,7 @@ def _current(area: Path, shown: str) -> tuple[Path | None, dict]:
     the first build). ``E0912`` when either is damaged."""
     number = _generation_id(area)
     if number is None:
-        return None, {"recipes": {}}
+        return None, {"recipes": {}, "outputs": {}, "links": []}
     gen = area / "gen" / str(number)
     manifest = _read_manifest(gen) if number >= 0 else None
     if manifest is None:
@@ -190,13 +197,16 @@ def _current(area: Path, shown: str) -> tuple[Path | None, dict]:
 
 def _read_manifest(gen: Path) -> dict | None:
     """The manifest of generation ``gen``: ``{"format": 1, "recipes": {recipe: {variant:
-    [render names]}}, "links": [first parts of the recipe names]}``; None when it is
-    missing, unreadable, or not of that shape with portable names only."""
+    [render names]}}, "outputs": {recipe: n, its directory outputs/<n>}, "links": [first
+    parts of the recipe names]}``; None when it is missing, unreadable, or not of that shape
+    with portable names only."""
     try:
         with open(gen / MANIFEST, "rb") as f:
             data = json.loads(f.read())
-        recipes = data["recipes"]
-        ok = data["format"] == FORMAT and type(recipes) is dict and data["links"] == _links(recipes)
+        recipes, outputs = data["recipes"], data["outputs"]
+        ok = (data["format"] == FORMAT and type(recipes) is dict and data["links"] == _links(recipes)
+              and type(outputs) is dict and outputs.keys() == recipes.keys()
+              and all(type(n) is int and n > 0 for n in outputs.values()))
         for recipe, variants in recipes.items():
             ok = ok and type(variants) is dict
             _check_names(recipe, "v", [])
@@ -213,22 +223,31 @@ def _links(recipes: dict) -> list[str]:
     return sorted({recipe.split("/", 1)[0] for recipe in recipes})
 
 
-def _nested(recipes: dict) -> dict:
-    """A manifest's files as a tree: {name: subtree, or None for a file}. ValueError when a
-    name would be both a file and a directory."""
+def _nested(recipes) -> dict:
+    """The recipes' places in a generation as a tree: {name: subtree, or None for a recipe's
+    link}. ValueError when one recipe's place is inside another's."""
     root: dict = {}
-    for recipe, variants in recipes.items():
+    for recipe in recipes:
+        *dirs, name = recipe.split("/")
         node = root
-        for part in recipe.split("/"):
+        for part in dirs:
             node = node.setdefault(part, {})
             if node is None:
                 raise ValueError(recipe)
-        for variant, renders in variants.items():
-            leaf = node.setdefault(variant, {})
-            if leaf is None or any(type(leaf.get(name, None)) is dict for name in renders):
-                raise ValueError(variant)
-            leaf.update(dict.fromkeys(renders))
+        if name in node:
+            raise ValueError(recipe)
+        node[name] = None
     return root
+
+
+def _variants(variants: dict) -> dict:
+    """A recipe's output directory as a tree: {variant: {render: None}}."""
+    return {variant: dict.fromkeys(renders) for variant, renders in variants.items()}
+
+
+def _target(recipe: str, n: int) -> str:
+    """The link from ``gen/<g>/<recipe>`` to ``outputs/<n>``, relative."""
+    return "../" * (recipe.count("/") + 2) + f"outputs/{n}"
 
 
 def _ours(out: Path, name: str) -> bool:
@@ -241,18 +260,17 @@ def _ours(out: Path, name: str) -> bool:
 
 def _sweep(out: Path, current: Path | None, manifest: dict) -> None:
     """Remove what an earlier build killed outright (SIGKILL, power loss) left behind: a
-    half-made ``current.new``, every generation but the current one, and the links that only
-    those listed."""
+    half-made ``current.new``, every generation but the current one with the links and
+    outputs only they used (by their manifests), and outputs no manifest lists (never
+    published)."""
     area = out / AREA
     try:
         os.unlink(area / "current.new")
     except FileNotFoundError:
         pass
-    try:
-        gens = sorted(os.listdir(area / "gen"))
-    except FileNotFoundError:
-        return
-    for name in gens:
+    keep = set(manifest["outputs"].values())
+    listed = set(keep)
+    for name in sorted(_listdir(area / "gen")):
         gen = area / "gen" / name
         if gen == current:
             continue
@@ -260,24 +278,35 @@ def _sweep(out: Path, current: Path | None, manifest: dict) -> None:
         if other is None:  # never published (its manifest is written before the switch)
             shutil.rmtree(gen, ignore_errors=True)
             continue
-        for link in set(other["links"]) - set(manifest.get("links", ())):
+        listed.update(other["outputs"].values())
+        for link in set(other["links"]) - set(manifest["links"]):
             if _ours(out, link):
                 os.unlink(out / link)
-        _remove_generation(gen, other)
+        _drop(area, gen, other, keep)
+    for name in _listdir(area / "outputs"):
+        if not (name.isdigit() and int(name) in listed):
+            shutil.rmtree(area / "outputs" / name, ignore_errors=True)
 
 
-def _plan(old_gen: Path | None, old: dict, builds: list, whole, known) -> tuple[dict, list]:
+def _listdir(path: Path) -> list[str]:
+    try:
+        return os.listdir(path)
+    except FileNotFoundError:
+        return []
+
+
+def _plan(old_gen: Path | None, old: dict, builds: list, whole, known) -> tuple[dict, set]:
     """The new generation's manifest tree, and the (recipe, variant) pairs built whose
     renders differ from the current generation's."""
     tree = {recipe: dict(variants) for recipe, variants in old["recipes"].items()
             if known is None or recipe in known}
     for recipe in whole:
         tree[recipe] = {v: names for v, names in tree.get(recipe, {}).items() if v == "custom"}
-    changed = []
+    changed = set()
     for recipe, variant, renders in builds:
         tree.setdefault(recipe, {})[variant] = sorted(name for name, _ in renders)
         if not _same(old_gen, old, recipe, variant, renders):
-            changed.append((recipe, variant))
+            changed.add((recipe, variant))
     return {recipe: {v: tree[recipe][v] for v in sorted(tree[recipe])} for recipe in sorted(tree)}, changed
 
 
@@ -298,23 +327,30 @@ def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: 
     return True
 
 
-def _refuse_foreign(gen: Path, manifest: dict, shown: str) -> None:
-    """``E0911`` when the current generation (reached through the links, so a user may have
-    put files there) holds anything its manifest does not list: it would go with it."""
+def _refuse_foreign(area: Path, gen: Path, manifest: dict, shown: str) -> None:
+    """``E0911`` when the current generation or an output of it (reached through the links,
+    so a user may have put files there) holds anything its manifest does not list: it would
+    go with them."""
     found: list[str] = []
 
-    def walk(path: Path, rel: str, tree: dict) -> None:
+    def walk(path: Path, rel: str, tree: dict, links: dict) -> None:
         with os.scandir(path) as entries:
             for e in sorted(entries, key=lambda e: e.name):
                 want = tree.get(e.name, False)
-                if want is None and e.is_file(follow_symlinks=False):
+                if want is None and (e.name not in links and e.is_file(follow_symlinks=False)
+                                     or e.name in links and e.is_symlink() and os.readlink(e.path) == links[e.name]):
                     continue
                 if type(want) is dict and e.is_dir(follow_symlinks=False):
-                    walk(Path(e.path), f"{rel}{e.name}/", want)
+                    walk(Path(e.path), f"{rel}{e.name}/", want, {k[len(e.name) + 1:]: v for k, v in links.items()
+                                                                 if k.startswith(e.name + "/")})
                     continue
                 found.append(rel + e.name)
 
-    walk(gen, "", {**_nested(manifest["recipes"]), MANIFEST: None})
+    targets = {recipe: _target(recipe, n) for recipe, n in manifest["outputs"].items()}
+    walk(gen, "", {**_nested(manifest["recipes"]), MANIFEST: None}, targets)
+    for recipe, n in manifest["outputs"].items():
+        if os.path.isdir(area / "outputs" / str(n)) and not os.path.islink(area / "outputs" / str(n)):
+            walk(area / "outputs" / str(n), recipe + "/", _variants(manifest["recipes"][recipe]), {})
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise CompileError(Diagnostic(
@@ -338,46 +374,62 @@ def _refuse_taken(out: Path, links: set, shown: str, origins: dict) -> None:
         raise CompileError(diags)
 
 
-def _new_generation(area: Path) -> Path:
-    """Make the directory of the next generation (numbered one past every one there)."""
-    gen_dir = area / "gen"
-    os.makedirs(gen_dir, exist_ok=True)
-    numbers = [int(n) for n in os.listdir(gen_dir) if n.isdigit()]
-    gen = gen_dir / str(max(numbers, default=0) + 1)
-    os.mkdir(gen)
-    return gen
+def _next_dir(parent: Path) -> Path:
+    """Make the directory numbered one past every one in ``parent`` (made if missing)."""
+    os.makedirs(parent, exist_ok=True)
+    d = parent / str(max((int(n) for n in os.listdir(parent) if n.isdigit()), default=0) + 1)
+    os.mkdir(d)
+    return d
 
 
-def _stage(gen: Path, old_gen: Path | None, tree: dict, built: dict) -> None:
-    """Write generation ``gen``, not yet published: the renders built now, everything else
-    hard-linked from the current one (copied where the file system has no hard links), and
-    its manifest."""
+def _stage(area: Path, gen: Path, old: dict, tree: dict, built: dict, staged: list) -> dict:
+    """Write generation ``gen``, not yet published, and return its manifest: a recipe none
+    of whose variants changed keeps its output directory; any other gets a new one (added to
+    ``staged``) holding the renders ``built`` {(recipe, variant): renders}, and the others
+    of its variants hard-linked from its current one (copied where the file system has no
+    hard links)."""
+    outputs = {}
     for recipe, variants in tree.items():
-        for variant, names in variants.items():
-            d = gen / recipe / variant
-            os.makedirs(d)
-            renders = built.get((recipe, variant))
-            if renders is not None:
-                for name, text in renders:
-                    with open(d / name, "wb") as f:
-                        f.write(text.encode("utf-8"))
-                continue
-            kept = []
-            for name in names:  # carried over from the current generation
-                src = old_gen / recipe / variant / name
-                try:
-                    os.link(src, d / name, follow_symlinks=False)
-                except FileNotFoundError:  # deleted by hand: not carried over
+        n = old["outputs"].get(recipe)
+        if n is None or variants != old["recipes"][recipe] or any((recipe, v) in built for v in variants):
+            d = _next_dir(area / "outputs")
+            staged.append(d)
+            for variant, names in variants.items():
+                os.mkdir(d / variant)
+                renders = built.get((recipe, variant))
+                if renders is None:
+                    variants[variant] = _carry(area / "outputs" / str(n) / variant, d / variant, names)
                     continue
-                except OSError as exc:
-                    if exc.errno not in (errno.EPERM, errno.EMLINK, errno.EXDEV, errno.ENOTSUP):
-                        raise
-                    shutil.copyfile(src, d / name, follow_symlinks=False)
-                kept.append(name)
-            variants[variant] = kept
+                for name, text in renders:
+                    with open(d / variant / name, "wb") as f:
+                        f.write(text.encode("utf-8"))
+            n = int(d.name)
+        outputs[recipe] = n
+        link = gen / recipe
+        os.makedirs(link.parent, exist_ok=True)
+        os.symlink(_target(recipe, n), link)
+    manifest = {"format": FORMAT, "links": _links(tree), "outputs": outputs, "recipes": tree}
     with open(gen / MANIFEST, "w", encoding="utf-8") as f:
-        json.dump({"format": FORMAT, "recipes": tree, "links": _links(tree)}, f, indent=1, sort_keys=True)
+        json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
+    return manifest
+
+
+def _carry(src: Path, dst: Path, names: list) -> list:
+    """Hard-link the renders ``names`` of a variant from ``src`` to ``dst``; returns those
+    that were there to carry."""
+    kept = []
+    for name in names:
+        try:
+            os.link(src / name, dst / name, follow_symlinks=False)
+        except FileNotFoundError:  # deleted by hand: not carried over
+            continue
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EMLINK, errno.EXDEV, errno.ENOTSUP):
+                raise
+            shutil.copyfile(src / name, dst / name, follow_symlinks=False)
+        kept.append(name)
+    return kept
 
 
 def _swap(out: Path, gen: Path, links: set) -> None:
@@ -398,19 +450,33 @@ def _swap(out: Path, gen: Path, links: set) -> None:
         raise
 
 
-def _clean(out: Path, links: set, old_gen: Path | None, old: dict) -> None:
-    """After the switch: remove the links no longer needed and the previous generation."""
-    for name in set(old.get("links", ())) - links:
+def _clean(out: Path, links: set, old_gen: Path | None, old: dict, new: dict) -> None:
+    """After the switch: remove the links no longer needed, the previous generation and the
+    outputs only it used."""
+    for name in set(old["links"]) - links:
         if _ours(out, name):
             os.unlink(out / name)
     if old_gen is not None:
-        _remove_generation(old_gen, old)
+        _drop(out / AREA, old_gen, old, set(new["outputs"].values()))
 
 
-def _remove_generation(gen: Path, manifest: dict) -> None:
-    """Delete generation ``gen`` by its manifest: only the files and directories it lists,
-    never following a symlink (each directory is opened with O_NOFOLLOW and emptied through
-    its descriptor). Whatever else is there stays, with the manifest."""
+def _drop(area: Path, gen: Path, manifest: dict, keep: set) -> None:
+    """Remove generation ``gen`` and the outputs it lists that are not in ``keep``, by its
+    manifest. Whatever else is in them stays, and so does the generation with its manifest
+    while anything of its outputs does."""
+    whole = True
+    for recipe, n in manifest["outputs"].items():
+        if n not in keep:
+            whole &= _remove(area / "outputs" / str(n), _variants(manifest["recipes"][recipe]))
+    if whole:
+        _remove(gen, _nested(manifest["recipes"]), last=MANIFEST)
+
+
+def _remove(path: Path, tree: dict, last: str | None = None) -> bool:
+    """Delete directory ``path`` holding ``tree`` ({name: subtree, or None for a file or
+    symlink}), and then ``last``, never following a symlink: each directory is opened with
+    O_NOFOLLOW and emptied through its descriptor. Anything else found there stays (and so
+    does ``last``); returns whether ``path`` is gone."""
 
     def empty(dir_fd: int, tree: dict) -> bool:
         emptied = True
@@ -435,13 +501,20 @@ def _remove_generation(gen: Path, manifest: dict) -> None:
         return emptied
 
     try:
-        fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        return
+        return True
+    except OSError:
+        return False
     try:
-        if not empty(fd, _nested(manifest["recipes"])) or os.listdir(fd) != [MANIFEST]:
-            return
-        os.unlink(MANIFEST, dir_fd=fd)
+        if not empty(fd, tree) or os.listdir(fd) != ([last] if last else []):
+            return False
+        if last:
+            os.unlink(last, dir_fd=fd)
     finally:
         os.close(fd)
-    os.rmdir(gen)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
