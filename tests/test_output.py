@@ -304,13 +304,13 @@ TWO = {"recipes/a.rcp": 'manifest(name = "m", apiVersion = "v1", kind = "K")\nva
 
 @pytest.mark.parametrize("place, named", [
     ("a/x/notes.txt", "a/x/notes.txt"), ("a/notes.txt", "a/notes.txt"), ("a/x/sub/notes.txt", "a/x/sub"),
-    ("a/.x.old-1/f", "a/.x.old-1"), ("a/.y.tmp-2/f", "a/.y.tmp-2"), ("b/c/default/.m.yaml.swp", "b/c/default/.m.yaml.swp"),
-    ("b/notes.txt", "b/notes.txt")])
+    ("a/.x.old-1/f", "a/.x.old-1"), ("a/.y.tmp-2/f", "a/.y.tmp-2"), ("b/notes.txt", "b/notes.txt"),
+    ("b/c/default/.m.yaml.swp", "b/c/default/.m.yaml.swp"), ("b/c/default/m/f", "b/c/default/m")])
 def test_a_users_file_inside_the_output_is_never_removed(tmp_path, place, named):
     """The reported faults: user files inside a variant directory vanished on rebuild, and
     the clean-up deleted any ``.*.old-*`` or ``.*.tmp-*``. A file rcpc did not write, wherever
-    it is put in rcpc's output, makes a build that would replace it refuse (E0911, exit 1),
-    and nothing at all is touched."""
+    it is put in the output of a recipe being built, or between them, makes the build refuse
+    (E0911, exit 1), and nothing at all is touched."""
     root = workspace(tmp_path, TWO)
     assert run(root, "build")[0] == 0
     (root / "rcpc-out" / place).parent.mkdir(parents=True, exist_ok=True)
@@ -323,6 +323,16 @@ def test_a_users_file_inside_the_output_is_never_removed(tmp_path, place, named)
     assert (root / "rcpc-out" / place).read_text() == "mine\n"
     shutil.move(root / "rcpc-out" / named, tmp_path / "moved")   # as the hint says
     assert run(root, "build")[0] == 0 and "a/x/m2.yaml" in output_tree(root / "rcpc-out")
+
+
+def test_a_users_file_in_the_output_of_a_recipe_not_built_stays(tmp_path):
+    root = workspace(tmp_path, TWO)
+    assert run(root, "build")[0] == 0
+    (root / "rcpc-out" / "b" / "c" / "default" / "notes.txt").write_text("mine\n")
+    (root / "recipes" / "a.rcp").write_text(TWO["recipes/a.rcp"].replace('"m"', '"m2"'))
+    assert run(root, "build", "a")[0] == 0
+    assert (root / "rcpc-out" / "b" / "c" / "default" / "notes.txt").read_text() == "mine\n"
+    assert "a/x/m2.yaml" in output_tree(root / "rcpc-out")
 
 
 def test_users_entries_beside_rcpcs_links_are_never_touched(tmp_path):

@@ -29,8 +29,9 @@ spelling of it, symlinks included, takes the same lock):
    built alone replaces that variant, every other recipe's current output is carried over,
    and on a build of every recipe the outputs of recipes that no longer exist are dropped;
 2. unless that is exactly the current generation, refuses, before touching anything, to go
-   on when the current generation holds a file its manifest does not list (``E0911``: a
-   user's file inside a variant directory would be lost with it), when a link it needs is
+   on when the current generation, or the output of a recipe that changes, holds a file its
+   manifest does not list (``E0911``: a user's file inside a variant directory would be lost
+   with it), when a link it needs is
    taken by something rcpc did not make (``E0910``: ``-o .`` next to a ``compiler/``
    directory) or when the manifest is damaged (``E0912``);
 3. removes what a build killed outright left: generations other than the current one, and
@@ -96,18 +97,20 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             old_gen, old = _current(area, shown)
             tree, changed = _plan(old_gen, old, builds, whole, known)
             links = set(_links(tree))
+            kept = {recipe for recipe, variants in tree.items() if variants == old["recipes"].get(recipe)
+                    and not any((recipe, v) in changed for v in variants)}   # their outputs stay as they are
             same = tree == old["recipes"] and not changed and all(_ours(out, name) for name in links)
             if not same:  # before anything is touched
                 if old_gen is not None:
-                    _refuse_foreign(area, old_gen, old, shown)
+                    _refuse_foreign(area, old_gen, old, kept, shown)
                 _refuse_taken(out, links, shown, origins or {})
             _sweep(out, old_gen, old)
             if same:
                 return 0
             gen = _next_dir(area / "gen")
             staged.append(gen)
-            new = _stage(area, gen, old, tree, {(r, v): renders for r, v, renders in builds if (r, v) in changed},
-                         staged)
+            new = _stage(area, gen, old, tree, kept,
+                         {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
             try:  # the swap and the clean-up run to the end
                 _swap(out, gen, links)
@@ -327,10 +330,10 @@ def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: 
     return True
 
 
-def _refuse_foreign(area: Path, gen: Path, manifest: dict, shown: str) -> None:
-    """``E0911`` when the current generation or an output of it (reached through the links,
-    so a user may have put files there) holds anything its manifest does not list: it would
-    go with them."""
+def _refuse_foreign(area: Path, gen: Path, manifest: dict, kept: set, shown: str) -> None:
+    """``E0911`` when the current generation, or the output of a recipe not ``kept`` as it
+    is, holds anything its manifest does not list (reached through the links, a user may
+    have put files there): it would go with them."""
     found: list[str] = []
 
     def walk(path: Path, rel: str, tree: dict, links: dict) -> None:
@@ -349,8 +352,9 @@ def _refuse_foreign(area: Path, gen: Path, manifest: dict, shown: str) -> None:
     targets = {recipe: _target(recipe, n) for recipe, n in manifest["outputs"].items()}
     walk(gen, "", {**_nested(manifest["recipes"]), MANIFEST: None}, targets)
     for recipe, n in manifest["outputs"].items():
-        if os.path.isdir(area / "outputs" / str(n)) and not os.path.islink(area / "outputs" / str(n)):
-            walk(area / "outputs" / str(n), recipe + "/", _variants(manifest["recipes"][recipe]), {})
+        d = area / "outputs" / str(n)
+        if recipe not in kept and d.is_dir() and not d.is_symlink():
+            walk(d, recipe + "/", _variants(manifest["recipes"][recipe]), {})
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise CompileError(Diagnostic(
@@ -382,16 +386,16 @@ def _next_dir(parent: Path) -> Path:
     return d
 
 
-def _stage(area: Path, gen: Path, old: dict, tree: dict, built: dict, staged: list) -> dict:
-    """Write generation ``gen``, not yet published, and return its manifest: a recipe none
-    of whose variants changed keeps its output directory; any other gets a new one (added to
-    ``staged``) holding the renders ``built`` {(recipe, variant): renders}, and the others
-    of its variants hard-linked from its current one (copied where the file system has no
-    hard links)."""
+def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict, staged: list) -> dict:
+    """Write generation ``gen``, not yet published, and return its manifest: a recipe
+    ``kept`` keeps its output directory; any other gets a new one (added to ``staged``)
+    holding the renders ``built`` {(recipe, variant): renders}, and the others of its
+    variants hard-linked from its current one (copied where the file system has no hard
+    links)."""
     outputs = {}
     for recipe, variants in tree.items():
         n = old["outputs"].get(recipe)
-        if n is None or variants != old["recipes"][recipe] or any((recipe, v) in built for v in variants):
+        if recipe not in kept:
             d = _next_dir(area / "outputs")
             staged.append(d)
             for variant, names in variants.items():
