@@ -19,9 +19,11 @@ Unicode normalization (macOS): :func:`fold` gives the key under which they colli
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 NAME_MAX_BYTES = 255
+_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")   # portable unless it ends in '.' or is a device
 _WINDOWS_CHARS = frozenset('<>:"|?*')
 _WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
                               *(f"{d}{i}" for d in ("COM", "LPT") for i in "0123456789\u00b9\u00b2\u00b3")])
@@ -30,6 +32,8 @@ _WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
 def problem(name: str) -> str | None:
     """Why ``name`` is not one portable path component (a phrase that completes "the name
     ..."), or None when it is one."""
+    if _PLAIN.fullmatch(name) and name[-1] != "." and name.split(".", 1)[0].upper() not in _WINDOWS_DEVICES:
+        return None  # the common case, decided without looking at each character
     if name in ("", ".", ".."):
         return {"": "is empty", ".": "names the directory itself", "..": "names the parent directory"}[name]
     for c in name:
