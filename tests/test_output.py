@@ -562,3 +562,26 @@ def test_concurrent_fmt_runs_never_share_a_temporary_file(tmp_path, monkeypatch)
     rcpc.cli._replace(target, b"first\n")
     assert len(set(calls)) == 2 and target.read_bytes() == b"first\n"
     assert sorted(os.listdir(tmp_path)) == [".r.rcp.fmt-tmp", "r.rcp"] and users.read_text() == "mine\n"
+
+
+LONG = "S3CRET" * 2000
+
+
+@pytest.mark.parametrize("recipe", [
+    f'load("//../{LONG}.rcp", "X")\n',                                  # E0204: the path in the message
+    f'load("//{LONG}", "X")\n',                                          # E0205
+    f'S = tpu_slice("{LONG}")\n',                                        # E0401: the spec in the message
+    f'jobset(name = "j", metadata = {{"name": "j", "labels": {{"a": "{LONG}"}}}}, spec = {{}})\n',   # E1003
+    f'X = 1 + "{LONG}"\n',
+    f'X = "{LONG}" $\n',                                                 # E0001 on a long line
+])
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_no_diagnostic_prints_a_long_value_whole(tmp_path, recipe, form):
+    """Whatever a diagnostic's message, hint or notes quote of the source, they are cut at
+    MESSAGE_WIDTH characters, and a source line at QUOTE_WIDTH (text and JSON alike)."""
+    from rcpc.diagnostics import MESSAGE_WIDTH
+
+    root = workspace(tmp_path, {"recipes/r.rcp": recipe})
+    code, err = run(root, "check", "--diagnostics", form)
+    assert code == 1 and "Traceback" not in err and LONG not in err
+    assert max(map(len, err.splitlines())) < MESSAGE_WIDTH + 100, err[:2000]

@@ -241,7 +241,7 @@ class _Report:
     def add(self, diags, sources) -> None:
         for d in diags:
             if self.as_json:
-                self.items.append(to_json(d))
+                self.items.append(to_json(d, bounded=True))
             else:
                 print(format_text(d, sources, self.color), file=sys.stderr)
 

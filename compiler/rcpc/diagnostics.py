@@ -72,6 +72,7 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 
 
 QUOTE_WIDTH = 160   # characters of a source line quoted at most: an excerpt around the span
+MESSAGE_WIDTH = 400   # characters of a message, hint or note shown at most (they may hold source text)
 
 _COLORS = {ERROR: "\033[1;31m", WARNING: "\033[1;33m", NOTE: "\033[1;36m"}
 _BOLD, _BLUE, _GREEN, _RESET = "\033[1m", "\033[1;34m", "\033[1;32m", "\033[0m"
@@ -94,30 +95,39 @@ def format_text(diag: Diagnostic, sources: dict[str, Source], color: bool = Fals
     elif diag.span is not None and not diag.span.path.startswith("<"):  # the file itself
         where = f"{diag.span.path}: "
     head = paint(_COLORS.get(diag.severity, ""), f"{diag.severity}[{diag.code}]")
-    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, diag.message)}")
+    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, _bounded(diag.message))}")
     if diag.span is not None:
         out.extend(_quote(diag.span, sources, paint))
     for label, span in diag.related:
         out.append(f"  {label}: {span}")
         out.extend(_quote(span, sources, paint))
     for note in diag.notes:
-        out.append(f"  {paint(_BOLD, 'note')}: {note}")
+        out.append(f"  {paint(_BOLD, 'note')}: {_bounded(note)}")
     if diag.hint:
-        out.append(f"{paint(_GREEN, 'help')}: {diag.hint}")
+        out.append(f"{paint(_GREEN, 'help')}: {_bounded(diag.hint)}")
     return "\n".join(out)
 
 
-def to_json(diag: Diagnostic) -> dict:
+def _bounded(text: str | None) -> str | None:
+    """``text`` cut to :data:`MESSAGE_WIDTH` characters, saying how many were left out."""
+    if text is None or len(text) <= MESSAGE_WIDTH:
+        return text
+    return f"{text[:MESSAGE_WIDTH]}... ({len(text) - MESSAGE_WIDTH} more characters)"
+
+
+def to_json(diag: Diagnostic, bounded: bool = False) -> dict:
     """The diagnostic as plain data (``rcpc ... --format json``): code, severity, message,
     span (path, line, col, end_line, end_col; null when there is none), related spans with
-    their labels, notes and hint."""
+    their labels, notes and hint. ``bounded``: message, notes and hint cut as
+    :func:`format_text` cuts them (for printing; the build cache keeps them whole)."""
+    cut = _bounded if bounded else (lambda text: text)
     def span(s: Span | None):
         return None if s is None else {"path": s.path, "line": s.line, "col": s.col,
                                        "end_line": s.end_line, "end_col": s.end_col}
 
-    return {"code": diag.code, "severity": diag.severity, "message": diag.message, "span": span(diag.span),
+    return {"code": diag.code, "severity": diag.severity, "message": cut(diag.message), "span": span(diag.span),
             "related": [{"label": label, "span": span(s)} for label, s in diag.related],
-            "notes": list(diag.notes), "hint": diag.hint}
+            "notes": [cut(note) for note in diag.notes], "hint": cut(diag.hint)}
 
 
 def from_json(data: dict) -> Diagnostic:
