@@ -101,27 +101,39 @@ def _jobs_option(p) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
-    (:mod:`rcpc.replay`) when they succeed."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(argv)
-    if threading.current_thread() is threading.main_thread():
-        from rcpc.__main__ import sigterm_interrupts
+    (:mod:`rcpc.replay`) when they succeed. Ctrl-C or SIGTERM exits 130 with a message that
+    says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
+    (:mod:`rcpc.__main__`)."""
+    from rcpc.__main__ import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
 
-        sigterm_interrupts()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    utf8_streams()
+    args = _parser().parse_args(argv)
+    previous = interrupts() if threading.current_thread() is threading.main_thread() else None
     global _RECORDER
-    color = stderr_color()
-    _RECORDER = Recorder(argv, color)
-    _RECORDER.capture()
-    code = 1
+    _PROGRESS[0] = "nothing was written"
     try:
-        _REPORT.start(args.diagnostics == "json", color=color)
+        color = stderr_color()
+        _RECORDER = Recorder(argv, color)
+        _RECORDER.capture()
+        code = 1
         try:
-            code = _run(args)
+            _REPORT.start(args.diagnostics == "json", color=color)
+            try:
+                code = _run(args)
+            finally:
+                ignore_interrupts()  # the outcome is decided: the closing output is not cut
+                _REPORT.finish()
         finally:
-            _REPORT.finish()
+            _RECORDER.save(code)
     finally:
-        _RECORDER.save(code)
+        if previous is not None:
+            restore_interrupts(previous)
     return code
+
+
+# What a Ctrl-C would leave, for its message: set as a command writes (build, fmt).
+_PROGRESS = ["nothing was written"]
 
 
 def _run(args) -> int:
@@ -138,38 +150,43 @@ def _run(args) -> int:
             import attrs
 
             ws = attrs.evolve(ws, kube_schemas=tuple(ws.real(Path(p)) for p in args.kube_schema))
-        _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config),
+        _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
         code = _COMMANDS[args.command](args, ws, compiler)
         sys.stdout.flush()
+        _RECORDER.finished()
         return code
     except CompileError as exc:
         _REPORT.add(exc.diagnostics, compiler.sources if compiler else {})
         return 1
     except _Usage as exc:
-        print(f"rcpc: {exc}", file=sys.stderr)
+        _stderr(f"rcpc: {exc}")
         return 2
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
-        print(f"rcpc: error: {exc.strerror or exc}", file=sys.stderr)
+        _stderr(f"rcpc: error: {exc.strerror or exc}")
         return 1
     except KeyboardInterrupt as exc:
         from rcpc.output import InterruptedAfterWrite
 
-        done = "the new output was written in full" if isinstance(exc, InterruptedAfterWrite) else "nothing was written"
-        print(f"rcpc: interrupted; {done}", file=sys.stderr)
+        done = "the new output was written in full" if isinstance(exc, InterruptedAfterWrite) else _PROGRESS[0]
+        _stderr(f"rcpc: interrupted; {done}")
         return 130
     except (RecursionError, MemoryError) as exc:
-        print(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})",
-              file=sys.stderr)
+        _stderr(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})")
         return 1
 
 
 class _Usage(Exception):
     pass
+
+
+def _stderr(line: str) -> None:
+    """Write one line to stderr in one call: a signal cannot split it from its newline."""
+    sys.stderr.write(line + "\n")
 
 
 class _LazyCompiler:
@@ -233,14 +250,14 @@ class _Report:
         if self.as_json:
             self.summary = line
         else:
-            print(line, file=sys.stderr)
+            _stderr(line)
 
     def add(self, diags, sources) -> None:
         for d in diags:
             if self.as_json:
                 self.items.append(to_json(d))
             else:
-                print(format_text(d, sources, self.color), file=sys.stderr)
+                _stderr(format_text(d, sources, self.color))
 
     def finish(self) -> None:
         if self.as_json:
@@ -249,7 +266,7 @@ class _Report:
             doc = {"diagnostics": self.items}
             if self.summary is not None:
                 doc["summary"] = self.summary
-            print(json.dumps(doc, indent=2, ensure_ascii=False), file=sys.stderr)
+            _stderr(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
 _REPORT = _Report()
@@ -296,6 +313,8 @@ def _build(args, ws, compiler) -> int:
     try:
         if changed:
             write_all(out_dir, changed)
+            _PROGRESS[0] = "the new output was written in full"
+            _RECORDER.discard()  # replayed, its status line would say it wrote what it did not
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                       hint="the previous output, if any, is unchanged")) from None
@@ -428,7 +447,7 @@ def _check(args, ws, compiler) -> int:
             continue
         try:
             compiler.library(lib, ())
-            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependencies(lib), [], []))
+            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependency_digests(lib), [], []))
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
@@ -467,9 +486,10 @@ def _explain(args, ws, compiler) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import format_source
+    from rcpc.fmt import FormatterBug, format_source
 
     files: list[Path] = []
+    bugs = 0
     for p in args.paths or [str(d) for d in ws.recipe_dirs]:
         q = Path(p)
         if q.is_dir():
@@ -482,13 +502,17 @@ def _fmt(args, ws, compiler) -> int:
     changed = []
     for real in dict.fromkeys(files):
         shown = ws.display(real)
-        text = real.read_text(encoding="utf-8")
-        try:
+        try:  # read and decoded as the compiler reads it: limits, E0003 for bytes not UTF-8
+            text = compiler.source(real).text
             out = format_source(text, shown)
         except CompileError as exc:
             errors.extend(exc.diagnostics)
-            compiler.source(real)  # for the quoted source line
             continue
+        except FormatterBug as exc:  # never written: the file is left as it is
+            _stderr(f"rcpc: error: {shown} is left unformatted: {exc} (a bug in rcpc fmt)")
+            bugs += 1
+            continue
+        compiler.release(real)
         if out == text:
             continue
         changed.append(shown)
@@ -501,8 +525,11 @@ def _fmt(args, ws, compiler) -> int:
             tmp = real.with_name(f".{real.name}.fmt-tmp")
             tmp.write_text(out, encoding="utf-8")
             os.replace(tmp, real)
+            _PROGRESS[0] = f"{len(changed)} file(s) were reformatted"
     if errors:
         raise CompileError(errors)
+    if bugs:
+        return 1
     verb = "would reformat" if args.check or args.diff else "reformatted"
     _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0

@@ -109,9 +109,10 @@ def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
 
 
 _SPELLINGS = {
-    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
-    "int": (re.compile(r"^[-+]?[0-9]+$"), lambda t, sp: Int(int(t), t, sp)),
-    "float": (re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"),
+    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
+    # at most 18 digits: always inside the 64-bit range, and int() has a digit limit
+    "int": (re.compile(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
+    "float": (re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
               lambda t, sp: Float(float(t), t, sp)),
 }
 _ACCEPTS = {"bool": (Bool,), "int": (Int,), "float": (Float, Int), "str": (Str,), "list": (List,),

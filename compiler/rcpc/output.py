@@ -73,9 +73,14 @@ def write_all(out_dir: Path, variants: list) -> None:
             for recipe, variant, renders in variants:
                 target = out_dir / recipe / variant
                 target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
+                # a signal between mkdtemp's mkdir and noting the directory would leave it behind
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+                try:
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{variant}.tmp-", dir=target.parent))
+                    staged.append((tmp, target))
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; outputs get the usual mode
-                staged.append((tmp, target))
                 for name, text in renders:
                     with open(tmp / name, "wb") as f:
                         f.write(text.encode("utf-8"))

@@ -12,16 +12,18 @@ spans back to the recipe.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import attrs
 
 from rcpc import builtins as B
-from rcpc.limits import MAX_FILE_BYTES, MAX_RENDERS
+from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
+from rcpc.files import TooLarge, read_limited
 from rcpc.maxtext import argv
 from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
@@ -77,20 +79,36 @@ class Compiler:
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
         self.schema_files: set[Path] = set()        # schema files read in this run
+        # loaded files whose evaluation failed, since the evaluation of a recipe or of a
+        # library checked on its own began (its errors read from that root: a load cycle's
+        # message shows the chain of loads that reached it)
+        self._failed: dict[Path, CompileError] = {}
+        # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
+        self.digests: dict[Path, str | None] = {}
         self.context = Context(self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
+    def read(self, real: Path, limit: int) -> bytes:
+        """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.files.read_limited`),
+        their SHA-256 kept in :attr:`digests`: the build cache keys on the bytes compiled, not
+        on what the file holds later. Raises OSError."""
+        data = read_limited(real, limit)
+        digest = hashlib.sha256(data).hexdigest()
+        if self.digests.setdefault(real, digest) != digest:
+            self.digests[real] = None
+        return data
+
     def source(self, real: Path) -> Source:
         display = self.workspace.display(real)
         src = self.sources.get(display)
         if src is None:
             try:
-                data = real.read_bytes()
+                data = self.read(real, MAX_FILE_BYTES)
+            except TooLarge as exc:
+                raise error("E0803", f"{display} is {exc.size} bytes, over the limit of {MAX_FILE_BYTES}",
+                            Span(display, 1, 1, 1, 1)) from None
             except OSError as exc:
                 raise error("E0201", f"cannot read {display}: {exc.strerror}", None) from None
-            if len(data) > MAX_FILE_BYTES:
-                raise error("E0803", f"{display} is {len(data)} bytes, over the limit of {MAX_FILE_BYTES}",
-                            Span(display, 1, 1, 1, 1))
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -126,17 +144,30 @@ class Compiler:
         (file, load span) that led here, for cycles and ``loaded from`` notes."""
         exports = self._exports.get(real)
         if exports is None:
-            seen = len(self.context.diagnostics)
-            try:
-                mod = self.module(real)
-                result = Evaluator(self._loader(real, chain), None, is_recipe=False,
-                                   ctx=self.context).run(mod)
-            except CompileError as exc:
-                if not chain:  # checked on its own (rcpc check of a library)
-                    raise
-                raise _loaded_from(exc, chain[-1][1]) from None
-            exports = self._exports[real] = result.exports
-            self._warnings[real] = self.context.diagnostics[seen:]
+            if not chain:
+                self._failed = {}
+            failed = self._failed.get(real)
+            if failed is None:
+                seen = len(self.context.diagnostics)
+                if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
+                    raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
+                                hint="load shared constants from fewer levels of files")
+                try:
+                    mod = self.module(real)
+                    result = Evaluator(self._loader(real, chain), None, is_recipe=False,
+                                       ctx=self.context).run(mod)
+                except CompileError as exc:
+                    # evaluated once a run, failing or not (a diamond of loads that each fail
+                    # would otherwise evaluate the bottom file once per path: 2**depth times)
+                    # and reported once per error (the paths through a diamond reach it twice)
+                    failed = self._failed[real] = CompileError(unique(exc.diagnostics))
+                else:
+                    exports = self._exports[real] = result.exports
+                    self._warnings[real] = self.context.diagnostics[seen:]
+                    return exports
+            if not chain:  # checked on its own (rcpc check of a library)
+                raise failed
+            raise _loaded_from(failed, chain[-1][1]) from None
         return exports
 
     def loaded_warnings(self, real: Path) -> list[Diagnostic]:
@@ -163,7 +194,7 @@ class Compiler:
             from rcpc.schema import load_schema
 
             schema = self._schemas[path] = load_schema(path, span if target is not None else None,
-                                                       self.workspace.display(path))
+                                                       self.workspace.display(path), self.read)
         return schema
 
     def _check_manifest(self, manifest: Manifest) -> None:
@@ -171,14 +202,14 @@ class Compiler:
         from rcpc import kube
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display)
+            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
         diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
         if diags:
             raise CompileError(diags)
 
     def dependencies(self, real: Path) -> set[Path]:
         """Every file the recipe's renders depend on: the recipe, the files it loads
-        (transitively), the schema files read and the kube schemas configured."""
+        (transitively), the schema files read and the kube schemas read in this run."""
         out: set[Path] = set()
         todo = [real]
         while todo:
@@ -186,7 +217,24 @@ class Compiler:
             if f not in out:
                 out.add(f)
                 todo.extend(self._loads.get(f, ()))
-        return out | self.schema_files | set(self.workspace.kube_schemas)
+        kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
+        return out | self.schema_files | kube
+
+    def dependency_digests(self, real: Path) -> dict[str, str] | None:
+        """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
+        symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
+        dependency was read twice with different bytes (it changed during the run), so the
+        result must not be cached."""
+        from rcpc.cache import LINK
+
+        out: dict[str, str] = {}
+        for path in sorted(self.dependencies(real)):
+            digest = self.digests.get(path)
+            if digest is None:
+                return None
+            out[str(path)] = digest
+        out.update((written, LINK + real_path) for written, real_path in self.workspace.links.items())
+        return out
 
     def release(self, real: Path) -> None:
         """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation)
@@ -204,6 +252,7 @@ class Compiler:
     def evaluate(self, real: Path, overrides: dict):
         """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text)."""
         mod = self.module(real)
+        self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context).run(mod)
 

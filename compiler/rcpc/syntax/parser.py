@@ -51,6 +51,7 @@ _PY_KEYWORDS = {
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"',
             "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _HEX_LEN = {"x": 2, "u": 4, "U": 8}
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")  # int(s, 16) also takes '+', '-', '_', spaces
 
 
 class _Postlex:
@@ -86,6 +87,8 @@ def _cache_path(grammar: str) -> str | None:
 
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
     directory = cache_dir()
+    if directory is None:
+        return None
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
@@ -353,14 +356,15 @@ def unescape(body: str, source: Source, start: int) -> str:
             i += 3
         elif nxt in _HEX_LEN:
             digits = body[i + 2:i + 2 + _HEX_LEN[nxt]]
-            try:
-                if len(digits) != _HEX_LEN[nxt]:
-                    raise ValueError
-                out.append(chr(int(digits, 16)))
-            except ValueError:
-                raise error("E0002", f"bad escape \\{nxt}{digits}",
-                            source.span(start + i, start + i + 2 + len(digits)),
-                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits") from None
+            span = source.span(start + i, start + i + 2 + len(digits))
+            if len(digits) != _HEX_LEN[nxt] or not _HEX_DIGITS.issuperset(digits):
+                raise error("E0002", f"bad escape \\{nxt}{digits}", span,
+                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits (0-9, a-f, A-F)")
+            code = int(digits, 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise error("E0002", f"escape \\{nxt}{digits} is not a Unicode character", span,
+                            hint="a character is at most \\U0010ffff and not a surrogate (d800-dfff)")
+            out.append(chr(code))
             i += 2 + _HEX_LEN[nxt]
         else:
             raise error("E0002", f"unknown escape \\{nxt}", source.span(start + i, start + i + 2),
