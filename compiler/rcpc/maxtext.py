@@ -80,10 +80,15 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     return fs
 
 
+def flags_weight(fs: FlagSet) -> int:
+    """What a flag set costs to render (:func:`rcpc.values.weight` of every entry's value;
+    layers shared by ``+`` count each time)."""
+    return sum(weight(e.value) for layer in fs.layers for e in layer.entries)
+
+
 def check_weight(fs: FlagSet) -> None:
-    """``E0802`` when a flag set would render more than the value limit (layers shared by
-    ``+`` count each time)."""
-    total = sum(weight(e.value) for layer in fs.layers for e in layer.entries)
+    """``E0802`` when a flag set would render more than the value limit."""
+    total = flags_weight(fs)
     if total > MAX_NODES:
         raise error("E0802", f"flag set of more than {MAX_NODES} items (counting repeated layers)", fs.span)
 

@@ -18,18 +18,18 @@ from pathlib import Path
 import attrs
 
 from rcpc import builtins as B
-from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS
+from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
 from rcpc.files import TooLarge, read_limited
-from rcpc.maxtext import argv
+from rcpc.maxtext import argv, flags_weight
 from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
-from rcpc.values import Dict, FlagFile, Manifest, Variant
+from rcpc.values import Dict, FlagFile, Manifest, Variant, weight
 from rcpc.workspace import Workspace
 
 DEFAULT_VARIANT = "default"
@@ -83,6 +83,7 @@ class Compiler:
         # library checked on its own began (its errors read from that root: a load cycle's
         # message shows the chain of loads that reached it)
         self._failed: dict[Path, CompileError] = {}
+        self._rendered = 0  # weight of the renders emitted for the recipe being built
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self.context = Context(self._schema)          # shared by every evaluation of the run
@@ -262,6 +263,7 @@ class Compiler:
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
+        self._rendered = 0
         result = self.evaluate(real, {})
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
@@ -272,6 +274,7 @@ class Compiler:
         """Evaluate a recipe for every declared variant (or the one named, or ``--set``
         overrides as variant ``custom``). Returns (Recipe, [VariantBuild]).
         ``E0601`` for a ``--set`` name that is not a declared param."""
+        self._rendered = 0
         if sets:
             raw = parse_sets(sets)
             result = self.evaluate(real, raw)
@@ -332,6 +335,12 @@ class Compiler:
             seen[fname] = value.span
             if len(seen) > MAX_RENDERS:
                 raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
+            # each value is bounded (MAX_NODES), but one can be rendered many times
+            self._rendered += weight(value.data) if type(value) is Manifest else flags_weight(value.flags)
+            if self._rendered > MAX_NODES:
+                raise error("E0802", f"the renders of this recipe hold more than {MAX_NODES} items "
+                            "(every variant counted)", value.span,
+                            hint="renders this large are a mistake; a value rendered many times counts each time")
             try:
                 text = _emit(value)
             except RecursionError:
