@@ -396,11 +396,14 @@ def _check_variants(variants: list, params: dict) -> tuple:
 def parse_sets(sets: list[str]) -> dict[str, str]:
     """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
     when it is declared (:func:`rcpc.builtins.param_value_from_text`). ``E0608`` for an item
-    without ``=``."""
+    without ``=`` or one that is not UTF-8 (a surrogate-escaped byte of argv)."""
     out = {}
     for item in sets:
         name, eq, text = item.partition("=")
         if not eq or not name:
             raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
+        if any("\ud800" <= c <= "\udfff" for c in item):  # bytes argv could not decode
+            raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
+                        hint="values are written into UTF-8 renders")
         out[name] = text
     return out
