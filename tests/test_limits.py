@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-import sre_parse
+from re import _parser as sre_parse  # the parser re compiles with (sre_parse before 3.11)
 import subprocess
 import sys
 from pathlib import Path
