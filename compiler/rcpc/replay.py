@@ -19,16 +19,21 @@ A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marsh
 
 :func:`serve` replays a record when every stat and listing is still the same; anything else
 (a missing, unreadable or corrupted record included) is a miss, and the full command runs
-and records again. :class:`Recorder` writes a record only after checking that each
-dependency's bytes still have the SHA-256 the build cache compiled, and each output's bytes
-are the ones emitted; directory listings are taken before compiling. As in git's "racy
-clean" rule, a file modified less than :data:`RACY_NS` before recording is not trusted (a
-change in the same timestamp tick could leave its stat equal), so no record is written.
-Records live in ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``);
-``RCPC_NO_CACHE=1`` turns replay off together with the build cache.
+and records again. A replay prints what a full run would print now, so :class:`Recorder`
+writes a record only for a run that ran to its end (:meth:`Recorder.finished`: not one cut
+short by a closed pipe, whose output and dependencies are partial), exited 0 and wrote no
+output (:meth:`Recorder.discard`: its status line counts what it wrote), after checking that
+each dependency's bytes still have the SHA-256 the compiler read, ``rcp.toml`` still has the
+bytes the workspace was read from, and each output's bytes are the ones emitted; directory
+listings are taken before compiling. As in git's "racy clean" rule, a file changed (mtime or
+ctime: a restored mtime still moves the ctime) less than :data:`RACY_NS` before the run began
+is not trusted (a change in the same timestamp tick could leave its stat equal), so no record
+is written; any later change then moves the ctime the record holds. Records live in
+``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``); ``RCPC_NO_CACHE=1`` turns replay off
+together with the build cache.
 
-This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``) and
-:mod:`rcpc.usercache`.
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``),
+:mod:`rcpc.files` and :mod:`rcpc.usercache`.
 """
 
 from __future__ import annotations
