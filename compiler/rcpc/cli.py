@@ -163,8 +163,11 @@ def _run(args) -> int:
     except _Usage as exc:
         _stderr(f"rcpc: {exc}")
         return 2
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader went away (rcpc render | head): nothing more to say
+        try:  # and nothing at exit either, when Python flushes stdout
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (replaced, closed)
+            pass
         return 0
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
         _stderr(f"rcpc: error: {exc.strerror or exc}")
@@ -224,15 +227,14 @@ class _Sources(dict):
 
     def get(self, path: str, default=None):
         if path not in self:
+            from rcpc.files import read_limited
             from rcpc.limits import MAX_FILE_BYTES
             from rcpc.source import Source
 
             real = self.ws.root / path
-            try:
-                if real.stat().st_size > MAX_FILE_BYTES:  # not read when compiling either (E0803)
-                    return default
-                # decoded as the compiler decodes it: no newline translation (a lone '\r' stays)
-                self[path] = Source(path, real.read_bytes().decode("utf-8"), str(real))
+            try:  # bounded, as when compiling (E0803); decoded as the compiler decodes it: no
+                # newline translation (a lone '\r' stays)
+                self[path] = Source(path, read_limited(real, MAX_FILE_BYTES).decode("utf-8"), str(real))
             except (OSError, UnicodeDecodeError, ValueError):  # <command line>, gone, not text
                 return default
         return self[path]

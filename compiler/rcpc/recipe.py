@@ -141,35 +141,37 @@ class Compiler:
         return load
 
     def library(self, real: Path, chain: tuple) -> dict:
-        """Exports of a loaded file (evaluated once per run). ``chain`` is the tuple of
-        (file, load span) that led here, for cycles and ``loaded from`` notes."""
+        """Exports of a loaded file: evaluated once per run, or, when it fails, once per
+        recipe (or library checked on its own). ``chain`` is the tuple of (file, load span)
+        that led here, for cycles and ``loaded from`` notes. ``E0801`` past
+        :data:`~rcpc.limits.MAX_LOAD_DEPTH` files."""
         exports = self._exports.get(real)
-        if exports is None:
-            if not chain:
-                self._failed = {}
-            failed = self._failed.get(real)
-            if failed is None:
-                seen = len(self.context.diagnostics)
-                if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
-                    raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
-                                hint="load shared constants from fewer levels of files")
-                try:
-                    mod = self.module(real)
-                    result = Evaluator(self._loader(real, chain), None, is_recipe=False,
-                                       ctx=self.context).run(mod)
-                except CompileError as exc:
-                    # evaluated once a run, failing or not (a diamond of loads that each fail
-                    # would otherwise evaluate the bottom file once per path: 2**depth times)
-                    # and reported once per error (the paths through a diamond reach it twice)
-                    failed = self._failed[real] = CompileError(unique(exc.diagnostics))
-                else:
-                    exports = self._exports[real] = result.exports
-                    self._warnings[real] = self.context.diagnostics[seen:]
-                    return exports
-            if not chain:  # checked on its own (rcpc check of a library)
-                raise failed
-            raise _loaded_from(failed, chain[-1][1]) from None
-        return exports
+        if exports is not None:
+            return exports
+        if not chain:
+            self._failed = {}
+        failed = self._failed.get(real)
+        if failed is None:
+            if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
+                raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
+                            hint="load shared constants from fewer levels of files")
+            seen = len(self.context.diagnostics)
+            try:
+                mod = self.module(real)
+                result = Evaluator(self._loader(real, chain), None, is_recipe=False,
+                                   ctx=self.context).run(mod)
+            except CompileError as exc:
+                # evaluated once, failing or not: a diamond of loads that each fail would
+                # evaluate the bottom file once per path, 2**depth times; reported once per
+                # error (the paths through a diamond reach it more than once)
+                failed = self._failed[real] = CompileError(unique(exc.diagnostics))
+            else:
+                exports = self._exports[real] = result.exports
+                self._warnings[real] = self.context.diagnostics[seen:]
+                return exports
+        if not chain:  # checked on its own (rcpc check of a library)
+            raise failed
+        raise _loaded_from(failed, chain[-1][1]) from None
 
     def loaded_warnings(self, real: Path) -> list[Diagnostic]:
         """Warnings and notes of the files recipe ``real`` loads (transitively, by path). A
