@@ -2,7 +2,8 @@
 sleeps, no timing. Signals are injected by ``strace -e inject=SYSCALL:signal=SIG:when=N``
 at every write-side system call of a build (once, and repeated at every later call: a
 repeated Ctrl-C), and races with worker processes are set up with the ``RCPC_TEST_STOP``
-hook (:mod:`rcpc.testhook`), which makes a process report its pid on a pipe and stop.
+hook (:mod:`rcpc.testhook`), which makes a process report its pid on a pipe and wait for a
+go on another.
 
 The property, wherever the signal lands: exit 0 or 130, never a traceback; after exit 130
 the message says what is on disk ("nothing was written": the previous output whole; "the
@@ -145,24 +146,27 @@ def test_a_signal_at_any_write_side_syscall_leaves_old_or_new_output(template, t
 
 
 # worker processes ----------------------------------------------------------------------------
-def _stopped_workers(ws: Path, tmp_path: Path, count: int):
-    """Start ``rcpc build -j 2`` of ``count`` recipes with both workers stopping at start-up;
-    returns (process, worker pids) once both have reported."""
+def _waiting_workers(ws: Path, tmp_path: Path, count: int):
+    """Start ``rcpc build -j 2`` of ``count`` recipes whose workers wait at start-up
+    (:mod:`rcpc.testhook`); returns (process, worker pids, go) once both have reported:
+    ``go()`` lets them go on."""
     for i in range(count):
         (ws / "recipes" / f"r{i}.rcp").write_text(RECIPE.format(n=i))
-    read, write = os.pipe()
-    e = {**env(tmp_path / "cache"), "RCPC_TEST_STOP": "worker", "RCPC_TEST_STOP_FD": str(write),
-         "RCPC_NO_CACHE": "1"}
+    report_r, report_w = os.pipe()
+    go_r, go_w = os.pipe()
+    e = {**env(tmp_path / "cache"), "RCPC_TEST_STOP": "worker", "RCPC_TEST_STOP_FD": str(report_w),
+         "RCPC_TEST_GO_FD": str(go_r), "RCPC_NO_CACHE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "rcpc", "build", "-j", "2"], cwd=ws, env=e,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write,))
-    os.close(write)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(report_w, go_r))
+    os.close(report_w)
+    os.close(go_r)
     pids = []
-    with os.fdopen(read) as reports:
+    with os.fdopen(report_r) as reports:
         for line in reports:  # returns when both have written: a handshake, not a wait
             pids.append(int(line.split()[1]))
             if len(pids) == 2:
                 break
-    return proc, pids
+    return proc, pids, lambda: os.close(go_w)
 
 
 def _gone(pid: int, timeout: float = 60) -> bool:
@@ -189,23 +193,25 @@ def workspace(template, tmp_path):
 def test_workers_end_with_their_parent_killed_outright(workspace, tmp_path):
     """The reported fault: after kill -9 of rcpc, its workers finished their recipe and died
     on a BrokenPipeError traceback (orphans writing to a pipe nobody reads)."""
-    proc, pids = _stopped_workers(workspace, tmp_path, 6)
+    proc, pids, go = _waiting_workers(workspace, tmp_path, 6)
     proc.kill()
-    _, err = proc.communicate(timeout=60)  # EOF only once every worker holding stderr has ended
-    assert proc.returncode == -signal.SIGKILL
-    assert all(_gone(pid) for pid in pids)
-    assert not TRACEBACK.search(err.decode())
+    try:
+        _, err = proc.communicate(timeout=60)  # EOF only once every worker holding stderr has ended
+        assert proc.returncode == -signal.SIGKILL
+        assert all(_gone(pid) for pid in pids)
+        assert not TRACEBACK.search(err.decode())
+    finally:
+        go()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_while_workers_compile_exits_130(workspace, tmp_path, sig):
     before = tree(workspace / "rcpc-out")
-    proc, pids = _stopped_workers(workspace, tmp_path, 6)
+    proc, pids, go = _waiting_workers(workspace, tmp_path, 6)
     proc.send_signal(sig)
     proc.send_signal(sig)  # and again: a repeated Ctrl-C
-    for pid in pids:
-        os.kill(pid, signal.SIGCONT)
+    go()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
     assert err.decode().splitlines()[-1] == "rcpc: interrupted; nothing was written"

@@ -1,7 +1,9 @@
 """A hook for tests that must drive a race deterministically (never by sleeping): with
-``RCPC_TEST_STOP=<point>`` and ``RCPC_TEST_STOP_FD=<fd>`` in the environment, a process that
-reaches the named point writes ``<point> <pid>`` and a newline to file descriptor ``fd`` (a
-pipe the test reads) and stops itself with SIGSTOP, until the test sends SIGCONT or kills it.
+``RCPC_TEST_STOP=<point>``, ``RCPC_TEST_STOP_FD=<fd>`` and ``RCPC_TEST_GO_FD=<fd>`` in the
+environment, a process that reaches the named point writes ``<point> <pid>`` and a newline to
+the first file descriptor (a pipe the test reads), then waits until it can read a byte, or end
+of file, from the second (a pipe the test writes to or closes): a handshake, so the test
+knows where the process is and chooses when it goes on.
 
 Points: ``worker`` (a ``-j`` worker process has started). Without the variables
 :func:`point` does nothing.
@@ -10,13 +12,11 @@ Points: ``worker`` (a ``-j`` worker process has started). Without the variables
 from __future__ import annotations
 
 import os
-import signal
 
 
 def point(name: str) -> None:
-    """Report reaching point ``name`` and stop, when a test asked for it."""
+    """Report reaching point ``name`` and wait for the test, when a test asked for it."""
     if os.environ.get("RCPC_TEST_STOP") != name:
         return
-    fd = int(os.environ["RCPC_TEST_STOP_FD"])
-    os.write(fd, f"{name} {os.getpid()}\n".encode())
-    os.kill(os.getpid(), signal.SIGSTOP)
+    os.write(int(os.environ["RCPC_TEST_STOP_FD"]), f"{name} {os.getpid()}\n".encode())
+    os.read(int(os.environ["RCPC_TEST_GO_FD"]), 1)
