@@ -68,15 +68,22 @@ def template(tmp_path_factory):
     assert rcpc(ws, "build", cache=root / "c1").returncode == 0
     old = tree(ws / "rcpc-out")
     (ws / "recipes" / "r.rcp").write_text(RECIPE.format(n=5))
-    counts = {}
+    grammar = next((root / "c0" / "rcpc").glob("grammar-*"))  # lark's tables: each run starts
+    counts = {}                                                # with them, as after any first run
     for call in SYSCALLS:
         trial = _copy(ws, root / f"count-{call}")
         log = root / f"{call}.log"
-        r = rcpc(trial, "build", "-j", "1", cache=root / f"cc-{call}",
+        r = rcpc(trial, "build", "-j", "1", cache=_seeded(root / f"cc-{call}", grammar),
                  prefix=[STRACE, "-f", "-qq", "-o", str(log), "-e", f"trace={call}"])
         assert r.returncode == 0 and tree(trial / "rcpc-out") == new
         counts[call] = sum(1 for line in log.read_text().splitlines() if f"{call}(" in line)
-    return ws, old, new, counts
+    return ws, old, new, counts, grammar
+
+
+def _seeded(cache: Path, grammar: Path) -> Path:
+    (cache / "rcpc").mkdir(parents=True)
+    shutil.copy(grammar, cache / "rcpc" / grammar.name)
+    return cache
 
 
 def _copy(ws: Path, to: Path) -> Path:
@@ -102,10 +109,10 @@ def injections(counts: dict, full: bool):
 def interrupted_build(template, tmp_path: Path, case) -> str:
     """Run one injected build in a copy of the template; assert the property. Returns how
     it ended ("completed", "old", "new")."""
-    ws, old, new, _ = template
+    ws, old, new, _, grammar = template
     call, n, repeated, sig = case
     trial = _copy(ws, tmp_path / f"{call}-{n}-{repeated}")
-    cache = tmp_path / f"cache-{call}-{n}-{repeated}"
+    cache = _seeded(tmp_path / f"cache-{call}-{n}-{repeated}", grammar)
     when = f"{n}+" if repeated else str(n)
     r = rcpc(trial, "build", "-j", "1", cache=cache,
              prefix=[STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={call}",
