@@ -14,7 +14,8 @@ the workspace is copied once per seed and the commands run in order. The propert
 * determinism: both seeds give the same exit codes, stdout, stderr (the workspace path
   aside) and files;
 * nothing touched outside the output directory: the workspace tree is snapshotted before and
-  after; only ``fmt`` may change files, and only ``.rcp`` files under ``recipes/``.
+  after; only ``fmt`` may change files, and only ``.rcp`` files under ``recipes/``;
+* ``fmt`` never changes a render: the build after it writes what the build before it wrote.
 """
 
 from __future__ import annotations
@@ -189,6 +190,8 @@ class CliFuzz:
             text = r["out"] + r["err"]
             if "Traceback" in text:
                 raise Failure(f"traceback printed by rcpc {shown}\n{r['err'][-3000:]}")
+            if "a bug in rcpc fmt" in text:
+                raise Failure(f"rcpc {shown}: {r['err'][-2000:]}")
             if r["code"] not in (0, 1, 2):
                 raise Failure(f"exit {r['code']}: rcpc {shown}\n{r['err'][-2000:]}")
             for line in r["err"].splitlines():
@@ -205,6 +208,10 @@ class CliFuzz:
                 raise Failure(f"rcpc {shown} changed files outside its output: {sorted(bad)[:5]}")
             tree = {k: v for k, v in after.items() if not k.startswith(".out.")}
             out.append((shown, r["code"], r["out"], r["err"].replace(str(ws), "<ws>"), tree))
+        renders = [(code, {k: v for k, v in tree.items() if k.startswith("out/")})
+                   for shown, code, _, _, tree in out if shown.startswith("build")]
+        if renders[0] != renders[-1]:  # the build after fmt: fmt never changes a render
+            raise Failure("rcpc fmt changed what rcpc build writes (or whether it fails)")
         return out
 
 
