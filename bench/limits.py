@@ -46,33 +46,27 @@ def _fill(unit: str, size: int, head: str = "", tail: str = "") -> str:
 
 
 # Each shape: (what, limit in bytes, build(root, size) -> extra argv). Files go under root.
+MANIFEST_X = 'manifest(name = "m", apiVersion = "v1", kind = "K", data = {"x": X})\n'
 def _recipe(root: Path, text: str) -> list[str]:
     (root / "recipes" / "r.rcp").write_text(text)
     return []
 
 
+def _lines(make, size: int) -> str:
+    """``make(i)`` for i = 0, 1, ... until about ``size`` bytes."""
+    out, total = [], 0
+    while total < size:
+        out.append(make(len(out)))
+        total += len(out[-1])
+    return "".join(out)
+
+
 def assign(root, size):
-    lines = []
-    n = 0
-    total = 0
-    while total < size - 40:
-        line = f"X{n} = {n}\n"
-        lines.append(line)
-        total += len(line)
-        n += 1
-    return _recipe(root, "".join(lines) + 'variant("default")\n')
+    return _recipe(root, _lines(lambda i: f"X{i} = {i}\n", size - 40) + 'variant("default")\n')
 
 
 def unknown(root, size):
-    lines = []
-    n = 0
-    total = 0
-    while total < size:
-        line = f"X{n} = Y{n}\n"
-        lines.append(line)
-        total += len(line)
-        n += 1
-    return _recipe(root, "".join(lines))
+    return _recipe(root, _lines(lambda i: f"X{i} = Y{i}\n", size))
 
 
 def list_literal(root, size):
@@ -80,13 +74,7 @@ def list_literal(root, size):
 
 
 def dict_literal(root, size):
-    items = []
-    total = 0
-    while total < size - 40:
-        item = f'"k{len(items)}": {len(items)}, '
-        items.append(item)
-        total += len(item)
-    return _recipe(root, "X = {" + "".join(items) + '}\nvariant("default")\n')
+    return _recipe(root, "X = {" + _lines(lambda i: f'"k{i}": {i}, ', size - 40) + '}\nvariant("default")\n')
 
 
 def blank(root, size):
@@ -98,13 +86,11 @@ def crlf_blank(root, size):
 
 
 def string(root, size):
-    return _recipe(root, _fill("ab", size, 'X = "', '"\nmanifest(name = "m", apiVersion = "v1", kind = "K", '
-                                                    'data = {"x": X})\n'))
+    return _recipe(root, _fill("ab", size, 'X = "', '"\n' + MANIFEST_X))
 
 
 def long_string(root, size):
-    return _recipe(root, _fill("ab\n", size, 'X = """', '"""\nmanifest(name = "m", apiVersion = "v1", '
-                                                       'kind = "K", data = {"x": X})\n'))
+    return _recipe(root, _fill("ab\n", size, 'X = """', '"""\n' + MANIFEST_X))
 
 
 def comment(root, size):
@@ -112,8 +98,7 @@ def comment(root, size):
 
 
 def fstring(root, size):
-    return _recipe(root, _fill("{A}-", size, 'A = "a"\nX = f"', '"\nmanifest(name = "m", apiVersion = "v1", '
-                                                              'kind = "K", data = {"x": X})\n'))
+    return _recipe(root, _fill("{A}-", size, 'A = "a"\nX = f"', '"\n' + MANIFEST_X))
 
 
 def digits(root, size):
@@ -148,15 +133,7 @@ def diamond(root, size):
 
 
 def schema(root, size):
-    lines = []
-    total = 0
-    n = 0
-    while total < size:
-        line = f"key_{n}: {n}\n"
-        lines.append(line)
-        total += len(line)
-        n += 1
-    (root / "base.yml").write_text("".join(lines))
+    (root / "base.yml").write_text(_lines(lambda i: f"key_{i}: {i}\n", size))
     _recipe(root, 'F = maxtext_flags({"key_1": 2})\nflag_file(name = "f", flags = F)\n')
     return ["--maxtext-base", "base.yml"]
 

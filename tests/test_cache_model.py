@@ -93,25 +93,27 @@ def environment(cwd: Path, **env):
     """The current directory, environment variables (None: unset) and rcpc's signal handlers
     for one in-process command, restored afterwards."""
     old_cwd = os.getcwd()
-    old_env = {k: os.environ.get(k) for k in env}
+    old_env = _setenv(env)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(old_cwd)
+        _setenv(old_env)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+
+
+def _setenv(env: dict) -> dict:
+    """Set (or, for None, unset) environment variables; returns their previous values."""
+    old = {k: os.environ.get(k) for k in env}
     for k, v in env.items():
         if v is None:
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
-    try:
-        yield
-    finally:
-        os.chdir(old_cwd)
-        for k, v in old_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        for s, h in handlers.items():
-            signal.signal(s, h)
+    return old
 
 
 def run_rcpc(argv, cwd: Path, **env) -> tuple[int, str, str]:
