@@ -8,7 +8,7 @@ Each shape is an input that once cost quadratic time or gigabytes (issue 12, ite
 another way to make a file large: 10,000 lines of `Xi = Yi` took 209 s, a 4 MB list literal
 454 s and 2.8 GB, 4 MB of blank lines 4 GB, a 40-deep diamond of loads never finished,
 `--maxtext-base /dev/zero` exhausted memory. Sizes are fractions of the limit of the input
-(4 MiB for a source file, 16 MiB for a schema, 64 files for a chain of loads). Every command
+(4 MiB for a source file, 16 MiB for a schema, 64 levels of loads, 10,000 renders). Every command
 runs as a whole process with the build cache off; the time is the median of --runs runs, the
 memory the peak resident set (``wait4``'s ``ru_maxrss``). For each shape and command it prints
 the figures, the slope of log(time) and log(memory) against log(size) between the two largest
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO / "compiler"))
-from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_SCHEMA_BYTES  # noqa: E402
+from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS, MAX_SCHEMA_BYTES  # noqa: E402
 
 MB = 1 << 20
 
@@ -110,10 +110,9 @@ def syntax_errors(root, size):
 
 
 def renders(root, size):
-    # the recipe is small; its output is not: `size` bytes of manifests
-    n = max(1, size // 60)
-    return _recipe(root, f'[manifest(name = f"m{{i}}", apiVersion = "v1", kind = "K", data = {{"i": i}}) '
-                         f'for i in range({n})]\nvariant("default")\n')
+    # the recipe is small; its output is not: `size` manifests of 100 items each
+    return _recipe(root, f'D = {{f"k{{j}}": j for j in range(100)}}\n[manifest(name = f"m{{i}}", apiVersion = "v1", '
+                         f'kind = "K", data = D) for i in range({size})]\nvariant("default")\n')
 
 
 def diamond(root, size):
@@ -151,12 +150,13 @@ SHAPES = {
     "fstring": ("one f-string of fields", MAX_FILE_BYTES, fstring),
     "digits": ("one integer literal (E0806)", MAX_FILE_BYTES, digits),
     "syntax": ("lines of syntax errors", MAX_FILE_BYTES, syntax_errors),
-    "renders": ("bytes of manifests rendered", MAX_FILE_BYTES, renders),
+    "renders": ("manifests of 100 items rendered", MAX_RENDERS, renders),
     "schema": ("MaxText base.yml keys", MAX_SCHEMA_BYTES, schema),
     "diamond": ("diamond of failing loads (levels)", MAX_LOAD_DEPTH, diamond),
 }
 COMMANDS = {"check": ["check"], "fmt": ["fmt", "--check"]}
 NO_FMT = {"schema", "diamond", "renders"}  # fmt reads the recipe only: nothing new to measure
+COUNTS = {"diamond", "renders"}  # sizes in files or renders, not bytes
 
 
 def run(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple[float, float, int]:
@@ -204,13 +204,13 @@ def main() -> int:
                 continue
             rows = []
             for frac in fractions:
-                size = max(2, int(limit * frac)) if name == "diamond" else int(limit * frac) - 200
+                size = max(2, int(limit * frac)) if name in COUNTS else int(limit * frac) - 200
                 with tempfile.TemporaryDirectory(prefix="rcpc-limits-") as tmp:
                     root = Path(tmp)
                     (root / "recipes" / "lib").mkdir(parents=True)
                     (root / "rcp.toml").write_text("")
                     extra = build(root, size)
-                    measured = size if name == "diamond" else sum(
+                    measured = size if name in COUNTS else sum(
                         p.stat().st_size for p in root.rglob("*") if p.is_file())
                     times, mems, codes = [], [], set()
                     for _ in range(args.runs):
