@@ -110,7 +110,10 @@ def _cache_path(grammar: str) -> str | None:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return None
-    return os.path.join(directory, f"grammar-{digest}.lark.cache")
+    path = os.path.join(directory, f"grammar-{digest}.lark.cache")
+    if os.path.lexists(path) and not os.path.isfile(path):  # lark would block on a FIFO there
+        return None
+    return path
 
 
 _PARSER = None
