@@ -359,6 +359,16 @@ def test_a_file_edited_while_its_recipe_compiles_is_not_cached_under_its_new_con
                ("command_with_an_edit_while_compiling", ("check",), "recipes/a.rcp", 1), *ALL_COMMANDS])
 
 
+def test_one_command_sees_one_version_of_a_file_edited_while_it_runs():
+    """Found by the machine: a library edited while ``check`` compiled its recipes was then
+    looked up, for the check of the library on its own, by its new bytes; that cache hit hid
+    the error the recipes had just reported from the old ones. Lookups in a run check against
+    the bytes the run already used (BuildCache.seen)."""
+    _sequence([("command_with_an_edit_while_compiling", ("check",), "recipes/lib/l1.rcp", 3),
+               ("retarget",), ("retarget",),
+               ("command_with_an_edit_while_compiling", ("check",), "recipes/lib/l1.rcp", 0)])
+
+
 @pytest.mark.parametrize("kind", ENTRY_DAMAGE)
 def test_a_damaged_entry_is_a_miss(kind):
     """Swapped entries were served with exit 0, an entry naming ../../POISON.yaml wrote

@@ -14,7 +14,8 @@ content-addressed blob, and the warnings printed.
 A lookup is a hit only when the entry is well formed (:func:`_validate`: its own key, every
 dependency and the recipe itself among them, variant and render names that are single safe
 path components, blobs named by SHA-256 digests, diagnostics of the right shape), every
-dependency still has the recorded hash and every blob reads back with its hash; anything
+dependency still has the recorded hash (as this run first saw the file: :attr:`BuildCache.seen`)
+and every blob reads back with its hash; anything
 unreadable, corrupted, swapped with another recipe's entry or different is a miss, and the
 recipe is compiled again (and the entry rewritten). Entries live in
 ``$XDG_CACHE_HOME/rcpc/builds`` (``~/.cache/rcpc/builds``); ``RCPC_NO_CACHE=1`` turns the cache
@@ -74,6 +75,16 @@ class BuildCache:
         self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
         self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
         self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
+        # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
+        # later lookup in the run checks against it, not the file read again, so that one
+        # command sees one version of a file edited while it runs
+        self.seen: dict[str, str] = {}
+
+    def note(self, deps: dict[str, str] | None) -> None:
+        """Files this run used, as {path: SHA-256 hex} (``LINK`` entries are skipped)."""
+        for path, digest in (deps or {}).items():
+            if not digest.startswith(LINK):
+                self.seen.setdefault(path, digest)
 
     def _key(self, recipe: Path, options: list[str]) -> str:
         return _sha("\0".join([self._base_key, str(recipe), *options]).encode())
@@ -96,7 +107,7 @@ class BuildCache:
                 if digest.startswith(LINK):
                     if os.path.realpath(path) != digest[len(LINK):]:
                         return None
-                elif _sha(read_limited(path, MAX_SCHEMA_BYTES)) != digest:
+                elif (self.seen.get(path) or _sha(read_limited(path, MAX_SCHEMA_BYTES))) != digest:
                     return None
             out = []
             for variant, renders in builds:
@@ -107,6 +118,7 @@ class BuildCache:
                         return None
                     texts.append((name, data.decode("utf-8")))
                 out.append((variant, texts))
+            self.note(deps)
             return out, warnings, deps
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
@@ -121,6 +133,7 @@ class BuildCache:
         None (a dependency changed while it was compiled: nothing is stored)."""
         if not self.enabled or deps is None:
             return None
+        self.note(deps)
         key = self._key(recipe, options)
         try:
             blobs = Path(self.dir) / "blobs"

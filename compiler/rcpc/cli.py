@@ -453,6 +453,7 @@ def _check(args, ws, compiler) -> int:
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
+        cache.note(compiler.read_digests())
     _RECORDER.note_links(ws.links)
     found = unique(found)
     notes = [d for d in found if d.severity == "note"]

@@ -53,14 +53,17 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
         chunk = max(1, len(misses) // (jobs * 4))
         with ctx.Pool(min(jobs, len(misses)), _start_worker,
                       (os.getpid(), ws, cache, options, variant, sets, lint)) as pool:
-            for i, outcome in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
-                results[i] = outcome[1] if outcome[0] == "ok" else CompileError(outcome[1])
+            for i, (kind, outcome, read) in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
+                results[i] = outcome if kind == "ok" else CompileError(outcome)
+                cache.note(read)  # the files as the worker read them, for later lookups
         return results
     for i in misses:
+        compiler = get_compiler()
         try:
-            results[i] = compile_fresh(get_compiler(), cache, options, paths[i], variant, sets, lint)
+            results[i] = compile_fresh(compiler, cache, options, paths[i], variant, sets, lint)
         except CompileError as exc:
             results[i] = exc
+        cache.note(compiler.read_digests())
     return results
 
 
@@ -77,7 +80,6 @@ def _start_worker(parent: int, workspace, cache, options, variant, sets, lint) -
     from rcpc.recipe import Compiler
 
     testhook.point("worker")
-
     _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
 
 
@@ -109,9 +111,11 @@ def _die_with(parent: int) -> None:
 
 
 def _work(path: Path) -> tuple:
-    """("ok", (builds, found, deps)) or ("error", diagnostics): an exception is not sent, as
-    :class:`CompileError` does not survive pickling."""
+    """("ok", (builds, found, deps), read) or ("error", diagnostics, read), ``read`` being the
+    digests of the files the worker read (:meth:`~rcpc.recipe.Compiler.read_digests`): an
+    exception is not sent, as :class:`CompileError` does not survive pickling."""
+    compiler = _WORKER["compiler"]
     try:
-        return "ok", compile_fresh(_WORKER["compiler"], *_WORKER["args"], path, *_WORKER["kwargs"])
+        return "ok", compile_fresh(compiler, *_WORKER["args"], path, *_WORKER["kwargs"]), compiler.read_digests()
     except CompileError as exc:
-        return "error", exc.diagnostics
+        return "error", exc.diagnostics, compiler.read_digests()

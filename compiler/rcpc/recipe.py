@@ -223,6 +223,10 @@ class Compiler:
         kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
         return out | self.schema_files | kube
 
+    def read_digests(self) -> dict[str, str]:
+        """{path: SHA-256 hex} of every file read in this run (with one version)."""
+        return {str(p): d for p, d in self.digests.items() if d is not None}
+
     def dependency_digests(self, real: Path) -> dict[str, str] | None:
         """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
         symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
