@@ -140,6 +140,8 @@ CATALOG = [
     Example("E0805", "too many renders",
             '[manifest(name = f"m{i}", apiVersion = "v1", kind = "ConfigMap") for i in range(10001)]\n'),
     Example("E0806", "number out of range", "X = 9223372036854775808\n"),
+    Example("E0808", "too many errors in one file", "".join(f"X{i} = Y{i}\n" for i in range(21))),
+    Example("E0809", "too many tokens in one file", "X = [\n" + "    1,\n" * 50000 + "]\n"),
     # workspace ------------------------------------------------------------------------------------
     Example("E0901", "bad rcp.toml", 'variant("default")\n', files={"rcp.toml": 'recipe_dir = ["recipes"]\n'}),
     Example("E0903", "recipes sharing an output directory", 'variant("q")\n',

@@ -144,18 +144,22 @@ def test_failures_and_no_cache_are_never_recorded(wsr, monkeypatch, tmp_path):
     assert served() is None
 
 
-def test_recently_modified_files_are_not_trusted(wsr, monkeypatch, tmp_path):
+@pytest.mark.parametrize("restore_mtime", [False, True], ids=["edited", "edited, mtime restored"])
+def test_recently_modified_files_are_not_trusted(wsr, monkeypatch, tmp_path, restore_mtime):
     """git's racy-clean rule: a file written just before recording could change again in the
-    same timestamp tick without changing its stat, so nothing is recorded."""
+    same timestamp tick without changing its stat, so nothing is recorded. A restored mtime
+    (cp -p, touch -d) does not hide the change: its ctime is recent."""
     monkeypatch.setattr(replay, "RACY_NS", 2_000_000_000)
     package = tmp_path / "package"   # rcpc itself may have been installed seconds ago
     (package / "__init__.py").parent.mkdir()
     (package / "__init__.py").write_text("")
-    settle(package)
     monkeypatch.setattr(replay, "_PACKAGE", str(package))
     (wsr / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 3"))
-    assert run(["build"]) == 0 and served() is None   # the recipe is fresh
-    settle(wsr)
+    if restore_mtime:
+        settle(wsr)
+    assert run(["build"]) == 0 and run(["build"]) == 0 and served() is None   # the recipe is fresh
+    now = time.time_ns
+    monkeypatch.setattr(replay.time, "time_ns", lambda: now() + 3_000_000_000)  # 3 s later
     assert run(["build"]) == 0 and served() == 0
 
 

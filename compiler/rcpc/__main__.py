@@ -1,20 +1,63 @@
-"""``python -m rcpc`` and the ``rcpc`` console script."""
+"""``python -m rcpc`` and the ``rcpc`` console script.
+
+Interrupts: from the first line of :func:`run`, Ctrl-C (SIGINT) and SIGTERM raise
+:class:`KeyboardInterrupt` once; the command unwinds (temporary output removed, previous
+output kept) and exits 130. Signals that follow the first one, and any that arrive once the
+command's outcome is decided, are ignored, so a repeated Ctrl-C cannot interrupt the clean-up
+or the closing message (it used to end in a traceback).
+"""
 
 import sys
 
+_STATE = {"interrupted": False}  # True: the next signal is ignored (unwinding or finishing)
+
 
 def _interrupt(signum, frame):
+    if _STATE["interrupted"]:
+        return
+    _STATE["interrupted"] = True
     raise KeyboardInterrupt
 
 
-def sigterm_interrupts() -> None:
-    """From now on SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so that both unwind the
-    same way (temporary output removed, previous output kept, exit 130). Main thread only."""
+def _signal_module():
     try:
         import _signal as signal  # the C module: `signal` imports enum, ~2 ms of start-up
     except ImportError:  # not CPython
         import signal
-    signal.signal(signal.SIGTERM, _interrupt)
+    return signal
+
+
+def interrupts() -> dict:
+    """From now on SIGINT and SIGTERM raise KeyboardInterrupt once (later ones are ignored).
+    Main thread only. Returns the previous handlers, for :func:`restore_interrupts`."""
+    signal = _signal_module()
+    _STATE["interrupted"] = False
+    return {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def ignore_interrupts() -> None:
+    """The command's outcome is decided: signals from now on are ignored (the handlers stay,
+    so that the process still exits through its own code, not through a signal)."""
+    _STATE["interrupted"] = True
+
+
+def restore_interrupts(previous: dict) -> None:
+    """Put back the handlers :func:`interrupts` replaced."""
+    signal = _signal_module()
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def utf8_streams() -> None:
+    """rcpc writes UTF-8 whatever the locale says: renders, diffs and JSON are UTF-8 like the
+    files it writes (a stdout encoding that cannot hold them, e.g. ``PYTHONIOENCODING=ascii``,
+    made ``rcpc render`` crash). A file name that is not UTF-8 is written back as its own
+    bytes on stdout and escaped on stderr."""
+    for stream, errors in ((sys.stdout, "surrogateescape"), (sys.stderr, "backslashreplace")):
+        try:
+            stream.reconfigure(encoding="utf-8", errors=errors)
+        except (AttributeError, ValueError, OSError):  # not a text stream (replaced, closed)
+            pass
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -22,11 +65,13 @@ def run(argv: list[str] | None = None) -> int:
     run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        sigterm_interrupts()
+        interrupts()
+        utf8_streams()
         from rcpc import replay
 
         code = replay.serve(argv, replay.stderr_color())
         if code is not None:
+            ignore_interrupts()
             return code
         # A compile allocates many small objects that reference counting frees (ASTs and
         # values hold no cycles): the cyclic collector's default threshold (700) made it cost
@@ -38,6 +83,7 @@ def run(argv: list[str] | None = None) -> int:
 
         return main(argv)
     except KeyboardInterrupt:  # before main() handles it itself (imports, set-up)
+        ignore_interrupts()
         sys.stderr.write("rcpc: interrupted; nothing was written\n")
         return 130
 

@@ -3,14 +3,23 @@ last results without parsing or evaluating anything (lark and the evaluator are 
 imported).
 
 An entry is keyed by the request: rcpc's version and the size and mtime of each of its own
-source files, the recipe, ``rcp.toml``'s bytes, the variant or ``--set`` items and the schema
-options. It records the SHA-256 of every file the recipe depended on (the recipe, its loads,
-schema files), every symlink followed to reach them (a lookup checks that each still resolves
-to the same file), each render's text as a content-addressed blob, and the warnings printed. A
-lookup is a hit only when every dependency still has the recorded hash and every blob reads
-back with its hash; anything unreadable, corrupted or different is a miss, and the recipe is
-compiled again (and the entry rewritten). Entries live in ``$XDG_CACHE_HOME/rcpc/builds``
-(``~/.cache/rcpc/builds``); ``RCPC_NO_CACHE=1`` turns the cache off.
+source files, the bytes of ``rcp.toml`` the workspace was read from, the recipe, the variant
+or ``--set`` items and the schema options. It records its own key, the SHA-256 of the bytes
+of every file the recipe depended on *as the compiler read them* (the recipe, its loads,
+schema files: :attr:`rcpc.recipe.Compiler.digests`, never a second read, so a file edited
+while its recipe compiles is not cached under its new content), every symlink followed (a
+lookup checks that each still resolves to the same file), each render's text as a
+content-addressed blob, and the warnings printed.
+
+A lookup is a hit only when the entry is well formed (:func:`_validate`: its own key, every
+dependency and the recipe itself among them, variant and render names that are single safe
+path components, blobs named by SHA-256 digests, diagnostics of the right shape), every
+dependency still has the recorded hash (as this run first saw the file: :attr:`BuildCache.seen`)
+and every blob reads back with its hash; anything
+unreadable, corrupted, swapped with another recipe's entry or different is a miss, and the
+recipe is compiled again (and the entry rewritten). Entries live in
+``$XDG_CACHE_HOME/rcpc/builds`` (``~/.cache/rcpc/builds``); ``RCPC_NO_CACHE=1`` turns the cache
+off.
 """
 
 from __future__ import annotations
@@ -18,13 +27,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 from rcpc import __version__
+from rcpc.files import read_limited
+from rcpc.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.usercache import cache_dir, write_atomic
 
 _PACKAGE = Path(__file__).resolve().parent
 LINK = "->"  # a dependency that is a symlink resolution, not a file's digest
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+# A variant or render name as the compiler accepts it (builtins.RENDER_NAME, E0701/E0604): one
+# path component, no '..', no leading '.'.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_RENDER_SUFFIXES = (".yaml", ".flags")
+_MAX_BLOB = MAX_RENDERS * MAX_FILE_BYTES  # no render is larger than this
 
 
 def _sha(data: bytes) -> str:
@@ -41,60 +59,86 @@ def _code_fingerprint() -> str:
     return _sha("\n".join(parts).encode())
 
 
+def safe_component(name) -> bool:
+    """True when ``name`` is a variant or render name the compiler could have produced: one
+    path component of letters, digits, ``.``, ``-`` and ``_``, not starting with ``.``, without
+    ``..``, at most :data:`~rcpc.limits.MAX_NAME` characters."""
+    return type(name) is str and len(name) <= MAX_NAME and ".." not in name and bool(_COMPONENT.match(name))
+
+
 class BuildCache:
     """Cached builds of one workspace. ``options`` are the request details that change
-    results (variant, ``--set`` items, schema options), as strings."""
+    results (variant, ``--set`` items, schema options), as strings; ``config`` the bytes of
+    ``rcp.toml`` the workspace was read from."""
 
     def __init__(self, root: Path, config: bytes):
-        self.dir = Path(cache_dir("builds", _sha(str(root).encode())[:16]))
-        self.enabled = not os.environ.get("RCPC_NO_CACHE")
+        self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
+        self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
         self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
+        # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
+        # later lookup in the run checks against it, not the file read again, so that one
+        # command sees one version of a file edited while it runs
+        self.seen: dict[str, str] = {}
+
+    def note(self, deps: dict[str, str] | None) -> None:
+        """Files this run used, as {path: SHA-256 hex} (``LINK`` entries are skipped)."""
+        for path, digest in (deps or {}).items():
+            if not digest.startswith(LINK):
+                self.seen.setdefault(path, digest)
 
     def _key(self, recipe: Path, options: list[str]) -> str:
         return _sha("\0".join([self._base_key, str(recipe), *options]).encode())
 
+    def _entry_path(self, key: str) -> Path:
+        return Path(self.dir) / "entries" / f"{key}.json"
+
     def lookup(self, recipe: Path, options: list[str]):
         """``(builds, warnings, deps)`` of the last identical request, or None. ``builds`` is a
-        list of (variant, [(render name, text)]); ``warnings`` a list of diagnostic dicts;
-        ``deps`` maps each dependency's path to its SHA-256 hex digest."""
+        list of (variant, [(render name, text)]); ``warnings`` a list of
+        :class:`~rcpc.diagnostics.Diagnostic`; ``deps`` maps each dependency's path to its
+        SHA-256 hex digest (or ``LINK`` + the real path of a symlink)."""
         if not self.enabled:
             return None
+        key = self._key(recipe, options)
         try:
-            entry = json.loads((self.dir / "entries" / f"{self._key(recipe, options)}.json").read_text())
-            for path, digest in entry["deps"].items():
+            entry = json.loads(read_limited(self._entry_path(key), _MAX_BLOB))
+            deps, builds, warnings = _validate(entry, key, str(recipe))
+            for path, digest in deps.items():
                 if digest.startswith(LINK):
                     if os.path.realpath(path) != digest[len(LINK):]:
                         return None
-                elif _sha(Path(path).read_bytes()) != digest:
+                elif (self.seen.get(path) or _sha(read_limited(path, MAX_SCHEMA_BYTES))) != digest:
                     return None
-            builds = []
-            for variant, renders in entry["builds"]:
+            out = []
+            for variant, renders in builds:
                 texts = []
                 for name, digest in renders:
-                    data = (self.dir / "blobs" / digest).read_bytes()
+                    data = read_limited(Path(self.dir) / "blobs" / digest, _MAX_BLOB)
                     if _sha(data) != digest:
                         return None
                     texts.append((name, data.decode("utf-8")))
-                builds.append((variant, texts))
-            return builds, entry["warnings"], entry["deps"]
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+                out.append((variant, texts))
+            self.note(deps)
+            return out, warnings, deps
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
 
-    def store(self, recipe: Path, options: list[str], deps: set[Path], builds, warnings: list,
-              links: dict | None = None) -> dict | None:
-        """Record a successful build; failures to write the cache are ignored. ``links`` are
-        the symlinks followed ({path as written: real path}, :attr:`Workspace.links`).
-        Returns the dependencies ({path: SHA-256 hex, or ``LINK`` + real path for a link}),
-        or None when the cache is off or they could not be read."""
-        if not self.enabled:
+    def store(self, recipe: Path, options: list[str], deps: dict[str, str] | None, builds,
+              warnings: list) -> dict | None:
+        """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
+        hex of the bytes compiled, or ``LINK`` + real path}, from
+        :meth:`~rcpc.recipe.Compiler.dependency_digests`) were compiled into ``builds``
+        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts). Failures to
+        write are ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
+        None (a dependency changed while it was compiled: nothing is stored)."""
+        if not self.enabled or deps is None:
             return None
-        digests = None
+        self.note(deps)
+        key = self._key(recipe, options)
         try:
-            digests = {str(p): _sha(p.read_bytes()) for p in sorted(deps)}
-            digests.update((written, LINK + real) for written, real in (links or {}).items())
-            blobs = self.dir / "blobs"
+            blobs = Path(self.dir) / "blobs"
             blobs.mkdir(parents=True, exist_ok=True)
-            (self.dir / "entries").mkdir(parents=True, exist_ok=True)
+            self._entry_path(key).parent.mkdir(parents=True, exist_ok=True)
             entry_builds = []
             for variant, renders in builds:
                 refs = []
@@ -102,30 +146,71 @@ class BuildCache:
                     data = text.encode("utf-8")
                     digest = _sha(data)
                     blob = blobs / digest
-                    if not blob.exists() or _sha(blob.read_bytes()) != digest:  # new, or corrupted
+                    try:
+                        good = _sha(read_limited(blob, _MAX_BLOB)) == digest
+                    except OSError:  # new, unreadable or not a file
+                        good = False
+                    if not good:
                         write_atomic(blob, data)
                     refs.append([name, digest])
                 entry_builds.append([variant, refs])
-            entry = {"deps": digests, "builds": entry_builds, "warnings": warnings}
-            write_atomic(self.dir / "entries" / f"{self._key(recipe, options)}.json",
-                          json.dumps(entry).encode())
+            entry = {"key": key, "deps": deps, "builds": entry_builds, "warnings": warnings}
+            write_atomic(self._entry_path(key), json.dumps(entry).encode())
         except OSError:
             pass
-        return digests
+        return deps
+
+
+def _validate(entry, key: str, recipe: str):
+    """``(deps, builds, warnings)`` of a cache entry read back, with the warnings as
+    :class:`~rcpc.diagnostics.Diagnostic`. Raises ValueError for anything that a store of the
+    request ``key`` for ``recipe`` could not have written."""
+    from rcpc.diagnostics import from_json
+
+    if type(entry) is not dict or set(entry) != {"key", "deps", "builds", "warnings"}:
+        raise ValueError("not a cache entry")
+    if entry["key"] != key:  # another request's entry (swapped or copied): not ours
+        raise ValueError("the entry of another request")
+    deps = entry["deps"]
+    if type(deps) is not dict or recipe not in deps:
+        raise ValueError("bad dependencies")
+    for path, digest in deps.items():
+        if not (os.path.isabs(path) and type(digest) is str
+                and (_DIGEST.match(digest) or digest.startswith(LINK + os.sep))):
+            raise ValueError("bad dependency")
+    builds = entry["builds"]
+    if type(builds) is not list:
+        raise ValueError("bad builds")
+    variants = set()
+    for build in builds:
+        if type(build) is not list or len(build) != 2 or type(build[1]) is not list:
+            raise ValueError("bad build")
+        variant, renders = build
+        if not safe_component(variant) or variant in variants:
+            raise ValueError("bad variant name")
+        variants.add(variant)
+        names = set()
+        for ref in renders:
+            if type(ref) is not list or len(ref) != 2:
+                raise ValueError("bad render")
+            name, digest = ref
+            if not safe_component(name) or not name.endswith(_RENDER_SUFFIXES) or name in names:
+                raise ValueError("bad render name")
+            if type(digest) is not str or not _DIGEST.match(digest):
+                raise ValueError("bad blob digest")
+            names.add(name)
+    if type(entry["warnings"]) is not list:
+        raise ValueError("bad warnings")
+    warnings = [from_json(d) for d in entry["warnings"]]
+    return deps, builds, warnings
 
 
 def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache, list[str]]:
     """The build cache of workspace ``ws`` and a request's options (what, besides files,
     changes results)."""
-    from rcpc.workspace import CONFIG_NAME
-
-    try:
-        config = (ws.root / CONFIG_NAME).read_bytes()
-    except OSError:
-        config = b""
     options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
                f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
-    return BuildCache(ws.root, config), options
+    return BuildCache(ws.root, ws.config_bytes), options
 
 
 def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
@@ -148,8 +233,7 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
 
             found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-        deps = cache.store(path, options, compiler.dependencies(path), out, [to_json(d) for d in found],
-                           compiler.workspace.links)
+        deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found])
     finally:
         compiler.release(path)  # memory stays flat; diagnostics quoting it read the file again
     return out, found, deps

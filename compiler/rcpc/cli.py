@@ -101,27 +101,39 @@ def _jobs_option(p) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
-    (:mod:`rcpc.replay`) when they succeed."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(argv)
-    if threading.current_thread() is threading.main_thread():
-        from rcpc.__main__ import sigterm_interrupts
+    (:mod:`rcpc.replay`) when they succeed. Ctrl-C or SIGTERM exits 130 with a message that
+    says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
+    (:mod:`rcpc.__main__`)."""
+    from rcpc.__main__ import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
 
-        sigterm_interrupts()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    utf8_streams()
+    args = _parser().parse_args(argv)
+    previous = interrupts() if threading.current_thread() is threading.main_thread() else None
     global _RECORDER
-    color = stderr_color()
-    _RECORDER = Recorder(argv, color)
-    _RECORDER.capture()
-    code = 1
+    _PROGRESS[0] = "nothing was written"
     try:
-        _REPORT.start(args.diagnostics == "json", color=color)
+        color = stderr_color()
+        _RECORDER = Recorder(argv, color)
+        _RECORDER.capture()
+        code = 1
         try:
-            code = _run(args)
+            _REPORT.start(args.diagnostics == "json", color=color)
+            try:
+                code = _run(args)
+            finally:
+                ignore_interrupts()  # the outcome is decided: the closing output is not cut
+                _REPORT.finish()
         finally:
-            _REPORT.finish()
+            _RECORDER.save(code)
     finally:
-        _RECORDER.save(code)
+        if previous is not None:
+            restore_interrupts(previous)
     return code
+
+
+# What a Ctrl-C would leave, for its message: set as a command writes (build, fmt).
+_PROGRESS = ["nothing was written"]
 
 
 def _run(args) -> int:
@@ -138,38 +150,46 @@ def _run(args) -> int:
             import attrs
 
             ws = attrs.evolve(ws, kube_schemas=tuple(ws.real(Path(p)) for p in args.kube_schema))
-        _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config),
+        _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
         code = _COMMANDS[args.command](args, ws, compiler)
         sys.stdout.flush()
+        _RECORDER.finished()
         return code
     except CompileError as exc:
         _REPORT.add(exc.diagnostics, compiler.sources if compiler else {})
         return 1
     except _Usage as exc:
-        print(f"rcpc: {exc}", file=sys.stderr)
+        _stderr(f"rcpc: {exc}")
         return 2
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader went away (rcpc render | head): nothing more to say
+        try:  # and nothing at exit either, when Python flushes stdout
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (replaced, closed)
+            pass
         return 0
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
-        print(f"rcpc: error: {exc.strerror or exc}", file=sys.stderr)
+        _stderr(f"rcpc: error: {exc.strerror or exc}")
         return 1
     except KeyboardInterrupt as exc:
         from rcpc.output import InterruptedAfterWrite
 
-        done = "the new output was written in full" if isinstance(exc, InterruptedAfterWrite) else "nothing was written"
-        print(f"rcpc: interrupted; {done}", file=sys.stderr)
+        done = "the new output was written in full" if isinstance(exc, InterruptedAfterWrite) else _PROGRESS[0]
+        _stderr(f"rcpc: interrupted; {done}")
         return 130
     except (RecursionError, MemoryError) as exc:
-        print(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})",
-              file=sys.stderr)
+        _stderr(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})")
         return 1
 
 
 class _Usage(Exception):
     pass
+
+
+def _stderr(line: str) -> None:
+    """Write one line to stderr in one call: a signal cannot split it from its newline."""
+    sys.stderr.write(line + "\n")
 
 
 class _LazyCompiler:
@@ -207,6 +227,7 @@ class _Sources(dict):
 
     def get(self, path: str, default=None):
         if path not in self:
+            from rcpc.files import read_limited
             from rcpc.limits import MAX_FILE_BYTES
             from rcpc.source import Source
 
@@ -214,11 +235,9 @@ class _Sources(dict):
             named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_base, *self.ws.kube_schemas) if p}
             if self.ws.root not in real.parents and real not in named:
                 return default  # never read outside the workspace, save the schema files named
-            try:
-                if real.stat().st_size > MAX_FILE_BYTES:  # not read when compiling either (E0803)
-                    return default
-                # decoded as the compiler decodes it: no newline translation (a lone '\r' stays)
-                self[path] = Source(path, real.read_bytes().decode("utf-8"), str(real))
+            try:  # bounded, as when compiling (E0803); decoded as the compiler decodes it: no
+                # newline translation (a lone '\r' stays)
+                self[path] = Source(path, read_limited(real, MAX_FILE_BYTES).decode("utf-8"), str(real))
             except (OSError, UnicodeDecodeError, ValueError):  # <command line>, gone, not text
                 return default
         return self[path]
@@ -236,14 +255,14 @@ class _Report:
         if self.as_json:
             self.summary = line
         else:
-            print(line, file=sys.stderr)
+            _stderr(line)
 
     def add(self, diags, sources) -> None:
         for d in diags:
             if self.as_json:
                 self.items.append(to_json(d, bounded=True))
             else:
-                print(format_text(d, sources, self.color), file=sys.stderr)
+                _stderr(format_text(d, sources, self.color))
 
     def finish(self) -> None:
         if self.as_json:
@@ -252,7 +271,7 @@ class _Report:
             doc = {"diagnostics": self.items}
             if self.summary is not None:
                 doc["summary"] = self.summary
-            print(json.dumps(doc, indent=2, ensure_ascii=False), file=sys.stderr)
+            _stderr(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
 _REPORT = _Report()
@@ -302,6 +321,9 @@ def _build(args, ws, compiler) -> int:
                           whole=set() if args.variant or args.sets else set(names),
                           known=None if args.recipes else set(names),
                           origins={name: file_span(ws.display(path)) for name, path in zip(names, paths)})
+        if written:
+            _PROGRESS[0] = "the new output was written in full"
+            _RECORDER.discard()  # replayed, its status line would say it wrote what it did not
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                       hint="the previous output, if any, is unchanged")) from None
@@ -437,10 +459,11 @@ def _check(args, ws, compiler) -> int:
             continue
         try:
             compiler.library(lib, ())
-            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependencies(lib), [], []))
+            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependency_digests(lib), [], []))
         except CompileError as exc:
             _print_diagnostics(exc.diagnostics, compiler)
             errors += len(exc.diagnostics)
+        cache.note(compiler.read_digests())
     _RECORDER.note_links(ws.links)
     found = unique(found)
     notes = [d for d in found if d.severity == "note"]
@@ -476,11 +499,12 @@ def _explain(args, ws, compiler) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import format_source
+    from rcpc.fmt import FormatterBug, format_source
     from rcpc.workspace import RECIPE_SUFFIX, entry
 
     files: list[Path] = []
     errors: list = []
+    bugs = 0
     for p in args.paths or [str(d) for d in ws.recipe_dirs]:
         q = Path(p)
         if q.is_dir():
@@ -504,20 +528,17 @@ def _fmt(args, ws, compiler) -> int:
     changed = []
     for real in dict.fromkeys(files):
         shown = ws.display(real)
-        try:  # as the compiler reads it: no newline translation (a CR in a string is kept)
-            text = real.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            try:
-                compiler.source(real)  # E0003 at the first byte that is not UTF-8
-            except CompileError as exc:
-                errors.extend(exc.diagnostics)
-            continue
-        try:
+        try:  # read and decoded as the compiler reads it: limits, E0003 for bytes not UTF-8
+            text = compiler.source(real).text
             out = format_source(text, shown)
         except CompileError as exc:
             errors.extend(exc.diagnostics)
-            compiler.source(real)  # for the quoted source line
             continue
+        except FormatterBug as exc:  # never written: the file is left as it is
+            _stderr(f"rcpc: error: {shown} is left unformatted: {exc} (a bug in rcpc fmt)")
+            bugs += 1
+            continue
+        compiler.release(real)
         if out == text:
             continue
         changed.append(shown)
@@ -528,8 +549,11 @@ def _fmt(args, ws, compiler) -> int:
             print(shown)
         else:
             _replace(real, out.encode("utf-8"))
+            _PROGRESS[0] = f"{len(changed)} file(s) were reformatted"
     if errors:
         raise CompileError(errors)
+    if bugs:
+        return 1
     verb = "would reformat" if args.check or args.diff else "reformatted"
     _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0

@@ -14,6 +14,7 @@ The text form follows the convention of rustc and clang::
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 import attrs
@@ -23,6 +24,7 @@ from rcpc.source import Source, Span
 ERROR = "error"
 WARNING = "warning"
 NOTE = "note"
+MAX_SUGGEST = 100  # characters of a name that did_you_mean compares
 
 
 @attrs.frozen(slots=True)
@@ -66,8 +68,12 @@ def unique(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None."""
-    close = difflib.get_close_matches(word, list(candidates), n=1)
+    """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None.
+    Words and candidates longer than :data:`MAX_SUGGEST` characters are not compared (difflib
+    is quadratic in their length)."""
+    if len(word) > MAX_SUGGEST:
+        return None
+    close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= MAX_SUGGEST], n=1)
     return f"did you mean '{close[0]}'?" if close else None
 
 
@@ -131,12 +137,37 @@ def to_json(diag: Diagnostic, bounded: bool = False) -> dict:
 
 
 def from_json(data: dict) -> Diagnostic:
-    """The inverse of :func:`to_json`."""
+    """The inverse of :func:`to_json`. Raises ValueError for data of another shape (read back
+    from the build cache, it must not crash the text renderer later)."""
     def span(d):
-        return None if d is None else Span(d["path"], d["line"], d["col"], d["end_line"], d["end_col"])
+        if d is None:
+            return None
+        if type(d) is not dict or set(d) != _SPAN_KEYS or type(d["path"]) is not str \
+                or any(type(d[k]) is not int or not 0 <= d[k] < 1 << 32 for k in _SPAN_KEYS - {"path"}):
+            raise ValueError("bad span")
+        return Span(d["path"], d["line"], d["col"], d["end_line"], d["end_col"])
 
-    return Diagnostic(data["code"], data["message"], span(data["span"]), data["severity"], data["hint"],
-                      tuple((r["label"], span(r["span"])) for r in data["related"]), tuple(data["notes"]))
+    def text(x, optional=False):
+        if type(x) is str or (optional and x is None):
+            return x
+        raise ValueError("bad text")
+
+    if type(data) is not dict or set(data) != _DIAGNOSTIC_KEYS or type(data["code"]) is not str \
+            or not _CODE.match(data["code"]) or data["severity"] not in (ERROR, WARNING, NOTE) \
+            or type(data["related"]) is not list or type(data["notes"]) is not list:
+        raise ValueError("not a diagnostic")
+    related = []
+    for r in data["related"]:
+        if type(r) is not dict or set(r) != {"label", "span"}:
+            raise ValueError("bad related span")
+        related.append((text(r["label"]), span(r["span"])))
+    return Diagnostic(data["code"], text(data["message"]), span(data["span"]), data["severity"],
+                      text(data["hint"], optional=True), tuple(related), tuple(text(n) for n in data["notes"]))
+
+
+_SPAN_KEYS = frozenset(("path", "line", "col", "end_line", "end_col"))
+_DIAGNOSTIC_KEYS = frozenset(("code", "severity", "message", "span", "related", "notes", "hint"))
+_CODE = re.compile(r"[EWNL][0-9]{4}\Z")
 
 
 def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text) -> list[str]:

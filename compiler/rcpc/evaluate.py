@@ -22,7 +22,7 @@ from typing import Callable
 import attrs
 
 from rcpc import builtins as B
-from rcpc.limits import MAX_DEPTH, MAX_STEPS, MAX_STRING
+from rcpc.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.source import Span
 from rcpc.syntax import ast
@@ -318,6 +318,9 @@ class Evaluator:
         v = self.eval(node.operand, scope)
         if type(v) in (Int, Float):
             text = v.text[1:] if v.text.startswith("-") else "-" + v.text
+            if type(v) is Int and v.value == -INT_LIMIT:  # -(-2**63) is 2**63: out of range
+                raise error("E0806", "integer result is out of the 64-bit range", node.span,
+                            hint=f"ints lie between -{INT_LIMIT} and {INT_LIMIT - 1}")
             return type(v)(-v.value, text, node.span)
         raise error("E0301", f"cannot negate a {type_name(v)}", node.span)
 

@@ -584,8 +584,10 @@ def expr_doc(node):
         return [node.op, expr_doc(node.operand)]
     if t is Cond:
         return [expr_doc(node.then), " if ", expr_doc(node.cond), " else ", expr_doc(node.orelse)]
-    if t is Attr:
-        return [expr_doc(node.obj), ".", node.name]
+    if t is Attr:  # '32 .hosts', as '32.hosts' reads as the float '32.' and a name
+        text = node.obj.text if type(node.obj) is Leaf else ""
+        int_lit = text[:1].isdigit() and text.replace("_", "").isdigit()
+        return [expr_doc(node.obj), " ." if int_lit else ".", node.name]
     if t is Postfix:
         box = box_doc(node.box)
         return box if node.obj is None else [expr_doc(node.obj), box]

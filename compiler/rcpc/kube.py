@@ -35,6 +35,8 @@ import re
 from pathlib import Path
 
 from rcpc.diagnostics import Diagnostic, did_you_mean, error
+from rcpc.files import read_limited
+from rcpc.limits import MAX_SCHEMA_BYTES
 from rcpc.source import Span
 from rcpc.tpu import ACCELERATOR_LABEL, ALIASES, TOPOLOGY_LABEL, tpu_slice
 from rcpc.values import Dict, Float, Int, List, Str, text_of, to_python, type_name
@@ -238,7 +240,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list) -> None:
 def _quantity_int(v) -> int | None:
     if type(v) is Int:
         return v.value
-    if type(v) is Str and v.value.isdigit():
+    if type(v) is Str and v.value.isascii() and v.value.isdigit() and len(v.value) <= 18:
         return int(v.value)
     return None
 
@@ -260,9 +262,10 @@ def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
 class SchemaIndex:
     """Validators by (apiVersion, kind), loaded from CRD or JSON-schema files."""
 
-    def __init__(self, paths: list[Path], display=str):
+    def __init__(self, paths: list[Path], display=str, read=None):
         self.paths = paths
         self.display = display  # how to show a schema file's path
+        self.read = read or read_limited  # read(path, limit) -> bytes
         self._schemas: dict = {}
         self._validators: dict = {}
         for p in paths:
@@ -274,11 +277,12 @@ class SchemaIndex:
         shown = self.display(path)
         span = Span(shown, 1, 1, 1, 1)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = self.read(path, MAX_SCHEMA_BYTES).decode("utf-8")
             docs = [json.loads(text)] if path.suffix == ".json" else list(
                 yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
         except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise error("E1102", f"cannot read the Kubernetes schema {shown}: {exc}", None) from None
+            raise error("E1102", f"cannot read the Kubernetes schema {shown}: {getattr(exc, 'strerror', None) or exc}",
+                        None) from None
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):

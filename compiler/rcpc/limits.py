@@ -3,10 +3,16 @@ span that crossed it (E08xx), never as a crash or a hang (DESIGN.md §6)."""
 
 INT_LIMIT = 2 ** 63          # ints are 64-bit signed, as in Kubernetes and YAML readers (E0806)
 MAX_STRING = 1_000_000       # characters of a string, and items of a list built by + or range (E0802)
-MAX_NODES = 2_000_000        # weight of one value, shared parts counted each time (E0802)
+MAX_NODES = 2_000_000        # weight of one value, shared parts counted each time, and of all
+                             # the renders of one recipe, every variant counted (E0802)
 MAX_LAYERS = 10_000          # layers of one flag set (E0802)
 MAX_DEPTH = 200              # nesting depth of expressions evaluated (E0801)
 MAX_STEPS = 5_000_000        # comprehension iterations in one run (E0804)
-MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file (E0803)
+MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file or rcp.toml (E0803)
+MAX_TOKENS = 100_000         # tokens of one source file, f-string fields included (E0809)
+MAX_SCHEMA_BYTES = 16 * 1024 * 1024  # size of one schema file: MaxText base.yml, CRD (E0320, E1102)
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024  # an output generation's manifest (larger: not ours, rebuilt)
 MAX_RENDERS = 10_000         # renders of one recipe (E0805)
 MAX_NAME = 200               # characters of a render or variant name: it becomes a file name
+MAX_ERRORS = 20              # name errors reported for one file (then E0808), as clang's -ferror-limit
+MAX_LOAD_DEPTH = 64          # files in one chain of loads, the recipe not counted (E0801)

@@ -90,12 +90,14 @@ def ignored_codes(text: str) -> dict[int, set[str]]:
     from rcpc.syntax.parser import parse_concrete
 
     out: dict[int, set[str]] = {}
+    if "rcpc:" not in text:  # no comment can silence anything: no second parse
+        return out
     try:
         _, comments = parse_concrete(text)
     except Exception:  # text that does not parse has no lint findings to silence
         return out
     for c in comments:
-        m = _IGNORE.search(str(c))
+        m = _IGNORE.match(str(c))  # a comment starts with '#': one start, linear
         if m:
             out.setdefault(c.line, set()).update(x.strip().upper() for x in m.group(1).split(","))
     return out

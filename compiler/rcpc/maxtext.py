@@ -80,10 +80,15 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     return fs
 
 
+def flags_weight(fs: FlagSet) -> int:
+    """What a flag set costs to render (:func:`rcpc.values.weight` of every entry's value;
+    layers shared by ``+`` count each time)."""
+    return sum(weight(e.value) for layer in fs.layers for e in layer.entries)
+
+
 def check_weight(fs: FlagSet) -> None:
-    """``E0802`` when a flag set would render more than the value limit (layers shared by
-    ``+`` count each time)."""
-    total = sum(weight(e.value) for layer in fs.layers for e in layer.entries)
+    """``E0802`` when a flag set would render more than the value limit."""
+    total = flags_weight(fs)
     if total > MAX_NODES:
         raise error("E0802", f"flag set of more than {MAX_NODES} items (counting repeated layers)", fs.span)
 
@@ -109,9 +114,10 @@ def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
 
 
 _SPELLINGS = {
-    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
-    "int": (re.compile(r"^[-+]?[0-9]+$"), lambda t, sp: Int(int(t), t, sp)),
-    "float": (re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"),
+    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
+    # at most 18 digits: always inside the 64-bit range, and int() has a digit limit
+    "int": (re.compile(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
+    "float": (re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
               lambda t, sp: Float(float(t), t, sp)),
 }
 _ACCEPTS = {"bool": (Bool,), "int": (Int,), "float": (Float, Int), "str": (Str,), "list": (List,),

@@ -62,6 +62,8 @@ import stat
 from pathlib import Path
 
 from rcpc.diagnostics import CompileError, Diagnostic, error
+from rcpc.files import read_limited
+from rcpc.limits import MAX_MANIFEST_BYTES
 from rcpc.names import problem
 
 AREA = ".rcpc"
@@ -204,8 +206,7 @@ def _read_manifest(gen: Path) -> dict | None:
     parts of the recipe names]}``; None when it is missing, unreadable, or not of that shape
     with portable names only."""
     try:
-        with open(gen / MANIFEST, "rb") as f:
-            data = json.loads(f.read())
+        data = json.loads(read_limited(gen / MANIFEST, MAX_MANIFEST_BYTES))
         recipes, outputs = data["recipes"], data["outputs"]
         ok = (data["format"] == FORMAT and type(recipes) is dict and data["links"] == _links(recipes)
               and type(outputs) is dict and outputs.keys() == recipes.keys()
@@ -321,10 +322,10 @@ def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: 
     try:
         if sorted(os.listdir(d)) != sorted(n for n, _ in renders):
             return False
-        for name, text in renders:
-            with open(d / name, "rb") as f:
-                if f.read() != text.encode("utf-8"):
-                    return False
+        for name, text in renders:  # bounded: an output replaced by a FIFO or /dev/zero is no hang
+            data = text.encode("utf-8")
+            if read_limited(d / name, len(data)) != data:
+                return False
     except OSError:
         return False
     return True

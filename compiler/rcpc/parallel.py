@@ -7,7 +7,8 @@ that, starting them costs more than it saves). Each worker keeps one
 :class:`~rcpc.recipe.Compiler`, so a library is parsed once per worker. Results come back in
 the order of the recipes given, whatever order they finish in, so output and diagnostics are
 the same as with ``-j 1``. Workers ignore SIGINT: Ctrl-C reaches the main process, which stops
-them (SIGTERM) and writes nothing.
+them (SIGTERM) and writes nothing. A worker ends when the main process does, even when that
+is killed outright (:func:`_die_with`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from pathlib import Path
 
 from rcpc.cache import BuildCache, compile_fresh
-from rcpc.diagnostics import CompileError, from_json
+from rcpc.diagnostics import CompileError
 
 MIN_PARALLEL = 4
 
@@ -43,8 +44,7 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
         if hit is None:
             misses.append(i)
         else:
-            builds, found, deps = hit
-            results[i] = (builds, [from_json(d) for d in found], deps)
+            results[i] = hit
     if jobs > 1 and len(misses) >= MIN_PARALLEL:
         import multiprocessing
 
@@ -52,35 +52,70 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         chunk = max(1, len(misses) // (jobs * 4))
         with ctx.Pool(min(jobs, len(misses)), _start_worker,
-                      (ws, cache, options, variant, sets, lint)) as pool:
-            for i, outcome in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
-                results[i] = outcome[1] if outcome[0] == "ok" else CompileError(outcome[1])
+                      (os.getpid(), ws, cache, options, variant, sets, lint)) as pool:
+            for i, (kind, outcome, read) in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
+                results[i] = outcome if kind == "ok" else CompileError(outcome)
+                cache.note(read)  # the files as the worker read them, for later lookups
         return results
     for i in misses:
+        compiler = get_compiler()
         try:
-            results[i] = compile_fresh(get_compiler(), cache, options, paths[i], variant, sets, lint)
+            results[i] = compile_fresh(compiler, cache, options, paths[i], variant, sets, lint)
         except CompileError as exc:
             results[i] = exc
+        cache.note(compiler.read_digests())
     return results
 
 
 _WORKER: dict = {}
 
 
-def _start_worker(workspace, cache, options, variant, sets, lint) -> None:
+def _start_worker(parent: int, workspace, cache, options, variant, sets, lint) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops workers so: no CLI handler here
+    _die_with(parent)
+    from rcpc import testhook
     from rcpc.recipe import Compiler
 
+    testhook.point("worker")
     _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
 
 
-def _work(path: Path) -> tuple:
-    """("ok", (builds, found, deps)) or ("error", diagnostics): an exception is not sent, as
-    :class:`CompileError` does not survive pickling."""
+def _die_with(parent: int) -> None:
+    """End this worker when the main process ends, even by SIGKILL: an orphaned worker used
+    to finish its recipe and then print a BrokenPipeError traceback, writing to a pipe
+    nobody reads. Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; elsewhere a thread that
+    watches the parent process id."""
+    import signal
+
     try:
-        return "ok", compile_fresh(_WORKER["compiler"], *_WORKER["args"], path, *_WORKER["kwargs"])
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (ImportError, OSError, AttributeError):
+        import threading
+        import time
+
+        def watch():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
+def _work(path: Path) -> tuple:
+    """("ok", (builds, found, deps), read) or ("error", diagnostics, read), ``read`` being the
+    digests of the files the worker read (:meth:`~rcpc.recipe.Compiler.read_digests`): an
+    exception is not sent, as :class:`CompileError` does not survive pickling."""
+    compiler = _WORKER["compiler"]
+    try:
+        return "ok", compile_fresh(compiler, *_WORKER["args"], path, *_WORKER["kwargs"]), compiler.read_digests()
     except CompileError as exc:
-        return "error", exc.diagnostics
+        return "error", exc.diagnostics, compiler.read_digests()

@@ -12,23 +12,25 @@ spans back to the recipe.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import attrs
 
 from rcpc import builtins as B
-from rcpc.limits import MAX_FILE_BYTES, MAX_RENDERS
+from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
-from rcpc.maxtext import argv
+from rcpc.files import TooLarge, read_limited
+from rcpc.maxtext import argv, flags_weight
 from rcpc.names import fold
 from rcpc.resolve import resolve
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
-from rcpc.values import Dict, FlagFile, Manifest, Variant
+from rcpc.values import Dict, FlagFile, Manifest, Variant, weight
 from rcpc.workspace import Workspace
 
 DEFAULT_VARIANT = "default"
@@ -78,20 +80,37 @@ class Compiler:
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
         self.schema_files: set[Path] = set()        # schema files read in this run
+        # loaded files whose evaluation failed, since the evaluation of a recipe or of a
+        # library checked on its own began (its errors read from that root: a load cycle's
+        # message shows the chain of loads that reached it)
+        self._failed: dict[Path, CompileError] = {}
+        self._rendered = 0  # weight of the renders emitted for the recipe being built
+        # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
+        self.digests: dict[Path, str | None] = {}
         self.context = Context(self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
+    def read(self, real: Path, limit: int) -> bytes:
+        """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.files.read_limited`),
+        their SHA-256 kept in :attr:`digests`: the build cache keys on the bytes compiled, not
+        on what the file holds later. Raises OSError."""
+        data = read_limited(real, limit)
+        digest = hashlib.sha256(data).hexdigest()
+        if self.digests.setdefault(real, digest) != digest:
+            self.digests[real] = None
+        return data
+
     def source(self, real: Path) -> Source:
         display = self.workspace.display(real)
         src = self.sources.get(display)
         if src is None:
             try:
-                data = real.read_bytes()
+                data = self.read(real, MAX_FILE_BYTES)
+            except TooLarge as exc:
+                raise error("E0803", f"{display} is {exc.size} bytes, over the limit of {MAX_FILE_BYTES}",
+                            Span(display, 1, 1, 1, 1)) from None
             except OSError as exc:
                 raise error("E0201", f"cannot read {display}: {exc.strerror}", None) from None
-            if len(data) > MAX_FILE_BYTES:
-                raise error("E0803", f"{display} is {len(data)} bytes, over the limit of {MAX_FILE_BYTES}",
-                            Span(display, 1, 1, 1, 1))
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -123,22 +142,37 @@ class Compiler:
         return load
 
     def library(self, real: Path, chain: tuple) -> dict:
-        """Exports of a loaded file (evaluated once per run). ``chain`` is the tuple of
-        (file, load span) that led here, for cycles and ``loaded from`` notes."""
+        """Exports of a loaded file: evaluated once per run, or, when it fails, once per
+        recipe (or library checked on its own). ``chain`` is the tuple of (file, load span)
+        that led here, for cycles and ``loaded from`` notes. ``E0801`` past
+        :data:`~rcpc.limits.MAX_LOAD_DEPTH` files."""
         exports = self._exports.get(real)
-        if exports is None:
+        if exports is not None:
+            return exports
+        if not chain:
+            self._failed = {}
+        failed = self._failed.get(real)
+        if failed is None:
+            if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
+                raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
+                            hint="load shared constants from fewer levels of files")
             seen = len(self.context.diagnostics)
             try:
                 mod = self.module(real)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
                                    ctx=self.context).run(mod)
             except CompileError as exc:
-                if not chain:  # checked on its own (rcpc check of a library)
-                    raise
-                raise _loaded_from(exc, chain[-1][1]) from None
-            exports = self._exports[real] = result.exports
-            self._warnings[real] = self.context.diagnostics[seen:]
-        return exports
+                # evaluated once, failing or not: a diamond of loads that each fail would
+                # evaluate the bottom file once per path, 2**depth times; reported once per
+                # error (the paths through a diamond reach it more than once)
+                failed = self._failed[real] = CompileError(unique(exc.diagnostics))
+            else:
+                exports = self._exports[real] = result.exports
+                self._warnings[real] = self.context.diagnostics[seen:]
+                return exports
+        if not chain:  # checked on its own (rcpc check of a library)
+            raise failed
+        raise _loaded_from(failed, chain[-1][1]) from None
 
     def loaded_warnings(self, real: Path) -> list[Diagnostic]:
         """Warnings and notes of the files recipe ``real`` loads (transitively, by path). A
@@ -164,7 +198,7 @@ class Compiler:
             from rcpc.schema import load_schema
 
             schema = self._schemas[path] = load_schema(path, span if target is not None else None,
-                                                       self.workspace.display(path))
+                                                       self.workspace.display(path), self.read)
         return schema
 
     def _check_manifest(self, manifest: Manifest) -> None:
@@ -172,14 +206,14 @@ class Compiler:
         from rcpc import kube
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display)
+            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
         diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
         if diags:
             raise CompileError(diags)
 
     def dependencies(self, real: Path) -> set[Path]:
         """Every file the recipe's renders depend on: the recipe, the files it loads
-        (transitively), the schema files read and the kube schemas configured."""
+        (transitively), the schema files read and the kube schemas read in this run."""
         out: set[Path] = set()
         todo = [real]
         while todo:
@@ -187,7 +221,28 @@ class Compiler:
             if f not in out:
                 out.add(f)
                 todo.extend(self._loads.get(f, ()))
-        return out | self.schema_files | set(self.workspace.kube_schemas)
+        kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
+        return out | self.schema_files | kube
+
+    def read_digests(self) -> dict[str, str]:
+        """{path: SHA-256 hex} of every file read in this run (with one version)."""
+        return {str(p): d for p, d in self.digests.items() if d is not None}
+
+    def dependency_digests(self, real: Path) -> dict[str, str] | None:
+        """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
+        symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
+        dependency was read twice with different bytes (it changed during the run), so the
+        result must not be cached."""
+        from rcpc.cache import LINK
+
+        out: dict[str, str] = {}
+        for path in sorted(self.dependencies(real)):
+            digest = self.digests.get(path)
+            if digest is None:
+                return None
+            out[str(path)] = digest
+        out.update((written, LINK + real_path) for written, real_path in self.workspace.links.items())
+        return out
 
     def release(self, real: Path) -> None:
         """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation)
@@ -205,6 +260,7 @@ class Compiler:
     def evaluate(self, real: Path, overrides: dict):
         """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text)."""
         mod = self.module(real)
+        self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context).run(mod)
 
@@ -214,6 +270,7 @@ class Compiler:
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
+        self._rendered = 0
         result = self.evaluate(real, {})
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
@@ -224,6 +281,7 @@ class Compiler:
         """Evaluate a recipe for every declared variant (or the one named, or ``--set``
         overrides as variant ``custom``). Returns (Recipe, [VariantBuild]).
         ``E0601`` for a ``--set`` name that is not a declared param."""
+        self._rendered = 0
         if sets:
             raw = parse_sets(sets)
             result = self.evaluate(real, raw)
@@ -287,6 +345,12 @@ class Compiler:
             seen[fold(fname)] = (fname, value.span)
             if len(seen) > MAX_RENDERS:
                 raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
+            # each value is bounded (MAX_NODES), but one can be rendered many times
+            self._rendered += weight(value.data) if type(value) is Manifest else flags_weight(value.flags)
+            if self._rendered > MAX_NODES:
+                raise error("E0802", f"the renders of this recipe hold more than {MAX_NODES} items "
+                            "(every variant counted)", value.span,
+                            hint="renders this large are a mistake; a value rendered many times counts each time")
             try:
                 text = _emit(value)
             except RecursionError:
@@ -346,11 +410,14 @@ def _check_variants(variants: list, params: dict) -> tuple:
 def parse_sets(sets: list[str]) -> dict[str, str]:
     """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
     when it is declared (:func:`rcpc.builtins.param_value_from_text`). ``E0608`` for an item
-    without ``=``."""
+    without ``=`` or one that is not UTF-8 (a surrogate-escaped byte of argv)."""
     out = {}
     for item in sets:
         name, eq, text = item.partition("=")
         if not eq or not name:
             raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
+        if any("\ud800" <= c <= "\udfff" for c in item):  # bytes argv could not decode
+            raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
+                        hint="values are written into UTF-8 renders")
         out[name] = text
     return out

@@ -19,16 +19,21 @@ A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marsh
 
 :func:`serve` replays a record when every stat and listing is still the same; anything else
 (a missing, unreadable or corrupted record included) is a miss, and the full command runs
-and records again. :class:`Recorder` writes a record only after checking that each
-dependency's bytes still have the SHA-256 the build cache compiled, and each output's bytes
-are the ones emitted; directory listings are taken before compiling. As in git's "racy
-clean" rule, a file modified less than :data:`RACY_NS` before recording is not trusted (a
-change in the same timestamp tick could leave its stat equal), so no record is written.
-Records live in ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``);
-``RCPC_NO_CACHE=1`` turns replay off together with the build cache.
+and records again. A replay prints what a full run would print now, so :class:`Recorder`
+writes a record only for a run that ran to its end (:meth:`Recorder.finished`: not one cut
+short by a closed pipe, whose output and dependencies are partial), exited 0 and wrote no
+output (:meth:`Recorder.discard`: its status line counts what it wrote), after checking that
+each dependency's bytes still have the SHA-256 the compiler read, ``rcp.toml`` still has the
+bytes the workspace was read from, and each output's bytes are the ones emitted; directory
+listings are taken before compiling. As in git's "racy clean" rule, a file changed (mtime or
+ctime: a restored mtime still moves the ctime) less than :data:`RACY_NS` before the run began
+is not trusted (a change in the same timestamp tick could leave its stat equal), so no record
+is written; any later change then moves the ctime the record holds. Records live in
+``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``); ``RCPC_NO_CACHE=1`` turns replay off
+together with the build cache.
 
-This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``) and
-:mod:`rcpc.usercache`.
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``),
+:mod:`rcpc.files` and :mod:`rcpc.usercache`.
 """
 
 from __future__ import annotations
@@ -38,11 +43,14 @@ import os
 import sys
 import time
 
+from rcpc.files import read_limited
 from rcpc.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
 FORMAT = 2
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
+MAX_RECORD = 1 << 30     # bytes of one record
+MAX_FILE = 16 << 20      # bytes of one file whose content is checked (rcpc.limits.MAX_SCHEMA_BYTES)
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -62,9 +70,9 @@ def _fnv1a(text: str) -> int:
 
 
 def request_key(argv: list[str], color: bool) -> str | None:
-    """The key of a request, or None when replay does not apply (another command, or
-    ``RCPC_NO_CACHE`` set)."""
-    if not argv or argv[0] not in COMMANDS or os.environ.get("RCPC_NO_CACHE"):
+    """The key of a request, or None when replay does not apply (another command,
+    ``RCPC_NO_CACHE`` set, or no cache directory)."""
+    if not argv or argv[0] not in COMMANDS or os.environ.get("RCPC_NO_CACHE") or cache_dir() is None:
         return None
     return "\0".join([str(FORMAT), sys.version, _PACKAGE, os.getcwd(), "color" if color else "plain", *argv])
 
@@ -105,8 +113,7 @@ def listing(directory: str) -> tuple | None:
 def read_record(path: str) -> tuple:
     """The record in file ``path``: (format, key, files, listings, absent, links, stdout,
     stderr, exit code). Raises OSError, or ValueError when the checksum does not match."""
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_limited(path, MAX_RECORD)
     if data[:8] != _checksum(data[8:]):
         raise ValueError(f"{path}: checksum mismatch")
     return marshal.loads(data[8:])
@@ -168,6 +175,7 @@ class Recorder:
         self._absent: list[str] = []
         self._links: dict[str, str] = {}
         self._ok = self.key is not None
+        self._finished = False
         self._streams: tuple[_Tee, _Tee] | None = None
         self._start = time.time_ns()
 
@@ -180,15 +188,16 @@ class Recorder:
         sys.stdout, sys.stderr = self._streams
 
     def _file(self, path: str, expected: bytes | str | None = None) -> None:
-        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest."""
+        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest. A
+        file changed (mtime or ctime: a restored mtime still moves the ctime) less than
+        :data:`RACY_NS` before the command started is not trusted."""
         try:
             st = _stat(path)
-            if st[1] > self._start - RACY_NS:
+            if max(st[1], st[2]) > self._start - RACY_NS:
                 self._ok = False
                 return
             if expected is not None:
-                with open(path, "rb") as f:
-                    data = f.read()
+                data = read_limited(path, MAX_FILE)
                 if isinstance(expected, str):
                     import hashlib
 
@@ -213,12 +222,14 @@ class Recorder:
                     if keep(n):
                         self._file(os.path.join(directory, n))
 
-    def note_workspace(self, root: str, config: str | None, searched: list[str], start: str) -> None:
-        """Before compiling: the workspace ``root``, its config file (None for none), the
-        directories searched for recipes and libraries, and the directory ``start`` the
-        workspace search began at (every ``rcp.toml`` it passed over must stay absent)."""
+    def note_workspace(self, root: str, config: str | None, config_bytes: bytes, searched: list[str],
+                       start: str) -> None:
+        """Before compiling: the workspace ``root``, its config file (None for none) and the
+        bytes of it that were parsed, the directories searched for recipes and libraries, and
+        the directory ``start`` the workspace search began at (every ``rcp.toml`` it passed
+        over must stay absent)."""
         if config is not None:
-            self._file(config)
+            self._file(config, config_bytes)
         here = start
         while here != root or config is None:
             self._absent.append(os.path.join(here, "rcp.toml"))
@@ -255,15 +266,26 @@ class Recorder:
         for name, text in renders:
             self._file(os.path.join(directory, name), text.encode("utf-8"))
 
+    def discard(self) -> None:
+        """This run's output must not be replayed (for ``build``: it wrote output, and a later
+        run with nothing to write prints another status line)."""
+        self._ok = False
+
+    def finished(self) -> None:
+        """The command ran to its end (not cut short by an exception such as a closed pipe,
+        which would leave a partial output and partial dependencies)."""
+        self._finished = True
+
     def save(self, code: int) -> None:
-        """Stop capturing; write the record when the command succeeded and everything
-        verified. Failures to write are ignored (the next run is simply not replayed)."""
+        """Stop capturing; write the record when the command ran to its end, succeeded and
+        everything verified. Failures to write are ignored (the next run is simply not
+        replayed)."""
         if self._streams is None:
             return
         out, err = self._streams
         sys.stdout, sys.stderr = out._stream, err._stream
         self._streams = None
-        if not self._ok or code != 0:
+        if not self._ok or not self._finished or code != 0:
             return
         record = (FORMAT, self.key, [(p, *st) for p, st in self._files.items()],
                   list(self._listings.items()), self._absent, list(self._links.items()),

@@ -7,12 +7,15 @@
   file is ``E0103``.
 * An expression nested deeper than Python's stack allows to walk is ``E0801``.
 
-All errors of a file are collected and raised together.
+All errors of a file are collected and raised together, up to :data:`~rcpc.limits.MAX_ERRORS`
+(then ``E0808``): each unknown name looks for a suggestion among every name bound, so a file
+of n unknown names cost n² (10,000 lines of ``Xi = Yi`` took 209 s).
 """
 
 from __future__ import annotations
 
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean
+from rcpc.limits import MAX_ERRORS
 from rcpc.syntax import ast
 
 
@@ -25,14 +28,18 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
             later.setdefault(name, span)
     bound: dict[str, object] = {}
 
+    def report(d: Diagnostic) -> None:
+        if len(diags) >= MAX_ERRORS:
+            raise _TooMany(d.span)
+        diags.append(d)
+
     def bind(name, span):
         if name in predeclared:
-            diags.append(Diagnostic("E0104", f"cannot bind built-in name '{name}'", span,
-                                    hint="choose another name"))
+            report(Diagnostic("E0104", f"cannot bind built-in name '{name}'", span, hint="choose another name"))
         elif name in bound:
-            diags.append(Diagnostic("E0102", f"'{name}' is already bound in this file", span,
-                                    hint="names are assigned once; use a new name or a conditional expression",
-                                    related=(("first bound here", bound[name]),)))
+            report(Diagnostic("E0102", f"'{name}' is already bound in this file", span,
+                              hint="names are assigned once; use a new name or a conditional expression",
+                              related=(("first bound here", bound[name]),)))
         else:
             bound[name] = span
 
@@ -41,12 +48,14 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
         if n in scope or n in bound or n in predeclared:
             return
         if n in later:
-            diags.append(Diagnostic("E0103", f"'{n}' is used before it is assigned", node.span,
-                                    related=(("assigned here", later[n]),),
-                                    hint="move the assignment above its first use"))
+            report(Diagnostic("E0103", f"'{n}' is used before it is assigned", node.span,
+                              related=(("assigned here", later[n]),),
+                              hint="move the assignment above its first use"))
             return
-        hint = did_you_mean(n, [*bound, *scope, *predeclared])
-        diags.append(Diagnostic("E0101", f"unknown name '{n}'", node.span, hint=hint))
+        if len(diags) >= MAX_ERRORS:  # before looking for a suggestion among every name
+            raise _TooMany(node.span)
+        report(Diagnostic("E0101", f"unknown name '{n}'", node.span,
+                          hint=did_you_mean(n, [*bound, *scope, *predeclared])))
 
     for stmt in module.stmts:
         try:
@@ -61,8 +70,17 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
         except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
             diags.append(Diagnostic("E0801", "expression nested too deeply", stmt.span,
                                     hint="split it into several named values"))
+        except _TooMany as stop:
+            diags.append(Diagnostic("E0808", f"more than {MAX_ERRORS} errors in this file; the rest are not "
+                                    "reported", stop.span, hint="fix the errors above first"))
+            break
     if diags:
         raise CompileError(diags)
+
+
+class _TooMany(Exception):
+    def __init__(self, span):
+        self.span = span
 
 
 def _binds(stmt):

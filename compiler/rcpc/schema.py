@@ -16,6 +16,8 @@ from pathlib import Path
 import attrs
 
 from rcpc.diagnostics import error
+from rcpc.files import read_limited
+from rcpc.limits import MAX_SCHEMA_BYTES
 from rcpc.source import Span
 
 # OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
@@ -57,14 +59,15 @@ def _loader():
     return Loader
 
 
-def load_schema(path: Path, span: Span | None, display: str | None = None) -> MaxTextSchema:
+def load_schema(path: Path, span: Span | None, display: str | None = None, read=None) -> MaxTextSchema:
     """Read a MaxText base config. ``span`` is where it was named (for errors); ``display``
-    is how to show its path (default: as given)."""
+    is how to show its path (default: as given); ``read(path, limit)`` reads its bytes
+    (default :func:`rcpc.files.read_limited`), at most :data:`~rcpc.limits.MAX_SCHEMA_BYTES`."""
     import yaml
 
     shown = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (read or read_limited)(path, MAX_SCHEMA_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
                     span, hint="maxtext_base in rcp.toml (or --maxtext-base) names MaxText's base.yml") from None

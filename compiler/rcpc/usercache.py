@@ -6,10 +6,18 @@ from __future__ import annotations
 import os
 
 
-def cache_dir(*parts: str) -> str:
-    """``$XDG_CACHE_HOME/rcpc/<parts>`` (``~/.cache/rcpc/...`` when the variable is unset or
-    empty), per the XDG Base Directory specification. Not created here."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def cache_dir(*parts: str) -> str | None:
+    """``$XDG_CACHE_HOME/rcpc/<parts>``, or ``~/.cache/rcpc/...`` when the variable is unset,
+    empty or a relative path (the XDG Base Directory specification: "If an implementation
+    encounters a relative path in any of these variables it should consider the path invalid
+    and ignore it"; a relative one would put the cache in the current directory, a
+    workspace). None when no absolute directory can be found (``HOME`` unset or relative
+    too): rcpc then runs without its caches. Not created here."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+        if not os.path.isabs(base):
+            return None
     return os.path.join(base, "rcpc", *parts)
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 import attrs
 
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.files import read_limited
+from rcpc.limits import MAX_FILE_BYTES
 from rcpc.names import fold, problem
 from rcpc.source import Span, file_span
 
@@ -32,7 +34,8 @@ RECIPE_SUFFIX = ".rcp"
 @attrs.frozen
 class Workspace:
     """``root`` is absolute and symlink-resolved; dirs are absolute; ``config`` is the
-    ``rcp.toml`` read (None when the workspace has none)."""
+    ``rcp.toml`` read (None when the workspace has none) and ``config_bytes`` the bytes that
+    were parsed (what the build cache and replay key on: never read a second time)."""
 
     root: Path
     recipe_dirs: tuple
@@ -43,6 +46,7 @@ class Workspace:
     kube_schemas: tuple = ()
     config: Path | None = None
     links: dict = attrs.field(factory=dict, eq=False, repr=False)
+    config_bytes: bytes = attrs.field(default=b"", eq=False, repr=False)
 
     def real(self, raw: Path) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
@@ -70,7 +74,8 @@ class Workspace:
         span = Span(CONFIG_NAME, 1, 1, 1, 1)
         links: dict = {}
         try:
-            text = cfg.read_text(encoding="utf-8")
+            raw = read_limited(cfg, MAX_FILE_BYTES)
+            text = raw.decode("utf-8")
             data = tomllib.loads(text)
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {exc}", span) from None
@@ -114,7 +119,7 @@ class Workspace:
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                    one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
-                   dirs("kube_schemas", [], inside=False), cfg, links)
+                   dirs("kube_schemas", [], inside=False), cfg, links, raw)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

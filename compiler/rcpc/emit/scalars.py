@@ -31,8 +31,9 @@ _AMBIGUOUS = re.compile(r"""^(?:
   | [-+]?(?:0|[1-9][0-9_]*)
   | [-+]?0x[0-9a-fA-F_]+
   | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
-  # floats: any digits/dots/underscores with an optional exponent (covers 1.1, 1.2, OmegaConf)
-  | [-+]?(?:[0-9][0-9_]*)?\.?[0-9_]*(?:[eE][-+]?[0-9]+)?
+  # floats: any digits/dots/underscores with an optional exponent (covers 1.1, 1.2, OmegaConf);
+  # written so that no two ways split the digits (a long digit run backtracks linearly)
+  | [-+]?(?:[0-9_]*|(?:[0-9][0-9_]*)?\.[0-9_]*)(?:[eE][-+]?[0-9]+)?
   | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
   | [-+]?\.(?:inf|Inf|INF)
   | \.(?:nan|NaN|NAN)

@@ -8,7 +8,8 @@ costs ~20 ms, so they are cached in the user cache directory
 the grammar; an unwritable cache directory only makes start-up slower.
 
 Errors: :class:`~rcpc.diagnostics.CompileError` with code ``E0001`` (syntax), ``E0002``
-(bad string escape) at the offending ``path:line:col``, naming what was expected in words.
+(bad string escape) at the offending ``path:line:col``, naming what was expected in words;
+``E0809`` for a file of more than :data:`~rcpc.limits.MAX_TOKENS` tokens.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 from pathlib import Path
 
 from rcpc.diagnostics import CompileError, Diagnostic, error
+from rcpc.limits import MAX_TOKENS
 from rcpc.source import Source
 from rcpc.usercache import cache_dir
 from rcpc.syntax import ast
@@ -51,11 +53,24 @@ _PY_KEYWORDS = {
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"',
             "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _HEX_LEN = {"x": 2, "u": 4, "U": 8}
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")  # int(s, 16) also takes '+', '-', '_', spaces
+
+
+class _TooManyTokens(Exception):
+    """The file has more than :data:`~rcpc.limits.MAX_TOKENS` tokens; ``pos`` is the offset
+    (in the text being parsed) of the first token over the limit."""
+
+    def __init__(self, pos: int):
+        self.pos = pos
+
+
+_TOKENS = [0]  # tokens of the file being parsed, f-string fields included
 
 
 class _Postlex:
     """Drops newlines inside brackets and at the start, merges runs of newlines, and ends the
-    file with one."""
+    file with one. Counts tokens: a parse costs tens of microseconds a token, so the count,
+    not the size in bytes, is what bounds it (:data:`~rcpc.limits.MAX_TOKENS`)."""
 
     always_accept = ("_NL",)
 
@@ -65,6 +80,9 @@ class _Postlex:
         depth = 0
         last = None  # the last token yielded; tokens must not be held back (contextual lexer)
         for tok in stream:
+            _TOKENS[0] += 1
+            if _TOKENS[0] > MAX_TOKENS:
+                raise _TooManyTokens(tok.start_pos)
             kind = tok.type
             if kind == "_NL":
                 if depth == 0 and last is not None and last.type != "_NL":
@@ -86,11 +104,16 @@ def _cache_path(grammar: str) -> str | None:
 
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
     directory = cache_dir()
+    if directory is None:
+        return None
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return None
-    return os.path.join(directory, f"grammar-{digest}.lark.cache")
+    path = os.path.join(directory, f"grammar-{digest}.lark.cache")
+    if os.path.lexists(path) and not os.path.isfile(path):  # lark would block on a FIFO there
+        return None
+    return path
 
 
 _PARSER = None
@@ -142,6 +165,7 @@ def parse_concrete(text: str):
     if _CONCRETE is None:
         _CONCRETE = _lark(propagate_positions=True, lexer_callbacks={"COMMENT": _COMMENTS.append})
     _COMMENTS.clear()
+    _TOKENS[0] = 0
     try:
         tree = _CONCRETE.parse(text)
         seen: dict[int, object] = {}
@@ -158,11 +182,18 @@ def parse(source: Source) -> ast.Module:
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
     parser, builder = _parser()
+    _TOKENS[0] = 0
     try:
         stmts = _parse_text(parser, builder, source, source.text, 0)
+    except _TooLarge:
+        raise
     except CompileError as exc:
         raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
     return ast.Module(source.path, tuple(stmts))
+
+
+class _TooLarge(CompileError):
+    """E0809: no recovery from it (each restart would parse the rest of the file again)."""
 
 
 _STATEMENT_START = re.compile(r"^[A-Za-z_\[]", re.M)
@@ -185,6 +216,8 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
         try:
             _parse_text(parser, builder, source, source.text[start:], start)
             break
+        except _TooLarge:  # the restarts share the file's token budget: recovery stops there
+            break
         except CompileError as later:
             found.extend(later.diagnostics)
             span = later.diagnostics[0].span
@@ -204,6 +237,10 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
         return parser.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, source, text, base) from None
+    except _TooManyTokens as exc:
+        at = base + exc.pos
+        raise _TooLarge(Diagnostic("E0809", f"more than {MAX_TOKENS} tokens in this file",
+                                   source.span(at, at + 1), hint="split it into several files")) from None
     finally:
         builder.source, builder.base, builder.parse_inner = saved
 
@@ -353,14 +390,15 @@ def unescape(body: str, source: Source, start: int) -> str:
             i += 3
         elif nxt in _HEX_LEN:
             digits = body[i + 2:i + 2 + _HEX_LEN[nxt]]
-            try:
-                if len(digits) != _HEX_LEN[nxt]:
-                    raise ValueError
-                out.append(chr(int(digits, 16)))
-            except ValueError:
-                raise error("E0002", f"bad escape \\{nxt}{digits}",
-                            source.span(start + i, start + i + 2 + len(digits)),
-                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits") from None
+            span = source.span(start + i, start + i + 2 + len(digits))
+            if len(digits) != _HEX_LEN[nxt] or not _HEX_DIGITS.issuperset(digits):
+                raise error("E0002", f"bad escape \\{nxt}{digits}", span,
+                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits (0-9, a-f, A-F)")
+            code = int(digits, 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise error("E0002", f"escape \\{nxt}{digits} is not a Unicode character", span,
+                            hint="a character is at most \\U0010ffff and not a surrogate (d800-dfff)")
+            out.append(chr(code))
             i += 2 + _HEX_LEN[nxt]
         else:
             raise error("E0002", f"unknown escape \\{nxt}", source.span(start + i, start + i + 2),

@@ -1,0 +1,64 @@
+"""Bounded reads of input files: every file rcpc reads (recipes, loaded files, ``rcp.toml``,
+schema files, cache entries, outputs compared before a rewrite) is read through
+:func:`read_limited`, so that a huge file, ``/dev/zero`` or a FIFO named as an input is an
+error, never a read without end or a hang.
+
+Imports only ``os``, ``stat`` and ``errno``: the no-op replay (:mod:`rcpc.replay`) uses it
+before anything else is loaded.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class TooLarge(OSError):
+    """The file holds more than the limit: ``size`` is the number of bytes it has (its
+    ``st_size``, or the limit + 1 when it grew while being read)."""
+
+    def __init__(self, path, size: int, limit: int):
+        super().__init__(errno.EFBIG, f"{size} bytes, over the limit of {limit}", os.fspath(path))
+        self.size = size
+        self.limit = limit
+
+
+class NotRegular(OSError):
+    """The path names a directory, device, FIFO or socket, not a regular file."""
+
+    def __init__(self, path):
+        super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
+
+
+def read_limited(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed), which must hold at most
+    ``limit`` bytes. At most ``limit + 1`` bytes are read, and a FIFO is never opened for
+    reading in a blocking way (``O_NONBLOCK``; the type is checked before and after opening).
+
+    Raises :class:`TooLarge`, :class:`NotRegular`, or another :class:`OSError` (missing,
+    unreadable)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotRegular(path)
+    fd = os.open(path, _FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced since the check above
+            raise NotRegular(path)
+        if st.st_size > limit:
+            raise TooLarge(path, st.st_size, limit)
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:  # grew past the limit while being read
+            raise TooLarge(path, limit + 1, limit)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

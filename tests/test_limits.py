@@ -1,0 +1,263 @@
+"""Limits that bound time and memory (issue 12, item 9). Checked structurally, by counting
+evaluations, suggestions, tokens and bytes read, never by timing; bench/limits.py shows the
+curves (time and memory against input size, every shape up to its limit).
+
+The reported inputs: 10,000 lines of ``Xi = Yi`` (209 s: a suggestion searched among every
+name, for every unknown name), a 4 MB list literal (454 s, 2.8 GB) and 4 MB of blank lines
+(4 GB: a backtracking record per repetition of a regex group), a 40-deep diamond of loads
+(never finished: a failing file evaluated once per path), ``--maxtext-base /dev/zero``
+(memory exhausted: unbounded reads).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from re import _parser as sre_parse  # the parser re compiles with (sre_parse before 3.11)
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcpc.diagnostics
+import rcpc.evaluate
+import rcpc.resolve
+from rcpc import files
+from rcpc.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
+from rcpc.syntax.parser import GRAMMAR_PATH
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def runs(monkeypatch) -> list:
+    """The files evaluated (Evaluator.run calls), in order."""
+    calls: list = []
+    real = rcpc.evaluate.Evaluator.run
+
+    def counting(self, module):
+        calls.append(module.path)
+        assert len(calls) <= 1000, "evaluated more than 1000 times: exponential"  # fail, not hang
+        return real(self, module)
+
+    monkeypatch.setattr(rcpc.evaluate.Evaluator, "run", counting)
+    return calls
+
+
+def diamond(ws, depth: int, fail: bool) -> None:
+    """Two files a level, each loading both files of the next level; the bottom ones fail."""
+    for i in range(depth):
+        for s in "ab":
+            if i == depth - 1:
+                body = 'V = 1 + "x"\n' if fail else "V = 1\n"
+            else:
+                body = (f'load("//recipes/lib/l{i + 1}a.rcp", A = "V")\n'
+                        f'load("//recipes/lib/l{i + 1}b.rcp", B = "V")\nV = A + B\n')
+            ws.write(f"recipes/lib/l{i}{s}.rcp", body)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["succeeding", "failing"])
+def test_each_file_of_a_diamond_of_loads_is_evaluated_once(ws, runs, fail):
+    """40 levels were 2**40 evaluations when the bottom failed; each file is evaluated once
+    (a failure is kept, and reported once)."""
+    diamond(ws, 40, fail)
+    text = 'load("//recipes/lib/l0a.rcp", "V")\nflag_file(name = "f", flags = maxtext_flags({"v": V}))\n'
+    if fail:
+        f = ws.fails(text)
+        assert [str(d.span) for d in f.diags] == ["recipes/lib/l39a.rcp:1:5", "recipes/lib/l39b.rcp:1:5"]
+    else:
+        assert ws.render(text, "f.flags") == f"v={2 ** 39}\n"
+    assert len(runs) == len(set(runs)) == 2 * 40 - 1 + 1  # l0b is not loaded; the recipe is
+
+
+def test_a_load_chain_is_at_most_max_load_depth_files(ws):
+    for i in range(MAX_LOAD_DEPTH + 1):
+        ws.write(f"recipes/lib/c{i}.rcp", f'load("c{i + 1}.rcp", "V")\n' if i < MAX_LOAD_DEPTH else "V = 1\n")
+    f = ws.fails('load("//recipes/lib/c0.rcp", "V")\nX = V\n')
+    assert f.code == "E0801" and f.where == f"recipes/lib/c{MAX_LOAD_DEPTH - 1}.rcp:1:6"
+    ws.write(f"recipes/lib/c{MAX_LOAD_DEPTH - 1}.rcp", "V = 1\n")  # 64 files: fine
+    assert ws.py("V", before='load("//recipes/lib/c0.rcp", "V")\n') == 1
+
+
+def test_name_errors_stop_at_max_errors(ws, monkeypatch):
+    """The reported case: n unknown names cost n suggestions among n names each."""
+    calls = []
+    real = rcpc.diagnostics.did_you_mean
+    def counting(*a):
+        calls.append(a)
+        assert len(calls) <= MAX_ERRORS, "a suggestion for every unknown name: quadratic"
+        return real(*a)
+
+    monkeypatch.setattr(rcpc.resolve, "did_you_mean", counting)
+    f = ws.fails("".join(f"X{i} = Y{i}\n" for i in range(10_000)))
+    assert [d.code for d in f.diags] == ["E0101"] * MAX_ERRORS + ["E0808"]
+    assert len(calls) == MAX_ERRORS and f.diags[-1].span.line == MAX_ERRORS + 1
+
+
+def test_suggestions_compare_only_short_names(monkeypatch):
+    long = "A" * 10_000
+    assert rcpc.diagnostics.did_you_mean(long, [long + "B"]) is None
+    assert rcpc.diagnostics.did_you_mean("TUNDE", ["TUNED", long]) == "did you mean 'TUNED'?"
+
+
+def test_a_file_has_at_most_max_tokens_tokens(ws, monkeypatch):
+    """A parse costs tens of microseconds a token, in whatever bytes: the count bounds it. A
+    file over the limit is parsed once (no syntax-error recovery restarts)."""
+    from rcpc.syntax import parser
+
+    parses = []
+    real = parser._parse_text
+    monkeypatch.setattr(parser, "_parse_text", lambda *a: parses.append(1) or real(*a))
+    f = ws.fails("X = [\n" + "    1,\n" * (MAX_TOKENS // 2) + "]\nY = (\n")
+    # 4 tokens on line 1 (X = [ and a newline, which the lexer reads too), 3 on each line after
+    assert [d.code for d in f.diags] == ["E0809"] and f.diag.span.line == (MAX_TOKENS - 4) // 3 + 2
+    assert len(parses) == 1
+    parses.clear()
+    fields = "{" + "+".join(["A"] * 1000) + "}"  # tokens inside f-string fields count too
+    f = ws.fails('A = "a"\n' + "".join(f'X{i} = f"{fields}"\n' for i in range(MAX_TOKENS // 2000 + 1)))
+    assert [d.code for d in f.diags] == ["E0809"]
+
+
+def test_lexer_regexes_repeat_groups_possessively():
+    """Python's re keeps a backtracking record per repetition of a group (4 MB of blank lines
+    took 4 GB): every repeated group in a terminal of the grammar is possessive (or atomic)."""
+    offenders = []
+
+    def walk(tree, terminal):
+        for op, arg in tree:
+            if op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT):
+                lo, hi, sub = arg
+                group = any(o in (sre_parse.SUBPATTERN, sre_parse.BRANCH) for o, _ in sub) or len(sub) > 1
+                if group and hi > 1:  # '?' on a group keeps no record per repetition
+                    offenders.append(terminal)
+                walk(sub, terminal)
+            elif op == sre_parse.SUBPATTERN:
+                walk(arg[-1], terminal)
+            elif op == sre_parse.BRANCH:
+                for alt in arg[1]:
+                    walk(alt, terminal)
+            elif op in (sre_parse.POSSESSIVE_REPEAT, sre_parse.ATOMIC_GROUP):
+                walk(arg[-1], terminal)
+
+    for line in GRAMMAR_PATH.read_text().splitlines():
+        m = re.match(r"(\w+)(?:\.\d+)?: /(.*)/$", line)
+        if m:
+            walk(sre_parse.parse(m.group(2)), m.group(1))
+    assert not offenders
+
+
+@pytest.mark.parametrize("shape", ["\n", "\r\n", "\n  \t"])
+def test_blank_lines_are_one_newline_token(shape):
+    from rcpc.source import Source
+    from rcpc.syntax.parser import parse
+
+    module = parse(Source("r.rcp", "X = 1" + shape * 200_000 + "Y = 2\n"))
+    assert [s.name for s in module.stmts] == ["X", "Y"]
+
+
+# regexes applied to user text: linear backtracking, the same language as before ----------------
+OLD_AMBIGUOUS_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?\.?[0-9_]*(?:[eE][-+]?[0-9]+)?\Z")
+OLD_MAXTEXT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from("0123456789._eE+-x"), max_size=12))
+def test_rewritten_number_regexes_match_the_same_strings(text):
+    """A YAML plain scalar made of 20,000 digits and an 'x' took 15 s (two ways to split the
+    digits, for each of n positions). The rewritten patterns split them one way only."""
+    from rcpc.emit import scalars
+    from rcpc.maxtext import _SPELLINGS
+
+    new_float = re.compile(r"[-+]?(?:[0-9_]*|(?:[0-9][0-9_]*)?\.[0-9_]*)(?:[eE][-+]?[0-9]+)?\Z")
+    assert bool(OLD_AMBIGUOUS_FLOAT.match(text)) == bool(new_float.match(text))
+    assert new_float.pattern.replace(r"\Z", "") in scalars._AMBIGUOUS.pattern.replace(" ", "").replace("\n", "")
+    assert bool(OLD_MAXTEXT_FLOAT.match(text)) == bool(_SPELLINGS["float"][0].match(text))
+
+
+def test_a_long_digit_string_in_a_manifest_and_a_flag(ws):
+    """The reported shapes of the backtracking, as values: rendered, not stuck."""
+    long = "1" * 200_000 + "x"
+    out = ws.render(f'manifest(name = "m", apiVersion = "v1", kind = "K", data = {{"v": "{long}"}})\n', "m.yaml")
+    assert long in out
+
+
+# reads -----------------------------------------------------------------------------------------
+def test_read_limited_refuses_devices_fifos_and_large_files(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", fifo, tmp_path):
+        with pytest.raises(files.NotRegular):
+            files.read_limited(path, 10)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 1000)
+    read = []
+    real = os.read
+
+    def counting(fd, n):
+        data = real(fd, n)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(files.os, "read", counting)
+    with pytest.raises(files.TooLarge) as info:
+        files.read_limited(big, 999)
+    assert info.value.size == 1000 and not read  # the size alone says so
+    assert files.read_limited(big, 1000) == b"x" * 1000 and sum(read) <= 1001
+
+
+def run_rcpc(cwd: Path, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "rcpc", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "RCPC_NO_CACHE": "1"})
+
+
+FLAGS_AND_MANIFEST = ('F = maxtext_flags({"steps": 1})\nflag_file(name = "f", flags = F)\n'
+                      'manifest(name = "m", apiVersion = "v1", kind = "K")\n')
+
+
+@pytest.mark.parametrize("where", ["maxtext-base", "kube-schema", "rcp.toml", "load", "output"])
+@pytest.mark.parametrize("what", ["/dev/zero", "fifo", "too large"])
+def test_every_input_is_read_bounded(ws, where, what):
+    """``--maxtext-base /dev/zero`` exhausted memory; a FIFO named as an input hung. Each input
+    that is a device, a FIFO or over its limit is an error (exit 1, no traceback), or for an
+    output file to compare, a rewrite."""
+    ws.write("recipes/r.rcp", FLAGS_AND_MANIFEST + 'load("//recipes/lib/x.rcp", "X")\n')
+    ws.write("recipes/lib/x.rcp", "X = 1\n")
+    target = {"maxtext-base": ws.root / "base.yml", "kube-schema": ws.root / "crd.yaml",
+              "rcp.toml": ws.root / "rcp.toml", "load": ws.root / "recipes" / "lib" / "x.rcp",
+              "output": ws.root / "rcpc-out" / "r" / "default" / "f.flags"}[where]
+    args = {"maxtext-base": ["--maxtext-base", "base.yml"], "kube-schema": ["--kube-schema", "crd.yaml"]}.get(where, [])
+    if where == "output":
+        assert run_rcpc(ws.root, "build").returncode == 0
+    target.unlink(missing_ok=True)
+    if what == "/dev/zero":
+        target.symlink_to("/dev/zero")
+    elif what == "fifo":
+        os.mkfifo(target)
+    else:
+        limit = MAX_FILE_BYTES if where in ("rcp.toml", "load", "output") else 16 << 20
+        with open(target, "wb") as f:
+            f.truncate(limit + 1)  # sparse: nothing of it is read
+    r = run_rcpc(ws.root, "build", *args)
+    assert "Traceback" not in r.stderr
+    if where == "output":
+        assert r.returncode == 0 and (target.read_text() == "steps=1\n")
+    else:
+        # E0204: /dev/zero through a symlink is outside the workspace; E0201: a FIFO is no file to load
+        assert r.returncode == 1 and re.search(r"error\[E0(320|803|901|201|204)\]|error\[E1102\]", r.stderr), r.stderr
+
+
+def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
+    """A 150-byte recipe rendering a 100,000-item value 200 times took 130 s and 540 MB: each
+    value is bounded, so the renders of a recipe are, in all."""
+    import rcpc.recipe
+
+    emitted = []
+    real = rcpc.recipe._emit
+    monkeypatch.setattr(rcpc.recipe, "_emit", lambda v: emitted.append(v) or real(v))
+    f = ws.fails('B = [i for i in range(100000)]\n[manifest(name = f"m{i}", apiVersion = "v1", kind = "K", '
+                 'data = {"x": B}) for i in range(200)]\n')
+    assert f.code == "E0802" and "renders of this recipe" in f.message
+    assert len(emitted) == MAX_NODES // 100_000 - 1

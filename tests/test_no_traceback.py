@@ -1,0 +1,184 @@
+"""Every command, whatever its input, ends with a located error or a result, never a
+traceback (issue 12, item 7). The reported tracebacks are examples of the properties below:
+``"\\UFFFFFFFF"``; ``rcpc fmt`` on a byte ``\\xff``, on ``X = [,]`` (which ``check`` accepted),
+``{,}``, ``tpu_slice(,)``, ``X = 32 .hosts``; ``rcpc render`` to a stdout that is not UTF-8; a
+relative ``XDG_CACHE_HOME``; a closed pipe leaving a replay record of a cut-short run.
+(Interrupts and dying workers: tests/test_interrupts.py.)"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rcpc import replay
+from rcpc.diagnostics import CompileError
+from rcpc.fmt import format_source
+from rcpc.source import Source
+from rcpc.syntax.parser import parse
+from test_fuzz import BUNDLED, FuzzWorkspace, generated_inputs, mutated_inputs
+
+SYNTAX = ["X = [,]", "X = {,}", "X = tpu_slice(,)", "X = f(,)", "X = 32 .hosts", "X = 1_0 .x", "X = 1 .e5",
+          'X = "\\UFFFFFFFF"', 'X = "\\x+1"', "X = [1,]", "X = {1: 2,}", "X = f(1,)", "X = []", "X = (1)",
+          "X = 1.5 .x", "X = -32 .hosts", "load(\"//a.rcp\",)", "load(\"//a.rcp\", \"A\",)"]
+
+
+def texts():
+    """Recipe texts: the reported ones, the bundled recipes damaged, and generated ones."""
+    return st.one_of(st.sampled_from(SYNTAX).map(lambda t: (t + "\n").encode()),
+                     mutated_inputs().map(lambda ft: ft[0][ft[1]]),
+                     generated_inputs().map(lambda files: files["recipes/r.rcp"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts())
+@example(b"X = [,]\n")
+@example(b"X = 32 .hosts\n")
+def test_fmt_and_check_agree_on_what_is_valid_syntax(data):
+    """``check`` accepted ``X = [,]`` and ``rcpc fmt`` crashed on it: both parse with one
+    grammar, so a text parses for one exactly when it does for the other, and fmt either
+    formats it (to text that parses to the same tree, which it verifies) or reports the
+    compiler's syntax error."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # both report E0003 before parsing (test_fmt_reports_bytes_that_are_not_utf8)
+    try:
+        parse(Source("r.rcp", text))
+        parsed = True
+    except CompileError:
+        parsed = False
+    try:
+        out = format_source(text, "r.rcp")
+    except CompileError:
+        assert not parsed, "fmt rejects what the compiler parses"
+        return
+    assert parsed, "fmt formats what the compiler rejects"
+    assert format_source(out, "r.rcp") == out
+
+
+def test_empty_brackets_with_a_comma_are_a_syntax_error(ws):
+    for text, col in (("X = [,]", 6), ("X = {,}", 6), ("X = tpu_slice(,)", 15)):
+        f = ws.fails(text + "\n")
+        assert (f.code, f.where) == ("E0001", f"recipes/r.rcp:1:{col}")
+
+
+def test_fmt_keeps_the_space_before_an_attribute_of_an_int():
+    assert format_source("X = 32 .hosts\n", "r.rcp") == "X = 32 .hosts\n"
+    assert format_source("X = 1.5 .x\n", "r.rcp") == "X = 1.5.x\n"
+
+
+def test_fmt_reports_bytes_that_are_not_utf8(ws, cli):
+    ws.write("recipes/r.rcp", "")
+    (ws.root / "recipes" / "r.rcp").write_bytes(b'X = "a\xff"\n')
+    r = cli("fmt")
+    assert r.code == 1 and "recipes/r.rcp:1:1: error[E0003]: recipes/r.rcp is not UTF-8 text" in r.err
+    assert (ws.root / "recipes" / "r.rcp").read_bytes() == b'X = "a\xff"\n'
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_render_writes_utf8_whatever_the_stdout_encoding(ws, encoding):
+    """``PYTHONIOENCODING=ascii rcpc render`` crashed on 'é'; stdout gets the render's bytes,
+    the same as the file ``rcpc build`` writes."""
+    ws.write("recipes/r.rcp", 'manifest(name = "m", apiVersion = "v1", kind = "K", data = {"x": "é", "y": "日本"})\n')
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "RCPC_NO_CACHE": "1"}
+    r = subprocess.run([sys.executable, "-m", "rcpc", "render", "r"], cwd=ws.root, capture_output=True, env=env)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr
+    assert subprocess.run([sys.executable, "-m", "rcpc", "build"], cwd=ws.root, env=env).returncode == 0
+    assert r.stdout == (ws.root / "rcpc-out" / "r" / "default" / "m.yaml").read_bytes()
+
+
+@pytest.mark.parametrize("value", ["cache", "./cache", "~/cache", ""])
+def test_a_relative_xdg_cache_home_is_ignored(tmp_path, value):
+    """The XDG Base Directory spec: a relative path in XDG_CACHE_HOME is invalid and must be
+    ignored; it put the cache inside the workspace."""
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "rcp.toml").write_text("")
+    (ws / "recipes" / "r.rcp").write_text('flag_file(name = "f", flags = maxtext_flags({"a": 1}))\n')
+    home = tmp_path / "home"
+    env = {**os.environ, "XDG_CACHE_HOME": value, "HOME": str(home)}
+    env.pop("RCPC_NO_CACHE", None)
+    for _ in range(2):
+        assert subprocess.run([sys.executable, "-m", "rcpc", "build"], cwd=ws, env=env).returncode == 0
+    assert sorted(p.name for p in ws.iterdir() if p.name != ".rcpc-out.rcpc-lock") == ["rcp.toml", "rcpc-out", "recipes"]
+    assert (home / ".cache" / "rcpc" / "builds").is_dir()
+
+
+def test_no_cache_without_an_absolute_home(monkeypatch):
+    from rcpc.usercache import cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")
+    monkeypatch.setenv("HOME", "also-relative")
+    assert cache_dir("x") is None
+    assert replay.request_key(["build"], False) is None
+
+
+class _ClosedPipe(io.StringIO):
+    """stderr whose reader went away after ``room`` characters (``rcpc check 2>&1 | head -1``)."""
+
+    def __init__(self, room: int):
+        super().__init__()
+        self.room = room
+
+    def write(self, text):
+        if self.tell() + len(text) > self.room:
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+def test_a_run_cut_short_by_a_closed_pipe_is_never_replayed(cached_ws, monkeypatch, capsys):
+    """The reported fault: the closed pipe ended the run with exit 0 and a replay record of
+    the output so far, and of only the dependencies seen so far: later runs replayed it."""
+    from rcpc.__main__ import run
+
+    monkeypatch.setattr(replay, "RACY_NS", 0)
+    (cached_ws / "recipes" / "r.rcp").write_text((cached_ws / "recipes" / "r.rcp").read_text() + "X = 1\n")
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stderr", _ClosedPipe(20))
+        assert run(["check"]) == 0
+    capsys.readouterr()
+    assert replay.serve(["check"], False) is None
+    assert run(["check"]) == 0
+    assert "warning[L0001]: constant 'X' is assigned but never used" in capsys.readouterr().err
+
+
+# every command over fuzzed inputs --------------------------------------------------------------
+COMMANDS = [("build", "-o", "out", "-j", "1"), ("check", "-j", "1"), ("fmt", "--check"), ("render", "{target}")]
+
+
+@pytest.fixture(scope="module")
+def fuzz_ws(tmp_path_factory):
+    return FuzzWorkspace(tmp_path_factory.mktemp("no-traceback"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(mutated_inputs(), generated_inputs().map(lambda f: (f, "recipes/r.rcp"))),
+       st.sampled_from(COMMANDS))
+def test_every_command_ends_in_a_result_or_a_located_error(fuzz_ws, monkeypatch, capsys, case, argv):
+    """In-process, so any exception escaping ``main`` fails here (bench/fuzz.py runs the same
+    property as whole processes under two hash seeds, for minutes)."""
+    from rcpc.cli import main
+
+    files, target = case
+    fuzz_ws.write(files)
+    monkeypatch.chdir(fuzz_ws.root)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    argv = [a.replace("{target}", target) for a in argv]
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse: a usage error
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (0, 1, 2), err
+    assert "a bug in rcpc fmt" not in err, err
+    for line in err.splitlines():
+        if "error[" in line and not line.startswith("error["):
+            assert line.split(":", 1)[0] in files or line.split(":", 1)[0].startswith("<"), line
