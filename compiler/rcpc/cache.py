@@ -124,7 +124,8 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
     except OSError:
         config = b""
     options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
-               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
+               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}",
+               *(["strict_crd"] if ws.strict_crd else [])]
     return BuildCache(ws.root, config), options
 
 

@@ -31,6 +31,9 @@ from rcpc.values import TpuSlice
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+# A pod template's annotation naming its slice's topology under GKE dynamic slicing (the
+# XPK-generated manifests select only the accelerator and give the topology here).
+SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 
 
 @attrs.frozen
