@@ -102,7 +102,7 @@ def test_names_the_controller_derives(tmp_path_factory, name, job, replicas, com
     first = found[0]
     name_is_wrong = not all(c in LOWER + DIGITS + "-" for c in name) or name[0] not in LOWER
     job_is_wrong = not all(c in LOWER + DIGITS + "-" for c in job)
-    where = "NAME" if name_is_wrong or not job_is_wrong else "JOB"
+    where = "NAME" if not is_subdomain(name) or name_is_wrong or not job_is_wrong else "JOB"
     assert (first.span.path, first.span.line, first.span.col) == ("recipes/r.rcp", line_of(text, f"{where} = "), len(where) + 4)
 
 

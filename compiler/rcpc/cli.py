@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     _RECORDER.capture()
     code = 1
     try:
-        _REPORT.start(args.diagnostics == "json", color=color)
+        _REPORT.start(getattr(args, "diagnostics", "text") == "json", color=color)
         try:
             code = _run(args)
         finally:

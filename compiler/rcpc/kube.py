@@ -91,7 +91,8 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Dia
         out += [d for d in jobset.check(data, manifest_path) if d.code != "E1002" or d.span not in named]
     if schema is not None:
         out += check_lists(data, schema, kind)
-    return out + check_schema(data, index, strict_crd)
+    flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
+    return out + [d for d in check_schema(data, index, strict_crd) if d.span not in flagged]
 
 
 # built-in rules ------------------------------------------------------------------------------

@@ -78,8 +78,8 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     docs = []
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), 1):
-            if node is None:
-                continue
+            if node is None or isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+                continue  # an empty document, as kubectl skips it
             value = builder.value(node)
             if type(value) is not Dict:
                 builder.problems.append(Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object "
