@@ -166,3 +166,23 @@ def test_unknown_builtin_schema(cli, ws, where):
         r = cli("check", "--kube-schema", "builtin:jobsets")
     assert r.code == 1 and "error[E1102]: no built-in schema 'builtin:jobsets'" in r.err
     assert "help: built-in schemas: builtin:jobset" in r.err
+
+
+def test_check_strict_crd_reports_what_the_webhook_defaults(cli, monkeypatch, capsys):
+    """The bundled tpu_recipes leave failure-policy rule names to the webhook, as the published
+    manifests do: rcpc check passes, rcpc check --strict-crd reports each (E1012) at the
+    recipe, with the library line that made the rule."""
+    from rcpc.cli import main
+
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    assert main(["check", "-j", "1"]) == 0
+    capsys.readouterr()
+    assert main(["check", "-j", "1", "--strict-crd"]) == 1
+    err = capsys.readouterr().err
+    heads = [line for line in err.splitlines() if "error[" in line]
+    assert heads and all("error[E1012]: JobSet spec.failurePolicy.rules[0]: missing required field 'name' "
+                         "(the raw schema rejects it; the JobSet webhook fills it in" in h for h in heads)
+    assert {h.split(":")[0] for h in heads} == {f"recipes/tpu_recipes/{p.name}"
+                                               for p in (REPO / "recipes" / "tpu_recipes").glob("*.rcp")}
+    assert "value made here: recipes/lib/maxtext_tpu.rcp:" in err

@@ -330,8 +330,8 @@ def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None)
     noted = annotations.items.get(SLICE_TOPOLOGY_ANNOTATION) if type(annotations) is Dict else None
     if type(topo) is Str and type(noted) is Str and topo.value != noted.value and out is not None:
         out.append(_diag("E1013", kind, path + ("nodeSelector", TOPOLOGY_LABEL), f"the node selector asks for "
-                         f"topology {topo.value} but the pod's {SLICE_TOPOLOGY_ANNOTATION} annotation for "
-                         f"{noted.value}", topo.span, related=(("annotation", noted.span),),
+                         f"topology {topo.value} but the pod's {SLICE_TOPOLOGY_ANNOTATION} annotation "
+                         f"asks for {noted.value}", topo.span, related=(("annotation", noted.span),),
                          hint="give the slice's topology once"))
     if type(topo) is not Str:
         topo = noted
