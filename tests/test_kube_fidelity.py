@@ -371,3 +371,13 @@ def test_topology_given_twice_must_agree(ws):
         '"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x8"')
     found = codes(ws, text)
     assert "E1013" in [d.code for d in found]
+
+
+def test_parallelism_left_out_is_one_pod(ws):
+    """A TPU job whose parallelism is left out (or null, as an unfilled library slot) runs one
+    pod: on a multi-host slice that is E1007, at the job spec."""
+    text = TPU.format(spec='"tpu7x:4x4x4"', tpu=4, par="None")
+    f = ws.fails(text)
+    assert f.code == "E1007" and "parallelism is not set (Kubernetes runs 1 pod)" in f.message
+    assert f.where == f"recipes/r.rcp:{line_of(text, 'parallelism')}:20"
+    ws.build(TPU.format(spec='"tpu7x:2x2x1"', tpu=4, par="None"))

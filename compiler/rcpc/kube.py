@@ -50,6 +50,7 @@ _QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
                "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
 # Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
 _STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
@@ -166,7 +167,7 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
         for key in ("limits", "requests"):
             if type(items.get(key)) is Dict:
                 _check_quantities(items[key], path + (key,), kind, out)
-    if type(items.get("template")) is Dict and type(items.get("parallelism")) is Int:
+    if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
         _check_job(v, path, kind, out)
     for k, x in items.items():
         _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
@@ -377,11 +378,23 @@ def _quantity_int(v) -> int | None:
 
 
 def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
+    """``E1007`` on a Job spec whose pods run on a TPU slice: one pod a host. A
+    ``parallelism`` left out (or null) is Kubernetes' default, 1."""
     template = _get(job, "template")
     pod = _get(template, "spec")
     slice_ = _pod_slice(pod, template.items.get("metadata"), (), kind) if pod else None
-    if slice_ is None or slice_.hosts == 1 and job.items["parallelism"].value == 1:
+    if slice_ is None:
         return
+    parallelism = job.items.get("parallelism")
+    if type(parallelism) not in (Int, Null) and "parallelism" in job.items:
+        return  # the wrong type is the schema's to report
+    if slice_.hosts == 1 and (type(parallelism) is not Int or parallelism.value == 1):
+        return
+    if type(parallelism) is not Int:
+        out.append(_diag("E1007", kind, path + ("parallelism",), f"parallelism is not set (Kubernetes runs 1 pod) "
+                         f"but the {slice_.accelerator}:{slice_.topology} slice has {slice_.hosts} hosts",
+                         parallelism.span if parallelism is not None else job.span,
+                         hint="one pod a host: parallelism = completions = hosts"))
     for key in ("parallelism", "completions"):
         v = job.items.get(key)
         if type(v) is Int and v.value != slice_.hosts:
