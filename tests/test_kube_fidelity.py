@@ -381,3 +381,21 @@ def test_parallelism_left_out_is_one_pod(ws):
     assert f.code == "E1007" and "parallelism is not set (Kubernetes runs 1 pod)" in f.message
     assert f.where == f"recipes/r.rcp:{line_of(text, 'parallelism')}:20"
     ws.build(TPU.format(spec='"tpu7x:2x2x1"', tpu=4, par="None"))
+
+
+EXIT_CODES = """jobset(name = "js", metadata = {{"name": "js"}}, spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{
+    "podFailurePolicy": {{"rules": [{{"action": "FailJob", "onExitCodes": {{"operator": "NotIn", "values": {values}}}}}]}},
+    "template": {{"spec": {{"restartPolicy": "Never", "containers": [{{"name": "main", "image": "img"}}]}}}},
+}}}}}}]}})
+"""
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([42, 127, 128, 255]), min_size=1, max_size=5))
+@example([42, 127, 128, 42])      # an exit code listed twice, as `[42] + range(127, 256) + [42]` would
+def test_exit_code_values_are_a_set(tmp_path_factory, values):
+    found = codes(fresh(tmp_path_factory), EXIT_CODES.format(values=values))
+    repeated = [i for i, v in enumerate(values) if v in values[:i]]
+    assert [d.code for d in found] == ["E1010"] * len(repeated)
+    for d, i in zip(found, repeated):
+        assert d.message.endswith(f"onExitCodes.values[{i}]: {values[i]!r} is repeated in values, a set")

@@ -53,7 +53,8 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
             for i, x in enumerate(v.items):
                 key = _scalar_key(x)
                 if key in seen:
-                    out.append(_diag("E1010", kind, path + (i,), f"{text_of(x)!r} is repeated in "
+                    shown = repr(x.value) if type(x) is Str else text_of(x)
+                    out.append(_diag("E1010", kind, path + (i,), f"{shown} is repeated in "
                                      f"{path[-1] if path else 'a list'}, a set", x.span,
                                      related=(("first here", seen[key]),), hint="list each item once"))
                 seen.setdefault(key, x.span)

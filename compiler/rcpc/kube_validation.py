@@ -36,34 +36,32 @@ def too_long(value: str, limit: int) -> list[str]:
     return [f"must be no more than {limit} characters"] if _size(value) > limit else []
 
 
+def _matches(value: str, limit: int, pattern, message: str) -> list[str]:
+    out = too_long(value, limit)
+    if not pattern.match(value):
+        out.append(message)
+    return out
+
+
 def dns1123_label(value: str) -> list[str]:
     """``IsDNS1123Label``: at most 63 characters of ``[a-z0-9-]``, alphanumeric at both ends
     (container names, Service names, pod hostnames)."""
-    out = too_long(value, DNS1123_LABEL_MAX)
-    if not _DNS1123_LABEL.match(value):
-        out.append("must consist of lower-case letters, digits and '-', and start and end with a "
-                   "letter or digit (RFC 1123 label)")
-    return out
+    return _matches(value, DNS1123_LABEL_MAX, _DNS1123_LABEL, "must consist of lower-case letters, digits and "
+                    "'-', and start and end with a letter or digit (RFC 1123 label)")
 
 
 def dns1123_subdomain(value: str) -> list[str]:
     """``IsDNS1123Subdomain``: at most 253 characters, dot-separated RFC 1123 labels
     (``metadata.name`` of most kinds)."""
-    out = too_long(value, DNS1123_SUBDOMAIN_MAX)
-    if not _DNS1123_SUBDOMAIN.match(value):
-        out.append("must consist of lower-case letters, digits, '-' and '.', and start and end with a "
-                   "letter or digit (RFC 1123 subdomain)")
-    return out
+    return _matches(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, "must consist of lower-case letters, "
+                    "digits, '-' and '.', and start and end with a letter or digit (RFC 1123 subdomain)")
 
 
 def dns1035_label(value: str) -> list[str]:
     """``IsDNS1035Label``: at most 63 characters of ``[a-z0-9-]``, starting with a letter and
     ending alphanumeric (the JobSet webhook's rule for child Job and pod names)."""
-    out = too_long(value, DNS1035_LABEL_MAX)
-    if not _DNS1035_LABEL.match(value):
-        out.append("must consist of lower-case letters, digits and '-', start with a letter and end "
-                   "with a letter or digit (RFC 1035 label)")
-    return out
+    return _matches(value, DNS1035_LABEL_MAX, _DNS1035_LABEL, "must consist of lower-case letters, digits and "
+                    "'-', start with a letter and end with a letter or digit (RFC 1035 label)")
 
 
 def qualified_name(value: str) -> list[str]:
@@ -96,11 +94,8 @@ def qualified_name(value: str) -> list[str]:
 def label_value(value: str) -> list[str]:
     """``IsValidLabelValue``: empty, or at most 63 characters of ``[A-Za-z0-9_.-]`` starting
     and ending alphanumeric."""
-    out = too_long(value, LABEL_VALUE_MAX)
-    if not _LABEL_VALUE.match(value):
-        out.append("must be empty or consist of letters, digits, '-', '_' or '.', and start and end "
-                   "with a letter or digit")
-    return out
+    return _matches(value, LABEL_VALUE_MAX, _LABEL_VALUE, "must be empty or consist of letters, digits, '-', "
+                    "'_' or '.', and start and end with a letter or digit")
 
 
 def annotation_key(key: str) -> list[str]:

@@ -16,7 +16,8 @@ system-architecture pages):
   256 devices = 32 hosts).
 
 The node selector of a slice is ``cloud.google.com/gke-tpu-accelerator`` and
-``cloud.google.com/gke-tpu-topology``.
+``cloud.google.com/gke-tpu-topology``; under GKE dynamic slicing (as XPK writes it) the pod
+template gives the topology in its ``cloud.google.com/gke-tpu-slice-topology`` annotation.
 """
 
 from __future__ import annotations
