@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import string
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
