@@ -175,12 +175,36 @@ CATALOG = [
             'S = tpu_slice("tpu7x:2x2x4")\nPARALLELISM = S.hosts\nTPU = 8\n' + JOBSET_TPU.split("\n", 1)[1]),
     Example("E1007", "parallelism that does not match the hosts",
             'S = tpu_slice("tpu7x:2x2x4")\nPARALLELISM = 8\nTPU = 4\n' + JOBSET_TPU.split("\n", 1)[1]),
-    Example("E1101", "schema violation", 'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", data = {"a": 1})\n',
+    Example("E1008", "string field given another type",
+            'jobset(name = "js", spec = {"containers": [{"name": "c", "args": ["--timeout", 2592000]}]})\n'),
+    Example("E1009", "bad label or annotation key",
+            'jobset(name = "js", metadata = {"name": "js", "labels": {"a/b/c": "x"}}, spec = {})\n'),
+    Example("E1010", "two entries with one key in a keyed list",
+            'BASE_ENV = [{"name": "LIBTPU_INIT_ARGS", "value": "--a"}]\n'
+            'TUNED_ENV = [{"name": "LIBTPU_INIT_ARGS", "value": "--b"}]\n'
+            'POD = {"containers": [{"name": "c", "image": "i", "env": BASE_ENV + TUNED_ENV}]}\n'
+            'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": POD}}}}]})\n'),
+    Example("E1011", "JobSet webhook rule",
+            'jobset(name = "js", spec = {"failurePolicy": {"rules": [{"action": "FailJobSet", "onJobFailureReasons": '
+            '["PodFailed"]}]}, "replicatedJobs": []})\n'),
+    Example("E1012", "raw CRD rejects what the cluster fills in (--strict-crd)",
+            'jobset(name = "js", spec = {"failurePolicy": {"rules": [{"action": "FailJobSet"}]}, "replicatedJobs": [\n'
+            '    {"name": "w", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}},\n'
+            ']})\n', files={"rcp.toml": 'kube_schemas = ["builtin:jobset"]\n'}, argv=("check", "--strict-crd")),
+    Example("E1013", "TPU topology given twice, differently",
+            'jobset(name = "js", spec = {"template": {"metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": '
+            '"4x4x4"}}, "spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", '
+            '"cloud.google.com/gke-tpu-topology": "4x4x8"}, "containers": [{"name": "c", "resources": {"limits": '
+            '{"google.com/tpu": 4}}}]}}})\n'),
+    Example("W1001", "env var defined twice in a pod (the API server warns)",
+            'manifest(name = "p", apiVersion = "v1", kind = "Pod", spec = {"containers": [{"name": "c", "image": "i", '
+            '"env": [{"name": "X", "value": "1"}, {"name": "X", "value": "2"}]}]})\n', exit=0),
+    Example("E1101", "schema violation", 'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", immutable = "yes")\n',
             files={"rcp.toml": 'kube_schemas = ["cm.json"]\n',
                    "cm.json": '{"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", '
                               '"kind": "ConfigMap"}], "properties": {"apiVersion": {"type": "string"}, "kind": '
-                              '{"type": "string"}, "metadata": {"type": "object"}, "data": {"type": "object", '
-                              '"additionalProperties": {"type": "string"}}}}\n'}),
+                              '{"type": "string"}, "metadata": {"type": "object"}, "immutable": {"type": "boolean"}, '
+                              '"data": {"type": "object", "additionalProperties": {"type": "string"}}}}\n'}),
     # lint -----------------------------------------------------------------------------------------
     Example("L0001", "unused constant", 'UNUSED = 1\nvariant("default")\n', argv=("lint",)),
     Example("L0002", "unused param", 'P = param(int, default = 1)\nvariant("default")\n', argv=("lint",)),
@@ -190,11 +214,13 @@ CATALOG = [
             'N = param(int, default = 1)\nrequire(N > 0, "N must be positive")\nvariant("default")\n',
             argv=("lint",)),
     Example("L0005", "variant identical to its against",
-            "P = param(int, default = 1)\nV = P\n" + M +
+            "P = param(int, default = 1)\nV = f\"{P}\"\n" + M +
             'variant("default")\nvariant("same", set = {"P": 1}, against = "default")\n', argv=("lint",)),
     Example("L0006", "mixed bool spellings in one flag set",
             'F = maxtext_flags({"packing": True, "megablox": true})\n' + FLAGS + 'variant("default")\n',
             argv=("lint",), exit=0),
+    Example("E1103", "manifest file that cannot be read as Kubernetes objects", files={"m.yaml": "kind: Pod\nkind: Job\n"},
+            argv=("validate", "m.yaml")),
     Example("E1102", "schema file that cannot be used", 'variant("default")\n' + 'jobset(name = "js", spec = {})\n',
             files={"rcp.toml": 'kube_schemas = ["crd.yaml"]\n', "crd.yaml": "kind: Nothing\n"}),
 ]

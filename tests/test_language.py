@@ -8,7 +8,7 @@ import yaml
 
 from rcpc.values import Bool, Float, Int, Null, Str, text_of, to_python
 
-M = 'manifest(name = "m", apiVersion = "v1", kind = "ConfigMap", data = {"v": V})\n'
+M = 'manifest(name = "m", apiVersion = "example.com/v1", kind = "Settings", data = {"v": V})\n'
 
 
 def data_of(render: str):

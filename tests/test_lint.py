@@ -15,7 +15,7 @@ from rcpc.workspace import Workspace
 REPO = Path(__file__).resolve().parents[1]
 LIB = "recipes/lib/consts.rcp"
 RECIPE = "recipes/r.rcp"
-CM = 'manifest(name = "m", apiVersion = "v1", kind = "ConfigMap", data = {"v": V})\n'
+CM = 'manifest(name = "m", apiVersion = "example.com/v1", kind = "Settings", data = {"v": V})\n'
 
 
 def run(ws, *paths):

@@ -201,11 +201,12 @@ def test_flag_set_is_the_published_flags(port: Port, values):
         assert flag_segment(c["command"][2]) == shell_form(tokens)
 
 
-# Values that are valid but that the published template's string pasting gets wrong: MaxText
-# would read run_name=1e3 as the float 1000.0 and base_output_directory=gs://b/run: as a
-# mapping. The render quotes both tokens; it then differs from envsubst's output on purpose.
+# Values that are valid (a JobSet may be named "true": its child Job and pod names are RFC 1035
+# labels) but that the published template's string pasting gets wrong: MaxText would read
+# run_name=true as the bool True and base_output_directory=gs://b/run: as a mapping. The
+# render quotes both tokens; it then differs from envsubst's output on purpose.
 MANGLED = {
-    "WORKLOAD_NAME": "1e3",
+    "WORKLOAD_NAME": "true",
     "WORKLOAD_IMAGE": "gcr.io/my-project/maxtext-runner:1",
     "BASE_OUTPUT_DIR": "gs://my-bucket/run:",
 }
@@ -231,5 +232,5 @@ def test_maxtext_reads_the_params_back(port: Port, values):
     if values == MANGLED:
         published = containers(yaml.safe_load(envsubst(TEMPLATES / port.template, values)))[0]
         cfg = parsed(published["command"][2])
-        assert cfg["run_name"] == 1000.0
+        assert cfg["run_name"] is True
         assert cfg["base_output_directory"] != values["BASE_OUTPUT_DIR"]

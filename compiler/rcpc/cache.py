@@ -209,7 +209,8 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
     """The build cache of workspace ``ws`` and a request's options (what, besides files,
     changes results)."""
     options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
-               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
+               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}",
+               *(["strict_crd"] if ws.strict_crd else [])]
     return BuildCache(ws.root, ws.config_bytes), options
 
 

@@ -28,7 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--diagnostics", choices=("text", "json"), default="text",
                         help="how errors and warnings are printed (json: one document on stderr)")
     common.add_argument("--kube-schema", action="append", metavar="CRD",
-                        help="CRD or JSON schema to validate manifests against (repeatable; overrides rcp.toml kube_schemas)")
+                        help="CRD or JSON schema (or builtin:jobset) to validate manifests against "
+                             "(repeatable; overrides rcp.toml kube_schemas)")
+    strict = argparse.ArgumentParser(add_help=False)
+    strict.add_argument("--strict-crd", action="store_true",
+                        help="also report what the raw CRD rejects but the API server or the JobSet webhook "
+                             "would fill in or drop (as offline validators such as kubeconform see it)")
 
     b = sub.add_parser("build", parents=[common], help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
     b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
@@ -55,10 +60,22 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--against", metavar="B", help="default: the variant's own 'against', else 'default'")
     d.add_argument("--format", choices=("text", "json"), default="text")
 
-    c = sub.add_parser("check", parents=[common], help="evaluate every recipe and variant, run contracts; write nothing")
+    c = sub.add_parser("check", parents=[common, strict], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
     _jobs_option(c)
+
+    v = sub.add_parser("validate", parents=[common, strict],
+                       help="check plain Kubernetes manifests (multi-document YAML) with rcpc's Kubernetes, "
+                            "JobSet and TPU rules")
+    v.add_argument("files", nargs="+", metavar="FILE.yaml")
+
+    s = sub.add_parser("schema", help="generate the schemas rcpc ships")
+    kinds = s.add_subparsers(dest="schema", required=True, metavar="SCHEMA")
+    sj = kinds.add_parser("jobset", help="the JobSet schema (builtin:jobset) from the JobSet CRD")
+    sj.add_argument("crd", metavar="CRD.yaml", help="jobset.x-k8s.io_jobsets.yaml of a JobSet checkout")
+    sj.add_argument("--commit", default="unknown", help="the JobSet commit the CRD is from (provenance)")
+    sj.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
     f = sub.add_parser("fmt", parents=[common], help="format recipes canonically (in place)")
     f.add_argument("paths", nargs="*", metavar="PATH", help=".rcp files or directories; default: all")
@@ -118,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         _RECORDER.capture()
         code = 1
         try:
-            _REPORT.start(args.diagnostics == "json", color=color)
+            _REPORT.start(getattr(args, "diagnostics", "text") == "json", color=color)
             try:
                 code = _run(args)
             finally:
@@ -141,6 +158,8 @@ def _run(args) -> int:
 
     compiler = None
     try:
+        if args.command == "schema":  # needs no workspace
+            return _schema(args)
         ws = Workspace.find(".")
         if args.maxtext_base:
             import attrs
@@ -149,7 +168,11 @@ def _run(args) -> int:
         if args.kube_schema:
             import attrs
 
-            ws = attrs.evolve(ws, kube_schemas=tuple(ws.real(Path(p)) for p in args.kube_schema))
+            ws = attrs.evolve(ws, kube_schemas=tuple(ws.schema_path(p, Path.cwd()) for p in args.kube_schema))
+        if getattr(args, "strict_crd", False):
+            import attrs
+
+            ws = attrs.evolve(ws, strict_crd=True)
         _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
@@ -476,6 +499,54 @@ def _check(args, ws, compiler) -> int:
     return 1 if errors else 0
 
 
+def _validate(args, ws, compiler) -> int:
+    """``rcpc validate FILE.yaml...``: every document of each file through the checks that
+    recipes' manifests get (:func:`rcpc.kube.check_manifest`), with the configured schemas,
+    else rcpc's built-in JobSet schema."""
+    from rcpc.kube import check_manifest
+    from rcpc.kube_schema import SchemaIndex
+    from rcpc.manifests import load_manifests
+
+    schemas = list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")]
+    index = SchemaIndex(schemas, ws.display)
+    sources = compiler.sources
+    found: list = []
+    documents = 0
+    for name in args.files:
+        real = Path(name).resolve()
+        shown = ws.display(real)
+        try:
+            source, docs = load_manifests(real, shown)
+        except CompileError as exc:
+            found.extend(exc.diagnostics)
+            continue
+        sources[shown] = source
+        documents += len(docs)
+        for doc in docs:
+            found.extend(check_manifest(doc, index, ws.strict_crd))
+    found = unique(found)
+    _REPORT.add(found, sources)
+    errors = sum(1 for d in found if d.severity == "error")
+    _REPORT.status(f"rcpc: validated {documents} document(s) in {len(args.files)} file(s): "
+                   + (f"{errors} error(s)" if errors else "ok"))
+    return 1 if errors else 0
+
+
+def _schema(args) -> int:
+    """``rcpc schema jobset CRD.yaml``: the derived JobSet schema (:mod:`rcpc.crd`)."""
+    from rcpc.crd import derive_schema
+
+    text = derive_schema(Path(args.crd), args.commit)
+    if args.output:
+        from rcpc.usercache import write_atomic
+
+        write_atomic(Path(args.output), text.encode("utf-8"))
+        _REPORT.status(f"rcpc: wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _explain(args, ws, compiler) -> int:
     import json
 
@@ -597,4 +668,4 @@ def _lint(args, ws, compiler) -> int:
     return 1 if problems else 0
 
 
-_COMMANDS = {"fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}
+_COMMANDS = {"validate": _validate, "fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}

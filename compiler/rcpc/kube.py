@@ -1,52 +1,58 @@
-"""Kubernetes rules for manifests (DESIGN.md §3.3), reported at the recipe span that
-produced the offending value, with the manifest path (``spec.replicatedJobs[1].template...``).
+"""Kubernetes rules for manifests (DESIGN.md §3.3), reported at the span that produced the
+offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the manifest path
+(``spec.replicatedJobs[1].template...``). docs/kubernetes.md lists every rule with its source.
 
-Built-in rules (with or without a schema):
+:func:`check_manifest` runs all of them on one manifest value:
 
-* ``E1001`` env var values are strings (``value: "0"``, not ``0``);
-* ``E1002`` names: ``metadata.name`` a DNS-1123 subdomain, a JobSet's a DNS-1123 label (at
-  most 63 characters) whose generated pod names ``<jobset>-<job>-<i>-<j>-xxxxx`` also fit 63
-  characters (JobSet webhook), container and replicated-job names DNS-1123 labels;
-* ``E1003`` label and annotation values are strings; label values are at most 63
-  characters of ``[A-Za-z0-9_.-]`` starting and ending alphanumeric;
-* ``E1004`` container names (containers and initContainers) unique within a pod;
-* ``E1005`` resource quantities well-formed (``4``, ``"500m"``, ``"16Gi"``, ``"1e3"``);
-* ``E1006`` a pod on TPU nodes (accelerator and topology node selector) requests exactly the
-  host's chips (``google.com/tpu`` summed over its containers); ``E1007`` its Job's
-  ``parallelism`` and ``completions`` equal the slice's hosts.
-
-Schema validation (:class:`SchemaIndex`, ``kube_schemas`` in rcp.toml): CRDs (their
-``openAPIV3Schema`` per served version) or plain JSON schemas carrying
-``x-kubernetes-group-version-kind``, checked with jsonschema after modelling what happens
-before validation on a real cluster: the API server's structural defaulting (``default:``)
-and, for JobSets, the JobSet webhook's defaulting (rule names ``failurePolicyRule<i>``,
-``completionMode: Indexed``, pod ``restartPolicy: OnFailure``, network and policies).
-Kubernetes extensions: ``x-kubernetes-int-or-string`` (integer or string),
-``x-kubernetes-preserve-unknown-fields`` (any field), ``nullable``; unknown fields are errors
-(``kubectl apply`` with strict field validation). CEL rules (``x-kubernetes-validations``)
-are not evaluated. ``E1101`` a violation, ``E1102`` an unusable schema file.
+* built-in rules (:func:`check_rules`, with or without a schema): ``E1001`` env values are
+  strings; ``E1002`` ``metadata.name`` and container names; ``E1003`` label and annotation
+  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities;
+  ``E1006``/``E1007``/``E1013`` a TPU pod requests its host's chips and its Job runs one pod a
+  host, the topology read from the node selector or the GKE slice-topology annotation;
+  ``E1008`` strings where Kubernetes wants strings (``command``/``args`` items, ConfigMap and
+  Secret data); ``E1009`` label and annotation keys, annotations' total size; for kinds
+  without a schema, Kubernetes' pod rules on duplicates (``E1010`` volumes, mount paths;
+  ``W1001`` env names, ports, which the API server only warns about);
+* the JobSet webhook (:mod:`rcpc.jobset`);
+* list types (:func:`rcpc.kube_schema.check_lists`): ``E1010`` two entries of one key in a list the schema
+  marks ``x-kubernetes-list-type: map`` (keyed by ``x-kubernetes-list-map-keys``) or
+  ``set``, reported at the second entry; for a JobSet with no configured schema, the markers
+  of rcpc's built-in JobSet schema;
+* schema validation (:mod:`rcpc.kube_schema`, ``kube_schemas`` in rcp.toml): CRDs (their
+  ``openAPIV3Schema`` per served version) or plain JSON schemas carrying
+  ``x-kubernetes-group-version-kind``, checked with jsonschema after what the API server
+  does before validating: it drops nulls the schema does not allow (structural pruning,
+  apiextensions-apiserver ``PruneNonNullableNullsWithoutDefaults``), applies ``default:``
+  values, and for JobSets the webhook's defaults (:func:`rcpc.jobset.default`). Kubernetes
+  extensions: ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``,
+  ``nullable``; unknown fields are errors (``kubectl apply`` with strict field validation).
+  CEL rules (``x-kubernetes-validations``) are not evaluated. ``E1101`` a violation,
+  ``E1102`` an unusable schema file; with ``strict_crd``, ``E1012`` what the raw schema
+  rejects that the API server or the webhook would have filled in or dropped.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import re
-from pathlib import Path
 
-from rcpc.diagnostics import Diagnostic, did_you_mean, error
-from rcpc.files import read_limited
-from rcpc.limits import MAX_SCHEMA_BYTES
+from rcpc import kube_validation as kv
+from rcpc.diagnostics import Diagnostic
 from rcpc.source import Span
-from rcpc.tpu import ACCELERATOR_LABEL, ALIASES, TOPOLOGY_LABEL, tpu_slice
-from rcpc.values import Dict, Float, Int, List, Str, text_of, to_python, type_name
+from rcpc.tpu import ACCELERATOR_LABEL, ALIASES, SLICE_TOPOLOGY_ANNOTATION, TOPOLOGY_LABEL, tpu_slice
+from rcpc.values import Dict, Float, Int, List, Null, Str, text_of, type_name
 
 TPU_RESOURCE = "google.com/tpu"
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+JOBSET_GROUP = "jobset.x-k8s.io"
 # resource.Quantity: a signed decimal number with a binary-SI, decimal-SI or exponent suffix.
 _QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+# metadata.name: a DNS-1123 subdomain, except for the kinds Kubernetes names otherwise
+# (core validation ValidateServiceName, ValidateNamespaceName).
+_NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
+               "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
+# Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
+_STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
 
 def manifest_path(path: tuple) -> str:
@@ -57,18 +63,52 @@ def manifest_path(path: tuple) -> str:
     return out or "(the manifest)"
 
 
-def _diag(code: str, kind: str, path: tuple, message: str, span: Span, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(code, f"{kind} {manifest_path(path)}: {message}", span, hint=hint)
+def _diag(code: str, kind: str, path: tuple, message: str, span: Span, hint: str | None = None,
+          related=(), severity: str = "error") -> Diagnostic:
+    return Diagnostic(code, f"{kind} {manifest_path(path)}: {message}", span, severity, hint, tuple(related))
+
+
+def kind_of(data: Dict) -> str:
+    """The manifest's ``kind`` (``manifest`` when it has none)."""
+    kind = data.items.get("kind")
+    return kind.value if type(kind) is Str else "manifest"
+
+
+def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Diagnostic]:
+    """Every finding on one manifest (errors and warnings; see the module docstring).
+    ``index``: the :class:`~rcpc.kube_schema.SchemaIndex` of the configured schemas, if any."""
+    from rcpc import jobset
+    from rcpc.kube_schema import builtin_jobset_schema, check_lists, check_schema
+
+    kind = kind_of(data)
+    api = data.items.get("apiVersion")
+    api = api.value if type(api) is Str else ""
+    schema = index.schema(api, kind) if index is not None else None
+    if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
+        schema = builtin_jobset_schema()
+    out = check_rules(data, core_lists=schema is None)
+    if kind == "JobSet":
+        named = {d.span for d in out if d.code == "E1002"}
+        out += [d for d in jobset.check(data, manifest_path) if d.code != "E1002" or d.span not in named]
+    if schema is not None:
+        out += check_lists(data, schema, kind)
+    flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
+    return out + [d for d in check_schema(data, index, strict_crd) if d.span not in flagged]
 
 
 # built-in rules ------------------------------------------------------------------------------
-def check_rules(data: Dict) -> list[Diagnostic]:
-    """Every built-in rule violation of one manifest (see the module docstring)."""
-    kind = data.items.get("kind")
-    kind = kind.value if type(kind) is Str else "manifest"
+def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
+    """Every built-in rule violation of one manifest (see the module docstring).
+    ``core_lists``: apply Kubernetes' pod rules on duplicate entries (for kinds whose list
+    types no schema gives)."""
+    kind = kind_of(data)
     out: list[Diagnostic] = []
     _check_name(data, kind, out)
-    _walk(data, (), kind, out)
+    _walk(data, (), kind, out, None, core_lists)
+    for key in _STRING_MAPS.get(kind, ()):
+        if type(data.items.get(key)) is Dict:
+            for k, value in data.items[key].items.items():
+                _want_string(value, (key, k), kind, f"{kind} {key} values", out)
     return out
 
 
@@ -78,32 +118,14 @@ def _check_name(data: Dict, kind: str, out: list) -> None:
         out.append(_diag("E1002", kind, ("metadata",), "metadata.name is missing",
                          md.span if type(md) is Dict else data.span, hint='add "name": "..." to metadata'))
         return
-    if type(md.items.get("name")) is not Str:
+    name = md.items.get("name")
+    if type(name) is not Str:
         return
-    name = md.items["name"]
-    path = ("metadata", "name")
-    if kind == "JobSet":
-        if not _LABEL.match(name.value) or len(name.value) > 63:
-            out.append(_diag("E1002", kind, path, f"{name.value!r} is not a DNS-1123 label of at most 63 "
-                             "characters (lower-case letters, digits, '-')", name.span,
-                             hint="a JobSet name prefixes its job and pod names"))
-            return
-        spec = data.items.get("spec")
-        jobs = spec.items.get("replicatedJobs") if type(spec) is Dict else None
-        for rj in jobs.items if type(jobs) is List else ():
-            if type(rj) is not Dict or type(rj.items.get("name")) is not Str:
-                continue
-            replicas = _int(rj.items.get("replicas"), 1)
-            jspec = _get(rj, "template", "spec")
-            completions = _int(jspec.items.get("completions"), 1) if jspec else 1
-            pod = f"{name.value}-{rj.items['name'].value}-{replicas - 1}-{completions - 1}-abcde"
-            if len(pod) > 63:
-                out.append(_diag("E1002", kind, path, f"pod names such as {pod!r} ({len(pod)} characters) "
-                                 "exceed 63 characters", name.span,
-                                 hint="shorten the JobSet or replicated job name (JobSet webhook rule)"))
-    elif not _SUBDOMAIN.match(name.value) or len(name.value) > 253:
-        out.append(_diag("E1002", kind, path, f"{name.value!r} is not a DNS-1123 subdomain", name.span,
-                         hint="lower-case letters, digits, '-' and '.'"))
+    what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
+    problems = rule(name.value)
+    if problems:
+        out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
+                         name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
 
 
 def _int(v, default: int) -> int:
@@ -118,29 +140,52 @@ def _get(d, *keys):
     return d if type(d) is Dict else None
 
 
-def _walk(v, path: tuple, kind: str, out: list) -> None:
+def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """Visit every dict and list; ``meta`` is the metadata of the object whose ``spec`` ``v``
+    is (for a pod spec: its template's labels and annotations)."""
     if type(v) is List:
         for i, x in enumerate(v.items):
-            _walk(x, path + (i,), kind, out)
+            _walk(x, path + (i,), kind, out, None, core_lists)
         return
     if type(v) is not Dict:
         return
     items = v.items
-    for key in ("labels", "annotations"):
-        if path and path[-1] == "metadata" and type(items.get(key)) is Dict:
-            _check_labels(items[key], path + (key,), kind, key == "labels", out)
+    if path and path[-1] == "metadata":
+        for key in ("labels", "annotations"):
+            if type(items.get(key)) is Dict:
+                _check_labels(items[key], path + (key,), kind, key == "labels", out)
+    for key in ("nodeSelector", "matchLabels"):  # validated as labels (ValidateNodeSelector, ValidateLabelSelector)
+        if type(items.get(key)) is Dict:
+            _check_labels(items[key], path + (key,), kind, True, out)
     if type(items.get("env")) is List:
         _check_env(items["env"], path + ("env",), kind, out)
-    if type(items.get("containers")) is List:
-        _check_pod(v, path, kind, out)
+    if path[-1:] == ("exec",) and type(items.get("command")) is List:  # probes, lifecycle hooks
+        _want_strings(items["command"], path + ("command",), kind, out)
+    if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
+        _check_pod(v, path, kind, out, meta, core_lists)
     if path and path[-1] == "resources":
         for key in ("limits", "requests"):
             if type(items.get(key)) is Dict:
                 _check_quantities(items[key], path + (key,), kind, out)
-    if type(items.get("template")) is Dict and type(items.get("parallelism")) is Int:
+    if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
         _check_job(v, path, kind, out)
     for k, x in items.items():
-        _walk(x, path + (k,), kind, out)
+        _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+
+
+def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
+    for i, x in enumerate(items.items):
+        _want_string(x, path + (i,), kind, f"{path[-1]} items", out)
+
+
+def _want_string(value, path: tuple, kind: str, what: str, out: list) -> None:
+    """``E1008``: ``value`` must be a string (Kubernetes declares the field ``string``); a null
+    is what the API server reads as empty."""
+    if type(value) in (Str, Null):
+        return
+    text = text_of(value)
+    out.append(_diag("E1008", kind, path, f"{what} are strings, got {type_name(value)}", value.span,
+                     hint=f'write "{text}"' if text is not None else None))
 
 
 def _check_env(env: List, path: tuple, kind: str, out: list) -> None:
@@ -148,7 +193,7 @@ def _check_env(env: List, path: tuple, kind: str, out: list) -> None:
         if type(var) is not Dict or "value" not in var.items:
             continue
         value = var.items["value"]
-        if type(value) is not Str:
+        if type(value) not in (Str, Null):
             name = var.items.get("name")
             label = f"env var {name.value}" if type(name) is Str else "env var"
             text = text_of(value)
@@ -159,36 +204,108 @@ def _check_env(env: List, path: tuple, kind: str, out: list) -> None:
 
 
 def _check_labels(d: Dict, path: tuple, kind: str, is_labels: bool, out: list) -> None:
+    """Keys and values of labels (``ValidateLabels``: qualified names, label values) or of
+    annotations (``ValidateAnnotations``: qualified names once lower-cased, any string, at
+    most 256 KiB in total)."""
+    what = "label" if is_labels else "annotation"
     for k, value in d.items.items():
+        problems = kv.qualified_name(k) if is_labels else kv.annotation_key(k)
+        if problems:
+            out.append(_diag("E1009", kind, path + (k,), f"{what} key {k[:100]!r} is not valid: {problems[0]}",
+                             d.key_spans.get(k, d.span),
+                             hint="a key is [prefix/]name: an optional DNS subdomain of at most 253 characters, "
+                                  "one '/', a name of at most 63 characters"))
+        if type(value) is Null:  # the API server reads a null as empty
+            continue
         if type(value) is not Str:
             text = text_of(value)
-            out.append(_diag("E1003", kind, path + (k,), f"{'label' if is_labels else 'annotation'} values "
-                             f"are strings, got {type_name(value)}", value.span,
-                             hint=f'write "{text}"' if text is not None else None))
-        elif is_labels and (len(value.value) > 63 or not _LABEL_VALUE.match(value.value)):
-            out.append(_diag("E1003", kind, path + (k,), f"label value {value.value!r} is not valid "
-                             "(at most 63 characters of letters, digits, '-', '_', '.', alphanumeric at "
-                             "both ends)", value.span))
+            out.append(_diag("E1003", kind, path + (k,), f"{what} values are strings, got {type_name(value)}",
+                             value.span, hint=f'write "{text}"' if text is not None else None))
+        elif is_labels and kv.label_value(value.value):
+            out.append(_diag("E1003", kind, path + (k,), f"label value {value.value[:100]!r} is not valid: "
+                             f"{kv.label_value(value.value)[0]}", value.span))
+    if not is_labels:
+        plain = {k: v.value for k, v in d.items.items() if type(v) is Str}
+        size = kv.annotations_size(plain)
+        if size > kv.ANNOTATIONS_TOTAL_MAX:
+            out.append(_diag("E1009", kind, path, f"annotations hold {size} bytes, over the limit of "
+                             f"{kv.ANNOTATIONS_TOTAL_MAX}", d.span))
 
 
-def _check_pod(pod: Dict, path: tuple, kind: str, out: list) -> None:
+def _named(items, key: str):
+    """(index, item, its ``key`` Str) of each dict item with a string ``key``."""
+    for i, x in enumerate(items):
+        v = x.items.get(key) if type(x) is Dict else None
+        if type(v) is Str:
+            yield i, x, v
+
+
+def _check_pod(pod: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
     seen: dict = {}
-    for key in ("initContainers", "containers"):
+    for key in _CONTAINER_LISTS:
         group = pod.items.get(key)
-        for i, c in enumerate(group.items if type(group) is List else ()):
-            name = c.items.get("name") if type(c) is Dict else None
-            if type(name) is not Str:
-                continue
+        for i, c, name in _named(group.items if type(group) is List else (), "name"):
             where = path + (key, i, "name")
-            if not _LABEL.match(name.value) or len(name.value) > 63:
-                out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not a DNS-1123 label",
-                                 name.span))
+            if kv.dns1123_label(name.value):
+                out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not an RFC 1123 label: "
+                                 f"{kv.dns1123_label(name.value)[0]}", name.span))
             if name.value in seen:
                 out.append(Diagnostic("E1004", f"{kind} {manifest_path(where)}: container name "
                                       f"{name.value!r} is used twice in one pod", name.span,
                                       related=(("first used here", seen[name.value]),)))
             seen.setdefault(name.value, name.span)
-    _check_tpu_request(pod, path, kind, out)
+            for k in ("command", "args"):
+                if type(c.items.get(k)) is List:
+                    _want_strings(c.items[k], path + (key, i, k), kind, out)
+            if core_lists:
+                _core_container_lists(c, path + (key, i), kind, out)
+    if core_lists:
+        volumes = pod.items.get("volumes")
+        _duplicates(volumes.items if type(volumes) is List else (), "name", path + ("volumes",), kind,
+                    "E1010", "volume name", out)
+    _check_tpu_request(pod, path, kind, out, meta)
+
+
+def _core_container_lists(c: Dict, path: tuple, kind: str, out: list) -> None:
+    """Kubernetes' rules on one container's lists (core validation ValidateVolumeMounts: mount
+    paths unique; pkg/api/pod/warnings.go: a repeated env name or port is a warning)."""
+    mounts = c.items.get("volumeMounts")
+    _duplicates(mounts.items if type(mounts) is List else (), "mountPath", path + ("volumeMounts",), kind,
+                "E1010", "mount path", out)
+    env = c.items.get("env")
+    first: dict = {}
+    for i, var, name in _named(env.items if type(env) is List else (), "name"):
+        value = var.items.get("value")
+        ref = f"$({name.value})"
+        # warnings.go: a later definition that extends the earlier one ("$(X)..." ) is fine
+        if name.value in first and ("valueFrom" in var.items or type(value) is not Str or value.value == ref
+                                    or ref not in value.value):
+            out.append(_diag("W1001", kind, path + ("env", i), f"env var {name.value} hides its previous "
+                             "definition (the API server warns, and the container gets the last value)",
+                             var.span, related=(("previous definition", first[name.value]),),
+                             severity="warning", hint="keep one definition of each env var"))
+        first.setdefault(name.value, var.span)
+    ports = c.items.get("ports")
+    seen: dict = {}
+    for i, port in enumerate(ports.items if type(ports) is List else ()):
+        if type(port) is not Dict or type(port.items.get("containerPort")) is not Int:
+            continue
+        proto = port.items.get("protocol")
+        key = (port.items["containerPort"].value, proto.value if type(proto) is Str else "TCP")
+        if key in seen:
+            out.append(_diag("W1001", kind, path + ("ports", i), f"duplicate port definition {key[0]}/{key[1]} "
+                             "(the API server warns)", port.span, related=(("first defined here", seen[key]),),
+                             severity="warning"))
+        seen.setdefault(key, port.span)
+
+
+def _duplicates(items, key: str, path: tuple, kind: str, code: str, what: str, out: list) -> None:
+    seen: dict = {}
+    for i, item, name in _named(items, key):
+        if name.value in seen:
+            out.append(_diag(code, kind, path + (i, key), f"{what} {name.value!r} is used twice", name.span,
+                             related=(("first used here", seen[name.value]),)))
+        seen.setdefault(name.value, name.span)
 
 
 def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
@@ -199,18 +316,33 @@ def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
                              value.span, hint='write a number or a string such as "4", "500m", "16Gi"'))
 
 
-def _pod_slice(pod: Dict):
+def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None):
+    """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
+    its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
+    writes it, its template's ``cloud.google.com/gke-tpu-slice-topology`` annotation. None
+    for a pod that selects no TPU slice. ``E1013`` (into ``out``) when both give a topology
+    and they differ."""
     sel = pod.items.get("nodeSelector")
-    if type(sel) is not Dict:
+    acc = sel.items.get(ACCELERATOR_LABEL) if type(sel) is Dict else None
+    if type(acc) is not Str or acc.value not in ALIASES:
         return None
-    acc, topo = sel.items.get(ACCELERATOR_LABEL), sel.items.get(TOPOLOGY_LABEL)
-    if type(acc) is not Str or type(topo) is not Str or acc.value not in ALIASES:
+    topo = sel.items.get(TOPOLOGY_LABEL)
+    annotations = meta.items.get("annotations") if type(meta) is Dict else None
+    noted = annotations.items.get(SLICE_TOPOLOGY_ANNOTATION) if type(annotations) is Dict else None
+    if type(topo) is Str and type(noted) is Str and topo.value != noted.value and out is not None:
+        out.append(_diag("E1013", kind, path + ("nodeSelector", TOPOLOGY_LABEL), f"the node selector asks for "
+                         f"topology {topo.value} but the pod's {SLICE_TOPOLOGY_ANNOTATION} annotation "
+                         f"asks for {noted.value}", topo.span, related=(("annotation", noted.span),),
+                         hint="give the slice's topology once"))
+    if type(topo) is not Str:
+        topo = noted
+    if type(topo) is not Str:
         return None
     return tpu_slice(f"{acc.value}:{topo.value}", topo.span)
 
 
-def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list) -> None:
-    slice_ = _pod_slice(pod)
+def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> None:
+    slice_ = _pod_slice(pod, meta, path, kind, out)
     if slice_ is None:
         return
     total = 0
@@ -246,187 +378,26 @@ def _quantity_int(v) -> int | None:
 
 
 def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
-    pod = _get(job, "template", "spec")
-    slice_ = _pod_slice(pod) if pod else None
-    if slice_ is None or slice_.hosts == 1 and job.items["parallelism"].value == 1:
+    """``E1007`` on a Job spec whose pods run on a TPU slice: one pod a host. A
+    ``parallelism`` left out (or null) is Kubernetes' default, 1."""
+    template = _get(job, "template")
+    pod = _get(template, "spec")
+    slice_ = _pod_slice(pod, template.items.get("metadata"), (), kind) if pod else None
+    if slice_ is None:
         return
+    parallelism = job.items.get("parallelism")
+    if type(parallelism) not in (Int, Null) and "parallelism" in job.items:
+        return  # the wrong type is the schema's to report
+    if slice_.hosts == 1 and (type(parallelism) is not Int or parallelism.value == 1):
+        return
+    if type(parallelism) is not Int:
+        out.append(_diag("E1007", kind, path + ("parallelism",), f"parallelism is not set (Kubernetes runs 1 pod) "
+                         f"but the {slice_.accelerator}:{slice_.topology} slice has {slice_.hosts} hosts",
+                         parallelism.span if parallelism is not None else job.span,
+                         hint="one pod a host: parallelism = completions = hosts"))
     for key in ("parallelism", "completions"):
         v = job.items.get(key)
         if type(v) is Int and v.value != slice_.hosts:
             out.append(_diag("E1007", kind, path + (key,), f"{key} is {v.value} but the "
                              f"{slice_.accelerator}:{slice_.topology} slice has {slice_.hosts} hosts",
                              v.span, hint="one pod a host: parallelism = completions = hosts"))
-
-
-# schema validation -------------------------------------------------------------------------------
-class SchemaIndex:
-    """Validators by (apiVersion, kind), loaded from CRD or JSON-schema files."""
-
-    def __init__(self, paths: list[Path], display=str, read=None):
-        self.paths = paths
-        self.display = display  # how to show a schema file's path
-        self.read = read or read_limited  # read(path, limit) -> bytes
-        self._schemas: dict = {}
-        self._validators: dict = {}
-        for p in paths:
-            self._load(p)
-
-    def _load(self, path: Path) -> None:
-        import yaml
-
-        shown = self.display(path)
-        span = Span(shown, 1, 1, 1, 1)
-        try:
-            text = self.read(path, MAX_SCHEMA_BYTES).decode("utf-8")
-            docs = [json.loads(text)] if path.suffix == ".json" else list(
-                yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise error("E1102", f"cannot read the Kubernetes schema {shown}: {getattr(exc, 'strerror', None) or exc}",
-                        None) from None
-        found = 0
-        for doc in docs:
-            if not isinstance(doc, dict):
-                continue
-            if doc.get("kind") == "CustomResourceDefinition":
-                spec = doc.get("spec", {})
-                group, kind = spec.get("group"), spec.get("names", {}).get("kind")
-                for version in spec.get("versions", []):
-                    schema = (version.get("schema") or {}).get("openAPIV3Schema")
-                    if schema and group and kind:
-                        self._schemas[(f"{group}/{version['name']}", kind)] = schema
-                        found += 1
-            for gvk in doc.get("x-kubernetes-group-version-kind", []):
-                api = f"{gvk['group']}/{gvk['version']}" if gvk.get("group") else gvk["version"]
-                self._schemas[(api, gvk["kind"])] = doc
-                found += 1
-        if not found:
-            raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
-
-    def validator(self, api_version: str, kind: str):
-        key = (api_version, kind)
-        if key not in self._schemas:
-            return None
-        if key not in self._validators:
-            try:
-                import jsonschema
-            except ImportError:  # pragma: no cover - rcpc[test] and rcpc[kube] install it
-                raise error("E1102", "kube_schemas needs the jsonschema package: pip install 'rcpc[kube]'",
-                            None) from None
-            self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
-                                     self._schemas[key])
-        return self._validators[key]
-
-
-def _structural(s):
-    """An openAPIV3Schema as a JSON schema: Kubernetes extensions made explicit."""
-    if isinstance(s, list):
-        return [_structural(x) for x in s]
-    if not isinstance(s, dict):
-        return s
-    out = {k: _structural(v) for k, v in s.items() if k not in ("x-kubernetes-validations", "default")}
-    if s.get("x-kubernetes-int-or-string"):
-        out.pop("type", None)
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if s.get("nullable") and "type" in out:
-        out["type"] = [out["type"], "null"]
-    if s.get("x-kubernetes-preserve-unknown-fields"):
-        out.pop("additionalProperties", None)
-    elif "properties" in s and "additionalProperties" not in s:
-        out["additionalProperties"] = False
-    return out
-
-
-def apply_defaults(data, schema) -> None:
-    """The API server's structural defaulting: fill missing properties that have a
-    ``default``, recursively (in place, on plain data)."""
-    if not isinstance(schema, dict):
-        return
-    if isinstance(data, dict):
-        for k, sub in (schema.get("properties") or {}).items():
-            if k not in data and isinstance(sub, dict) and "default" in sub:
-                data[k] = copy.deepcopy(sub["default"])
-            if k in data:
-                apply_defaults(data[k], sub)
-    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
-        for x in data:
-            apply_defaults(x, schema["items"])
-
-
-def jobset_webhook_defaults(data: dict) -> None:
-    """What the JobSet mutating webhook sets before validation (jobset
-    ``pkg/webhooks/jobset_webhook.go`` ``Default``)."""
-    spec = data.get("spec")
-    if not isinstance(spec, dict):
-        return
-    spec.setdefault("successPolicy", {"operator": "All"})
-    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
-    for rj in spec.get("replicatedJobs") or []:
-        jspec = (rj.get("template") or {}).get("spec") if isinstance(rj, dict) else None
-        if isinstance(jspec, dict):
-            jspec.setdefault("completionMode", "Indexed")
-            pod = (jspec.get("template") or {}).get("spec")
-            if isinstance(pod, dict):
-                pod.setdefault("restartPolicy", "OnFailure")
-    network = spec.setdefault("network", {})
-    if isinstance(network, dict):
-        network.setdefault("enableDNSHostnames", True)
-        network.setdefault("publishNotReadyAddresses", True)
-    rules = (spec.get("failurePolicy") or {}).get("rules") if isinstance(spec.get("failurePolicy"), dict) else None
-    for i, rule in enumerate(rules or []):
-        if isinstance(rule, dict) and not rule.get("name"):
-            rule["name"] = f"failurePolicyRule{i}"
-
-
-def check_schema(data: Dict, index: SchemaIndex | None) -> list[Diagnostic]:
-    """Schema violations of one manifest (none without a schema for its apiVersion/kind)."""
-    if index is None:
-        return []
-    api, kind = data.items.get("apiVersion"), data.items.get("kind")
-    if type(api) is not Str or type(kind) is not Str:
-        return []
-    found = index.validator(api.value, kind.value)
-    if found is None:
-        return []
-    validator, schema = found
-    plain = to_python(data)
-    apply_defaults(plain, schema)
-    if kind.value == "JobSet":
-        jobset_webhook_defaults(plain)
-    out = []
-    for err in sorted(validator.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path))):
-        for d in _schema_diags(err, data, kind.value):
-            out.append(d)
-    return out
-
-
-def _schema_diags(err, data: Dict, kind: str):
-    path = tuple(err.absolute_path)
-    node, span = _locate(data, path)
-    if err.validator == "additionalProperties" and type(node) is Dict:
-        allowed = list((err.schema.get("properties") or {}))
-        for k in node.items:
-            if k not in allowed:
-                yield _diag("E1101", kind, path + (k,), f"unknown field '{k}'", node.key_spans.get(k, span),
-                            hint=did_you_mean(k, allowed))
-        return
-    message = err.message
-    if err.validator == "required":
-        message = f"missing required field {message.split(' is a required property')[0]}"
-    elif err.validator in ("type", "anyOf") and len(message) > 200:
-        message = message[:200] + "..."
-    yield _diag("E1101", kind, path, message, span)
-
-
-def _locate(data: Dict, path: tuple):
-    """The deepest value along ``path`` and its span (the recipe span that produced it)."""
-    node = data
-    span = data.span
-    for p in path:
-        if type(node) is Dict and isinstance(p, str) and p in node.items:
-            node = node.items[p]
-        elif type(node) is List and isinstance(p, int) and p < len(node.items):
-            node = node.items[p]
-        else:
-            break
-        span = node.span
-    return node, span

@@ -54,6 +54,7 @@ class VariantBuild:
     variant: str
     params: dict
     renders: tuple
+    problems: tuple = ()  # the manifests' errors: (Diagnostic, render span, render file name)
 
 
 @attrs.frozen
@@ -77,6 +78,7 @@ class Compiler:
         self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
         self._schemas: dict[Path, object] = {}
         self._kube = None
+        self._clean: set[str] = set()               # renders of manifests found clean
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
         self.schema_files: set[Path] = set()        # schema files read in this run
@@ -124,9 +126,24 @@ class Compiler:
         mod = self._modules.get(real)
         if mod is None:
             mod = parse(self.source(real))
-            resolve(mod, B.NAMES)
+            resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
             self._modules[real] = mod
         return mod
+
+    def _exported_by(self, real: Path, mod: ast.Module, name: str):
+        """The ``load()`` of ``mod`` (file ``real``) whose file exports ``name``, or None. A
+        loaded file that cannot be read or evaluated counts as exporting nothing here (its
+        own errors are reported when it is loaded)."""
+        for stmt in mod.stmts:
+            if type(stmt) is not ast.Load or name.startswith("_"):
+                continue
+            try:
+                dep = self.workspace.resolve_load(stmt.path, real, stmt.path_span)
+                if dep != real and name in self.library(dep, ((real, stmt.path_span),)):
+                    return stmt
+            except CompileError:
+                continue
+        return None
 
     def _loader(self, real: Path, chain: tuple):
         def load(target: str, span: Span) -> dict:
@@ -201,15 +218,23 @@ class Compiler:
                                                        self.workspace.display(path), self.read)
         return schema
 
-    def _check_manifest(self, manifest: Manifest) -> None:
-        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.kube`)."""
+    def _check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
+        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.kube`):
+        the errors found (warnings go with the run's other warnings). ``text`` is the
+        manifest's render: the render determines the data (it reads back to it), so a render
+        found clean once in this run is clean again (variants and lint share renders)."""
+        if text in self._clean:
+            return []
         from rcpc import kube
+        from rcpc.kube_schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
-        diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
-        if diags:
-            raise CompileError(diags)
+            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
+        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd)
+        if not diags:
+            self._clean.add(text)
+        self.context.diagnostics.extend(d for d in diags if d.severity != "error")
+        return [d for d in diags if d.severity == "error"]
 
     def dependencies(self, real: Path) -> set[Path]:
         """Every file the recipe's renders depend on: the recipe, the files it loads
@@ -270,6 +295,11 @@ class Compiler:
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
+        recipe, build = self._recipe(real)
+        self._raise_problems(recipe, [build])
+        return recipe, build
+
+    def _recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         self._rendered = 0
         result = self.evaluate(real, {})
         params = {p.name: p for p in result.params}
@@ -292,8 +322,10 @@ class Compiler:
                                 hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
             recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
                             _check_variants(result.variants, params))
-            return recipe, [self._variant_build("custom", result)]
-        recipe, default = self.recipe(real)
+            builds = [self._variant_build("custom", result)]
+            self._raise_problems(recipe, builds)
+            return recipe, builds
+        recipe, default = self._recipe(real)
         chosen = recipe.variants
         if variant is not None:
             chosen = [v for v in recipe.variants if v.name == variant]
@@ -302,7 +334,31 @@ class Compiler:
                 raise error("E0607", f"recipe {recipe.name} has no variant '{variant}'", None,
                             hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
         builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
+        self._raise_problems(recipe, builds)
         return recipe, builds
+
+    def _raise_problems(self, recipe: Recipe, builds: list) -> None:
+        """Raise the manifest errors of ``builds`` (variants of ``recipe``), each once: an
+        error on a value made in a loaded file is reported at the render's declaration in
+        the recipe, with the loaded file's line as ``value made here``; the recipe, variants
+        and renders it occurs in are named in a note (also for any error when the recipe
+        has several variants)."""
+        shown = self.workspace.display(recipe.path)
+        merged: dict = {}
+        for b in builds:
+            for d, span, fname in b.problems:
+                if d.span is not None and d.span.path != shown and span.path == shown:
+                    d = attrs.evolve(d, span=span, related=(("value made here", d.span),) + d.related)
+                entry = merged.setdefault((d.code, d.message, d.span, d.related), (d, {}))
+                entry[1].setdefault(b.variant, []).append(fname)
+        out = []
+        for d, where in merged.values():
+            if len(recipe.variants) > 1 or d.related[:1] and d.related[0][0] == "value made here":
+                d = attrs.evolve(d, notes=d.notes + tuple(
+                    f"in recipe {recipe.name}, variant {v}: {', '.join(dict.fromkeys(f))}" for v, f in where.items()))
+            out.append(d)
+        if out:
+            raise CompileError(out)
 
     def check_contracts(self, recipe: Recipe, builds: list) -> list[Diagnostic]:
         """Contract diagnostics of every built variant that declares one; the variant it is
@@ -321,6 +377,7 @@ class Compiler:
                 w = variants[v.against]
                 other = by_name[v.against] = self.evaluate_with(
                     recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
+                self._raise_problems(recipe, [other])
             diags.extend(check_contract(v, other, b))
         return diags
 
@@ -332,6 +389,7 @@ class Compiler:
 
     def _variant_build(self, name: str, result) -> VariantBuild:
         renders = []
+        problems = []
         seen: dict[str, tuple[str, Span]] = {}   # folded file name → (file name, declared at)
         for value in result.renders:
             fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
@@ -356,9 +414,9 @@ class Compiler:
             except RecursionError:
                 raise error("E0801", "value nested too deeply to write", value.span) from None
             if type(value) is Manifest:
-                self._check_manifest(value)
+                problems.extend((d, value.span, fname) for d in self._check_manifest(value, text))
             renders.append(Render(fname, text, value))
-        return VariantBuild(name, dict(result.param_values), tuple(renders))
+        return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
 
 
 def _emit(value) -> str:

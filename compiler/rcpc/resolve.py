@@ -4,7 +4,8 @@
   ``load()``; built-in names cannot be rebound (``E0104``).
 * Every name used is bound earlier in the file, bound by an enclosing comprehension, or
   built in: an unknown name is ``E0101`` with a did-you-mean; a name bound only later in the
-  file is ``E0103``.
+  file is ``E0103``. An unknown name that a file this one loads exports is reported once, at
+  that ``load()`` (where the fix goes), with its uses as secondary spans.
 * An expression nested deeper than Python's stack allows to walk is ``E0801``.
 
 All errors of a file are collected and raised together, up to :data:`~rcpc.limits.MAX_ERRORS`
@@ -19,9 +20,12 @@ from rcpc.limits import MAX_ERRORS
 from rcpc.syntax import ast
 
 
-def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
-    """Check ``module``'s names. Raises :class:`CompileError` with every problem found."""
+def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> None:
+    """Check ``module``'s names. Raises :class:`CompileError` with every problem found.
+    ``loaded_by(name)``, when given, is the :class:`~rcpc.syntax.ast.Load` statement of
+    this module whose file exports ``name`` (or None); it is asked only about unknown names."""
     diags: list[Diagnostic] = []
+    unloaded: dict[str, tuple] = {}  # name → (its Load, spans of its uses)
     later: dict[str, object] = {}
     for stmt in module.stmts:
         for name, span in _binds(stmt):
@@ -52,6 +56,10 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
                               related=(("assigned here", later[n]),),
                               hint="move the assignment above its first use"))
             return
+        load = unloaded[n][0] if n in unloaded else loaded_by(n) if loaded_by else None
+        if load is not None:
+            unloaded.setdefault(n, (load, []))[1].append(node.span)
+            return
         if len(diags) >= MAX_ERRORS:  # before looking for a suggestion among every name
             raise _TooMany(node.span)
         report(Diagnostic("E0101", f"unknown name '{n}'", node.span,
@@ -74,6 +82,11 @@ def resolve(module: ast.Module, predeclared: frozenset[str]) -> None:
             diags.append(Diagnostic("E0808", f"more than {MAX_ERRORS} errors in this file; the rest are not "
                                     "reported", stop.span, hint="fix the errors above first"))
             break
+    for n, (load, uses) in unloaded.items():
+        diags.append(Diagnostic("E0101", f"'{n}' is used but not loaded: {load.path} exports it, and this "
+                                "load() does not name it", load.span,
+                                related=tuple(("used here", s) for s in uses),
+                                hint=f'add "{n}" to the names of this load()'))
     if diags:
         raise CompileError(diags)
 

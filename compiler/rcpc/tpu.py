@@ -16,7 +16,8 @@ system-architecture pages):
   256 devices = 32 hosts).
 
 The node selector of a slice is ``cloud.google.com/gke-tpu-accelerator`` and
-``cloud.google.com/gke-tpu-topology``.
+``cloud.google.com/gke-tpu-topology``; under GKE dynamic slicing (as XPK writes it) the pod
+template gives the topology in its ``cloud.google.com/gke-tpu-slice-topology`` annotation.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from rcpc.values import TpuSlice
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+# A pod template's annotation naming its slice's topology under GKE dynamic slicing (the
+# XPK-generated manifests select only the accelerator and give the topology here).
+SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 
 
 @attrs.frozen

@@ -9,7 +9,8 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     output_dir = "rcpc-out"            # default for `rcpc build -o`
     golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
     maxtext_base = "path/to/base.yml"  # MaxText schema for flag sets (none by default)
-    kube_schemas = ["path/to/crd.yaml"]  # CRDs / JSON schemas manifests are validated against
+    kube_schemas = ["builtin:jobset", "path/to/crd.yaml"]  # schemas manifests are validated
+                                       # against: rcpc's own (builtin:NAME) or CRD / JSON files
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ from rcpc.source import Span, file_span
 
 CONFIG_NAME = "rcp.toml"
 RECIPE_SUFFIX = ".rcp"
+BUILTIN = "builtin:"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+
+def builtin_schema(name: str) -> Path | None:
+    """The schema file rcpc ships as ``builtin:NAME`` (``schemas/NAME.json``), or None."""
+    path = SCHEMA_DIR / f"{name}.json"
+    return path if name.isidentifier() and path.is_file() else None
 
 
 @attrs.frozen
@@ -45,6 +54,7 @@ class Workspace:
     maxtext_base: Path | None = None
     kube_schemas: tuple = ()
     config: Path | None = None
+    strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
     links: dict = attrs.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = attrs.field(default=b"", eq=False, repr=False)
 
@@ -54,6 +64,19 @@ class Workspace:
         real path}): the build cache and replay check that it still holds, as retargeting a
         link changes what is read without changing any file that was read."""
         return _real(raw, self.links)
+
+    def schema_path(self, text: str, base: Path | None = None) -> Path:
+        """A ``kube_schemas`` entry: ``builtin:NAME`` (a schema rcpc ships), else a path
+        relative to ``base`` (default: the workspace root). ``E1102`` for an unknown
+        built-in name."""
+        if text.startswith(BUILTIN):
+            path = builtin_schema(text[len(BUILTIN):])
+            if path is None:
+                known = sorted(p.stem for p in SCHEMA_DIR.glob("*.json"))
+                raise error("E1102", f"no built-in schema {text!r}", Span(CONFIG_NAME, 1, 1, 1, 1),
+                            hint=f"built-in schemas: {', '.join(BUILTIN + k for k in known)}")
+            return path
+        return self.real((base or self.root) / text)
 
     @classmethod
     def find(cls, start: str | os.PathLike = ".") -> "Workspace":
@@ -82,24 +105,30 @@ class Workspace:
         except OSError as exc:
             raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
 
+        def strings(key, default):
+            value = data.get(key, default)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
+            return value
+
         def path(key, value):
             if "\0" in value:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' contains a NUL character, which no path can hold",
                             _key_span(text, key))
             return root / value
 
-        def dirs(key, default, inside=True):
-            value = data.get(key, default)
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
+        def resolved(key, value):
+            try:
+                return _real(path(key, value), links)
+            except (OSError, RuntimeError):  # a symlink loop
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {value!r} cannot be resolved (a symlink "
+                            f"loop)", _key_span(text, key)) from None
+
+        def dirs(key, default):
             out = []
-            for v in value:
-                try:
-                    real = _real(path(key, v), links)
-                except (OSError, RuntimeError):  # a symlink loop
-                    raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {v!r} cannot be resolved (a symlink "
-                                f"loop)", _key_span(text, key)) from None
-                if inside and real != root and root not in real.parents:
+            for v in strings(key, default):
+                real = resolved(key, v)
+                if real != root and root not in real.parents:
                     raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {v!r} leaves the workspace",
                                 _key_span(text, key), hint="recipes are read from inside the workspace only")
                 out.append(real)
@@ -117,9 +146,12 @@ class Workspace:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
                         hint=did_you_mean(unknown[0], known))
         base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
-        return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
-                   dirs("kube_schemas", [], inside=False), cfg, links, raw)
+        ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
+                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base, (), cfg, links,
+                 config_bytes=raw)
+        schemas = tuple(ws.schema_path(v) if v.startswith(BUILTIN) else resolved("kube_schemas", v)
+                        for v in strings("kube_schemas", []))
+        return attrs.evolve(ws, kube_schemas=schemas)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

@@ -1,0 +1,121 @@
+"""Kubernetes' own string validations, as the API server applies them (Kubernetes
+``k8s.io/apimachinery/pkg/util/validation``: ``validation.go``; and
+``k8s.io/apimachinery/pkg/api/validation/objectmeta.go`` for annotations).
+
+Each function takes the string as Kubernetes sees it and returns the list of problems found,
+empty when the value is valid, as the Go functions do. Lengths are in bytes of UTF-8 (Go's
+``len``); a non-ASCII character fails every pattern here anyway.
+"""
+
+from __future__ import annotations
+
+import re
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+DNS1035_LABEL_MAX = 63
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+# objectmeta.go TotalAnnotationSizeLimitB: keys and values of one object's annotations.
+ANNOTATIONS_TOTAL_MAX = 256 * 1024
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z")
+
+
+def _size(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def too_long(value: str, limit: int) -> list[str]:
+    """``[message]`` when ``value`` is over ``limit`` bytes, else ``[]``."""
+    return [f"must be no more than {limit} characters"] if _size(value) > limit else []
+
+
+def _matches(value: str, limit: int, pattern, message: str) -> list[str]:
+    out = too_long(value, limit)
+    if not pattern.match(value):
+        out.append(message)
+    return out
+
+
+def dns1123_label(value: str) -> list[str]:
+    """``IsDNS1123Label``: at most 63 characters of ``[a-z0-9-]``, alphanumeric at both ends
+    (container names, Service names, pod hostnames)."""
+    return _matches(value, DNS1123_LABEL_MAX, _DNS1123_LABEL, "must consist of lower-case letters, digits and "
+                    "'-', and start and end with a letter or digit (RFC 1123 label)")
+
+
+def dns1123_subdomain(value: str) -> list[str]:
+    """``IsDNS1123Subdomain``: at most 253 characters, dot-separated RFC 1123 labels
+    (``metadata.name`` of most kinds)."""
+    return _matches(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, "must consist of lower-case letters, "
+                    "digits, '-' and '.', and start and end with a letter or digit (RFC 1123 subdomain)")
+
+
+def dns1035_label(value: str) -> list[str]:
+    """``IsDNS1035Label``: at most 63 characters of ``[a-z0-9-]``, starting with a letter and
+    ending alphanumeric (the JobSet webhook's rule for child Job and pod names)."""
+    return _matches(value, DNS1035_LABEL_MAX, _DNS1035_LABEL, "must consist of lower-case letters, digits and "
+                    "'-', start with a letter and end with a letter or digit (RFC 1035 label)")
+
+
+def qualified_name(value: str) -> list[str]:
+    """``IsQualifiedName``: ``[prefix/]name``, the form of label and annotation keys: an
+    optional DNS-1123 subdomain prefix, one ``/``, a name of at most 63 characters of
+    ``[A-Za-z0-9_.-]`` that starts and ends alphanumeric."""
+    parts = value.split("/")
+    out: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            out.append("prefix part must be non-empty")
+        else:
+            out.extend("prefix part " + m for m in dns1123_subdomain(prefix))
+    else:
+        return ["must be a name with an optional DNS subdomain prefix and one '/' (e.g. "
+                "'example.com/my-name')"]
+    if not name:
+        out.append("name part must be non-empty")
+    elif _size(name) > QUALIFIED_NAME_MAX:
+        out.append(f"name part must be no more than {QUALIFIED_NAME_MAX} characters")
+    if name and not _QUALIFIED_NAME.match(name):
+        out.append("name part must consist of letters, digits, '-', '_' or '.', and start and end "
+                   "with a letter or digit")
+    return out
+
+
+def label_value(value: str) -> list[str]:
+    """``IsValidLabelValue``: empty, or at most 63 characters of ``[A-Za-z0-9_.-]`` starting
+    and ending alphanumeric."""
+    return _matches(value, LABEL_VALUE_MAX, _LABEL_VALUE, "must be empty or consist of letters, digits, '-', "
+                    "'_' or '.', and start and end with a letter or digit")
+
+
+def annotation_key(key: str) -> list[str]:
+    """``ValidateAnnotations``: a key is a qualified name once lower-cased."""
+    return qualified_name(key.lower())
+
+
+def annotations_size(annotations: dict[str, str]) -> int:
+    """The size ``ValidateAnnotationsSize`` limits to :data:`ANNOTATIONS_TOTAL_MAX` bytes:
+    every key's and value's length, summed."""
+    return sum(_size(k) + _size(v) for k, v in annotations.items())
+
+
+def domain_prefixed_path(value: str) -> list[str]:
+    """``IsDomainPrefixedPath``: ``host/path``, a DNS-1123 subdomain and a non-empty HTTP path
+    (the JobSet webhook's rule for ``spec.managedBy``)."""
+    host, sep, path = value.partition("/")
+    if not sep or not host or not path:
+        return ["must be a domain-prefixed path (such as 'acme.io/foo')"]
+    out = dns1123_subdomain(host)
+    if not _HTTP_PATH.match(path):
+        out.append("the path after the domain may hold letters, digits and /-._~%!$&'()*+,;=: only")
+    return out
