@@ -124,7 +124,7 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
     except OSError:
         config = b""
     options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
-               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
+               f"maxtext_schema={ws.maxtext_schema}", f"kube_schemas={list(map(str, ws.kube_schemas))}"]
     return BuildCache(ws.root, config), options
 
 

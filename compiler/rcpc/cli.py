@@ -23,8 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--maxtext-schema", metavar="SCHEMA",
+                        help="MaxText schema to check flag sets against: builtin:maxtext, a .json written by "
+                        "`rcpc schema maxtext`, or a base.yml (overrides rcp.toml maxtext_schema)")
     common.add_argument("--maxtext-base", metavar="BASE_YML",
-                        help="MaxText base.yml to check flag sets against (overrides rcp.toml maxtext_base)")
+                        help="the older spelling of --maxtext-schema BASE_YML")
     common.add_argument("--diagnostics", choices=("text", "json"), default="text",
                         help="how errors and warnings are printed (json: one document on stderr)")
     common.add_argument("--kube-schema", action="append", metavar="CRD",
@@ -77,6 +80,14 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--variant", metavar="V")
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
     e.add_argument("--format", choices=("text", "json"), default="text")
+
+    s = sub.add_parser("schema", help="derive a schema from its source (see docs/maxtext.md)")
+    kinds = s.add_subparsers(dest="kind", required=True, metavar="KIND")
+    m = kinds.add_parser("maxtext", help="the MaxText schema of a MaxText checkout (types.py, base.yml, models/)")
+    m.add_argument("path", metavar="PATH", help="a MaxText checkout, or a directory with base.yml, types.py, models/")
+    m.add_argument("-o", "--output", metavar="FILE", help="write the schema here (default: stdout)")
+    m.add_argument("--commit", help="the MaxText commit to record (default: the checkout's git HEAD)")
+    m.add_argument("--diagnostics", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
     return p
 
 
@@ -129,11 +140,13 @@ def _run(args) -> int:
 
     compiler = None
     try:
+        if args.command == "schema":
+            return _schema(args)
         ws = Workspace.find(".")
-        if args.maxtext_base:
+        if args.maxtext_schema or args.maxtext_base:
             import attrs
 
-            ws = attrs.evolve(ws, maxtext_base=ws.real(Path(args.maxtext_base)))
+            ws = attrs.evolve(ws, maxtext_schema=ws.schema_path(args.maxtext_schema or args.maxtext_base))
         if args.kube_schema:
             import attrs
 
@@ -461,6 +474,24 @@ def _explain(args, ws, compiler) -> int:
     if report.get("schema") is not None:
         default = report["schema_default"]
         print(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")
+    return 0
+
+
+def _schema(args) -> int:
+    from rcpc.schemagen import derive, dumps
+
+    text = dumps(derive(Path(args.path), commit=args.commit))
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise CompileError(Diagnostic("E0950", f"cannot write {out}: {exc.strerror or exc}", None)) from None
+    _REPORT.status(f"rcpc: wrote the MaxText schema of {args.path} to {out}")
     return 0
 
 

@@ -24,6 +24,7 @@ from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
 from rcpc.maxtext import argv
 from rcpc.resolve import resolve
+from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
@@ -150,20 +151,21 @@ class Compiler:
 
     def _schema(self, target: str | None, span: Span):
         """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
-        load path) or the workspace's ``maxtext_base``; None when neither is given."""
+        load path; ``builtin:maxtext`` for the shipped one) or the workspace's
+        ``maxtext_schema``; None when neither is given."""
         if target is None:
-            path = self.workspace.maxtext_base
+            path = self.workspace.maxtext_schema
             if path is None:
                 return None
+        elif target == BUILTIN:
+            path = BUILTIN_PATH
         else:
             path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
-        self.schema_files.add(path)
+        self.schema_files.update(schema_sources(path))
         schema = self._schemas.get(path)
         if schema is None:
-            from rcpc.schema import load_schema
-
-            schema = self._schemas[path] = load_schema(path, span if target is not None else None,
-                                                       self.workspace.display(path))
+            shown = BUILTIN if path == BUILTIN_PATH else self.workspace.display(path)
+            schema = self._schemas[path] = load_schema(path, span if target is not None else None, shown)
         return schema
 
     def _check_manifest(self, manifest: Manifest) -> None:

@@ -8,7 +8,9 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     library_dirs = ["recipes/lib"]     # *.rcp here are loaded by recipes, never built
     output_dir = "rcpc-out"            # default for `rcpc build -o`
     golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
-    maxtext_base = "path/to/base.yml"  # MaxText schema for flag sets (none by default)
+    maxtext_schema = "builtin:maxtext" # MaxText schema for flag sets (none by default): the shipped
+                                       # one, a .json from `rcpc schema maxtext`, or a base.yml
+    maxtext_base = "path/to/base.yml"  # the older spelling of maxtext_schema = "path/to/base.yml"
     kube_schemas = ["path/to/crd.yaml"]  # CRDs / JSON schemas manifests are validated against
 """
 
@@ -37,7 +39,7 @@ class Workspace:
     library_dirs: tuple
     output_dir: Path
     golden_dir: Path
-    maxtext_base: Path | None = None
+    maxtext_schema: Path | None = None
     kube_schemas: tuple = ()
     config: Path | None = None
     links: dict = attrs.field(factory=dict, eq=False, repr=False)
@@ -86,15 +88,28 @@ class Workspace:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
             return root / value
 
-        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base", "kube_schemas"]
+        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
+                 "kube_schemas"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
                         hint=did_you_mean(unknown[0], known))
-        base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
+        if "maxtext_schema" in data and "maxtext_base" in data:
+            raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
+                        "its older spelling)", span)
+        schema = None
+        for key in ("maxtext_schema", "maxtext_base"):
+            if key in data:
+                one_dir(key, "")  # E0901 unless a string
+                schema = _schema_path(root, data[key], links)
         return cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base,
+                   one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), schema,
                    dirs("kube_schemas", []), cfg, links)
+
+    def schema_path(self, spec: str) -> Path:
+        """The file a MaxText schema spec names: ``builtin:maxtext`` (the shipped schema) or a
+        path (relative to the current directory, as on the command line)."""
+        return _schema_path(Path.cwd(), spec, self.links)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
@@ -192,6 +207,12 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}")
         return real
+
+
+def _schema_path(base: Path, spec: str, links: dict) -> Path:
+    from rcpc.schema import BUILTIN, BUILTIN_PATH
+
+    return BUILTIN_PATH if spec == BUILTIN else _real(base / spec, links)
 
 
 def _real(raw: Path, links: dict) -> Path:
