@@ -303,11 +303,8 @@ class SchemaIndex:
         if key not in self._schemas:
             return None
         if key not in self._validators:
-            try:
-                import jsonschema
-            except ImportError:  # pragma: no cover - rcpc[test] and rcpc[kube] install it
-                raise error("E1102", "kube_schemas needs the jsonschema package: pip install 'rcpc[kube]'",
-                            None) from None
+            import jsonschema  # a runtime dependency of rcpc
+
             self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
                                      self._schemas[key])
         return self._validators[key]
