@@ -18,7 +18,7 @@ import attrs
 
 from rcpc import builtins as B
 from rcpc.limits import MAX_FILE_BYTES, MAX_RENDERS
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
+from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
@@ -28,7 +28,7 @@ from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
-from rcpc.values import Dict, FlagFile, Manifest, Variant
+from rcpc.values import Dict, FlagFile, FlagSet, Manifest, Variant
 from rcpc.workspace import Workspace
 
 DEFAULT_VARIANT = "default"
@@ -136,6 +136,10 @@ class Compiler:
                 if not chain:  # checked on its own (rcpc check of a library)
                     raise
                 raise _loaded_from(exc, chain[-1][1]) from None
+            if result.errors:
+                if not chain:
+                    raise CompileError(result.errors)
+                raise _loaded_from(CompileError(result.errors), chain[-1][1])
             exports = self._exports[real] = result.exports
             self._warnings[real] = self.context.diagnostics[seen:]
         return exports
@@ -168,15 +172,13 @@ class Compiler:
             schema = self._schemas[path] = load_schema(path, span if target is not None else None, shown)
         return schema
 
-    def _check_manifest(self, manifest: Manifest) -> None:
+    def _check_manifest(self, manifest: Manifest) -> list[Diagnostic]:
         """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.kube`)."""
         from rcpc import kube
 
         if self._kube is None and self.workspace.kube_schemas:
             self._kube = kube.SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display)
-        diags = kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
-        if diags:
-            raise CompileError(diags)
+        return kube.check_rules(manifest.data) + kube.check_schema(manifest.data, self._kube)
 
     def dependencies(self, real: Path) -> set[Path]:
         """Every file the recipe's renders depend on: the recipe, the files it loads
@@ -274,7 +276,13 @@ class Compiler:
         return self._variant_build(name, self.evaluate(real, overrides))
 
     def _variant_build(self, name: str, result) -> VariantBuild:
+        """The renders of one evaluation. Every finding is raised at once: the errors reported
+        while evaluating (flags MaxText would refuse), each manifest's Kubernetes errors, and
+        what MaxText checks at start (:mod:`rcpc.launch`)."""
+        from rcpc.launch import check_renders
+
         renders = []
+        found: list = list(result.errors)
         seen: dict[str, Span] = {}
         for value in result.renders:
             fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
@@ -290,8 +298,12 @@ class Compiler:
             except RecursionError:
                 raise error("E0801", "value nested too deeply to write", value.span) from None
             if type(value) is Manifest:
-                self._check_manifest(value)
+                found.extend(self._check_manifest(value))
             renders.append(Render(fname, text, value))
+        flag_sets = [*result.flag_sets, *(v for v in result.exports.values() if type(v) is FlagSet)]
+        found.extend(check_renders(result.renders, flag_sets))
+        if found:
+            raise CompileError(by_place(unique(found)))
         return VariantBuild(name, dict(result.param_values), tuple(renders))
 
 
