@@ -254,7 +254,7 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
     py = to_python(value)
     found.extend(_missing_markers(e.key, value))
     if not rest:
-        if type(py) is str and py.lower() == "none" and py != "???":
+        if type(py) is str and py.lower() == "none":
             py = None  # pyconfig._prepare_for_pydantic
             if lax.accepts_none(t) or top in NONE_AS_EMPTY:
                 found.append(Diagnostic("W0313", f"MaxText reads the string {value.value!r} as None for '{e.key}'",
@@ -271,8 +271,9 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
                                 hint="check the key's spelling", notes=notes))
     if type(py) is str and type(got) is not str and type(got) in (bool, int, float):
         want = _PY_NAMES[type(got)]
-        spelled = _SPELLINGS.get(want)
-        if spelled and spelled[0].match(py):
+        spelled = next((_SPELLINGS[w] for w in ((want,) if want == "bool" else ("int", "float"))
+                        if _SPELLINGS[w][0].match(py)), None)
+        if spelled is not None:
             typed = spelled[1](py, value.span)
             found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: the string {py!r} is written as the "
                                     f"{want} {typed.text}", value.span, WARNING,

@@ -212,8 +212,12 @@ class Compiler:
                          ctx=self.context).run(mod)
 
     def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
-        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items."""
-        return self.evaluate(real, parse_sets(sets or [])).exports
+        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
+        Raises the errors reported while evaluating (:meth:`Context.report`)."""
+        result = self.evaluate(real, parse_sets(sets or []))
+        if result.errors:
+            raise CompileError(result.errors)
+        return result.exports
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
