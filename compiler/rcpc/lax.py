@@ -10,7 +10,7 @@ generated values:
 * ``int``: an int; a bool; a finite float with no fractional part; a string of decimal digits
   (surrounding whitespace, a sign, ``_`` between digits and a ``.0…`` tail allowed);
 * ``float``: a float; an int or bool; a string Python-like float (``1e-5``, ``.5``, ``5.``,
-  ``inf``, ``nan``, ``_`` between digits), surrounding whitespace allowed;
+  ``inf``, ``nan``, ``_`` between digits), surrounding whitespace allowed unless it has a ``_``;
 * ``bool``: a bool; 0 or 1 (int or float); a string that is, in any case, one of ``0 off f
   false n no`` or ``1 on t true y yes``;
 * ``str``: only a string (an int is refused);
@@ -33,6 +33,10 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _FLOAT_WORDS = re.compile(r"[+-]?(?:inf|infinity|nan)", re.I)
 _I64 = 1 << 63
+# Unicode White_Space (what pydantic-core's Rust str::trim strips; Python's str.strip also
+# strips U+001C..U+001F, which are not White_Space)
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+               "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 # failure kinds, least to most specific: the value is of another type / not one of the
 # choices / out of bounds / an unknown key of a model that forbids extras
@@ -111,7 +115,7 @@ def _int(v, path):
     if t is float and math.isfinite(v) and v == int(v) and -_I64 <= v < _I64:
         return int(v)
     if t is str:
-        s = v.strip()
+        s = v.strip(_WHITE_SPACE)
         if _INT_TEXT.fullmatch(s):
             return int(s.split(".")[0].replace("_", ""))
     raise Invalid(TYPE, "int", path)
@@ -127,7 +131,7 @@ def _float(v, path):
         except OverflowError:
             raise Invalid(TYPE, "float", path) from None
     if t is str:
-        s = v.strip()
+        s = v if "_" in v else v.strip(_WHITE_SPACE)  # pydantic-core strips no space around a "_" form
         if _FLOAT_WORDS.fullmatch(s):
             return float(s)
         if not s.startswith("_") and not s.endswith("_") and "__" not in s:
