@@ -142,7 +142,9 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         diags = compiler.check_contracts(recipe, builds)
         if diags:
             raise CompileError(diags)
-        found = unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]])
+        from rcpc.lint import unsilenced
+
+        found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
         if lint:  # its own findings (L codes); the compiler's warnings are in already
             from rcpc.lint import lint as run_lint
 

@@ -471,6 +471,9 @@ def _explain(args, ws, compiler) -> int:
     print(f"effective: {report['effective'] if report['effective'] is not None else '(not set)'}")
     for i, step in enumerate(report["chain"], 1):
         print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
+    for env in report["env"]:
+        print(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
+              f"{env['render']}; MaxText reads it instead of the default)")
     if report.get("schema") is not None:
         default = report["schema_default"]
         print(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")

@@ -253,6 +253,8 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
     value = e.value
     py = to_python(value)
     found.extend(_missing_markers(e.key, value))
+    if py == "???":  # OmegaConf's merge keeps base.yml's value: pydantic never sees this one
+        return e, found
     if not rest:
         if type(py) is str and py.lower() == "none":
             py = None  # pyconfig._prepare_for_pydantic
