@@ -3,10 +3,10 @@
 Built-in functions (all hermetic: no environment, clock, network or file access):
 
 * ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter;
-* ``maxtext_flags(layer, ..., schema = "//base.yml", unknown_keys = [...], tpu_slice = S,
+* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
   num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.maxtext`), checked against the MaxText
-  schema (``maxtext_base`` in rcp.toml, or ``schema``) and, with ``tpu_slice``, against the
-  slice's devices (mesh parallelism);
+  schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
+  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
