@@ -32,6 +32,7 @@ def check_renders(renders, flag_sets) -> list[Diagnostic]:
     ``flag_sets`` are the flag sets its evaluation could have put into containers."""
     out: list = []
     checked: set = set()
+    forms: dict = {}
 
     def model(fs):
         if id(fs) not in checked:
@@ -43,7 +44,7 @@ def check_renders(renders, flag_sets) -> list[Diagnostic]:
             model(r.flags)
         elif type(r) is Manifest:
             for container in containers(r.data):
-                carried = carried_flag_sets(container, flag_sets)
+                carried = carried_flag_sets(container, flag_sets, forms)
                 for fs in carried:
                     model(fs)
                 if carried:
@@ -64,20 +65,26 @@ def containers(data):
             todo.extend(reversed(v.items))
 
 
-def carried_flag_sets(container: Dict, flag_sets) -> list[FlagSet]:
+def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:
     """The flag sets whose argv tokens are a run of the container's ``args`` or ``command``,
-    or whose shell form is inside one of their strings."""
+    or whose shell form is inside one of their strings. ``forms`` memoizes each flag set's
+    (argv, shell form) across calls."""
+    forms = {} if forms is None else forms
     texts = []
     for field in ("command", "args"):
         v = container.items.get(field)
         if type(v) is List:
             texts.append([x.value for x in v.items if type(x) is Str])
     out = []
+    if not any(texts):
+        return []
     for fs in flag_sets:
-        tokens = argv(fs)
+        if id(fs) not in forms:
+            tokens = argv(fs)
+            forms[id(fs)] = (fs, tokens, shell_form(tokens))
+        _, tokens, shell = forms[id(fs)]
         if not tokens:
             continue
-        shell = shell_form(tokens)
         if any(_has_run(t, tokens) or any(shell in s for s in t) for t in texts):
             out.append(fs)
     return out

@@ -151,7 +151,7 @@ def _type_of_default(value) -> dict:
     """A type from a base.yml default (no types.py): its Python type; null is any."""
     for t, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
         if type(value) is t:
-            return {"type": name} if t is not int else {"type": "int"}
+            return {"type": name}
     if isinstance(value, list):
         return {"type": "list", "items": {"type": "any"}}
     if isinstance(value, dict):
