@@ -68,7 +68,7 @@ CATALOG = [
     Example("E0301", "type error", 'X = 1 + "a"\n'),
     Example("E0302", "key repeated in one dict", 'F = maxtext_flags({\n    "steps": 1,\n    "steps": 2,\n})\n'),
     Example("E0303", "bad flag key or bad operand", 'F = maxtext_flags({" steps": 1})\n'),
-    Example("E0304", "value with no flag form", 'F = maxtext_flags({"mesh": {"a": 1}})\n'),
+    Example("E0304", "value with no flag form", 'F = maxtext_flags({"mesh": tpu_slice("tpu7x:2x2x1")})\n'),
     Example("E0305", "index or key not found", 'D = {"fsdp": 32}\nX = D["fspd"]\n'),
     Example("E0306", "bad arguments to a built-in", 'S = tpu_slice(spec = "tpu7x:2x2x1", size = 4)\n'),
     Example("E0307", "unknown attribute", 'S = tpu_slice("tpu7x:4x4x8")\nX = S.chip\n'),

@@ -154,6 +154,8 @@ def test_env_overrides(sws, key, value, code, line):
     found = diags_of(sws, JOBSET.format(key=key, value=value))
     (d,) = [d for d in found if d.code.startswith(("E031", "W031"))]
     assert d.code == code and d.span.line == line
+    if code.startswith("W"):  # a warning: the build goes on
+        assert sws.build()["default"]["js.yaml"]
     assert not [d for d in diags_of(sws, JOBSET.format(key="PER_DEVICE_BATCH_SIZE", value="2"))
                 if d.code.startswith(("E", "W"))]
 
@@ -249,3 +251,22 @@ def test_bundled_recipes_and_ports_check_clean_with_no_options(capsys, monkeypat
     assert main(["check"]) == 0
     err = capsys.readouterr().err
     assert "error" not in err and "warning" not in err
+
+
+# the build cache keys on the schema ---------------------------------------------------------------
+def test_build_cache_depends_on_the_schema_file(cached_ws, build_calls):
+    from rcpc.cli import main
+
+    schema = json.loads(BUILTIN_PATH.read_text(encoding="utf-8"))
+    (cached_ws / "s.json").write_text(json.dumps(schema), encoding="utf-8")
+    (cached_ws / "rcp.toml").write_text('maxtext_schema = "s.json"\n', encoding="utf-8")
+    assert main(["build", "-j", "1"]) == 0 and len(build_calls) == 1
+    assert main(["build", "-j", "1"]) == 0 and len(build_calls) == 1  # served from the cache
+    del schema["fields"]["steps"]
+    (cached_ws / "s.json").write_text(json.dumps(schema), encoding="utf-8")
+    assert main(["build", "-j", "1"]) == 1 and len(build_calls) == 2  # the edit is seen: 'steps' unknown
+
+
+def test_the_shipped_schema_is_a_dependency_of_every_checked_recipe(sws):
+    sws.build('F = maxtext_flags({"steps": 1})\n' + FLAGS)
+    assert BUILTIN_PATH in sws.last_compiler.dependencies((sws.root / "recipes/r.rcp").resolve())

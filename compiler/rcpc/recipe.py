@@ -305,7 +305,8 @@ class Compiler:
                 found.extend(self._check_manifest(value))
             renders.append(Render(fname, text, value))
         flag_sets = [*result.flag_sets, *(v for v in result.exports.values() if type(v) is FlagSet)]
-        found.extend(check_renders(result.renders, flag_sets))
+        for d in check_renders(result.renders, flag_sets):
+            (found.append if d.severity == "error" else self.context.warn)(d)
         if found:
             raise CompileError(by_place(unique(found)))
         return VariantBuild(name, dict(result.param_values), tuple(renders))
