@@ -17,6 +17,9 @@ FLAGS = 'flag_file(name = "f", flags = F)\n'
 BASE_YML = "steps: 150_001\nenable_checkpointing: true\nper_device_batch_size: 12.0\nrun_name: \"\"\n" \
            "ici_fsdp_parallelism: -1\nici_tensor_parallelism: 1\ndcn_data_parallelism: -1\n"
 SCHEMA_TOML = 'maxtext_base = "base.yml"\n'
+BUILTIN = {"rcp.toml": 'maxtext_schema = "builtin:maxtext"\n'}
+ENV_JOBSET = ('jobset(name = "js", spec = {"template": {"spec": {"containers": [{\n'
+              '    "name": "main",\n    "args": F.argv,\n    "env": [{"name": "%s", "value": "%s"}],\n}]}}})\n')
 JOBSET_TPU = '''S = tpu_slice("tpu7x:2x2x4")
 jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {
     "parallelism": PARALLELISM, "completions": S.hosts,
@@ -70,7 +73,7 @@ CATALOG = [
     Example("E0301", "type error", 'X = 1 + "a"\n'),
     Example("E0302", "key repeated in one dict", 'F = maxtext_flags({\n    "steps": 1,\n    "steps": 2,\n})\n'),
     Example("E0303", "bad flag key or bad operand", 'F = maxtext_flags({" steps": 1})\n'),
-    Example("E0304", "value with no flag form", 'F = maxtext_flags({"mesh": {"a": 1}})\n'),
+    Example("E0304", "value with no flag form", 'F = maxtext_flags({"mesh": tpu_slice("tpu7x:2x2x1")})\n'),
     Example("E0305", "index or key not found", 'D = {"fsdp": 32}\nX = D["fspd"]\n'),
     Example("E0306", "bad arguments to a built-in", 'S = tpu_slice(spec = "tpu7x:2x2x1", size = 4)\n'),
     Example("E0307", "unknown attribute", 'S = tpu_slice("tpu7x:4x4x8")\nX = S.chip\n'),
@@ -79,13 +82,35 @@ CATALOG = [
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
     Example("E0311", "value that cannot be the key's type", 'F = maxtext_flags({"enable_checkpointing": "flase"})\n',
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("E0312", "value not one of the key's choices", 'F = maxtext_flags({"hardware": "tpuv7"})\n', files=BUILTIN),
+    Example("E0313", "value out of the key's bounds", 'F = maxtext_flags({"sharding_tolerance": 2.0})\n', files=BUILTIN),
+    Example("E0314", "None for a key that cannot be None", 'F = maxtext_flags({"steps": "none"})\n', files=BUILTIN),
+    Example("E0315", "flag and model config disagree",
+            'F = maxtext_flags({\n    "model_name": "gemma4-31b",\n    "head_dim": 128,\n})\n' + FLAGS, files=BUILTIN),
+    Example("E0316", "key set both by the env (M_KEY) and the flags",
+            'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_STEPS", "100"), files=BUILTIN),
+    Example("E0317", "string MaxText cannot read back", 'F = maxtext_flags({"run_name": "a\\udc80"})\n'),
+    Example("E0318", "keys OmegaConf merges into one value", 'F = maxtext_flags({"m": [1, 2]}, {"m.0": 9})\n'),
+    Example("E0319", "M_KEY value MaxText cannot read",
+            'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_LEARNING_RATE", "fast"), files=BUILTIN),
     Example("E0320", "MaxText schema cannot be read", 'F = maxtext_flags({"steps": 1})\n',
             files={"rcp.toml": 'maxtext_base = "missing.yml"\n'}),
     Example("E0340", "mesh does not fit the TPU slice",
             'F = maxtext_flags({"ici_fsdp_parallelism": 16}, tpu_slice = tpu_slice("tpu7x:4x4x8"))\n',
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("E0321", "MaxText sources cannot be read", argv=("schema", "maxtext", "no-maxtext-here")),
+    Example("W0312", "OmegaConf's MISSING marker", 'F = maxtext_flags({"steps": "???"})\n' + FLAGS, files=BUILTIN,
+            exit=0),
+    Example("W0313", "the string none, which MaxText reads as None",
+            'F = maxtext_flags({"max_num_checkpoints_to_keep": "None"})\n' + FLAGS, files=BUILTIN, exit=0),
+    Example("W0314", "nested key MaxText ignores", 'F = maxtext_flags({"dpo": {"dpo_betta": 0.2}})\n' + FLAGS,
+            files=BUILTIN, exit=0),
+    Example("W0315", "M_ variable naming no MaxText key",
+            'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_STEPZ", "100"), files=BUILTIN, exit=0),
     Example("W0321", "string spelling of the key's type", 'F = maxtext_flags({"enable_checkpointing": "False"})\n' + FLAGS,
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),
+    Example("W0322", "value pydantic converts to the key's type", 'F = maxtext_flags({"steps": 2.0})\n' + FLAGS,
+            files=BUILTIN, exit=0),
     Example("W0323", "acknowledged key the schema knows",
             'F = maxtext_flags({"steps": 5}, unknown_keys = ["steps"])\n' + FLAGS,
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),

@@ -37,9 +37,21 @@ def flags(ws, layers_src: str) -> dict:
 
 
 def omegaconf_view(argv: list[str]) -> dict:
-    cfg = OmegaConf.from_cli(argv)
-    assert not OmegaConf.missing_keys(cfg)
-    return OmegaConf.to_container(cfg, resolve=False)
+    """What MaxText has from these arguments: OmegaConf's from_cli, resolved as
+    ``pyconfig`` resolves it (``to_container(resolve=True)``)."""
+    return OmegaConf.to_container(OmegaConf.from_cli(argv), resolve=True)
+
+
+def unflatten(resolved: dict) -> dict:
+    """A resolved view with dotted keys nested, as OmegaConf nests them."""
+    out: dict = {}
+    for key, value in resolved.items():
+        *parents, last = key.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
 
 
 # rendering rules (§3.2) -------------------------------------------------------------------
@@ -212,13 +224,59 @@ def test_dotted_keys_are_allowed(ws):
 
 
 @pytest.mark.parametrize("value, message", [
-    ('{"k": 1}', "flag 'x': a flag value cannot be a dict"),
-    ("[[1]]", "flag 'x': a flag value cannot be a list of lists"),
     ('tpu_slice("v4:2x2x1")', "flag 'x': a flag value cannot be a tpu_slice"),
+    ('[{"": 1}]', "flag 'x': OmegaConf refuses an empty key in a flag value"),
 ])
 def test_values_with_no_flag_form(ws, value, message):
     f = ws.fails(f'F = maxtext_flags({{"x": {value}}})\n')
     assert (f.code, f.message) == ("E0304", message)
+
+
+def test_nested_values(ws):
+    """Issue 14 item 5: lists of lists (logical_axis_rules, data_sharding) and mappings."""
+    f = flags(ws, '{"data_sharding": [["data", "stage", "fsdp"]], "logical_axis_rules": [["batch", ["data", "fsdp"]], '
+                  '["embed", []]], "m": {"a": 1, "b c": [True, None], "k: v": {"x": "${y}"}}}')
+    assert f["argv"] == ["data_sharding=[[data,stage,fsdp]]", "logical_axis_rules=[[batch,[data,fsdp]],[embed,[]]]",
+                         "m={a: 1, b c: [True,null], 'k: v': {x: '\\${y}'}}"]
+    assert same(omegaconf_view(shlex.split(f["shell"])), f["resolved"])
+
+
+def test_interpolation_syntax_in_a_plain_string_is_literal(ws):
+    """Issue 14 item 1: `${` is escaped so MaxText (which resolves) ends with the text."""
+    f = flags(ws, r'{"run_name": "cost${", "base_output_directory": "gs://bkt/${table}/runs", '
+                  r'"a": "\\${x}", "b": ["${y}"], "c": "$x {y}"}')
+    assert f["argv"] == ["run_name='cost\\${'", "base_output_directory='gs://bkt/\\${table}/runs'",
+                         "a='\\\\\\${x}'", "b=['\\${y}']", "c='$x {y}'"]
+    assert omegaconf_view(shlex.split(f["shell"])) == {"run_name": "cost${", "base_output_directory":
+                                                       "gs://bkt/${table}/runs", "a": "\\${x}", "b": ["${y}"],
+                                                       "c": "$x {y}"}
+    assert f["resolved"]["run_name"] == "cost${"
+
+
+@pytest.mark.parametrize("value, code", [('"\\ud800"', "E0317"), ('["a", "x\\udfff"]', "E0317"),
+                                         ('{"k\\ud800": 1}', "E0317"), (r'"\\???"', "E0317")])
+def test_strings_maxtext_cannot_read_back_are_located_errors(ws, value, code):
+    """Issue 14 item 7: a lone surrogate (PyYAML refuses it) or a string OmegaConf versions
+    read differently is an error at the value, never a flag file MaxText cannot read."""
+    f = ws.fails(f'X = 1\nF = maxtext_flags({{"ok": 1,\n  "x": {value}}})\n')
+    assert f.code == code and f.where.startswith("recipes/r.rcp:3:")
+
+
+def test_dotted_keys_overlapping_another_key_are_errors(ws):
+    """Issue 14 item 6: OmegaConf merges `m.0` into `m`; rcpc refuses the overlap."""
+    f = ws.fails('F = maxtext_flags({"m": [1, 2]}, {"m.0": 9})\n')
+    assert (f.code, f.where) == ("E0318", "recipes/r.rcp:1:35")
+    assert f.message == "'m.0' and 'm' set parts of one MaxText value"
+    assert str(f.diag.related[0][1]) == "recipes/r.rcp:1:20"
+    assert OmegaConf.to_container(OmegaConf.from_cli(["m=[1,2]", "m.0=9"])) == {"m": [9, 2]}  # why
+
+
+def test_repeated_dict_values_merge_as_in_omegaconf(ws):
+    f = flags(ws, '{"m": {"a": 1, "n": {"p": 1}}}, {"m": {"b": 2, "n": {"q": 2}}}, {"l": [1]}, {"l": [2, 3]}')
+    assert f["resolved"] == {"m": {"a": 1, "n": {"p": 1, "q": 2}, "b": 2}, "l": [2, 3]}
+    assert same(omegaconf_view(f["argv"]), f["resolved"])
+    g = ws.fails('F = maxtext_flags({"m": [1]}, {"m": {"a": 1}})\n')
+    assert g.code == "E0318" and "OmegaConf cannot merge those" in g.message
 
 
 # layers (§3.1) ----------------------------------------------------------------------------
@@ -318,18 +376,19 @@ def test_bash_reads_the_shell_form_back(argv):
 YAML_WORDS = ["yes", "no", "on", "off", "y", "n", "Y", "N", "true", "False", "TRUE", "null", "Null", "~", "None",
               "none", "nan", ".nan", ".inf", "-.inf", "0x1f", "0o17", "0755", "0b101", "1e3", "1e-5", "1.e-05",
               "1_000", "12:30", "1:2:3", "2001-12-14", "2001-12-14 21:59:43.10 -5", "<<", "=", "-", "?", ":",
-              "356136738", "2000000", "+1", "-1", ".5", "1.", "0", "00", "-0", "[]", "{}", "", " ", "#"]
+              "356136738", "2000000", "+1", "-1", ".5", "1.", "0", "00", "-0", "[]", "{}", "", " ", "#",
+              # OmegaConf's own syntax, MaxText's "none" rule, escapes
+              "${x}", "${", "\\${x}", "\\\\${x}", "a${b.c}d", "${oc.env:HOME}", "???", "\\???", "\\\\???",
+              "none", "NONE", "nOnE", "\\", "\\\\", "x\\", "\ud800", "a\udfff"]
 STR_ALPHABET = st.sampled_from(list("aZ09 ._-+:#=,'\"\\$!&*?[]{}|>%@`~<\t\n") + ["é", "\u2028", "\x85", "\xa0",
-                                                                                "\ufeff", "😀", "\x00", "\x7f"])
+                                                                                "\ufeff", "😀", "\x00", "\x7f",
+                                                                                "\ud800"])
 
 
-def _omegaconf_literal(s: str) -> bool:
-    """Whether OmegaConf reads string ``s`` as the literal string. Two spellings are OmegaConf
-    syntax rather than YAML, and no quoting can protect them inside a from_cli argument:
-    ``${...}`` is an interpolation (a malformed one raises GrammarParseError), and ``???`` is
-    MISSING (``\\???`` is its escape and reads as ``???``). rcpc passes them through verbatim
-    (see test_omegaconf_syntax_passes_through_verbatim), so they are excluded from the oracle."""
-    return "${" not in s and not re.fullmatch(r"\\*\?\?\?", s)
+def unreadable(s: str) -> bool:
+    """Strings no flag can carry exactly (E0317): a lone surrogate (PyYAML refuses it), or
+    backslashes then ``???`` (OmegaConf 2.4 reads one backslash fewer, 2.3 all of them)."""
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in s) or bool(re.fullmatch(r"\\+\?\?\?", s))
 
 
 STRINGS = st.one_of(
@@ -338,7 +397,7 @@ STRINGS = st.one_of(
     st.builds(lambda w, t: w + t, st.sampled_from(YAML_WORDS), st.text(STR_ALPHABET, max_size=3)),
     st.builds(lambda t, w: t + w, st.text(STR_ALPHABET, max_size=3), st.sampled_from(YAML_WORDS)),
     st.text(),
-).filter(_omegaconf_literal)
+)
 
 # The grammar's number spellings (underscores only between digits); exponents kept to two
 # digits so that every spelling is a finite float (1e400 is an error, E0806).
@@ -369,9 +428,56 @@ FLOATS = st.one_of(
 BOOLS = st.sampled_from(["True", "False", "true", "false"]).map(lambda t: spelled(t.lower() == "true", t))
 NULLS = st.just(None)
 SCALARS = st.one_of(STRINGS, INTS, FLOATS, BOOLS, NULLS)
-VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=4))
-KEYS = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_-]{0,6}\Z")
+# nested lists and mappings (keys: any text, including OmegaConf and YAML syntax)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(st.one_of(st.sampled_from(["a", "b", "1", "true", "${x}", "k: v", "x.y",
+                                                                   "<<", "???", "none"]),
+                                                  st.text(STR_ALPHABET, min_size=1, max_size=4)), inner, max_size=3),
+                      max_leaves=8)
+KEYS = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_-]{0,6}\Z") | st.from_regex(r"\A[a-c](?:\.[a-c0-9]){0,2}\Z")
 LAYERS = st.lists(st.dictionaries(KEYS, VALUES, max_size=5), min_size=1, max_size=3)
+
+
+def _strings_and_keys(v, keys_only: bool = False):
+    """Every string of a nested value and every key of its dicts (only the keys)."""
+    if isinstance(v, str) and not keys_only:
+        yield v
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings_and_keys(x, keys_only)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            yield from _strings_and_keys(x, keys_only)
+
+
+def _overlapping(layers) -> bool:
+    keys = {k for layer in layers for k in layer}
+    return any(".".join(k.split(".")[:i]) in keys for k in keys for i in range(1, k.count(".") + 1))
+
+
+def _clashing(layers) -> bool:
+    def clash(a, b):
+        if isinstance(a, list) and isinstance(b, dict) or isinstance(a, dict) and isinstance(b, list):
+            return True
+        return isinstance(a, dict) and isinstance(b, dict) and any(clash(a[k], b[k]) for k in b if k in a)
+
+    seen: dict = {}
+    for layer in layers:
+        for k, v in layer.items():
+            if k in seen and clash(seen[k], v):
+                return True
+            seen[k] = _merged(seen[k], v) if k in seen else v
+    return False
+
+
+def _merged(a, b):
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = _merged(out[k], v) if k in out else v
+        return out
+    return b
 
 
 def _flagset(layers):
@@ -391,12 +497,33 @@ def _flagset(layers):
 @example([{"a": "...", "b": "---", "c": "... x", "d": "--- y"}])            # YAML document markers
 @example([{"a": spelled(123, "0123")}, {"a": spelled(500.0, ".5e3")}])  # spellings YAML 1.1 misreads
 @example([{"a": spelled(float("nan"), "nan"), "b": spelled(10.0, "1_0"), "c": spelled(2.0, "2")}])
+@example([{"run_name": "cost${"}, {"p": "gs://bkt/${table}/runs"}])  # issue 14 item 1
+@example([{"a": "???", "b": "none", "c": "NoNe"}])                      # MISSING, MaxText's none rule
+@example([{"logical_axis_rules": [["batch", ["data", "fsdp"]]], "m": {"a": {"b": "${x}"}}}])  # item 5
+@example([{"m": {"a": 1}}, {"m": {"b": [1]}}])                          # OmegaConf merges dicts
+@example([{"m": [spelled(1, "1"), spelled(2, "2")]}, {"m.0": spelled(9, "9")}])  # item 6: E0318
+@example([{"x": "\ud800"}])                                            # item 7: E0317
 def test_omegaconf_reads_back_the_resolved_values(layers):
-    fs = _flagset(layers)
+    """The oracle: what OmegaConf (then resolution, as MaxText does) makes of the render is
+    exactly rcpc's resolved view, or rcpc refuses the flag set for a reason stated here."""
+    strings = [s for layer in layers for k, v in layer.items() for s in _strings_and_keys(v)]
+    try:
+        fs = _flagset(layers)
+    except CompileError as exc:
+        codes = {d.code for d in exc.diagnostics}
+        assert codes <= {"E0317", "E0318", "E0304"}, exc.diagnostics
+        if "E0317" in codes:
+            assert any(unreadable(s) for s in strings)
+        if "E0318" in codes:
+            assert _overlapping(layers) or _clashing(layers)
+        if "E0304" in codes:
+            assert "" in [k for s in layers for v in s.values() for k in _strings_and_keys(v, keys_only=True)]
+        return
+    assert not any(unreadable(s) for s in strings) and not _overlapping(layers) and not _clashing(layers)
     argv = maxtext.argv(fs)
     shell = shell_form(argv)
     assert shlex.split(shell) == argv
-    expected = to_python(maxtext.resolved_dict(fs, SPAN))
+    expected = unflatten(to_python(maxtext.resolved_dict(fs, SPAN)))
     got = omegaconf_view(shlex.split(shell))
     assert same(got, expected), (shell, got, expected)
 
@@ -434,9 +561,13 @@ def test_recipe_source_to_omegaconf(tmp_path_factory, layer):
         return v
 
     items = ", ".join(f"{rcp_string(k)}: {src(v)}" for k, v in layer.items())
-    out = ws.build("F = maxtext_flags({" + items + "})\n" + FLAGS_RENDER)
+    text = "F = maxtext_flags({" + items + "})\n" + FLAGS_RENDER
+    if any(unreadable(s) for v in layer.values() for s in _strings_and_keys(v)) or _overlapping([layer]):
+        assert ws.fails(text).code in ("E0317", "E0318")
+        return
+    out = ws.build(text)
     argv = shlex.split(out["default"]["f.flags"])
-    assert same(omegaconf_view(argv), {k: py(v) for k, v in layer.items()})
+    assert same(omegaconf_view(argv), unflatten({k: py(v) for k, v in layer.items()}))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -447,17 +578,16 @@ def test_recipe_source_to_omegaconf(tmp_path_factory, layer):
 def test_number_literals_in_recipes_reach_omegaconf(tmp_path_factory, layer):
     ws = Ws(tmp_path_factory.mktemp("ws"))
     src = ", ".join(f'"{k}": {v.text}' for k, v in layer.items())
-    out = ws.build("F = maxtext_flags({" + src + "})\n" + FLAGS_RENDER)
-    argv = shlex.split(out["default"]["f.flags"])
-    assert same(omegaconf_view(argv), {k: v.value for k, v in layer.items()})
+    text = "F = maxtext_flags({" + src + "})\n" + FLAGS_RENDER
+    if _overlapping([layer]):
+        assert ws.fails(text).code == "E0318"
+        return
+    argv = shlex.split(ws.build(text)["default"]["f.flags"])
+    assert same(omegaconf_view(argv), unflatten({k: v.value for k, v in layer.items()}))
 
 
-def test_omegaconf_syntax_passes_through_verbatim(ws):
-    """``${...}`` and ``???`` mean something to OmegaConf itself (see _omegaconf_literal):
-    rcpc writes them verbatim, YAML-quoted, and leaves their meaning to OmegaConf/MaxText."""
-    f = flags(ws, '{"a": "${run_name}", "b": "???", "c": "x${y}z"}')
-    assert f["argv"] == ["a='${run_name}'", "b='???'", "c='x${y}z'"]
-    assert f["resolved"] == {"a": "${run_name}", "b": "???", "c": "x${y}z"}
-    cfg = OmegaConf.from_cli(shlex.split(f["shell"]))
-    assert OmegaConf.to_container(cfg, resolve=False) == {"a": "${run_name}", "b": "???", "c": "x${y}z"}
-    assert OmegaConf.is_missing(cfg, "b")
+def test_missing_marker_is_written_as_is(ws):
+    """``???`` is OmegaConf's MISSING marker: written as is (a schema check warns, W0312)."""
+    f = flags(ws, '{"b": "???"}')
+    assert f["argv"] == ["b='???'"]
+    assert OmegaConf.is_missing(OmegaConf.from_cli(f["argv"]), "b")

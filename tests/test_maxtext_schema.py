@@ -1,5 +1,5 @@
 """MaxText schema checks, string spellings, lints, mesh consistency and `rcpc explain`
-(DESIGN.md §3.1-3.2; shared/cases F3, F4)."""
+(DESIGN.md §3.1-3.2; shared/cases F3, F4), with the schema rcpc ships (builtin:maxtext)."""
 
 from __future__ import annotations
 
@@ -13,21 +13,23 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from rcpc import maxtext
+from rcpc import lax, maxtext
 from rcpc.recipe import Compiler
-from rcpc.schema import load_schema
+from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema
 from rcpc.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
-BASE_YML = REPO.parent / "shared" / "data" / "maxtext" / "base.yml"
-SCHEMA = load_schema(BASE_YML, None)
-KEYS = sorted(SCHEMA.defaults)
+MAXTEXT = REPO.parent / "shared" / "data" / "maxtext"
+BASE_YML = MAXTEXT / "base.yml"
+SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
+KEYS = sorted(SCHEMA.fields)
+SCHEMA_TOML = f'maxtext_schema = "{BUILTIN}"\n'
 
 
 @pytest.fixture
 def sws(ws):
-    """A workspace whose rcp.toml names the real MaxText base.yml."""
-    (ws.root / "rcp.toml").write_text(f'maxtext_base = "{BASE_YML}"\n', encoding="utf-8")
+    """A workspace whose rcp.toml names the shipped MaxText schema."""
+    (ws.root / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
     return ws
 
 
@@ -41,14 +43,91 @@ def warnings_of(ws) -> list:
 
 # the schema itself ---------------------------------------------------------------------------
 def test_schema_reads_base_yml_with_yaml_1_1_and_omegaconf_floats():
-    assert len(SCHEMA.defaults) == 696
+    assert len([k for k in SCHEMA.fields if "base" in SCHEMA.fields[k]]) == 696
     assert SCHEMA.defaults["normalization_layer_epsilon"] == 1e-05      # written 1.e-05
     assert SCHEMA.defaults["steps"] == 150001                           # written 150_001
     assert SCHEMA.defaults["learning_rate"] == 3e-05                    # written 3.e-5
-    assert SCHEMA.type_of("enable_checkpointing") == "bool"
-    assert SCHEMA.type_of("per_device_batch_size") == "float"
-    assert SCHEMA.type_of("run_name") == "str"
-    assert SCHEMA.type_of("weight_sparsity_n") is None                  # null: typed by usage
+
+
+def test_schema_types_come_from_types_py():
+    assert len(SCHEMA.fields) == 775  # every field of MaxTextConfig, base.yml's 696 among them
+    assert SCHEMA.type_of("enable_checkpointing") == {"type": "bool"}
+    assert SCHEMA.type_of("per_device_batch_size") == {"type": "union", "of": [{"type": "int"}, {"type": "float"}]}
+    assert SCHEMA.type_of("run_name") == {"type": "str"}
+    assert SCHEMA.type_of("weight_sparsity_n") == {"type": "union", "of": [{"type": "int"}, {"type": "none"}]}
+    assert SCHEMA.type_of("max_num_checkpoints_to_keep")["of"] == [{"type": "int"}, {"type": "none"}]
+    assert SCHEMA.type_of("local_sa_block_q")["of"] == [{"type": "int"}, {"type": "none"}]
+    assert SCHEMA.type_of("mtp_num_layers") == {"type": "int", "ge": 0}                       # NonNegativeInt
+    assert SCHEMA.type_of("sharding_tolerance") == {"type": "float", "ge": 0.0, "le": 1.0}    # Field(ge=, le=)
+    assert SCHEMA.type_of("dtype")["values"] == ["bfloat16", "float32", "float16"]           # an Enum
+    assert SCHEMA.type_of("hardware") == {"type": "literal", "values": ["tpu", "gpu", "gpu_multiprocess", "cpu"]}
+    assert SCHEMA.type_of("decoder_block")["values"] is None  # an Enum of common_types.py: choices unknown
+    assert SCHEMA.type_of("constant_bound_config")["type"] == "validated"
+    assert SCHEMA.type_of("lora")["extra"] == "forbid" and SCHEMA.type_of("dpo")["extra"] == "ignore"
+    assert SCHEMA.fields["steps"]["source"].startswith("types.py:")
+    assert SCHEMA.models["gemma4-31b"]["base_emb_dim"] == 5376 and len(SCHEMA.models) == 78
+
+
+def _typed_example(t):
+    kind = t["type"]
+    if kind == "union":
+        return _typed_example(next(m for m in t["of"] if m["type"] != "none"))
+    return {"int": 1 if t.get("gt") == 0 or t.get("ge", 0) >= 0 else -1, "float": 0.5, "bool": True,
+            "str": "x"}.get(kind)
+
+
+@pytest.mark.parametrize("key", [k for k in KEYS if SCHEMA.fields[k].get("base") == "None"])
+def test_every_key_base_yml_writes_as_None_takes_its_types_py_type(key):
+    """The kind of issue 14 item 2: base.yml writes None for 23 keys whose type is
+    `X | None` in types.py; a base.yml-only schema typed them all str."""
+    t = SCHEMA.type_of(key)
+    assert lax.accepts_none(t)
+    value = _typed_example(t)
+    if value is not None:
+        _, diags = maxtext.check_entry(_entry(key, value), SCHEMA, {})
+        assert not [d for d in diags if d.severity == "error"], (key, value, diags)
+
+
+def test_reported_values_are_accepted(sws):
+    sws.build(flags_recipe('{"max_num_checkpoints_to_keep": 5, "local_sa_block_q": 1024}'))
+    assert not [d for d in warnings_of(sws) if d.severity == "warning"]
+
+
+def test_shipped_schema_is_what_the_generator_writes_byte_for_byte(capsys):
+    from rcpc.cli import main
+
+    shipped = BUILTIN_PATH.read_text(encoding="utf-8")
+    commit = json.loads(shipped)["provenance"]["commit"]
+    assert main(["schema", "maxtext", str(MAXTEXT), "--commit", commit]) == 0
+    assert capsys.readouterr().out == shipped, "regenerate: " + json.loads(shipped)["provenance"]["regenerate"]
+
+
+def test_schema_command_reads_a_checkout_layout_too(tmp_path, capsys):
+    from rcpc.cli import main
+
+    configs = tmp_path / "maxtext" / "src" / "maxtext" / "configs"
+    configs.mkdir(parents=True)
+    for name in ("base.yml", "types.py", "models"):
+        (configs / name).symlink_to(MAXTEXT / name)
+    out = tmp_path / "schema.json"
+    commit = json.loads(BUILTIN_PATH.read_text())["provenance"]["commit"]
+    assert main(["schema", "maxtext", str(tmp_path / "maxtext"), "--commit", commit, "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == BUILTIN_PATH.read_text(encoding="utf-8")
+    assert main(["schema", "maxtext", str(tmp_path)]) == 1
+    assert "E0321" in capsys.readouterr().err
+
+
+def test_maxtext_base_derives_the_same_schema_on_the_fly():
+    derived = load_schema(BASE_YML, None)
+    assert derived.fields == SCHEMA.fields and derived.models == SCHEMA.models
+
+
+def test_a_base_yml_alone_types_keys_by_their_defaults(tmp_path):
+    (tmp_path / "base.yml").write_text("steps: 150_001\nrun_name: ''\nlr: 1.e-5\nx: null\n", encoding="utf-8")
+    schema = load_schema(tmp_path / "base.yml", None)
+    assert {k: f["type"]["type"] for k, f in schema.fields.items()} == {"steps": "int", "run_name": "str",
+                                                                         "lr": "float", "x": "any"}
+    assert schema.provenance["types"] == "from base.yml defaults (no types.py)"
 
 
 def test_missing_schema_file_is_an_error(ws):
@@ -81,20 +160,19 @@ def _typos(key: str):
 def test_every_one_character_typo_is_an_error_with_a_suggestion(key, data):
     typos = _typos(key)
     typo = "per_device_bach_size" if data is None else data.draw(st.sampled_from(typos))
-    with pytest.raises(Exception) as info:
-        maxtext.check_entry(_entry(typo, 1), SCHEMA, {}, lambda d: None)
-    diag = info.value.diagnostics[0]
+    _, (diag,) = maxtext.check_entry(_entry(typo, 1), SCHEMA, {})
     assert diag.code == "E0310"
     assert diag.hint.startswith("did you mean '")   # the closest key; usually `key` itself
 
 
 def _entry(key, value):
     from rcpc.source import Span
-    from rcpc.values import FlagEntry, Int, Str
+    from rcpc.values import FlagEntry
+
+    from conftest import value_of
 
     span = Span("<t>", 1, 1, 1, 2)
-    v = Int(value, str(value), span) if isinstance(value, int) else Str(value, span)
-    return FlagEntry(key, span, v)
+    return FlagEntry(key, span, value_of(value))
 
 
 def test_unknown_keys_are_acknowledged_one_by_one(sws):
@@ -149,24 +227,31 @@ def test_string_spellings_of_numbers_become_numbers(sws, layer, flags):
 
 
 @pytest.mark.parametrize("layer, message", [
-    ('{"steps": 1.5}', "'steps' is an int in the MaxText schema; got a float '1.5'"),
-    ('{"steps": True}', "'steps' is an int in the MaxText schema; got a bool 'True'"),
+    ('{"steps": 1.5}', "'steps' is an int >= -1 in the MaxText schema; got a float '1.5'"),
+    ('{"steps": "1e3"}', "'steps' is an int >= -1 in the MaxText schema; got a string '1e3'"),
     ('{"run_name": 5}', "'run_name' is a str in the MaxText schema; got an int '5'"),
-    ('{"per_device_batch_size": "big"}', "'per_device_batch_size' is a float in the MaxText schema; got a string 'big'"),
-    ('{"enable_checkpointing": 1}', "'enable_checkpointing' is a bool in the MaxText schema; got an int '1'"),
+    ('{"per_device_batch_size": "big"}',
+     "'per_device_batch_size' is an int or float in the MaxText schema; got a string 'big'"),
+    ('{"enable_checkpointing": 2}', "'enable_checkpointing' is a bool in the MaxText schema; got an int '2'"),
+    ('{"enable_checkpointing": "flase"}',
+     "'enable_checkpointing' is a bool in the MaxText schema; got a string 'flase'"),
 ])
 def test_values_that_cannot_be_the_key_type(sws, layer, message):
     f = sws.fails(flags_recipe(layer))
     assert (f.code, f.message) == ("E0311", message)
 
 
-def test_int_for_a_float_key_and_null_defaults_accept_usage(sws):
-    out = sws.build(flags_recipe('{"per_device_batch_size": 16, "weight_sparsity_n": 2, "run_name": None}'))
-    assert out["default"]["f.flags"] == "per_device_batch_size=16\nweight_sparsity_n=2\nrun_name=null\n"
+def test_int_for_a_float_key_and_optional_keys(sws):
+    out = sws.build(flags_recipe('{"per_device_batch_size": 16, "weight_sparsity_n": 2, "run_name": None, '
+                                 '"learning_rate": 1}'))
+    assert out["default"]["f.flags"] == ("per_device_batch_size=16\nweight_sparsity_n=2\nrun_name=null\n"
+                                         "learning_rate=1\n")
+    assert not [d for d in warnings_of(sws) if d.severity == "warning"]
 
 
 # exact quoting with a schema: the OmegaConf oracle -------------------------------------------
-SCALAR_KEYS = [k for k in KEYS if SCHEMA.type_of(k) in ("bool", "int", "float", "str")]
+SCALAR_KEYS = [k for k in KEYS if SCHEMA.type_of(k) in ({"type": "bool"}, {"type": "int"}, {"type": "float"},
+                                                        {"type": "str"}) and k not in maxtext.EMPTY_AS_NONE]
 
 
 def _value_for(kind):
@@ -176,8 +261,9 @@ def _value_for(kind):
         return st.integers(-10**12, 10**12).map(str) | st.integers(0, 10**6).map(lambda i: f'"{i}"')
     if kind == "float":
         return st.sampled_from(["1e-6", "2.0", "1.e-05", "3e8", '"1e-5"', "16.0", "-0.5"])
-    alphabet = st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\\\"$")
-    return st.text(alphabet, max_size=12).map(lambda s: json.dumps(s, ensure_ascii=False))
+    alphabet = st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\\\"")
+    texts = st.text(alphabet, max_size=12) | st.sampled_from(["${run_name}", "cost${", "a\\${x}", "???"])
+    return texts.filter(lambda s: s.lower() != "none").map(lambda s: json.dumps(s, ensure_ascii=False))
 
 
 @settings(max_examples=200, deadline=None)
@@ -186,13 +272,13 @@ def test_omegaconf_reads_exactly_the_resolved_values(tmp_path_factory, keys, dat
     from tests.conftest import Ws
 
     ws = Ws(tmp_path_factory.mktemp("w"))
-    (ws.root / "rcp.toml").write_text(f'maxtext_base = "{BASE_YML}"\n', encoding="utf-8")
-    layer = ", ".join(f'"{k}": {data.draw(_value_for(SCHEMA.type_of(k)))}' for k in keys)
+    (ws.root / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
+    layer = ", ".join(f'"{k}": {data.draw(_value_for(SCHEMA.type_of(k)["type"]))}' for k in keys)
     ws.write("recipes/r.rcp", f"F = maxtext_flags({{{layer}}})\n", dedent=False)
     compiler = Compiler(Workspace.find(ws.root))
     fs = compiler.bindings((ws.root / "recipes/r.rcp").resolve())["F"]
     shell = fs_shell(fs)
-    got = OmegaConf.to_container(OmegaConf.from_cli(shlex.split(shell)), resolve=False)
+    got = OmegaConf.to_container(OmegaConf.from_cli(shlex.split(shell)), resolve=True)
     want = {k: _py(e.value) for k, e in maxtext.resolved(fs).items()}
     assert got == want and all(type(got[k]) is type(want[k]) for k in want)
 
@@ -238,7 +324,7 @@ def test_mesh_that_fills_the_slice(sws):
 @pytest.mark.parametrize("layer, message, note", [
     ('{"ici_fsdp_parallelism": 16, "ici_expert_parallelism": 2, "ici_context_parallelism": 4}',
      "ici mesh product 128 does not fit the 256 devices of tpu7x:4x4x8",
-     "ici axes: ici_fsdp_parallelism=16 * ici_context_parallelism=4 * ici_expert_parallelism=2"),
+     "ici axes: ici_context_parallelism=4 * ici_expert_parallelism=2 * ici_fsdp_parallelism=16"),
     ('{"ici_tensor_parallelism": -1}', "ici mesh has 2 axes set to -1 (ici_fsdp_parallelism, "
      "ici_tensor_parallelism); at most one may be", None),
     ('{"ici_fsdp_parallelism": -1, "ici_tensor_parallelism": 3}',
@@ -249,6 +335,18 @@ def test_mesh_that_does_not_fit_shows_the_numbers(sws, layer, message, note):
     assert (f.code, f.message) == ("E0340", message)
     if note:
         assert note in f.diag.notes
+
+
+def test_mesh_error_points_at_the_recipe_line_that_set_the_value(sws):
+    """E0340 is reported where the flag set last set an axis (the recipe's value), not at the
+    library default it overrides; the group's other settings are related spans."""
+    sws.write("recipes/lib/mesh.rcp", 'FSDP = maxtext_flags({"ici_fsdp_parallelism": -1})\n')
+    f = sws.fails('load("//recipes/lib/mesh.rcp", "FSDP")\n'
+                  'F = maxtext_flags(\n    FSDP,\n    {"ici_tensor_parallelism": 3},\n'
+                  '    tpu_slice = tpu_slice("tpu7x:4x4x8"),\n)\n' + 'flag_file(name = "f", flags = F)\n')
+    assert (f.code, f.where) == ("E0340", "recipes/r.rcp:4:32")
+    assert [(label, str(sp)) for label, sp in f.diag.related] == [
+        ("ici_fsdp_parallelism = -1 set here", "recipes/lib/mesh.rcp:1:47")]
 
 
 def test_dcn_mesh_must_match_num_slices(ws):
@@ -295,6 +393,6 @@ def test_explain_json_and_default_variant(capsys, monkeypatch):
     assert main(["explain", "rl/qwen35_397b_256_v7x", "trainer", "custom_mesh_and_rule", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["variant"] == "default" and doc["effective"] == "cp-as-ep"
-    assert [s["value"] for s in doc["chain"]] == ["cp-as-ep"] and "schema" not in doc
+    assert [s["value"] for s in doc["chain"]] == ["cp-as-ep"] and doc["schema"] == "builtin:maxtext"
     assert main(["explain", "rl/qwen35_397b_256_v7x", "TRAINER_FLAG", "x"]) == 1
     assert "did you mean 'TRAINER_FLAGS'?" in capsys.readouterr().err

@@ -3,10 +3,10 @@
 Built-in functions (all hermetic: no environment, clock, network or file access):
 
 * ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter;
-* ``maxtext_flags(layer, ..., schema = "//base.yml", unknown_keys = [...], tpu_slice = S,
+* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
   num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.maxtext`), checked against the MaxText
-  schema (``maxtext_base`` in rcp.toml, or ``schema``) and, with ``tpu_slice``, against the
-  slice's devices (mesh parallelism);
+  schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
+  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from rcpc import maxtext, names
-from rcpc.diagnostics import did_you_mean, error
+from rcpc.diagnostics import CompileError, did_you_mean, error
 from rcpc.limits import INT_LIMIT, MAX_NAME, MAX_STRING
 from rcpc.emit.flags import shell_form
 from rcpc.emit.json import JsonError, to_json
@@ -168,13 +168,15 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
     unknown = a.get("unknown_keys")
     if unknown is not None:
         _expect(unknown, (List,), "unknown_keys")
-    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn)
+    if "num_slices" in a and "tpu_slice" not in a:
+        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
+    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report)
     if "tpu_slice" in a:
         slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
         num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
-        maxtext.check_mesh(fs, slice_, num.value, span)
-    elif "num_slices" in a:
-        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
+        for d in maxtext.check_mesh(fs, slice_, num.value, span):
+            ctx.report(d)
+    ctx.flag_sets.append(fs)
     return fs
 
 
@@ -358,6 +360,9 @@ def binop(op: str, left, right, span: Span):
                 raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
             joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
             maxtext.check_weight(joined)
+            problems = maxtext.merge_problems(joined)
+            if problems:
+                raise CompileError(problems)
             return joined
     if tl is Float or tr is Float:
         raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,

@@ -209,7 +209,7 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
     """The build cache of workspace ``ws`` and a request's options (what, besides files,
     changes results)."""
     options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
-               f"maxtext_base={ws.maxtext_base}", f"kube_schemas={list(map(str, ws.kube_schemas))}",
+               f"maxtext_schema={ws.maxtext_schema}", f"kube_schemas={list(map(str, ws.kube_schemas))}",
                *(["strict_crd"] if ws.strict_crd else [])]
     return BuildCache(ws.root, ws.config_bytes), options
 
@@ -228,7 +228,9 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         diags = compiler.check_contracts(recipe, builds)
         if diags:
             raise CompileError(diags)
-        found = unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]])
+        from rcpc.lint import unsilenced
+
+        found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
         if lint:  # its own findings (L codes); the compiler's warnings are in already
             from rcpc.lint import lint as run_lint
 

@@ -23,8 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--maxtext-schema", metavar="SCHEMA",
+                        help="MaxText schema to check flag sets against: builtin:maxtext, a .json written by "
+                        "`rcpc schema maxtext`, or a base.yml (overrides rcp.toml maxtext_schema)")
     common.add_argument("--maxtext-base", metavar="BASE_YML",
-                        help="MaxText base.yml to check flag sets against (overrides rcp.toml maxtext_base)")
+                        help="the older spelling of --maxtext-schema BASE_YML")
     common.add_argument("--diagnostics", choices=("text", "json"), default="text",
                         help="how errors and warnings are printed (json: one document on stderr)")
     common.add_argument("--kube-schema", action="append", metavar="CRD",
@@ -70,13 +73,6 @@ def _parser() -> argparse.ArgumentParser:
                             "JobSet and TPU rules")
     v.add_argument("files", nargs="+", metavar="FILE.yaml")
 
-    s = sub.add_parser("schema", help="generate the schemas rcpc ships")
-    kinds = s.add_subparsers(dest="schema", required=True, metavar="SCHEMA")
-    sj = kinds.add_parser("jobset", help="the JobSet schema (builtin:jobset) from the JobSet CRD")
-    sj.add_argument("crd", metavar="CRD.yaml", help="jobset.x-k8s.io_jobsets.yaml of a JobSet checkout")
-    sj.add_argument("--commit", default="unknown", help="the JobSet commit the CRD is from (provenance)")
-    sj.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
-
     f = sub.add_parser("fmt", parents=[common], help="format recipes canonically (in place)")
     f.add_argument("paths", nargs="*", metavar="PATH", help=".rcp files or directories; default: all")
     g = f.add_mutually_exclusive_group()
@@ -94,6 +90,18 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--variant", metavar="V")
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
     e.add_argument("--format", choices=("text", "json"), default="text")
+
+    s = sub.add_parser("schema", help="derive a schema rcpc ships from its source (builtin:maxtext, builtin:jobset)")
+    kinds = s.add_subparsers(dest="kind", required=True, metavar="KIND")
+    m = kinds.add_parser("maxtext", help="the MaxText schema of a MaxText checkout (types.py, base.yml, models/)")
+    m.add_argument("path", metavar="PATH", help="a MaxText checkout, or a directory with base.yml, types.py, models/")
+    m.add_argument("--commit", help="the MaxText commit to record (default: the checkout's git HEAD)")
+    sj = kinds.add_parser("jobset", help="the JobSet schema (builtin:jobset) from the JobSet CRD")
+    sj.add_argument("path", metavar="CRD.yaml", help="jobset.x-k8s.io_jobsets.yaml of a JobSet checkout")
+    sj.add_argument("--commit", default="unknown", help="the JobSet commit the CRD is from (provenance)")
+    for k in (m, sj):
+        k.add_argument("-o", "--output", metavar="FILE", help="write the schema here (default: stdout)")
+        k.add_argument("--diagnostics", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
     return p
 
 
@@ -161,10 +169,11 @@ def _run(args) -> int:
         if args.command == "schema":  # needs no workspace
             return _schema(args)
         ws = Workspace.find(".")
-        if args.maxtext_base:
+        if args.maxtext_schema or args.maxtext_base:
             import attrs
 
-            ws = attrs.evolve(ws, maxtext_base=ws.real(Path(args.maxtext_base)))
+            ws = attrs.evolve(ws, maxtext_schema=ws.schema_path(args.maxtext_schema or args.maxtext_base,
+                                                                           Path.cwd()))
         if args.kube_schema:
             import attrs
 
@@ -255,7 +264,7 @@ class _Sources(dict):
             from rcpc.source import Source
 
             real = Path(os.path.realpath(self.ws.root / path))
-            named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_base, *self.ws.kube_schemas) if p}
+            named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_schema, *self.ws.kube_schemas) if p}
             if self.ws.root not in real.parents and real not in named:
                 return default  # never read outside the workspace, save the schema files named
             try:  # bounded, as when compiling (E0803); decoded as the compiler decodes it: no
@@ -532,21 +541,6 @@ def _validate(args, ws, compiler) -> int:
     return 1 if errors else 0
 
 
-def _schema(args) -> int:
-    """``rcpc schema jobset CRD.yaml``: the derived JobSet schema (:mod:`rcpc.crd`)."""
-    from rcpc.crd import derive_schema
-
-    text = derive_schema(Path(args.crd), args.commit)
-    if args.output:
-        from rcpc.usercache import write_atomic
-
-        write_atomic(Path(args.output), text.encode("utf-8"))
-        _REPORT.status(f"rcpc: wrote {args.output}")
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
 def _explain(args, ws, compiler) -> int:
     import json
 
@@ -561,9 +555,36 @@ def _explain(args, ws, compiler) -> int:
     print(f"effective: {report['effective'] if report['effective'] is not None else '(not set)'}")
     for i, step in enumerate(report["chain"], 1):
         print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
+    for env in report["env"]:
+        print(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
+              f"{env['render']}; MaxText reads it instead of the default)")
     if report.get("schema") is not None:
         default = report["schema_default"]
         print(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")
+    return 0
+
+
+def _schema(args) -> int:
+    """``rcpc schema maxtext PATH`` (:mod:`rcpc.schemagen`) or ``rcpc schema jobset CRD.yaml``
+    (:mod:`rcpc.crd`): a derived schema, to stdout or written atomically to ``-o FILE``."""
+    if args.kind == "maxtext":
+        from rcpc.schemagen import derive, dumps
+
+        text = dumps(derive(Path(args.path), commit=args.commit))
+    else:
+        from rcpc.crd import derive_schema
+
+        text = derive_schema(Path(args.path), args.commit)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    from rcpc.usercache import write_atomic
+
+    try:
+        write_atomic(Path(args.output), text.encode("utf-8"))
+    except OSError as exc:
+        raise CompileError(Diagnostic("E0950", f"cannot write {args.output}: {exc.strerror or exc}", None)) from None
+    _REPORT.status(f"rcpc: wrote the {args.kind} schema of {args.path} to {args.output}")
     return 0
 
 

@@ -67,6 +67,11 @@ def unique(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+def by_place(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics in source order (file, line, column; stable), those without a span last."""
+    return sorted(diags, key=lambda d: (0, d.span.path, d.span.line, d.span.col) if d.span else (1, "", 0, 0))
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None.
     Words and candidates longer than :data:`MAX_SUGGEST` characters are not compared (difflib

@@ -23,7 +23,7 @@ import attrs
 
 from rcpc import builtins as B
 from rcpc.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
 from rcpc.source import Span
 from rcpc.syntax import ast
 from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
@@ -48,9 +48,16 @@ class Context:
     schema: Callable = lambda path, span: None
     diagnostics: list = attrs.Factory(list)
     steps: int = 0  # comprehension iterations so far (a budget against runaway input)
+    errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
+    flag_sets: list = attrs.Factory(list)  # every flag set built in the run, in order
 
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
+
+    def report(self, diagnostic) -> None:
+        """An error that leaves the value usable (a flag MaxText would refuse): evaluation goes
+        on, so the file's other errors are found too; it is raised with them at the end."""
+        self.errors.append(diagnostic)
 
 
 @attrs.define
@@ -62,6 +69,8 @@ class ModuleResult:
     param_values: dict = attrs.Factory(dict)  # name → the value used
     renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
     variants: list = attrs.Factory(list)    # Variant, in declaration order
+    errors: list = attrs.Factory(list)      # reported errors (Context.report) of this file
+    flag_sets: list = attrs.Factory(list)   # flag sets built while evaluating it
 
 
 class Evaluator:
@@ -89,6 +98,7 @@ class Evaluator:
         follow-on errors), and every error found is raised together at the end."""
         result = ModuleResult(self.env)
         errors: list = []
+        start, sets_start = len(self.ctx.errors), len(self.ctx.flag_sets)
         for stmt in module.stmts:
             try:
                 self._statement(stmt, result)
@@ -101,8 +111,12 @@ class Evaluator:
                 errors.append(Diagnostic("E0801", "value nested too deeply", stmt.span,
                                          hint="flatten the data; rcpc nests at most a few hundred levels"))
                 self._poison(stmt)
+        result.errors = self.ctx.errors[start:]
+        del self.ctx.errors[start:]
+        result.flag_sets = self.ctx.flag_sets[sets_start:]
+        del self.ctx.flag_sets[sets_start:]
         if errors:
-            raise CompileError(errors)
+            raise CompileError(by_place(errors + result.errors))
         if self.is_recipe:
             self._unused_declarations(module, result)
         return result
@@ -312,7 +326,10 @@ class Evaluator:
     def _binop(self, node: ast.BinOp, scope):
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
-        return B.binop(node.op, left, right, node.span)
+        value = B.binop(node.op, left, right, node.span)
+        if type(value) is FlagSet:
+            self.ctx.flag_sets.append(value)
+        return value
 
     def _neg(self, node: ast.Neg, scope):
         v = self.eval(node.operand, scope)

@@ -3,7 +3,8 @@
 For one key of one flag set, evaluated for a variant: the effective (last-wins) value and
 the chain of every layer that set the key, with its value, ``file:line:col``, and why the
 layer was active (the condition that chose it and the params it named), plus the schema
-default when the flag set was checked against a MaxText schema.
+default when the flag set was checked against a MaxText schema, and the ``M_<KEY>``
+environment overrides of the containers that carry the flag set (MaxText reads those too).
 """
 
 from __future__ import annotations
@@ -43,11 +44,33 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
                               "active": _why(compiler, layer.why)})
     report = {"recipe": recipe.name, "variant": name, "flag_set": flagset, "key": key,
               "effective": chain[-1]["value"] if chain else None, "chain": chain}
+    report["env"] = _env(result, fs, key)
     if fs.schema is not None:
         report["schema"] = fs.schema.path
         report["in_schema"] = key in fs.schema.defaults
         report["schema_default"] = _yaml_text(fs.schema.defaults.get(key)) if key in fs.schema.defaults else None
     return report
+
+
+def _env(result, fs: FlagSet, key: str) -> list[dict]:
+    from rcpc.launch import ENV_PREFIX, carried_flag_sets, containers, env_overrides
+    from rcpc.values import Manifest, Str
+
+    name = ENV_PREFIX + key.split(".")[0].upper()
+    out = []
+    for r in result.renders:
+        if type(r) is not Manifest:
+            continue
+        for c in containers(r.data):
+            if not carried_flag_sets(c, [fs]):
+                continue
+            for env_name, value, item in env_overrides(c):
+                if env_name == name:
+                    cname = c.items["name"].value if type(c.items["name"]) is Str else "?"
+                    out.append({"name": env_name, "value": value.value if type(value) is Str else None,
+                                "location": str(item.items["name"].span), "container": cname,
+                                "render": f"{r.name}.yaml"})
+    return out
 
 
 def _find(result, name: str) -> FlagSet:

@@ -26,6 +26,8 @@ A file that does not compile yields its errors (severity ``error``) instead of l
 
 A finding is silenced by a comment on the line where it is reported (or on the last line of
 the statement that starts there): ``# rcpc: ignore[L0001]`` or ``# rcpc: ignore[L0001,L0004]``.
+The same comments silence the compiler's warnings and notes (``W0321``, ``N0331``, ...) in
+``rcpc build`` and ``rcpc check`` (:func:`unsilenced`); an error cannot be silenced.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from rcpc.diagnostics import NOTE, WARNING, CompileError, Diagnostic
 from rcpc.resolve import walk_names
 from rcpc.syntax import ast
 
-__all__ = ["lint", "CODES", "ignored_codes"]
+__all__ = ["lint", "CODES", "ignored_codes", "unsilenced"]
 
 CODES = {
     "L0001": "unused constant",
@@ -83,6 +85,14 @@ def lint(compiler, paths: Iterable[str | Path] = ()) -> list[Diagnostic]:
         out.append(d)
     out.sort(key=lambda d: (d.span.path, d.span.line, d.span.col, d.code) if d.span else ("", 0, 0, d.code))
     return out
+
+
+def unsilenced(compiler, diags) -> list[Diagnostic]:
+    """``diags`` without the warnings and notes an ``# rcpc: ignore[CODE]`` comment silences
+    (the rule of this module's docstring; ``rcpc build`` and ``rcpc check`` apply it to every
+    warning they print). Errors are never silenced."""
+    cache: dict = {}
+    return [d for d in diags if not _silenced(compiler, d, cache)]
 
 
 def ignored_codes(text: str) -> dict[int, set[str]]:
@@ -303,7 +313,7 @@ def _silenced(compiler, d: Diagnostic, cache: dict) -> bool:
     if d.span is None or d.severity == "error":
         return False
     src = compiler.sources.get(d.span.path)
-    if src is None:
+    if src is None or "ignore[" not in src.text:  # no comment to parse for
         return False
     info = cache.get(d.span.path)
     if info is None:

@@ -19,7 +19,7 @@ import attrs
 
 from rcpc import builtins as B
 from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, error, unique
+from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
 from rcpc.emit.yaml import EmitError, emit_document
 from rcpc.evaluate import Context, Evaluator
@@ -27,10 +27,11 @@ from rcpc.files import TooLarge, read_limited
 from rcpc.maxtext import argv, flags_weight
 from rcpc.names import fold
 from rcpc.resolve import resolve
+from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
 from rcpc.syntax.parser import parse
-from rcpc.values import Dict, FlagFile, Manifest, Variant, weight
+from rcpc.values import Dict, FlagFile, FlagSet, Manifest, Variant, weight
 from rcpc.workspace import Workspace
 
 DEFAULT_VARIANT = "default"
@@ -179,6 +180,9 @@ class Compiler:
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
                                    ctx=self.context).run(mod)
             except CompileError as exc:
+                if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
+                    raise CompileError(result.errors)
+            except CompileError as exc:
                 # evaluated once, failing or not: a diamond of loads that each fail would
                 # evaluate the bottom file once per path, 2**depth times; reported once per
                 # error (the paths through a diamond reach it more than once)
@@ -202,20 +206,22 @@ class Compiler:
 
     def _schema(self, target: str | None, span: Span):
         """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
-        load path) or the workspace's ``maxtext_base``; None when neither is given."""
+        load path; ``builtin:maxtext`` for the shipped one) or the workspace's
+        ``maxtext_schema``; None when neither is given."""
         if target is None:
-            path = self.workspace.maxtext_base
+            path = self.workspace.maxtext_schema
             if path is None:
                 return None
+        elif target == BUILTIN:
+            path = BUILTIN_PATH
         else:
             path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
-        self.schema_files.add(path)
+        self.schema_files.update(schema_sources(path))
         schema = self._schemas.get(path)
         if schema is None:
-            from rcpc.schema import load_schema
-
-            schema = self._schemas[path] = load_schema(path, span if target is not None else None,
-                                                       self.workspace.display(path), self.read)
+            shown = BUILTIN if path == BUILTIN_PATH else self.workspace.display(path)
+            schema = self._schemas[path] = load_schema(path, span if target is not None else None, shown,
+                                                       self.read)
         return schema
 
     def _check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
@@ -290,8 +296,12 @@ class Compiler:
                          ctx=self.context).run(mod)
 
     def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
-        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items."""
-        return self.evaluate(real, parse_sets(sets or [])).exports
+        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
+        Raises the errors reported while evaluating (:meth:`Context.report`)."""
+        result = self.evaluate(real, parse_sets(sets or []))
+        if result.errors:
+            raise CompileError(result.errors)
+        return result.exports
 
     def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         """The recipe's declarations and its default evaluation."""
@@ -388,8 +398,14 @@ class Compiler:
         return self._variant_build(name, self.evaluate(real, overrides))
 
     def _variant_build(self, name: str, result) -> VariantBuild:
+        """The renders of one evaluation. Every finding is raised at once: the errors reported
+        while evaluating (flags MaxText would refuse), each manifest's Kubernetes errors, and
+        what MaxText checks at start (:mod:`rcpc.launch`)."""
+        from rcpc.launch import check_renders
+
         renders = []
         problems = []
+        found: list = list(result.errors)
         seen: dict[str, tuple[str, Span]] = {}   # folded file name → (file name, declared at)
         for value in result.renders:
             fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
@@ -416,6 +432,11 @@ class Compiler:
             if type(value) is Manifest:
                 problems.extend((d, value.span, fname) for d in self._check_manifest(value, text))
             renders.append(Render(fname, text, value))
+        flag_sets = [*result.flag_sets, *(v for v in result.exports.values() if type(v) is FlagSet)]
+        for d in check_renders(result.renders, flag_sets):
+            (found.append if d.severity == "error" else self.context.warn)(d)
+        if found:  # with the manifests' errors, reported at once (their places as found)
+            raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))
         return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
 
 

@@ -8,7 +8,9 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     library_dirs = ["recipes/lib"]     # *.rcp here are loaded by recipes, never built
     output_dir = "rcpc-out"            # default for `rcpc build -o`
     golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
-    maxtext_base = "path/to/base.yml"  # MaxText schema for flag sets (none by default)
+    maxtext_schema = "builtin:maxtext" # MaxText schema for flag sets (none by default): the shipped
+                                       # one, a .json from `rcpc schema maxtext`, or a base.yml
+    maxtext_base = "path/to/base.yml"  # the older spelling of maxtext_schema = "path/to/base.yml"
     kube_schemas = ["builtin:jobset", "path/to/crd.yaml"]  # schemas manifests are validated
                                        # against: rcpc's own (builtin:NAME) or CRD / JSON files
 """
@@ -51,7 +53,7 @@ class Workspace:
     library_dirs: tuple
     output_dir: Path
     golden_dir: Path
-    maxtext_base: Path | None = None
+    maxtext_schema: Path | None = None
     kube_schemas: tuple = ()
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
@@ -140,18 +142,29 @@ class Workspace:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
             return path(key, value)
 
-        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_base", "kube_schemas"]
+        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
+                 "kube_schemas"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
                         hint=did_you_mean(unknown[0], known))
-        base = one_dir("maxtext_base", "") if "maxtext_base" in data else None
+        if "maxtext_schema" in data and "maxtext_base" in data:
+            raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
+                        "its older spelling)", span)
         ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), base, (), cfg, links,
+                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
                  config_bytes=raw)
-        schemas = tuple(ws.schema_path(v) if v.startswith(BUILTIN) else resolved("kube_schemas", v)
-                        for v in strings("kube_schemas", []))
-        return attrs.evolve(ws, kube_schemas=schemas)
+
+        def schema(key, v):  # builtin:NAME, or a path that may lie outside the workspace
+            return ws.schema_path(v) if v.startswith(BUILTIN) else resolved(key, v)
+
+        maxtext = None
+        for key in ("maxtext_schema", "maxtext_base"):
+            if key in data:
+                one_dir(key, "")  # E0901 unless a string without NUL
+                maxtext = schema(key, data[key])
+        return attrs.evolve(ws, maxtext_schema=maxtext,
+                            kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])))
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

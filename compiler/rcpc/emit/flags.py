@@ -11,7 +11,11 @@ that this reading gives back exactly the recipe's value:
 * a string plain when YAML reads it back as the same string, else YAML-quoted inside the
   token (``profiler=''``, ``run_name='sweep #3'``, ``x='true'``); every ``=`` after the
   first is kept verbatim;
-* a list in YAML flow form without spaces (``checkpoint_steps=[5,9]``).
+* a list in YAML flow form without spaces (``checkpoint_steps=[5,9]``), lists of lists too
+  (``data_sharding=[[data,fsdp]]``); a dict as a YAML flow mapping (``m={a: 1, b: [x]}``);
+* a string is literal: OmegaConf resolves ``${...}`` interpolations in every string value
+  (nested ones too), so each ``${`` is escaped as OmegaConf documents (``\\${``, with the
+  backslashes before it doubled) and MaxText ends with exactly the recipe's text.
 
 The shell form joins tokens with single spaces, each quoted for POSIX shells only when
 needed, so that ``shlex.split(shell) == argv``.
@@ -23,7 +27,7 @@ import re
 
 from rcpc.emit.scalars import plain_ok, quoted
 from rcpc.emit.yaml import float_text
-from rcpc.values import Bool, Float, Int, List, Null, Str, type_name
+from rcpc.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 
 # A number keeps its spelling only when OmegaConf's from_cli reads that spelling back as the
 # same number: PyYAML's YAML 1.1 resolvers (yaml/resolver.py: a leading 0 means octal, a float
@@ -44,19 +48,48 @@ _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _DQ_SPECIAL = re.compile(r'[$`"\\!]')
 
 
-class FlagValueError(Exception):
-    """A value that has no flag form (a dict or a built-in kind); ``value`` is it."""
+_INTERPOLATION = re.compile(r"(\\*)\$\{")
+# Strings OmegaConf versions read differently: 2.4 reads "\???" (backslashes, then ???) with
+# one backslash fewer (its escape of MISSING), 2.3 verbatim.
+_ESCAPED_MISSING = re.compile(r"\\+\?\?\?")
 
-    def __init__(self, value, reason: str):
+
+class FlagValueError(Exception):
+    """A value with no flag form; ``value`` is it, ``code`` the diagnostic: ``E0304`` (a
+    built-in kind), ``E0317`` (a string MaxText could not read back exactly)."""
+
+    def __init__(self, value, reason: str, code: str = "E0304"):
         super().__init__(reason)
         self.value = value
+        self.code = code
+
+
+def escape_interpolations(s: str) -> str:
+    """``s`` with every ``${`` escaped for OmegaConf: a run of k backslashes before it
+    becomes 2k+1 (omegaconf grammar: ``\\${`` is a literal ``${``, ``\\\\`` a backslash
+    before one), so that OmegaConf's resolution gives back ``s``."""
+    if "${" not in s:
+        return s
+    return _INTERPOLATION.sub(lambda m: "\\" * (2 * len(m.group(1)) + 1) + "${", s)
+
+
+def _readable(v) -> str:
+    s = v.value
+    for c in s:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            raise FlagValueError(v, f"the string holds the lone surrogate U+{ord(c):04X}, which MaxText's YAML "
+                                 "reader refuses", "E0317")
+    if "???" in s and _ESCAPED_MISSING.fullmatch(s):
+        raise FlagValueError(v, f"OmegaConf 2.3 and 2.4 read the string {s!r} differently", "E0317")
+    return escape_interpolations(s)
 
 
 def value_text(v, in_list: bool = False) -> str:
-    """The YAML text of a flag value, as it appears after ``key=``."""
+    """The YAML text of a flag value, as it appears after ``key=``. ``in_list``: inside a
+    flow collection. :class:`FlagValueError` for a value with no flag form."""
     t = type(v)
     if t is Str:
-        s = v.value
+        s = _readable(v)
         if plain_ok(s) and s not in _QUOTE_ALWAYS and not (in_list and ("," in s or ":" in s)):
             return s
         return quoted(s)
@@ -71,10 +104,25 @@ def value_text(v, in_list: bool = False) -> str:
     if t is Null:
         return "null"
     if t is List:
-        if in_list:
-            raise FlagValueError(v, "a flag value cannot be a list of lists")
         return "[" + ",".join(value_text(x, True) for x in v.items) + "]"
+    if t is Dict:
+        return "{" + ", ".join(f"{_key_text(k, v)}: {value_text(x, True)}" for k, x in v.items.items()) + "}"
     raise FlagValueError(v, f"a flag value cannot be a {type_name(v)}")
+
+
+def _key_text(k: str, d) -> str:
+    """A key of a flow mapping: plain when YAML reads it back as that string, else quoted.
+    OmegaConf does not resolve keys, so ``${`` in a key stays as written."""
+    span = d.key_spans.get(k, d.span)
+    if not k:
+        raise FlagValueError(Str(k, span), "OmegaConf refuses an empty key in a flag value")
+    for c in k:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            raise FlagValueError(Str(k, span), f"the key holds the lone surrogate U+{ord(c):04X}, which "
+                                 "MaxText's YAML reader refuses", "E0317")
+    if plain_ok(k) and k not in _QUOTE_ALWAYS and "," not in k and ":" not in k:
+        return k
+    return quoted(k)
 
 
 def token(key: str, value) -> str:
