@@ -89,7 +89,7 @@ CATALOG = [
             'F = maxtext_flags({\n    "model_name": "gemma4-31b",\n    "head_dim": 128,\n})\n' + FLAGS, files=BUILTIN),
     Example("E0316", "key set both by the env (M_KEY) and the flags",
             'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_STEPS", "100"), files=BUILTIN),
-    Example("E0317", "string MaxText cannot read back", 'F = maxtext_flags({"run_name": "a\\udc80"})\n'),
+    Example("E0317", "string MaxText cannot read back", 'F = maxtext_flags({"run_name": "\\\\???"})\n'),
     Example("E0318", "keys OmegaConf merges into one value", 'F = maxtext_flags({"m": [1, 2]}, {"m.0": 9})\n'),
     Example("E0319", "M_KEY value MaxText cannot read",
             'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_LEARNING_RATE", "fast"), files=BUILTIN),

@@ -179,7 +179,6 @@ class Compiler:
                 mod = self.module(real)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
                                    ctx=self.context).run(mod)
-            except CompileError as exc:
                 if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
                     raise CompileError(result.errors)
             except CompileError as exc:
