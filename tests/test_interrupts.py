@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import area_leftovers, output_tree
+
 RECIPE = '''load("//recipes/lib/l.rcp", "LR")
 N = param(int, default = {n})
 F = maxtext_flags({{"learning_rate": LR, "steps": N}})
@@ -37,8 +39,9 @@ SYSCALLS = ("write", "rename", "mkdir", "rmdir")  # what a build changes on disk
 TRACEBACK = re.compile(r"Traceback|Exception ignored|Fatal Python error")
 
 
-def tree(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+def tree(out: Path) -> dict:
+    """What a reader of output directory ``out`` sees (rcpc's links followed)."""
+    return output_tree(out)
 
 
 def env(cache: Path) -> dict:
@@ -120,7 +123,7 @@ def interrupted_build(template, tmp_path: Path, case) -> str:
     where = f"SIG{sig} at {call} #{when}: exit {r.returncode}\n{r.stderr}"
     assert not TRACEBACK.search(r.stderr), where
     got = tree(trial / "rcpc-out")
-    leftovers = [p.name for p in (trial / "rcpc-out").rglob("*") if ".tmp" in p.name or ".old-" in p.name]
+    leftovers = area_leftovers(trial / "rcpc-out")  # an interrupted build cleans up what it staged
     leftovers += [p.name for p in cache.rglob("*.tmp")]
     assert not leftovers, where
     if r.returncode == 0:

@@ -109,8 +109,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             _sweep(out, old_gen, old)
             if same:
                 return 0
-            gen = _next_dir(area / "gen")
-            staged.append(gen)
+            gen = _staged_dir(area / "gen", staged)
             new = _stage(area, gen, old, tree, kept,
                          {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
@@ -379,6 +378,18 @@ def _refuse_taken(out: Path, links: set, shown: str, origins: dict) -> None:
         raise CompileError(diags)
 
 
+def _staged_dir(parent: Path, staged: list) -> Path:
+    """:func:`_next_dir`, noted in ``staged`` with SIGINT and SIGTERM held back from the
+    mkdir to the note (a signal in between would leave the directory behind)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        d = _next_dir(parent)
+        staged.append(d)
+    finally:  # a signal held back meanwhile is raised here, with the directory noted
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return d
+
+
 def _next_dir(parent: Path) -> Path:
     """Make the directory numbered one past every one in ``parent`` (made if missing)."""
     os.makedirs(parent, exist_ok=True)
@@ -397,8 +408,7 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
     for recipe, variants in tree.items():
         n = old["outputs"].get(recipe)
         if recipe not in kept:
-            d = _next_dir(area / "outputs")
-            staged.append(d)
+            d = _staged_dir(area / "outputs", staged)
             for variant, names in variants.items():
                 os.mkdir(d / variant)
                 renders = built.get((recipe, variant))
