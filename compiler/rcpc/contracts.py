@@ -180,10 +180,11 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
         return []
     delta = render_delta(against_build, build)
     entries, diags = _entries(variant, [n for n, _ in delta])
-    if diags:
-        return diags
     old = {r.name: r.value for r in against_build.renders}
     new = {r.name: r.value for r in build.renders}
+    diags.extend(_flag_keys_without_flags(entries, old, new))
+    if diags:
+        return diags
     keys: dict[str, set] = {}
     paths: dict[str, list] = {}
     for e in entries:
@@ -241,7 +242,6 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
         missing = [k for k, _ in e.flag_keys if k not in changed]
         if missing and any(n in effective for n in e.renders):
             problems.append(f"{', '.join(e.renders)}: {', '.join(missing)} declared to change but did not")
-    diags.extend(_flag_keys_without_flags(entries, old, new))
     if unexplained:
         counts: dict[str, int] = {}
         for name, _ in unexplained:
@@ -250,7 +250,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
                         for name, n in counts.items() if name in keys)
     if not problems:
         return diags
-    reported = _unexplained(variant, unexplained)
+    reported = _unexplained(variant, unexplained, keys)
     notes = tuple(problems) + (("actual delta:", *("  " + a for a in actual)) if actual
                                else ("actual delta: none",))
     if len(reported) > MAX_REPORTED:
@@ -283,12 +283,12 @@ def _flag_keys_without_flags(entries, old: dict, new: dict) -> list[Diagnostic]:
     return out
 
 
-def _unexplained(variant, found: list[tuple[str, Change]]) -> list[Diagnostic]:
+def _unexplained(variant, found: list[tuple[str, Change]], keys: dict) -> list[Diagnostic]:
     """One ``E0612`` per unexplained change, the same change in several renders (e.g. every
-    rollout) reported once."""
+    rollout) reported once. ``keys``: render → its declared flag keys."""
     groups: dict = {}
     for name, c in found:
-        where = _origin(c)
+        where = _origin(c, keys.get(name, ()))
         groups.setdefault((c.describe(), where), (c, []))[1].append(name)
     out = []
     for (text, where), (c, names) in groups.items():
@@ -308,12 +308,16 @@ def _unexplained(variant, found: list[tuple[str, Change]]) -> list[Diagnostic]:
     return out
 
 
-def _origin(c: Change):
-    """The span of the recipe text that made a change: a flag token's entry, else the span of
-    the value (or of the container that lost an item)."""
+def _origin(c: Change, keys):
+    """The span of the recipe text that made a change: when the new string holds a token of
+    an undeclared flag that the old one does not, that flag's entry; else the span of the new
+    value (or of the container that lost an item)."""
     v = c.where
     if type(v) is Str and v.pieces:
-        return v.pieces[-1][2].entry.key_span
+        before = {(o.key, c.old.value[a:b]) for a, b, o in c.old.pieces} if type(c.old) is Str else set()
+        for a, b, o in v.pieces:
+            if o.key not in keys and (o.key, v.value[a:b]) not in before:
+                return o.entry.key_span
     return getattr(v, "span", None)
 
 

@@ -38,7 +38,7 @@ from difflib import SequenceMatcher
 import attrs
 
 from rcpc.emit.yaml import float_text, int_text
-from rcpc.provenance import tokens_of, whole_token, without
+from rcpc.provenance import tokens_of, without
 from rcpc.values import Bool, Dict, Float, Int, List, Null, Str, equal
 
 
@@ -353,12 +353,11 @@ class _Walk:
             return
         ia, ib = list(range(len(a))), list(range(len(b)))
         if self.keys:  # a declared flag's own items may differ: compare the rest
-            oa = [whole_token(x, self.keys) for x in a]
-            ob = [whole_token(x, self.keys) for x in b]
-            self._sites([(o, a[i].value) for i, o in enumerate(oa) if o],
-                        [(o, b[j].value) for j, o in enumerate(ob) if o], path)
-            ia = [i for i in ia if not oa[i]]
-            ib = [j for j in ib if not ob[j]]
+            sa, sb = self._flag_items(a, b), self._flag_items(b, a)
+            self._sites([t for i in sa for t in tokens_of(a[i], self.keys)],
+                        [t for j in sb for t in tokens_of(b[j], self.keys)], path)
+            ia = [i for i in ia if i not in sa]
+            ib = [j for j in ib if j not in sb]
         ka, kb = [deep_key(a[i]) for i in ia], [deep_key(b[j]) for j in ib]
         if ka == kb:
             return
@@ -377,6 +376,23 @@ class _Walk:
                 self.changes.append(Change(path + (Index(ia[k]),), "removed", a[ia[k]], None, new))
             for k in range(b1 + pairs, b2):
                 self.changes.append(Change(path + (Index(ib[k]),), "added", None, b[ib[k]], b[ib[k]]))
+
+    def _flag_items(self, items: list, other: list) -> set[int]:
+        """Indices of the ``items`` that come from declared flags' tokens: strings whose only
+        flag pieces are of declared keys, and whose text around those pieces is empty (an
+        ``.argv`` item) or a template that tokens are already written in (the rest of another
+        token-bearing item of the other list, or of an item of this list holding other flags,
+        e.g. ``f"--maxtext={t}" for t in F.argv``)."""
+        def shape(x) -> tuple[str | None, bool]:
+            if type(x) is not Str or not x.pieces:
+                return None, False
+            keys = {o.key for _, _, o in x.pieces}
+            return without(x, keys), keys <= self.keys
+
+        own = [shape(x) for x in items]
+        templates = {s for s, _ in map(shape, other) if s is not None}
+        templates |= {s for s, declared in own if s is not None and not declared}
+        return {i for i, (s, declared) in enumerate(own) if declared and (s == "" or s in templates)}
 
     def _named(self, a, b, na, nb, old, new, path: tuple) -> None:
         common_a = [n for n in na if n in nb]

@@ -87,39 +87,30 @@ def tokens_of(s: Str, keys) -> list:
 
 
 def without(s: Str, keys) -> str:
-    """``s``'s text with the pieces of ``keys`` removed, each with one adjacent space (the one
-    before it, else the one after it): removing a token from a shell form leaves the same
-    text whether the token was first, last or alone."""
+    """``s``'s text with the pieces of ``keys`` removed. Pieces next to each other (joined by
+    nothing or one space) are removed as one run, with one adjacent space (the one before the
+    run, else the one after it): removing tokens from a shell form leaves the same text
+    whether they were first, last, alone or several."""
     text = s.value
-    cut: list[tuple[int, int]] = []
-    for a, b, o in s.pieces:
-        if o.key not in keys:
-            continue
-        if a > 0 and text[a - 1] == " ":
-            a -= 1
-        elif b < len(text) and text[b] == " ":
-            b += 1
-        cut.append((a, b))
-    if not cut:
+    runs: list[list[int]] = []
+    for a, b, o in sorted(p for p in s.pieces if p[2].key in keys):
+        if runs and (a == runs[-1][1] or a == runs[-1][1] + 1 and text[runs[-1][1]] == " "):
+            runs[-1][1] = max(runs[-1][1], b)
+        else:
+            runs.append([a, b])
+    if not runs:
         return text
     out: list[str] = []
     at = 0
-    for a, b in sorted(cut):
-        if a > at:
-            out.append(text[at:a])
-        at = max(at, b)
+    for a, b in runs:
+        if a > 0 and text[a - 1] == " " and a - 1 >= at:
+            a -= 1
+        elif b < len(text) and text[b] == " ":
+            b += 1
+        out.append(text[at:a])
+        at = b
     out.append(text[at:])
     return "".join(out)
-
-
-def whole_token(x, keys) -> FlagToken | None:
-    """The token ``x`` is, when ``x`` is a :class:`Str` made of exactly one piece of a key in
-    ``keys`` (an ``.argv`` item); else None."""
-    if type(x) is not Str or len(x.pieces) != 1:
-        return None
-    a, b, o = x.pieces[0]
-    return o if a == 0 and b == len(x.value) and o.key in keys else None
-
 
 
 def has_tokens(value) -> bool:
