@@ -152,10 +152,11 @@ def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
                         kube_schemas=tuple(located(p) for p in ws.kube_schemas))
 
 
-def own_files_differ(rev: Revision) -> list[str]:
+def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
     """rcpc's own source files (paths in the repository) that differ between the revision
-    and what is running now; empty when they are the same or rcpc is not in the repository."""
-    package = Path(__file__).resolve().parent
+    and what is running now (``package``: rcpc's package directory, this one by default);
+    empty when they are the same or rcpc is not in the repository."""
+    package = (package or Path(__file__).parent).resolve()
     try:
         rel = package.relative_to(rev.top).as_posix()
     except ValueError:
