@@ -192,14 +192,9 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
             keys.setdefault(n, set()).update(k for k, _ in e.flag_keys)
             paths.setdefault(n, []).extend(e.paths)
     problems: list[str] = []
-    actual: list[str] = []
     unexplained: list[tuple[str, Change]] = []
     effective: dict[str, set] = {}
     for name, status in delta:
-        if status != "identical":
-            actual.append(f"{name} {status}")
-        if status == "changed":
-            actual.extend(f"  {line}" for line in _summary(old[name], new[name]))
         if name not in keys:
             if status != "identical":
                 problems.append(f"{name} is {status} but not declared in changes")
@@ -250,6 +245,12 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
                         for name, n in counts.items() if name in keys)
     if not problems:
         return diags
+    actual: list[str] = []
+    for name, status in delta:
+        if status != "identical":
+            actual.append(f"{name} {status}")
+        if status == "changed":
+            actual.extend(f"  {line}" for line in _summary(old[name], new[name]))
     reported = _unexplained(variant, unexplained, keys)
     notes = tuple(problems) + (("actual delta:", *("  " + a for a in actual)) if actual
                                else ("actual delta: none",))

@@ -352,7 +352,8 @@ class _Walk:
             self._named(a, b, na, nb, old, new, path)
             return
         ia, ib = list(range(len(a))), list(range(len(b)))
-        if self.keys:  # a declared flag's own items may differ: compare the rest
+        if self.keys and any(type(x) is Str and x.pieces for x in (*a, *b)):
+            # a declared flag's own items may differ: compare the rest
             sa, sb = self._flag_items(a, b), self._flag_items(b, a)
             self._sites([t for i in sa for t in tokens_of(a[i], self.keys)],
                         [t for j in sb for t in tokens_of(b[j], self.keys)], path)
@@ -386,6 +387,8 @@ class _Walk:
         def shape(x) -> tuple[str | None, bool]:
             if type(x) is not Str or not x.pieces:
                 return None, False
+            if len(x.pieces) == 1 and x.pieces[0][0] == 0 and x.pieces[0][1] == len(x.value):
+                return "", x.pieces[0][2].key in self.keys  # an .argv item
             keys = {o.key for _, _, o in x.pieces}
             return without(x, keys), keys <= self.keys
 
