@@ -108,28 +108,6 @@ def render_changes(old_value, new_value) -> dict:
     return {}
 
 
-def diff_report(old_build, new_build) -> list[dict]:
-    """``rcpc diff``: per render of either build, a dict with ``render``, ``status``
-    (:func:`render_delta`), ``diff`` (unified, labelled ``<variant>/<render>``) and, when
-    changed, ``flags`` (a flag file's :class:`FlagChange` list) or ``paths`` (a manifest's
-    :class:`~rcpc.delta.Change` list)."""
-    import difflib
-
-    old = {r.name: r for r in old_build.renders}
-    new = {r.name: r for r in new_build.renders}
-    report = []
-    for name, status in render_delta(old_build, new_build):
-        a = old[name].text if name in old else ""
-        b = new[name].text if name in new else ""
-        entry = {"render": name, "status": status,
-                 "diff": "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True),
-                                                      f"{old_build.variant}/{name}", f"{new_build.variant}/{name}"))}
-        if status == "changed":
-            entry.update(render_changes(old[name].value, new[name].value))
-        report.append(entry)
-    return report
-
-
 # the contract -------------------------------------------------------------------------------
 @attrs.frozen
 class _Entry:

@@ -22,9 +22,9 @@ order. Lists by index are aligned with :class:`difflib.SequenceMatcher`, so one 
 item is one ``added`` change, not a change at every later index; a list or map whose items
 only moved is one ``reordered`` change.
 
-The same walk serves ``rcpc diff`` (every change) and diff contracts (:func:`data_delta` with
-declared flag keys: items and string pieces that are tokens of those keys are left out, and a
-declared key's tokens must change its effective value wherever they changed). Inputs are
+The same walk serves ``rcpc diff`` (:func:`data_delta`: every change) and diff contracts
+(:func:`contract_delta`: items and string pieces that are tokens of the declared flag keys are
+left out, and a declared key's tokens must change its effective value wherever they changed). Inputs are
 language values (:mod:`rcpc.values`, with spans and flag-token provenance) or plain Python
 data (a golden file read back with ``yaml.safe_load``).
 """

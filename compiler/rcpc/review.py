@@ -187,10 +187,10 @@ def report_text(header: list[str], diffs: list[RenderDiff], color: bool) -> str:
     width = max((len(d.name) for d in shown), default=0)
     out = [paint(BOLD, h, color) for h in header]
     for d in shown:
-        first = d.lines()[:1]
-        more = f" (+{len(d.lines()) - 1} more)" if len(d.lines()) > 1 else ""
+        lines = d.lines()
+        first = lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else ""
         status = paint(_STATUS_COLOR[d.status], f"{d.status:<8}", color)
-        out.append(f"{status} {d.name:<{width}}  {first[0] + more if first else ''}".rstrip())
+        out.append(f"{status} {d.name:<{width}}  {first}".rstrip())
     out.append(totals(diffs))
     for d in shown:
         out.append("")

@@ -96,7 +96,10 @@ def _blobs(rev: Revision, oids: list[str]) -> dict[str, bytes]:
     at = 0
     for _ in oids:
         end = out.index(b"\n", at)
-        oid, kind, size = out[at:end].decode().split(" ")
+        head = out[at:end].decode().split(" ")
+        if len(head) != 3:  # "<oid> missing" (a partial clone), or something unexpected
+            raise _GitFailed(f"cannot read object {head[0]}: {' '.join(head[1:])}")
+        oid, kind, size = head
         start = end + 1
         found[oid] = out[start:start + int(size)]
         at = start + int(size) + 1

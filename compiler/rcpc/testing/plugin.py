@@ -173,7 +173,8 @@ class GoldenItem(_Item):
             options["update_new_snapshots_only"] = self.config.option.update_new_snapshots_only
         before = GoldenExtension().read_snapshot_data_from_location(
             snapshot_location=str(self.golden_path), snapshot_name=self.name, session_id="")
-        if _update(self.config) and before != self.text:
+        new_only = options.get("update_new_snapshots_only")
+        if _update(self.config) and before != self.text and (before is None or not new_only):
             self.config.stash[_WRITTEN].append((os.path.relpath(self.golden_path),
                                                 "written" if before is None else "rewritten"))
         assertion = SnapshotAssertion(update_snapshots=_update(self.config), extension_class=GoldenExtension,
