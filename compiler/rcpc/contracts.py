@@ -183,31 +183,10 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
         if status == "identical":
             problems.append(f"{name} is declared to change but is byte-identical")
             continue
-        if status != "changed":
-            continue
-        a, b = render_data(old[name]), render_data(new[name])
-        declared_paths = []
-        for text, segs, span in paths[name]:
-            found = sorted(set(resolve(segs, a)) | set(resolve(segs, b)), key=repr)
-            if not found:
-                diags.append(Diagnostic("E0614", f"changes names path '{text}', which is not in {name}", span,
-                                        hint=did_you_mean(text, all_paths(b)) or "paths are spelled as in "
-                                        "`rcpc diff`: spec.replicatedJobs[name=proc].replicas"))
-            declared_paths.append((text, found))
-        changes, effective[name] = contract_delta(a, b, keys[name])
-        for text, found in declared_paths:
-            if found and not any(covered(c.path, found) for c in changes):
-                problems.append(f"{name}: {text} declared to change but did not")
-        unexplained.extend((name, c) for c in changes
-                           if not any(covered(c.path, found) for _, found in declared_paths))
-        if type(old[name]) is FlagFile:
-            got = {c.key for c in flag_delta(old[name].flags, new[name].flags)}
-            extra = sorted(got - keys[name])
-            missing = sorted(keys[name] - got)
-            if extra:
-                problems.append(f"{name}: effective value of {', '.join(extra)} changed but is not declared")
-            if missing:
-                problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
+        if status == "changed":
+            changes, effective[name] = _named_render(name, old[name], new[name], keys[name], paths[name],
+                                                     problems, diags)
+            unexplained.extend((name, c) for c in changes)
     for e in entries:
         if any(n.endswith(".flags") for n in e.renders):
             continue
@@ -237,6 +216,34 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
     head = Diagnostic("E0610", f"variant '{variant.name}' breaks its contract against '{variant.against}'",
                       variant.span, notes=notes, hint="fix the recipe, or declare the change in changes = {...}")
     return [head, *diags, *reported[:MAX_REPORTED]]
+
+
+def _named_render(name: str, old_value, new_value, keys: set, paths: list, problems: list,
+                  diags: list) -> tuple[list[Change], set]:
+    """Check one changed render named in ``changes`` with its declared flag ``keys`` and
+    manifest ``paths``; appends to ``problems`` (E0610 notes) and ``diags`` (E0614). Returns
+    the changes nothing declared explains, and the keys whose effective value changed."""
+    a, b = render_data(old_value), render_data(new_value)
+    declared = []
+    for text, segs, span in paths:
+        found = sorted(set(resolve(segs, a)) | set(resolve(segs, b)), key=repr)
+        if not found:
+            diags.append(Diagnostic("E0614", f"changes names path '{text}', which is not in {name}", span,
+                                    hint=did_you_mean(text, all_paths(b)) or "paths are spelled as in "
+                                    "`rcpc diff`: spec.replicatedJobs[name=proc].replicas"))
+        declared.append((text, found))
+    changes, effective = contract_delta(a, b, keys)
+    for text, found in declared:
+        if found and not any(covered(c.path, found) for c in changes):
+            problems.append(f"{name}: {text} declared to change but did not")
+    if type(old_value) is FlagFile:
+        got = {c.key for c in flag_delta(old_value.flags, new_value.flags)}
+        extra, missing = sorted(got - keys), sorted(keys - got)
+        if extra:
+            problems.append(f"{name}: effective value of {', '.join(extra)} changed but is not declared")
+        if missing:
+            problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
+    return [c for c in changes if not any(covered(c.path, found) for _, found in declared)], effective
 
 
 def _summary(old_value, new_value, limit: int = 5) -> list:

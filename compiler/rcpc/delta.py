@@ -331,25 +331,29 @@ class _Walk:
         self.changes.append(Change(path, "changed", old, new, new))
 
     def _map(self, old, new, path: tuple) -> None:
-        a, b = _entries(old), _entries(new)
+        self._pairs(_entries(old), _entries(new), Key, new, path)
+
+    def _pairs(self, a: dict, b: dict, segment, new, path: tuple) -> None:
+        """Items matched by key (a map) or by name (a named list): ``segment`` makes the path
+        step; ``new`` is the container in the new version."""
         common_a = [k for k in a if k in b]
         common_b = [k for k in b if k in a]
         if common_a != common_b:
             self.changes.append(Change(path, "reordered", common_a, common_b, new))
         for k, v in a.items():
             if k not in b:
-                self.changes.append(Change(path + (Key(k),), "removed", v, None, new))
+                self.changes.append(Change(path + (segment(k),), "removed", v, None, new))
             else:
-                self.walk(v, b[k], path + (Key(k),))
+                self.walk(v, b[k], path + (segment(k),))
         for k, v in b.items():
             if k not in a:
-                self.changes.append(Change(path + (Key(k),), "added", None, v, v))
+                self.changes.append(Change(path + (segment(k),), "added", None, v, v))
 
     def _list(self, old, new, path: tuple) -> None:
         a, b = list(_elems(old)), list(_elems(new))
         na, nb = names(a), names(b)
         if na is not None and nb is not None and (a or b):
-            self._named(a, b, na, nb, old, new, path)
+            self._pairs(dict(zip(na, a)), dict(zip(nb, b)), Named, new, path)
             return
         ia, ib = list(range(len(a))), list(range(len(b)))
         if self.keys and any(type(x) is Str and x.pieces for x in (*a, *b)):
@@ -397,21 +401,6 @@ class _Walk:
         templates |= {s for s, declared in own if s is not None and not declared}
         return {i for i, (s, declared) in enumerate(own) if declared and (s == "" or s in templates)}
 
-    def _named(self, a, b, na, nb, old, new, path: tuple) -> None:
-        common_a = [n for n in na if n in nb]
-        common_b = [n for n in nb if n in na]
-        if common_a != common_b:
-            self.changes.append(Change(path, "reordered", common_a, common_b, new))
-        by_b = dict(zip(nb, b))
-        for n, x in zip(na, a):
-            if n not in by_b:
-                self.changes.append(Change(path + (Named(n),), "removed", x, None, new))
-            else:
-                self.walk(x, by_b[n], path + (Named(n),))
-        for n, x in zip(nb, b):
-            if n not in na:
-                self.changes.append(Change(path + (Named(n),), "added", None, x, x))
-
     def _sites(self, old_tokens: list, new_tokens: list, path: tuple) -> None:
         """Tokens of declared keys at one place (a list or a string): a key whose tokens
         differ must have a different effective (last) value there."""
@@ -448,6 +437,11 @@ def contract_delta(old, new, keys) -> tuple[list[Change], set[str]]:
     return w.changes, w.effective
 
 
+def _item(item_names: list | None, j: int):
+    """The path step to item ``j`` of a list whose items have ``item_names`` (None: unnamed)."""
+    return Named(item_names[j]) if item_names is not None else Index(j)
+
+
 # declared paths -------------------------------------------------------------------------------
 def resolve(path: tuple, data) -> list[tuple]:
     """The canonical paths (as :func:`data_delta` spells them) that a declared ``path`` names
@@ -477,7 +471,7 @@ def resolve(path: tuple, data) -> list[tuple]:
             return
         chosen = range(len(items)) if type(seg) is AnyItem else [seg.index] if seg.index < len(items) else []
         for j in chosen:
-            go(items[j], i + 1, canon + ((Named(item_names[j]) if item_names is not None else Index(j)),))
+            go(items[j], i + 1, canon + (_item(item_names, j),))
 
     go(data, 0, ())
     return found
@@ -500,7 +494,7 @@ def all_paths(data, limit: int = 5000) -> list[str]:
             items = list(_elems(node))
             item_names = names(items) if items else None
             for j, v in enumerate(items):
-                go(v, path + ((Named(item_names[j]) if item_names is not None else Index(j)),))
+                go(v, path + (_item(item_names, j),))
 
     go(data, ())
     return out
