@@ -99,8 +99,7 @@ def test_last_commit_edited_one_flag(tmp_path, run):
     assert snapshot_state(root) == before
     doc = json.loads(out)
     assert doc["rev"] == "HEAD~1" and doc["commit"] == git(root, "rev-parse", "HEAD~1").strip()
-    changed = {d["name"] if "name" in d else f"{d['recipe']}/{d['variant']}/{d['render']}"
-               for d in doc["renders"] if d["status"] != "identical"}
+    changed = {f"{d['recipe']}/{d['variant']}/{d['render']}" for d in doc["renders"] if d["status"] != "identical"}
     assert changed == {f"rl/qwen35_397b_256_v7x/{v}/trainer.{e}" for v in ("default", "tuned", "six", "six-tuned")
                        for e in ("flags", "yaml")}
     assert doc["summary"] == {"changed": 8, "added": 0, "removed": 0, "identical": 44}
