@@ -144,6 +144,19 @@ CATALOG = [
     Example("E0611", "contract naming a render that does not exist",
             'T = param(bool, default = False)\nV = "a" if T else "b"\n' + M +
             'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {"n": []})\n'),
+    Example("E0612", "change a contract does not explain",
+            'T = param(bool, default = False)\nF = maxtext_flags({"steps": 10}, {"steps": 20} if T else {})\n'
+            'jobset(name = "m", spec = {"args": F.argv, "env": [{"name": "DEBUG", "value": "1" if T else "0"}]})\n'
+            'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {"m": ["steps"]})\n'),
+    Example("E0613", "manifest path in changes that cannot be read",
+            'T = param(bool, default = False)\nV = "a" if T else "b"\n' + M +
+            'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {"m.yaml": ["data[v]"]})\n'),
+    Example("E0614", "manifest path in changes naming nothing",
+            'T = param(bool, default = False)\nV = "a" if T else "b"\n' + M +
+            'variant("default")\nvariant("t", set = {"T": True}, against = "default", changes = {"m.yaml": ["data.w"]})\n'),
+    Example("E0615", "git revision that cannot be read", 'variant("default")\n', argv=("diff", "--rev", "HEAD~1")),
+    Example("E0616", "explain of a key the flag set does not set", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
+            argv=("explain", "r", "F", "step")),
     Example("E0620", "explain of an unknown flag set", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
             argv=("explain", "r", "FLAG", "steps")),
     # renders ------------------------------------------------------------------------------------

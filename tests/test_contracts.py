@@ -26,7 +26,7 @@ variant("default")
 
 def workspace(tmp_path, monkeypatch, variants: str):
     (tmp_path / "rcp.toml").write_text("")
-    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes").mkdir(exist_ok=True)
     (tmp_path / "recipes" / "r.rcp").write_text(BASE + variants)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -79,12 +79,24 @@ def test_flag_delta_must_equal_declared_keys(tmp_path, monkeypatch, capsys):
     assert "trainer.flags: effective value of custom_mesh_and_rule changed but is not declared" in err
 
 
-def test_respelled_override_is_no_effective_change(tmp_path, monkeypatch, capsys):
-    # packing=True -> packing=true appends a token (bytes differ) but MaxText's value is the same
+def test_respelled_override_is_no_effective_change_and_not_explained(tmp_path, monkeypatch, capsys):
+    # packing=True -> packing=true appends a token (bytes differ) but MaxText's value is the
+    # same: no effective change, and a token of an undeclared key in both renders
     workspace(tmp_path, monkeypatch, 'variant("x", set = {"EXTRA": True}, against = "default", '
                                      'changes = {"trainer": []})\n')
     code, _, err = run(capsys, "check")
-    assert code == 0, err
+    assert code == 1
+    assert "trainer.flags changed\n  note:     no flag's effective value changes" in err
+    assert "error[E0612]: variant 'x' changes trainer.flags at [3]: added \"packing=true\"" in err
+    assert "error[E0612]: variant 'x' changes trainer.yaml at spec.args[3]: added \"packing=true\"" in err
+    assert "the new value is made here: recipes/r.rcp:8:6" in err
+    # declaring the key does not help: its effective value does not change (too small)
+    workspace(tmp_path, monkeypatch, 'variant("x", set = {"EXTRA": True}, against = "default", '
+                                     'changes = {"trainer": ["packing"]})\n')
+    code, _, err = run(capsys, "check")
+    assert code == 1 and "trainer.flags: packing declared to change but did not" in err
+    assert "the tokens of flag 'packing' change (packing=True → packing=True, packing=true) but its " \
+           "effective value does not" in err
 
 
 def test_contract_naming_a_missing_render(tmp_path, monkeypatch, capsys):

@@ -156,3 +156,46 @@ def test_ordinary_tests_run_beside_goldens(workspace):
     result = workspace.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=11)
     assert result.ret == 0
+
+
+def test_one_summary_of_what_changed_leads_the_failures(workspace):
+    run(workspace, "--snapshot-update")
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
+    result = run(workspace)
+    result.assert_outcomes(failed=4, passed=6)
+    out = result.stdout.str()
+    summary = out.index("rcpc: what changed in 4 golden render(s)")
+    assert summary < out.index("= FAILURES =")
+    lead = [x for x in out[summary:out.index("= FAILURES =")].splitlines()[1:] if not x.startswith("=")]
+    assert lead == ["flag steps: 100 → 200",
+                    "    in r/default/trainer.flags, r/tuned/trainer.flags",
+                    'spec.args[1]: "steps=100" → "steps=200"',
+                    "    in r/default/trainer.yaml, r/tuned/trainer.yaml",
+                    "run `pytest --snapshot-update` to accept the new renders"]
+    # --snapshot-update says which goldens it rewrote, and which orphans it deleted
+    recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200').replace("default = 2", "default = 1"))
+    result = run(workspace, "--snapshot-update")
+    out = result.stdout.str()
+    assert "rcpc: --snapshot-update changed 6 golden file(s)" in out
+    for line in ["rewritten golden/r/default/trainer.flags", "rewritten golden/r/tuned/trainer.yaml",
+                 "deleted   golden/r/default/rollout-1.yaml", "deleted   golden/r/tuned/rollout-1.yaml"]:
+        assert line in out
+    assert "rcpc: --snapshot-update" not in run(workspace, "--snapshot-update").stdout.str()  # nothing to do
+
+
+def test_golden_summary_groups_a_change_across_renders():
+    from rcpc.testing.plugin import golden_summary
+
+    flags = [(f"r/v{i}/trainer.flags", "a=1\nb=2\n", "a=1\nb=3\nc=x\n") for i in range(6)]
+    manifest = [("r/v0/m.yaml", "spec:\n  image: i:1\n", "spec:\n  image: i:2\n"),
+                ("r/v0/n.yaml", None, "x: 1\n"), ("r/v0/bad.yaml", "a: [\n", "a: 1\n")]
+    assert golden_summary(flags + manifest) == [
+        "flag b: 2 → 3", "    in r/v0/trainer.flags, r/v1/trainer.flags, r/v2/trainer.flags, r/v3/trainer.flags, "
+        "… (6 renders)",
+        "flag c: (unset) → x", "    in r/v0/trainer.flags, r/v1/trainer.flags, r/v2/trainer.flags, "
+        "r/v3/trainer.flags, … (6 renders)",
+        'spec.image: "i:1" → "i:2"', "    in r/v0/m.yaml",
+        "text changed", "    in r/v0/bad.yaml",
+        "missing goldens: r/v0/n.yaml",
+        "run `pytest --snapshot-update` to accept the new renders"]

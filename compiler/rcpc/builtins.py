@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import re
 
-from rcpc import maxtext, names
+from rcpc import maxtext, names, provenance
 from rcpc.diagnostics import CompileError, did_you_mean, error
 from rcpc.limits import INT_LIMIT, MAX_NAME, MAX_STRING
-from rcpc.emit.flags import shell_form
 from rcpc.emit.json import JsonError, to_json
 from rcpc.source import COMMAND_LINE_SPAN, Span
 from rcpc.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
@@ -286,7 +285,7 @@ def _str(ctx, fn, span, args, kwargs):
     text = text_of(a["x"])
     if text is None:
         raise error("E0301", f"str() of a {type_name(a['x'])}", a["x"].span, hint="use json(...)")
-    return Str(text, span)
+    return Str(text, span, a["x"].pieces if type(a["x"]) is Str else ())
 
 
 def _json(ctx, fn, span, args, kwargs):
@@ -344,10 +343,12 @@ def binop(op: str, left, right, span: Span):
         return _int(value, span)
     if op == "+" and tl is tr:
         if tl is Str:
-            s = left.value + right.value
-            if len(s) > MAX_STRING:
-                raise error("E0802", f"string of {len(s)} characters is over the limit", span)
-            return Str(s, span)
+            if len(left.value) + len(right.value) > MAX_STRING:
+                raise error("E0802", f"string of {len(left.value) + len(right.value)} characters is over "
+                            "the limit", span)
+            if left.pieces or right.pieces:  # flag tokens keep their provenance
+                return provenance.concat([left, right], span)
+            return Str(left.value + right.value, span)
         if tl is List:
             if len(left.items) + len(right.items) > MAX_STRING:
                 raise error("E0802", "list over the size limit", span)
@@ -438,8 +439,8 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
 
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
     return {
-        "argv": lambda: maxtext.argv_list(fs, span),
-        "shell": lambda: Str(shell_form(maxtext.argv(fs)), span),
+        "argv": lambda: provenance.argv_value(fs, span),
+        "shell": lambda: provenance.shell_value(fs, span),
         "resolved": lambda: maxtext.resolved_dict(fs, span),
     }
 
@@ -451,12 +452,11 @@ def _method(name, fn, receiver, span):
 def _str_join(ctx, fn, span, args, kwargs):
     a = _bind("join", span, args, kwargs, ("items",), {"items"})
     items = _expect(a["items"], (List,), "join() argument")
-    parts = []
     for x in items.items:
-        parts.append(_expect(x, (Str,), "each item joined").value)
-    if sum(map(len, parts)) + len(fn.receiver.value) * len(parts) > MAX_STRING:
+        _expect(x, (Str,), "each item joined")
+    if sum(len(x.value) for x in items.items) + len(fn.receiver.value) * len(items.items) > MAX_STRING:
         raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span)
-    return Str(fn.receiver.value.join(parts), span)
+    return provenance.join(fn.receiver.value, items.items, span)
 
 
 def _str_replace(ctx, fn, span, args, kwargs):

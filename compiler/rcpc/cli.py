@@ -57,11 +57,15 @@ def _parser() -> argparse.ArgumentParser:
     pa = sub.add_parser("params", parents=[common], help="list the params of a recipe")
     pa.add_argument("recipe", metavar="RECIPE")
 
-    d = sub.add_parser("diff", parents=[common], help="compare the renders of two variants of a recipe")
-    d.add_argument("recipe", metavar="RECIPE")
-    d.add_argument("--variant", required=True, metavar="A")
+    d = sub.add_parser("diff", parents=[common], help="compare the renders of two variants, or of a git revision "
+                       "and the work tree")
+    d.add_argument("recipes", nargs="*", metavar="RECIPE",
+                   help="with --variant: the one recipe; with --rev: recipes to compare (default: all)")
+    d.add_argument("--variant", metavar="A", help="the variant to compare (with --rev: only this variant)")
     d.add_argument("--against", metavar="B", help="default: the variant's own 'against', else 'default'")
-    d.add_argument("--format", choices=("text", "json"), default="text")
+    d.add_argument("--rev", metavar="REF", help="compare the renders at git revision REF with the work tree's")
+    d.add_argument("--stat", action="store_true", help="one line per render that is not identical")
+    d.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
     c = sub.add_parser("check", parents=[common, strict], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
@@ -168,20 +172,7 @@ def _run(args) -> int:
     try:
         if args.command == "schema":  # needs no workspace
             return _schema(args)
-        ws = Workspace.find(".")
-        if args.maxtext_schema or args.maxtext_base:
-            import attrs
-
-            ws = attrs.evolve(ws, maxtext_schema=ws.schema_path(args.maxtext_schema or args.maxtext_base,
-                                                                           Path.cwd()))
-        if args.kube_schema:
-            import attrs
-
-            ws = attrs.evolve(ws, kube_schemas=tuple(ws.schema_path(p, Path.cwd()) for p in args.kube_schema))
-        if getattr(args, "strict_crd", False):
-            import attrs
-
-            ws = attrs.evolve(ws, strict_crd=True)
+        ws = _schema_options(Workspace.find("."), args)
         _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(ws)
@@ -213,6 +204,20 @@ def _run(args) -> int:
     except (RecursionError, MemoryError) as exc:
         _stderr(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})")
         return 1
+
+
+def _schema_options(ws, args):
+    """``ws`` with the ``--maxtext-schema`` (``--maxtext-base``), ``--kube-schema`` and
+    ``--strict-crd`` options applied (paths relative to the current directory)."""
+    import attrs
+
+    if args.maxtext_schema or args.maxtext_base:
+        ws = attrs.evolve(ws, maxtext_schema=ws.schema_path(args.maxtext_schema or args.maxtext_base, Path.cwd()))
+    if args.kube_schema:
+        ws = attrs.evolve(ws, kube_schemas=tuple(ws.schema_path(p, Path.cwd()) for p in args.kube_schema))
+    if getattr(args, "strict_crd", False):
+        ws = attrs.evolve(ws, strict_crd=True)
+    return ws
 
 
 class _Usage(Exception):
@@ -408,11 +413,13 @@ def _params(args, ws, compiler) -> int:
 
 
 def _diff(args, ws, compiler) -> int:
-    import json
+    from rcpc import review
 
-    from rcpc.contracts import diff_report
-
-    (path,) = _recipe_paths(ws, [args.recipe])
+    if args.rev is not None:
+        return _diff_rev(args, ws)
+    if len(args.recipes) != 1 or args.variant is None:
+        raise _Usage("diff needs one RECIPE and --variant A (or --rev REF to compare with a git revision)")
+    (path,) = _recipe_paths(ws, args.recipes)
     recipe, _ = compiler.recipe(path)
     variants = {v.name: v for v in recipe.variants}
     for name in (args.variant, args.against):
@@ -425,28 +432,48 @@ def _diff(args, ws, compiler) -> int:
                                       hint="name the variant to compare with: --against V"))
     _, (new,) = compiler.build(path, args.variant)
     _, (old,) = compiler.build(path, against)
-    report = diff_report(old, new)
+    diffs = review.compare(old.renders, new.renders, f"{against}/", f"{args.variant}/")
+    title = f"{recipe.name}: variant {args.variant} against {against}"
+    color = review.stdout_color()
     if args.format == "json":
-        from rcpc.emit.flags import value_text
+        import json
 
-        def fv(e):
-            return None if e is None else value_text(e.value)
-
-        for entry in report:
-            if "flags" in entry:
-                entry["flags"] = [{"key": c.key, "old": fv(c.old), "new": fv(c.new)} for c in entry["flags"]]
-        doc = {"recipe": recipe.name, "variant": args.variant, "against": against, "renders": report}
+        doc = {"recipe": recipe.name, "variant": args.variant, "against": against,
+               "renders": [review.to_json(d) for d in diffs]}
         print(json.dumps(doc, indent=2, ensure_ascii=False))
-        return 0
-    out = [f"{recipe.name}: variant {args.variant} against {against}"]
-    for entry in report:
-        out.append(f"{entry['render']}: {entry['status']}")
-        for c in entry.get("flags", ()):
-            out.append(f"  {c.describe()}")
-        if entry["diff"]:
-            out.append(entry["diff"].rstrip("\n"))
-    print("\n".join(out))
+    elif args.format == "markdown":
+        sys.stdout.write(review.report_markdown(f"rcpc diff `{recipe.name}`: `{args.variant}` against `{against}`",
+                                                f"Renders of variant `{args.variant}` compared with `{against}`.",
+                                                diffs))
+    elif args.stat:
+        sys.stdout.write(review.report_stat([title], diffs, color))
+    else:
+        sys.stdout.write(review.report_variants(title, diffs, color))
     return 0
+
+
+def _diff_rev(args, ws) -> int:
+    from rcpc import review
+
+    if args.against is not None:
+        raise _Usage("--against compares variants; --rev compares every variant with itself at REF")
+    try:
+        result = review.diff_revision(ws, args.rev, args.recipes, args.variant, lambda w: _schema_options(w, args))
+    except LookupError as exc:
+        raise _Usage(f"no recipe {exc.args[0]!r} in the work tree or at {args.rev}") from None
+    if args.format == "json":
+        import json
+
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        sys.stdout.write(result.markdown())
+    elif args.stat:
+        sys.stdout.write(review.report_stat(result.header(), result.diffs, review.stdout_color()))
+    else:
+        sys.stdout.write(review.report_text(result.header(), result.diffs, review.stdout_color()))
+    for diags, sources in result.errors:
+        _REPORT.add(diags, sources)
+    return 1 if result.errors else 0
 
 
 def _check(args, ws, compiler) -> int:
@@ -552,7 +579,7 @@ def _explain(args, ws, compiler) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     print(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
-    print(f"effective: {report['effective'] if report['effective'] is not None else '(not set)'}")
+    print(f"effective: {report['effective']}")
     for i, step in enumerate(report["chain"], 1):
         print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
     for env in report["env"]:

@@ -23,6 +23,7 @@ import attrs
 
 from rcpc import builtins as B
 from rcpc.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
+from rcpc.provenance import concat
 from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
 from rcpc.source import Span
 from rcpc.syntax import ast
@@ -247,6 +248,7 @@ class Evaluator:
 
     def _fstring(self, node: ast.FString, scope):
         out = []
+        tokens = False
         for part in node.parts:
             if type(part) is str:
                 out.append(part)
@@ -256,7 +258,15 @@ class Evaluator:
             if text is None:
                 raise error("E0301", f"cannot put a {type_name(v)} into an f-string", part.span,
                             hint="interpolate scalars only; use json(...) or \" \".join(...) for lists")
-            out.append(text)
+            if type(v) is Str and v.pieces:
+                out.append(v)  # flag tokens keep their provenance
+                tokens = True
+            else:
+                out.append(text)
+        if tokens:
+            s = concat(out, node.span)
+            _limit_str(s.value, node.span)
+            return s
         return Str(_limit_str("".join(out), node.span), node.span)
 
     def _list(self, node: ast.ListLit, scope):

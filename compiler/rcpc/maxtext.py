@@ -546,8 +546,3 @@ def resolved_dict(fs: FlagSet, span: Span) -> Dict:
     """:func:`resolved` as a language :class:`Dict` of effective values."""
     res = resolved(fs)
     return Dict({k: e.value for k, e in res.items()}, {k: e.key_span for k, e in res.items()}, span)
-
-
-def argv_list(fs: FlagSet, span: Span) -> List:
-    """:func:`argv` as a language :class:`List` of strings."""
-    return List(tuple(Str(t, span) for t in argv(fs)), span)

@@ -49,8 +49,15 @@ class Float:
 
 @_value
 class Str:
+    """A string. ``pieces`` is its flag-token provenance: ``((start, end, FlagToken), ...)``,
+    the character ranges of ``value`` that are tokens of a flag set (``.argv`` items, the
+    ``.shell`` form, and whatever f-strings, ``+`` and ``join`` build from them), in order
+    (:mod:`rcpc.provenance`). Diff contracts use it to tell a declared flag's tokens from
+    everything else in a manifest."""
+
     value: str
     span: Span
+    pieces: tuple = ()
 
 
 

@@ -6,7 +6,13 @@ variant × render, comparing the render with ``<golden_dir>/<recipe>/<variant>/<
 through :class:`~rcpc.testing.golden.GoldenExtension`; one item per diff contract; and one
 ``orphans`` item that fails on goldens whose recipe, variant or render no longer exists.
 ``pytest --snapshot-update`` (syrupy's flag) writes changed and missing goldens and deletes
-orphans. A recipe that does not compile is one failing item showing its diagnostics.
+orphans, and lists in the terminal summary every golden file it wrote or deleted. A recipe
+that does not compile is one failing item showing its diagnostics.
+
+When goldens fail, the terminal summary *leads* (before pytest's per-item failures) with one
+account of what changed across all failing renders: each effective-flag change and each
+manifest path-level change (:mod:`rcpc.delta`) once, with the renders it appears in, so one
+edit that changes the same flag in 8 renders reads as one line.
 """
 
 from __future__ import annotations
@@ -18,6 +24,87 @@ from pathlib import Path
 import pytest
 
 from rcpc.workspace import CONFIG_NAME
+
+
+_CHANGED = pytest.StashKey[list]()    # (render name, golden text or None, render text)
+_WRITTEN = pytest.StashKey[list]()    # (golden path, what was done) under --snapshot-update
+
+
+def pytest_configure(config):
+    config.stash[_CHANGED] = []
+    config.stash[_WRITTEN] = []
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Before pytest's FAILURES section: what changed in the failing goldens; after the
+    short summary: the golden files ``--snapshot-update`` wrote or deleted."""
+    changed = config.stash.get(_CHANGED, [])
+    if changed:
+        terminalreporter.write_sep("=", f"rcpc: what changed in {len(changed)} golden render(s)")
+        for line in golden_summary(changed):
+            terminalreporter.write_line(line)
+    try:
+        return (yield)
+    finally:
+        written = config.stash.get(_WRITTEN, [])
+        if written:
+            terminalreporter.write_sep("=", f"rcpc: --snapshot-update changed {len(written)} golden file(s)")
+            for path, what in written:
+                terminalreporter.write_line(f"{what:<9} {path}")
+
+
+def _effective_tokens(text: str) -> dict:
+    """key → last value text of a ``.flags`` render (one shell-quoted token a line)."""
+    import shlex
+
+    out: dict = {}
+    for tok in shlex.split(text):
+        key, _, value = tok.partition("=")
+        out[key] = value
+    return out
+
+
+def _render_changes(name: str, old: str, new: str) -> list[str]:
+    """What changed in one render, one line a change: a flag file's effective values, a
+    manifest's paths (:func:`rcpc.delta.data_delta` of both texts read as YAML)."""
+    import yaml
+
+    from rcpc.delta import data_delta
+
+    try:
+        if name.endswith(".flags"):
+            a, b = _effective_tokens(old), _effective_tokens(new)
+            lines = [f"flag {k}: {a.get(k, '(unset)')} → {b.get(k, '(unset)')}"
+                     for k in [*a, *(k for k in b if k not in a)] if a.get(k) != b.get(k)]
+            return lines or ["flag tokens changed, no effective value"]
+        if name.endswith(".yaml"):
+            lines = [c.describe() for c in data_delta(yaml.safe_load(old), yaml.safe_load(new))]
+            return lines or ["text changed, data the same"]
+    except (ValueError, yaml.YAMLError):  # a golden edited by hand into something unreadable
+        pass
+    return ["text changed"]
+
+
+def golden_summary(changed: list) -> list[str]:
+    """The lines of the summary: each distinct change once (in order first seen), with the
+    renders it is in; then the missing goldens."""
+    groups: dict[str, list[str]] = {}
+    missing = []
+    for name, old, new in changed:
+        if old is None:
+            missing.append(name)
+            continue
+        for line in dict.fromkeys(_render_changes(name, old, new)):
+            groups.setdefault(line, []).append(name)
+    out = []
+    for line, names in groups.items():
+        shown = ", ".join(names[:4]) + (f", … ({len(names)} renders)" if len(names) > 4 else "")
+        out += [line, f"    in {shown}"]
+    if missing:
+        out.append(f"missing goldens: {', '.join(missing)}")
+    out.append("run `pytest --snapshot-update` to accept the new renders")
+    return out
 
 
 def pytest_collect_file(file_path: Path, parent):
@@ -84,6 +171,12 @@ class GoldenItem(_Item):
         options = {}
         if hasattr(self.config.option, "update_new_snapshots_only"):
             options["update_new_snapshots_only"] = self.config.option.update_new_snapshots_only
+        before = GoldenExtension().read_snapshot_data_from_location(
+            snapshot_location=str(self.golden_path), snapshot_name=self.name, session_id="")
+        new_only = options.get("update_new_snapshots_only")
+        if _update(self.config) and before != self.text and (before is None or not new_only):
+            self.config.stash[_WRITTEN].append((os.path.relpath(self.golden_path),
+                                                "written" if before is None else "rewritten"))
         assertion = SnapshotAssertion(update_snapshots=_update(self.config), extension_class=GoldenExtension,
                                       test_location=PyTestLocation(self), session=self.config._syrupy,
                                       **options)
@@ -92,6 +185,7 @@ class GoldenItem(_Item):
             result = assertion.executions[0]
             if result.exception is not None:
                 raise result.exception
+            self.config.stash[_CHANGED].append((self.name, result.recalled_data, self.text))
             if result.recalled_data is None:
                 raise GoldenFailure([f"golden {rel} is missing",
                                      "run `pytest --snapshot-update` to write it"])
@@ -143,6 +237,7 @@ class OrphansItem(_Item):
         if _update(self.config):
             for p in orphans:
                 p.unlink()
+                self.config.stash[_WRITTEN].append((os.path.relpath(p), "deleted"))
             for d in sorted({p.parent for p in orphans}, key=lambda d: len(d.parts), reverse=True):
                 while d != self.golden_dir and d.is_dir() and not any(d.iterdir()):
                     d.rmdir()

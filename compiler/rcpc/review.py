@@ -1,0 +1,380 @@
+"""Review reports of ``rcpc diff`` (docs/review.md): per recipe × variant × render, whether it
+is identical, changed, added or removed; for a changed flag file the keys whose *effective*
+value changed, for a changed manifest the path-level delta (:mod:`rcpc.delta`); then the
+unified diff.
+
+Formats: text (coloured on a terminal unless ``NO_COLOR`` is set, with the changed words of
+a changed line highlighted, so a long ``args`` or ``command`` line is not reviewed as one
+unit), ``--stat`` (one line per render that is not identical), JSON, and Markdown for a pull
+request (a summary table, then each render's details folded in ``<details>``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+
+import attrs
+
+from rcpc.contracts import render_changes
+from rcpc.delta import format_path
+from rcpc.emit.flags import value_text
+from rcpc.values import to_python
+
+
+@attrs.frozen
+class RenderDiff:
+    """One render compared: ``name`` is ``recipe/variant/render`` (or the render alone in a
+    variant diff); ``flags`` / ``paths`` are set when a flag file / manifest changed."""
+
+    name: str
+    render: str
+    status: str
+    diff: str
+    flags: list | None = None
+    paths: list | None = None
+    recipe: str = ""
+    variant: str = ""
+
+    def lines(self) -> list[str]:
+        """The effective-flag or path-level delta, one line a change."""
+        if self.flags is not None:
+            return [c.describe() for c in self.flags] or ["no flag's effective value changes"]
+        if self.paths is not None:
+            return [c.describe() for c in self.paths]
+        return []
+
+    def counts(self) -> tuple[int, int]:
+        """Lines added and removed by the unified diff."""
+        body = self.diff.splitlines()[2:]
+        return (sum(1 for x in body if x.startswith("+")), sum(1 for x in body if x.startswith("-")))
+
+
+def compare(old_renders, new_renders, old_label: str, new_label: str, recipe: str = "",
+            variant: str = "") -> list[RenderDiff]:
+    """Every render of ``old_renders`` and ``new_renders`` (tuples of
+    :class:`~rcpc.recipe.Render`, either None when the variant is missing on that side) in
+    order (old first). With ``recipe`` and ``variant``, a render is named
+    ``recipe/variant/render``; the labels prefix the unified diff's file names."""
+    old = {r.name: r for r in old_renders or ()}
+    new = {r.name: r for r in new_renders or ()}
+    out = []
+    for render in [*old, *(n for n in new if n not in old)]:
+        a, b = old.get(render), new.get(render)
+        status = ("removed" if b is None else "added" if a is None
+                  else "identical" if a.text == b.text else "changed")
+        full = f"{recipe}/{variant}/{render}" if recipe else render
+        diff = "".join(difflib.unified_diff(a.text.splitlines(True) if a else [], b.text.splitlines(True) if b else [],
+                                            f"{old_label}{full}", f"{new_label}{full}"))
+        extra = render_changes(a.value, b.value) if status == "changed" else {}
+        out.append(RenderDiff(full, render, status, diff, extra.get("flags"), extra.get("paths"), recipe, variant))
+    return out
+
+
+def totals(diffs: list[RenderDiff]) -> str:
+    """``2 changed, 1 added, 0 removed, 52 identical (of 55 renders)``."""
+    n = {s: sum(1 for d in diffs if d.status == s) for s in ("changed", "added", "removed", "identical")}
+    return (f"{n['changed']} changed, {n['added']} added, {n['removed']} removed, {n['identical']} identical "
+            f"(of {len(diffs)} render{'s' if len(diffs) != 1 else ''})")
+
+
+# JSON -------------------------------------------------------------------------------------
+def _plain(v):
+    if v is None or isinstance(v, (str, int, float, bool, list)):
+        return v
+    try:
+        return to_python(v)
+    except TypeError:
+        return None
+
+
+def to_json(d: RenderDiff) -> dict:
+    """A render's comparison as plain data."""
+    out = {"render": d.render, "status": d.status, "diff": d.diff}
+    if d.recipe:
+        out = {"recipe": d.recipe, "variant": d.variant, **out}
+    if d.flags is not None:
+        out["flags"] = [{"key": c.key, "old": None if c.old is None else value_text(c.old.value),
+                         "new": None if c.new is None else value_text(c.new.value)} for c in d.flags]
+    if d.paths is not None:
+        out["paths"] = [{"path": format_path(c.path), "kind": c.kind, "old": _plain(c.old), "new": _plain(c.new),
+                         "text": c.describe()} for c in d.paths]
+    return out
+
+
+# text -------------------------------------------------------------------------------------
+RED, GREEN, YELLOW, CYAN, BOLD, REVERSE, RESET = ("\033[31m", "\033[32m", "\033[33m", "\033[36m", "\033[1m",
+                                                   "\033[7m", "\033[0m")
+_STATUS_COLOR = {"changed": YELLOW, "added": GREEN, "removed": RED, "identical": ""}
+
+
+def stdout_color() -> bool:
+    """Colour on stdout: a terminal, and ``NO_COLOR`` unset (https://no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def paint(code: str, text: str, color: bool) -> str:
+    return f"{code}{text}{RESET}" if color and code else text
+
+
+_WORDS = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def _highlight(old: str, new: str) -> tuple[str, str]:
+    """A removed and an added line with the words that differ in reverse video (the line's
+    own colour around them), as ``git``'s diff-highlight shows them."""
+    wa, wb = _WORDS.findall(old), _WORDS.findall(new)
+    a: list[str] = []
+    b: list[str] = []
+    for op, a1, a2, b1, b2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        left, right = "".join(wa[a1:a2]), "".join(wb[b1:b2])
+        if op == "equal":
+            a.append(left)
+            b.append(right)
+        else:
+            a.append(f"{REVERSE}{left}{RESET}{RED}" if left else "")
+            b.append(f"{REVERSE}{right}{RESET}{GREEN}" if right else "")
+    return f"{RED}{''.join(a)}{RESET}", f"{GREEN}{''.join(b)}{RESET}"
+
+
+def color_diff(diff: str) -> str:
+    """A unified diff in colour: file names bold, hunk heads cyan, removed lines red, added
+    green, and in each removed/added pair of lines the changed words highlighted."""
+    lines = diff.splitlines()
+    out = [paint(BOLD, x, True) for x in lines[:2]]
+    i = 2
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("@@"):
+            out.append(paint(CYAN, line, True))
+            i += 1
+            continue
+        if not line.startswith(("-", "+")):
+            out.append(line)
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith("-"):
+            j += 1
+        k = j
+        while k < len(lines) and lines[k].startswith("+"):
+            k += 1
+        removed, added = lines[i:j], lines[j:k]
+        pairs = min(len(removed), len(added))
+        marked = [_highlight(removed[n][1:], added[n][1:]) for n in range(pairs)]
+        out.extend(f"{RED}-{RESET}{m[0]}" for m in marked)
+        out.extend(paint(RED, x, True) for x in removed[pairs:])
+        out.extend(f"{GREEN}+{RESET}{m[1]}" for m in marked)
+        out.extend(paint(GREEN, x, True) for x in added[pairs:])
+        i = k
+    return "\n".join(out) + "\n"
+
+
+def details_text(d: RenderDiff, color: bool) -> list[str]:
+    """A render's delta lines (indented) and its unified diff."""
+    out = [f"  {x}" for x in d.lines()]
+    if d.diff:
+        out.append((color_diff(d.diff) if color else d.diff).rstrip("\n"))
+    return out
+
+
+def report_text(header: list[str], diffs: list[RenderDiff], color: bool) -> str:
+    """The text report: the header, one summary line per render that is not identical (its
+    status and first change), the totals, then each such render's details."""
+    shown = [d for d in diffs if d.status != "identical"]
+    width = max((len(d.name) for d in shown), default=0)
+    out = [paint(BOLD, h, color) for h in header]
+    for d in shown:
+        lines = d.lines()
+        first = lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else ""
+        status = paint(_STATUS_COLOR[d.status], f"{d.status:<8}", color)
+        out.append(f"{status} {d.name:<{width}}  {first}".rstrip())
+    out.append(totals(diffs))
+    for d in shown:
+        out.append("")
+        out.append(paint(BOLD, f"== {d.name}: {d.status}", color))
+        out.extend(details_text(d, color))
+    return "\n".join(out) + "\n"
+
+
+def report_stat(header: list[str], diffs: list[RenderDiff], color: bool) -> str:
+    """``--stat``: one line per render that is not identical, with its lines added and
+    removed (as ``git diff --stat``), then the totals."""
+    shown = [d for d in diffs if d.status != "identical"]
+    width = max((len(d.name) for d in shown), default=0)
+    out = [paint(BOLD, h, color) for h in header]
+    for d in shown:
+        plus, minus = d.counts()
+        out.append(f" {d.name:<{width}} | {paint(_STATUS_COLOR[d.status], f'{d.status:<8}', color)} | "
+                   f"{paint(GREEN, f'+{plus}', color)} {paint(RED, f'-{minus}', color)}")
+    out.append(" " + totals(diffs))
+    return "\n".join(out) + "\n"
+
+
+# Markdown ---------------------------------------------------------------------------------
+def _code(text: str) -> str:
+    """Inline code for a Markdown table cell (``|`` escaped; backticks in the text fenced by
+    longer backtick runs)."""
+    text = text.replace("|", "\\|")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def report_markdown(title: str, intro: str, diffs: list[RenderDiff]) -> str:
+    """A report to paste into a pull request: a heading, an introduction, a table of the
+    renders that are not identical (status and first change), the totals, then each render's
+    full delta and unified diff folded in ``<details>``."""
+    shown = [d for d in diffs if d.status != "identical"]
+    out = [f"### {title}", "", intro, ""]
+    if shown:
+        out += ["| render | status | what changed |", "|---|---|---|"]
+        for d in shown:
+            lines = d.lines()
+            what = _code(lines[0]) if lines else ""
+            if len(lines) > 1:
+                what += f" (+{len(lines) - 1} more)"
+            out.append(f"| {_code(d.name)} | {d.status} | {what} |")
+        out.append("")
+    out += [f"**{totals(diffs)}.**", ""]
+    for d in shown:
+        out += ["<details>", f"<summary><code>{_html(d.name)}</code>: {d.status}</summary>", ""]
+        lines = d.lines()
+        if lines:
+            out += [("Effective flags:" if d.flags is not None else "Paths:"), ""]
+            out += [f"- {_code(x)}" for x in lines]
+            out.append("")
+        if d.diff:
+            fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", d.diff)), default=0) + 1)
+            out += [f"{fence}diff", d.diff.rstrip("\n"), fence, ""]
+        out += ["</details>", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def report_variants(title: str, diffs: list[RenderDiff], color: bool) -> str:
+    """The text report of ``rcpc diff RECIPE --variant A``: every render with its status,
+    then its delta and unified diff when it is not identical."""
+    out = [paint(BOLD, title, color)]
+    for d in diffs:
+        out.append(f"{d.render}: {paint(_STATUS_COLOR[d.status], d.status, color)}")
+        out.extend(details_text(d, color))
+    return "\n".join(out) + "\n"
+
+
+# revisions ----------------------------------------------------------------------------------
+@attrs.frozen
+class RevisionDiff:
+    """``rcpc diff --rev``: the revision compared (:class:`rcpc.revision.Revision`), rcpc's own
+    files that differ there, every render compared, and the diagnostics of recipes that did
+    not compile (``(diagnostics, sources)`` per side)."""
+
+    rev: object
+    own_files: list
+    diffs: list
+    errors: list
+
+    def header(self) -> list[str]:
+        from rcpc import __version__
+
+        r = self.rev
+        lines = [f"rcpc diff --rev {r.rev}: a/ is {r.rev} ({r.commit[:12]}), b/ is the work tree",
+                 f"both sides are built by the running rcpc {__version__}"]
+        if self.own_files:
+            lines.append(f"rcpc's own files differ at {r.rev} ({len(self.own_files)}: "
+                         f"{', '.join(self.own_files[:3])}{', …' if len(self.own_files) > 3 else ''}); "
+                         f"{r.rev} is built by the running rcpc all the same")
+        return lines
+
+    def markdown(self) -> str:
+        from rcpc import __version__
+
+        r = self.rev
+        own = (f"rcpc's own files differ at `{r.rev}` ({len(self.own_files)}), but both sides are built by "
+               f"the running rcpc {__version__}" if self.own_files else
+               f"both sides are built by the running rcpc {__version__}")
+        intro = f"`a/` is `{r.rev}` (`{r.commit[:12]}`), `b/` is the work tree; {own}."
+        return report_markdown(f"rcpc diff `{r.rev}` → work tree", intro, self.diffs)
+
+    def to_json(self) -> dict:
+        from rcpc import __version__
+
+        n = {s: sum(1 for d in self.diffs if d.status == s) for s in ("changed", "added", "removed", "identical")}
+        return {"rev": self.rev.rev, "commit": self.rev.commit, "rcpc": __version__,
+                "rcpc_files_differ": self.own_files, "summary": n, "renders": [to_json(d) for d in self.diffs]}
+
+
+def diff_revision(live, rev_text: str, names: list[str], variant: str | None, adjust) -> RevisionDiff:
+    """Compare the renders of workspace ``live`` at git revision ``rev_text`` (built from
+    git's objects, :mod:`rcpc.revision`) with the work tree's, both with the running rcpc:
+    every recipe (or those ``names``, recipe names or ``.rcp`` paths of the work tree) ×
+    variant (or ``variant``) × render. ``adjust(workspace)`` applies the command line's
+    schema options to the revision's workspace. Raises ``E0615`` (git), ``E0607`` (a
+    variant on neither side); ``LookupError(name)`` for a recipe on neither side."""
+    import tempfile
+    from pathlib import Path
+
+    from rcpc import revision
+    from rcpc.diagnostics import CompileError, error
+    from rcpc.recipe import Compiler
+
+    rev = revision.find(live.root, rev_text)
+    with tempfile.TemporaryDirectory(prefix="rcpc-rev-") as tmp:
+        old_ws = adjust(revision.materialise(rev, Path(tmp), live))
+        sides = []
+        for ws in (old_ws, live):
+            sides.append({ws.recipe_name(p): p for p in ws.recipes()})
+        chosen = []
+        for n in names:
+            p = live.find_recipe(n)
+            name = live.recipe_name(p) if p is not None else n.removesuffix(".rcp")
+            if name not in sides[0] and name not in sides[1]:
+                raise LookupError(n)
+            chosen.append(name)
+        chosen = list(dict.fromkeys(chosen)) or sorted(sides[0].keys() | sides[1].keys())
+        compilers = (Compiler(old_ws), Compiler(live))
+        diffs: list[RenderDiff] = []
+        errors: list = []
+        seen_variant = variant is None
+        for name in chosen:
+            built = []
+            for side, compiler in zip(sides, compilers):
+                builds: dict = {}
+                if name in side:
+                    try:
+                        _, vbs = compiler.build(side[name])
+                        builds = {b.variant: b for b in vbs}
+                    except CompileError as exc:
+                        errors.append((exc.diagnostics, compiler))
+                        builds = None
+                built.append(builds)
+            if None in built:
+                continue
+            old, new = built
+            for v in [*old, *(v for v in new if v not in old)]:
+                if variant is not None and v != variant:
+                    continue
+                seen_variant = True
+                diffs.extend(compare(old[v].renders if v in old else None, new[v].renders if v in new else None,
+                                     "a/", "b/", name, v))
+        if not seen_variant:
+            raise error("E0607", f"no recipe compared has a variant '{variant}'", None)
+        own = revision.own_files_differ(rev)
+    return RevisionDiff(rev, own, diffs, [(_relabelled(d, c, rev.rev) if c is compilers[0] else (d, c.sources))
+                                          for d, c in errors])
+
+
+def _relabelled(diags: list, compiler, rev: str) -> tuple[list, dict]:
+    """Diagnostics of the revision's build with each path shown as ``REV:path`` (the same
+    path in the work tree would be a different file), and the sources to quote them."""
+    def span(s):
+        return s if s is None or not s.line else attrs.evolve(s, path=f"{rev}:{s.path}")
+
+    out = [attrs.evolve(d, span=span(d.span), related=tuple((label, span(s)) for label, s in d.related))
+           for d in diags]
+    return out, {f"{rev}:{path}": src for path, src in compiler.sources.items()}

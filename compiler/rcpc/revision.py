@@ -1,0 +1,177 @@
+"""A workspace as it was at a git revision, for ``rcpc diff --rev REF`` (docs/review.md).
+
+The revision's files are read from git's object database only (``git ls-tree`` and
+``git cat-file --batch``) and written into a temporary directory: the work tree, the index
+and every output directory are never touched, and uncommitted changes do not leak in. Files
+are written as git stores them (no smudge filters or line-end conversion, as rcpc reads
+bytes); symlinks stay symlinks; submodules are skipped. Only the workspace's own subtree is
+written, plus the files its ``rcp.toml`` names elsewhere in the repository; a configured
+file outside the repository (not versioned with it) is read where it is now.
+
+The revision is compiled by the rcpc that is running, not the one committed at the revision:
+:func:`own_files_differ` says whether rcpc's own source (when it lives in the same
+repository) differs between the two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import attrs
+
+from rcpc.diagnostics import error
+from rcpc.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
+
+
+@attrs.frozen
+class Revision:
+    """A materialised revision: ``rev`` as given, its ``commit`` id, the repository's
+    ``top`` directory and the workspace ``prefix`` inside it (``""`` at the top)."""
+
+    rev: str
+    commit: str
+    top: Path
+    prefix: str
+
+
+def _git(top: Path, *args: str, data: bytes | None = None) -> bytes:
+    """Run git read-only in ``top``; returns stdout. ``E0615`` when git fails."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(["git", "-C", str(top), *args], input=data, capture_output=True, env=env)
+    except OSError as exc:
+        raise error("E0615", f"cannot run git: {exc.strerror or exc}", None,
+                    hint="rcpc diff --rev reads the revision with git; install git") from None
+    if done.returncode != 0:
+        raise _GitFailed(done.stderr.decode("utf-8", "replace").strip())
+    return done.stdout
+
+
+class _GitFailed(Exception):
+    pass
+
+
+def find(root: Path, rev: str) -> Revision:
+    """The revision ``rev`` of the repository holding workspace ``root``. ``E0615`` when the
+    workspace is not in a git repository or ``rev`` names no commit."""
+    try:
+        top = Path(_git(root, "rev-parse", "--show-toplevel").decode("utf-8").strip()).resolve()
+    except _GitFailed:
+        raise error("E0615", f"--rev {rev}: the workspace is not in a git repository", None,
+                    hint="rcpc diff --rev compares a git revision with the work tree") from None
+    if rev.startswith("-"):
+        raise error("E0615", f"--rev {rev}: not a revision", None, hint="name a commit: HEAD~1, main, a tag or an id")
+    try:
+        commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}")
+    except _GitFailed:
+        raise error("E0615", f"--rev {rev}: no such commit", None,
+                    hint="name a commit: HEAD~1, main, a tag or an id (git log --oneline lists them)") from None
+    prefix = root.resolve().relative_to(top).as_posix()
+    return Revision(rev, commit.decode().strip(), top, "" if prefix == "." else prefix)
+
+
+def _tree(rev: Revision, path: str = "") -> list[tuple[str, str, str]]:
+    """(mode, object id, path) of every file of the commit under ``path`` (all when empty)."""
+    args = ["ls-tree", "-r", "-z", "--full-tree", rev.commit]
+    if path:
+        args += ["--", path]
+    out = []
+    for item in _git(rev.top, *args).split(b"\0"):
+        if item:
+            meta, name = item.split(b"\t", 1)
+            mode, _, oid = meta.decode().split(" ")
+            out.append((mode, oid, name.decode("utf-8", "surrogateescape")))
+    return out
+
+
+def _blobs(rev: Revision, oids: list[str]) -> dict[str, bytes]:
+    """The content of each blob, read in one ``git cat-file --batch``."""
+    if not oids:
+        return {}
+    out = _git(rev.top, "cat-file", "--batch", data="".join(o + "\n" for o in oids).encode())
+    found: dict[str, bytes] = {}
+    at = 0
+    for _ in oids:
+        end = out.index(b"\n", at)
+        head = out[at:end].decode().split(" ")
+        if len(head) != 3:  # "<oid> missing" (a partial clone), or something unexpected
+            raise _GitFailed(f"cannot read object {head[0]}: {' '.join(head[1:])}")
+        oid, kind, size = head
+        start = end + 1
+        found[oid] = out[start:start + int(size)]
+        at = start + int(size) + 1
+    return found
+
+
+def _write(rev: Revision, dest: Path, files: list[tuple[str, str, str]]) -> None:
+    blobs = _blobs(rev, [oid for mode, oid, _ in files if mode != "160000"])
+    for mode, oid, name in files:
+        if mode == "160000":  # a submodule: not part of this repository's files
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            os.symlink(blobs[oid].decode("utf-8", "surrogateescape"), target)
+        else:
+            target.write_bytes(blobs[oid])
+            if mode == "100755":
+                target.chmod(0o755)
+
+
+def materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
+    """Write the revision's workspace into the empty directory ``dest`` (in the repository's
+    layout) and return it as a :class:`Workspace`; ``live`` is the work tree's workspace
+    (configured files outside the repository are read from there). ``E0615`` when git fails
+    or the revision has no ``rcp.toml`` where the work tree has one."""
+    try:
+        return _materialise(rev, dest.resolve(), live)
+    except _GitFailed as exc:
+        raise error("E0615", f"--rev {rev.rev}: git cannot read the revision", None, notes=(str(exc),)) from None
+
+
+def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
+    _write(rev, dest, _tree(rev, rev.prefix))
+    root = dest / rev.prefix if rev.prefix else dest
+    if not (root / CONFIG_NAME).exists() and live.config is not None:
+        raise error("E0615", f"--rev {rev.rev}: {CONFIG_NAME} is not in the workspace at that revision", None,
+                    hint="compare with a revision that has the workspace")
+    ws = Workspace.find(root)
+
+    def located(path: Path | None) -> Path | None:
+        """A configured file: from the revision when it is in the repository, else live."""
+        if path is None or SCHEMA_DIR in path.parents:  # builtin:NAME, the running rcpc's
+            return path
+        rel = os.path.relpath(path, dest)
+        if rel.startswith(os.pardir):
+            return live.root / os.path.relpath(path, root)
+        if not os.path.lexists(path):
+            _write(rev, dest, _tree(rev, Path(rel).as_posix()))
+        return path
+
+    return attrs.evolve(ws, maxtext_schema=located(ws.maxtext_schema),
+                        kube_schemas=tuple(located(p) for p in ws.kube_schemas))
+
+
+def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
+    """rcpc's own source files (paths in the repository) that differ between the revision
+    and what is running now (``package``: rcpc's package directory, this one by default);
+    empty when they are the same or rcpc is not in the repository."""
+    package = (package or Path(__file__).parent).resolve()
+    try:
+        rel = package.relative_to(rev.top).as_posix()
+    except ValueError:
+        return []
+    try:
+        then = {name: oid for mode, oid, name in _tree(rev, rel)}
+    except _GitFailed:
+        return []
+    algorithm = "sha256" if any(len(oid) == 64 for oid in then.values()) else "sha1"
+    now = {}
+    for p in sorted(package.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            data = p.read_bytes()  # git's blob id: the hash of "blob <size>\0" + content
+            now[p.relative_to(rev.top).as_posix()] = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+    return sorted(n for n in then.keys() | now.keys() if then.get(n) != now.get(n))

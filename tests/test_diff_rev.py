@@ -1,0 +1,265 @@
+"""``rcpc diff --rev REF``: renders at a git revision against the work tree (docs/review.md).
+
+Each test builds a throw-away git repository holding the bundled RL recipe (its library and
+an ``rcp.toml``), with commits made deterministic (fixed author, dates and config)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rcpc import review, revision
+from rcpc.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+RL = "recipes/rl/qwen35_397b_256_v7x.rcp"
+GIT_ENV = {"GIT_AUTHOR_NAME": "rcpc test", "GIT_AUTHOR_EMAIL": "test@example.com",
+           "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00", "GIT_COMMITTER_NAME": "rcpc test",
+           "GIT_COMMITTER_EMAIL": "test@example.com", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], env={**os.environ, **GIT_ENV}, check=True,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
+def make_repo(root: Path, edits: list[dict[str, str]]) -> Path:
+    """A repository at ``root`` with the RL recipe: one commit, then one commit per dict of
+    (path → new text) in ``edits``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for sub in ("recipes/rl", "recipes/lib"):
+        shutil.copytree(REPO / sub, root / sub)
+    (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n')
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "recipes")
+    for n, edit in enumerate(edits):
+        for path, text in edit.items():
+            (root / path).write_text(text)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", f"edit {n}")
+    return root
+
+
+def edited(old: str, new: str, path: str = RL) -> dict:
+    text = (REPO / path).read_text()
+    assert old in text
+    return {path: text.replace(old, new)}
+
+
+@pytest.fixture
+def run(monkeypatch, capsys):
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+
+    def go(root: Path, *argv: str):
+        monkeypatch.chdir(root)
+        capsys.readouterr()
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return go
+
+
+def snapshot_state(root: Path) -> dict:
+    """What must not change: the work tree's files (bytes and mtimes), git's index file and
+    ``git status``, and everything under rcpc-out."""
+    files = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts or not p.is_file():
+            continue
+        st = p.stat()
+        files[p.relative_to(root).as_posix()] = (p.read_bytes(), st.st_mtime_ns)
+    index = root / ".git" / "index"
+    status = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain"],
+                            capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV}).stdout
+    return {"files": files, "index": (index.read_bytes(), index.stat().st_mtime_ns), "status": status}
+
+
+def test_last_commit_edited_one_flag(tmp_path, run):
+    root = make_repo(tmp_path / "repo", [edited('"gdn_chunk_size": 64,', '"gdn_chunk_size": 128,')])
+    git(root, "status", "--porcelain")  # git itself may refresh the index now, not during rcpc
+    assert run(root, "build")[0] == 0   # an output directory that must stay as it is
+    before = snapshot_state(root)
+    code, out, err = run(root, "diff", "--rev", "HEAD~1", "--format", "json")
+    assert code == 0, err
+    assert snapshot_state(root) == before
+    doc = json.loads(out)
+    assert doc["rev"] == "HEAD~1" and doc["commit"] == git(root, "rev-parse", "HEAD~1").strip()
+    changed = {f"{d['recipe']}/{d['variant']}/{d['render']}" for d in doc["renders"] if d["status"] != "identical"}
+    assert changed == {f"rl/qwen35_397b_256_v7x/{v}/trainer.{e}" for v in ("default", "tuned", "six", "six-tuned")
+                       for e in ("flags", "yaml")}
+    assert doc["summary"] == {"changed": 8, "added": 0, "removed": 0, "identical": 44}
+    for d in doc["renders"]:
+        if d["status"] == "changed" and d["render"] == "trainer.flags":
+            assert d["flags"] == [{"key": "gdn_chunk_size", "old": "64", "new": "128"}]
+        elif d["status"] == "changed":
+            (p,) = d["paths"]
+            assert re.fullmatch(r"spec\.replicatedJobs\[name=proc\]\.template\.spec\.template\.spec\."
+                                r"containers\[name=main\]\.args\[\d+\]", p["path"])
+            assert (p["old"], p["new"]) == ("gdn_chunk_size=64", "gdn_chunk_size=128")
+    # the text report: the header says which rcpc built both sides, then the 8 renders
+    code, out, _ = run(root, "diff", "--rev", "HEAD~1")
+    lines = out.splitlines()
+    assert lines[0].startswith("rcpc diff --rev HEAD~1: a/ is HEAD~1 (") and lines[0].endswith("b/ is the work tree")
+    assert lines[1] == "both sides are built by the running rcpc 0.1.0"
+    assert re.search(r"^changed  rl/qwen35_397b_256_v7x/six/trainer\.flags +gdn_chunk_size: 64 → 128$", out, re.M)
+    assert "8 changed, 0 added, 0 removed, 44 identical (of 52 renders)" in out
+    assert "-gdn_chunk_size=64\n+gdn_chunk_size=128\n" in out
+    assert "\033[" not in out  # not a terminal: no colour
+    assert snapshot_state(root) == before
+
+
+def test_clean_tree_against_head_is_no_change(tmp_path, run):
+    root = make_repo(tmp_path / "repo", [])
+    before = snapshot_state(root)
+    code, out, err = run(root, "diff", "--rev", "HEAD", "--stat")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == " 0 changed, 0 added, 0 removed, 52 identical (of 52 renders)"
+    assert snapshot_state(root) == before
+
+
+def test_uncommitted_edits_are_the_work_tree_side_only(tmp_path, run):
+    root = make_repo(tmp_path / "repo", [])
+    (root / RL).write_text((root / RL).read_text().replace('ROLLOUT_REPLICAS = param(int, default = 16',
+                                                            'ROLLOUT_REPLICAS = param(int, default = 17'))
+    git(root, "add", RL)  # staged: the index differs from HEAD, and must stay as it is
+    before = snapshot_state(root)
+    code, out, _ = run(root, "diff", "--rev", "HEAD", "--stat")
+    assert code == 0
+    assert re.search(r"^ rl/qwen35_397b_256_v7x/default/rollout-16\.yaml +\| added    \| \+109 -0$", out, re.M)
+    assert re.search(r"/default/orchestrator\.yaml +\| changed  \| \+1 -1$", out, re.M)  # every rollout's address
+    assert snapshot_state(root) == before
+
+
+def test_added_and_removed_recipes_and_variants(tmp_path, run):
+    text = (REPO / RL).read_text()
+    root = make_repo(tmp_path / "repo", [{RL: text.replace('variant("six", set = {"ROLLOUT_REPLICAS": 4})\n',
+                                                           'variant("seven", set = {"ROLLOUT_REPLICAS": 7})\n')
+                                          .replace('against = "six"', 'against = "seven"')}])
+    (root / "recipes" / "tiny.rcp").write_text('jobset(name = "js", spec = {"replicas": 1})\n')
+    code, out, _ = run(root, "diff", "--rev", "HEAD~1", "--format", "json")
+    assert code == 0
+    status = {(d["recipe"], d["variant"], d["render"]): d["status"] for d in json.loads(out)["renders"]}
+    assert status[("tiny", "default", "js.yaml")] == "added"
+    assert status[("rl/qwen35_397b_256_v7x", "six", "trainer.yaml")] == "removed"
+    assert status[("rl/qwen35_397b_256_v7x", "seven", "rollout-6.yaml")] == "added"
+    # one recipe and one variant
+    code, out, _ = run(root, "diff", "--rev", "HEAD~1", "tiny", "--format", "json")
+    assert [d["recipe"] for d in json.loads(out)["renders"]] == ["tiny"]
+    code, out, _ = run(root, "diff", "--rev", "HEAD~1", "--variant", "default", "--format", "json")
+    assert {d["variant"] for d in json.loads(out)["renders"]} == {"default"}
+
+
+def test_markdown_report_is_a_table_then_folded_details(tmp_path, run):
+    root = make_repo(tmp_path / "repo", [edited('"gdn_chunk_size": 64,', '"gdn_chunk_size": 128,')])
+    code, out, _ = run(root, "diff", "--rev", "HEAD~1", "--format", "markdown")
+    assert code == 0
+    head, _, rest = out.partition("<details>")
+    assert head.startswith("### rcpc diff `HEAD~1` → work tree\n")
+    assert "| render | status | what changed |\n|---|---|---|\n" in head
+    assert "| `rl/qwen35_397b_256_v7x/default/trainer.flags` | changed | `gdn_chunk_size: 64 → 128` |" in head
+    assert "**8 changed, 0 added, 0 removed, 44 identical (of 52 renders).**" in head
+    assert out.count("<details>") == out.count("</details>") == 8
+    assert "```diff\n--- a/rl/qwen35_397b_256_v7x/default/trainer.flags\n" in rest
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["diff", "--rev", "no-such-branch"], 1, "error[E0615]: --rev no-such-branch: no such commit"),
+    (["diff", "--rev=--all"], 1, "error[E0615]: --rev --all: not a revision"),
+    (["diff", "--rev", "HEAD", "--against", "default"], 2, "--against compares variants"),
+    (["diff", "--rev", "HEAD", "nope"], 2, "no recipe 'nope' in the work tree or at HEAD"),
+    (["diff", "--rev", "HEAD", "--variant", "nope"], 1, "error[E0607]: no recipe compared has a variant 'nope'"),
+    (["diff", "rl/qwen35_397b_256_v7x"], 2, "diff needs one RECIPE and --variant A"),
+])
+def test_bad_requests(tmp_path, run, argv, code, message):
+    root = make_repo(tmp_path / "repo", [])
+    got, _, err = run(root, *argv)
+    assert got == code and message in err and "Traceback" not in err
+
+
+def test_outside_a_repository(tmp_path, run):
+    (tmp_path / "rcp.toml").write_text("")
+    code, _, err = run(tmp_path, "diff", "--rev", "HEAD")
+    assert code == 1 and "error[E0615]: --rev HEAD: the workspace is not in a git repository" in err
+
+
+def test_a_revision_that_does_not_compile_is_reported_as_that_revision(tmp_path, run):
+    root = make_repo(tmp_path / "repo", [{"recipes/bad.rcp": "X = Y\n"}, {"recipes/bad.rcp": "X = 1\n"}])
+    code, out, err = run(root, "diff", "--rev", "HEAD~1")
+    assert code == 1
+    assert "HEAD~1:recipes/bad.rcp:1:5: error[E0101]: unknown name 'Y'" in err
+    assert " 1 | X = Y" in err  # quoted from the revision, not from the work tree
+    assert "52 identical" in out  # the recipes that compile are still compared
+
+
+def test_workspace_in_a_subdirectory_and_a_schema_outside_the_repository(tmp_path, run):
+    outside = tmp_path / "shared" / "base.yml"
+    outside.parent.mkdir()
+    outside.write_text("steps: 1\n")
+    root = tmp_path / "mono"
+    (root / "ws" / "recipes").mkdir(parents=True)
+    (root / "other.txt").write_text("not part of the workspace\n")
+    (root / "ws" / "rcp.toml").write_text(f'maxtext_base = "{os.path.relpath(outside, root / "ws")}"\n')
+    (root / "ws" / "recipes" / "r.rcp").write_text('F = maxtext_flags({"steps": 5})\nflag_file(name = "f", flags = F)\n')
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "ws" / "recipes" / "r.rcp").write_text('F = maxtext_flags({"steps": 6})\nflag_file(name = "f", flags = F)\n')
+    code, out, err = run(root / "ws", "diff", "--rev", "HEAD", "--format", "json")
+    assert code == 0, err
+    (d,) = json.loads(out)["renders"]
+    assert d["flags"] == [{"key": "steps", "old": "5", "new": "6"}]
+
+
+def test_own_files_that_differ_are_named_in_the_header(tmp_path):
+    root = tmp_path / "repo"
+    pkg = root / "compiler" / "rcpc"
+    pkg.mkdir(parents=True)
+    (pkg / "a.py").write_text("A = 1\n")
+    (pkg / "b.py").write_text("B = 1\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    rev = revision.find(root, "HEAD")
+    assert revision.own_files_differ(rev, pkg) == []
+    (pkg / "b.py").write_text("B = 2\n")
+    (pkg / "c.py").write_text("C = 1\n")
+    assert revision.own_files_differ(rev, pkg) == ["compiler/rcpc/b.py", "compiler/rcpc/c.py"]
+    report = review.RevisionDiff(rev, ["compiler/rcpc/b.py", "compiler/rcpc/c.py"], [], [])
+    assert report.header()[2] == ("rcpc's own files differ at HEAD (2: compiler/rcpc/b.py, compiler/rcpc/c.py); "
+                                  "HEAD is built by the running rcpc all the same")
+    assert "rcpc's own files differ at `HEAD` (2), but both sides are built by the running rcpc" in report.markdown()
+
+
+# colour ---------------------------------------------------------------------------------------
+def test_colour_needs_a_terminal_and_no_NO_COLOR(monkeypatch):
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert review.stdout_color()
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not review.stdout_color()
+
+
+def test_changed_words_of_a_long_line_are_highlighted():
+    line = "python3 -m MaxText.train " + " ".join(f"flag_{i}={i}" for i in range(60))
+    assert len(line) > 600
+    diff = f"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-{line}\n+{line.replace('flag_30=30', 'flag_30=31')}\n"
+    out = review.color_diff(diff)
+    removed, added = out.splitlines()[3:5]
+    assert f"{review.REVERSE}30{review.RESET}{review.RED}" in removed
+    assert f"{review.REVERSE}31{review.RESET}{review.GREEN}" in added
+    assert removed.count(review.REVERSE) == added.count(review.REVERSE) == 1  # only the changed word

@@ -1,0 +1,31 @@
+"""``rcpc explain`` of a key the flag set does not set is an error with a did-you-mean over
+the keys it does set (issue: golden failures that read well)."""
+
+from __future__ import annotations
+
+import difflib
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+KEYS = st.from_regex(r"[a-z][a-z_]{2,12}", fullmatch=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(KEYS, min_size=1, max_size=8, unique=True), query=KEYS)
+@example(keys=["custom_mesh_and_rule", "packing"], query="custom_mesh_and_rules")
+@example(keys=["steps"], query="learning_rate")
+def test_explain_of_a_key_set_nowhere(ws, cli, keys, query):
+    layers = "{" + ", ".join(f'"{k}": 1' for k in keys) + "}"
+    ws.write("recipes/r.rcp", f"F = maxtext_flags({layers})\nflag_file(name = \"f\", flags = F)\n")
+    result = cli("explain", "r", "F", query)
+    if query in keys:
+        assert result.code == 0 and "effective: 1" in result.out
+        return
+    assert result.code == 1 and result.out == ""
+    assert f"recipes/r.rcp:1:5: error[E0616]: flag set 'F' does not set '{query}' in variant default" in result.err
+    close = difflib.get_close_matches(query, keys, n=1)
+    if close:
+        assert f"help: did you mean '{close[0]}'?" in result.err
+    else:
+        assert "help: keys set: " + ", ".join(keys) in result.err
