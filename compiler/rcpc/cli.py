@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     g = f.add_mutually_exclusive_group()
     g.add_argument("--check", action="store_true", help="write nothing; list files that are not formatted, exit 1")
     g.add_argument("--diff", action="store_true", help="write nothing; print the changes as a diff, exit 1 if any")
+    _jobs_option(f)
 
     li = sub.add_parser("lint", parents=[common], help="report unused names, no-op overrides, ...")
     li.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
@@ -96,7 +97,7 @@ def _jobs(text: str) -> int:
 
 def _jobs_option(p) -> None:
     p.add_argument("-j", "--jobs", type=_jobs, default="auto", metavar="N",
-                   help="compile recipes in N processes (default: auto, one per CPU; 1: no workers)")
+                   help="work in N processes (default: auto, one per CPU; 1: no workers)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -467,7 +468,7 @@ def _explain(args, ws, compiler) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import format_source
+    from rcpc.parallel import format_files
 
     files: list[Path] = []
     for p in args.paths or [str(d) for d in ws.recipe_dirs]:
@@ -480,19 +481,21 @@ def _fmt(args, ws, compiler) -> int:
             raise _Usage(f"no such file or directory: {p}")
     errors: list = []
     changed = []
-    for real in dict.fromkeys(files):
+    files = list(dict.fromkeys(files))
+    for real, out in zip(files, format_files(ws, compiler.get, files, args.jobs)):
         shown = ws.display(real)
-        text = real.read_text(encoding="utf-8")
-        try:
-            out = format_source(text, shown)
-        except CompileError as exc:
-            errors.extend(exc.diagnostics)
-            compiler.source(real)  # for the quoted source line
+        if isinstance(out, CompileError):
+            errors.extend(out.diagnostics)
+            try:
+                compiler.source(real)  # for the quoted source line
+            except CompileError:
+                pass
             continue
-        if out == text:
+        if out is None:
             continue
         changed.append(shown)
         if args.diff:
+            text = compiler.source(real).text
             sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), out.splitlines(True),
                                                        f"a/{shown}", f"b/{shown}"))
         elif args.check:

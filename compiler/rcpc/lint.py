@@ -85,19 +85,13 @@ def lint(compiler, paths: Iterable[str | Path] = ()) -> list[Diagnostic]:
     return out
 
 
-def ignored_codes(text: str) -> dict[int, set[str]]:
-    """``{line: {codes}}`` of the ``# rcpc: ignore[...]`` comments of a source text."""
-    from rcpc.syntax.parser import parse_concrete
-
+def ignored_codes(module: ast.Module) -> dict[int, set[str]]:
+    """``{line: {codes}}`` of the ``# rcpc: ignore[...]`` comments of a parsed module."""
     out: dict[int, set[str]] = {}
-    try:
-        _, comments = parse_concrete(text)
-    except Exception:  # text that does not parse has no lint findings to silence
-        return out
-    for c in comments:
-        m = _IGNORE.search(str(c))
+    for c in module.comments:
+        m = _IGNORE.search(c.text)
         if m:
-            out.setdefault(c.line, set()).update(x.strip().upper() for x in m.group(1).split(","))
+            out.setdefault(c.span.line, set()).update(x.strip().upper() for x in m.group(1).split(","))
     return out
 
 
@@ -305,16 +299,14 @@ def _silenced(compiler, d: Diagnostic, cache: dict) -> bool:
         return False
     info = cache.get(d.span.path)
     if info is None:
-        ignores = ignored_codes(src.text)
-        ends = {}
         try:
-            from rcpc.syntax.parser import parse
-
-            for stmt in parse(src).stmts:
-                ends.setdefault(stmt.span.line, stmt.span.end_line)
-        except CompileError:
-            pass
-        info = cache[d.span.path] = (ignores, ends)
+            module = compiler.module(Path(src.real))  # parsed once in this run, then kept
+        except CompileError:  # a file that does not compile has no findings to silence
+            module = ast.Module(src.path, ())
+        ends: dict = {}
+        for stmt in module.stmts:
+            ends.setdefault(stmt.span.line, stmt.span.end_line)
+        info = cache[d.span.path] = (ignored_codes(module), ends)
     ignores, ends = info
     lines = {d.span.line, d.span.end_line, ends.get(d.span.line, d.span.line)}
     return any(d.code.upper() in ignores.get(line, ()) for line in lines)

@@ -1,6 +1,7 @@
 """Compiling the recipes of a command: each from the build cache when its inputs are
 unchanged, the others in this process or, with ``-j N`` (default: the CPUs this process may
-use), in N worker processes.
+use), in N worker processes. ``rcpc fmt`` formats files the same way
+(:func:`format_files`).
 
 Workers are only started when at least :data:`MIN_PARALLEL` recipes need compiling (below
 that, starting them costs more than it saves). Each worker keeps one
@@ -46,15 +47,10 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
             builds, found, deps = hit
             results[i] = (builds, [from_json(d) for d in found], deps)
     if jobs > 1 and len(misses) >= MIN_PARALLEL:
-        import multiprocessing
-
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        chunk = max(1, len(misses) // (jobs * 4))
-        with ctx.Pool(min(jobs, len(misses)), _start_worker,
-                      (ws, cache, options, variant, sets, lint)) as pool:
-            for i, outcome in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
-                results[i] = outcome[1] if outcome[0] == "ok" else CompileError(outcome[1])
+        outcomes = _in_workers(jobs, [paths[i] for i in misses], _work,
+                               (ws, {"args": (cache, options), "kwargs": (variant, sets, lint)}))
+        for i, outcome in zip(misses, outcomes):
+            results[i] = outcome[1] if outcome[0] == "ok" else CompileError(outcome[1])
         return results
     for i in misses:
         try:
@@ -64,17 +60,59 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     return results
 
 
+def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
+    """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.fmt.format_file`) with
+    ``get_compiler()`` or, with ``jobs`` > 1 and at least :data:`MIN_PARALLEL` files, in
+    workers. Returns, per path, in order, the canonical text, ``None`` when the file is
+    canonical already, or the :class:`~rcpc.diagnostics.CompileError` it raised."""
+    if jobs > 1 and len(paths) >= MIN_PARALLEL:
+        outcomes = _in_workers(jobs, paths, _format_work, (ws, {}))
+        return [o[1] if o[0] == "ok" else CompileError(o[1]) for o in outcomes]
+    from rcpc.fmt import format_file
+
+    out: list = []
+    for path in paths:
+        try:
+            out.append(format_file(get_compiler(), path))
+        except CompileError as exc:
+            out.append(exc)
+    return out
+
+
+def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
+    """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
+    its own :class:`~rcpc.recipe.Compiler` of workspace ``init[0]`` and the settings
+    ``init[1]``), results in order."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunk = max(1, len(items) // (jobs * 4))
+    with ctx.Pool(min(jobs, len(items)), _start_worker, init) as pool:
+        return list(pool.imap(work, items, chunk))
+
+
 _WORKER: dict = {}
 
 
-def _start_worker(workspace, cache, options, variant, sets, lint) -> None:
+def _start_worker(workspace, settings: dict) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops workers so: no CLI handler here
     from rcpc.recipe import Compiler
 
-    _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
+    _WORKER.update(compiler=Compiler(workspace), **settings)
+
+
+def _format_work(path: Path) -> tuple:
+    """("ok", canonical text or None) or ("error", diagnostics)."""
+    from rcpc.fmt import format_file
+
+    try:
+        return "ok", format_file(_WORKER["compiler"], path)
+    except CompileError as exc:
+        return "error", exc.diagnostics
 
 
 def _work(path: Path) -> tuple:
