@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Iterable
 
 from rcpc.diagnostics import NOTE, WARNING, CompileError, Diagnostic
-from rcpc.resolve import walk_names
+from rcpc.resolve import COMPREHENSION
 from rcpc.syntax import ast
+from rcpc.syntax.walk import walk
 
 __all__ = ["lint", "CODES", "ignored_codes"]
 
@@ -132,16 +133,16 @@ def _lint_file(compiler, real: Path) -> list[Diagnostic]:
     return diags
 
 
-def _names_used(node, out: set) -> None:
-    walk_names(node, frozenset(), lambda n, scope: None if n.id in scope else out.add(n.id))
-
-
-def _stmt_uses(stmt) -> set:
+def _stmt_uses(module: ast.Module, stmt) -> set:
+    """The names of the file's own bindings (not built-ins or comprehension variables) that
+    ``stmt`` uses (``module.bindings``, from the resolver)."""
+    of = module.bindings.of
     used: set = set()
-    if isinstance(stmt, ast.Assign):
-        _names_used(stmt.value, used)
-    elif isinstance(stmt, ast.ExprStmt):
-        _names_used(stmt.expr, used)
+    for n in walk(stmt):
+        if type(n) is ast.Name:
+            b = of(n)
+            if b is not None and b.span is not None and b.kind != COMPREHENSION:
+                used.add(b.name)
     return used
 
 
@@ -155,7 +156,7 @@ def _unused(module: ast.Module, is_library: bool) -> list[Diagnostic]:
     """L0001 / L0002 / L0003: bindings never used in their file."""
     used: set = set()
     for stmt in module.stmts:
-        used |= _stmt_uses(stmt)
+        used |= _stmt_uses(module, stmt)
     out = []
 
     def exported(name: str) -> bool:
@@ -193,7 +194,7 @@ def _params_without_renders(module: ast.Module) -> list[Diagnostic]:
     used: set = set()
     roots: set = set()
     for stmt in module.stmts:
-        names = _stmt_uses(stmt)
+        names = _stmt_uses(module, stmt)
         used |= names
         if isinstance(stmt, ast.Assign):
             deps[stmt.name] = names
