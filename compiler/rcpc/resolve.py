@@ -53,8 +53,9 @@ class Binding:
 
 
 class Bindings:
-    """The bindings of one module: ``defs``, every binding the file makes (in source order),
-    and for every name used, the binding it refers to."""
+    """The bindings of one module: ``defs``, every binding the file makes (in the order
+    bound: a statement's comprehension variables before the name it assigns), and for every
+    name used, the binding it refers to."""
 
     __slots__ = ("defs", "_uses")
 

@@ -63,6 +63,15 @@ class Attached:
         """The :class:`Notes` of key ``k`` (:func:`key`, :func:`part`); do not modify them."""
         return self._notes.get(k, _EMPTY)
 
+    def placed(self) -> list:
+        """Every comment placed, once each (for checks: all of the module's comments)."""
+        out = list(self.end)
+        for n in self._notes.values():
+            out.extend(n.leading)
+            out.extend(n.before_close)
+            out.extend(c for c in (n.trailing, n.after_open) if c is not None)
+        return out
+
     def blank_before(self, comment: ast.Comment) -> bool:
         """A blank line between ``comment`` and the token or comment before it."""
         return id(comment) in self._blank
