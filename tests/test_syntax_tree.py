@@ -385,3 +385,18 @@ def test_fmt_formats_exactly_what_the_parser_accepts(tokens):
         return
     out = format_source(text, "t.rcp")
     assert format_source(out, "t.rcp") == out
+
+
+def test_the_parse_table_cache_file_names_every_lark_option(tmp_path, monkeypatch):
+    """Two parsers built with different options never share a cache file (lark would
+    rebuild and overwrite it on every start, or load tables built for other options)."""
+    from rcpc.syntax.parser import _cache_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    base = dict(parser="lalr", keep_all_tokens=True, postlex=object())
+    names = [_cache_path("G", base), _cache_path("G", {**base, "keep_all_tokens": False}),
+             _cache_path("G", {**base, "propagate_positions": True}), _cache_path("G", {**base, "postlex": None}),
+             _cache_path("H", base)]
+    assert len(set(names)) == len(names)
+    assert _cache_path("G", dict(reversed(list(base.items())))) == names[0]
+    assert all(n.startswith(str(tmp_path)) for n in names)

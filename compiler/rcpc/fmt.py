@@ -131,20 +131,21 @@ class _Printer:
         self.module = module
         self.attached = module.attached()
 
-    def comments(self, comments) -> list:
+    def printed(self, found) -> list:
+        """Comments as printed (:class:`_C`), their blank lines before them included."""
         blank = self.attached.blank_before
-        return [_C(c.text, blank(c)) for c in comments]
+        return [_C(c.text, blank(c)) for c in found]
 
     def item(self, k, doc, sort=None) -> _Item:
         n = self.attached.of(k)
-        return _Item(doc, self.comments(n.leading), n.trailing.text if n.trailing else None, n.blank, sort)
+        return _Item(doc, self.printed(n.leading), n.trailing.text if n.trailing else None, n.blank, sort)
 
     def expr_item(self, node) -> _Item:
         return self.item(comments.key(node), self.expr(node))
 
     # statements --------------------------------------------------------------------------
     def run(self) -> str:
-        stmts = [self.item(id(s), s, s.path if type(s) is ast.Load else None) for s in self.module.stmts]
+        stmts = [self.item(id(s), self.stmt(s), s.path if type(s) is ast.Load else None) for s in self.module.stmts]
         header, order = _order(stmts)
         out: list[str] = []
 
@@ -158,11 +159,11 @@ class _Printer:
         for st in order:
             for c in st.leading:
                 put(c.text, c.blank)
-            text = render(self.stmt(st.doc))
+            text = render(st.doc)
             if st.trailing is not None:
                 text += "  " + st.trailing
             put(text, st.blank)
-        for c in self.comments(self.attached.end):
+        for c in self.printed(self.attached.end):
             put(c.text, c.blank)
         return "\n".join(out) + "\n" if out else ""
 
@@ -247,7 +248,7 @@ class _Printer:
         comprehension that may share its brackets' lines."""
         n = self.attached.of(k)
         after_open = n.after_open.text if n.after_open is not None else None
-        before_close = self.comments(n.before_close)
+        before_close = self.printed(n.before_close)
         if not items and not before_close and after_open is None:
             return open_ + close
         exploded = (magic or after_open is not None or bool(before_close)

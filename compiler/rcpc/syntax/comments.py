@@ -114,13 +114,13 @@ class _Layout:
     """Elements and bracket pairs of a module, by source offsets."""
 
     def __init__(self, module: ast.Module):
-        source = module.source
+        self.source = source = module.source
         self.text = text = source.text
         self.starts = source._starts
         self.n = len(text)
         self.comment_ends: dict[int, int] = {}  # offset after a comment's raw text -> its start
         for c in module.comments:
-            start = self.offset(c.span.line, c.span.col)
+            start = self.span_start(c.span)
             end = text.find("\n", start)
             self.comment_ends[self.n if end < 0 else end] = start
         self.elems: list[_Elem] = []
@@ -131,14 +131,9 @@ class _Layout:
             self.stmts.append(self._stmt(stmt))
 
     # offsets -------------------------------------------------------------------------------
-    def offset(self, line: int, col: int) -> int:
-        return self.starts[line - 1] + col - 1
-
     def line(self, offset: int) -> int:
         """1-based line of the character at ``offset``."""
-        import bisect
-
-        return bisect.bisect_right(self.starts, offset)
+        return self.source.line_col(offset)[0]
 
     def span_start(self, span) -> int:
         return self.starts[span.line - 1] + span.col - 1
@@ -177,7 +172,7 @@ class _Layout:
             c = text[pos - 1]
             if c in _SPACE:
                 pos -= 1
-            elif c == "\\" and text[pos] in "\r\n":
+            elif c == "\\" and text[pos:pos + 1] in ("\r", "\n"):  # a line continuation
                 pos -= 1
             else:
                 return pos
@@ -361,7 +356,7 @@ def attach(module: ast.Module) -> Attached:
     blank: set = set()
     prev_comment_line = 0
     for c in module.comments:
-        start = lay.offset(c.span.line, c.span.col)
+        start = lay.span_start(c.span)
         p = lay.back(start, True)  # after the token before the comment (0: none)
         p_line = lay.line(p - 1) if p else 0
         before_line = max(p_line, prev_comment_line)
