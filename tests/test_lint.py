@@ -10,6 +10,8 @@ import pytest
 from rcpc.diagnostics import format_text
 from rcpc.lint import CODES, ignored_codes, lint
 from rcpc.recipe import Compiler
+from rcpc.source import Source
+from rcpc.syntax.parser import parse
 from rcpc.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,7 +199,7 @@ def test_ignore_in_a_string_is_not_a_comment(ws):
 
 def test_ignored_codes_parser():
     text = 'A = 1  # rcpc: ignore[L0001]\nB = 2  # note; rcpc:ignore[ l0002 ,L0003 ]\nC = "#rcpc: ignore[L9]"\n'
-    assert ignored_codes(text) == {1: {"L0001"}, 2: {"L0002", "L0003"}}
+    assert ignored_codes(parse(Source("t.rcp", text))) == {1: {"L0001"}, 2: {"L0002", "L0003"}}
 
 
 # inputs -------------------------------------------------------------------------------------------

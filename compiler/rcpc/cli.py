@@ -82,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     g = f.add_mutually_exclusive_group()
     g.add_argument("--check", action="store_true", help="write nothing; list files that are not formatted, exit 1")
     g.add_argument("--diff", action="store_true", help="write nothing; print the changes as a diff, exit 1 if any")
+    _jobs_option(f)
 
     li = sub.add_parser("lint", parents=[common], help="report unused names, no-op overrides, ...")
     li.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
@@ -125,7 +126,7 @@ def _jobs(text: str) -> int:
 
 def _jobs_option(p) -> None:
     p.add_argument("-j", "--jobs", type=_jobs, default="auto", metavar="N",
-                   help="compile recipes in N processes (default: auto, one per CPU; 1: no workers)")
+                   help="work in N processes (default: auto, one per CPU; 1: no workers)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -618,7 +619,8 @@ def _schema(args) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import FormatterBug, format_source
+    from rcpc.fmt import FormatterBug
+    from rcpc.parallel import format_files
     from rcpc.workspace import RECIPE_SUFFIX, entry
 
     files: list[Path] = []
@@ -645,23 +647,25 @@ def _fmt(args, ws, compiler) -> int:
             elif x is q:
                 raise _Usage(f"no such file: {p}")
     changed = []
-    for real in dict.fromkeys(files):
+    files = list(dict.fromkeys(files))
+    for real, out in zip(files, format_files(ws, compiler.get, files, args.jobs)):
         shown = ws.display(real)
-        try:  # read and decoded as the compiler reads it: limits, E0003 for bytes not UTF-8
-            text = compiler.source(real).text
-            out = format_source(text, shown)
-        except CompileError as exc:
-            errors.extend(exc.diagnostics)
+        if isinstance(out, CompileError):
+            errors.extend(out.diagnostics)
+            try:
+                compiler.source(real)  # for the quoted source line
+            except CompileError:
+                pass
             continue
-        except FormatterBug as exc:  # never written: the file is left as it is
-            _stderr(f"rcpc: error: {shown} is left unformatted: {exc} (a bug in rcpc fmt)")
+        if isinstance(out, FormatterBug):  # never written: the file is left as it is
+            _stderr(f"rcpc: error: {shown} is left unformatted: {out} (a bug in rcpc fmt)")
             bugs += 1
             continue
-        compiler.release(real)
-        if out == text:
+        if out is None:
             continue
         changed.append(shown)
         if args.diff:
+            text = compiler.source(real).text
             sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), out.splitlines(True),
                                                        f"a/{shown}", f"b/{shown}"))
         elif args.check:

@@ -383,15 +383,12 @@ class Evaluator:
 
     def _params_in(self, node):
         """(name, value text) of each param named in ``node`` (for flag provenance)."""
-        from rcpc.resolve import walk_names
+        from rcpc.syntax.walk import walk
 
         found: list = []
-
-        def use(n, scope):
-            if n.id in self.params and n.id not in [f[0] for f in found]:
+        for n in walk(node):
+            if type(n) is ast.Name and n.id in self.params and n.id not in [f[0] for f in found]:
                 found.append((n.id, text_of(self.env[n.id]) or type_name(self.env[n.id])))
-
-        walk_names(node, frozenset(), use)
         return found
 
     def _index(self, node: ast.Index, scope):

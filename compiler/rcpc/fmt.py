@@ -1,11 +1,10 @@
 """``rcpc fmt``: the canonical layout of a recipe file (docs/style.md), comments kept.
 
-:func:`format_source` parses the file twice: with :func:`rcpc.syntax.parser.parse` (so bad
-input raises the compiler's :class:`~rcpc.diagnostics.CompileError`), and with
-:func:`rcpc.syntax.parser.parse_concrete`, which keeps every token and the comments. The
-concrete tree becomes a small layout tree (boxes of elements: call arguments, list items,
-dict entries, comprehension clauses, statements), each comment is attached to one element or
-box, and the tree is printed by a Wadler/Prettier-style pretty printer at 100 columns:
+:func:`format_source` parses the file once, with the compiler's parser
+(:func:`rcpc.syntax.parser.parse`: bad input raises the compiler's
+:class:`~rcpc.diagnostics.CompileError`), and prints that AST with the comments attached to
+its nodes (:mod:`rcpc.syntax.comments`), by a Wadler/Prettier-style pretty printer at 100
+columns:
 
 * a bracketed construct stays on one line when it fits and holds no comment and was not
   written with a trailing comma after its last element ("magic trailing comma"); otherwise
@@ -19,30 +18,28 @@ box, and the tree is printed by a Wadler/Prettier-style pretty printer at 100 co
   that comments or blank lines delimit (as buildifier sorts lists);
 * runs of blank lines between statements (and between the elements of an exploded box)
   become one blank line; blank lines just inside brackets go;
-* literals keep their spelling; a single-quoted string whose body has no ``"`` is written
-  with double quotes, its body untouched (the value cannot change); triple-quoted strings
-  are kept as written.
+* literals keep their spelling (the AST keeps it: ``text``, a string's ``raw``); a
+  single-quoted string whose body has no ``"`` is written with double quotes, its body
+  untouched (the value cannot change); triple-quoted strings are kept as written;
+  parentheses are kept as written (``parens``).
 
-The result is checked before it is returned: it must parse to the same syntax tree
-(spans aside; loads compared as sets) and hold the same comments. A difference would be a
-bug in the formatter, reported as :class:`FormatterBug`, never a silently changed recipe.
+The result is checked before it is returned, unless it is the input itself: it must parse to
+the same syntax tree (spans and spellings of the same value aside; loads compared as sets) and
+hold the same comments. A difference would be a bug in the formatter, reported as
+:class:`FormatterBug`, never a silently changed recipe.
 """
 
 from __future__ import annotations
 
-import bisect
-
-from lark import Token, Tree
-
 from rcpc.diagnostics import error
 from rcpc.source import Source
-from rcpc.syntax import ast
-from rcpc.syntax.parser import parse, parse_concrete
+from rcpc.syntax import ast, comments
+from rcpc.syntax.parser import parse
 
 WIDTH = 100
 INDENT = 4
 
-__all__ = ["format_source", "normalize_string", "FormatterBug", "WIDTH"]
+__all__ = ["format_source", "format_module", "format_file", "normalize_string", "FormatterBug", "WIDTH"]
 
 
 class FormatterBug(AssertionError):
@@ -55,148 +52,31 @@ def format_source(text: str, path: str) -> str:
     Raises :class:`~rcpc.diagnostics.CompileError` for a syntax error, as the compiler does
     (and ``E0801`` for nesting too deep to format, a few hundred levels).
     The result ends with one newline (or is empty for a file of nothing but whitespace)."""
-    source = Source(path, text)
-    module = parse(source)
+    return format_module(parse(Source(path, text)))
+
+
+def format_file(compiler, real) -> str | None:
+    """The canonical text of workspace file ``real``, or ``None`` when it is canonical
+    already. The file is read as the compiler reads it (``compiler.source``: UTF-8, size
+    limit; ``E0003``, ``E0803``), and kept for quoting in diagnostics only when it fails."""
+    source = compiler.source(real)
+    out = format_module(parse(source))
+    compiler.release(real)
+    return None if out == source.text else out
+
+
+def format_module(module: ast.Module) -> str:
+    """The canonical text of a parsed module (:func:`rcpc.syntax.parser.parse`), checked
+    against it as :func:`format_source` says."""
+    source = module.source
     try:
-        formatter = _Formatter(text, module)
-        out = formatter.run()
-        if out != text:  # (text already in canonical form needs no proof)
-            _verify(module, formatter.comments, out, path)
+        out = _Printer(module).run()
+        if out != source.text:  # (text already in canonical form needs no proof)
+            _verify(module, out, source.path)
     except RecursionError:
         raise error("E0801", "expression nested too deeply to format", source.span(0, 0),
                     hint="split it into several named values") from None
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# layout tree
-
-class Comment:
-    __slots__ = ("text", "line", "blank")
-
-    def __init__(self, text: str, line: int, blank: bool):
-        self.text = text
-        self.line = line
-        self.blank = blank  # a blank line before it in the source
-
-
-class Elem:
-    """One element of a box (or a statement): ``node`` with its comments.
-    ``first``/``last`` are token indices (``last`` includes a following separator comma,
-    ``end`` does not)."""
-
-    __slots__ = ("node", "first", "last", "end", "depth", "before", "after", "blank", "key")
-
-    def __init__(self, node, first: int, last: int, depth: int):
-        self.node = node
-        self.first = first
-        self.last = last
-        self.end = last  # the element's own last token (before its comma)
-        self.depth = depth
-        self.before: list[Comment] = []
-        self.after: Comment | None = None
-        self.blank = False
-        self.key = None  # sort key (loads and load names)
-
-
-class Box:
-    """Brackets around elements: ``kind`` is call, list, dict, load (comma-separated, a
-    trailing comma allowed), comp (comprehension clauses), paren or index (one element)."""
-
-    __slots__ = ("kind", "open", "close", "elems", "magic", "open_comment", "end_comments")
-
-    def __init__(self, kind: str, open_: str, close: str, elems: list, magic: bool):
-        self.kind = kind
-        self.open = open_
-        self.close = close
-        self.elems = elems
-        self.magic = magic
-        self.open_comment: Comment | None = None
-        self.end_comments: list[Comment] = []
-
-    @property
-    def commas(self) -> bool:
-        return self.kind in ("call", "list", "dict", "load")
-
-
-class Leaf:
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-
-class Unary:
-    __slots__ = ("op", "operand")
-
-    def __init__(self, op, operand):
-        self.op, self.operand = op, operand
-
-
-class Binary:
-    __slots__ = ("op", "left", "right")
-
-    def __init__(self, op, left, right):
-        self.op, self.left, self.right = op, left, right
-
-
-class Cond:
-    __slots__ = ("then", "cond", "orelse")
-
-    def __init__(self, then, cond, orelse):
-        self.then, self.cond, self.orelse = then, cond, orelse
-
-
-class Attr:
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name):
-        self.obj, self.name = obj, name
-
-
-class Postfix:
-    """A call ``f(...)``, an index ``x[...]`` or a parenthesized expression (``obj`` None)."""
-
-    __slots__ = ("obj", "box")
-
-    def __init__(self, obj, box):
-        self.obj, self.box = obj, box
-
-
-class Pair:
-    """``key: value`` (dict entry), ``name = value`` (keyword argument, load alias)."""
-
-    __slots__ = ("left", "sep", "right")
-
-    def __init__(self, left, sep, right):
-        self.left, self.sep, self.right = left, sep, right
-
-
-class Clause:
-    """``for VAR in ITER`` or ``if COND`` of a comprehension."""
-
-    __slots__ = ("head", "expr")
-
-    def __init__(self, head, expr):
-        self.head, self.expr = head, expr
-
-
-class Assign:
-    __slots__ = ("name", "value")
-
-    def __init__(self, name, value):
-        self.name, self.value = name, value
-
-
-class LoadStmt:
-    __slots__ = ("box",)
-
-    def __init__(self, box):
-        self.box = box
-
-
-_BINARY = {"or_op", "and_op", "compare", "in_op", "not_in_op", "binop"}
-_LEAVES = {"name", "int_lit", "float_lit", "string_lit", "bool_lit", "none_lit"}
 
 
 def normalize_string(text: str) -> str:
@@ -213,255 +93,60 @@ def normalize_string(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# building the layout tree from the concrete parse tree
+# printing the AST
 
-class _Formatter:
-    def __init__(self, text: str, module: ast.Module):
+class _C:
+    """A comment as printed: its text, and whether a blank line comes before it."""
+
+    __slots__ = ("text", "blank")
+
+    def __init__(self, text: str, blank: bool):
         self.text = text
+        self.blank = blank
+
+
+class _Item:
+    """One element of a bracket pair (or a statement) as printed: its document and comments.
+    ``sort`` orders loads and load names."""
+
+    __slots__ = ("doc", "leading", "trailing", "blank", "sort")
+
+    def __init__(self, doc, leading: list, trailing: str | None, blank: bool, sort=None):
+        self.doc = doc
+        self.leading = leading
+        self.trailing = trailing
+        self.blank = blank
+        self.sort = sort
+
+
+_OPS = (ast.BinOp, ast.BoolOp, ast.Compare)
+_HUGGED = (ast.ListLit, ast.DictLit, ast.Comprehension)
+
+
+class _Printer:
+    """Documents for the statements and expressions of one module, with its comments
+    (:meth:`ast.Module.attached`)."""
+
+    def __init__(self, module: ast.Module):
         self.module = module
-        self.lines = text.split("\n")
-        tree, comments = parse_concrete(text)
-        self.tokens: list[Token] = [t for t in tree.scan_values(lambda v: isinstance(v, Token))
-                                    if t.type != "_NL"]
-        self.tokens.sort(key=lambda t: t.start_pos)
-        self.by_start = {t.start_pos: i for i, t in enumerate(self.tokens)}
-        self.by_end = {t.end_pos: i for i, t in enumerate(self.tokens)}
-        self.starts = [t.start_pos for t in self.tokens]
-        self.elems: list[Elem] = []
-        self.opens: dict[int, Box] = {}
-        self.closes: dict[int, Box] = {}
-        self.stmts = [self._stmt(child) for child in tree.children if isinstance(child, Tree)]
-        self.header: list[Comment] = []
-        self.end_comments: list[Comment] = []
-        self.comments = comments
-        self._attach(comments)
+        self.attached = module.attached()
 
-    # token positions -----------------------------------------------------------------
-    def _idx(self, tok: Token) -> int:
-        return self.by_start[tok.start_pos]
+    def printed(self, found) -> list:
+        """Comments as printed (:class:`_C`), their blank lines before them included."""
+        blank = self.attached.blank_before
+        return [_C(c.text, blank(c)) for c in found]
 
-    def _first(self, node) -> int:
-        if isinstance(node, Token):
-            return self._idx(node)
-        return self.by_start[node.meta.start_pos]
+    def item(self, k, doc, sort=None) -> _Item:
+        n = self.attached.of(k)
+        return _Item(doc, self.printed(n.leading), n.trailing.text if n.trailing else None, n.blank, sort)
 
-    def _last(self, node) -> int:
-        if isinstance(node, Token):
-            return self._idx(node)
-        return self.by_end[node.meta.end_pos]
+    def expr_item(self, node) -> _Item:
+        return self.item(comments.key(node), self.expr(node))
 
-    def _elem(self, node, tree_first, tree_last, depth: int) -> Elem:
-        e = Elem(node, self._first(tree_first), self._last(tree_last), depth)
-        self.elems.append(e)
-        return e
-
-    # statements ----------------------------------------------------------------------
-    def _stmt(self, t: Tree) -> Elem:
-        kind = t.data
-        if kind == "assign":
-            name, _eq, value = t.children
-            node = Assign(str(name), self._expr(value, 0))
-        elif kind == "load_stmt":
-            node = LoadStmt(self._box("load", "(", ")", t.children[1:], 0, self._load_arg))
-        else:
-            node = self._expr(t.children[0], 0)
-        return self._elem(node, t, t, 0)
-
-    def _load_arg(self, t, depth):
-        if isinstance(t, Token):  # the path
-            return Leaf(normalize_string(str(t)))
-        if t.data == "load_same":
-            return Leaf(normalize_string(str(t.children[0])))
-        name, _eq, value = t.children
-        return Pair(Leaf(str(name)), " = ", Leaf(normalize_string(str(value))))
-
-    # boxes ---------------------------------------------------------------------------
-    def _box(self, kind, open_, close, children, depth, conv) -> Box:
-        """``children``: the open bracket token, elements and commas, the close token."""
-        opener, *inner, closer = children
-        elems = []
-        magic = bool(inner) and isinstance(inner[-1], Token) and inner[-1].type == "COMMA"
-        for child in inner:
-            if isinstance(child, Token) and child.type == "COMMA":
-                elems[-1].last = self._idx(child)
-                continue
-            elems.append(self._elem(conv(child, depth + 1), child, child, depth + 1))
-        box = Box(kind, open_, close, elems, magic)
-        self.opens[self._idx(opener)] = box
-        self.closes[self._idx(closer)] = box
-        return box
-
-    def _arg(self, t, depth):
-        if t.data == "kwarg":
-            name, _eq, value = t.children
-            return Pair(Leaf(str(name)), " = ", self._expr(value, depth))
-        return self._expr(t.children[0], depth)
-
-    def _dict_item(self, t, depth):
-        key, _colon, value = t.children
-        return Pair(self._expr(key, depth), ": ", self._expr(value, depth))
-
-    def _comp(self, t: Tree, depth: int) -> Box:
-        opener, head, clause, closer = t.children
-        d = depth + 1
-        if t.data == "dict_comp":
-            elems = [self._elem(self._dict_item(head, d), head, head, d)]
-        else:
-            elems = [self._elem(self._expr(head, d), head, head, d)]
-        for_tok, var, _in, iterable, *conds = clause.children
-        elems.append(self._elem(Clause(f"for {var} in ", self._expr(iterable, d)), for_tok, iterable, d))
-        for c in conds:
-            elems.append(self._elem(Clause("if ", self._expr(c.children[1], d)), c, c, d))
-        box = Box("comp", str(opener), str(closer), elems, False)
-        self.opens[self._idx(opener)] = box
-        self.closes[self._idx(closer)] = box
-        return box
-
-    # expressions ---------------------------------------------------------------------
-    def _expr(self, t, depth):
-        if isinstance(t, Token):  # pragma: no cover - every token sits in a rule
-            return Leaf(str(t))
-        kind = t.data
-        ch = t.children
-        if kind in _LEAVES:
-            text = str(ch[0])
-            return Leaf(normalize_string(text) if kind == "string_lit" else text)
-        if kind in _BINARY:
-            op = " ".join(str(c) for c in ch[1:-1])
-            return Binary(op, self._expr(ch[0], depth), self._expr(ch[-1], depth))
-        if kind == "neg":
-            return Unary("-", self._expr(ch[1], depth))
-        if kind == "not_op":
-            return Unary("not ", self._expr(ch[1], depth))
-        if kind == "conditional":
-            then, _if, cond, _else, orelse = ch
-            return Cond(self._expr(then, depth), self._expr(cond, depth), self._expr(orelse, depth))
-        if kind == "attr":
-            return Attr(self._expr(ch[0], depth), str(ch[2]))
-        if kind == "index":
-            return Postfix(self._expr(ch[0], depth),
-                           self._box("index", "[", "]", ch[1:], depth, self._expr))
-        if kind == "call":
-            return Postfix(self._expr(ch[0], depth),
-                           self._box("call", "(", ")", ch[1:], depth, self._arg))
-        if kind == "atom":  # ( expr )
-            return Postfix(None, self._box("paren", "(", ")", ch, depth, self._expr))
-        if kind == "list_lit":
-            return self._box("list", "[", "]", ch, depth, self._expr)
-        if kind == "dict_lit":
-            return self._box("dict", "{", "}", ch, depth, self._dict_item)
-        if kind in ("list_comp", "dict_comp"):
-            return self._comp(t, depth)
-        raise AssertionError(f"unexpected syntax {kind}")  # pragma: no cover
-
-    # comments ------------------------------------------------------------------------
-    def _blank_between(self, a: int, b: int) -> bool:
-        """A whitespace-only line strictly between 1-based lines ``a`` and ``b``."""
-        return any(not self.lines[i - 1].strip() for i in range(a + 1, b))
-
-    def _attach(self, comments: list[Token]) -> None:
-        toks = self.tokens
-        by_first: dict[int, Elem] = {}
-        by_last: dict[int, Elem] = {}
-        by_end: dict[int, Elem] = {}  # elements followed by a comma, by their own last token
-        for e in self.elems:  # outermost wins
-            if e.first not in by_first or by_first[e.first].depth > e.depth:
-                by_first[e.first] = e
-            if e.last not in by_last or by_last[e.last].depth > e.depth:
-                by_last[e.last] = e
-            if e.end != e.last and (e.end not in by_end or by_end[e.end].depth > e.depth):
-                by_end[e.end] = e
-
-        def innermost(lo: int, hi: int) -> Elem | None:
-            best = None
-            for e in self.elems:
-                if e.first <= lo and hi <= e.last and (best is None or e.depth > best.depth):
-                    best = e
-            return best
-
-        # blank lines before each element's first token and before each comment
-        prev_line = {}  # token index -> end line of the lexical item before it
-        ci = 0
-        last_end = 0
-        cm = sorted(comments, key=lambda c: c.start_pos)
-        for i, tok in enumerate(toks):
-            while ci < len(cm) and cm[ci].start_pos < tok.start_pos:
-                last_end = max(last_end, cm[ci].line)
-                ci += 1
-            prev_line[i] = last_end
-            last_end = max(last_end, tok.end_line)
-        for e in self.elems:
-            p = prev_line[e.first]
-            e.blank = p > 0 and self._blank_between(p, toks[e.first].line)
-
-        prev_comment_line = 0
-        for c in cm:
-            p = bisect.bisect_left(self.starts, c.start_pos) - 1  # previous token
-            n = p + 1 if p + 1 < len(toks) else None
-            before_line = max(toks[p].end_line if p >= 0 else 0, prev_comment_line)
-            prev_comment_line = c.line
-            com = Comment(str(c).rstrip(), c.line, before_line > 0 and self._blank_between(before_line, c.line))
-            own_line = p < 0 or toks[p].end_line < c.line
-            if own_line:
-                if n is None:
-                    self.end_comments.append(com)
-                elif n in self.closes:
-                    self.closes[n].end_comments.append(com)
-                elif n in by_first:
-                    by_first[n].before.append(com)
-                else:
-                    target = innermost(p, n) if p >= 0 else None
-                    (target or by_first.get(n) or self.stmts[0]).before.append(com)
-            else:
-                if p in self.opens and self.opens[p].open_comment is None:
-                    self.opens[p].open_comment = com
-                elif p in by_last and by_last[p].after is None:
-                    by_last[p].after = com
-                elif p in by_end and by_end[p].after is None:  # 'x  # c' then ',' below
-                    by_end[p].after = com
-                else:
-                    target = innermost(p, p)
-                    if target is None:  # pragma: no cover - every token is in a statement
-                        self.end_comments.append(com)
-                    else:
-                        target.before.append(com)
-
-    # ordering ------------------------------------------------------------------------
-    def _order(self) -> list[Elem]:
-        stmts = self.stmts
-        for st, node in zip(stmts, self.module.stmts):
-            if isinstance(st.node, LoadStmt):
-                st.key = node.path
-                for e, name in zip(st.node.box.elems[1:], node.names):
-                    e.key = name.local
-                _sort_runs(st.node.box.elems, 1)
-        # the file header: comments above the first statement up to the last blank line
-        if stmts and stmts[0].before:
-            items = stmts[0].before
-            cut = max((i for i, c in enumerate(items) if c.blank), default=None)
-            if cut is None and stmts[0].blank:
-                cut = len(items)
-            if cut is not None and cut > 0:
-                self.header = items[:cut]
-                stmts[0].before = items[cut:]
-                if stmts[0].before:
-                    stmts[0].before[0].blank = True
-                else:
-                    stmts[0].blank = True
-        loads = sorted((s for s in stmts if isinstance(s.node, LoadStmt)), key=lambda s: s.key)
-        others = [s for s in stmts if not isinstance(s.node, LoadStmt)]
-        order = loads + others
-        # a blank line after the header, and between the loads and the rest
-        for first in ([order[0]] if order and self.header else []) + ([others[0]] if loads and others else []):
-            if first.before:
-                first.before[0].blank = True
-            else:
-                first.blank = True
-        return order
-
-    # output --------------------------------------------------------------------------
+    # statements --------------------------------------------------------------------------
     def run(self) -> str:
-        order = self._order()
+        stmts = [self.item(id(s), self.stmt(s), s.path if type(s) is ast.Load else None) for s in self.module.stmts]
+        header, order = _order(stmts)
         out: list[str] = []
 
         def put(text: str, blank: bool) -> None:
@@ -469,35 +154,192 @@ class _Formatter:
                 out.append("")
             out.append(text)
 
-        for c in self.header:
+        for c in header:
             put(c.text, c.blank)
         for st in order:
-            for c in st.before:
+            for c in st.leading:
                 put(c.text, c.blank)
-            text = render(stmt_doc(st.node))
-            if st.after is not None:
-                text += "  " + st.after.text
+            text = render(st.doc)
+            if st.trailing is not None:
+                text += "  " + st.trailing
             put(text, st.blank)
-        for c in self.end_comments:
+        for c in self.printed(self.attached.end):
             put(c.text, c.blank)
         return "\n".join(out) + "\n" if out else ""
 
+    def stmt(self, node):
+        t = type(node)
+        if t is ast.Assign:
+            return [node.name, " = ", self.expr(node.value)]
+        if t is ast.Load:
+            items = [self.item(comments.part("path", node), normalize_string(node.path_raw))]
+            for ln in node.names:
+                raw = normalize_string(ln.raw)
+                items.append(self.item(id(ln), [ln.local, " = ", raw] if ln.aliased else raw, ln.local))
+            _sort_runs(items, 1)
+            return ["load", self.box("(", ")", items, True, node.trailing_comma, id(node))]
+        return self.expr(node.expr)
 
-def _sort_runs(elems: list[Elem], start: int) -> None:
-    """Sort ``elems[start:]`` by key within runs; an element with comments above it or a
+    # expressions -------------------------------------------------------------------------
+    def expr(self, node, layers: int | None = None):
+        """The document of ``node`` with its first ``layers`` pairs of parentheses (all by
+        default): parentheses are kept as written."""
+        parens = node.parens
+        if layers is None:
+            layers = len(parens)
+        if layers:
+            inner = id(parens[layers - 2]) if layers > 1 else id(node)
+            item = self.item(inner, self.expr(node, layers - 1))
+            return self.box("(", ")", [item], False, False, id(parens[layers - 1]))
+        t = type(node)
+        if t is ast.Name:
+            return node.id
+        if t is ast.StrLit or t is ast.FString:
+            return normalize_string(node.raw)
+        if t in _OPS:
+            return [self.expr(node.left), f" {node.op} ", self.expr(node.right)]
+        if t is ast.Attr:
+            obj = node.obj
+            # '32 .hosts', not '32.hosts' (which reads as the float '32.' and a name)
+            dot = " ." if type(obj) is ast.IntLit and not obj.parens else "."
+            return [self.expr(obj), dot, node.name]
+        if t is ast.Call:
+            items = [self.expr_item(a) for a in node.args]
+            items += [self.item(id(kw), [kw.name, " = ", self.expr(kw.value)]) for kw in node.kwargs]
+            return [self.expr(node.func), self.box("(", ")", items, True, node.trailing_comma, id(node),
+                                                   _hugs(node.args, node.kwargs))]
+        if t is ast.ListLit:
+            items = [self.expr_item(x) for x in node.items]
+            return self.box("[", "]", items, True, node.trailing_comma, id(node), _hugs(node.items))
+        if t is ast.DictLit:
+            items = [self.item(id(kv), [self.expr(kv[0]), ": ", self.expr(kv[1])]) for kv in node.items]
+            return self.box("{", "}", items, True, node.trailing_comma, id(node))
+        if t is ast.Index:
+            return [self.expr(node.obj), self.box("[", "]", [self.expr_item(node.index)], False, False, id(node))]
+        if t is ast.Neg:
+            operand = node.operand
+            if type(operand) is ast.Neg and not operand.parens:
+                return ["- ", self.expr(operand)]  # '- -5', not '--5'
+            return ["-", self.expr(operand)]
+        if t is ast.Not:
+            return ["not ", self.expr(node.operand)]
+        if t is ast.Conditional:
+            return [self.expr(node.then), " if ", self.expr(node.cond), " else ", self.expr(node.orelse)]
+        if t is ast.Comprehension:
+            return self.comprehension(node)
+        return node.text  # IntLit, FloatLit, BoolLit, NoneLit: the spelling as written
+
+    def comprehension(self, node: ast.Comprehension):
+        clause = node.clause
+        if node.key is None:
+            items = [self.expr_item(node.elt)]
+            brackets = "[", "]"
+        else:
+            items = [self.item(comments.part("pair", node), [self.expr(node.key), ": ", self.expr(node.elt)])]
+            brackets = "{", "}"
+        items.append(self.item(id(clause), [f"for {clause.var} in ", self.expr(clause.iter)]))
+        items += [self.item(comments.part("if", c), ["if ", self.expr(c)]) for c in clause.conds]
+        return self.box(*brackets, items, False, False, id(node))
+
+    def box(self, open_: str, close: str, items: list, commas: bool, magic: bool, k, hug: bool = False):
+        """A bracket pair around ``items`` (comma-separated when ``commas``), flat when it fits
+        and nothing forces it to explode (a comment, a blank line between items, the magic
+        trailing comma), else one item a line; ``hug``: its one item is a bare list, dict or
+        comprehension that may share its brackets' lines."""
+        n = self.attached.of(k)
+        after_open = n.after_open.text if n.after_open is not None else None
+        before_close = self.printed(n.before_close)
+        if not items and not before_close and after_open is None:
+            return open_ + close
+        exploded = (magic or after_open is not None or bool(before_close)
+                    or any(it.leading or it.trailing is not None or (i and it.blank) for i, it in enumerate(items)))
+        if hug and not exploded:
+            return [open_, items[0].doc, close]
+        if not exploded:
+            parts: list = []
+            for i, it in enumerate(items):
+                if i:
+                    parts.extend((",", LINE) if commas else (LINE,))
+                parts.append(it.doc)
+            if commas:
+                parts.append(IfBreak(","))
+            return Group([open_, Indent([SOFT, *parts]), SOFT, close])
+        inner: list = []
+        first = True
+
+        def line(blank: bool) -> None:
+            nonlocal first
+            inner.append(HARD)
+            if blank and not first:
+                inner.append(HARD)
+            first = False
+
+        for it in items:
+            for c in it.leading:
+                line(c.blank)
+                inner.append(c.text)
+            line(it.blank)
+            inner.append(it.doc)
+            if commas:
+                inner.append(",")
+            if it.trailing is not None:
+                inner.append(Suffix("  " + it.trailing))
+        for c in before_close:
+            line(c.blank)
+            inner.append(c.text)
+        head = [open_] if after_open is None else [open_, Suffix("  " + after_open)]
+        return Group([*head, Indent(inner), HARD, close], hard=True)
+
+
+def _hugs(items, kwargs=()) -> bool:
+    """``f({...})``, ``f([...])``, ``[{...}]``: one positional element, a bare list, dict or
+    comprehension (no parentheses), may share its brackets' lines."""
+    return not kwargs and len(items) == 1 and type(items[0]) in _HUGGED and not items[0].parens
+
+
+def _order(stmts: list) -> tuple[list, list]:
+    """The file header (the comments above the first statement up to the last blank line
+    among them) and the statements in print order: loads first, sorted by path, then the
+    rest; a blank line after the header and after the loads."""
+    header: list = []
+    if stmts and stmts[0].leading:
+        items = stmts[0].leading
+        cut = max((i for i, c in enumerate(items) if c.blank), default=None)
+        if cut is None and stmts[0].blank:
+            cut = len(items)
+        if cut is not None and cut > 0:
+            header = items[:cut]
+            stmts[0].leading = items[cut:]
+            if stmts[0].leading:
+                stmts[0].leading[0].blank = True
+            else:
+                stmts[0].blank = True
+    loads = sorted((s for s in stmts if s.sort is not None), key=lambda s: s.sort)
+    others = [s for s in stmts if s.sort is None]
+    order = loads + others
+    for first in ([order[0]] if order and header else []) + ([others[0]] if loads and others else []):
+        if first.leading:
+            first.leading[0].blank = True
+        else:
+            first.blank = True
+    return header, order
+
+
+def _sort_runs(items: list, start: int) -> None:
+    """Sort ``items[start:]`` by ``sort`` within runs; an item with comments above it or a
     blank line before it starts a new run, and keeps them at the head of its run."""
     i = start
-    n = len(elems)
+    n = len(items)
     while i < n:
         j = i + 1
-        while j < n and not elems[j].before and not elems[j].blank:
+        while j < n and not items[j].leading and not items[j].blank:
             j += 1
-        run = elems[i:j]
-        head_before, head_blank = run[0].before, run[0].blank
-        run[0].before, run[0].blank = [], False
-        run.sort(key=lambda e: e.key)
-        run[0].before, run[0].blank = head_before, head_blank
-        elems[i:j] = run
+        run = items[i:j]
+        head_leading, head_blank = run[0].leading, run[0].blank
+        run[0].leading, run[0].blank = [], False
+        run.sort(key=lambda e: e.sort)
+        run[0].leading, run[0].blank = head_leading, head_blank
+        items[i:j] = run
         i = j
 
 
@@ -562,98 +404,6 @@ def _has_hard(doc) -> bool:
     if t is IfBreak:
         return _has_hard(doc.broken) or _has_hard(doc.flat)
     return False
-
-
-def stmt_doc(node):
-    if type(node) is Assign:
-        return [node.name, " = ", expr_doc(node.value)]
-    if type(node) is LoadStmt:
-        return ["load", box_doc(node.box)]
-    return expr_doc(node)
-
-
-def expr_doc(node):
-    t = type(node)
-    if t is Leaf:
-        return node.text
-    if t is Binary:
-        return [expr_doc(node.left), f" {node.op} ", expr_doc(node.right)]
-    if t is Unary:
-        if node.op == "-" and type(node.operand) is Unary and node.operand.op == "-":
-            return ["- ", expr_doc(node.operand)]  # '- -5', not '--5'
-        return [node.op, expr_doc(node.operand)]
-    if t is Cond:
-        return [expr_doc(node.then), " if ", expr_doc(node.cond), " else ", expr_doc(node.orelse)]
-    if t is Attr:  # '32 .hosts', as '32.hosts' reads as the float '32.' and a name
-        text = node.obj.text if type(node.obj) is Leaf else ""
-        int_lit = text[:1].isdigit() and text.replace("_", "").isdigit()
-        return [expr_doc(node.obj), " ." if int_lit else ".", node.name]
-    if t is Postfix:
-        box = box_doc(node.box)
-        return box if node.obj is None else [expr_doc(node.obj), box]
-    if t is Box:
-        return box_doc(node)
-    if t is Pair:
-        return [expr_doc(node.left), node.sep, expr_doc(node.right)]
-    if t is Clause:
-        return [node.head, expr_doc(node.expr)]
-    raise AssertionError(f"unexpected node {t.__name__}")  # pragma: no cover
-
-
-def _exploded(box: Box) -> bool:
-    return (box.magic or box.open_comment is not None or bool(box.end_comments)
-            or any(e.before or e.after is not None or (i and e.blank) for i, e in enumerate(box.elems)))
-
-
-def _hugs(box: Box) -> bool:
-    """``f({...})``, ``f([...])``, ``[{...}]``: a call or list whose one element is a bare
-    list, dict or comprehension shares its brackets' lines (no comment between them, no
-    trailing comma after the element)."""
-    if box.kind not in ("call", "list") or len(box.elems) != 1 or _exploded(box):
-        return False
-    inner = box.elems[0].node
-    return type(inner) is Box and inner.kind in ("list", "dict", "comp")
-
-
-def box_doc(box: Box):
-    if not box.elems and not box.end_comments and box.open_comment is None:
-        return box.open + box.close
-    if _hugs(box):
-        return [box.open, box_doc(box.elems[0].node), box.close]
-    if not _exploded(box):
-        parts: list = []
-        for i, e in enumerate(box.elems):
-            if i:
-                parts.extend((",", LINE) if box.commas else (LINE,))
-            parts.append(expr_doc(e.node))
-        if box.commas:
-            parts.append(IfBreak(","))
-        return Group([box.open, Indent([SOFT, *parts]), SOFT, box.close])
-    inner: list = []
-    first = True
-
-    def line(blank: bool) -> None:
-        nonlocal first
-        inner.append(HARD)
-        if blank and not first:
-            inner.append(HARD)
-        first = False
-
-    for e in box.elems:
-        for c in e.before:
-            line(c.blank)
-            inner.append(c.text)
-        line(e.blank)
-        inner.append(expr_doc(e.node))
-        if box.commas:
-            inner.append(",")
-        if e.after is not None:
-            inner.append(Suffix("  " + e.after.text))
-    for c in box.end_comments:
-        line(c.blank)
-        inner.append(c.text)
-    head = [box.open] if box.open_comment is None else [box.open, Suffix("  " + box.open_comment.text)]
-    return Group([*head, Indent(inner), HARD, box.close], hard=True)
 
 
 _FLAT, _BREAK = 0, 1
@@ -743,19 +493,21 @@ def _fits(doc, rest: list, room: int) -> bool:
 # ---------------------------------------------------------------------------------------
 # the check: same syntax tree, same comments
 
-_SPANS = frozenset(("span", "name_span", "var_span", "path_span"))
+# Fields that only say how a value was written, or where: the formatter may change them.
+_LAYOUT = frozenset(("span", "name_span", "var_span", "path_span", "local_span", "raw", "path_raw",
+                     "trailing_comma"))
 
 
 def shape(node):
-    """A syntax tree without positions (for comparing two parses)."""
-    if isinstance(node, tuple):
-        return tuple(shape(x) for x in node)
-    if isinstance(node, list):
+    """A syntax tree without positions and layout (for comparing two parses); parentheses
+    count."""
+    if isinstance(node, (tuple, list)):
         return tuple(shape(x) for x in node)
     fields = getattr(type(node), "__attrs_attrs__", None)
     if fields is None:
         return node
-    return (type(node).__name__, *(shape(getattr(node, f.name)) for f in fields if f.name not in _SPANS))
+    return (type(node).__name__, *(len(getattr(node, f.name)) if f.name == "parens" else shape(getattr(node, f.name))
+                                   for f in fields if f.name not in _LAYOUT))
 
 
 def module_shape(module: ast.Module):
@@ -766,9 +518,9 @@ def module_shape(module: ast.Module):
     return tuple(loads), shape(tuple(s for s in module.stmts if not isinstance(s, ast.Load)))
 
 
-def _verify(module: ast.Module, comments: list, out: str, path: str) -> None:
+def _verify(module: ast.Module, out: str, path: str) -> None:
     """Raise :class:`FormatterBug` unless ``out`` parses to the same meaning as ``module``
-    (:func:`module_shape`) with the same ``comments`` (lark tokens) as the input."""
+    (:func:`module_shape`) with the same comments."""
     from rcpc.diagnostics import CompileError
 
     try:
@@ -777,6 +529,5 @@ def _verify(module: ast.Module, comments: list, out: str, path: str) -> None:
         raise FormatterBug(f"rcpc fmt produced text that does not parse: {exc}") from None
     if module_shape(again) != module_shape(module):  # pragma: no cover - a formatter bug
         raise FormatterBug(f"rcpc fmt would change the meaning of {path}")
-    _, after = parse_concrete(out)
-    if sorted(str(c).rstrip() for c in comments) != sorted(str(c).rstrip() for c in after):
+    if sorted(c.text for c in module.comments) != sorted(c.text for c in again.comments):
         raise FormatterBug(f"rcpc fmt would lose or change a comment of {path}")  # pragma: no cover

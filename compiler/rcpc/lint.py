@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Iterable
 
 from rcpc.diagnostics import NOTE, WARNING, CompileError, Diagnostic
-from rcpc.resolve import walk_names
+from rcpc.resolve import COMPREHENSION
 from rcpc.syntax import ast
+from rcpc.syntax.walk import walk
 
 __all__ = ["lint", "CODES", "ignored_codes", "unsilenced"]
 
@@ -95,21 +96,13 @@ def unsilenced(compiler, diags) -> list[Diagnostic]:
     return [d for d in diags if not _silenced(compiler, d, cache)]
 
 
-def ignored_codes(text: str) -> dict[int, set[str]]:
-    """``{line: {codes}}`` of the ``# rcpc: ignore[...]`` comments of a source text."""
-    from rcpc.syntax.parser import parse_concrete
-
+def ignored_codes(module: ast.Module) -> dict[int, set[str]]:
+    """``{line: {codes}}`` of the ``# rcpc: ignore[...]`` comments of a parsed module."""
     out: dict[int, set[str]] = {}
-    if "rcpc:" not in text:  # no comment can silence anything: no second parse
-        return out
-    try:
-        _, comments = parse_concrete(text)
-    except Exception:  # text that does not parse has no lint findings to silence
-        return out
-    for c in comments:
-        m = _IGNORE.match(str(c))  # a comment starts with '#': one start, linear
+    for c in module.comments:
+        m = _IGNORE.search(c.text)
         if m:
-            out.setdefault(c.line, set()).update(x.strip().upper() for x in m.group(1).split(","))
+            out.setdefault(c.span.line, set()).update(x.strip().upper() for x in m.group(1).split(","))
     return out
 
 
@@ -150,16 +143,16 @@ def _lint_file(compiler, real: Path) -> list[Diagnostic]:
     return diags
 
 
-def _names_used(node, out: set) -> None:
-    walk_names(node, frozenset(), lambda n, scope: None if n.id in scope else out.add(n.id))
-
-
-def _stmt_uses(stmt) -> set:
+def _stmt_uses(module: ast.Module, stmt) -> set:
+    """The names of the file's own bindings (not built-ins or comprehension variables) that
+    ``stmt`` uses (``module.bindings``, from the resolver)."""
+    of = module.bindings.of
     used: set = set()
-    if isinstance(stmt, ast.Assign):
-        _names_used(stmt.value, used)
-    elif isinstance(stmt, ast.ExprStmt):
-        _names_used(stmt.expr, used)
+    for n in walk(stmt):
+        if type(n) is ast.Name:
+            b = of(n)
+            if b is not None and b.span is not None and b.kind != COMPREHENSION:
+                used.add(b.name)
     return used
 
 
@@ -173,7 +166,7 @@ def _unused(module: ast.Module, is_library: bool) -> list[Diagnostic]:
     """L0001 / L0002 / L0003: bindings never used in their file."""
     used: set = set()
     for stmt in module.stmts:
-        used |= _stmt_uses(stmt)
+        used |= _stmt_uses(module, stmt)
     out = []
 
     def exported(name: str) -> bool:
@@ -211,7 +204,7 @@ def _params_without_renders(module: ast.Module) -> list[Diagnostic]:
     used: set = set()
     roots: set = set()
     for stmt in module.stmts:
-        names = _stmt_uses(stmt)
+        names = _stmt_uses(module, stmt)
         used |= names
         if isinstance(stmt, ast.Assign):
             deps[stmt.name] = names
@@ -317,16 +310,14 @@ def _silenced(compiler, d: Diagnostic, cache: dict) -> bool:
         return False
     info = cache.get(d.span.path)
     if info is None:
-        ignores = ignored_codes(src.text)
-        ends = {}
         try:
-            from rcpc.syntax.parser import parse
-
-            for stmt in parse(src).stmts:
-                ends.setdefault(stmt.span.line, stmt.span.end_line)
-        except CompileError:
-            pass
-        info = cache[d.span.path] = (ignores, ends)
+            module = compiler.module(Path(src.real))  # parsed once in this run, then kept
+        except CompileError:  # a file that does not compile has no findings to silence
+            module = ast.Module(src.path, ())
+        ends: dict = {}
+        for stmt in module.stmts:
+            ends.setdefault(stmt.span.line, stmt.span.end_line)
+        info = cache[d.span.path] = (ignored_codes(module), ends)
     ignores, ends = info
     lines = {d.span.line, d.span.end_line, ends.get(d.span.line, d.span.line)}
     return any(d.code.upper() in ignores.get(line, ()) for line in lines)

@@ -1,6 +1,7 @@
 """Compiling the recipes of a command: each from the build cache when its inputs are
 unchanged, the others in this process or, with ``-j N`` (default: the CPUs this process may
-use), in N worker processes.
+use), in N worker processes. ``rcpc fmt`` formats files the same way
+(:func:`format_files`).
 
 Workers are only started when at least :data:`MIN_PARALLEL` recipes need compiling (below
 that, starting them costs more than it saves). Each worker keeps one
@@ -46,16 +47,11 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
         else:
             results[i] = hit
     if jobs > 1 and len(misses) >= MIN_PARALLEL:
-        import multiprocessing
-
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        chunk = max(1, len(misses) // (jobs * 4))
-        with ctx.Pool(min(jobs, len(misses)), _start_worker,
-                      (os.getpid(), ws, cache, options, variant, sets, lint)) as pool:
-            for i, (kind, outcome, read) in zip(misses, pool.imap(_work, [paths[i] for i in misses], chunk)):
-                results[i] = outcome if kind == "ok" else CompileError(outcome)
-                cache.note(read)  # the files as the worker read them, for later lookups
+        outcomes = _in_workers(jobs, [paths[i] for i in misses], _work,
+                               (ws, {"args": (cache, options), "kwargs": (variant, sets, lint)}))
+        for i, (kind, outcome, read) in zip(misses, outcomes):
+            results[i] = outcome if kind == "ok" else CompileError(outcome)
+            cache.note(read)  # the files as the worker read them, for later lookups
         return results
     for i in misses:
         compiler = get_compiler()
@@ -67,10 +63,39 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     return results
 
 
+def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
+    """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.fmt.format_file`) with
+    ``get_compiler()`` or, with ``jobs`` > 1 and at least :data:`MIN_PARALLEL` files, in
+    workers. Returns, per path, in order, the canonical text, ``None`` when the file is
+    canonical already, or the :class:`~rcpc.diagnostics.CompileError` or
+    :class:`~rcpc.fmt.FormatterBug` it raised."""
+    if jobs > 1 and len(paths) >= MIN_PARALLEL:
+        outcomes = _in_workers(jobs, paths, _format_work, (ws, {}))
+    else:
+        outcomes = [_format_one(get_compiler(), path) for path in paths]
+    from rcpc.fmt import FormatterBug
+
+    made = {"ok": lambda x: x, "error": CompileError, "bug": FormatterBug}
+    return [made[kind](value) for kind, value in outcomes]
+
+
+def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
+    """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
+    its own :class:`~rcpc.recipe.Compiler` of workspace ``init[0]`` and the settings
+    ``init[1]``), results in order."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunk = max(1, len(items) // (jobs * 4))
+    with ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init)) as pool:
+        return list(pool.imap(work, items, chunk))
+
+
 _WORKER: dict = {}
 
 
-def _start_worker(parent: int, workspace, cache, options, variant, sets, lint) -> None:
+def _start_worker(parent: int, workspace, settings: dict) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
@@ -80,7 +105,24 @@ def _start_worker(parent: int, workspace, cache, options, variant, sets, lint) -
     from rcpc.recipe import Compiler
 
     testhook.point("worker")
-    _WORKER.update(compiler=Compiler(workspace), args=(cache, options), kwargs=(variant, sets, lint))
+    _WORKER.update(compiler=Compiler(workspace), **settings)
+
+
+def _format_work(path: Path) -> tuple:
+    return _format_one(_WORKER["compiler"], path)
+
+
+def _format_one(compiler, path: Path) -> tuple:
+    """("ok", canonical text or None), ("error", diagnostics) or ("bug", message): plain
+    data, as exceptions need not survive pickling."""
+    from rcpc.fmt import FormatterBug, format_file
+
+    try:
+        return "ok", format_file(compiler, path)
+    except CompileError as exc:
+        return "error", exc.diagnostics
+    except FormatterBug as exc:
+        return "bug", str(exc)
 
 
 def _die_with(parent: int) -> None:

@@ -1,4 +1,4 @@
-"""Name resolution, before any evaluation (Starlark rules).
+"""Name resolution, before any evaluation (Starlark rules), recording a binding for every name.
 
 * Single assignment: a name is bound once per file (``E0102``), by ``NAME = ...`` or by
   ``load()``; built-in names cannot be rebound (``E0104``).
@@ -11,84 +11,114 @@
 All errors of a file are collected and raised together, up to :data:`~rcpc.limits.MAX_ERRORS`
 (then ``E0808``): each unknown name looks for a suggestion among every name bound, so a file
 of n unknown names cost n² (10,000 lines of ``Xi = Yi`` took 209 s).
+
+Bindings (starlark-go's ``resolve.Binding``): :func:`resolve` sets ``module.bindings`` to the
+file's :class:`Bindings`: for every :class:`~rcpc.syntax.ast.Name` use, the
+:class:`Binding` it refers to — its kind (:data:`TOP_LEVEL`, :data:`PARAM`, :data:`LOADED`
+with the load path and the name in the loaded file, :data:`COMPREHENSION`, :data:`BUILTIN`)
+and the span of the defining occurrence. A comprehension variable is visible in its
+conditions, key and element (not in its iterable) and shadows any other binding of its name;
+an inner comprehension's variable shadows an outer one's.
 """
 
 from __future__ import annotations
 
+from typing import Iterator
+
+import attrs
+
 from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean
 from rcpc.limits import MAX_ERRORS
+from rcpc.source import Span
 from rcpc.syntax import ast
+from rcpc.syntax.walk import Visitor
+
+__all__ = ["resolve", "Binding", "Bindings", "TOP_LEVEL", "PARAM", "LOADED", "COMPREHENSION", "BUILTIN"]
+
+TOP_LEVEL = "top-level"          # NAME = value
+PARAM = "param"                  # NAME = param(...)
+LOADED = "loaded"                # load("path", "NAME") or load("path", LOCAL = "NAME")
+COMPREHENSION = "comprehension"  # [... for NAME in ...]
+BUILTIN = "builtin"              # a predeclared name (len, maxtext_flags, ...)
 
 
-def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> None:
-    """Check ``module``'s names. Raises :class:`CompileError` with every problem found.
-    ``loaded_by(name)``, when given, is the :class:`~rcpc.syntax.ast.Load` statement of
-    this module whose file exports ``name`` (or None); it is asked only about unknown names."""
-    diags: list[Diagnostic] = []
-    unloaded: dict[str, tuple] = {}  # name → (its Load, spans of its uses)
-    later: dict[str, object] = {}
-    for stmt in module.stmts:
-        for name, span in _binds(stmt):
-            later.setdefault(name, span)
-    bound: dict[str, object] = {}
+@attrs.frozen(slots=True)
+class Binding:
+    """What a name refers to. ``span`` is the defining occurrence (the assigned name, the
+    load's alias or name string, the comprehension variable; ``None`` for a built-in); a
+    :data:`LOADED` binding also has the ``load`` path as written and the ``remote`` name bound
+    in that file."""
 
-    def report(d: Diagnostic) -> None:
-        if len(diags) >= MAX_ERRORS:
-            raise _TooMany(d.span)
-        diags.append(d)
+    kind: str
+    name: str
+    span: Span | None
+    load: str | None = None
+    remote: str | None = None
 
-    def bind(name, span):
-        if name in predeclared:
-            report(Diagnostic("E0104", f"cannot bind built-in name '{name}'", span, hint="choose another name"))
-        elif name in bound:
-            report(Diagnostic("E0102", f"'{name}' is already bound in this file", span,
-                              hint="names are assigned once; use a new name or a conditional expression",
-                              related=(("first bound here", bound[name]),)))
-        else:
-            bound[name] = span
 
-    def use(node: ast.Name, scope: frozenset):
-        n = node.id
-        if n in scope or n in bound or n in predeclared:
-            return
-        if n in later:
-            report(Diagnostic("E0103", f"'{n}' is used before it is assigned", node.span,
-                              related=(("assigned here", later[n]),),
-                              hint="move the assignment above its first use"))
-            return
-        load = unloaded[n][0] if n in unloaded else loaded_by(n) if loaded_by else None
-        if load is not None:
-            unloaded.setdefault(n, (load, []))[1].append(node.span)
-            return
-        if len(diags) >= MAX_ERRORS:  # before looking for a suggestion among every name
-            raise _TooMany(node.span)
-        report(Diagnostic("E0101", f"unknown name '{n}'", node.span,
-                          hint=did_you_mean(n, [*bound, *scope, *predeclared])))
+class Bindings:
+    """The bindings of one module: ``defs``, every binding the file makes (in the order
+    bound: a statement's comprehension variables before the name it assigns), and for every
+    name used, the binding it refers to."""
 
+    __slots__ = ("defs", "_uses")
+
+    def __init__(self):
+        self.defs: list[Binding] = []
+        self._uses: dict[int, tuple[ast.Name, Binding]] = {}
+
+    def of(self, name: ast.Name) -> Binding | None:
+        """The binding of a name node of this module (``None`` for an unresolved name)."""
+        got = self._uses.get(id(name))
+        return None if got is None else got[1]
+
+    def uses(self) -> Iterator[tuple[ast.Name, Binding]]:
+        """(name node, binding) for every resolved use, in the order resolved."""
+        return iter(self._uses.values())
+
+    def references(self, binding: Binding) -> list[ast.Name]:
+        """The name nodes that refer to ``binding``."""
+        return [n for n, b in self._uses.values() if b == binding]
+
+    def _use(self, name: ast.Name, binding: Binding) -> None:
+        self._uses[id(name)] = (name, binding)
+
+
+_BUILTINS: dict[frozenset, dict] = {}
+
+
+def _builtins(predeclared: frozenset) -> dict:
+    got = _BUILTINS.get(predeclared)
+    if got is None:
+        got = _BUILTINS[predeclared] = {n: Binding(BUILTIN, n, None) for n in predeclared}
+    return got
+
+
+def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> Bindings:
+    """Check ``module``'s names and record their bindings (``module.bindings``, returned).
+    Raises :class:`CompileError` with every problem found (the bindings found are kept).
+    ``loaded_by(name)``, when given, is the :class:`~rcpc.syntax.ast.Load` statement of this
+    module whose file exports ``name`` (or None); it is asked only about unknown names."""
+    bindings = module.bindings = Bindings()
+    resolver = _Resolver(module, predeclared, bindings, loaded_by)
     for stmt in module.stmts:
         try:
-            if isinstance(stmt, ast.Assign):
-                walk_names(stmt.value, frozenset(), use)
-                bind(stmt.name, stmt.name_span)
-            elif isinstance(stmt, ast.Load):
-                for ln in stmt.names:
-                    bind(ln.local, ln.span)
-            else:
-                walk_names(stmt.expr, frozenset(), use)
+            resolver.statement(stmt)
         except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
-            diags.append(Diagnostic("E0801", "expression nested too deeply", stmt.span,
-                                    hint="split it into several named values"))
+            resolver.diags.append(Diagnostic("E0801", "expression nested too deeply", stmt.span,
+                                             hint="split it into several named values"))
         except _TooMany as stop:
-            diags.append(Diagnostic("E0808", f"more than {MAX_ERRORS} errors in this file; the rest are not "
-                                    "reported", stop.span, hint="fix the errors above first"))
+            resolver.diags.append(Diagnostic("E0808", f"more than {MAX_ERRORS} errors in this file; the rest are "
+                                             "not reported", stop.span, hint="fix the errors above first"))
             break
-    for n, (load, uses) in unloaded.items():
-        diags.append(Diagnostic("E0101", f"'{n}' is used but not loaded: {load.path} exports it, and this "
-                                "load() does not name it", load.span,
-                                related=tuple(("used here", s) for s in uses),
-                                hint=f'add "{n}" to the names of this load()'))
-    if diags:
-        raise CompileError(diags)
+    for n, (load, uses) in resolver.unloaded.items():
+        resolver.diags.append(Diagnostic("E0101", f"'{n}' is used but not loaded: {load.path} exports it, and "
+                                         "this load() does not name it", load.span,
+                                         related=tuple(("used here", s) for s in uses),
+                                         hint=f'add "{n}" to the names of this load()'))
+    if resolver.diags:
+        raise CompileError(resolver.diags)
+    return bindings
 
 
 class _TooMany(Exception):
@@ -96,60 +126,92 @@ class _TooMany(Exception):
         self.span = span
 
 
-def _binds(stmt):
-    if isinstance(stmt, ast.Assign):
-        yield stmt.name, stmt.name_span
-    elif isinstance(stmt, ast.Load):
-        for ln in stmt.names:
-            yield ln.local, ln.span
+def _is_param(value) -> bool:
+    return type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "param"
 
 
-def walk_names(node, scope: frozenset, use) -> None:
-    """Visit every name in ``node`` (an expression) with its comprehension scope."""
-    t = type(node)
-    if t is ast.Name:
-        use(node, scope)
-    elif t in (ast.IntLit, ast.FloatLit, ast.BoolLit, ast.NoneLit, ast.StrLit):
-        return
-    elif t is ast.FString:
-        for p in node.parts:
-            if not isinstance(p, str):
-                walk_names(p, scope, use)
-    elif t is ast.ListLit:
-        for x in node.items:
-            walk_names(x, scope, use)
-    elif t is ast.DictLit:
-        for k, v in node.items:
-            walk_names(k, scope, use)
-            walk_names(v, scope, use)
-    elif t is ast.Comprehension:
+class _Resolver(Visitor):
+    def __init__(self, module: ast.Module, predeclared: frozenset, bindings: Bindings, loaded_by=None):
+        super().__init__()
+        self.loaded_by = loaded_by
+        self.unloaded: dict[str, tuple] = {}  # name → (the Load whose file exports it, spans of its uses)
+        self.predeclared = predeclared
+        self.builtins = _builtins(predeclared)
+        self.bindings = bindings
+        self.diags: list[Diagnostic] = []
+        self.bound: dict[str, Binding] = {}  # top-level names bound so far
+        self.where: dict[str, Span] = {}     # ... where, as diagnostics show it
+        self.scopes: list[Binding] = []      # enclosing comprehension variables, innermost last
+        self.later: dict[str, Span] = {}     # every top-level name, where first bound
+        for stmt in module.stmts:
+            if type(stmt) is ast.Assign:
+                self.later.setdefault(stmt.name, stmt.name_span)
+            elif type(stmt) is ast.Load:
+                for ln in stmt.names:
+                    self.later.setdefault(ln.local, ln.span)
+
+    def report(self, d: Diagnostic) -> None:
+        if len(self.diags) >= MAX_ERRORS:
+            raise _TooMany(d.span)
+        self.diags.append(d)
+
+    def statement(self, stmt) -> None:
+        t = type(stmt)
+        if t is ast.Assign:
+            self.visit(stmt.value)
+            self.bind(Binding(PARAM if _is_param(stmt.value) else TOP_LEVEL, stmt.name, stmt.name_span),
+                      stmt.name_span)
+        elif t is ast.Load:
+            for ln in stmt.names:
+                self.bind(Binding(LOADED, ln.local, ln.local_span, stmt.path, ln.remote), ln.span)
+        else:
+            self.visit(stmt.expr)
+
+    def bind(self, b: Binding, span: Span) -> None:
+        """Bind a top-level name; ``span`` is where diagnostics point (a load's whole
+        ``LOCAL = "NAME"``)."""
+        name = b.name
+        if name in self.predeclared:
+            self.report(Diagnostic("E0104", f"cannot bind built-in name '{name}'", span,
+                                         hint="choose another name"))
+        elif name in self.bound:
+            self.report(Diagnostic("E0102", f"'{name}' is already bound in this file", span,
+                                         hint="names are assigned once; use a new name or a conditional expression",
+                                         related=(("first bound here", self.where[name]),)))
+        else:
+            self.bound[name] = b
+            self.where[name] = span
+            self.bindings.defs.append(b)
+
+    def enter_scope(self, node: ast.Comprehension) -> None:
         clause = node.clause
-        walk_names(clause.iter, scope, use)
-        inner = scope | {clause.var}
-        for c in clause.conds:
-            walk_names(c, inner, use)
-        if node.key is not None:
-            walk_names(node.key, inner, use)
-        walk_names(node.elt, inner, use)
-    elif t in (ast.BinOp, ast.BoolOp, ast.Compare):
-        walk_names(node.left, scope, use)
-        walk_names(node.right, scope, use)
-    elif t in (ast.Neg, ast.Not):
-        walk_names(node.operand, scope, use)
-    elif t is ast.Conditional:
-        walk_names(node.cond, scope, use)
-        walk_names(node.then, scope, use)
-        walk_names(node.orelse, scope, use)
-    elif t is ast.Index:
-        walk_names(node.obj, scope, use)
-        walk_names(node.index, scope, use)
-    elif t is ast.Attr:
-        walk_names(node.obj, scope, use)
-    elif t is ast.Call:
-        walk_names(node.func, scope, use)
-        for a in node.args:
-            walk_names(a, scope, use)
-        for kw in node.kwargs:
-            walk_names(kw.value, scope, use)
-    else:  # pragma: no cover - the parser builds no other node
-        raise TypeError(f"unexpected node {t.__name__}")
+        b = Binding(COMPREHENSION, clause.var, clause.var_span)
+        self.bindings.defs.append(b)
+        self.scopes.append(b)
+
+    def leave_scope(self, node: ast.Comprehension) -> None:
+        self.scopes.pop()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        n = node.id
+        for b in reversed(self.scopes):
+            if b.name == n:
+                self.bindings._use(node, b)
+                return
+        b = self.bound.get(n) or self.builtins.get(n)
+        if b is not None:
+            self.bindings._use(node, b)
+            return
+        if n in self.later:
+            self.report(Diagnostic("E0103", f"'{n}' is used before it is assigned", node.span,
+                                         related=(("assigned here", self.later[n]),),
+                                         hint="move the assignment above its first use"))
+            return
+        load = self.unloaded[n][0] if n in self.unloaded else self.loaded_by(n) if self.loaded_by else None
+        if load is not None:
+            self.unloaded.setdefault(n, (load, []))[1].append(node.span)
+            return
+        if len(self.diags) >= MAX_ERRORS:  # before looking for a suggestion among every name
+            raise _TooMany(node.span)
+        hint = did_you_mean(n, [*self.bound, *{b.name for b in self.scopes}, *self.predeclared])
+        self.report(Diagnostic("E0101", f"unknown name '{n}'", node.span, hint=hint))

@@ -2,7 +2,14 @@
 of the source text it came from.
 
 Literals keep their source spelling (``text``) so that ``1e-6`` renders as ``1e-6`` and
-``True`` as ``True`` (DESIGN.md §2).
+``True`` as ``True`` (DESIGN.md §2). The tree also keeps what ``rcpc fmt`` needs to print it
+back without the source: a string's ``raw`` text (quotes, prefix and escapes as written), the
+``trailing_comma`` of a bracketed list, and the parentheses around an expression
+(``parens``: one :class:`Paren` a pair, innermost first; a node's own ``span`` excludes them).
+The :class:`Module` holds the file's comments (:class:`Comment`); which node each belongs to
+(leading, trailing, dangling) is :func:`rcpc.syntax.comments.attach`'s answer, kept on the
+module (:meth:`Module.attached`). The resolver records a binding for every name
+(:attr:`Module.bindings`, :mod:`rcpc.resolve`).
 """
 
 from __future__ import annotations
@@ -17,9 +24,25 @@ frozen = attrs.frozen(slots=True)
 
 
 @frozen
+class Comment:
+    """One ``# ...`` comment: its text (trailing whitespace removed) and span."""
+
+    text: str
+    span: Span
+
+
+@frozen
+class Paren:
+    """A pair of parentheses around an expression: ``span`` runs from ``(`` to ``)``."""
+
+    span: Span
+
+
+@frozen
 class Name:
     id: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -27,6 +50,7 @@ class IntLit:
     value: int
     text: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -34,6 +58,7 @@ class FloatLit:
     value: float
     text: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -41,18 +66,24 @@ class BoolLit:
     value: bool
     text: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
 class NoneLit:
     text: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
 class StrLit:
+    """A string: ``value`` decoded, ``raw`` the literal as written (quotes and escapes)."""
+
     value: str
+    raw: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -60,13 +91,17 @@ class FString:
     """``f"..."``: ``parts`` alternate literal text (str) and embedded expressions."""
 
     parts: tuple
+    raw: str
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
 class ListLit:
     items: tuple
+    trailing_comma: bool
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -74,7 +109,9 @@ class DictLit:
     """``items`` is a tuple of (key expr, value expr) in source order."""
 
     items: tuple
+    trailing_comma: bool
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -96,6 +133,7 @@ class Comprehension:
     elt: "Expr"
     clause: CompFor
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -106,12 +144,14 @@ class BinOp:
     left: "Expr"
     right: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
 class Neg:
     operand: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -122,12 +162,14 @@ class BoolOp:
     left: "Expr"
     right: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
 class Not:
     operand: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -138,6 +180,7 @@ class Compare:
     left: "Expr"
     right: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -148,6 +191,7 @@ class Conditional:
     then: "Expr"
     orelse: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -155,6 +199,7 @@ class Index:
     obj: "Expr"
     index: "Expr"
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -163,6 +208,7 @@ class Attr:
     name: str
     name_span: Span
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 @frozen
@@ -177,7 +223,9 @@ class Call:
     func: "Expr"
     args: tuple
     kwargs: tuple  # of Keyword
+    trailing_comma: bool
     span: Span
+    parens: tuple = ()  # of Paren
 
 
 Expr = Union[Name, IntLit, FloatLit, BoolLit, NoneLit, StrLit, FString, ListLit, DictLit,
@@ -194,18 +242,31 @@ class Assign:
 
 @frozen
 class LoadName:
-    """One imported name: ``local`` is bound in the loading file to ``remote`` of the loaded one."""
+    """One imported name: ``local`` is bound in the loading file to ``remote`` of the loaded
+    one. ``raw`` is the remote name's string as written; ``local_span`` the defining occurrence
+    (the alias in ``N = "NAME"``, else the string itself, which is then all of ``span``)."""
 
     local: str
     remote: str
+    raw: str
+    local_span: Span
     span: Span
+
+    @property
+    def aliased(self) -> bool:
+        """Written ``LOCAL = "REMOTE"``."""
+        return self.local_span != self.span
 
 
 @frozen
 class Load:
+    """``load(PATH, NAME...)``: ``path`` decoded, ``path_raw`` as written."""
+
     path: str
+    path_raw: str
     path_span: Span
     names: tuple  # of LoadName
+    trailing_comma: bool
     span: Span
 
 
@@ -218,9 +279,25 @@ class ExprStmt:
 Stmt = Union[Assign, Load, ExprStmt]
 
 
-@frozen
+@attrs.define(slots=True, eq=False)
 class Module:
-    """A parsed file: its statements in order."""
+    """A parsed file: its statements and its comments, in source order. ``source`` is the
+    :class:`~rcpc.source.Source` it was parsed from. ``bindings`` is set by
+    :func:`rcpc.resolve.resolve` (``None`` before)."""
 
     path: str
     stmts: tuple
+    comments: tuple = ()  # of Comment
+    source: object = None
+    bindings: object = None
+    _attached: object = None
+
+    def attached(self):
+        """The comments attached to the nodes they belong to, and where blank lines are
+        (:class:`rcpc.syntax.comments.Attached`): worked out on first use (the compiler never
+        asks, so it pays only for collecting the comments) and kept."""
+        if self._attached is None:
+            from rcpc.syntax.comments import attach
+
+            self._attached = attach(self)
+        return self._attached

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 from lark import Token
 
 from rcpc.diagnostics import error
@@ -32,6 +33,12 @@ def _joined(first: Span, last: Span) -> Span:
 
 def _nodes(children) -> tuple:
     return tuple(c for c in children if type(c) is not Token)
+
+
+def _trailing_comma(children) -> bool:
+    """A comma just before the closing bracket (the last child)."""
+    before = children[-2]
+    return type(before) is Token and before.type == "COMMA"
 
 
 class AstBuilder:
@@ -70,15 +77,16 @@ class AstBuilder:
         if type(lit) is not ast.StrLit:
             raise error("E0205", "a load path is a plain string, not an f-string", lit.span,
                         hint="loads are resolved before evaluation, so they cannot depend on values")
-        return ast.Load(lit.value, self._tspan(path), _nodes(c[3:]), self._span(c))
+        return ast.Load(lit.value, lit.raw, self._tspan(path), _nodes(c[3:]), _trailing_comma(c), self._span(c))
 
     def load_same(self, c):
         s = self._string(c[0])
-        return ast.LoadName(s.value, s.value, s.span)
+        return ast.LoadName(s.value, s.value, s.raw, s.span, s.span)
 
     def load_alias(self, c):
         name, _, tok = c
-        return ast.LoadName(name.value, self._string(tok).value, self._span(c))
+        s = self._string(tok)
+        return ast.LoadName(name.value, s.value, s.raw, self._tspan(name), self._span(c))
 
     def expr_stmt(self, c):
         return ast.ExprStmt(c[0], _node_span(c[0]))
@@ -128,7 +136,7 @@ class AstBuilder:
                             _node_span(a), hint="put positional arguments first")
             else:
                 positional.append(a)
-        return ast.Call(c[0], tuple(positional), tuple(keywords), self._span(c))
+        return ast.Call(c[0], tuple(positional), tuple(keywords), _trailing_comma(c), self._span(c))
 
     def arg(self, c):
         return c[0]
@@ -138,7 +146,8 @@ class AstBuilder:
         return ast.Keyword(name.value, self._tspan(name), value)
 
     def atom(self, c):  # "(" expr ")"
-        return c[1]
+        inner = c[1]
+        return attrs.evolve(inner, parens=inner.parens + (ast.Paren(self._span(c)),))
 
     # atoms ------------------------------------------------------------------------------
     def name(self, c):
@@ -166,10 +175,10 @@ class AstBuilder:
         return self._string(c[0])
 
     def list_lit(self, c):
-        return ast.ListLit(_nodes(c), self._span(c))
+        return ast.ListLit(_nodes(c), _trailing_comma(c), self._span(c))
 
     def dict_lit(self, c):
-        return ast.DictLit(_nodes(c), self._span(c))
+        return ast.DictLit(_nodes(c), _trailing_comma(c), self._span(c))
 
     def dict_item(self, c):
         return (c[0], c[2])
@@ -200,8 +209,8 @@ class AstBuilder:
         offset = self.base + tok.start_pos + body_start
         span = self._tspan(tok)
         if not is_f:
-            return ast.StrLit(unescape(body, self.source, offset), span)
-        return ast.FString(tuple(self._fstring_parts(body, offset)), span)
+            return ast.StrLit(unescape(body, self.source, offset), text, span)
+        return ast.FString(tuple(self._fstring_parts(body, offset)), text, span)
 
     def _fstring_parts(self, body: str, offset: int):
         from rcpc.syntax.parser import unescape

@@ -2,10 +2,12 @@
 
 The grammar (``grammar.lark``) is LALR(1) and built with lark. The AST is built as the parser
 reduces each rule (:class:`~rcpc.syntax.builder.AstBuilder`, lark's ``transformer=``), with
-no parse tree and no second pass. Building the parse tables
-costs ~20 ms, so they are cached in the user cache directory
-(``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark version and a hash of
-the grammar; an unwritable cache directory only makes start-up slower.
+no parse tree and no second pass; comments are collected by a lexer callback into the
+module. One parser serves the compiler, ``rcpc fmt`` and ``rcpc lint``. Building the parse
+tables costs ~20 ms, so they are cached in the user cache directory
+(``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark and Python versions and a
+hash of the grammar and the parser's options; an unwritable cache directory only makes
+start-up slower.
 
 Errors: :class:`~rcpc.diagnostics.CompileError` with code ``E0001`` (syntax), ``E0002``
 (bad string escape) at the offending ``path:line:col``, naming what was expected in words;
@@ -99,10 +101,18 @@ class _Postlex:
             yield Token.new_borrow_pos("_NL", "\n", last)
 
 
-def _cache_path(grammar: str) -> str | None:
+def _cache_path(grammar: str, options: dict) -> str | None:
+    """The parse-table cache file for ``grammar`` built with lark ``options``: its name hashes
+    the lark and Python versions, the grammar and every option (objects by their class), so
+    two parsers built differently never share a file."""
+    import sys
+
     import lark
 
-    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    described = sorted((k, v if isinstance(v, (str, int, bool, type(None))) else type(v).__qualname__)
+                       for k, v in options.items())
+    key = f"{lark.__version__}\0{sys.version_info[:2]}\0{grammar}\0{described!r}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     directory = cache_dir()
     if directory is None:
         return None
@@ -116,12 +126,29 @@ def _cache_path(grammar: str) -> str | None:
     return path
 
 
+class _CommentSink:
+    """The lexer callback for ``COMMENT`` (an ignored terminal): collects the comments of the
+    parse in progress, by offset (the contextual lexer may see a token twice); ``None`` while
+    parsing text that is not the file itself (an f-string's replacement field)."""
+
+    def __init__(self):
+        self.found: dict | None = None
+
+    def __call__(self, tok) -> None:
+        if self.found is not None:
+            self.found.setdefault(tok.start_pos, tok)
+
+
 _PARSER = None
 _BUILDER = None
+_SINK = _CommentSink()
 _KEYWORDS: set[str] = set()  # words the lexer reads as keywords or literals (if, True, null, ...)
 
 
 def _parser():
+    """The one LALR parser of ``grammar.lark``: every token kept, the AST built as it reduces
+    (:class:`~rcpc.syntax.builder.AstBuilder`), comments collected by :class:`_CommentSink`;
+    the parse tables loaded from (or saved to) the user cache."""
     global _PARSER, _BUILDER
     if _PARSER is None:
         from lark import Lark
@@ -129,67 +156,44 @@ def _parser():
         from rcpc.syntax.builder import AstBuilder
 
         _BUILDER = AstBuilder()
-        _PARSER = _lark(transformer=_BUILDER)
+        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+        options = dict(parser="lalr", postlex=_Postlex(), maybe_placeholders=False, keep_all_tokens=True,
+                       transformer=_BUILDER, lexer_callbacks={"COMMENT": _SINK})
+        cache = _cache_path(grammar, options)
+        try:
+            _PARSER = Lark(grammar, cache=cache or False, **options)
+        except OSError:
+            _PARSER = Lark(grammar, **options)
         _KEYWORDS.update(t.pattern.value for t in _PARSER.terminals
                          if t.pattern.type == "str" and t.pattern.value.isidentifier())
     return _PARSER, _BUILDER
 
 
-def _lark(**options):
-    """The LALR parser of ``grammar.lark`` with every token kept, the parse tables loaded
-    from (or saved to) the user cache."""
-    from lark import Lark
-
-    grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-    options.update(parser="lalr", postlex=_Postlex(), maybe_placeholders=False, keep_all_tokens=True)
-    cache = _cache_path(grammar)
-    try:
-        return Lark(grammar, cache=cache or False, **options)
-    except OSError:
-        return Lark(grammar, **options)
-
-
-_CONCRETE = None
-_COMMENTS: list = []
-
-
-def parse_concrete(text: str):
-    """The concrete syntax of ``text`` for tools that rewrite source (``rcpc fmt``): the lark
-    parse tree with every token kept (brackets, commas, keywords) and the comments, as lark
-    tokens in source order (``COMMENT``, with positions).
-
-    The compiler does not use this: :func:`parse` ignores comments. Call :func:`parse` first
-    for diagnostics; on text that :func:`parse` accepts this cannot fail.
-    """
-    global _CONCRETE
-    if _CONCRETE is None:
-        _CONCRETE = _lark(propagate_positions=True, lexer_callbacks={"COMMENT": _COMMENTS.append})
-    _COMMENTS.clear()
-    _TOKENS[0] = 0
-    try:
-        tree = _CONCRETE.parse(text)
-        seen: dict[int, object] = {}
-        for tok in _COMMENTS:  # a lexer may see a token twice (contextual lexer retries)
-            seen.setdefault(tok.start_pos, tok)
-        return tree, [seen[k] for k in sorted(seen)]
-    finally:
-        _COMMENTS.clear()
-
-
 def parse(source: Source) -> ast.Module:
-    """Parse one file into an :class:`ast.Module`.
+    """Parse one file into an :class:`ast.Module`, with its comments
+    (:attr:`ast.Module.comments`; :meth:`ast.Module.attached` places them).
 
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
     parser, builder = _parser()
     _TOKENS[0] = 0
+    _SINK.found = found = {}
     try:
         stmts = _parse_text(parser, builder, source, source.text, 0)
     except _TooLarge:
         raise
     except CompileError as exc:
+        _SINK.found = None
         raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
-    return ast.Module(source.path, tuple(stmts))
+    finally:
+        _SINK.found = None
+    comments = tuple(_comment(source, found[k]) for k in sorted(found))
+    return ast.Module(source.path, tuple(stmts), comments, source)
+
+
+def _comment(source: Source, tok) -> ast.Comment:
+    text = tok.value.rstrip()
+    return ast.Comment(text, source.span(tok.start_pos, tok.start_pos + len(text)))
 
 
 class _TooLarge(CompileError):
@@ -230,8 +234,10 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
     """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
     from lark.exceptions import UnexpectedInput
 
-    saved = builder.source, builder.base, builder.parse_inner
+    saved = builder.source, builder.base, builder.parse_inner, _SINK.found
     builder.source, builder.base = source, base
+    if base:  # not the file itself: its comments are part of a string
+        _SINK.found = None
     builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
     try:
         return parser.parse(text)
@@ -242,7 +248,7 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
         raise _TooLarge(Diagnostic("E0809", f"more than {MAX_TOKENS} tokens in this file",
                                    source.span(at, at + 1), hint="split it into several files")) from None
     finally:
-        builder.source, builder.base, builder.parse_inner = saved
+        builder.source, builder.base, builder.parse_inner, _SINK.found = saved
 
 
 def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):

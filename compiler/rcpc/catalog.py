@@ -1,11 +1,12 @@
-"""The catalog of diagnostics: one small example per code, used by
-``tests/test_diagnostic_catalog.py`` (each example's exact output is a golden file in
-``tests/diagnostics/``) and rendered into ``docs/diagnostics.md``.
+"""The catalog of diagnostics, product data: one small example per code, each a workspace and
+the ``rcpc`` command run in it. ``docs/diagnostics.md`` is rendered from it, and
+``tests/test_diagnostic_catalog.py`` runs every example (its exact output is a golden file in
+``tests/diagnostics/``) and checks that every code the compiler raises has one.
 
-An example is a workspace (``files``: path → text; ``recipes/r.rcp`` unless named otherwise,
-``rcp.toml`` empty unless given; ``links``: path → symlink target) and an ``rcpc`` command run
-in it; ``before``, when given, is a command run first (it must succeed), after which the
-files of ``then`` are written.
+An example's workspace is ``files`` (path → text; ``recipes/r.rcp`` is ``recipe`` unless named
+otherwise, ``rcp.toml`` empty unless given) and ``links`` (path → symlink target);
+``before``, when given, is a command run first (it must succeed), after which the files of
+``then`` are written.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec"
 
 @attrs.frozen
 class Example:
+    """One diagnostic's example: its ``code`` and ``title``, the workspace, the command line
+    (``argv``) and the exit code it gives."""
+
     code: str
     title: str
     recipe: str = ""
@@ -43,6 +47,7 @@ class Example:
     then: dict = attrs.Factory(dict)
 
     def workspace(self) -> dict:
+        """Path → text of every file of the example's workspace."""
         out = {"rcp.toml": ""}
         if self.recipe:
             out["recipes/r.rcp"] = self.recipe
