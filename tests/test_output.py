@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import area_leftovers, output_tree, rcp_string
-from rcpc import names
+from rcpc.core import names
 from rcpc.cli import main
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -282,8 +282,8 @@ def test_recipe_directories_must_be_inside_the_workspace(tmp_path, key):
 def test_a_diagnostic_quotes_an_excerpt_of_a_line(line, data):
     """Never more than QUOTE_WIDTH characters of a source line, and the caret under the
     span's first character, however long the line."""
-    from rcpc.diagnostics import QUOTE_WIDTH, Diagnostic, format_text
-    from rcpc.source import Source, Span
+    from rcpc.core.diagnostics import QUOTE_WIDTH, Diagnostic, format_text
+    from rcpc.core.source import Source, Span
 
     line = line.replace("\n", " ").replace("\r", " ")
     col = data.draw(st.integers(1, len(line))) if data else len(line)
@@ -579,7 +579,7 @@ LONG = "S3CRET" * 2000
 def test_no_diagnostic_prints_a_long_value_whole(tmp_path, recipe, form):
     """Whatever a diagnostic's message, hint or notes quote of the source, they are cut at
     MESSAGE_WIDTH characters, and a source line at QUOTE_WIDTH (text and JSON alike)."""
-    from rcpc.diagnostics import MESSAGE_WIDTH
+    from rcpc.core.diagnostics import MESSAGE_WIDTH
 
     root = workspace(tmp_path, {"recipes/r.rcp": recipe})
     code, err = run(root, "check", "--diagnostics", form)

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from rcpc.cache import request
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
 from rcpc.parallel import compile_recipes
 from rcpc.replay import Recorder, stderr_color
 
@@ -167,7 +167,7 @@ _PROGRESS = ["nothing was written"]
 
 
 def _run(args) -> int:
-    from rcpc.workspace import Workspace
+    from rcpc.domain.workspace import Workspace
 
     compiler = None
     try:
@@ -231,7 +231,7 @@ def _stderr(line: str) -> None:
 
 
 class _LazyCompiler:
-    """The :class:`~rcpc.recipe.Compiler`, created (and the evaluator imported) only when a
+    """The :class:`~rcpc.domain.recipe.Compiler`, created (and the evaluator imported) only when a
     command needs to compile something: a warm build served from the cache never does."""
 
     def __init__(self, ws):
@@ -247,7 +247,7 @@ class _LazyCompiler:
     def get(self):
         """The compiler itself."""
         if self._compiler is None:
-            from rcpc.recipe import Compiler
+            from rcpc.domain.recipe import Compiler
 
             self._compiler = Compiler(self.ws)
         return self._compiler
@@ -257,7 +257,7 @@ class _LazyCompiler:
 
 
 class _Sources(dict):
-    """Display path → :class:`~rcpc.source.Source`; ``get`` reads a file not yet known."""
+    """Display path → :class:`~rcpc.core.source.Source`; ``get`` reads a file not yet known."""
 
     def __init__(self, ws, known: dict):
         super().__init__(known)
@@ -265,9 +265,9 @@ class _Sources(dict):
 
     def get(self, path: str, default=None):
         if path not in self:
-            from rcpc.files import read_limited
-            from rcpc.limits import MAX_FILE_BYTES
-            from rcpc.source import Source
+            from rcpc.core.files import read_limited
+            from rcpc.core.limits import MAX_FILE_BYTES
+            from rcpc.core.source import Source
 
             real = Path(os.path.realpath(self.ws.root / path))
             named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_schema, *self.ws.kube_schemas) if p}
@@ -350,7 +350,7 @@ def _build(args, ws, compiler) -> int:
     results = [(ws.recipe_name(path), *result) for path, result in zip(paths, compiled)]
     _print_diagnostics(unique(d for _, _, found, _ in results for d in found if d.severity != "note"), compiler)
     from rcpc.output import publish
-    from rcpc.source import file_span
+    from rcpc.core.source import file_span
 
     batch = [(name, variant, renders) for name, builds, _, _ in results for variant, renders in builds]
     names = [name for name, _, _, _ in results]
@@ -397,7 +397,7 @@ def _render(args, ws, compiler) -> int:
 
 
 def _params(args, ws, compiler) -> int:
-    from rcpc.values import text_of
+    from rcpc.core.values import text_of
 
     (path,) = _recipe_paths(ws, [args.recipe])
     recipe, _ = compiler.recipe(path)
@@ -478,7 +478,7 @@ def _diff_rev(args, ws) -> int:
 
 
 def _check(args, ws, compiler) -> int:
-    from rcpc.workspace import entry
+    from rcpc.domain.workspace import entry
 
     paths: list[Path] = []
     libraries: list[Path] = []
@@ -538,11 +538,11 @@ def _check(args, ws, compiler) -> int:
 
 def _validate(args, ws, compiler) -> int:
     """``rcpc validate FILE.yaml...``: every document of each file through the checks that
-    recipes' manifests get (:func:`rcpc.kube.check_manifest`), with the configured schemas,
+    recipes' manifests get (:func:`rcpc.domain.kube.check_manifest`), with the configured schemas,
     else rcpc's built-in JobSet schema."""
-    from rcpc.kube import check_manifest
-    from rcpc.kube_schema import SchemaIndex
-    from rcpc.manifests import load_manifests
+    from rcpc.domain.kube import check_manifest
+    from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.manifests import load_manifests
 
     schemas = list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")]
     index = SchemaIndex(schemas, ws.display)
@@ -572,7 +572,7 @@ def _validate(args, ws, compiler) -> int:
 def _explain(args, ws, compiler) -> int:
     import json
 
-    from rcpc.explain import explain
+    from rcpc.domain.explain import explain
 
     (path,) = _recipe_paths(ws, [args.recipe])
     report = explain(compiler, path, args.flagset, args.key, args.variant, args.sets)
@@ -593,20 +593,20 @@ def _explain(args, ws, compiler) -> int:
 
 
 def _schema(args) -> int:
-    """``rcpc schema maxtext PATH`` (:mod:`rcpc.schemagen`) or ``rcpc schema jobset CRD.yaml``
-    (:mod:`rcpc.crd`): a derived schema, to stdout or written atomically to ``-o FILE``."""
+    """``rcpc schema maxtext PATH`` (:mod:`rcpc.domain.schemagen`) or ``rcpc schema jobset CRD.yaml``
+    (:mod:`rcpc.domain.crd`): a derived schema, to stdout or written atomically to ``-o FILE``."""
     if args.kind == "maxtext":
-        from rcpc.schemagen import derive, dumps
+        from rcpc.domain.schemagen import derive, dumps
 
         text = dumps(derive(Path(args.path), commit=args.commit))
     else:
-        from rcpc.crd import derive_schema
+        from rcpc.domain.crd import derive_schema
 
         text = derive_schema(Path(args.path), args.commit)
     if not args.output:
         sys.stdout.write(text)
         return 0
-    from rcpc.usercache import write_atomic
+    from rcpc.core.usercache import write_atomic
 
     try:
         write_atomic(Path(args.output), text.encode("utf-8"))
@@ -619,9 +619,9 @@ def _schema(args) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import FormatterBug
+    from rcpc.core.fmt import FormatterBug
     from rcpc.parallel import format_files
-    from rcpc.workspace import RECIPE_SUFFIX, entry
+    from rcpc.domain.workspace import RECIPE_SUFFIX, entry
 
     files: list[Path] = []
     errors: list = []
@@ -706,7 +706,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def _lint(args, ws, compiler) -> int:
-    from rcpc.lint import lint
+    from rcpc.domain.lint import lint
 
     for p in args.paths:
         q = Path(p).resolve()
