@@ -167,7 +167,7 @@ def test_every_one_character_typo_is_an_error_with_a_suggestion(key, data):
 
 def _entry(key, value):
     from rcpc.core.source import Span
-    from rcpc.core.values import FlagEntry
+    from rcpc.domain.values import FlagEntry
 
     from conftest import value_of
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.core import resolve as R
-from rcpc.core.builtins import NAMES
+from rcpc.domain.builtins import NAMES
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.core.source import Source

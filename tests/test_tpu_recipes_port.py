@@ -28,7 +28,7 @@ import yaml
 from rcpc.domain.emit.flags import shell_form
 from rcpc.domain.maxtext import argv
 from rcpc.domain.recipe import Compiler
-from rcpc.core.values import FlagSet
+from rcpc.domain.values import FlagSet
 from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,45 +1,33 @@
-"""Built-in functions, operators, indexing and attributes of the recipe language.
+"""Universal built-ins of the language: functions, operators, indexing and attributes.
 
 Built-in functions (all hermetic: no environment, clock, network or file access):
 
-* ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter;
-* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
-  num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
-  schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
-  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
-* ``jobset(name = ..., metadata = {...}, spec = {...})`` and
-  ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
-  Kubernetes objects, rendered as ``<name>.yaml``;
-* ``flag_file(name = ..., flags = FLAGS)`` — a flag set rendered as ``<name>.flags``;
-* ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.domain.tpu`);
-* ``variant("name", set = {...}, against = "...", changes = {...})``;
 * ``require(condition, "message")`` — fails the build (``E0790``) with the message when the
   condition is false; a top-level ``require(...)`` statement is allowed;
-* ``range``, ``len``, ``str``, ``json``.
+* ``range``, ``len``, ``str``, ``json``; the types ``bool``, ``int``, ``float`` (``str`` is
+  both the function and the type).
 
-Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
-``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
-machine_type node_selector name``; strings have ``join replace split upper lower startswith
-endswith strip``; dicts have ``keys values get``.
+Attributes: strings have ``join replace split upper lower startswith endswith strip``; dicts
+have ``keys values get``.
+
+A host program adds its own built-ins, value kinds, attributes and ``+`` through one
+:class:`Universe` (the recipe domain's: :data:`rcpc.domain.builtins.UNIVERSE`), as
+starlark-go's host supplies predeclared names next to its ``Universe``.
 """
 
 from __future__ import annotations
 
-import re
+from types import MappingProxyType
+from typing import Callable, Mapping
 
-from rcpc.domain import maxtext, provenance
-from rcpc.core import names
-from rcpc.core.diagnostics import CompileError, did_you_mean, error
-from rcpc.core.limits import INT_LIMIT, MAX_NAME, MAX_STRING
+import attrs
+
+from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.core.emit.json import JsonError, to_json
-from rcpc.core.source import COMMAND_LINE_SPAN, Span
-from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
-from rcpc.core.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
-                         Param, Str, TpuSlice, TypeName, Variant, equal, text_of, type_name, weight)
-
-JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
+from rcpc.core.limits import INT_LIMIT, MAX_STRING
+from rcpc.core.source import Span
+from rcpc.core.values import (Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, concat, equal,
+                              join, text_of, type_name, type_name_of, weight)
 
 # helpers ----------------------------------------------------------------------------------
 def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, required: set,
@@ -70,11 +58,6 @@ def _expect(value, types, what: str):
     return value
 
 
-def type_name_of(t) -> str:
-    from rcpc.core.values import TYPE_NAMES
-    return TYPE_NAMES[t]
-
-
 def bool_text(value: bool, like: str) -> str:
     """Spell a computed bool in the family of ``like`` (``true``/``false`` or ``True``/``False``)."""
     if like.islower():
@@ -88,176 +71,11 @@ def _int(value: int, span: Span) -> Int:
     return Int(value, str(value), span)
 
 
-# parameters -------------------------------------------------------------------------------
-PARAM_TYPES = {"bool": (Bool,), "int": (Int,), "float": (Float, Int), "str": (Str,)}
-
-
-def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
-    """Build the :class:`Param` of ``NAME = param(type, default, doc, choices)``."""
-    a = _bind("param", span, args, kwargs, ("type", "default"), {"type"}, {"doc", "choices"})
-    ptype = a["type"]
-    if type(ptype) is Builtin and ptype.name == "str":
-        ptype = TypeName("str", ptype.span)
-    if type(ptype) is not TypeName:
-        raise error("E0502", "param() needs a type: bool, int, float or str", ptype.span)
-    default = a.get("default")
-    if type(default) is Null:
-        default = None
-    doc = _expect(a.get("doc", Str("", span)), (Str,), "doc").value
-    choices = a.get("choices")
-    if choices is not None:
-        _expect(choices, (List,), "choices")
-        for c in choices.items:
-            check_param_value(ptype.name, c, name, None)
-        choices = choices.items
-    if default is not None:
-        check_param_value(ptype.name, default, name, choices)
-    return Param(name, ptype.name, default, choices, doc, span)
-
-
-def check_param_value(ptype: str, value, name: str, choices) -> None:
-    """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
-    if type(value) not in PARAM_TYPES[ptype]:
-        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span)
-    if choices is not None and not any(equal(value, c) for c in choices):
-        allowed = ", ".join(text_of(c) or "?" for c in choices)
-        raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span)
-
-
-_BOOL_TEXT = ("true", "True", "false", "False")
-_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
-_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
-
-
-def param_value_from_text(param: Param, text: str):
-    """The value of ``--set NAME=TEXT`` for ``param``: bool accepts true/True/false/False,
-    int decimal digits, float a decimal or exponent spelling (kept as written), str anything.
-    ``E0602`` for text that is not of the param's type or not one of its choices."""
-    span = COMMAND_LINE_SPAN
-    value = None
-    if param.type == "bool" and text in _BOOL_TEXT:
-        value = Bool(text.lower() == "true", text, span)
-    elif param.type == "int" and _INT_TEXT.match(text) and len(text) <= 20 and -INT_LIMIT <= int(text) < INT_LIMIT:
-        value = Int(int(text), text, span)
-    elif param.type == "float" and _FLOAT_TEXT.match(text) and abs(float(text.replace("_", ""))) != float("inf"):
-        value = Float(float(text.replace("_", "")), text, span)
-    elif param.type == "str":
-        value = Str(text, span)
-    if value is None:
-        hint = {"bool": "write true, false, True or False", "int": "write decimal digits",
-                "float": "write a number such as 0.5 or 1e-6"}.get(param.type)
-        raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
-    if param.choices is not None and not any(equal(value, c) for c in param.choices):
-        allowed = ", ".join(text_of(c) or "?" for c in param.choices)
-        raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span)
-    return value
-
-
 def _article(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 # functions --------------------------------------------------------------------------------
-def _maxtext_flags(ctx, fn, span, args, kwargs):
-    a = _bind("maxtext_flags", span, [], kwargs, (), set(),
-              {"schema", "unknown_keys", "tpu_slice", "num_slices"})
-    path = a.get("schema")
-    if path is not None:
-        _expect(path, (Str,), "schema")
-    schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
-    unknown = a.get("unknown_keys")
-    if unknown is not None:
-        _expect(unknown, (List,), "unknown_keys")
-    if "num_slices" in a and "tpu_slice" not in a:
-        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
-    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report)
-    if "tpu_slice" in a:
-        slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
-        num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
-        for d in maxtext.check_mesh(fs, slice_, num.value, span):
-            ctx.report(d)
-    ctx.flag_sets.append(fs)
-    return fs
-
-
-def _metadata(a: dict, name: Str, span: Span) -> Dict:
-    md = a.get("metadata")
-    if md is None:
-        return Dict({"name": name}, {"name": name.span}, span)
-    return _expect(md, (Dict,), "metadata")
-
-
-def _render_name(v) -> str:
-    _expect(v, (Str,), "name")
-    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value or len(v.value) > MAX_NAME:
-        raise error("E0701", f"render name {v.value[:40]!r} is not a plain file name", v.span,
-                    hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
-    why = names.problem(v.value)
-    if why is not None:
-        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span)
-    return v.value
-
-
-def _jobset(ctx, fn, span, args, kwargs):
-    a = _bind("jobset", span, args, kwargs, (), {"name", "spec"}, {"metadata", "apiVersion"})
-    name = _render_name(a["name"])
-    api = a.get("apiVersion", Str(JOBSET_API_VERSION, span))
-    _expect(api, (Str,), "apiVersion")
-    data = {"apiVersion": api, "kind": Str("JobSet", span), "metadata": _metadata(a, a["name"], span),
-            "spec": _expect(a["spec"], (Dict,), "spec")}
-    return Manifest(name, Dict(data, {k: span for k in data}, span), span)
-
-
-def _manifest(ctx, fn, span, args, kwargs):
-    a = _bind("manifest", span, args, kwargs, (), {"name", "apiVersion", "kind"}, {"metadata"},
-              extra_kwargs=True)
-    name = _render_name(a["name"])
-    data = {"apiVersion": _expect(a["apiVersion"], (Str,), "apiVersion"),
-            "kind": _expect(a["kind"], (Str,), "kind"),
-            "metadata": _metadata(a, a["name"], span)}
-    spans = {k: kwargs[k][1] if k in kwargs else span for k in data}
-    for k, v in a.items():
-        if k not in data and k != "name":
-            data[k] = v
-            spans[k] = kwargs[k][1]
-    return Manifest(name, Dict(data, spans, span), span)
-
-
-def _flag_file(ctx, fn, span, args, kwargs):
-    a = _bind("flag_file", span, args, kwargs, (), {"name", "flags"})
-    return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
-
-
-def _tpu_slice(ctx, fn, span, args, kwargs):
-    a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
-    spec = _expect(a["spec"], (Str,), "tpu_slice spec")
-    return tpu_slice(spec.value, spec.span)
-
-
-def _variant(ctx, fn, span, args, kwargs):
-    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
-    name = _expect(a["name"], (Str,), "variant name")
-    if names.fold(name.value) == "custom":
-        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span)
-    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
-        raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
-                    hint="use letters, digits, '.', '-' and '_'")
-    why = names.problem(name.value)
-    if why is not None:
-        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span)
-    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
-    against = a.get("against")
-    if against is not None:
-        against = _expect(against, (Str,), "against").value
-    changes = a.get("changes")
-    if changes is not None:
-        _expect(changes, (Dict,), "changes")
-        if against is None:
-            raise error("E0609", "changes = {...} needs against = \"VARIANT\": the variant it is compared with",
-                        changes.span, hint='add against = "default"')
-    return Variant(name.value, sets, against, changes, span)
-
-
 def _range(ctx, fn, span, args, kwargs):
     _bind("range", span, [], kwargs, (), set())
     if not 1 <= len(args) <= 3:
@@ -312,28 +130,70 @@ def _require(ctx, fn, span, args, kwargs):
     return Null("None", span)
 
 
-FUNCTIONS = {
-    "maxtext_flags": _maxtext_flags, "jobset": _jobset, "manifest": _manifest,
-    "flag_file": _flag_file, "tpu_slice": _tpu_slice, "variant": _variant, "range": _range,
-    "len": _len, "str": _str, "json": _json, "require": _require,
-    "param": None,  # handled by the evaluator: it binds the name being assigned
-}
+FUNCTIONS = {"range": _range, "len": _len, "str": _str, "json": _json, "require": _require}
 TYPES = ("bool", "int", "float", "str")
 # `str` is both a type (for param) and a function; as a value it is the function, and
 # param() accepts the function `str` as the type.
-NAMES = frozenset(FUNCTIONS) | frozenset(TYPES)
+
+_EMPTY = MappingProxyType({})
 
 
-def lookup(name: str, span: Span):
-    """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
-    if name in ("bool", "int", "float"):
-        return TypeName(name, span)
-    return Builtin(name, FUNCTIONS[name], span)
+@attrs.frozen
+class Declaration:
+    """A built-in that declares the name it is assigned to (``NAME = param(...)``):
+    ``declare(evaluator, stmt, call, result)`` evaluates the call and returns the name's
+    value; ``usage`` is shown when it is called anywhere else (``E0501``)."""
+
+    declare: Callable
+    usage: str
+
+
+@attrs.frozen
+class Universe:
+    """The predeclared environment: the core's built-ins plus what a host program plugs in.
+
+    * ``functions``: name → ``fn(ctx, builtin, span, args, kwargs)``;
+    * ``declarations``: name → :class:`Declaration`;
+    * ``attributes``: value type → ``fn(value, span)`` giving {attribute name: thunk};
+    * ``plus``: value type → ``fn(ctx, left, right, span)``, ``+`` of two values of that type;
+    * ``statement``: ``fn(evaluator, stmt, value, result)`` for the value of a top-level
+      expression statement (None: any value there is ``E0705``, unused);
+    * ``finish``: ``fn(evaluator, module, result)`` after a module evaluated without error;
+    * ``result``: the class of a module's result (a subclass of
+      :class:`~rcpc.core.evaluate.ModuleResult` with the host's fields).
+
+    A host's names must not shadow the core's (``ValueError``)."""
+
+    functions: Mapping = _EMPTY
+    declarations: Mapping = _EMPTY
+    attributes: Mapping = _EMPTY
+    plus: Mapping = _EMPTY
+    statement: Callable | None = None
+    finish: Callable | None = None
+    result: type | None = None
+    names: frozenset = attrs.field(init=False)
+
+    def __attrs_post_init__(self):
+        clash = (set(self.functions) | set(self.declarations)) & (set(FUNCTIONS) | set(TYPES))
+        if clash or set(self.functions) & set(self.declarations):
+            raise ValueError(f"built-in names defined twice: {sorted(clash)}")
+        object.__setattr__(self, "names", frozenset(FUNCTIONS) | frozenset(TYPES)
+                           | frozenset(self.functions) | frozenset(self.declarations))
+
+    def lookup(self, name: str, span: Span):
+        """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
+        if name in ("bool", "int", "float"):
+            return TypeName(name, span)
+        return Builtin(name, FUNCTIONS.get(name) or self.functions.get(name), span)
+
+
+CORE = Universe()  # the language with no host: universal built-ins only
+NAMES = CORE.names
 
 
 # operators --------------------------------------------------------------------------------
 def binop(op: str, left, right, span: Span):
-    """``+ - * // %``. ``+`` joins strings/lists/flag sets and merges dicts (right wins);
+    """``+ - * // %``. ``+`` joins strings/lists and merges dicts (right wins);
     the rest are int arithmetic. ``E0301`` for other operands, ``E0303`` for division by zero."""
     tl, tr = type(left), type(right)
     if tl is Int and tr is Int:
@@ -348,7 +208,7 @@ def binop(op: str, left, right, span: Span):
                 raise error("E0802", f"string of {len(left.value) + len(right.value)} characters is over "
                             "the limit", span)
             if left.pieces or right.pieces:  # flag tokens keep their provenance
-                return provenance.concat([left, right], span)
+                return concat([left, right], span)
             return Str(left.value + right.value, span)
         if tl is List:
             if len(left.items) + len(right.items) > MAX_STRING:
@@ -357,15 +217,6 @@ def binop(op: str, left, right, span: Span):
         if tl is Dict:
             return Dict({**left.items, **right.items}, {**left.key_spans, **right.key_spans}, span,
                         left.why + right.why)
-        if tl is FlagSet:
-            if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
-                raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
-            joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
-            maxtext.check_weight(joined)
-            problems = maxtext.merge_problems(joined)
-            if problems:
-                raise CompileError(problems)
-            return joined
     if tl is Float or tr is Float:
         raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
                     hint="float values keep their source spelling; computing them would not")
@@ -419,33 +270,6 @@ def index(obj, idx, span: Span):
 
 
 # attributes -------------------------------------------------------------------------------
-def _slice_attrs(s: TpuSlice, span: Span) -> dict:
-    return {
-        "generation": lambda: Str(s.generation, span),
-        "accelerator": lambda: Str(s.accelerator, span),
-        "topology": lambda: Str(s.topology, span),
-        "name": lambda: Str(f"{s.accelerator}:{s.topology}", span),
-        "dims": lambda: List(tuple(_int(d, span) for d in s.dims), span),
-        "chips": lambda: _int(s.chips, span),
-        "hosts": lambda: _int(s.hosts, span),
-        "devices": lambda: _int(s.devices, span),
-        "chips_per_host": lambda: _int(s.chips_per_host, span),
-        "devices_per_chip": lambda: _int(s.devices_per_chip, span),
-        "machine_type": lambda: Str(s.machine_type, span),
-        "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
-                                       TOPOLOGY_LABEL: Str(s.topology, span)},
-                                      {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),
-    }
-
-
-def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
-    return {
-        "argv": lambda: provenance.argv_value(fs, span),
-        "shell": lambda: provenance.shell_value(fs, span),
-        "resolved": lambda: maxtext.resolved_dict(fs, span),
-    }
-
-
 def _method(name, fn, receiver, span):
     return lambda: Builtin(name, fn, span, receiver)
 
@@ -457,7 +281,7 @@ def _str_join(ctx, fn, span, args, kwargs):
         _expect(x, (Str,), "each item joined")
     if sum(len(x.value) for x in items.items) + len(fn.receiver.value) * len(items.items) > MAX_STRING:
         raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span)
-    return provenance.join(fn.receiver.value, items.items, span)
+    return join(fn.receiver.value, items.items, span)
 
 
 def _str_replace(ctx, fn, span, args, kwargs):
@@ -518,13 +342,12 @@ def _dict_get(ctx, fn, span, args, kwargs):
 _DICT_METHODS = {"keys": _dict_keys, "values": _dict_values, "get": _dict_get}
 
 
-def attribute(obj, name: str, name_span: Span, span: Span):
-    """``obj.name`` for built-in values. ``E0307`` for an unknown attribute, with a hint."""
+def attribute(obj, name: str, name_span: Span, span: Span, host: Callable | None = None):
+    """``obj.name`` for built-in values; ``host(obj, span)`` gives the table of a host's
+    kind (:attr:`Universe.attributes`). ``E0307`` for an unknown attribute, with a hint."""
     t = type(obj)
-    if t is TpuSlice:
-        table = _slice_attrs(obj, span)
-    elif t is FlagSet:
-        table = _flagset_attrs(obj, span)
+    if host is not None:
+        table = host(obj, span)
     elif t is Str:
         table = {k: _method(k, f, obj, span) for k, f in _STR_METHODS.items()}
     elif t is Dict:

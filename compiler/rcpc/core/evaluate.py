@@ -1,16 +1,16 @@
 """Evaluation: AST → values, with provenance (every value carries the span that made it).
 
-One :class:`Evaluator` evaluates one file. A loaded (library) file yields its top-level
-bindings as exports; the recipe file also declares params, renders and variants:
+One :class:`Evaluator` evaluates one file; a file yields its top-level bindings as exports.
+What else a file may declare is the host's (:class:`~rcpc.core.builtins.Universe`: the
+recipe domain's params, renders and variants, :mod:`rcpc.domain.builtins`):
 
-* ``NAME = param(...)`` declares a typed parameter; its value is the override given for the
-  variant or on the command line, else its default;
-* a top-level expression statement whose value is a manifest, a flag file, or a list of
-  those declares renders; a ``variant(...)`` statement declares a variant; any other value
-  of an expression statement is an error (``E0705``), since it would do nothing.
+* ``NAME = f(...)`` with ``f`` a declaration of the universe (``param``) binds the name to
+  what the declaration gives;
+* a top-level expression statement's value goes to the universe's ``statement`` hook; with
+  none, or a value it does not take, it is an error (``E0705``), since it would do nothing.
 
-Arithmetic is on ints only (``+ - * // %``); ``+`` also joins strings, lists and flag sets
-and merges dicts (right wins). Conditions must be bools. Errors are
+Arithmetic is on ints only (``+ - * // %``); ``+`` also joins strings and lists, merges dicts
+(right wins) and is extended by the universe for its own kinds. Conditions must be bools. Errors are
 :class:`~rcpc.core.diagnostics.CompileError` with the span of the offending expression.
 """
 
@@ -23,14 +23,12 @@ import attrs
 
 from rcpc.core import builtins as B
 from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
-from rcpc.domain.provenance import concat
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
-from rcpc.core.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
-                         Param, Str, Variant, equal, text_of, type_name)
+from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, equal, text_of, type_name
 
-_NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
+NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 
 
 class _Poisoned(Exception):
@@ -42,15 +40,18 @@ _POISON = object()  # the value of a name whose statement failed
 
 @attrs.define
 class Context:
-    """What built-ins may ask of the run. ``schema(path | None, span)`` gives the MaxText
-    schema for a flag set (None: the workspace's, which may be None); ``diagnostics``
-    collects warnings and notes."""
+    """What built-ins may ask of the run: ``diagnostics`` collects warnings and notes. A host
+    subclasses it with what its built-ins need (the recipe domain: the MaxText schema)."""
 
-    schema: Callable = lambda path, span: None
     diagnostics: list = attrs.Factory(list)
     steps: int = 0  # comprehension iterations so far (a budget against runaway input)
     errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
-    flag_sets: list = attrs.Factory(list)  # every flag set built in the run, in order
+    collected: list = attrs.Factory(list)  # values built-ins collected in the run (see collect)
+
+    def collect(self, value) -> None:
+        """Keep ``value`` (built by a built-in) in the result of the module being evaluated
+        (:attr:`ModuleResult.collected`): the recipe domain keeps every flag set built."""
+        self.collected.append(value)
 
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -63,33 +64,33 @@ class Context:
 
 @attrs.define
 class ModuleResult:
-    """What evaluating one file produced."""
+    """What evaluating one file produced (a host adds its fields by subclassing:
+    :attr:`~rcpc.core.builtins.Universe.result`)."""
 
     exports: dict
-    params: list = attrs.Factory(list)
-    param_values: dict = attrs.Factory(dict)  # name → the value used
-    renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
-    variants: list = attrs.Factory(list)    # Variant, in declaration order
     errors: list = attrs.Factory(list)      # reported errors (Context.report) of this file
-    flag_sets: list = attrs.Factory(list)   # flag sets built while evaluating it
+    collected: list = attrs.Factory(list)   # values collected (Context.collect) while evaluating it
 
 
 class Evaluator:
     """Evaluates one module.
 
-    ``load(target, span) -> dict`` returns a loaded file's exports. ``overrides`` maps param
-    names to values, or to ``--set`` text typed when the param is declared (recipe files only); ``is_recipe`` False forbids params, renders and
-    variants (loaded files export constants only).
+    ``load(target, span) -> dict`` returns a loaded file's exports. ``overrides`` maps
+    declared names (params) to values, or to ``--set`` text typed when the param is declared
+    (recipe files only); ``is_recipe`` False forbids params, renders and variants (loaded
+    files export constants only). ``universe`` is the predeclared environment (default: the
+    core's built-ins only).
     """
 
     def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool,
-                 ctx: Context | None = None):
+                 ctx: Context | None = None, universe: B.Universe = B.CORE):
         self.load = load
         self.ctx = ctx or Context()
         self.overrides = overrides or {}
         self.is_recipe = is_recipe
+        self.universe = universe
         self.env: dict = {}
-        self.params: dict[str, Param] = {}
+        self.params: dict = {}  # name → what a declaration (param) bound it to
         self.depth = 0
 
     # statements -------------------------------------------------------------------------
@@ -97,9 +98,9 @@ class Evaluator:
         """Evaluate every statement. An error does not stop the file: the statement's name is
         bound to a poisoned value, statements that use it are skipped silently (no cascade of
         follow-on errors), and every error found is raised together at the end."""
-        result = ModuleResult(self.env)
+        result = (self.universe.result or ModuleResult)(self.env)
         errors: list = []
-        start, sets_start = len(self.ctx.errors), len(self.ctx.flag_sets)
+        start, collected_start = len(self.ctx.errors), len(self.ctx.collected)
         for stmt in module.stmts:
             try:
                 self._statement(stmt, result)
@@ -114,27 +115,13 @@ class Evaluator:
                 self._poison(stmt)
         result.errors = self.ctx.errors[start:]
         del self.ctx.errors[start:]
-        result.flag_sets = self.ctx.flag_sets[sets_start:]
-        del self.ctx.flag_sets[sets_start:]
+        result.collected = self.ctx.collected[collected_start:]
+        del self.ctx.collected[collected_start:]
         if errors:
             raise CompileError(by_place(errors + result.errors))
-        if self.is_recipe:
-            self._unused_declarations(module, result)
+        if self.universe.finish is not None:
+            self.universe.finish(self, module, result)
         return result
-
-    def _unused_declarations(self, module: ast.Module, result: ModuleResult) -> None:
-        """``W0707`` for a name bound to a render or variant that is never declared (a
-        ``X = jobset(...)`` whose value is not used as a top-level statement)."""
-        declared = {id(v) for v in result.renders} | {id(v) for v in result.variants}
-        for stmt in module.stmts:
-            if type(stmt) is not ast.Assign:
-                continue
-            value = self.env.get(stmt.name)
-            if type(value) in (Manifest, FlagFile, Variant) and id(value) not in declared:
-                what = "variant" if type(value) is Variant else "render"
-                self.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
-                                         f"declared as a {what}", stmt.name_span, "warning",
-                                         hint=f"write {stmt.name} on a line of its own to declare it"))
 
     def _poison(self, stmt) -> None:
         if type(stmt) is ast.Assign:
@@ -148,10 +135,11 @@ class Evaluator:
         if t is ast.Assign:
             value = stmt.value
             if (type(value) is ast.Call and type(value.func) is ast.Name
-                    and value.func.id == "param"):
-                self.env[stmt.name] = self._param(stmt, value, result)
+                    and value.func.id in self.universe.declarations):
+                declare = self.universe.declarations[value.func.id].declare
+                self.env[stmt.name] = declare(self, stmt, value, result)
             else:
-                self.env[stmt.name] = self.eval(value, _NO_SCOPE)
+                self.env[stmt.name] = self.eval(value, NO_SCOPE)
         elif t is ast.Load:
             exports = self.load(stmt.path, stmt.path_span)
             errors = []
@@ -170,44 +158,13 @@ class Evaluator:
             self._expr_stmt(stmt, result)
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
-        value = self.eval(stmt.expr, _NO_SCOPE)
+        value = self.eval(stmt.expr, NO_SCOPE)
         if type(value) is Null and type(stmt.expr) is ast.Call:
             return  # a call made for its checks, e.g. require(...)
-        items = value.items if type(value) is List else (value,)
-        if all(type(v) in (Manifest, FlagFile) for v in items):  # an empty list: no renders
-            kind = "renders"
-            target = result.renders
-        elif type(value) is Variant:
-            kind = "variants"
-            target = result.variants
-        else:
+        if self.universe.statement is None:
             raise error("E0705", f"this {type_name(value)} is not used", stmt.span,
-                        hint="assign it to a name, or make it a render (jobset, manifest, flag_file)")
-        if not self.is_recipe:
-            raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
-                        hint="declare renders and variants in the recipe; export constants from libraries")
-        target.extend(items)
-
-    def _param(self, stmt: ast.Assign, call: ast.Call, result: ModuleResult):
-        if not self.is_recipe:
-            raise error("E0502", "param() is only allowed in a recipe, not in a loaded file", call.span,
-                        hint="pass values into libraries by merging dicts in the recipe")
-        args = [self.eval(a, _NO_SCOPE) for a in call.args]
-        kwargs = {k.name: (self.eval(k.value, _NO_SCOPE), k.name_span) for k in call.kwargs}
-        param = B.make_param(stmt.name, call.span, args, kwargs)
-        self.params[stmt.name] = param
-        result.params.append(param)
-        if stmt.name in self.overrides:
-            value = self.overrides[stmt.name]
-            if type(value) is str:  # from --set NAME=VALUE: typed by the param
-                value = B.param_value_from_text(param, value)
-        elif param.default is None:
-            raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
-                        hint=f"give it a default, or set it with --set {stmt.name}=VALUE")
-        else:
-            value = param.default
-        result.param_values[stmt.name] = value
-        return value
+                        hint="assign it to a name")
+        self.universe.statement(self, stmt, value, result)
 
     # expressions ------------------------------------------------------------------------
     def eval(self, node, scope):
@@ -229,7 +186,7 @@ class Evaluator:
             if value is _POISON:
                 raise _Poisoned()
             return value
-        return B.lookup(node.id, node.span)
+        return self.universe.lookup(node.id, node.span)
 
     def _int(self, node, scope):
         return Int(node.value, node.text, node.span)
@@ -336,10 +293,10 @@ class Evaluator:
     def _binop(self, node: ast.BinOp, scope):
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
-        value = B.binop(node.op, left, right, node.span)
-        if type(value) is FlagSet:
-            self.ctx.flag_sets.append(value)
-        return value
+        plus = self.universe.plus.get(type(left)) if node.op == "+" and type(right) is type(left) else None
+        if plus is not None:
+            return plus(self.ctx, left, right, node.span)
+        return B.binop(node.op, left, right, node.span)
 
     def _neg(self, node: ast.Neg, scope):
         v = self.eval(node.operand, scope)
@@ -395,15 +352,17 @@ class Evaluator:
         return B.index(self.eval(node.obj, scope), self.eval(node.index, scope), node.span)
 
     def _attr(self, node: ast.Attr, scope):
-        return B.attribute(self.eval(node.obj, scope), node.name, node.name_span, node.span)
+        obj = self.eval(node.obj, scope)
+        return B.attribute(obj, node.name, node.name_span, node.span, self.universe.attributes.get(type(obj)))
 
     def _call(self, node: ast.Call, scope):
         func = self.eval(node.func, scope)
         if type(func) is not Builtin:
             raise error("E0301", f"a {type_name(func)} is not callable", node.func.span)
-        if func.name == "param":
-            raise error("E0501", "param() must be assigned directly to a top-level name", node.span,
-                        hint="write NAME = param(type, default = ...)")
+        declaration = self.universe.declarations.get(func.name)
+        if declaration is not None:
+            raise error("E0501", f"{func.name}() must be assigned directly to a top-level name", node.span,
+                        hint=f"write {declaration.usage}")
         args = [self.eval(a, scope) for a in node.args]
         kwargs = {}
         for kw in node.kwargs:

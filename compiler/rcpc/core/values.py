@@ -4,8 +4,9 @@ spelling (``text``) so renders write them as the author did (DESIGN.md §2).
 
 Scalars: :class:`Null`, :class:`Bool`, :class:`Int`, :class:`Float`, :class:`Str`.
 Containers: :class:`List`, :class:`Dict` (insertion-ordered, string keys).
-Built-in kinds: :class:`FlagSet`, :class:`TpuSlice`, :class:`Manifest`, :class:`FlagFile`,
-:class:`Variant`, :class:`Param`, :class:`TypeName`, :class:`Builtin`.
+Built-in kinds: :class:`TypeName`, :class:`Builtin`. A host program adds its own kinds
+(the recipe domain: :mod:`rcpc.domain.values`); each names itself to the language by a
+``TYPE_NAME`` class attribute.
 """
 
 from __future__ import annotations
@@ -62,6 +63,34 @@ class Str:
 
 
 
+def concat(parts: list, span) -> Str:
+    """One string from ``parts`` (``str`` or :class:`Str`), keeping every piece (``Str.pieces``) at
+    its new offset. The caller checks the length limit."""
+    text: list[str] = []
+    pieces: list = []
+    at = 0
+    for p in parts:
+        if type(p) is str:
+            text.append(p)
+            at += len(p)
+            continue
+        if p.pieces:
+            pieces.extend((s + at, e + at, o) for s, e, o in p.pieces)
+        text.append(p.value)
+        at += len(p.value)
+    return Str("".join(text), span, tuple(pieces))
+
+
+def join(sep: str, items: list, span) -> Str:
+    """``sep.join(items)`` of :class:`Str` items, pieces kept."""
+    parts: list = []
+    for i, item in enumerate(items):
+        if i:
+            parts.append(sep)
+        parts.append(item)
+    return concat(parts, span)
+
+
 def weight(v) -> int:
     """What a value costs to render: 1 a value, plus 1 every 16 characters of a string, with
     nested (and shared) containers counted in full."""
@@ -110,99 +139,10 @@ class Dict:
 
 
 @_value
-class FlagEntry:
-    """One ``key=value`` of a flag-set layer."""
-
-    key: str
-    key_span: Span
-    value: Any
-
-
-@_value
-class FlagLayer:
-    """An ordered map of flags (a dict written in a recipe); ``why`` as for :class:`Dict`."""
-
-    entries: tuple
-    span: Span
-    why: tuple = ()
-
-
-@_value
-class FlagSet:
-    """MaxText flags as ordered layers: a later layer's key overrides an earlier one's
-    (MaxText keeps the last value of a repeated key), DESIGN.md §3.1."""
-
-    layers: tuple
-    span: Span
-    schema: Any = None  # the MaxTextSchema its keys were checked against, if any
-
-
-@_value
-class TpuSlice:
-    """A TPU slice (see :mod:`rcpc.domain.tpu`); attributes are exposed to recipes by name."""
-
-    generation: str
-    accelerator: str
-    topology: str
-    dims: tuple
-    chips: int
-    hosts: int
-    chips_per_host: int
-    devices_per_chip: int
-    machine_type: str
-    span: Span
-
-    @property
-    def devices(self) -> int:
-        return self.chips * self.devices_per_chip
-
-
-@_value
-class Manifest:
-    """A Kubernetes object to render as ``<name>.yaml``; ``data`` is a :class:`Dict`."""
-
-    name: str
-    data: Dict
-    span: Span
-
-
-@_value
-class FlagFile:
-    """A flag set to render as ``<name>.flags`` (one token per line, shell-quoted)."""
-
-    name: str
-    flags: FlagSet
-    span: Span
-
-
-@_value
-class Variant:
-    """``variant(name, set = {...}, against = ..., changes = {...})``."""
-
-    name: str
-    sets: Dict
-    against: str | None
-    changes: Dict | None
-    span: Span
-
-
-@_value
 class TypeName:
     """A parameter type: ``bool``, ``int``, ``float`` or ``str``."""
 
     name: str
-    span: Span
-
-
-@_value
-class Param:
-    """A declared, typed recipe parameter (``NAME = param(type, default = ..., ...)``)."""
-
-    name: str
-    type: str
-    default: Any
-    choices: tuple | None
-    doc: str
     span: Span
 
 
@@ -218,15 +158,19 @@ class Builtin:
 
 TYPE_NAMES = {
     Null: "None", Bool: "bool", Int: "int", Float: "float", Str: "string", List: "list",
-    Dict: "dict", FlagSet: "maxtext_flags", TpuSlice: "tpu_slice", Manifest: "manifest",
-    FlagFile: "flag_file", Variant: "variant", TypeName: "type", Param: "param",
-    Builtin: "function",
+    Dict: "dict", TypeName: "type", Builtin: "function",
 }
+
+
+def type_name_of(t: type) -> str:
+    """The language's name for value type ``t``: the core's (:data:`TYPE_NAMES`), else the
+    type's ``TYPE_NAME`` (a host's kind), else its Python name."""
+    return TYPE_NAMES.get(t) or getattr(t, "TYPE_NAME", t.__name__)
 
 
 def type_name(v) -> str:
     """The language's name for the type of ``v`` (used in error messages)."""
-    return TYPE_NAMES.get(type(v), type(v).__name__)
+    return type_name_of(type(v))
 
 
 def to_python(v):

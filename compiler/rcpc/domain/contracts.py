@@ -40,7 +40,8 @@ from rcpc.domain.delta import (Change, PathError, all_paths, contract_delta, cov
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.maxtext import resolved
 from rcpc.domain.provenance import argv_value, has_tokens
-from rcpc.core.values import FlagFile, List, Manifest, Str, equal, type_name
+from rcpc.core.values import List, Str, equal, type_name
+from rcpc.domain.values import FlagFile, Manifest
 
 MAX_REPORTED = 20  # E0612 diagnostics per variant; the rest are counted in E0610's notes
 

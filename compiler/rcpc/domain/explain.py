@@ -15,7 +15,7 @@ from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.domain.emit.flags import value_text
 from rcpc.core.emit.scalars import scalar_str
 from rcpc.domain.recipe import Compiler, parse_sets
-from rcpc.core.values import FlagFile, FlagSet
+from rcpc.domain.values import FlagFile, FlagSet
 
 
 def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str | None = None,
@@ -60,7 +60,8 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:
     from rcpc.domain.launch import ENV_PREFIX, carried_flag_sets, containers, env_overrides
-    from rcpc.core.values import Manifest, Str
+    from rcpc.core.values import Str
+    from rcpc.domain.values import Manifest
 
     name = ENV_PREFIX + key.split(".")[0].upper()
     out = []

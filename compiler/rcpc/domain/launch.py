@@ -20,7 +20,8 @@ from __future__ import annotations
 from rcpc.core.diagnostics import WARNING, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
 from rcpc.domain.maxtext import argv, resolved
-from rcpc.core.values import Dict, FlagFile, FlagSet, List, Manifest, Str, to_python
+from rcpc.core.values import Dict, List, Str, to_python
+from rcpc.domain.values import FlagFile, FlagSet, Manifest
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
 _TRUE = ("y", "yes", "t", "true", "1")     # maxtext.inference.inference_utils.str2bool

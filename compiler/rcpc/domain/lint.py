@@ -249,7 +249,8 @@ def _identical_variants(compiler, recipe, builds) -> list[Diagnostic]:
 
 def _mixed_bools(compiler, real: Path, builds) -> list[Diagnostic]:
     """L0006: a flag set whose bools are spelled both ``True``/``False`` and ``true``/``false``."""
-    from rcpc.core.values import Dict, FlagFile, FlagSet, List
+    from rcpc.core.values import Dict, List
+    from rcpc.domain.values import FlagFile, FlagSet
 
     sets: dict = {}
 

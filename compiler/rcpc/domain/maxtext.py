@@ -18,8 +18,9 @@ from rcpc.core.limits import MAX_LAYERS, MAX_NODES
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic, did_you_mean, error, unique
 from rcpc.domain.emit.flags import FlagValueError, token, value_text
 from rcpc.core.source import Span
-from rcpc.core.values import (Bool, Dict, FlagEntry, FlagLayer, FlagSet, Float, Int, List, Null, Str,
-                         equal, text_of, to_python, type_name, weight)
+from rcpc.core.values import (Bool, Dict, Float, Int, List, Null, Str, equal, text_of, to_python,
+                              type_name, weight)
+from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 
 # OmegaConf dotted keys: identifier segments joined by '.', list indices allowed.

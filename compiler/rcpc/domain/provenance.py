@@ -18,7 +18,8 @@ from __future__ import annotations
 import attrs
 
 from rcpc.domain.emit.flags import shell_quote, token
-from rcpc.core.values import Dict, FlagEntry, List, Str
+from rcpc.core.values import Dict, List, Str, join
+from rcpc.domain.values import FlagEntry
 
 
 @attrs.frozen
@@ -51,34 +52,6 @@ def shell_value(fs, span) -> Str:
         q = shell_quote(t)
         parts.append(Str(q, span, ((0, len(q), origin),)))
     return join(" ", parts, span)
-
-
-def concat(parts: list, span) -> Str:
-    """One string from ``parts`` (``str`` or :class:`Str`), keeping every piece at its new
-    offset. The caller checks the length limit."""
-    text: list[str] = []
-    pieces: list = []
-    at = 0
-    for p in parts:
-        if type(p) is str:
-            text.append(p)
-            at += len(p)
-            continue
-        if p.pieces:
-            pieces.extend((s + at, e + at, o) for s, e, o in p.pieces)
-        text.append(p.value)
-        at += len(p.value)
-    return Str("".join(text), span, tuple(pieces))
-
-
-def join(sep: str, items: list, span) -> Str:
-    """``sep.join(items)`` of :class:`Str` items, pieces kept."""
-    parts: list = []
-    for i, item in enumerate(items):
-        if i:
-            parts.append(sep)
-        parts.append(item)
-    return concat(parts, span)
 
 
 def tokens_of(s: Str, keys) -> list:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import attrs
 
-from rcpc.core import builtins as B
+from rcpc.domain import builtins as B
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
 from rcpc.domain.emit.flags import flag_file
 from rcpc.core.emit.yaml import EmitError, emit_document
-from rcpc.core.evaluate import Context, Evaluator
+from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
 from rcpc.domain.maxtext import argv, flags_weight
 from rcpc.core.names import fold
@@ -31,7 +31,8 @@ from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_source
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
-from rcpc.core.values import Dict, FlagFile, FlagSet, Manifest, Variant, weight
+from rcpc.core.values import Dict, weight
+from rcpc.domain.values import FlagFile, FlagSet, Manifest, Variant
 from rcpc.domain.workspace import Workspace
 
 DEFAULT_VARIANT = "default"
@@ -90,7 +91,7 @@ class Compiler:
         self._rendered = 0  # weight of the renders emitted for the recipe being built
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
-        self.context = Context(self._schema)          # shared by every evaluation of the run
+        self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
     def read(self, real: Path, limit: int) -> bytes:
@@ -178,7 +179,7 @@ class Compiler:
             try:
                 mod = self.module(real)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
-                                   ctx=self.context).run(mod)
+                                   ctx=self.context, universe=B.UNIVERSE).run(mod)
                 if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
                     raise CompileError(result.errors)
             except CompileError as exc:
@@ -292,7 +293,7 @@ class Compiler:
         mod = self.module(real)
         self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
-                         ctx=self.context).run(mod)
+                         ctx=self.context, universe=B.UNIVERSE).run(mod)
 
     def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
         """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
@@ -431,7 +432,7 @@ class Compiler:
             if type(value) is Manifest:
                 problems.extend((d, value.span, fname) for d in self._check_manifest(value, text))
             renders.append(Render(fname, text, value))
-        flag_sets = [*result.flag_sets, *(v for v in result.exports.values() if type(v) is FlagSet)]
+        flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
         for d in check_renders(result.renders, flag_sets):
             (found.append if d.severity == "error" else self.context.warn)(d)
         if found:  # with the manifests' errors, reported at once (their places as found)
@@ -487,7 +488,7 @@ def _check_variants(variants: list, params: dict) -> tuple:
 
 def parse_sets(sets: list[str]) -> dict[str, str]:
     """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
-    when it is declared (:func:`rcpc.core.builtins.param_value_from_text`). ``E0608`` for an item
+    when it is declared (:func:`rcpc.domain.builtins.param_value_from_text`). ``E0608`` for an item
     without ``=`` or one that is not UTF-8 (a surrogate-escaped byte of argv)."""
     out = {}
     for item in sets:

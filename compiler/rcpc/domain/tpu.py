@@ -28,7 +28,7 @@ import attrs
 
 from rcpc.core.diagnostics import error
 from rcpc.core.source import Span
-from rcpc.core.values import TpuSlice
+from rcpc.domain.values import TpuSlice
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
