@@ -17,7 +17,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.domain import lax
-from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
 
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
 

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import Ws
-from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)

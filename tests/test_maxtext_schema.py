@@ -15,7 +15,8 @@ from omegaconf import OmegaConf
 
 from rcpc.domain import lax, maxtext
 from rcpc.domain.recipe import Compiler
-from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
 from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.core.source import Source
 from rcpc.core.syntax import ast
-from rcpc.core.syntax.comments import key, part
+from rcpc.core.syntax.comments import attached, key, part
 from rcpc.core.syntax.parser import parse
 from rcpc.core.syntax.walk import NODE_TYPES, Visitor, children, walk
 from tests.test_fmt import workspaces
@@ -242,7 +242,7 @@ def test_every_name_of_a_resolved_file_has_a_binding(files):
 # comments ---------------------------------------------------------------------------------
 def notes(text: str):
     module = parsed(text)
-    return module, module.attached()
+    return module, attached(module)
 
 
 def texts(comments) -> list:
@@ -291,7 +291,7 @@ def test_comments_are_the_files_not_a_strings():
 def test_every_comment_is_placed_once(files):
     for text in files.values():
         module = parsed(text)
-        placed = module.attached().placed()
+        placed = attached(module).placed()
         assert sorted(map(id, placed)) == sorted(map(id, module.comments))
         assert len({id(c) for c in placed}) == len(placed)
 

@@ -34,11 +34,11 @@ from rcpc import __version__
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.domain.workspace import LINK
 
 _PACKAGE = Path(__file__).resolve().parent
-LINK = "->"  # a dependency that is a symlink resolution, not a file's digest
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
-# A variant or render name as the compiler accepts it (builtins.RENDER_NAME, E0701/E0604): one
+# A variant or render name as the compiler accepts it (rcpc.domain.builtins.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _RENDER_SUFFIXES = (".yaml", ".flags")

@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
     (:mod:`rcpc.replay`) when they succeed. Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
-    (:mod:`rcpc.__main__`)."""
-    from rcpc.__main__ import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
+    (:mod:`rcpc.interrupts`)."""
+    from rcpc.interrupts import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
 
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()

@@ -248,7 +248,7 @@ class Recorder:
             self._ok = False
             return
         for path, digest in deps.items():
-            if digest.startswith("->"):  # rcpc.cache.LINK: a symlink followed, not a file
+            if digest.startswith("->"):  # rcpc.domain.workspace.LINK: a symlink followed, not a file
                 self.note_links({path: digest[2:]})
             elif path not in self._files:
                 self._file(path, digest)

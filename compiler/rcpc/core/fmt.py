@@ -129,7 +129,7 @@ class _Printer:
 
     def __init__(self, module: ast.Module):
         self.module = module
-        self.attached = module.attached()
+        self.attached = comments.attached(module)
 
     def printed(self, found) -> list:
         """Comments as printed (:class:`_C`), their blank lines before them included."""

@@ -36,8 +36,8 @@ from __future__ import annotations
 import re
 
 from rcpc.domain import kube_validation as kv
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
 from rcpc.core.diagnostics import Diagnostic
-from rcpc.core.source import Span
 from rcpc.domain.tpu import ACCELERATOR_LABEL, ALIASES, SLICE_TOPOLOGY_ANNOTATION, TOPOLOGY_LABEL, tpu_slice
 from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of, type_name
 
@@ -49,23 +49,9 @@ _QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi
 # (core validation ValidateServiceName, ValidateNamespaceName).
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
                "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
-_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 _JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
 # Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
 _STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
-
-
-def manifest_path(path: tuple) -> str:
-    """``("spec", "replicatedJobs", 1, "name")`` → ``spec.replicatedJobs[1].name``."""
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "(the manifest)"
-
-
-def _diag(code: str, kind: str, path: tuple, message: str, span: Span, hint: str | None = None,
-          related=(), severity: str = "error") -> Diagnostic:
-    return Diagnostic(code, f"{kind} {manifest_path(path)}: {message}", span, severity, hint, tuple(related))
 
 
 def kind_of(data: Dict) -> str:

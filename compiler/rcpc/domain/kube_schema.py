@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
 from rcpc.core.files import read_limited
-from rcpc.domain.kube import _CONTAINER_LISTS, _diag
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Str, text_of, to_python

@@ -27,13 +27,14 @@ from rcpc.core.files import TooLarge, read_limited
 from rcpc.domain.maxtext import argv, flags_weight
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
-from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
 from rcpc.core.values import Dict, weight
 from rcpc.domain.values import FlagFile, FlagSet, Manifest, Variant
-from rcpc.domain.workspace import Workspace
+from rcpc.domain.workspace import LINK, Workspace
 
 DEFAULT_VARIANT = "default"
 
@@ -264,8 +265,6 @@ class Compiler:
         symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
         dependency was read twice with different bytes (it changed during the run), so the
         result must not be cached."""
-        from rcpc.cache import LINK
-
         out: dict[str, str] = {}
         for path in sorted(self.dependencies(real)):
             digest = self.digests.get(path)

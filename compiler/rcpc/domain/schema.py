@@ -21,7 +21,6 @@ Errors: ``E0320`` when the schema cannot be read.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import attrs
@@ -30,20 +29,9 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
+from rcpc.domain.schemagen import read_yaml
 
-BUILTIN = "builtin:maxtext"
 BUILTIN_PATH = Path(__file__).resolve().parent / "schemas" / "maxtext.json"
-
-# OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
-# also exponent forms without a dot or without a sign.
-_OMEGACONF_FLOAT = re.compile(r"""^(?:
-     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |\.[0-9_]+(?:[eE][-+][0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""", re.X)
-
 
 @attrs.frozen
 class MaxTextSchema:
@@ -81,41 +69,6 @@ class MaxTextSchema:
         (``base.yml``); ``(False, None)`` when base.yml does not set it."""
         f = self.fields.get(key)
         return (True, f["base"]) if f is not None and "base" in f else (False, None)
-
-
-def yaml_loader():
-    """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver: MaxText's YAML."""
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc, valid-type]
-        pass
-
-    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in base.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _OMEGACONF_FLOAT, list("-+0123456789."))
-    return Loader
-
-
-def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> dict:
-    """A YAML mapping read as MaxText reads it. ``E0320`` when unreadable or not a mapping.
-    ``read(path, limit)`` reads its bytes (default :func:`rcpc.core.files.read_limited`), at most
-    :data:`~rcpc.core.limits.MAX_SCHEMA_BYTES`."""
-    import yaml
-
-    try:
-        text = (read or read_limited)(path, MAX_SCHEMA_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
-                    span, hint="maxtext_schema in rcp.toml (or --maxtext-schema) names the schema: "
-                    f"{BUILTIN}, a .json schema, or MaxText's base.yml") from None
-    try:
-        data = yaml.load(text, Loader=yaml_loader())
-    except yaml.YAMLError as exc:
-        raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
-    if not isinstance(data, dict):
-        raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
-    return data
 
 
 def schema_sources(path: Path) -> list[Path]:

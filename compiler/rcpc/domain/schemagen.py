@@ -31,11 +31,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from rcpc import __version__
 from rcpc.core.diagnostics import error
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_SCHEMA_BYTES
+from rcpc.core.source import Span
 
+BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by this module)
 REPOSITORY = "AI-Hypercomputer/maxtext"
 CONFIGS = "src/maxtext/configs"
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "Any": "any"}
@@ -68,8 +73,6 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
     tree and ``commit`` is None). ``base_yml`` names the base config when it is not
     ``base.yml`` (types.py and models/ are then read beside it). ``E0321`` for unreadable or
     unsupported inputs."""
-    from rcpc.domain.schema import read_yaml
-
     cdir = base_yml.parent if base_yml is not None else configs_dir(root)
     types_path = cdir / "types.py"
     files = {"base.yml": base_yml or cdir / "base.yml"}
@@ -394,3 +397,49 @@ def _union(parts: list) -> dict:
             if q not in out:
                 out.append(q)
     return out[0] if len(out) == 1 else {"type": "union", "of": out}
+
+
+# OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
+# also exponent forms without a dot or without a sign.
+_OMEGACONF_FLOAT = re.compile(r"""^(?:
+     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+
+
+def yaml_loader():
+    """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver: MaxText's YAML."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in base.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _OMEGACONF_FLOAT, list("-+0123456789."))
+    return Loader
+
+
+def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> dict:
+    """A YAML mapping read as MaxText reads it. ``E0320`` when unreadable or not a mapping.
+    ``read(path, limit)`` reads its bytes (default :func:`rcpc.core.files.read_limited`), at most
+    :data:`~rcpc.core.limits.MAX_SCHEMA_BYTES`."""
+    import yaml
+
+    try:
+        text = (read or read_limited)(path, MAX_SCHEMA_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
+                    span, hint="maxtext_schema in rcp.toml (or --maxtext-schema) names the schema: "
+                    f"{BUILTIN}, a .json schema, or MaxText's base.yml") from None
+    try:
+        data = yaml.load(text, Loader=yaml_loader())
+    except yaml.YAMLError as exc:
+        raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
+    if not isinstance(data, dict):
+        raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
+    return data

@@ -34,6 +34,7 @@ CONFIG_NAME = "rcp.toml"
 RECIPE_SUFFIX = ".rcp"
 BUILTIN = "builtin:"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+LINK = "->"  # a dependency that is a symlink resolution (LINK + real path), not a file's digest
 
 
 def builtin_schema(name: str) -> Path | None:

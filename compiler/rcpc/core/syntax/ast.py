@@ -8,7 +8,7 @@ back without the source: a string's ``raw`` text (quotes, prefix and escapes as 
 (``parens``: one :class:`Paren` a pair, innermost first; a node's own ``span`` excludes them).
 The :class:`Module` holds the file's comments (:class:`Comment`); which node each belongs to
 (leading, trailing, dangling) is :func:`rcpc.core.syntax.comments.attach`'s answer, kept on the
-module (:meth:`Module.attached`). The resolver records a binding for every name
+module (:attr:`Module.attached`). The resolver records a binding for every name
 (:attr:`Module.bindings`, :mod:`rcpc.core.resolve`).
 """
 
@@ -290,14 +290,4 @@ class Module:
     comments: tuple = ()  # of Comment
     source: object = None
     bindings: object = None
-    _attached: object = None
-
-    def attached(self):
-        """The comments attached to the nodes they belong to, and where blank lines are
-        (:class:`rcpc.core.syntax.comments.Attached`): worked out on first use (the compiler never
-        asks, so it pays only for collecting the comments) and kept."""
-        if self._attached is None:
-            from rcpc.core.syntax.comments import attach
-
-            self._attached = attach(self)
-        return self._attached
+    attached: object = None  # the comments' places (:func:`rcpc.core.syntax.comments.attached`)

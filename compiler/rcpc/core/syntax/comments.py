@@ -319,6 +319,15 @@ class _Layout:
         return False
 
 
+def attached(module: ast.Module) -> Attached:
+    """The comments of ``module`` attached to the nodes they belong to, and where blank lines
+    are: worked out on first use (the compiler never asks, so it pays only for collecting the
+    comments) and kept on the module (``module.attached``)."""
+    if module.attached is None:
+        module.attached = attach(module)
+    return module.attached
+
+
 def attach(module: ast.Module) -> Attached:
     """Place every comment of ``module`` (parsed by :func:`rcpc.core.syntax.parser.parse`, which
     sets ``module.source``) on its element or bracket pair; see the module docstring."""

@@ -52,10 +52,6 @@ _PY_KEYWORDS = {
     "while": "there are no loops at statement level; use a list comprehension",
     "return": "there are no functions to return from",
 }
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"',
-            "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-_HEX_LEN = {"x": 2, "u": 4, "U": 8}
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")  # int(s, 16) also takes '+', '-', '_', spaces
 
 
 class _TooManyTokens(Exception):
@@ -171,7 +167,7 @@ def _parser():
 
 def parse(source: Source) -> ast.Module:
     """Parse one file into an :class:`ast.Module`, with its comments
-    (:attr:`ast.Module.comments`; :meth:`ast.Module.attached` places them).
+    (:attr:`ast.Module.comments`; :func:`rcpc.core.syntax.comments.attached` places them).
 
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
@@ -368,45 +364,3 @@ def _words(items: list[str]) -> str:
     if len(items) > 6:
         items = items[:6] + ["..."]
     return ", ".join(items) if len(items) < 2 else ", ".join(items[:-1]) + " or " + items[-1]
-
-
-def unescape(body: str, source: Source, start: int) -> str:
-    """Decode the escapes of a string body (``\\n``, ``\\t``, ``\\xhh``, ``\\uhhhh``, ...).
-
-    ``start`` is the body's offset in ``source``, for the span of a bad escape (``E0002``).
-    """
-    if "\\" not in body:
-        return body
-    out = []
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1] if i + 1 < n else ""
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
-        elif nxt == "\n":
-            i += 2
-        elif body.startswith("\r\n", i + 1):  # backslash-CRLF joins lines too
-            i += 3
-        elif nxt in _HEX_LEN:
-            digits = body[i + 2:i + 2 + _HEX_LEN[nxt]]
-            span = source.span(start + i, start + i + 2 + len(digits))
-            if len(digits) != _HEX_LEN[nxt] or not _HEX_DIGITS.issuperset(digits):
-                raise error("E0002", f"bad escape \\{nxt}{digits}", span,
-                            hint=f"\\{nxt} takes exactly {_HEX_LEN[nxt]} hex digits (0-9, a-f, A-F)")
-            code = int(digits, 16)
-            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise error("E0002", f"escape \\{nxt}{digits} is not a Unicode character", span,
-                            hint="a character is at most \\U0010ffff and not a surrogate (d800-dfff)")
-            out.append(chr(code))
-            i += 2 + _HEX_LEN[nxt]
-        else:
-            raise error("E0002", f"unknown escape \\{nxt}", source.span(start + i, start + i + 2),
-                        hint="write \\\\ for a backslash")
-    return "".join(out)
