@@ -38,7 +38,7 @@ from rcpc.domain.workspace import LINK
 
 _PACKAGE = Path(__file__).resolve().parent
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
-# A variant or render name as the compiler accepts it (rcpc.domain.builtins.RENDER_NAME, E0701/E0604): one
+# A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _RENDER_SUFFIXES = (".yaml", ".flags")

@@ -18,7 +18,7 @@ import sys
 
 import attrs
 
-from rcpc.domain.contracts import render_changes
+from rcpc.domain.renders import render_changes
 from rcpc.domain.delta import format_path
 from rcpc.domain.emit.flags import value_text
 from rcpc.core.values import to_python

@@ -38,11 +38,10 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import maxtext, provenance
+from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
-from rcpc.domain.values import FlagFile, FlagSet, Manifest, Param, TpuSlice, Variant
+from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
 
-JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @attrs.define
@@ -152,54 +151,6 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
     return fs
 
 
-def _metadata(a: dict, name: Str, span: Span) -> Dict:
-    md = a.get("metadata")
-    if md is None:
-        return Dict({"name": name}, {"name": name.span}, span)
-    return _expect(md, (Dict,), "metadata")
-
-
-def _render_name(v) -> str:
-    _expect(v, (Str,), "name")
-    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value or len(v.value) > MAX_NAME:
-        raise error("E0701", f"render name {v.value[:40]!r} is not a plain file name", v.span,
-                    hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
-    why = names.problem(v.value)
-    if why is not None:
-        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span)
-    return v.value
-
-
-def _jobset(ctx, fn, span, args, kwargs):
-    a = _bind("jobset", span, args, kwargs, (), {"name", "spec"}, {"metadata", "apiVersion"})
-    name = _render_name(a["name"])
-    api = a.get("apiVersion", Str(JOBSET_API_VERSION, span))
-    _expect(api, (Str,), "apiVersion")
-    data = {"apiVersion": api, "kind": Str("JobSet", span), "metadata": _metadata(a, a["name"], span),
-            "spec": _expect(a["spec"], (Dict,), "spec")}
-    return Manifest(name, Dict(data, {k: span for k in data}, span), span)
-
-
-def _manifest(ctx, fn, span, args, kwargs):
-    a = _bind("manifest", span, args, kwargs, (), {"name", "apiVersion", "kind"}, {"metadata"},
-              extra_kwargs=True)
-    name = _render_name(a["name"])
-    data = {"apiVersion": _expect(a["apiVersion"], (Str,), "apiVersion"),
-            "kind": _expect(a["kind"], (Str,), "kind"),
-            "metadata": _metadata(a, a["name"], span)}
-    spans = {k: kwargs[k][1] if k in kwargs else span for k in data}
-    for k, v in a.items():
-        if k not in data and k != "name":
-            data[k] = v
-            spans[k] = kwargs[k][1]
-    return Manifest(name, Dict(data, spans, span), span)
-
-
-def _flag_file(ctx, fn, span, args, kwargs):
-    a = _bind("flag_file", span, args, kwargs, (), {"name", "flags"})
-    return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
-
-
 def _tpu_slice(ctx, fn, span, args, kwargs):
     a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
     spec = _expect(a["spec"], (Str,), "tpu_slice spec")
@@ -276,7 +227,7 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
     """A top-level expression statement of ``ev``'s module (an
     :class:`~rcpc.core.evaluate.Evaluator`): renders or a variant, declared in a recipe."""
     items = value.items if type(value) is List else (value,)
-    if all(type(v) in (Manifest, FlagFile) for v in items):  # an empty list: no renders
+    if all(kind_of(v) is not None for v in items):  # an empty list: no renders
         kind = "renders"
         target = result.renders
     elif type(value) is Variant:
@@ -325,7 +276,7 @@ def _finish(ev, module: ast.Module, result) -> None:
         if type(stmt) is not ast.Assign:
             continue
         value = ev.env.get(stmt.name)
-        if type(value) in (Manifest, FlagFile, Variant) and id(value) not in declared:
+        if (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
             what = "variant" if type(value) is Variant else "render"
             ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
                                      f"declared as a {what}", stmt.name_span, "warning",
@@ -333,8 +284,8 @@ def _finish(ev, module: ast.Module, result) -> None:
 
 
 UNIVERSE = Universe(
-    functions={"maxtext_flags": _maxtext_flags, "jobset": _jobset, "manifest": _manifest,
-               "flag_file": _flag_file, "tpu_slice": _tpu_slice, "variant": _variant},
+    functions={"maxtext_flags": _maxtext_flags, "tpu_slice": _tpu_slice, "variant": _variant,
+               **{name: fn for kind in KINDS for name, fn in kind.functions.items()}},
     declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)")},
     attributes={TpuSlice: _slice_attrs, FlagSet: _flagset_attrs},
     plus={FlagSet: _flagset_plus},

@@ -35,44 +35,16 @@ from __future__ import annotations
 
 import attrs
 
-from rcpc.domain.delta import (Change, PathError, all_paths, contract_delta, covered, data_delta, format_path,
-                        parse_path, resolve)
+from rcpc.domain.delta import (Change, PathError, all_paths, contract_delta, covered, format_path, parse_path,
+                               resolve)
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
-from rcpc.domain.maxtext import resolved
-from rcpc.domain.provenance import argv_value, has_tokens
-from rcpc.core.values import List, Str, equal, type_name
-from rcpc.domain.values import FlagFile, Manifest
+from rcpc.domain.maxtext import flag_delta
+from rcpc.domain.provenance import has_tokens
+from rcpc.core.values import List, Str, type_name
+from rcpc.domain.renders import render_changes, render_data
+from rcpc.domain.values import FlagFile
 
 MAX_REPORTED = 20  # E0612 diagnostics per variant; the rest are counted in E0610's notes
-
-
-@attrs.frozen
-class FlagChange:
-    """One effective-value change of a flag set: entries are None when the key is absent."""
-
-    key: str
-    old: object
-    new: object
-
-    def describe(self) -> str:
-        from rcpc.domain.emit.flags import value_text
-
-        old = "(unset)" if self.old is None else value_text(self.old.value)
-        new = "(unset)" if self.new is None else value_text(self.new.value)
-        return f"{self.key}: {old} → {new}"
-
-
-def flag_delta(old_flags, new_flags) -> list[FlagChange]:
-    """Keys whose effective value differs between two flag sets (added and removed keys
-    included), in order of first appearance (old keys first). Values compare as MaxText sees
-    them: ``True`` and ``true`` are the same bool."""
-    a, b = resolved(old_flags), resolved(new_flags)
-    out = []
-    for key in [*a, *(k for k in b if k not in a)]:
-        ea, eb = a.get(key), b.get(key)
-        if ea is None or eb is None or not equal(ea.value, eb.value):
-            out.append(FlagChange(key, ea, eb))
-    return out
 
 
 def render_delta(old_build, new_build) -> list[tuple[str, str]]:
@@ -89,24 +61,6 @@ def render_delta(old_build, new_build) -> list[tuple[str, str]]:
         else:
             out.append((name, "identical" if old[name].text == new[name].text else "changed"))
     return out
-
-
-def render_data(value):
-    """The data a render is compared by: a manifest's data, a flag file's argv (a list of
-    token strings with their provenance)."""
-    if type(value) is FlagFile:
-        return argv_value(value.flags, value.span)
-    return value.data
-
-
-def render_changes(old_value, new_value) -> dict:
-    """What changed between two versions of one render: ``{"flags": [FlagChange]}`` for a
-    flag file, ``{"paths": [Change]}`` for a manifest."""
-    if type(old_value) is FlagFile and type(new_value) is FlagFile:
-        return {"flags": flag_delta(old_value.flags, new_value.flags)}
-    if type(old_value) is Manifest and type(new_value) is Manifest:
-        return {"paths": data_delta(old_value.data, new_value.data)}
-    return {}
 
 
 # the contract -------------------------------------------------------------------------------

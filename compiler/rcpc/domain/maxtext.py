@@ -547,3 +547,31 @@ def resolved_dict(fs: FlagSet, span: Span) -> Dict:
     """:func:`resolved` as a language :class:`Dict` of effective values."""
     res = resolved(fs)
     return Dict({k: e.value for k, e in res.items()}, {k: e.key_span for k, e in res.items()}, span)
+
+
+# effective-value changes ---------------------------------------------------------------------
+@attrs.frozen
+class FlagChange:
+    """One effective-value change of a flag set: entries are None when the key is absent."""
+
+    key: str
+    old: object
+    new: object
+
+    def describe(self) -> str:
+        old = "(unset)" if self.old is None else value_text(self.old.value)
+        new = "(unset)" if self.new is None else value_text(self.new.value)
+        return f"{self.key}: {old} → {new}"
+
+
+def flag_delta(old_flags, new_flags) -> list[FlagChange]:
+    """Keys whose effective value differs between two flag sets (added and removed keys
+    included), in order of first appearance (old keys first). Values compare as MaxText sees
+    them: ``True`` and ``true`` are the same bool."""
+    a, b = resolved(old_flags), resolved(new_flags)
+    out = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        ea, eb = a.get(key), b.get(key)
+        if ea is None or eb is None or not equal(ea.value, eb.value):
+            out.append(FlagChange(key, ea, eb))
+    return out

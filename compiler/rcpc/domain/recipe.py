@@ -20,11 +20,8 @@ import attrs
 from rcpc.domain import builtins as B
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
-from rcpc.domain.emit.flags import flag_file
-from rcpc.core.emit.yaml import EmitError, emit_document
 from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
-from rcpc.domain.maxtext import argv, flags_weight
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
 from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
@@ -32,8 +29,9 @@ from rcpc.domain.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
-from rcpc.core.values import Dict, weight
-from rcpc.domain.values import FlagFile, FlagSet, Manifest, Variant
+from rcpc.core.values import Dict
+from rcpc.domain.values import FlagSet, Manifest, Variant
+from rcpc.domain.renders import kind_of
 from rcpc.domain.workspace import LINK, Workspace
 
 DEFAULT_VARIANT = "default"
@@ -225,7 +223,7 @@ class Compiler:
                                                        self.read)
         return schema
 
-    def _check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
+    def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
         """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube`):
         the errors found (warnings go with the run's other warnings). ``text`` is the
         manifest's render: the render determines the data (it reads back to it), so a render
@@ -407,7 +405,8 @@ class Compiler:
         found: list = list(result.errors)
         seen: dict[str, tuple[str, Span]] = {}   # folded file name → (file name, declared at)
         for value in result.renders:
-            fname = f"{value.name}.yaml" if type(value) is Manifest else f"{value.name}.flags"
+            kind = kind_of(value)
+            fname = kind.file_name(value)
             first = seen.get(fold(fname))
             if first is not None:
                 named = f"named '{fname}'" if first[0] == fname else \
@@ -419,17 +418,16 @@ class Compiler:
             if len(seen) > MAX_RENDERS:
                 raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
             # each value is bounded (MAX_NODES), but one can be rendered many times
-            self._rendered += weight(value.data) if type(value) is Manifest else flags_weight(value.flags)
+            self._rendered += kind.weight(value)
             if self._rendered > MAX_NODES:
                 raise error("E0802", f"the renders of this recipe hold more than {MAX_NODES} items "
                             "(every variant counted)", value.span,
                             hint="renders this large are a mistake; a value rendered many times counts each time")
             try:
-                text = _emit(value)
+                text = kind.emit(value)
             except RecursionError:
                 raise error("E0801", "value nested too deeply to write", value.span) from None
-            if type(value) is Manifest:
-                problems.extend((d, value.span, fname) for d in self._check_manifest(value, text))
+            problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
             renders.append(Render(fname, text, value))
         flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
         for d in check_renders(result.renders, flag_sets):
@@ -437,16 +435,6 @@ class Compiler:
         if found:  # with the manifests' errors, reported at once (their places as found)
             raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))
         return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
-
-
-def _emit(value) -> str:
-    if type(value) is FlagFile:
-        return flag_file(argv(value.flags))
-    try:
-        return emit_document(value.data)
-    except EmitError as exc:
-        raise error("E0703", str(exc), exc.value.span,
-                    hint="manifests hold dicts, lists, strings, numbers, bools and None") from None
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:
