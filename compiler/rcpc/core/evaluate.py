@@ -26,7 +26,7 @@ from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
-from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, equal, text_of, type_name
+from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, text_of, type_name
 
 NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 

@@ -253,14 +253,13 @@ class RecipeWorkspace(pytest.File):
     """The recipes of one workspace, as golden, contract and orphan test items."""
 
     def collect(self):
-        from rcpc.domain.contracts import check_contract
+        from rcpc.api import Workspace
         from rcpc.core.diagnostics import CompileError
-        from rcpc.domain.recipe import Compiler
-        from rcpc.domain.workspace import Workspace
+        from rcpc.domain.contracts import check_contract
 
         try:
-            ws = Workspace.find(self.path.parent)
-            compiler = Compiler(ws)
+            workspace = Workspace(self.path.parent)  # the library API (docs/api.md)
+            ws, compiler = workspace.config, workspace.compiler
         except CompileError as exc:
             yield RecipeErrorItem.from_parent(self, name=CONFIG_NAME, diagnostics=exc.diagnostics, sources={})
             return
