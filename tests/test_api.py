@@ -120,3 +120,13 @@ def test_params_diff_lint_validate_errors(demo):
     assert [d.code for d in rcpc.Workspace("demo").lint()] == ["L0001"]
     documents, found = ws.validate([str(demo / "missing.yaml")])
     assert documents == 0 and found and found[0].severity == "error"
+
+
+def test_format_returns_the_canonical_text(demo):
+    (demo / "demo" / "recipes" / "hello.rcp").write_text(_recipe() + "X=[1,2]\n")
+    (demo / "demo" / "recipes" / "bad.rcp").write_text("X = [\n")
+    formatted = dict(rcpc.Workspace("demo").format(jobs=1)[0])
+    assert formatted[(demo / "demo" / "recipes" / "hello.rcp").resolve()].endswith("X = [1, 2]\n")
+    assert isinstance(formatted[(demo / "demo" / "recipes" / "bad.rcp").resolve()], rcpc.CompileError)
+    with pytest.raises(rcpc.UsageError, match="no such file"):
+        rcpc.Workspace("demo").format(["demo/recipes/missing.rcp"])

@@ -60,8 +60,9 @@ class Build:
         ws = self.workspace.config
         out_dir = Path(output) if output is not None else ws.output_dir
         names = [name for name, _, _, _ in self.recipes]
+        shown = shown or (str(output) if output is not None else ws.display(out_dir))
         try:
-            return publish(out_dir, self.variants, shown or (str(output) if output is not None else ws.display(out_dir)),
+            return publish(out_dir, self.variants, shown,
                            whole=set(names) if self.whole else set(),
                            known=None if self.listed else set(names),
                            origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)})
@@ -264,6 +265,42 @@ class Workspace:
 
         (path,) = self.recipe_paths([recipe])
         return explain(self.compiler, path, flag_set, key, variant, sets)
+
+    def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
+        """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
+        default: the recipe directories), formatted in ``jobs`` processes, nothing written:
+        ``([(file, new text | None when canonical | CompileError | FormatterBug)], errors)``,
+        ``errors`` being the diagnostics of files not read (a symlink out of the workspace,
+        ``E0906``). :class:`UsageError` for a path that does not exist or is outside the
+        workspace."""
+        from rcpc.domain.workspace import RECIPE_SUFFIX, entry
+        from rcpc.parallel import format_files
+
+        ws = self.config
+        files: list[Path] = []
+        errors: list = []
+        for p in paths or [str(d) for d in ws.recipe_dirs]:
+            q = Path(p)
+            if q.is_dir():
+                found = sorted(q.rglob("*" + RECIPE_SUFFIX))
+            elif os.path.lexists(q):
+                found = [q]
+            else:
+                raise UsageError(f"no such file or directory: {p}")
+            if ws.root not in entry(q).parents:
+                raise UsageError(f"{p} is outside the workspace {ws.root}")
+            for x in found:
+                try:
+                    real = ws.inside(x)  # never a symlink out of the workspace (E0906)
+                except CompileError as exc:
+                    errors.extend(exc.diagnostics)
+                    continue
+                if real.is_file():
+                    files.append(real)
+                elif x is q:
+                    raise UsageError(f"no such file: {p}")
+        files = list(dict.fromkeys(files))
+        return list(zip(files, format_files(ws, lambda: self.compiler, files, jobs))), errors
 
     def params(self, recipe: str) -> tuple:
         """The params ``recipe`` declares (:class:`~rcpc.domain.values.Param`: ``name``,

@@ -490,35 +490,11 @@ def _fmt(args, ws, compiler) -> int:
     import difflib
 
     from rcpc.core.fmt import FormatterBug
-    from rcpc.parallel import format_files
-    from rcpc.domain.workspace import RECIPE_SUFFIX, entry
 
-    files: list[Path] = []
-    errors: list = []
+    formatted, errors = compiler.workspace.format(args.paths, jobs=args.jobs)
     bugs = 0
-    for p in args.paths or [str(d) for d in ws.recipe_dirs]:
-        q = Path(p)
-        if q.is_dir():
-            found = sorted(q.rglob("*" + RECIPE_SUFFIX))
-        elif os.path.lexists(q):
-            found = [q]
-        else:
-            raise _Usage(f"no such file or directory: {p}")
-        if ws.root not in entry(q).parents:
-            raise _Usage(f"{p} is outside the workspace {ws.root}")
-        for x in found:
-            try:
-                real = ws.inside(x)  # never a symlink out of the workspace (E0906)
-            except CompileError as exc:
-                errors.extend(exc.diagnostics)
-                continue
-            if real.is_file():
-                files.append(real)
-            elif x is q:
-                raise _Usage(f"no such file: {p}")
     changed = []
-    files = list(dict.fromkeys(files))
-    for real, out in zip(files, format_files(ws, compiler.get, files, args.jobs)):
+    for real, out in formatted:
         shown = ws.display(real)
         if isinstance(out, CompileError):
             errors.extend(out.diagnostics)
@@ -548,7 +524,7 @@ def _fmt(args, ws, compiler) -> int:
     if bugs:
         return 1
     verb = "would reformat" if args.check or args.diff else "reformatted"
-    _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
+    _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(formatted)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0
 
 

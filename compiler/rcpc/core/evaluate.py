@@ -10,8 +10,9 @@ recipe domain's params, renders and variants, :mod:`rcpc.domain.builtins`):
   none, or a value it does not take, it is an error (``E0705``), since it would do nothing.
 
 Arithmetic is on ints only (``+ - * // %``); ``+`` also joins strings and lists, merges dicts
-(right wins) and is extended by the universe for its own kinds. Conditions must be bools. Errors are
-:class:`~rcpc.core.diagnostics.CompileError` with the span of the offending expression.
+(right wins) and is extended by the universe for its own kinds. Conditions must be bools.
+Errors are :class:`~rcpc.core.diagnostics.CompileError` with the span of the offending
+expression.
 """
 
 from __future__ import annotations
