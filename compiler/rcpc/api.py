@@ -6,9 +6,10 @@
 
 Errors in the input raise :class:`~rcpc.core.diagnostics.CompileError` (its ``diagnostics``
 carry code, message, span and hint); a request that names nothing in the workspace raises
-:class:`UsageError`. Nothing here reads or writes module globals of the run: each
-:class:`Workspace` holds its own compiler and caches. The CLI (:mod:`rcpc.cli`) is a shell
-over this module.
+:class:`UsageError`. A run's state is not kept in module globals: each :class:`Workspace`
+holds its own compiler and caches (the parser's tables are shared by the process, and one
+parse runs at a time: call from one thread). The CLI (:mod:`rcpc.cli`) is a shell over this
+module.
 """
 
 from __future__ import annotations
