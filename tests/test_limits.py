@@ -168,7 +168,7 @@ OLD_MAXTEXT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[
 def test_rewritten_number_regexes_match_the_same_strings(text):
     """A YAML plain scalar made of 20,000 digits and an 'x' took 15 s (two ways to split the
     digits, for each of n positions). The rewritten patterns split them one way only."""
-    from rcpc.emit import scalars
+    from rcpc.core.emit import scalars
     from rcpc.domain.maxtext import _SPELLINGS
 
     new_float = re.compile(r"[-+]?(?:[0-9_]*|(?:[0-9][0-9_]*)?\.[0-9_]*)(?:[eE][-+]?[0-9]+)?\Z")
@@ -252,11 +252,15 @@ def test_every_input_is_read_bounded(ws, where, what):
 def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
     """A 150-byte recipe rendering a 100,000-item value 200 times took 130 s and 540 MB: each
     value is bounded, so the renders of a recipe are, in all."""
-    import rcpc.domain.recipe
+    import attrs
+
+    from rcpc.domain import renders
+    from rcpc.domain.values import Manifest
 
     emitted = []
-    real = rcpc.domain.recipe._emit
-    monkeypatch.setattr(rcpc.domain.recipe, "_emit", lambda v: emitted.append(v) or real(v))
+    real = renders.MANIFEST.emit
+    monkeypatch.setitem(renders._BY_TYPE, Manifest,
+                        attrs.evolve(renders.MANIFEST, emit=lambda v: emitted.append(v) or real(v)))
     f = ws.fails('B = [i for i in range(100000)]\n[manifest(name = f"m{i}", apiVersion = "v1", kind = "K", '
                  'data = {"x": B}) for i in range(200)]\n')
     assert f.code == "E0802" and "renders of this recipe" in f.message
