@@ -1,7 +1,7 @@
 """Shared test helpers: a throw-away rcpc workspace in ``tmp_path``, compiled in-process.
 
 * ``ws`` — a :class:`Ws`: ``ws.write(path, text)`` writes files (text is dedented),
-  ``ws.build(...)`` compiles a recipe with :class:`rcpc.recipe.Compiler` and returns
+  ``ws.build(...)`` compiles a recipe with :class:`rcpc.domain.recipe.Compiler` and returns
   ``{variant: {render name: text}}``, ``ws.names(text)`` evaluates a file of constants and
   returns its bindings, ``ws.py(expr)`` the plain-Python value of one expression, and
   ``ws.fails(...)`` the :class:`Failure` (diagnostics + formatted text) of bad input.
@@ -13,7 +13,7 @@
 * ``output_tree(out)`` — what a reader finds in an output directory: {path: bytes} of every
   file reached through rcpc's links (its own ``.rcpc`` area aside); ``area_leftovers(out)``
   — what that area holds beyond the current generation and the outputs it uses.
-* ``value_of(x)`` — a language value (:mod:`rcpc.values`) built from plain Python data, for
+* ``value_of(x)`` — a language value (:mod:`rcpc.core.values`) built from plain Python data, for
   driving the emitters directly; ``spelled(...)`` gives a number its source spelling;
   ``rcp_string(s)`` is a recipe string literal for ``s``; ``same(a, b)`` is type-strict equality.
 """
@@ -28,11 +28,11 @@ from pathlib import Path
 import attrs
 import pytest
 
-from rcpc.diagnostics import CompileError, format_text
-from rcpc.recipe import Compiler
-from rcpc.source import Span
-from rcpc.values import Bool, Dict, Float, Int, List, Null, Str, to_python
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import CompileError, format_text
+from rcpc.domain.recipe import Compiler
+from rcpc.core.source import Span
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python
+from rcpc.domain.workspace import Workspace
 
 RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
 RECIPE = "recipes/r.rcp"

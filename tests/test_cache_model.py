@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from rcpc import replay
-from rcpc.recipe import Compiler
+from rcpc.domain.recipe import Compiler
 
 RECIPE_A = '''load("//recipes/lib/cur.rcp", "LR")
 N = param(int, default = {n})

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.delta import (AnyItem, Index, Key, Named, PathError, data_delta, format_path, parse_path, resolve,
+from rcpc.domain.delta import (AnyItem, Index, Key, Named, PathError, data_delta, format_path, parse_path, resolve,
                         word_diff)
-from rcpc.diagnostics import format_text
+from rcpc.core.diagnostics import format_text
 from tests.conftest import rcp_string
 
 # a flag set embedded every way a recipe can: a .flags render, an argv list, the shell form as

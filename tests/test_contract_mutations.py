@@ -23,13 +23,13 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.cli import main
-from rcpc.delta import Index, Key, Named, deep_key, format_path, names
-from rcpc.recipe import Compiler
-from rcpc.source import Source
-from rcpc.syntax import ast
-from rcpc.syntax.parser import parse
-from rcpc.values import Bool, Dict, Float, Int, List, Null, Str
-from rcpc.workspace import Workspace
+from rcpc.domain.delta import Index, Key, Named, deep_key, format_path, names
+from rcpc.domain.recipe import Compiler
+from rcpc.core.source import Source
+from rcpc.core.syntax import ast
+from rcpc.core.syntax.parser import parse
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+from rcpc.domain.workspace import Workspace
 
 pytest_plugins = ["pytester"]
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.diagnostics import CompileError, format_text
-from rcpc.recipe import Compiler
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import CompileError, format_text
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.workspace import Workspace
 
 def test_formatted_diagnostic(ws):
     f = ws.fails("FLAGS = 1\nX = [\n    FLAG,\n]\n")

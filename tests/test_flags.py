@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from conftest import SPAN, Ws, rcp_string, same, spelled, value_of
-from rcpc import maxtext
-from rcpc.diagnostics import CompileError
-from rcpc.emit.flags import flag_file, shell_form, shell_quote, token
-from rcpc.values import to_python
+from rcpc.domain import maxtext
+from rcpc.core.diagnostics import CompileError
+from rcpc.domain.emit.flags import flag_file, shell_form, shell_quote, token
+from rcpc.core.values import to_python
 
 FLAGS_RENDER = 'flag_file(name = "f", flags = F)\n'
 

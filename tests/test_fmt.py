@@ -1,4 +1,4 @@
-"""``rcpc fmt`` (:func:`rcpc.fmt.format_source`, docs/style.md).
+"""``rcpc fmt`` (:func:`rcpc.core.fmt.format_source`, docs/style.md).
 
 * Goldens: ``tests/fmt/NAME.in.rcp`` formats to ``tests/fmt/NAME.out.rcp`` exactly, and the
   ``.out`` file is a fixed point. ``RCPC_FMT_UPDATE=1 pytest tests/test_fmt.py`` rewrites the
@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rcpc.diagnostics import CompileError
-from rcpc.fmt import WIDTH, format_source, normalize_string
-from rcpc.recipe import Compiler
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.fmt import WIDTH, format_source, normalize_string
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = Path(__file__).with_name("fmt")

@@ -13,12 +13,12 @@ Two input sources, one property:
   files included): tokens and lines deleted, duplicated, swapped or replaced, random
   characters, brackets and quotes inserted, truncation, a stray non-UTF-8 byte.
 
-The property (:func:`check_input`): compiling with :class:`rcpc.recipe.Compiler` (``build``
+The property (:func:`check_input`): compiling with :class:`rcpc.domain.recipe.Compiler` (``build``
 then ``check_contracts``) either succeeds, and then every render is a ``str`` ending in
 exactly one newline with no carriage return, or raises :class:`CompileError` whose
 diagnostics each have a code ``[EWN]dddd`` and a span that is None or lies inside the file
 it names (``1 <= line``, ``1 <= col <= len(line) + 1``; related spans too); diagnostics
-must also render with :func:`rcpc.diagnostics.format_text`. Anything else (another
+must also render with :func:`rcpc.core.diagnostics.format_text`. Anything else (another
 exception, a hang, a slow compile, MemoryError under a 2 GiB address-space cap) fails.
 
 Inputs that once found bugs are explicit examples of
@@ -40,10 +40,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.diagnostics import CompileError, Diagnostic, format_text
-from rcpc.recipe import Compiler
-from rcpc.source import Span
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import CompileError, Diagnostic, format_text
+from rcpc.domain.recipe import Compiler
+from rcpc.core.source import Span
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
@@ -1226,7 +1226,7 @@ def test_bundled_recipes_pass_the_property(mut_ws):
 def test_the_property_catches_bad_spans_and_crashes(gen_ws, monkeypatch):
     """The checker itself: bad codes, spans outside their line and exceptions other than
     CompileError all fail."""
-    from rcpc import builtins
+    from rcpc.core import builtins
 
     files = _recipe("X = 1 +\n")
     assert check_input(gen_ws, files, RECIPE_PATH) == "error"

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.diagnostics import CompileError
+from rcpc.core.diagnostics import CompileError
 from tests.conftest import Ws
 
 LOWER, DIGITS = string.ascii_lowercase, string.digits
@@ -355,7 +355,7 @@ jobset(name = "js", metadata = {{"name": "js"}}, spec = {{"replicatedJobs": [{{"
        tpu=st.integers(1, 8), par=st.integers(1, 64))
 @example(topology="4x4x4", tpu=2, par=16)     # the XPK gemma4 shape with one chip request halved
 def test_tpu_rules_read_the_topology_annotation(tmp_path_factory, topology, tpu, par):
-    from rcpc.tpu import tpu_slice
+    from rcpc.domain.tpu import tpu_slice
 
     s = tpu_slice(f"tpu7x:{topology}", None)
     found = codes(fresh(tmp_path_factory), TPU.format(spec=rcp(f"tpu7x:{topology}"), tpu=tpu, par=par))

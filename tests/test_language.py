@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from rcpc.values import Bool, Float, Int, Null, text_of, to_python
+from rcpc.core.values import Bool, Float, Int, Null, text_of, to_python
 
 M = 'manifest(name = "m", apiVersion = "example.com/v1", kind = "Settings", data = {"v": V})\n'
 

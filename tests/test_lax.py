@@ -1,4 +1,4 @@
-"""rcpc's reading of pydantic's lax mode (rcpc.lax) against the real pydantic: for every type
+"""rcpc's reading of pydantic's lax mode (rcpc.domain.lax) against the real pydantic: for every type
 of the shipped MaxText schema and generated values of every shape OmegaConf can hand
 MaxText, rcpc accepts exactly what pydantic accepts, converted to the same value: no stricter,
 no looser (issue 14 item 2). An enum whose values rcpc does not know (defined outside
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rcpc import lax
-from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema
+from rcpc.domain import lax
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
 
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
 

@@ -23,12 +23,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rcpc.diagnostics
-import rcpc.evaluate
-import rcpc.resolve
-from rcpc import files
-from rcpc.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
-from rcpc.syntax.parser import GRAMMAR_PATH
+import rcpc.core.diagnostics
+import rcpc.core.evaluate
+import rcpc.core.resolve
+from rcpc.core import files
+from rcpc.core.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
+from rcpc.core.syntax.parser import GRAMMAR_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,14 +37,14 @@ REPO = Path(__file__).resolve().parents[1]
 def runs(monkeypatch) -> list:
     """The files evaluated (Evaluator.run calls), in order."""
     calls: list = []
-    real = rcpc.evaluate.Evaluator.run
+    real = rcpc.core.evaluate.Evaluator.run
 
     def counting(self, module):
         calls.append(module.path)
         assert len(calls) <= 1000, "evaluated more than 1000 times: exponential"  # fail, not hang
         return real(self, module)
 
-    monkeypatch.setattr(rcpc.evaluate.Evaluator, "run", counting)
+    monkeypatch.setattr(rcpc.core.evaluate.Evaluator, "run", counting)
     return calls
 
 
@@ -86,13 +86,13 @@ def test_a_load_chain_is_at_most_max_load_depth_files(ws):
 def test_name_errors_stop_at_max_errors(ws, monkeypatch):
     """The reported case: n unknown names cost n suggestions among n names each."""
     calls = []
-    real = rcpc.diagnostics.did_you_mean
+    real = rcpc.core.diagnostics.did_you_mean
     def counting(*a):
         calls.append(a)
         assert len(calls) <= MAX_ERRORS, "a suggestion for every unknown name: quadratic"
         return real(*a)
 
-    monkeypatch.setattr(rcpc.resolve, "did_you_mean", counting)
+    monkeypatch.setattr(rcpc.core.resolve, "did_you_mean", counting)
     f = ws.fails("".join(f"X{i} = Y{i}\n" for i in range(10_000)))
     assert [d.code for d in f.diags] == ["E0101"] * MAX_ERRORS + ["E0808"]
     assert len(calls) == MAX_ERRORS and f.diags[-1].span.line == MAX_ERRORS + 1
@@ -100,14 +100,14 @@ def test_name_errors_stop_at_max_errors(ws, monkeypatch):
 
 def test_suggestions_compare_only_short_names(monkeypatch):
     long = "A" * 10_000
-    assert rcpc.diagnostics.did_you_mean(long, [long + "B"]) is None
-    assert rcpc.diagnostics.did_you_mean("TUNDE", ["TUNED", long]) == "did you mean 'TUNED'?"
+    assert rcpc.core.diagnostics.did_you_mean(long, [long + "B"]) is None
+    assert rcpc.core.diagnostics.did_you_mean("TUNDE", ["TUNED", long]) == "did you mean 'TUNED'?"
 
 
 def test_a_file_has_at_most_max_tokens_tokens(ws, monkeypatch):
     """A parse costs tens of microseconds a token, in whatever bytes: the count bounds it. A
     file over the limit is parsed once (no syntax-error recovery restarts)."""
-    from rcpc.syntax import parser
+    from rcpc.core.syntax import parser
 
     parses = []
     real = parser._parse_text
@@ -152,8 +152,8 @@ def test_lexer_regexes_repeat_groups_possessively():
 
 @pytest.mark.parametrize("shape", ["\n", "\r\n", "\n  \t"])
 def test_blank_lines_are_one_newline_token(shape):
-    from rcpc.source import Source
-    from rcpc.syntax.parser import parse
+    from rcpc.core.source import Source
+    from rcpc.core.syntax.parser import parse
 
     module = parse(Source("r.rcp", "X = 1" + shape * 200_000 + "Y = 2\n"))
     assert [s.name for s in module.stmts] == ["X", "Y"]
@@ -169,8 +169,8 @@ OLD_MAXTEXT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[
 def test_rewritten_number_regexes_match_the_same_strings(text):
     """A YAML plain scalar made of 20,000 digits and an 'x' took 15 s (two ways to split the
     digits, for each of n positions). The rewritten patterns split them one way only."""
-    from rcpc.emit import scalars
-    from rcpc.maxtext import _SPELLINGS
+    from rcpc.core.emit import scalars
+    from rcpc.domain.maxtext import _SPELLINGS
 
     new_float = re.compile(r"[-+]?(?:[0-9_]*|(?:[0-9][0-9_]*)?\.[0-9_]*)(?:[eE][-+]?[0-9]+)?\Z")
     assert bool(OLD_AMBIGUOUS_FLOAT.match(text)) == bool(new_float.match(text))
@@ -257,11 +257,15 @@ def test_every_input_is_read_bounded(ws, where, what):
 def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
     """A 150-byte recipe rendering a 100,000-item value 200 times took 130 s and 540 MB: each
     value is bounded, so the renders of a recipe are, in all."""
-    import rcpc.recipe
+    import attrs
+
+    from rcpc.domain import renders
+    from rcpc.domain.values import Manifest
 
     emitted = []
-    real = rcpc.recipe._emit
-    monkeypatch.setattr(rcpc.recipe, "_emit", lambda v: emitted.append(v) or real(v))
+    real = renders.MANIFEST.emit
+    monkeypatch.setitem(renders._BY_TYPE, Manifest,
+                        attrs.evolve(renders.MANIFEST, emit=lambda v: emitted.append(v) or real(v)))
     f = ws.fails('B = [i for i in range(100000)]\n[manifest(name = f"m{i}", apiVersion = "v1", kind = "K", '
                  'data = {"x": B}) for i in range(200)]\n')
     assert f.code == "E0802" and "renders of this recipe" in f.message

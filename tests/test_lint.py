@@ -1,4 +1,4 @@
-"""``rcpc lint`` (:func:`rcpc.lint.lint`): each finding, where it is not reported, and
+"""``rcpc lint`` (:func:`rcpc.domain.lint.lint`): each finding, where it is not reported, and
 silencing with ``# rcpc: ignore[CODE]``."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rcpc.diagnostics import format_text
-from rcpc.lint import CODES, ignored_codes, lint
-from rcpc.recipe import Compiler
-from rcpc.source import Source
-from rcpc.syntax.parser import parse
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import format_text
+from rcpc.domain.lint import CODES, ignored_codes, lint
+from rcpc.domain.recipe import Compiler
+from rcpc.core.source import Source
+from rcpc.core.syntax.parser import parse
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = "recipes/lib/consts.rcp"

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import Ws
-from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
@@ -31,7 +32,7 @@ def sws(tmp_path) -> Ws:
 
 def diags_of(ws, text: str) -> list:
     """Every diagnostic of building ``text`` (errors raised, or warnings when it builds)."""
-    from rcpc.diagnostics import CompileError
+    from rcpc.core.diagnostics import CompileError
 
     ws.write("recipes/r.rcp", text, dedent=False)
     try:
@@ -82,7 +83,7 @@ def test_values_maxtext_reads_otherwise_warn(sws, layer, code, message):
        st.data())
 def test_every_choice_key_refuses_other_strings_and_takes_its_choices(key, data):
     """The kind of 'bad choice': every Literal/Enum key of types.py."""
-    from rcpc import maxtext
+    from rcpc.domain import maxtext
     from test_maxtext_schema import _entry
 
     values = SCHEMA.type_of(key)["values"]

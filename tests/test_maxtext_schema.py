@@ -13,10 +13,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from rcpc import lax, maxtext
-from rcpc.recipe import Compiler
-from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema
-from rcpc.workspace import Workspace
+from rcpc.domain import lax, maxtext
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 MAXTEXT = REPO.parent / "shared" / "data" / "maxtext"
@@ -166,8 +167,8 @@ def test_every_one_character_typo_is_an_error_with_a_suggestion(key, data):
 
 
 def _entry(key, value):
-    from rcpc.source import Span
-    from rcpc.values import FlagEntry
+    from rcpc.core.source import Span
+    from rcpc.domain.values import FlagEntry
 
     from conftest import value_of
 
@@ -284,13 +285,13 @@ def test_omegaconf_reads_exactly_the_resolved_values(tmp_path_factory, keys, dat
 
 
 def fs_shell(fs):
-    from rcpc.emit.flags import shell_form
+    from rcpc.domain.emit.flags import shell_form
 
     return shell_form(maxtext.argv(fs))
 
 
 def _py(v):
-    from rcpc.values import to_python
+    from rcpc.core.values import to_python
 
     return to_python(v)
 

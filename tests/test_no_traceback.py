@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc import replay
-from rcpc.diagnostics import CompileError
-from rcpc.fmt import format_source
-from rcpc.source import Source
-from rcpc.syntax.parser import parse
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.fmt import format_source
+from rcpc.core.source import Source
+from rcpc.core.syntax.parser import parse
 from test_fuzz import BUNDLED, FuzzWorkspace, generated_inputs, mutated_inputs
 
 SYNTAX = ["X = [,]", "X = {,}", "X = tpu_slice(,)", "X = f(,)", "X = 32 .hosts", "X = 1_0 .x", "X = 1 .e5",
@@ -112,7 +112,7 @@ def test_a_relative_xdg_cache_home_is_ignored(tmp_path, value):
 
 
 def test_no_cache_without_an_absolute_home(monkeypatch):
-    from rcpc.usercache import cache_dir
+    from rcpc.core.usercache import cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", "rel")
     monkeypatch.setenv("HOME", "also-relative")

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import area_leftovers, output_tree, rcp_string
-from rcpc import names
+from rcpc.core import names
 from rcpc.cli import main
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -146,21 +146,19 @@ def variant_recipe(name: str) -> str:
 @example("Custom")
 @example("aux")
 @example("x.")
+@example("\udcff")
 def test_no_variant_or_render_name_leaves_its_place(tmp_path_factory, name):
     """A variant name is a directory and a render name a file: each is one portable
-    component (else a located E0604 / E0701), and a build writes only where it names. A lone
-    surrogate (how Python spells a file name's byte that is not UTF-8) has no escape in the
-    language: E0002 at the string."""
+    component (else a located E0604 / E0701), and a build writes only where it names."""
+    # a surrogate (a byte of a non-UTF-8 name) has no spelling in a recipe: E0002 at its escape
+    unspellable = any("\ud800" <= c <= "\udfff" for c in name)
     root = workspace(tmp_path_factory.mktemp("ws"), {"recipes/r.rcp": variant_recipe(name)})
     code, err = run(root, "build", "-o", "out")
-    if any("\ud800" <= c <= "\udfff" for c in name):
-        assert code == 1 and re.search(r"^recipes/r\.rcp:2:\d+: error\[E0002\]", err, re.M), err
-        assert not (root / "out").exists()
-        return
     if code == 0:
         assert output_tree(root / "out") == {f"r/{name}/f.flags": b"steps=1\n"}
     else:
-        assert "recipes/r.rcp:2:9: error[E0604]" in err and "Traceback" not in err
+        assert ("error[E0002]" if unspellable else "recipes/r.rcp:2:9: error[E0604]") in err
+        assert "Traceback" not in err
         assert not (root / "out").exists()
     recipe = f'flag_file(name = {rcp_string(name)}, flags = maxtext_flags({{"steps": 1}}))\n'
     root = workspace(tmp_path_factory.mktemp("ws"), {"recipes/r.rcp": recipe})
@@ -168,7 +166,8 @@ def test_no_variant_or_render_name_leaves_its_place(tmp_path_factory, name):
     if code == 0:
         assert output_tree(root / "out") == {f"r/default/{name}.flags": b"steps=1\n"}
     else:
-        assert "recipes/r.rcp:1:18: error[E0701]" in err and not (root / "out").exists()
+        assert ("error[E0002]" if unspellable else "recipes/r.rcp:1:18: error[E0701]") in err
+        assert not (root / "out").exists()
 
 
 def respelled(draw, name: str) -> str:
@@ -288,8 +287,8 @@ def test_recipe_directories_must_be_inside_the_workspace(tmp_path, key):
 def test_a_diagnostic_quotes_an_excerpt_of_a_line(line, data):
     """Never more than QUOTE_WIDTH characters of a source line, and the caret under the
     span's first character, however long the line."""
-    from rcpc.diagnostics import QUOTE_WIDTH, Diagnostic, format_text
-    from rcpc.source import Source, Span
+    from rcpc.core.diagnostics import QUOTE_WIDTH, Diagnostic, format_text
+    from rcpc.core.source import Source, Span
 
     line = line.replace("\n", " ").replace("\r", " ")
     col = data.draw(st.integers(1, len(line))) if data else len(line)
@@ -585,7 +584,7 @@ LONG = "S3CRET" * 2000
 def test_no_diagnostic_prints_a_long_value_whole(tmp_path, recipe, form):
     """Whatever a diagnostic's message, hint or notes quote of the source, they are cut at
     MESSAGE_WIDTH characters, and a source line at QUOTE_WIDTH (text and JSON alike)."""
-    from rcpc.diagnostics import MESSAGE_WIDTH
+    from rcpc.core.diagnostics import MESSAGE_WIDTH
 
     root = workspace(tmp_path, {"recipes/r.rcp": recipe})
     code, err = run(root, "check", "--diagnostics", form)

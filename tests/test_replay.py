@@ -125,9 +125,9 @@ def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
     (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
     files = {f[0] for f in replay.read_record(str(record))[2]}
     package = Path(replay.__file__).parent
-    assert {str(package / "__init__.py"), str(package / "cli.py"), str(package / "syntax" / "grammar.lark")} <= files
+    assert {str(package / "__init__.py"), str(package / "cli.py"), str(package / "core" / "syntax" / "grammar.lark")} <= files
     dirs = {d for d, _ in replay.read_record(str(record))[3]}
-    assert str(package) in dirs and str(package / "syntax") in dirs
+    assert str(package) in dirs and str(package / "core" / "syntax") in dirs
 
 
 def test_failures_and_no_cache_are_never_recorded(wsr, monkeypatch, tmp_path):

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rcpc.diagnostics import CompileError
-from rcpc.recipe import Compiler
-from rcpc.workspace import Workspace
+from rcpc.core.diagnostics import CompileError
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"

@@ -91,9 +91,9 @@ def test_file_size_limit(ws):
 
 
 def test_render_count_limit(ws, monkeypatch):
-    import rcpc.recipe
+    import rcpc.domain.recipe
 
-    monkeypatch.setattr(rcpc.recipe, "MAX_RENDERS", 5)
+    monkeypatch.setattr(rcpc.domain.recipe, "MAX_RENDERS", 5)
     f = ws.fails('[manifest(name = f"m{i}", apiVersion = "v1", kind = "K") for i in range(6)]\n')
     assert f.code == "E0805"
 
@@ -126,8 +126,8 @@ def test_render_names_cannot_leave_the_output_directory(ws, name):
     ('recipe_dirs = ["recipes", "more"]\n', {"recipes/a.rcp": "X = 1\n", "more/a.rcp": "X = 2\n"}),  # one name
 ])
 def test_recipe_names_must_not_collide(ws, toml, files):
-    from rcpc.diagnostics import CompileError
-    from rcpc.workspace import Workspace
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.domain.workspace import Workspace
 
     (ws.root / "rcp.toml").write_text(toml)
     for path, text in files.items():

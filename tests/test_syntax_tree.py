@@ -1,6 +1,6 @@
-"""The one syntax tree: the generic walker (:mod:`rcpc.syntax.walk`), the bindings the
-resolver records (:mod:`rcpc.resolve`), comments attached by the parser
-(:mod:`rcpc.syntax.comments`), one parse per file per command, and ``rcpc fmt`` agreeing with
+"""The one syntax tree: the generic walker (:mod:`rcpc.core.syntax.walk`), the bindings the
+resolver records (:mod:`rcpc.core.resolve`), comments attached by the parser
+(:mod:`rcpc.core.syntax.comments`), one parse per file per command, and ``rcpc fmt`` agreeing with
 ``rcpc check`` on what is syntax.
 
 * Walker: every node type is reached; over generated programs, :func:`walk` yields every
@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc import resolve as R
-from rcpc.builtins import NAMES
-from rcpc.diagnostics import CompileError
-from rcpc.fmt import format_source
-from rcpc.source import Source
-from rcpc.syntax import ast
-from rcpc.syntax.comments import key, part
-from rcpc.syntax.parser import parse
-from rcpc.syntax.walk import NODE_TYPES, Visitor, children, walk
+from rcpc.core import resolve as R
+from rcpc.domain.builtins import NAMES
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.fmt import format_source
+from rcpc.core.source import Source
+from rcpc.core.syntax import ast
+from rcpc.core.syntax.comments import attached, key, part
+from rcpc.core.syntax.parser import parse
+from rcpc.core.syntax.walk import NODE_TYPES, Visitor, children, walk
 from tests.test_fmt import workspaces
 from tests.test_fuzz import generated_inputs
 
@@ -242,7 +242,7 @@ def test_every_name_of_a_resolved_file_has_a_binding(files):
 # comments ---------------------------------------------------------------------------------
 def notes(text: str):
     module = parsed(text)
-    return module, module.attached()
+    return module, attached(module)
 
 
 def texts(comments) -> list:
@@ -291,14 +291,14 @@ def test_comments_are_the_files_not_a_strings():
 def test_every_comment_is_placed_once(files):
     for text in files.values():
         module = parsed(text)
-        placed = module.attached().placed()
+        placed = attached(module).placed()
         assert sorted(map(id, placed)) == sorted(map(id, module.comments))
         assert len({id(c) for c in placed}) == len(placed)
 
 
 # one parse per file per command -------------------------------------------------------------
 def test_each_file_is_parsed_once_per_command(ws, cli, monkeypatch):
-    import rcpc.syntax.parser as parser
+    import rcpc.core.syntax.parser as parser
 
     ws.write("recipes/lib/a.rcp", "A = 1\n_UNUSED = 2  # rcpc: ignore[L0001]\n")
     ws.write("recipes/r.rcp", 'load("lib/a.rcp", "A")\nB = 2\nmanifest(name = "m", apiVersion = "v1", '
@@ -390,7 +390,7 @@ def test_fmt_formats_exactly_what_the_parser_accepts(tokens):
 def test_the_parse_table_cache_file_names_every_lark_option(tmp_path, monkeypatch):
     """Two parsers built with different options never share a cache file (lark would
     rebuild and overwrite it on every start, or load tables built for other options)."""
-    from rcpc.syntax.parser import _cache_path
+    from rcpc.core.syntax.parser import _cache_path
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     base = dict(parser="lalr", keep_all_tokens=True, postlex=object())

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from conftest import SPAN
-from rcpc.diagnostics import CompileError
-from rcpc.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
+from rcpc.core.diagnostics import CompileError
+from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
 
 # spec, generation, accelerator label, machine type, chips, hosts, chips per host, devices
 FACTS = [

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rcpc.emit.flags import shell_form
-from rcpc.maxtext import argv
-from rcpc.recipe import Compiler
-from rcpc.values import FlagSet
-from rcpc.workspace import Workspace
+from rcpc.domain.emit.flags import shell_form
+from rcpc.domain.maxtext import argv
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.values import FlagSet
+from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

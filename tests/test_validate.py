@@ -17,7 +17,7 @@ from tests.test_real_validators import SUBST, TEMPLATES, envsubst
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 JOBSET_COMMIT = "08dfbdfd682714a9ab929633eca8dc95315187e7"   # ../shared/data/README.md
-SHIPPED = REPO / "compiler" / "rcpc" / "schemas" / "jobset.json"
+SHIPPED = REPO / "compiler" / "rcpc" / "domain" / "schemas" / "jobset.json"
 
 
 def published(name: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.limits import INT_LIMIT
+from rcpc.core.limits import INT_LIMIT
 
 HEX = "0123456789abcdefABCDEF"
 WIDTH = {"x": 2, "u": 4, "U": 8}
@@ -33,7 +33,7 @@ def expected_escape(kind: str, digits: str):
 @example(kind="U", digits="0010ffff")
 @example(kind="u", digits="1_00")
 def test_a_hex_escape_is_one_unicode_character_or_e0002(ws, kind, digits):
-    from rcpc.diagnostics import CompileError
+    from rcpc.core.diagnostics import CompileError
 
     src = f'X = "\\{kind}{digits}"\n'
     want = expected_escape(kind, digits[:WIDTH[kind]])
@@ -64,7 +64,7 @@ def literal(n: int) -> str:
 def test_int_results_stay_in_the_64_bit_range(ws, a, b, op):
     """Every int an operator computes is in [-2**63, 2**63) or the operation is E0806 (E0303 for
     a division by zero), as Python computes it otherwise."""
-    from rcpc.diagnostics import CompileError
+    from rcpc.core.diagnostics import CompileError
 
     expr = f"-{literal(a)}" if op == "neg" else f"{literal(a)} {op} {literal(b)}"
     if op in ("//", "%") and b == 0:

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import SPAN, rcp_string, same, spelled, value_of
-from rcpc.emit.yaml import EmitError, emit_document
-from rcpc.tpu import tpu_slice
-from rcpc.values import Dict, to_python
+from rcpc.core.emit.yaml import EmitError, emit_document
+from rcpc.domain.tpu import tpu_slice
+from rcpc.core.values import Dict, to_python
 
 YAML12 = YAML(typ="safe")  # ruamel.yaml reads YAML 1.2 (core schema) by default
 

@@ -6,7 +6,7 @@ An entry is keyed by the request: rcpc's version and the size and mtime of each 
 source files, the bytes of ``rcp.toml`` the workspace was read from, the recipe, the variant
 or ``--set`` items and the schema options. It records its own key, the SHA-256 of the bytes
 of every file the recipe depended on *as the compiler read them* (the recipe, its loads,
-schema files: :attr:`rcpc.recipe.Compiler.digests`, never a second read, so a file edited
+schema files: :attr:`rcpc.domain.recipe.Compiler.digests`, never a second read, so a file edited
 while its recipe compiles is not cached under its new content), every symlink followed (a
 lookup checks that each still resolves to the same file), each render's text as a
 content-addressed blob, and the warnings printed.
@@ -31,14 +31,14 @@ import re
 from pathlib import Path
 
 from rcpc import __version__
-from rcpc.files import read_limited
-from rcpc.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
-from rcpc.usercache import cache_dir, write_atomic
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
+from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.domain.workspace import LINK
 
 _PACKAGE = Path(__file__).resolve().parent
-LINK = "->"  # a dependency that is a symlink resolution, not a file's digest
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
-# A variant or render name as the compiler accepts it (builtins.RENDER_NAME, E0701/E0604): one
+# A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _RENDER_SUFFIXES = (".yaml", ".flags")
@@ -62,7 +62,7 @@ def _code_fingerprint() -> str:
 def safe_component(name) -> bool:
     """True when ``name`` is a variant or render name the compiler could have produced: one
     path component of letters, digits, ``.``, ``-`` and ``_``, not starting with ``.``, without
-    ``..``, at most :data:`~rcpc.limits.MAX_NAME` characters."""
+    ``..``, at most :data:`~rcpc.core.limits.MAX_NAME` characters."""
     return type(name) is str and len(name) <= MAX_NAME and ".." not in name and bool(_COMPONENT.match(name))
 
 
@@ -95,7 +95,7 @@ class BuildCache:
     def lookup(self, recipe: Path, options: list[str]):
         """``(builds, warnings, deps)`` of the last identical request, or None. ``builds`` is a
         list of (variant, [(render name, text)]); ``warnings`` a list of
-        :class:`~rcpc.diagnostics.Diagnostic`; ``deps`` maps each dependency's path to its
+        :class:`~rcpc.core.diagnostics.Diagnostic`; ``deps`` maps each dependency's path to its
         SHA-256 hex digest (or ``LINK`` + the real path of a symlink)."""
         if not self.enabled:
             return None
@@ -127,7 +127,7 @@ class BuildCache:
               warnings: list) -> dict | None:
         """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
         hex of the bytes compiled, or ``LINK`` + real path}, from
-        :meth:`~rcpc.recipe.Compiler.dependency_digests`) were compiled into ``builds``
+        :meth:`~rcpc.domain.recipe.Compiler.dependency_digests`) were compiled into ``builds``
         ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts). Failures to
         write are ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
         None (a dependency changed while it was compiled: nothing is stored)."""
@@ -163,9 +163,9 @@ class BuildCache:
 
 def _validate(entry, key: str, recipe: str):
     """``(deps, builds, warnings)`` of a cache entry read back, with the warnings as
-    :class:`~rcpc.diagnostics.Diagnostic`. Raises ValueError for anything that a store of the
+    :class:`~rcpc.core.diagnostics.Diagnostic`. Raises ValueError for anything that a store of the
     request ``key`` for ``recipe`` could not have written."""
-    from rcpc.diagnostics import from_json
+    from rcpc.core.diagnostics import from_json
 
     if type(entry) is not dict or set(entry) != {"key", "deps", "builds", "warnings"}:
         raise ValueError("not a cache entry")
@@ -216,11 +216,11 @@ def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache
 
 def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
                   variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
-    """Compile one recipe with ``compiler`` (a :class:`~rcpc.recipe.Compiler`), check its
+    """Compile one recipe with ``compiler`` (a :class:`~rcpc.domain.recipe.Compiler`), check its
     contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
     ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
-    Raises :class:`~rcpc.diagnostics.CompileError`."""
-    from rcpc.diagnostics import CompileError, to_json, unique
+    Raises :class:`~rcpc.core.diagnostics.CompileError`."""
+    from rcpc.core.diagnostics import CompileError, to_json, unique
 
     seen = len(compiler.context.diagnostics)
     try:
@@ -228,11 +228,11 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         diags = compiler.check_contracts(recipe, builds)
         if diags:
             raise CompileError(diags)
-        from rcpc.lint import unsilenced
+        from rcpc.domain.lint import unsilenced
 
         found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
         if lint:  # its own findings (L codes); the compiler's warnings are in already
-            from rcpc.lint import lint as run_lint
+            from rcpc.domain.lint import lint as run_lint
 
             found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]

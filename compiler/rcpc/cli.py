@@ -11,9 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.cache import request
-from rcpc.diagnostics import CompileError, Diagnostic, did_you_mean, format_text, to_json, unique
-from rcpc.parallel import compile_recipes
+from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, to_json
 from rcpc.replay import Recorder, stderr_color
 
 
@@ -133,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
     (:mod:`rcpc.replay`) when they succeed. Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
-    (:mod:`rcpc.__main__`)."""
-    from rcpc.__main__ import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
+    (:mod:`rcpc.interrupts`)."""
+    from rcpc.interrupts import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
 
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
@@ -167,16 +165,17 @@ _PROGRESS = ["nothing was written"]
 
 
 def _run(args) -> int:
-    from rcpc.workspace import Workspace
+    from rcpc.api import UsageError, Workspace
 
     compiler = None
     try:
         if args.command == "schema":  # needs no workspace
             return _schema(args)
-        ws = _schema_options(Workspace.find("."), args)
+        workspace = Workspace(".", **_schema_options(args))
+        ws = workspace.config
         _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
-        compiler = _LazyCompiler(ws)
+        compiler = _LazyCompiler(workspace)
         code = _COMMANDS[args.command](args, ws, compiler)
         sys.stdout.flush()
         _RECORDER.finished()
@@ -184,7 +183,7 @@ def _run(args) -> int:
     except CompileError as exc:
         _REPORT.add(exc.diagnostics, compiler.sources if compiler else {})
         return 1
-    except _Usage as exc:
+    except (_Usage, UsageError) as exc:
         _stderr(f"rcpc: {exc}")
         return 2
     except BrokenPipeError:  # the reader went away (rcpc render | head): nothing more to say
@@ -207,18 +206,11 @@ def _run(args) -> int:
         return 1
 
 
-def _schema_options(ws, args):
-    """``ws`` with the ``--maxtext-schema`` (``--maxtext-base``), ``--kube-schema`` and
-    ``--strict-crd`` options applied (paths relative to the current directory)."""
-    import attrs
-
-    if args.maxtext_schema or args.maxtext_base:
-        ws = attrs.evolve(ws, maxtext_schema=ws.schema_path(args.maxtext_schema or args.maxtext_base, Path.cwd()))
-    if args.kube_schema:
-        ws = attrs.evolve(ws, kube_schemas=tuple(ws.schema_path(p, Path.cwd()) for p in args.kube_schema))
-    if getattr(args, "strict_crd", False):
-        ws = attrs.evolve(ws, strict_crd=True)
-    return ws
+def _schema_options(args) -> dict:
+    """The ``--maxtext-schema`` (``--maxtext-base``), ``--kube-schema`` and ``--strict-crd``
+    options, as :class:`rcpc.api.Workspace` takes them."""
+    return {"maxtext_schema": args.maxtext_schema or args.maxtext_base, "kube_schemas": args.kube_schema,
+            "strict_crd": getattr(args, "strict_crd", False)}
 
 
 class _Usage(Exception):
@@ -231,33 +223,30 @@ def _stderr(line: str) -> None:
 
 
 class _LazyCompiler:
-    """The :class:`~rcpc.recipe.Compiler`, created (and the evaluator imported) only when a
-    command needs to compile something: a warm build served from the cache never does."""
+    """The workspace's :class:`~rcpc.domain.recipe.Compiler`, created (and the evaluator
+    imported) only when a command needs to compile something: a warm build served from the
+    cache never does. ``workspace`` is the :class:`rcpc.api.Workspace`."""
 
-    def __init__(self, ws):
-        self.ws = ws
-        self._compiler = None
+    def __init__(self, workspace):
+        self.workspace = workspace
+        self.ws = workspace.config
 
     @property
     def sources(self) -> "_Sources":
         """Sources for quoting diagnostics: the compiler's, else read when asked for (for
         diagnostics from the build cache or from worker processes)."""
-        return _Sources(self.ws, self._compiler.sources if self._compiler is not None else {})
+        return _Sources(self.ws, self.workspace.sources)
 
     def get(self):
         """The compiler itself."""
-        if self._compiler is None:
-            from rcpc.recipe import Compiler
-
-            self._compiler = Compiler(self.ws)
-        return self._compiler
+        return self.workspace.compiler
 
     def __getattr__(self, name):
         return getattr(self.get(), name)
 
 
 class _Sources(dict):
-    """Display path → :class:`~rcpc.source.Source`; ``get`` reads a file not yet known."""
+    """Display path → :class:`~rcpc.core.source.Source`; ``get`` reads a file not yet known."""
 
     def __init__(self, ws, known: dict):
         super().__init__(known)
@@ -265,9 +254,9 @@ class _Sources(dict):
 
     def get(self, path: str, default=None):
         if path not in self:
-            from rcpc.files import read_limited
-            from rcpc.limits import MAX_FILE_BYTES
-            from rcpc.source import Source
+            from rcpc.core.files import read_limited
+            from rcpc.core.limits import MAX_FILE_BYTES
+            from rcpc.core.source import Source
 
             real = Path(os.path.realpath(self.ws.root / path))
             named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_schema, *self.ws.kube_schemas) if p}
@@ -320,89 +309,50 @@ def _print_diagnostics(diags, compiler) -> None:
     _REPORT.add(diags, compiler.sources)
 
 
-def _recipe_paths(ws, names: list[str]) -> list[Path]:
-    if not names:
-        found = ws.recipes()
-        if not found:
-            raise _Usage(f"no recipes under {', '.join(ws.display(d) for d in ws.recipe_dirs)}")
-        return found
-    out = []
-    for n in names:
-        p = ws.find_recipe(n)
-        if p is None:
-            raise _Usage(f"no recipe {n!r} in this workspace (give a name such as rl/qwen35_397b_256_v7x, "
-                         "or the path of a .rcp file under the recipe directories; library files are "
-                         "loaded by recipes, not built)")
-        out.append(p)
-    return list(dict.fromkeys(out))
-
-
 def _build(args, ws, compiler) -> int:
     if args.output == "":
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
-    cache, options = request(ws, args.variant, args.sets)
-    paths = _recipe_paths(ws, args.recipes)
-    compiled = compile_recipes(ws, compiler.get, cache, options, paths, args.variant, args.sets, jobs=args.jobs)
-    for result in compiled:
-        if isinstance(result, CompileError):  # the first failing recipe, as without workers
-            raise result
-    results = [(ws.recipe_name(path), *result) for path, result in zip(paths, compiled)]
-    _print_diagnostics(unique(d for _, _, found, _ in results for d in found if d.severity != "note"), compiler)
-    from rcpc.output import publish
-    from rcpc.source import file_span
-
-    batch = [(name, variant, renders) for name, builds, _, _ in results for variant, renders in builds]
-    names = [name for name, _, _, _ in results]
-    try:
-        written = publish(out_dir, batch, args.output or ws.display(out_dir),
-                          whole=set() if args.variant or args.sets else set(names),
-                          known=None if args.recipes else set(names),
-                          origins={name: file_span(ws.display(path)) for name, path in zip(names, paths)})
-        if written:
-            _PROGRESS[0] = "the new output was written in full"
-            _RECORDER.discard()  # replayed, its status line would say it wrote what it did not
-    except OSError as exc:
-        raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
-                                      hint="the previous output, if any, is unchanged")) from None
-    for _, _, _, deps in results:
+    build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, jobs=args.jobs)
+    _print_diagnostics(build.diagnostics, compiler)
+    written = build.write(out_dir, args.output or ws.display(out_dir))
+    if written:
+        _PROGRESS[0] = "the new output was written in full"
+        _RECORDER.discard()  # replayed, its status line would say it wrote what it did not
+    for _, _, _, deps in build.recipes:
         _RECORDER.note_dependencies(deps)
     _RECORDER.note_links(ws.links)
-    for recipe, variant, renders in batch:
+    variants = build.variants
+    for recipe, variant, renders in variants:
         _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders)
-    count = sum(len(renders) for _, _, renders in batch)
-    _REPORT.status(f"rcpc: {count} renders of {len(results)} recipe(s) in {out_dir} "
-                   f"({written} of {len(batch)} variant director{'y' if len(batch) == 1 else 'ies'} written)")
+    count = sum(len(renders) for _, _, renders in variants)
+    _REPORT.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
+                   f"({written} of {len(variants)} variant director{'y' if len(variants) == 1 else 'ies'} written)")
     return 0
 
 
 def _render(args, ws, compiler) -> int:
-    (path,) = _recipe_paths(ws, [args.recipe])
-    variant = args.variant if args.variant or args.sets else None
-    recipe, builds = compiler.build(path, variant or ("default" if not args.sets else None), args.sets)
-    vb = builds[0]
-    renders = vb.renders
+    rendered = compiler.workspace.render(args.recipe, args.variant, args.sets)
+    renders = rendered.renders
     if args.render:
         renders = [r for r in renders if r.name == args.render or r.name.rsplit(".", 1)[0] == args.render]
         if not renders:
-            raise _Usage(f"{recipe.name} has no render {args.render!r}; renders: "
-                         + ", ".join(r.name for r in vb.renders))
+            raise _Usage(f"{rendered.recipe} has no render {args.render!r}; renders: "
+                         + ", ".join(r.name for r in rendered.renders))
     out = sys.stdout
     if len(renders) == 1:
         out.write(renders[0].text)
     else:
         for r in renders:
-            out.write(f"---\n# Source: {recipe.name}/{vb.variant}/{r.name}\n{r.text}")
+            out.write(f"---\n# Source: {rendered.recipe}/{rendered.variant}/{r.name}\n{r.text}")
     return 0
 
 
 def _params(args, ws, compiler) -> int:
-    from rcpc.values import text_of
+    from rcpc.core.values import text_of
 
-    (path,) = _recipe_paths(ws, [args.recipe])
-    recipe, _ = compiler.recipe(path)
     rows = [("NAME", "TYPE", "DEFAULT", "DOC")]
-    for p in recipe.params:
+    for p in compiler.workspace.params(args.recipe):
         default = "(required)" if p.default is None else text_of(p.default)
         ptype = p.type + (" {" + ",".join(text_of(c) for c in p.choices) + "}" if p.choices else "")
         rows.append((p.name, ptype, default, p.doc))
@@ -420,30 +370,17 @@ def _diff(args, ws, compiler) -> int:
         return _diff_rev(args, ws)
     if len(args.recipes) != 1 or args.variant is None:
         raise _Usage("diff needs one RECIPE and --variant A (or --rev REF to compare with a git revision)")
-    (path,) = _recipe_paths(ws, args.recipes)
-    recipe, _ = compiler.recipe(path)
-    variants = {v.name: v for v in recipe.variants}
-    for name in (args.variant, args.against):
-        if name is not None and name not in variants:
-            raise CompileError(Diagnostic("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
-                                          hint=did_you_mean(name, variants) or f"variants: {', '.join(variants)}"))
-    against = args.against or variants[args.variant].against or "default"
-    if against not in variants:
-        raise CompileError(Diagnostic("E0607", f"recipe {recipe.name} has no variant '{against}'", None,
-                                      hint="name the variant to compare with: --against V"))
-    _, (new,) = compiler.build(path, args.variant)
-    _, (old,) = compiler.build(path, against)
-    diffs = review.compare(old.renders, new.renders, f"{against}/", f"{args.variant}/")
-    title = f"{recipe.name}: variant {args.variant} against {against}"
+    recipe, against, diffs = compiler.workspace.diff(args.recipes[0], args.variant, args.against)
+    title = f"{recipe}: variant {args.variant} against {against}"
     color = review.stdout_color()
     if args.format == "json":
         import json
 
-        doc = {"recipe": recipe.name, "variant": args.variant, "against": against,
+        doc = {"recipe": recipe, "variant": args.variant, "against": against,
                "renders": [review.to_json(d) for d in diffs]}
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     elif args.format == "markdown":
-        sys.stdout.write(review.report_markdown(f"rcpc diff `{recipe.name}`: `{args.variant}` against `{against}`",
+        sys.stdout.write(review.report_markdown(f"rcpc diff `{recipe}`: `{args.variant}` against `{against}`",
                                                 f"Renders of variant `{args.variant}` compared with `{against}`.",
                                                 diffs))
     elif args.stat:
@@ -455,11 +392,13 @@ def _diff(args, ws, compiler) -> int:
 
 def _diff_rev(args, ws) -> int:
     from rcpc import review
+    from rcpc.api import with_options
 
     if args.against is not None:
         raise _Usage("--against compares variants; --rev compares every variant with itself at REF")
     try:
-        result = review.diff_revision(ws, args.rev, args.recipes, args.variant, lambda w: _schema_options(w, args))
+        result = review.diff_revision(ws, args.rev, args.recipes, args.variant,
+                                      lambda w: with_options(w, **_schema_options(args)))
     except LookupError as exc:
         raise _Usage(f"no recipe {exc.args[0]!r} in the work tree or at {args.rev}") from None
     if args.format == "json":
@@ -478,91 +417,25 @@ def _diff_rev(args, ws) -> int:
 
 
 def _check(args, ws, compiler) -> int:
-    from rcpc.workspace import entry
-
-    paths: list[Path] = []
-    libraries: list[Path] = []
-    for p in args.paths or []:
-        q = entry(Path(p))
-        if q != ws.root and ws.root not in q.parents:
-            raise _Usage(f"{p} is outside the workspace {ws.root}")
-        q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
-        if q.is_dir():
-            paths.extend(r for r in ws.recipes() if q in r.parents)
-            libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
-        elif ws.is_library(q):
-            libraries.append(q)
-        else:
-            paths.extend(_recipe_paths(ws, [p]))
-    if not args.paths:
-        paths = _recipe_paths(ws, [])
-        libraries = ws.libraries()
-    paths = list(dict.fromkeys(paths))
-    errors = 0
-    variants = 0
-    cache, options = request(ws, None, None)
-    found: list = []
-    compiled = compile_recipes(ws, compiler.get, cache, ["lint", *options], paths, lint=True, jobs=args.jobs)
-    for result in compiled:
-        if isinstance(result, CompileError):
-            _print_diagnostics(result.diagnostics, compiler)
-            errors += sum(1 for d in result.diagnostics if d.severity == "error")
-        else:
-            builds, diags, deps = result
-            _RECORDER.note_dependencies(deps)
-            variants += len(builds)
-            found.extend(diags)
-    for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
-        hit = cache.lookup(lib, ["library", *options])
-        if hit is not None:
-            _RECORDER.note_dependencies(hit[2])
-            continue
-        try:
-            compiler.library(lib, ())
-            _RECORDER.note_dependencies(cache.store(lib, ["library", *options], compiler.dependency_digests(lib), [], []))
-        except CompileError as exc:
-            _print_diagnostics(exc.diagnostics, compiler)
-            errors += len(exc.diagnostics)
-        cache.note(compiler.read_digests())
+    result = compiler.workspace.check(args.paths or [], jobs=args.jobs)
+    for deps in result.dependencies:
+        _RECORDER.note_dependencies(deps)
     _RECORDER.note_links(ws.links)
-    found = unique(found)
-    notes = [d for d in found if d.severity == "note"]
-    _print_diagnostics([d for d in found if d.severity != "note" or args.notes], compiler)
-    status = "ok" if not errors else f"{errors} error(s)"
+    _print_diagnostics(result.failures, compiler)
+    notes = [d for d in result.findings if d.severity == "note"]
+    _print_diagnostics([d for d in result.findings if d.severity != "note" or args.notes], compiler)
+    status = "ok" if not result.errors else f"{result.errors} error(s)"
     if notes and not args.notes:
         status += f" ({len(notes)} note(s): --notes shows them)"
-    _REPORT.status(f"rcpc: checked {len(paths)} recipe(s), {variants} variant(s), {len(set(libraries))} "
-                   f"librar{'y' if len(set(libraries)) == 1 else 'ies'}: {status}")
-    return 1 if errors else 0
+    _REPORT.status(f"rcpc: checked {result.recipes} recipe(s), {result.variants} variant(s), {result.libraries} "
+                   f"librar{'y' if result.libraries == 1 else 'ies'}: {status}")
+    return 1 if result.errors else 0
 
 
 def _validate(args, ws, compiler) -> int:
-    """``rcpc validate FILE.yaml...``: every document of each file through the checks that
-    recipes' manifests get (:func:`rcpc.kube.check_manifest`), with the configured schemas,
-    else rcpc's built-in JobSet schema."""
-    from rcpc.kube import check_manifest
-    from rcpc.kube_schema import SchemaIndex
-    from rcpc.manifests import load_manifests
-
-    schemas = list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")]
-    index = SchemaIndex(schemas, ws.display)
-    sources = compiler.sources
-    found: list = []
-    documents = 0
-    for name in args.files:
-        real = Path(name).resolve()
-        shown = ws.display(real)
-        try:
-            source, docs = load_manifests(real, shown)
-        except CompileError as exc:
-            found.extend(exc.diagnostics)
-            continue
-        sources[shown] = source
-        documents += len(docs)
-        for doc in docs:
-            found.extend(check_manifest(doc, index, ws.strict_crd))
-    found = unique(found)
-    _REPORT.add(found, sources)
+    """``rcpc validate FILE.yaml...`` (:meth:`rcpc.api.Workspace.validate`)."""
+    documents, found = compiler.workspace.validate(args.files)
+    _REPORT.add(found, compiler.sources)
     errors = sum(1 for d in found if d.severity == "error")
     _REPORT.status(f"rcpc: validated {documents} document(s) in {len(args.files)} file(s): "
                    + (f"{errors} error(s)" if errors else "ok"))
@@ -572,10 +445,7 @@ def _validate(args, ws, compiler) -> int:
 def _explain(args, ws, compiler) -> int:
     import json
 
-    from rcpc.explain import explain
-
-    (path,) = _recipe_paths(ws, [args.recipe])
-    report = explain(compiler, path, args.flagset, args.key, args.variant, args.sets)
+    report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets)
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
@@ -593,20 +463,20 @@ def _explain(args, ws, compiler) -> int:
 
 
 def _schema(args) -> int:
-    """``rcpc schema maxtext PATH`` (:mod:`rcpc.schemagen`) or ``rcpc schema jobset CRD.yaml``
-    (:mod:`rcpc.crd`): a derived schema, to stdout or written atomically to ``-o FILE``."""
+    """``rcpc schema maxtext PATH`` (:mod:`rcpc.domain.schemagen`) or ``rcpc schema jobset CRD.yaml``
+    (:mod:`rcpc.domain.crd`): a derived schema, to stdout or written atomically to ``-o FILE``."""
     if args.kind == "maxtext":
-        from rcpc.schemagen import derive, dumps
+        from rcpc.domain.schemagen import derive, dumps
 
         text = dumps(derive(Path(args.path), commit=args.commit))
     else:
-        from rcpc.crd import derive_schema
+        from rcpc.domain.crd import derive_schema
 
         text = derive_schema(Path(args.path), args.commit)
     if not args.output:
         sys.stdout.write(text)
         return 0
-    from rcpc.usercache import write_atomic
+    from rcpc.core.usercache import write_atomic
 
     try:
         write_atomic(Path(args.output), text.encode("utf-8"))
@@ -619,36 +489,12 @@ def _schema(args) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
-    from rcpc.fmt import FormatterBug
-    from rcpc.parallel import format_files
-    from rcpc.workspace import RECIPE_SUFFIX, entry
+    from rcpc.core.fmt import FormatterBug
 
-    files: list[Path] = []
-    errors: list = []
+    formatted, errors = compiler.workspace.format(args.paths, jobs=args.jobs)
     bugs = 0
-    for p in args.paths or [str(d) for d in ws.recipe_dirs]:
-        q = Path(p)
-        if q.is_dir():
-            found = sorted(q.rglob("*" + RECIPE_SUFFIX))
-        elif os.path.lexists(q):
-            found = [q]
-        else:
-            raise _Usage(f"no such file or directory: {p}")
-        if ws.root not in entry(q).parents:
-            raise _Usage(f"{p} is outside the workspace {ws.root}")
-        for x in found:
-            try:
-                real = ws.inside(x)  # never a symlink out of the workspace (E0906)
-            except CompileError as exc:
-                errors.extend(exc.diagnostics)
-                continue
-            if real.is_file():
-                files.append(real)
-            elif x is q:
-                raise _Usage(f"no such file: {p}")
     changed = []
-    files = list(dict.fromkeys(files))
-    for real, out in zip(files, format_files(ws, compiler.get, files, args.jobs)):
+    for real, out in formatted:
         shown = ws.display(real)
         if isinstance(out, CompileError):
             errors.extend(out.diagnostics)
@@ -678,7 +524,7 @@ def _fmt(args, ws, compiler) -> int:
     if bugs:
         return 1
     verb = "would reformat" if args.check or args.diff else "reformatted"
-    _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(files)} file(s)")
+    _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(formatted)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0
 
 
@@ -706,13 +552,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def _lint(args, ws, compiler) -> int:
-    from rcpc.lint import lint
-
-    for p in args.paths:
-        q = Path(p).resolve()
-        if q.exists() and q != ws.root and ws.root not in q.parents:
-            raise _Usage(f"{p} is outside the workspace {ws.root}")
-    found = lint(compiler.get(), args.paths)
+    found = compiler.workspace.lint(args.paths)
     _print_diagnostics(found, compiler)
     problems = [d for d in found if d.severity in ("error", "warning")]
     _REPORT.status(f"rcpc: lint: {len(problems)} finding(s)" + (

@@ -61,10 +61,10 @@ import signal
 import stat
 from pathlib import Path
 
-from rcpc.diagnostics import CompileError, Diagnostic, error
-from rcpc.files import read_limited
-from rcpc.limits import MAX_MANIFEST_BYTES
-from rcpc.names import problem
+from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_MANIFEST_BYTES
+from rcpc.core.names import problem
 
 AREA = ".rcpc"
 MARKER = "MANAGED_BY_RCPC"

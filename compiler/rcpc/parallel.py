@@ -5,7 +5,7 @@ use), in N worker processes. ``rcpc fmt`` formats files the same way
 
 Workers are only started when at least :data:`MIN_PARALLEL` recipes need compiling (below
 that, starting them costs more than it saves). Each worker keeps one
-:class:`~rcpc.recipe.Compiler`, so a library is parsed once per worker. Results come back in
+:class:`~rcpc.domain.recipe.Compiler`, so a library is parsed once per worker. Results come back in
 the order of the recipes given, whatever order they finish in, so output and diagnostics are
 the same as with ``-j 1``. Workers ignore SIGINT: Ctrl-C reaches the main process, which stops
 them (SIGTERM) and writes nothing. A worker ends when the main process does, even when that
@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from rcpc.cache import BuildCache, compile_fresh
-from rcpc.diagnostics import CompileError
+from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
 
@@ -37,7 +37,7 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     """Compile the recipes ``paths`` of workspace ``ws``: each from ``cache`` when its inputs
     are unchanged, else by :func:`rcpc.cache.compile_fresh` with ``get_compiler()`` or in
     workers. ``options`` are the request's cache options. Returns, per path, in order,
-    ``(builds, found, deps)`` or the :class:`~rcpc.diagnostics.CompileError` it raised."""
+    ``(builds, found, deps)`` or the :class:`~rcpc.core.diagnostics.CompileError` it raised."""
     results: list = [None] * len(paths)
     misses = []
     for i, path in enumerate(paths):
@@ -64,16 +64,16 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
 
 
 def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
-    """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.fmt.format_file`) with
+    """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.core.fmt.format_file`) with
     ``get_compiler()`` or, with ``jobs`` > 1 and at least :data:`MIN_PARALLEL` files, in
     workers. Returns, per path, in order, the canonical text, ``None`` when the file is
-    canonical already, or the :class:`~rcpc.diagnostics.CompileError` or
-    :class:`~rcpc.fmt.FormatterBug` it raised."""
+    canonical already, or the :class:`~rcpc.core.diagnostics.CompileError` or
+    :class:`~rcpc.core.fmt.FormatterBug` it raised."""
     if jobs > 1 and len(paths) >= MIN_PARALLEL:
         outcomes = _in_workers(jobs, paths, _format_work, (ws, {}))
     else:
         outcomes = [_format_one(get_compiler(), path) for path in paths]
-    from rcpc.fmt import FormatterBug
+    from rcpc.core.fmt import FormatterBug
 
     made = {"ok": lambda x: x, "error": CompileError, "bug": FormatterBug}
     return [made[kind](value) for kind, value in outcomes]
@@ -81,7 +81,7 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
 
 def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
     """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
-    its own :class:`~rcpc.recipe.Compiler` of workspace ``init[0]`` and the settings
+    its own :class:`~rcpc.domain.recipe.Compiler` of workspace ``init[0]`` and the settings
     ``init[1]``), results in order."""
     import multiprocessing
 
@@ -102,7 +102,7 @@ def _start_worker(parent: int, workspace, settings: dict) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops workers so: no CLI handler here
     _die_with(parent)
     from rcpc import testhook
-    from rcpc.recipe import Compiler
+    from rcpc.domain.recipe import Compiler
 
     testhook.point("worker")
     _WORKER.update(compiler=Compiler(workspace), **settings)
@@ -115,7 +115,7 @@ def _format_work(path: Path) -> tuple:
 def _format_one(compiler, path: Path) -> tuple:
     """("ok", canonical text or None), ("error", diagnostics) or ("bug", message): plain
     data, as exceptions need not survive pickling."""
-    from rcpc.fmt import FormatterBug, format_file
+    from rcpc.core.fmt import FormatterBug, format_file
 
     try:
         return "ok", format_file(compiler, path)
@@ -154,7 +154,7 @@ def _die_with(parent: int) -> None:
 
 def _work(path: Path) -> tuple:
     """("ok", (builds, found, deps), read) or ("error", diagnostics, read), ``read`` being the
-    digests of the files the worker read (:meth:`~rcpc.recipe.Compiler.read_digests`): an
+    digests of the files the worker read (:meth:`~rcpc.domain.recipe.Compiler.read_digests`): an
     exception is not sent, as :class:`CompileError` does not survive pickling."""
     compiler = _WORKER["compiler"]
     try:

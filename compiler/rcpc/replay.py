@@ -33,7 +33,7 @@ is written; any later change then moves the ctime the record holds. Records live
 together with the build cache.
 
 This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``),
-:mod:`rcpc.files` and :mod:`rcpc.usercache`.
+:mod:`rcpc.core.files` and :mod:`rcpc.core.usercache`.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ import os
 import sys
 import time
 
-from rcpc.files import read_limited
-from rcpc.usercache import cache_dir, write_atomic
+from rcpc.core.files import read_limited
+from rcpc.core.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
 FORMAT = 2
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
 MAX_RECORD = 1 << 30     # bytes of one record
-MAX_FILE = 16 << 20      # bytes of one file whose content is checked (rcpc.limits.MAX_SCHEMA_BYTES)
+MAX_FILE = 16 << 20      # bytes of one file whose content is checked (rcpc.core.limits.MAX_SCHEMA_BYTES)
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -248,7 +248,7 @@ class Recorder:
             self._ok = False
             return
         for path, digest in deps.items():
-            if digest.startswith("->"):  # rcpc.cache.LINK: a symlink followed, not a file
+            if digest.startswith("->"):  # rcpc.domain.workspace.LINK: a symlink followed, not a file
                 self.note_links({path: digest[2:]})
             elif path not in self._files:
                 self._file(path, digest)

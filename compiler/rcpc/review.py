@@ -1,6 +1,6 @@
 """Review reports of ``rcpc diff`` (docs/review.md): per recipe × variant × render, whether it
 is identical, changed, added or removed; for a changed flag file the keys whose *effective*
-value changed, for a changed manifest the path-level delta (:mod:`rcpc.delta`); then the
+value changed, for a changed manifest the path-level delta (:mod:`rcpc.domain.delta`); then the
 unified diff.
 
 Formats: text (coloured on a terminal unless ``NO_COLOR`` is set, with the changed words of
@@ -18,10 +18,10 @@ import sys
 
 import attrs
 
-from rcpc.contracts import render_changes
-from rcpc.delta import format_path
-from rcpc.emit.flags import value_text
-from rcpc.values import to_python
+from rcpc.domain.renders import render_changes
+from rcpc.domain.delta import format_path
+from rcpc.domain.emit.flags import value_text
+from rcpc.core.values import to_python
 
 
 @attrs.frozen
@@ -55,7 +55,7 @@ class RenderDiff:
 def compare(old_renders, new_renders, old_label: str, new_label: str, recipe: str = "",
             variant: str = "") -> list[RenderDiff]:
     """Every render of ``old_renders`` and ``new_renders`` (tuples of
-    :class:`~rcpc.recipe.Render`, either None when the variant is missing on that side) in
+    :class:`~rcpc.domain.recipe.Render`, either None when the variant is missing on that side) in
     order (old first). With ``recipe`` and ``variant``, a render is named
     ``recipe/variant/render``; the labels prefix the unified diff's file names."""
     old = {r.name: r for r in old_renders or ()}
@@ -320,8 +320,8 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
     from pathlib import Path
 
     from rcpc import revision
-    from rcpc.diagnostics import CompileError, error
-    from rcpc.recipe import Compiler
+    from rcpc.core.diagnostics import CompileError, error
+    from rcpc.domain.recipe import Compiler
 
     rev = revision.find(live.root, rev_text)
     with tempfile.TemporaryDirectory(prefix="rcpc-rev-") as tmp:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import attrs
 
-from rcpc.diagnostics import error
-from rcpc.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
+from rcpc.core.diagnostics import error
+from rcpc.domain.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
 
 
 @attrs.frozen

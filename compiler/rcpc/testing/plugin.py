@@ -11,7 +11,7 @@ that does not compile is one failing item showing its diagnostics.
 
 When goldens fail, the terminal summary *leads* (before pytest's per-item failures) with one
 account of what changed across all failing renders: each effective-flag change and each
-manifest path-level change (:mod:`rcpc.delta`) once, with the renders it appears in, so one
+manifest path-level change (:mod:`rcpc.domain.delta`) once, with the renders it appears in, so one
 edit that changes the same flag in 8 renders reads as one line.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from rcpc.workspace import CONFIG_NAME
+from rcpc.domain.workspace import CONFIG_NAME
 
 
 _CHANGED = pytest.StashKey[list]()    # (render name, golden text or None, render text)
@@ -67,10 +67,10 @@ def _effective_tokens(text: str) -> dict:
 
 def _render_changes(name: str, old: str, new: str) -> list[str]:
     """What changed in one render, one line a change: a flag file's effective values, a
-    manifest's paths (:func:`rcpc.delta.data_delta` of both texts read as YAML)."""
+    manifest's paths (:func:`rcpc.domain.delta.data_delta` of both texts read as YAML)."""
     import yaml
 
-    from rcpc.delta import data_delta
+    from rcpc.domain.delta import data_delta
 
     try:
         if name.endswith(".flags"):
@@ -206,7 +206,7 @@ class ContractItem(_Item):
         self.sources = sources
 
     def runtest(self):
-        from rcpc.diagnostics import format_text
+        from rcpc.core.diagnostics import format_text
 
         if self.diagnostics:
             raise GoldenFailure([format_text(d, self.sources) for d in self.diagnostics])
@@ -253,14 +253,13 @@ class RecipeWorkspace(pytest.File):
     """The recipes of one workspace, as golden, contract and orphan test items."""
 
     def collect(self):
-        from rcpc.contracts import check_contract
-        from rcpc.diagnostics import CompileError
-        from rcpc.recipe import Compiler
-        from rcpc.workspace import Workspace
+        from rcpc.api import Workspace
+        from rcpc.core.diagnostics import CompileError
+        from rcpc.domain.contracts import check_contract
 
         try:
-            ws = Workspace.find(self.path.parent)
-            compiler = Compiler(ws)
+            workspace = Workspace(self.path.parent)  # the library API (docs/api.md)
+            ws, compiler = workspace.config, workspace.compiler
         except CompileError as exc:
             yield RecipeErrorItem.from_parent(self, name=CONFIG_NAME, diagnostics=exc.diagnostics, sources={})
             return

@@ -1,0 +1,390 @@
+"""rcpc as a Python library (docs/api.md): what the ``rcpc`` command does, without printing.
+
+* :class:`Workspace` — a workspace (the directory of an ``rcp.toml``): :meth:`~Workspace.build`,
+  :meth:`~Workspace.render`, :meth:`~Workspace.check`, :meth:`~Workspace.explain`;
+* :func:`parse` and :func:`format_source` — one file's text, in memory.
+
+Errors in the input raise :class:`~rcpc.core.diagnostics.CompileError` (its ``diagnostics``
+carry code, message, span and hint); a request that names nothing in the workspace raises
+:class:`UsageError`. A run's state is not kept in module globals: each :class:`Workspace`
+holds its own compiler and caches (the parser's tables are shared by the process, and one
+parse runs at a time: call from one thread). The CLI (:mod:`rcpc.cli`) is a shell over this
+module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, unique
+
+
+class UsageError(ValueError):
+    """A request that names no recipe, file or render of the workspace (the CLI's exit 2)."""
+
+
+@attrs.frozen
+class Build:
+    """Compiled recipes, not written yet. ``recipes``: (recipe name, [(variant, [(file name,
+    text)])], diagnostics, dependencies) per recipe, in the order asked; ``diagnostics``: the
+    warnings found, each once; ``paths``: the recipe files."""
+
+    workspace: "Workspace"
+    paths: tuple
+    recipes: tuple
+    diagnostics: tuple
+    whole: bool  # every variant of each recipe was built (no --variant or --set)
+    listed: bool  # the recipes were named (not: every recipe of the workspace)
+
+    @property
+    def variants(self) -> list:
+        """[(recipe, variant, [(file name, text)])] in build order."""
+        return [(name, variant, renders) for name, builds, _, _ in self.recipes for variant, renders in builds]
+
+    @property
+    def renders(self) -> dict:
+        """{(recipe, variant): {file name: text}}."""
+        return {(name, variant): dict(renders) for name, variant, renders in self.variants}
+
+    def write(self, output: str | os.PathLike | None = None, shown: str | None = None) -> int:
+        """Write every render to ``output/<recipe>/<variant>/<file>`` (default: the
+        workspace's ``output_dir``) as ``rcpc build`` does (:func:`rcpc.output.publish`:
+        atomic per variant, files rcpc did not write kept or reported). Returns the number of
+        variant directories written (unchanged ones are not rewritten). ``E0950`` when the
+        output cannot be written."""
+        from rcpc.core.source import file_span
+        from rcpc.output import publish
+
+        ws = self.workspace.config
+        out_dir = Path(output) if output is not None else ws.output_dir
+        names = [name for name, _, _, _ in self.recipes]
+        shown = shown or (str(output) if output is not None else ws.display(out_dir))
+        try:
+            return publish(out_dir, self.variants, shown,
+                           whole=set(names) if self.whole else set(),
+                           known=None if self.listed else set(names),
+                           origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)})
+        except OSError as exc:
+            raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
+                                          hint="the previous output, if any, is unchanged")) from None
+
+
+@attrs.frozen
+class Check:
+    """What :meth:`Workspace.check` found: ``failures``, the diagnostics of each recipe and
+    library that failed, in order; ``findings``, the warnings and notes of the others, each
+    once; counts; and ``dependencies`` (what each result depends on, for the replay record)."""
+
+    failures: tuple
+    findings: tuple
+    errors: int
+    recipes: int
+    variants: int
+    libraries: int
+    dependencies: tuple
+
+
+@attrs.frozen
+class Rendered:
+    """One variant's renders: the recipe's name, the variant built (``custom`` for ``--set``
+    values) and its :class:`~rcpc.domain.recipe.Render` list (``name``, ``text``, ``value``)."""
+
+    recipe: str
+    variant: str
+    renders: tuple
+
+    @property
+    def files(self) -> dict:
+        """{file name: text}."""
+        return {r.name: r.text for r in self.renders}
+
+
+def with_options(config, maxtext_schema: str | None = None, kube_schemas: list[str] | None = None,
+                 strict_crd: bool = False):
+    """Workspace settings ``config`` with the schema options of :class:`Workspace` applied
+    (paths relative to the current directory)."""
+    if maxtext_schema:
+        config = attrs.evolve(config, maxtext_schema=config.schema_path(maxtext_schema, Path.cwd()))
+    if kube_schemas:
+        config = attrs.evolve(config, kube_schemas=tuple(config.schema_path(p, Path.cwd()) for p in kube_schemas))
+    if strict_crd:
+        config = attrs.evolve(config, strict_crd=True)
+    return config
+
+
+class Workspace:
+    """A workspace: the directory ``root`` or the nearest one above it with an ``rcp.toml``
+    (or ``root`` itself with the defaults when there is none). ``maxtext_schema`` and
+    ``kube_schemas`` replace the rcp.toml settings (paths relative to the current directory,
+    or ``builtin:NAME``); ``strict_crd`` reports what only the raw CRD rejects.
+
+    Compiled files are kept for the life of the object (one compiler, one run's caches):
+    make a new :class:`Workspace` to see files changed since."""
+
+    def __init__(self, root: str | os.PathLike = ".", *, maxtext_schema: str | None = None,
+                 kube_schemas: list[str] | None = None, strict_crd: bool = False):
+        from rcpc.domain.workspace import Workspace as Config
+
+        # the rcp.toml settings (rcpc.domain.workspace.Workspace)
+        self.config = with_options(Config.find(root), maxtext_schema, kube_schemas, strict_crd)
+        self._compiler = None
+        self._manifests: dict = {}  # display path → Source of the manifests validate() read
+
+    @property
+    def compiler(self):
+        """The :class:`~rcpc.domain.recipe.Compiler` of this workspace, made on first use
+        (a build served from the cache never needs one)."""
+        if self._compiler is None:
+            from rcpc.domain.recipe import Compiler
+
+            self._compiler = Compiler(self.config)
+        return self._compiler
+
+    @property
+    def sources(self) -> dict:
+        """{display path: Source} of the files compiled or validated so far (for quoting
+        diagnostics)."""
+        return {**(self._compiler.sources if self._compiler is not None else {}), **self._manifests}
+
+    def recipe_paths(self, names=()) -> list[Path]:
+        """The recipe files of ``names`` (recipe names such as ``rl/x``, or ``.rcp`` paths),
+        each once; every recipe of the workspace when ``names`` is empty. :class:`UsageError`
+        for a name that is not a recipe of the workspace, or a workspace without recipes."""
+        ws = self.config
+        if not names:
+            found = ws.recipes()
+            if not found:
+                raise UsageError(f"no recipes under {', '.join(ws.display(d) for d in ws.recipe_dirs)}")
+            return found
+        out = []
+        for n in names:
+            p = ws.find_recipe(n)
+            if p is None:
+                raise UsageError(f"no recipe {n!r} in this workspace (give a name such as rl/qwen35_397b_256_v7x, "
+                                 "or the path of a .rcp file under the recipe directories; library files are "
+                                 "loaded by recipes, not built)")
+            out.append(p)
+        return list(dict.fromkeys(out))
+
+    def build(self, recipes=(), *, variant: str | None = None, sets: list[str] | None = None,
+              jobs: int = 1) -> Build:
+        """Compile ``recipes`` (default: all) for every declared variant, or only ``variant``,
+        or with ``sets`` (``NAME=VALUE`` param values, built as variant ``custom``): from the
+        build cache when nothing they read changed, else in ``jobs`` processes. Raises the
+        first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result."""
+        from rcpc.cache import request
+        from rcpc.parallel import compile_recipes
+
+        ws = self.config
+        cache, options = request(ws, variant, sets)
+        paths = self.recipe_paths(recipes)
+        compiled = compile_recipes(ws, lambda: self.compiler, cache, options, paths, variant, sets, jobs=jobs)
+        for result in compiled:
+            if isinstance(result, CompileError):  # the first failing recipe, as without workers
+                raise result
+        results = tuple((ws.recipe_name(path), *result) for path, result in zip(paths, compiled))
+        found = unique(d for _, _, diags, _ in results for d in diags if d.severity != "note")
+        return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
+                     listed=bool(recipes))
+
+    def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None) -> Rendered:
+        """The renders of one variant of ``recipe`` (default: ``default``; with ``sets``, the
+        param values given, as variant ``custom``), compiled in memory, nothing written."""
+        (path,) = self.recipe_paths([recipe])
+        chosen = variant if variant or sets else None
+        info, builds = self.compiler.build(path, chosen or ("default" if not sets else None), sets)
+        return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
+
+    def check(self, paths=(), *, jobs: int = 1) -> Check:
+        """Evaluate every variant of the recipes under ``paths`` (recipe names, ``.rcp``
+        files or directories; default: the whole workspace), run their contracts and lint,
+        and evaluate the libraries (also those no recipe loads). Nothing is written but the
+        build cache. Errors are returned, not raised: :attr:`Check.errors` counts them."""
+        from rcpc.cache import request
+        from rcpc.domain.workspace import entry
+        from rcpc.parallel import compile_recipes
+
+        ws = self.config
+        recipes: list[Path] = []
+        libraries: list[Path] = []
+        for p in paths:
+            q = entry(Path(p))
+            if q != ws.root and ws.root not in q.parents:
+                raise UsageError(f"{p} is outside the workspace {ws.root}")
+            q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
+            if q.is_dir():
+                recipes.extend(r for r in ws.recipes() if q in r.parents)
+                libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
+            elif ws.is_library(q):
+                libraries.append(q)
+            else:
+                recipes.extend(self.recipe_paths([p]))
+        if not paths:
+            recipes = self.recipe_paths([])
+            libraries = ws.libraries()
+        recipes = list(dict.fromkeys(recipes))
+        diagnostics: list = []
+        deps: list = []
+        errors = variants = 0
+        cache, options = request(ws, None, None)
+        found: list = []
+        for result in compile_recipes(ws, lambda: self.compiler, cache, ["lint", *options], recipes, lint=True,
+                                      jobs=jobs):
+            if isinstance(result, CompileError):
+                diagnostics.extend(result.diagnostics)
+                errors += sum(1 for d in result.diagnostics if d.severity == "error")
+            else:
+                builds, diags, dep = result
+                deps.append(dep)
+                variants += len(builds)
+                found.extend(diags)
+        for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
+            hit = cache.lookup(lib, ["library", *options])
+            if hit is not None:
+                deps.append(hit[2])
+                continue
+            try:
+                self.compiler.library(lib, ())
+                deps.append(cache.store(lib, ["library", *options], self.compiler.dependency_digests(lib), [], []))
+            except CompileError as exc:
+                diagnostics.extend(exc.diagnostics)
+                errors += len(exc.diagnostics)
+            cache.note(self.compiler.read_digests())
+        return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
+                     tuple(deps))
+
+    def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
+                sets: list[str] | None = None) -> dict:
+        """Where flag ``key`` of ``flag_set`` (a top-level name bound to ``maxtext_flags``,
+        or a flag render such as ``trainer``) gets its effective value, as plain data
+        (:func:`rcpc.domain.explain.explain`: ``effective``, ``chain`` of layers, ``env``
+        overrides, the schema default)."""
+        from rcpc.domain.explain import explain
+
+        (path,) = self.recipe_paths([recipe])
+        return explain(self.compiler, path, flag_set, key, variant, sets)
+
+    def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
+        """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
+        default: the recipe directories), formatted in ``jobs`` processes, nothing written:
+        ``([(file, new text | None when canonical | CompileError | FormatterBug)], errors)``,
+        ``errors`` being the diagnostics of files not read (a symlink out of the workspace,
+        ``E0906``). :class:`UsageError` for a path that does not exist or is outside the
+        workspace."""
+        from rcpc.domain.workspace import RECIPE_SUFFIX, entry
+        from rcpc.parallel import format_files
+
+        ws = self.config
+        files: list[Path] = []
+        errors: list = []
+        for p in paths or [str(d) for d in ws.recipe_dirs]:
+            q = Path(p)
+            if q.is_dir():
+                found = sorted(q.rglob("*" + RECIPE_SUFFIX))
+            elif os.path.lexists(q):
+                found = [q]
+            else:
+                raise UsageError(f"no such file or directory: {p}")
+            if ws.root not in entry(q).parents:
+                raise UsageError(f"{p} is outside the workspace {ws.root}")
+            for x in found:
+                try:
+                    real = ws.inside(x)  # never a symlink out of the workspace (E0906)
+                except CompileError as exc:
+                    errors.extend(exc.diagnostics)
+                    continue
+                if real.is_file():
+                    files.append(real)
+                elif x is q:
+                    raise UsageError(f"no such file: {p}")
+        files = list(dict.fromkeys(files))
+        return list(zip(files, format_files(ws, lambda: self.compiler, files, jobs))), errors
+
+    def params(self, recipe: str) -> tuple:
+        """The params ``recipe`` declares (:class:`~rcpc.domain.values.Param`: ``name``,
+        ``type``, ``default`` (None: required), ``choices``, ``doc``), in declaration order."""
+        (path,) = self.recipe_paths([recipe])
+        info, _ = self.compiler.recipe(path)
+        return info.params
+
+    def diff(self, recipe: str, variant: str, against: str | None = None):
+        """The renders of ``variant`` compared with those of ``against`` (default: the
+        variant's own ``against``, else ``default``), as ``rcpc diff --variant`` reports them:
+        ``(recipe name, against, [RenderDiff])`` (:func:`rcpc.review.compare`: each render's status,
+        unified diff and what changed). ``E0607`` for a variant the recipe does not declare."""
+        from rcpc import review
+
+        (path,) = self.recipe_paths([recipe])
+        info, _ = self.compiler.recipe(path)
+        variants = {v.name: v for v in info.variants}
+        for name in (variant, against):
+            if name is not None and name not in variants:
+                raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{name}'", None,
+                                              hint=did_you_mean(name, variants) or f"variants: {', '.join(variants)}"))
+        against = against or variants[variant].against or "default"
+        if against not in variants:
+            raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{against}'", None,
+                                          hint="name the variant to compare with: --against V"))
+        _, (new,) = self.compiler.build(path, variant)
+        _, (old,) = self.compiler.build(path, against)
+        return info.name, against, review.compare(old.renders, new.renders, f"{against}/", f"{variant}/")
+
+    def lint(self, paths=()) -> list:
+        """Lint findings (``L`` codes, :mod:`rcpc.domain.lint`) of the recipes and libraries
+        under ``paths`` (default: all), not silenced by an ``# rcpc: ignore`` comment, sorted
+        by place. :class:`UsageError` for a path outside the workspace."""
+        from rcpc.domain.lint import lint
+
+        for p in paths:
+            q = Path(p).resolve()
+            if q.exists() and q != self.config.root and self.config.root not in q.parents:
+                raise UsageError(f"{p} is outside the workspace {self.config.root}")
+        return lint(self.compiler, paths)
+
+    def validate(self, files) -> tuple:
+        """Plain Kubernetes manifests (multi-document YAML files) through the checks recipes'
+        manifests get (:func:`rcpc.domain.kube.check_manifest`), with the configured schemas,
+        else the built-in JobSet schema: ``(documents checked, diagnostics)``. The files read
+        are kept in :attr:`sources` for quoting."""
+        from rcpc.domain.kube import check_manifest
+        from rcpc.domain.kube_schema import SchemaIndex
+        from rcpc.domain.manifests import load_manifests
+
+        ws = self.config
+        index = SchemaIndex(list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")], ws.display)
+        found: list = []
+        documents = 0
+        for name in files:
+            real = Path(name).resolve()
+            shown = ws.display(real)
+            try:
+                source, docs = load_manifests(real, shown)
+            except CompileError as exc:
+                found.extend(exc.diagnostics)
+                continue
+            self._manifests[shown] = source
+            documents += len(docs)
+            for doc in docs:
+                found.extend(check_manifest(doc, index, ws.strict_crd))
+        return documents, tuple(unique(found))
+
+
+def parse(text: str, path: str = "<text>"):
+    """The AST (:class:`rcpc.core.syntax.ast.Module`, comments attached on demand) of recipe
+    source ``text``; ``path`` names it in diagnostics. Names are not resolved. Raises
+    :class:`CompileError` (``E0001`` syntax, ``E0002`` bad escape)."""
+    from rcpc.core.source import Source
+    from rcpc.core.syntax.parser import parse as parse_source
+
+    return parse_source(Source(path, text))
+
+
+def format_source(text: str, path: str = "<text>") -> str:
+    """The canonical form of recipe source ``text`` (docs/style.md), comments kept, as
+    ``rcpc fmt`` writes it. Raises :class:`CompileError` for a syntax error."""
+    from rcpc.core.fmt import format_source as fmt
+
+    return fmt(text, path)

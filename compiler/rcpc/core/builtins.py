@@ -1,0 +1,363 @@
+"""Universal built-ins of the language: functions, operators, indexing and attributes.
+
+Built-in functions (all hermetic: no environment, clock, network or file access):
+
+* ``require(condition, "message")`` — fails the build (``E0790``) with the message when the
+  condition is false; a top-level ``require(...)`` statement is allowed;
+* ``range``, ``len``, ``str``, ``json``; the types ``bool``, ``int``, ``float`` (``str`` is
+  both the function and the type).
+
+Attributes: strings have ``join replace split upper lower startswith endswith strip``; dicts
+have ``keys values get``.
+
+A host program adds its own built-ins, value kinds, attributes and ``+`` through one
+:class:`Universe` (the recipe domain's: :data:`rcpc.domain.builtins.UNIVERSE`), as
+starlark-go's host supplies predeclared names next to its ``Universe``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+import attrs
+
+from rcpc.core.diagnostics import did_you_mean, error
+from rcpc.core.emit.json import JsonError, to_json
+from rcpc.core.limits import INT_LIMIT, MAX_STRING
+from rcpc.core.source import Span
+from rcpc.core.values import (Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, concat, equal,
+                              join, text_of, type_name, type_name_of, weight)
+
+# helpers ----------------------------------------------------------------------------------
+def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, required: set,
+          optional: set = frozenset(), extra_kwargs: bool = False) -> dict:
+    """Match arguments to names. ``E0306`` for too many, unknown, repeated or missing ones."""
+    if len(args) > len(positional):
+        raise error("E0306", f"{fname}() takes at most {len(positional)} positional argument(s), "
+                    f"got {len(args)}", span, hint="name the arguments: NAME = value")
+    out = {name: (v, v.span) for name, v in zip(positional, args)}
+    known = set(positional) | required | optional
+    for name, (v, name_span) in kwargs.items():
+        if name in out:
+            raise error("E0306", f"{fname}() got argument '{name}' twice", name_span)
+        if name not in known and not extra_kwargs:
+            raise error("E0306", f"{fname}() has no argument '{name}'", name_span,
+                        hint=did_you_mean(name, known) or f"arguments: {', '.join(sorted(known))}")
+        out[name] = (v, name_span)
+    missing = [n for n in sorted(required) if n not in out]
+    if missing:
+        raise error("E0306", f"{fname}() is missing argument '{missing[0]}'", span)
+    return {k: v for k, (v, _) in out.items()}
+
+
+def _expect(value, types, what: str):
+    if type(value) not in types:
+        names = " or ".join(sorted({type_name_of(t) for t in types}))
+        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span)
+    return value
+
+
+def bool_text(value: bool, like: str) -> str:
+    """Spell a computed bool in the family of ``like`` (``true``/``false`` or ``True``/``False``)."""
+    if like.islower():
+        return "true" if value else "false"
+    return "True" if value else "False"
+
+
+def _int(value: int, span: Span) -> Int:
+    if not -INT_LIMIT <= value < INT_LIMIT:
+        raise error("E0806", "integer result is out of the 64-bit range", span)
+    return Int(value, str(value), span)
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+# functions --------------------------------------------------------------------------------
+def _range(ctx, fn, span, args, kwargs):
+    _bind("range", span, [], kwargs, (), set())
+    if not 1 <= len(args) <= 3:
+        raise error("E0306", "range() takes 1 to 3 ints", span)
+    nums = [_expect(x, (Int,), "range() argument").value for x in args]
+    r = range(*nums) if nums[-1] != 0 or len(nums) < 3 else None
+    if r is None:
+        raise error("E0303", "range() step must not be zero", args[2].span)
+    if len(r) > MAX_STRING:
+        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_STRING}", span)
+    return List(tuple(_int(i, span) for i in r), span)
+
+
+def _len(ctx, fn, span, args, kwargs):
+    a = _bind("len", span, args, kwargs, ("x",), {"x"})
+    x = a["x"]
+    if type(x) in (List, Dict):
+        return _int(len(x.items), span)
+    if type(x) is Str:
+        return _int(len(x.value), span)
+    raise error("E0301", f"len() of a {type_name(x)}", x.span)
+
+
+def _str(ctx, fn, span, args, kwargs):
+    a = _bind("str", span, args, kwargs, ("x",), {"x"})
+    text = text_of(a["x"])
+    if text is None:
+        raise error("E0301", f"str() of a {type_name(a['x'])}", a["x"].span, hint="use json(...)")
+    return Str(text, span, a["x"].pieces if type(a["x"]) is Str else ())
+
+
+def _json(ctx, fn, span, args, kwargs):
+    a = _bind("json", span, args, kwargs, ("x",), {"x"})
+    if weight(a["x"]) * 16 * 6 > MAX_STRING * 16:  # a character can take 6 in JSON (\uXXXX)
+        raise error("E0802", "json() of a value this large would exceed the string limit", span)
+    try:
+        text = to_json(a["x"])
+        if len(text) > MAX_STRING:
+            raise error("E0802", f"json() would make a string of {len(text)} characters, over the limit "
+                        f"of {MAX_STRING}", span)
+        return Str(text, span)
+    except JsonError as exc:
+        raise error("E0301", str(exc), exc.value.span) from None
+
+
+def _require(ctx, fn, span, args, kwargs):
+    a = _bind("require", span, args, kwargs, ("condition", "message"), {"condition", "message"})
+    cond = _expect(a["condition"], (Bool,), "require() condition")
+    message = _expect(a["message"], (Str,), "require() message")
+    if not cond.value:
+        raise error("E0790", f"requirement failed: {message.value}", span)
+    return Null("None", span)
+
+
+FUNCTIONS = {"range": _range, "len": _len, "str": _str, "json": _json, "require": _require}
+TYPES = ("bool", "int", "float", "str")
+# `str` is both a type (for param) and a function; as a value it is the function, and
+# param() accepts the function `str` as the type.
+
+_EMPTY = MappingProxyType({})
+
+
+@attrs.frozen
+class Declaration:
+    """A built-in that declares the name it is assigned to (``NAME = param(...)``):
+    ``declare(evaluator, stmt, call, result)`` evaluates the call and returns the name's
+    value; ``usage`` is shown when it is called anywhere else (``E0501``)."""
+
+    declare: Callable
+    usage: str
+
+
+@attrs.frozen
+class Universe:
+    """The predeclared environment: the core's built-ins plus what a host program plugs in.
+
+    * ``functions``: name → ``fn(ctx, builtin, span, args, kwargs)``;
+    * ``declarations``: name → :class:`Declaration`;
+    * ``attributes``: value type → ``fn(value, span)`` giving {attribute name: thunk};
+    * ``plus``: value type → ``fn(ctx, left, right, span)``, ``+`` of two values of that type;
+    * ``statement``: ``fn(evaluator, stmt, value, result)`` for the value of a top-level
+      expression statement (None: any value there is ``E0705``, unused);
+    * ``finish``: ``fn(evaluator, module, result)`` after a module evaluated without error;
+    * ``result``: the class of a module's result (a subclass of
+      :class:`~rcpc.core.evaluate.ModuleResult` with the host's fields).
+
+    A host's names must not shadow the core's (``ValueError``)."""
+
+    functions: Mapping = _EMPTY
+    declarations: Mapping = _EMPTY
+    attributes: Mapping = _EMPTY
+    plus: Mapping = _EMPTY
+    statement: Callable | None = None
+    finish: Callable | None = None
+    result: type | None = None
+    names: frozenset = attrs.field(init=False)
+
+    def __attrs_post_init__(self):
+        clash = (set(self.functions) | set(self.declarations)) & (set(FUNCTIONS) | set(TYPES))
+        if clash or set(self.functions) & set(self.declarations):
+            raise ValueError(f"built-in names defined twice: {sorted(clash)}")
+        object.__setattr__(self, "names", frozenset(FUNCTIONS) | frozenset(TYPES)
+                           | frozenset(self.functions) | frozenset(self.declarations))
+
+    def lookup(self, name: str, span: Span):
+        """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
+        if name in ("bool", "int", "float"):
+            return TypeName(name, span)
+        return Builtin(name, FUNCTIONS.get(name) or self.functions.get(name), span)
+
+
+CORE = Universe()  # the language with no host: universal built-ins only
+NAMES = CORE.names
+
+
+# operators --------------------------------------------------------------------------------
+def binop(op: str, left, right, span: Span):
+    """``+ - * // %``. ``+`` joins strings/lists and merges dicts (right wins);
+    the rest are int arithmetic. ``E0301`` for other operands, ``E0303`` for division by zero."""
+    tl, tr = type(left), type(right)
+    if tl is Int and tr is Int:
+        a, b = left.value, right.value
+        if op in ("//", "%") and b == 0:
+            raise error("E0303", "division by zero", right.span)
+        value = {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[op]
+        return _int(value, span)
+    if op == "+" and tl is tr:
+        if tl is Str:
+            if len(left.value) + len(right.value) > MAX_STRING:
+                raise error("E0802", f"string of {len(left.value) + len(right.value)} characters is over "
+                            "the limit", span)
+            if left.pieces or right.pieces:  # flag tokens keep their provenance
+                return concat([left, right], span)
+            return Str(left.value + right.value, span)
+        if tl is List:
+            if len(left.items) + len(right.items) > MAX_STRING:
+                raise error("E0802", "list over the size limit", span)
+            return List(left.items + right.items, span)
+        if tl is Dict:
+            return Dict({**left.items, **right.items}, {**left.key_spans, **right.key_spans}, span,
+                        left.why + right.why)
+    if tl is Float or tr is Float:
+        raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
+                    hint="float values keep their source spelling; computing them would not")
+    raise error("E0301", f"unsupported operand types for {op}: {type_name(left)} and {type_name(right)}",
+                span)
+
+
+def compare(op: str, left, right, span: Span) -> Bool:
+    """``== != < > <= >= in not in``; ordering on numbers or on strings."""
+    if op in ("==", "!="):
+        result = equal(left, right) == (op == "==")
+    elif op in ("in", "not in"):
+        tr = type(right)
+        if tr is List:
+            found = any(equal(left, x) for x in right.items)
+        elif tr is Dict:
+            found = type(left) is Str and left.value in right.items
+        elif tr is Str and type(left) is Str:
+            found = left.value in right.value
+        else:
+            raise error("E0301", f"'{op}' needs a list, dict or string on the right, got {type_name(right)}",
+                        right.span)
+        result = found == (op == "in")
+    else:
+        numeric = (Int, Float)
+        if not (type(left) in numeric and type(right) in numeric or type(left) is type(right) is Str):
+            raise error("E0301", f"cannot order {type_name(left)} and {type_name(right)}", span)
+        a, b = left.value, right.value
+        result = {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+    return Bool(result, "True" if result else "False", span)
+
+
+def index(obj, idx, span: Span):
+    """``obj[idx]`` on lists and strings (int, negative from the end) and dicts (string key).
+    ``E0305`` when out of range or missing."""
+    t = type(obj)
+    if t in (List, Str):
+        _expect(idx, (Int,), "index")
+        seq = obj.items if t is List else obj.value
+        i = idx.value
+        if not -len(seq) <= i < len(seq):
+            raise error("E0305", f"index {i} out of range for {type_name(obj)} of length {len(seq)}", idx.span)
+        return seq[i] if t is List else Str(seq[i], span)
+    if t is Dict:
+        _expect(idx, (Str,), "dict key")
+        if idx.value not in obj.items:
+            raise error("E0305", f"key '{idx.value}' not in dict", idx.span,
+                        hint=did_you_mean(idx.value, obj.items))
+        return obj.items[idx.value]
+    raise error("E0301", f"a {type_name(obj)} cannot be indexed", span)
+
+
+# attributes -------------------------------------------------------------------------------
+def _method(name, fn, receiver, span):
+    return lambda: Builtin(name, fn, span, receiver)
+
+
+def _str_join(ctx, fn, span, args, kwargs):
+    a = _bind("join", span, args, kwargs, ("items",), {"items"})
+    items = _expect(a["items"], (List,), "join() argument")
+    for x in items.items:
+        _expect(x, (Str,), "each item joined")
+    if sum(len(x.value) for x in items.items) + len(fn.receiver.value) * len(items.items) > MAX_STRING:
+        raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span)
+    return join(fn.receiver.value, items.items, span)
+
+
+def _str_replace(ctx, fn, span, args, kwargs):
+    a = _bind("replace", span, args, kwargs, ("old", "new"), {"old", "new"})
+    old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
+    s = fn.receiver.value
+    grows = len(new) - len(old)
+    if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_STRING:
+        raise error("E0802", f"replace() would make a string over the limit of {MAX_STRING} characters", span)
+    return Str(s.replace(old, new), span)
+
+
+def _str_split(ctx, fn, span, args, kwargs):
+    a = _bind("split", span, args, kwargs, ("sep",), set())
+    sep = a.get("sep")
+    parts = fn.receiver.value.split(_expect(sep, (Str,), "split() separator").value if sep else None)
+    return List(tuple(Str(p, span) for p in parts), span)
+
+
+def _str_simple(op):
+    def call(ctx, fn, span, args, kwargs):
+        _bind(op, span, args, kwargs, (), set())
+        return Str(getattr(fn.receiver.value, op)(), span)
+    return call
+
+
+def _str_test(op):
+    def call(ctx, fn, span, args, kwargs):
+        a = _bind(op, span, args, kwargs, ("prefix",), {"prefix"})
+        r = getattr(fn.receiver.value, op)(_expect(a["prefix"], (Str,), f"{op}() argument").value)
+        return Bool(r, "True" if r else "False", span)
+    return call
+
+
+_STR_METHODS = {"join": _str_join, "replace": _str_replace, "split": _str_split,
+                "upper": _str_simple("upper"), "lower": _str_simple("lower"),
+                "strip": _str_simple("strip"), "startswith": _str_test("startswith"),
+                "endswith": _str_test("endswith")}
+
+
+def _dict_keys(ctx, fn, span, args, kwargs):
+    _bind("keys", span, args, kwargs, (), set())
+    d = fn.receiver
+    return List(tuple(Str(k, d.key_spans.get(k, span)) for k in d.items), span)
+
+
+def _dict_values(ctx, fn, span, args, kwargs):
+    _bind("values", span, args, kwargs, (), set())
+    return List(tuple(fn.receiver.items.values()), span)
+
+
+def _dict_get(ctx, fn, span, args, kwargs):
+    a = _bind("get", span, args, kwargs, ("key", "default"), {"key"})
+    key = _expect(a["key"], (Str,), "get() key").value
+    return fn.receiver.items.get(key, a.get("default", Null("None", span)))
+
+
+_DICT_METHODS = {"keys": _dict_keys, "values": _dict_values, "get": _dict_get}
+
+
+def attribute(obj, name: str, name_span: Span, span: Span, host: Callable | None = None):
+    """``obj.name`` for built-in values; ``host(obj, span)`` gives the table of a host's
+    kind (:attr:`Universe.attributes`). ``E0307`` for an unknown attribute, with a hint."""
+    t = type(obj)
+    if host is not None:
+        table = host(obj, span)
+    elif t is Str:
+        table = {k: _method(k, f, obj, span) for k, f in _STR_METHODS.items()}
+    elif t is Dict:
+        table = {k: _method(k, f, obj, span) for k, f in _DICT_METHODS.items()}
+    else:
+        table = {}
+    if name not in table:
+        hint = did_you_mean(name, table) or (f"a {type_name(obj)} has: {', '.join(sorted(table))}"
+                                             if table else None)
+        if t is Dict and name in obj.items:
+            hint = f"use [\"{name}\"] to read a dict entry"
+        raise error("E0307", f"a {type_name(obj)} has no attribute '{name}'", name_span, hint=hint)
+    return table[name]()

@@ -1,0 +1,205 @@
+"""Diagnostics as data, and their text rendering.
+
+A :class:`Diagnostic` has a stable code (``E0101``), a severity, a message, a primary span,
+secondary labelled spans ("first set here", "loaded from"), notes and a ``help`` hint.
+Stages raise :class:`CompileError` carrying one or more diagnostics; only the CLI renders them.
+The text form follows the convention of rustc and clang::
+
+    path:line:col: error[E0101]: unknown name 'FOO'
+      3 | x = FOO
+        |     ^^^
+    help: did you mean 'FOOD'?
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Iterable
+
+import attrs
+
+from rcpc.core.source import Source, Span
+
+ERROR = "error"
+WARNING = "warning"
+NOTE = "note"
+MAX_SUGGEST = 100  # characters of a name that did_you_mean compares
+
+
+@attrs.frozen(slots=True)
+class Diagnostic:
+    """One finding. ``related`` is a tuple of (label, Span) shown after the primary span."""
+
+    code: str
+    message: str
+    span: Span | None
+    severity: str = ERROR
+    hint: str | None = None
+    related: tuple[tuple[str, Span], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+class CompileError(Exception):
+    """Raised by any stage for bad input; carries every diagnostic found (at least one)."""
+
+    def __init__(self, diagnostics: Diagnostic | Iterable[Diagnostic]):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("; ".join(d.message for d in self.diagnostics))
+
+
+def error(code: str, message: str, span: Span | None, hint: str | None = None,
+          related: Iterable[tuple[str, Span]] = (), notes: Iterable[str] = ()) -> CompileError:
+    """Shorthand: a :class:`CompileError` holding one error diagnostic."""
+    return CompileError(Diagnostic(code, message, span, ERROR, hint, tuple(related), tuple(notes)))
+
+
+def unique(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Each diagnostic once (same code, message and span), in order."""
+    seen, out = set(), []
+    for d in diags:
+        key = (d.code, d.message, d.span)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def by_place(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics in source order (file, line, column; stable), those without a span last."""
+    return sorted(diags, key=lambda d: (0, d.span.path, d.span.line, d.span.col) if d.span else (1, "", 0, 0))
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None.
+    Words and candidates longer than :data:`MAX_SUGGEST` characters are not compared (difflib
+    is quadratic in their length)."""
+    if len(word) > MAX_SUGGEST:
+        return None
+    close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= MAX_SUGGEST], n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+QUOTE_WIDTH = 160   # characters of a source line quoted at most: an excerpt around the span
+MESSAGE_WIDTH = 400   # characters of a message, hint or note shown at most (they may hold source text)
+
+_COLORS = {ERROR: "\033[1;31m", WARNING: "\033[1;33m", NOTE: "\033[1;36m"}
+_BOLD, _BLUE, _GREEN, _RESET = "\033[1m", "\033[1;34m", "\033[1;32m", "\033[0m"
+
+
+def format_text(diag: Diagnostic, sources: dict[str, Source], color: bool = False) -> str:
+    """Render one diagnostic as text: header, source line with carets, related spans, help.
+
+    ``sources`` maps a span's display path to its :class:`Source` for the quoted line; a span
+    whose source is unknown is shown as its location only. ``color`` adds ANSI colours (the
+    CLI asks for them only on a terminal and when ``NO_COLOR`` is unset, https://no-color.org).
+    """
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    out = []
+    where = ""
+    if diag.span is not None and diag.span.line:
+        where = f"{diag.span}: "
+    elif diag.span is not None and not diag.span.path.startswith("<"):  # the file itself
+        where = f"{diag.span.path}: "
+    head = paint(_COLORS.get(diag.severity, ""), f"{diag.severity}[{diag.code}]")
+    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, _bounded(diag.message))}")
+    if diag.span is not None:
+        out.extend(_quote(diag.span, sources, paint))
+    for label, span in diag.related:
+        out.append(f"  {label}: {span}")
+        out.extend(_quote(span, sources, paint))
+    for note in diag.notes:
+        out.append(f"  {paint(_BOLD, 'note')}: {_bounded(note)}")
+    if diag.hint:
+        out.append(f"{paint(_GREEN, 'help')}: {_bounded(diag.hint)}")
+    return "\n".join(out)
+
+
+def _bounded(text: str | None) -> str | None:
+    """``text`` cut to :data:`MESSAGE_WIDTH` characters, saying how many were left out."""
+    if text is None or len(text) <= MESSAGE_WIDTH:
+        return text
+    return f"{text[:MESSAGE_WIDTH]}... ({len(text) - MESSAGE_WIDTH} more characters)"
+
+
+def to_json(diag: Diagnostic, bounded: bool = False) -> dict:
+    """The diagnostic as plain data (``rcpc ... --format json``): code, severity, message,
+    span (path, line, col, end_line, end_col; null when there is none), related spans with
+    their labels, notes and hint. ``bounded``: message, notes and hint cut as
+    :func:`format_text` cuts them (for printing; the build cache keeps them whole)."""
+    cut = _bounded if bounded else (lambda text: text)
+    def span(s: Span | None):
+        return None if s is None else {"path": s.path, "line": s.line, "col": s.col,
+                                       "end_line": s.end_line, "end_col": s.end_col}
+
+    return {"code": diag.code, "severity": diag.severity, "message": cut(diag.message), "span": span(diag.span),
+            "related": [{"label": label, "span": span(s)} for label, s in diag.related],
+            "notes": [cut(note) for note in diag.notes], "hint": cut(diag.hint)}
+
+
+def from_json(data: dict) -> Diagnostic:
+    """The inverse of :func:`to_json`. Raises ValueError for data of another shape (read back
+    from the build cache, it must not crash the text renderer later)."""
+    def span(d):
+        if d is None:
+            return None
+        if type(d) is not dict or set(d) != _SPAN_KEYS or type(d["path"]) is not str \
+                or any(type(d[k]) is not int or not 0 <= d[k] < 1 << 32 for k in _SPAN_KEYS - {"path"}):
+            raise ValueError("bad span")
+        return Span(d["path"], d["line"], d["col"], d["end_line"], d["end_col"])
+
+    def text(x, optional=False):
+        if type(x) is str or (optional and x is None):
+            return x
+        raise ValueError("bad text")
+
+    if type(data) is not dict or set(data) != _DIAGNOSTIC_KEYS or type(data["code"]) is not str \
+            or not _CODE.match(data["code"]) or data["severity"] not in (ERROR, WARNING, NOTE) \
+            or type(data["related"]) is not list or type(data["notes"]) is not list:
+        raise ValueError("not a diagnostic")
+    related = []
+    for r in data["related"]:
+        if type(r) is not dict or set(r) != {"label", "span"}:
+            raise ValueError("bad related span")
+        related.append((text(r["label"]), span(r["span"])))
+    return Diagnostic(data["code"], text(data["message"]), span(data["span"]), data["severity"],
+                      text(data["hint"], optional=True), tuple(related), tuple(text(n) for n in data["notes"]))
+
+
+_SPAN_KEYS = frozenset(("path", "line", "col", "end_line", "end_col"))
+_DIAGNOSTIC_KEYS = frozenset(("code", "severity", "message", "span", "related", "notes", "hint"))
+_CODE = re.compile(r"[EWNL][0-9]{4}\Z")
+
+
+def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text) -> list[str]:
+    src = sources.get(span.path)
+    if src is None or span.line <= 0:
+        return []
+    raw = src.line_text(span.line)
+    col = span.col - 1   # where the caret starts, 0-based
+    start = 0
+    if len(raw) > QUOTE_WIDTH:  # an excerpt around the span, never the whole of a long line
+        start = max(0, min(col - QUOTE_WIDTH // 4, len(raw) - QUOTE_WIDTH))
+    shown = raw[start:start + QUOTE_WIDTH]
+    text = "".join(c if c.isprintable() else " " for c in shown.expandtabs(1))
+    if span.end_line == span.line:
+        length = max(1, span.end_col - span.col)
+    else:
+        length = max(1, len(raw) - col)
+    col -= start
+    if start:
+        text, col = "..." + text, col + 3
+    if start + len(shown) < len(raw):
+        text += "..."
+        length = max(1, min(length, len(text) - 3 - col))
+    width = len(str(span.line))
+    gutter = " " * width
+    return [
+        paint(_BLUE, f" {gutter} |"),
+        paint(_BLUE, f" {span.line} |") + f" {text}",
+        paint(_BLUE, f" {gutter} |") + " " + " " * col + paint(_COLORS[ERROR], "^" * length),
+    ]

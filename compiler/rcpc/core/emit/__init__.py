@@ -1,0 +1,1 @@
+"""Canonical emitters of the core's data values: YAML documents and JSON."""

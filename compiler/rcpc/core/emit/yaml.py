@@ -1,0 +1,150 @@
+"""Canonical YAML emitter for manifests (DESIGN.md §3.3).
+
+Output rules: block style, 2-space indentation, sequences indented under their key, keys in
+declared order (never sorted), no line folding at any width, multi-line strings as ``|``
+(or ``|-``) block scalars, every string that any YAML 1.1 or 1.2 reader would misread quoted
+(:mod:`rcpc.core.emit.scalars`), numbers and booleans in their source spelling when YAML 1.1 and
+1.2 both read that spelling as the same value (else a canonical form), LF line ends, exactly
+one final newline, no trailing spaces. ``yaml.safe_load(emit(v)) == to_python(v)`` holds for
+every value (tested with PyYAML and a YAML 1.2 reader).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
+
+_INT_BOTH = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
+_FLOAT_BOTH = re.compile(r"^[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?$")
+_BOOL_BOTH = frozenset(("true", "True", "TRUE", "false", "False", "FALSE"))
+
+
+class EmitError(Exception):
+    """A value that has no YAML form (a built-in kind such as a tpu_slice); ``value`` is it."""
+
+    def __init__(self, value):
+        super().__init__(f"a {type_name(value)} cannot be written to YAML")
+        self.value = value
+
+
+def emit_document(value) -> str:
+    """One YAML document for ``value`` (normally a :class:`Dict`), ending in one newline."""
+    lines: list[str] = []
+    if type(value) is Dict and value.items:
+        _mapping(value, 0, lines)
+    elif type(value) is List and value.items:
+        _sequence(value, 0, lines)
+    else:
+        after: list[str] = []
+        lines.append(_inline(value, 0, after))
+        lines.extend(after)
+    return "\n".join(lines) + "\n"
+
+
+def int_text(v: Int) -> str:
+    """An int's YAML spelling: as written when both YAML versions read it so, else decimal."""
+    return v.text if _INT_BOTH.fullmatch(v.text) else str(v.value)
+
+
+def float_text(v: Float) -> str:
+    """A float's YAML spelling: as written when YAML 1.1 (which needs a '.' and a signed
+    exponent) and 1.2 both read it as this float, else a canonical form such as ``1.0e-06``."""
+    if _FLOAT_BOTH.fullmatch(v.text):
+        return v.text
+    x = v.value
+    if math.isnan(x):
+        return ".nan"
+    if math.isinf(x):
+        return ".inf" if x > 0 else "-.inf"
+    r = repr(x)
+    mantissa, e, exp = r.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    if e:
+        if exp[0] not in "+-":
+            exp = "+" + exp
+        return f"{mantissa}e{exp}"
+    return mantissa
+
+
+def _block_scalar_ok(s: str) -> bool:
+    if "\n" not in s or s.endswith("\n\n") or s.strip("\n") == "":
+        return False
+    lines = s.rstrip("\n").split("\n")
+    first = next(line for line in lines if line)
+    if first[0] in " \t":
+        return False
+    for line in lines:
+        if line != line.rstrip(" \t") or not line.isprintable() and line != "":
+            return False
+    return True
+
+
+def _str(s: str, indent: int, after: list[str]) -> str:
+    if plain_ok(s):
+        return s
+    if _block_scalar_ok(s):
+        pad = " " * (indent + 2)
+        for line in s.rstrip("\n").split("\n"):
+            after.append(pad + line if line else "")
+        return "|" if s.endswith("\n") else "|-"
+    if "\n" in s:
+        return double_quoted(s)
+    return quoted(s)
+
+
+def _inline(v, indent: int, after: list[str]) -> str:
+    t = type(v)
+    if t is Str:
+        return _str(v.value, indent, after)
+    if t is Int:
+        return int_text(v)
+    if t is Float:
+        return float_text(v)
+    if t is Bool:
+        return v.text if v.text in _BOOL_BOTH else ("true" if v.value else "false")
+    if t is Null:
+        return "null"
+    if t is Dict and not v.items:
+        return "{}"
+    if t is List and not v.items:
+        return "[]"
+    raise EmitError(v)
+
+
+def _key(k: str) -> str:
+    return k if plain_ok(k) else quoted(k)
+
+
+def _mapping(d: Dict, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    for k, v in d.items.items():
+        t = type(v)
+        if t is Dict and v.items:
+            out.append(f"{pad}{_key(k)}:")
+            _mapping(v, indent + 2, out)
+        elif t is List and v.items:
+            out.append(f"{pad}{_key(k)}:")
+            _sequence(v, indent + 2, out)
+        else:
+            after: list[str] = []
+            out.append(f"{pad}{_key(k)}: {_inline(v, indent, after)}")
+            out.extend(after)
+
+
+def _sequence(items: List, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    inner = indent + 2
+    for v in items.items:
+        t = type(v)
+        if (t is Dict or t is List) and v.items:
+            start = len(out)
+            (_mapping if t is Dict else _sequence)(v, inner, out)
+            out[start] = pad + "- " + out[start][inner:]
+        else:
+            after: list[str] = []
+            out.append(f"{pad}- {_inline(v, indent, after)}")
+            out.extend(after)

@@ -1,0 +1,366 @@
+"""Parser: recipe source text → :mod:`rcpc.core.syntax.ast`.
+
+The grammar (``grammar.lark``) is LALR(1) and built with lark. The AST is built as the parser
+reduces each rule (:class:`~rcpc.core.syntax.builder.AstBuilder`, lark's ``transformer=``), with
+no parse tree and no second pass; comments are collected by a lexer callback into the
+module. One parser serves the compiler, ``rcpc fmt`` and ``rcpc lint``. Building the parse
+tables costs ~20 ms, so they are cached in the user cache directory
+(``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark and Python versions and a
+hash of the grammar and the parser's options; an unwritable cache directory only makes
+start-up slower.
+
+Errors: :class:`~rcpc.core.diagnostics.CompileError` with code ``E0001`` (syntax), ``E0002``
+(bad string escape) at the offending ``path:line:col``, naming what was expected in words;
+``E0809`` for a file of more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import os
+from pathlib import Path
+
+from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.limits import MAX_TOKENS
+from rcpc.core.source import Source
+from rcpc.core.usercache import cache_dir
+from rcpc.core.syntax import ast
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+_BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
+_BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
+
+# Readable names for the terminals lark reports in UnexpectedToken.expected.
+_READABLE = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "LONG_STRING": "a string", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
+    "DOT": "'.'", "PLUS": "'+'", "MINUS": "'-'", "MUL_OP": "an operator", "COMP_OP": "a comparison",
+    "_NL": "end of line", "$END": "end of file", "IF": "'if'", "ELSE": "'else'", "FOR": "'for'",
+    "IN": "'in'", "NOT": "'not'", "AND": "'and'", "OR": "'or'", "LOAD": "'load'",
+    "TRUE_PY": "True", "TRUE_YAML": "true", "FALSE_PY": "False", "FALSE_YAML": "false",
+    "NONE_PY": "None", "NULL_YAML": "null",
+}
+_PY_KEYWORDS = {
+    "def": "recipes cannot define functions; compute values with expressions and built-ins",
+    "lambda": "recipes cannot define functions; compute values with expressions and built-ins",
+    "class": "recipes cannot define classes",
+    "import": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
+    "from": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
+    "while": "there are no loops at statement level; use a list comprehension",
+    "return": "there are no functions to return from",
+}
+
+
+class _TooManyTokens(Exception):
+    """The file has more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens; ``pos`` is the offset
+    (in the text being parsed) of the first token over the limit."""
+
+    def __init__(self, pos: int):
+        self.pos = pos
+
+
+_TOKENS = [0]  # tokens of the file being parsed, f-string fields included
+
+
+class _Postlex:
+    """Drops newlines inside brackets and at the start, merges runs of newlines, and ends the
+    file with one. Counts tokens: a parse costs tens of microseconds a token, so the count,
+    not the size in bytes, is what bounds it (:data:`~rcpc.core.limits.MAX_TOKENS`)."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        from lark import Token
+
+        depth = 0
+        last = None  # the last token yielded; tokens must not be held back (contextual lexer)
+        for tok in stream:
+            _TOKENS[0] += 1
+            if _TOKENS[0] > MAX_TOKENS:
+                raise _TooManyTokens(tok.start_pos)
+            kind = tok.type
+            if kind == "_NL":
+                if depth == 0 and last is not None and last.type != "_NL":
+                    last = tok
+                    yield tok
+                continue
+            if kind in _BRACKETS_OPEN:
+                depth += 1
+            elif kind in _BRACKETS_CLOSE and depth:
+                depth -= 1
+            last = tok
+            yield tok
+        if last is not None and last.type != "_NL" and depth == 0:
+            yield Token.new_borrow_pos("_NL", "\n", last)
+
+
+def _cache_path(grammar: str, options: dict) -> str | None:
+    """The parse-table cache file for ``grammar`` built with lark ``options``: its name hashes
+    the lark and Python versions, the grammar and every option (objects by their class), so
+    two parsers built differently never share a file."""
+    import sys
+
+    import lark
+
+    described = sorted((k, v if isinstance(v, (str, int, bool, type(None))) else type(v).__qualname__)
+                       for k, v in options.items())
+    key = f"{lark.__version__}\0{sys.version_info[:2]}\0{grammar}\0{described!r}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    directory = cache_dir()
+    if directory is None:
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:
+        return None
+    path = os.path.join(directory, f"grammar-{digest}.lark.cache")
+    if os.path.lexists(path) and not os.path.isfile(path):  # lark would block on a FIFO there
+        return None
+    return path
+
+
+class _CommentSink:
+    """The lexer callback for ``COMMENT`` (an ignored terminal): collects the comments of the
+    parse in progress, by offset (the contextual lexer may see a token twice); ``None`` while
+    parsing text that is not the file itself (an f-string's replacement field)."""
+
+    def __init__(self):
+        self.found: dict | None = None
+
+    def __call__(self, tok) -> None:
+        if self.found is not None:
+            self.found.setdefault(tok.start_pos, tok)
+
+
+_PARSER = None
+_BUILDER = None
+_SINK = _CommentSink()
+_KEYWORDS: set[str] = set()  # words the lexer reads as keywords or literals (if, True, null, ...)
+
+
+def _parser():
+    """The one LALR parser of ``grammar.lark``: every token kept, the AST built as it reduces
+    (:class:`~rcpc.core.syntax.builder.AstBuilder`), comments collected by :class:`_CommentSink`;
+    the parse tables loaded from (or saved to) the user cache."""
+    global _PARSER, _BUILDER
+    if _PARSER is None:
+        from lark import Lark
+
+        from rcpc.core.syntax.builder import AstBuilder
+
+        _BUILDER = AstBuilder()
+        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+        options = dict(parser="lalr", postlex=_Postlex(), maybe_placeholders=False, keep_all_tokens=True,
+                       transformer=_BUILDER, lexer_callbacks={"COMMENT": _SINK})
+        cache = _cache_path(grammar, options)
+        try:
+            _PARSER = Lark(grammar, cache=cache or False, **options)
+        except OSError:
+            _PARSER = Lark(grammar, **options)
+        _KEYWORDS.update(t.pattern.value for t in _PARSER.terminals
+                         if t.pattern.type == "str" and t.pattern.value.isidentifier())
+    return _PARSER, _BUILDER
+
+
+def parse(source: Source) -> ast.Module:
+    """Parse one file into an :class:`ast.Module`, with its comments
+    (:attr:`ast.Module.comments`; :func:`rcpc.core.syntax.comments.attached` places them).
+
+    Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
+    """
+    parser, builder = _parser()
+    _TOKENS[0] = 0
+    _SINK.found = found = {}
+    try:
+        stmts = _parse_text(parser, builder, source, source.text, 0)
+    except _TooLarge:
+        raise
+    except CompileError as exc:
+        _SINK.found = None
+        raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
+    finally:
+        _SINK.found = None
+    comments = tuple(_comment(source, found[k]) for k in sorted(found))
+    return ast.Module(source.path, tuple(stmts), comments, source)
+
+
+def _comment(source: Source, tok) -> ast.Comment:
+    text = tok.value.rstrip()
+    return ast.Comment(text, source.span(tok.start_pos, tok.start_pos + len(text)))
+
+
+class _TooLarge(CompileError):
+    """E0809: no recovery from it (each restart would parse the rest of the file again)."""
+
+
+_STATEMENT_START = re.compile(r"^[A-Za-z_\[]", re.M)
+MAX_SYNTAX_ERRORS = 20
+
+
+def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> list:
+    """Syntax errors of the statements after a failed one: the first error of each.
+
+    Recovery restarts at the next line that begins at column 1 with a name or '[' (how every
+    top-level statement begins), so one mistake yields one error, not a cascade."""
+    found: list = []
+    span = exc.diagnostics[0].span
+    while span is not None and len(found) < MAX_SYNTAX_ERRORS:
+        line_start = source._starts[span.line] if span.line < len(source._starts) else len(source.text)
+        m = _STATEMENT_START.search(source.text, line_start)
+        if m is None:
+            break
+        start = m.start()
+        try:
+            _parse_text(parser, builder, source, source.text[start:], start)
+            break
+        except _TooLarge:  # the restarts share the file's token budget: recovery stops there
+            break
+        except CompileError as later:
+            found.extend(later.diagnostics)
+            span = later.diagnostics[0].span
+            if span is None or span.line <= source.line_col(start)[0] - 1:
+                break
+    return found
+
+
+def _parse_text(parser, builder, source: Source, text: str, base: int):
+    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
+    from lark.exceptions import UnexpectedInput
+
+    saved = builder.source, builder.base, builder.parse_inner, _SINK.found
+    builder.source, builder.base = source, base
+    if base:  # not the file itself: its comments are part of a string
+        _SINK.found = None
+    builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
+    try:
+        return parser.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, source, text, base) from None
+    except _TooManyTokens as exc:
+        at = base + exc.pos
+        raise _TooLarge(Diagnostic("E0809", f"more than {MAX_TOKENS} tokens in this file",
+                                   source.span(at, at + 1), hint="split it into several files")) from None
+    finally:
+        builder.source, builder.base, builder.parse_inner, _SINK.found = saved
+
+
+def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):
+    name = inner.strip()
+    if name.isidentifier() and name.isascii() and name not in _KEYWORDS:  # most fields: {NAME}
+        start = at + inner.index(name)
+        return ast.Name(name, source.span(start, start + len(name)))
+    stmts = _parse_text(parser, builder, source, inner, at)
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
+        raise error("E0001", "an f-string replacement field must hold one expression",
+                    source.span(at, at + len(inner)))
+    return stmts[0].expr
+
+
+def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    pos = getattr(exc, "pos_in_stream", None)
+    if pos is None:
+        pos = len(text)
+    start = base + pos
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[pos] if pos < len(text) else ""
+        hint = None
+        if char in "\"'" and text[max(0, pos - 2):pos + 1] == char * 3:
+            # the lexer read the first two quotes of an unclosed '"""' as an empty string
+            start -= 2
+            hint = "this triple-quoted string is never closed"
+        elif char in "\"'":
+            hint = "this string is not closed on its line; use a triple-quoted string for several lines"
+        return CompileError(Diagnostic("E0001", f"unexpected character {char!r}",
+                                       source.span(start, start + 1), hint=hint))
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        kind = tok.type
+        opener = _unclosed_bracket(text, pos)
+        allowed = set(exc.expected)
+        if opener is not None:  # inside brackets: only the matching closer, and no newline
+            closer = {"(": "RPAR", "[": "RSQB", "{": "RBRACE"}[text[opener]]
+            allowed -= {"RPAR", "RSQB", "RBRACE", "_NL"} - {closer}
+            if text[opener] != "{":
+                allowed.discard("COLON")
+        expected = [w for _, w in sorted({(_RANK.get(t, 9), _READABLE.get(t, t.lower())) for t in allowed})]
+        found = "end of file" if kind == "$END" else ("end of line" if kind == "_NL" else repr(str(tok)))
+        end = start + (len(str(tok)) if kind not in ("_NL", "$END") else 1)
+        hint = None
+        keyword = _statement_keyword(text, pos)
+        if keyword:
+            return CompileError(Diagnostic("E0001", f"'{keyword}' is not part of the recipe language",
+                                           source.span(start, end), hint=_PY_KEYWORDS[keyword]))
+        related = ()
+        closing = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}.get(kind)
+        if opener is not None and closing is not None and text[opener] != closing:
+            obase = base + opener
+            related = (("opened here", source.span(obase, obase + 1)),)
+            hint = f"'{tok}' does not close the '{text[opener]}' opened at {related[0][1]}"
+        elif opener is not None and (kind in ("_NL", "$END") or "\n" in text[opener:pos]):
+            obase = base + opener
+            related = (("opened here", source.span(obase, obase + 1)),)
+            if kind in ("_NL", "$END"):
+                hint = f"the '{text[opener]}' opened at {related[0][1]} is not closed"
+            else:
+                hint = f"is a ',' missing before this, or the '{text[opener]}' opened at {related[0][1]} not closed?"
+        elif kind == "_NL":
+            hint = "the line ends in the middle of an expression"
+        elif kind == "$END":
+            hint = "the file ends inside an unfinished expression; check for an unclosed bracket"
+        elif kind == "COLON" and "EQUAL" in exc.expected:
+            hint = "keyword arguments use '=', dict entries use ':' inside {...}"
+        elif kind == "EQUAL" and "COLON" in exc.expected:
+            hint = "dict entries are written \"key\": value"
+        elif "COMMA" in exc.expected:
+            hint = "is a ',' missing before this?"
+        msg = f"unexpected {found}; expected " + _words(expected)
+        return CompileError(Diagnostic("E0001", msg, source.span(start, end), hint=hint, related=related))
+    return CompileError(Diagnostic("E0001", "unexpected end of file", source.span(start, start)))
+
+
+# Terminals listed first in "expected ...": what usually fixes the error.
+_RANK = {"RPAR": 0, "RSQB": 0, "RBRACE": 0, "COMMA": 1, "COLON": 1, "EQUAL": 1, "_NL": 2}
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def _unclosed_bracket(text: str, pos: int) -> int | None:
+    """Offset of the innermost bracket still open at ``pos`` (strings and comments skipped)."""
+    stack: list[int] = []
+    i = 0
+    while i < pos:
+        c = text[i]
+        if c == "#":
+            nl = text.find("\n", i)
+            i = pos if nl == -1 else nl
+            continue
+        if c in "\"'":
+            q = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(q)
+            while j < pos and not text.startswith(q, j):
+                j += 2 if text[j] == "\\" else 1
+            i = j + len(q)
+            continue
+        if c in "([{":
+            stack.append(i)
+        elif c in ")]}" and stack and text[stack[-1]] == _PAIRS[c]:
+            stack.pop()
+        i += 1
+    return stack[-1] if stack else None
+
+
+def _statement_keyword(text: str, pos: int) -> str | None:
+    line_start = text.rfind("\n", 0, pos) + 1
+    first = text[line_start:].lstrip().split(None, 1)
+    word = first[0].split("(")[0] if first else ""
+    return word if word in _PY_KEYWORDS else None
+
+
+def _words(items: list[str]) -> str:
+    if len(items) > 6:
+        items = items[:6] + ["..."]
+    return ", ".join(items) if len(items) < 2 else ", ".join(items[:-1]) + " or " + items[-1]

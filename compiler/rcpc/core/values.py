@@ -1,0 +1,221 @@
+"""Runtime values of the recipe language. Every value carries the :class:`Span` of the
+expression that produced it (provenance), and numbers, booleans and nulls keep their source
+spelling (``text``) so renders write them as the author did (DESIGN.md §2).
+
+Scalars: :class:`Null`, :class:`Bool`, :class:`Int`, :class:`Float`, :class:`Str`.
+Containers: :class:`List`, :class:`Dict` (insertion-ordered, string keys).
+Built-in kinds: :class:`TypeName`, :class:`Builtin`. A host program adds its own kinds
+(the recipe domain: :mod:`rcpc.domain.values`); each names itself to the language by a
+``TYPE_NAME`` class attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from rcpc.core.limits import MAX_NODES
+from rcpc.core.source import Span
+
+_value = attrs.define(slots=True, frozen=True, eq=False, repr=True)
+
+
+@_value
+class Null:
+    text: str
+    span: Span
+
+
+@_value
+class Bool:
+    value: bool
+    text: str
+    span: Span
+
+
+@_value
+class Int:
+    value: int
+    text: str
+    span: Span
+
+
+@_value
+class Float:
+    value: float
+    text: str
+    span: Span
+
+
+@_value
+class Str:
+    """A string. ``pieces`` is its flag-token provenance: ``((start, end, FlagToken), ...)``,
+    the character ranges of ``value`` that are tokens of a flag set (``.argv`` items, the
+    ``.shell`` form, and whatever f-strings, ``+`` and ``join`` build from them), in order
+    (:mod:`rcpc.domain.provenance`). Diff contracts use it to tell a declared flag's tokens from
+    everything else in a manifest."""
+
+    value: str
+    span: Span
+    pieces: tuple = ()
+
+
+
+
+def concat(parts: list, span) -> Str:
+    """One string from ``parts`` (``str`` or :class:`Str`), keeping every piece (``Str.pieces``) at
+    its new offset. The caller checks the length limit."""
+    text: list[str] = []
+    pieces: list = []
+    at = 0
+    for p in parts:
+        if type(p) is str:
+            text.append(p)
+            at += len(p)
+            continue
+        if p.pieces:
+            pieces.extend((s + at, e + at, o) for s, e, o in p.pieces)
+        text.append(p.value)
+        at += len(p.value)
+    return Str("".join(text), span, tuple(pieces))
+
+
+def join(sep: str, items: list, span) -> Str:
+    """``sep.join(items)`` of :class:`Str` items, pieces kept."""
+    parts: list = []
+    for i, item in enumerate(items):
+        if i:
+            parts.append(sep)
+        parts.append(item)
+    return concat(parts, span)
+
+
+def weight(v) -> int:
+    """What a value costs to render: 1 a value, plus 1 every 16 characters of a string, with
+    nested (and shared) containers counted in full."""
+    t = type(v)
+    if t is List or t is Dict:
+        return v.size
+    if t is Str:
+        return 1 + len(v.value) // 16
+    return 1
+
+
+def _check_size(container) -> None:
+    size = 1 + sum(map(weight, container.items.values() if type(container) is Dict else container.items))
+    if size > MAX_NODES:
+        from rcpc.core.diagnostics import error
+
+        raise error("E0802", f"value of more than {MAX_NODES} items (counting nested ones)", container.span,
+                    hint="a value reused at several places counts at each; renders this large are a mistake")
+    object.__setattr__(container, "size", size)
+
+
+@_value
+class List:
+    items: tuple
+    span: Span
+    size: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self):
+        _check_size(self)
+
+
+@_value
+class Dict:
+    """String-keyed, insertion-ordered. ``key_spans[k]`` is where key ``k`` was written.
+    ``why`` explains a conditional choice that produced this dict (for flag provenance):
+    a tuple of (condition source text, condition value, Span)."""
+
+    items: dict
+    key_spans: dict
+    span: Span
+    why: tuple = ()
+    size: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self):
+        _check_size(self)
+
+
+@_value
+class TypeName:
+    """A parameter type: ``bool``, ``int``, ``float`` or ``str``."""
+
+    name: str
+    span: Span
+
+
+@_value
+class Builtin:
+    """A built-in function (or a method bound to ``receiver``)."""
+
+    name: str
+    fn: Callable
+    span: Span
+    receiver: Any = None
+
+
+TYPE_NAMES = {
+    Null: "None", Bool: "bool", Int: "int", Float: "float", Str: "string", List: "list",
+    Dict: "dict", TypeName: "type", Builtin: "function",
+}
+
+
+def type_name_of(t: type) -> str:
+    """The language's name for value type ``t``: the core's (:data:`TYPE_NAMES`), else the
+    type's ``TYPE_NAME`` (a host's kind), else its Python name."""
+    return TYPE_NAMES.get(t) or getattr(t, "TYPE_NAME", t.__name__)
+
+
+def type_name(v) -> str:
+    """The language's name for the type of ``v`` (used in error messages)."""
+    return type_name_of(type(v))
+
+
+def to_python(v):
+    """Plain Python data of a value: None/bool/int/float/str/list/dict (recursively).
+    Raises TypeError for built-in kinds that have no data form."""
+    t = type(v)
+    if t is Str or t is Int or t is Float or t is Bool:
+        return v.value
+    if t is Null:
+        return None
+    if t is List:
+        return [to_python(x) for x in v.items]
+    if t is Dict:
+        return {k: to_python(x) for k, x in v.items.items()}
+    raise TypeError(type_name(v))
+
+
+def equal(a, b) -> bool:
+    """Language equality: same type and equal contents (int and float compare by value;
+    a bool never equals a number, as in Starlark; dicts compare regardless of key order)."""
+    ta, tb = type(a), type(b)
+    if ta in (Int, Float) and tb in (Int, Float):
+        return a.value == b.value
+    if ta is not tb:
+        return False
+    if ta is Null:
+        return True
+    if ta in (Str, Bool):
+        return a.value == b.value
+    if ta is List:
+        return len(a.items) == len(b.items) and all(equal(x, y) for x, y in zip(a.items, b.items))
+    if ta is Dict:
+        return (a.items.keys() == b.items.keys()  # as in Python: key order does not matter
+                and all(equal(a.items[k], b.items[k]) for k in a.items))
+    return a is b
+
+
+def text_of(v) -> str | None:
+    """The spelling of a scalar as interpolated into strings and flags (``True`` stays
+    ``True``, ``1e-6`` stays ``1e-6``, None/null is ``null``), or None for non-scalars."""
+    t = type(v)
+    if t is Str:
+        return v.value
+    if t is Int or t is Float or t is Bool:
+        return v.text
+    if t is Null:
+        return "null"
+    return None

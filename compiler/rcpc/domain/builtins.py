@@ -1,0 +1,293 @@
+"""Built-ins of the recipe domain, plugged into the language core through one
+:class:`~rcpc.core.builtins.Universe` (:data:`UNIVERSE`):
+
+* ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter
+  (a declaration: ``NAME = param(...)``);
+* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
+  num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
+  schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
+  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
+* ``jobset(name = ..., metadata = {...}, spec = {...})`` and
+  ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
+  Kubernetes objects, rendered as ``<name>.yaml``;
+* ``flag_file(name = ..., flags = FLAGS)`` — a flag set rendered as ``<name>.flags``;
+* ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.domain.tpu`);
+* ``variant("name", set = {...}, against = "...", changes = {...})``.
+
+Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
+``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
+machine_type node_selector name``. ``+`` joins flag sets (later layers win).
+
+A recipe's top-level expression statement declares renders (a render value, or a list of
+them) or a variant; :class:`RecipeResult` holds what a recipe declared.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import attrs
+
+from rcpc.core import names
+from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
+from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
+from rcpc.core.limits import INT_LIMIT, MAX_NAME
+from rcpc.core.source import COMMAND_LINE_SPAN, Span
+from rcpc.core.syntax import ast
+from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
+from rcpc.domain import maxtext, provenance
+from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
+from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
+from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
+
+
+
+@attrs.define
+class RecipeContext(Context):
+    """The run as the domain's built-ins see it: ``schema(path | None, span)`` gives the
+    MaxText schema for a flag set (None: the workspace's, which may be None)."""
+
+    schema: Callable = lambda path, span: None
+
+
+@attrs.define
+class RecipeResult(ModuleResult):
+    """What evaluating a recipe (or a library) file declared, besides its exports."""
+
+    params: list = attrs.Factory(list)
+    param_values: dict = attrs.Factory(dict)  # name → the value used
+    renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
+    variants: list = attrs.Factory(list)    # Variant, in declaration order
+
+
+# parameters -------------------------------------------------------------------------------
+PARAM_TYPES = {"bool": (Bool,), "int": (Int,), "float": (Float, Int), "str": (Str,)}
+
+
+def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
+    """Build the :class:`Param` of ``NAME = param(type, default, doc, choices)``."""
+    a = _bind("param", span, args, kwargs, ("type", "default"), {"type"}, {"doc", "choices"})
+    ptype = a["type"]
+    if type(ptype) is Builtin and ptype.name == "str":
+        ptype = TypeName("str", ptype.span)
+    if type(ptype) is not TypeName:
+        raise error("E0502", "param() needs a type: bool, int, float or str", ptype.span)
+    default = a.get("default")
+    if type(default) is Null:
+        default = None
+    doc = _expect(a.get("doc", Str("", span)), (Str,), "doc").value
+    choices = a.get("choices")
+    if choices is not None:
+        _expect(choices, (List,), "choices")
+        for c in choices.items:
+            check_param_value(ptype.name, c, name, None)
+        choices = choices.items
+    if default is not None:
+        check_param_value(ptype.name, default, name, choices)
+    return Param(name, ptype.name, default, choices, doc, span)
+
+
+def check_param_value(ptype: str, value, name: str, choices) -> None:
+    """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
+    if type(value) not in PARAM_TYPES[ptype]:
+        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span)
+    if choices is not None and not any(equal(value, c) for c in choices):
+        allowed = ", ".join(text_of(c) or "?" for c in choices)
+        raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span)
+
+
+_BOOL_TEXT = ("true", "True", "false", "False")
+_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
+
+
+def param_value_from_text(param: Param, text: str):
+    """The value of ``--set NAME=TEXT`` for ``param``: bool accepts true/True/false/False,
+    int decimal digits, float a decimal or exponent spelling (kept as written), str anything.
+    ``E0602`` for text that is not of the param's type or not one of its choices."""
+    span = COMMAND_LINE_SPAN
+    value = None
+    if param.type == "bool" and text in _BOOL_TEXT:
+        value = Bool(text.lower() == "true", text, span)
+    elif param.type == "int" and _INT_TEXT.match(text) and len(text) <= 20 and -INT_LIMIT <= int(text) < INT_LIMIT:
+        value = Int(int(text), text, span)
+    elif param.type == "float" and _FLOAT_TEXT.match(text) and abs(float(text.replace("_", ""))) != float("inf"):
+        value = Float(float(text.replace("_", "")), text, span)
+    elif param.type == "str":
+        value = Str(text, span)
+    if value is None:
+        hint = {"bool": "write true, false, True or False", "int": "write decimal digits",
+                "float": "write a number such as 0.5 or 1e-6"}.get(param.type)
+        raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
+    if param.choices is not None and not any(equal(value, c) for c in param.choices):
+        allowed = ", ".join(text_of(c) or "?" for c in param.choices)
+        raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span)
+    return value
+
+
+
+# functions --------------------------------------------------------------------------------
+def _maxtext_flags(ctx, fn, span, args, kwargs):
+    a = _bind("maxtext_flags", span, [], kwargs, (), set(),
+              {"schema", "unknown_keys", "tpu_slice", "num_slices"})
+    path = a.get("schema")
+    if path is not None:
+        _expect(path, (Str,), "schema")
+    schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
+    unknown = a.get("unknown_keys")
+    if unknown is not None:
+        _expect(unknown, (List,), "unknown_keys")
+    if "num_slices" in a and "tpu_slice" not in a:
+        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
+    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report)
+    if "tpu_slice" in a:
+        slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
+        num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
+        for d in maxtext.check_mesh(fs, slice_, num.value, span):
+            ctx.report(d)
+    ctx.collect(fs)
+    return fs
+
+
+def _tpu_slice(ctx, fn, span, args, kwargs):
+    a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
+    spec = _expect(a["spec"], (Str,), "tpu_slice spec")
+    return tpu_slice(spec.value, spec.span)
+
+
+def _variant(ctx, fn, span, args, kwargs):
+    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
+    name = _expect(a["name"], (Str,), "variant name")
+    if names.fold(name.value) == "custom":
+        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span)
+    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
+        raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
+                    hint="use letters, digits, '.', '-' and '_'")
+    why = names.problem(name.value)
+    if why is not None:
+        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span)
+    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    against = a.get("against")
+    if against is not None:
+        against = _expect(against, (Str,), "against").value
+    changes = a.get("changes")
+    if changes is not None:
+        _expect(changes, (Dict,), "changes")
+        if against is None:
+            raise error("E0609", "changes = {...} needs against = \"VARIANT\": the variant it is compared with",
+                        changes.span, hint='add against = "default"')
+    return Variant(name.value, sets, against, changes, span)
+
+
+def _flagset_plus(ctx, left: FlagSet, right: FlagSet, span: Span) -> FlagSet:
+    """``a + b`` of flag sets: ``b``'s layers after ``a``'s (MaxText's last key wins)."""
+    if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
+        raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
+    joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
+    maxtext.check_weight(joined)
+    problems = maxtext.merge_problems(joined)
+    if problems:
+        raise CompileError(problems)
+    ctx.collect(joined)
+    return joined
+
+
+# attributes -------------------------------------------------------------------------------
+def _slice_attrs(s: TpuSlice, span: Span) -> dict:
+    return {
+        "generation": lambda: Str(s.generation, span),
+        "accelerator": lambda: Str(s.accelerator, span),
+        "topology": lambda: Str(s.topology, span),
+        "name": lambda: Str(f"{s.accelerator}:{s.topology}", span),
+        "dims": lambda: List(tuple(_int(d, span) for d in s.dims), span),
+        "chips": lambda: _int(s.chips, span),
+        "hosts": lambda: _int(s.hosts, span),
+        "devices": lambda: _int(s.devices, span),
+        "chips_per_host": lambda: _int(s.chips_per_host, span),
+        "devices_per_chip": lambda: _int(s.devices_per_chip, span),
+        "machine_type": lambda: Str(s.machine_type, span),
+        "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
+                                       TOPOLOGY_LABEL: Str(s.topology, span)},
+                                      {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),
+    }
+
+
+def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
+    return {
+        "argv": lambda: provenance.argv_value(fs, span),
+        "shell": lambda: provenance.shell_value(fs, span),
+        "resolved": lambda: maxtext.resolved_dict(fs, span),
+    }
+
+
+# statements -------------------------------------------------------------------------------
+def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
+    """A top-level expression statement of ``ev``'s module (an
+    :class:`~rcpc.core.evaluate.Evaluator`): renders or a variant, declared in a recipe."""
+    items = value.items if type(value) is List else (value,)
+    if all(kind_of(v) is not None for v in items):  # an empty list: no renders
+        kind = "renders"
+        target = result.renders
+    elif type(value) is Variant:
+        kind = "variants"
+        target = result.variants
+    else:
+        raise error("E0705", f"this {type_name(value)} is not used", stmt.span,
+                    hint="assign it to a name, or make it a render (jobset, manifest, flag_file)")
+    if not ev.is_recipe:
+        raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
+                    hint="declare renders and variants in the recipe; export constants from libraries")
+    target.extend(items)
+
+
+def _declare_param(ev, stmt: ast.Assign, call: ast.Call, result):
+    """``NAME = param(...)``: the param's value, the override given (a value, or ``--set``
+    text typed by the param), else its default."""
+    if not ev.is_recipe:
+        raise error("E0502", "param() is only allowed in a recipe, not in a loaded file", call.span,
+                    hint="pass values into libraries by merging dicts in the recipe")
+    args = [ev.eval(a, NO_SCOPE) for a in call.args]
+    kwargs = {k.name: (ev.eval(k.value, NO_SCOPE), k.name_span) for k in call.kwargs}
+    param = make_param(stmt.name, call.span, args, kwargs)
+    ev.params[stmt.name] = param
+    result.params.append(param)
+    if stmt.name in ev.overrides:
+        value = ev.overrides[stmt.name]
+        if type(value) is str:  # from --set NAME=VALUE: typed by the param
+            value = param_value_from_text(param, value)
+    elif param.default is None:
+        raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
+                    hint=f"give it a default, or set it with --set {stmt.name}=VALUE")
+    else:
+        value = param.default
+    result.param_values[stmt.name] = value
+    return value
+
+
+def _finish(ev, module: ast.Module, result) -> None:
+    """``W0707`` for a name bound to a render or variant that is never declared (a
+    ``X = jobset(...)`` whose value is not used as a top-level statement)."""
+    if not ev.is_recipe:
+        return
+    declared = {id(v) for v in result.renders} | {id(v) for v in result.variants}
+    for stmt in module.stmts:
+        if type(stmt) is not ast.Assign:
+            continue
+        value = ev.env.get(stmt.name)
+        if (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
+            what = "variant" if type(value) is Variant else "render"
+            ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
+                                     f"declared as a {what}", stmt.name_span, "warning",
+                                     hint=f"write {stmt.name} on a line of its own to declare it"))
+
+
+UNIVERSE = Universe(
+    functions={"maxtext_flags": _maxtext_flags, "tpu_slice": _tpu_slice, "variant": _variant,
+               **{name: fn for kind in KINDS for name, fn in kind.functions.items()}},
+    declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)")},
+    attributes={TpuSlice: _slice_attrs, FlagSet: _flagset_attrs},
+    plus={FlagSet: _flagset_plus},
+    statement=_statement, finish=_finish, result=RecipeResult)
+NAMES = UNIVERSE.names

@@ -1,0 +1,389 @@
+"""Kubernetes rules for manifests (DESIGN.md §3.3), reported at the span that produced the
+offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the manifest path
+(``spec.replicatedJobs[1].template...``). docs/kubernetes.md lists every rule with its source.
+
+:func:`check_manifest` runs all of them on one manifest value:
+
+* built-in rules (:func:`check_rules`, with or without a schema): ``E1001`` env values are
+  strings; ``E1002`` ``metadata.name`` and container names; ``E1003`` label and annotation
+  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities;
+  ``E1006``/``E1007``/``E1013`` a TPU pod requests its host's chips and its Job runs one pod a
+  host, the topology read from the node selector or the GKE slice-topology annotation;
+  ``E1008`` strings where Kubernetes wants strings (``command``/``args`` items, ConfigMap and
+  Secret data); ``E1009`` label and annotation keys, annotations' total size; for kinds
+  without a schema, Kubernetes' pod rules on duplicates (``E1010`` volumes, mount paths;
+  ``W1001`` env names, ports, which the API server only warns about);
+* the JobSet webhook (:mod:`rcpc.domain.jobset`);
+* list types (:func:`rcpc.domain.kube_schema.check_lists`): ``E1010`` two entries of one key in a list the schema
+  marks ``x-kubernetes-list-type: map`` (keyed by ``x-kubernetes-list-map-keys``) or
+  ``set``, reported at the second entry; for a JobSet with no configured schema, the markers
+  of rcpc's built-in JobSet schema;
+* schema validation (:mod:`rcpc.domain.kube_schema`, ``kube_schemas`` in rcp.toml): CRDs (their
+  ``openAPIV3Schema`` per served version) or plain JSON schemas carrying
+  ``x-kubernetes-group-version-kind``, checked with jsonschema after what the API server
+  does before validating: it drops nulls the schema does not allow (structural pruning,
+  apiextensions-apiserver ``PruneNonNullableNullsWithoutDefaults``), applies ``default:``
+  values, and for JobSets the webhook's defaults (:func:`rcpc.domain.jobset.default`). Kubernetes
+  extensions: ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``,
+  ``nullable``; unknown fields are errors (``kubectl apply`` with strict field validation).
+  CEL rules (``x-kubernetes-validations``) are not evaluated. ``E1101`` a violation,
+  ``E1102`` an unusable schema file; with ``strict_crd``, ``E1012`` what the raw schema
+  rejects that the API server or the webhook would have filled in or dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rcpc.domain import kube_validation as kv
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
+from rcpc.core.diagnostics import Diagnostic
+from rcpc.domain.tpu import ACCELERATOR_LABEL, ALIASES, SLICE_TOPOLOGY_ANNOTATION, TOPOLOGY_LABEL, tpu_slice
+from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of, type_name
+
+TPU_RESOURCE = "google.com/tpu"
+JOBSET_GROUP = "jobset.x-k8s.io"
+# resource.Quantity: a signed decimal number with a binary-SI, decimal-SI or exponent suffix.
+_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+# metadata.name: a DNS-1123 subdomain, except for the kinds Kubernetes names otherwise
+# (core validation ValidateServiceName, ValidateNamespaceName).
+_NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
+               "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
+_JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
+# Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
+_STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
+
+
+def kind_of(data: Dict) -> str:
+    """The manifest's ``kind`` (``manifest`` when it has none)."""
+    kind = data.items.get("kind")
+    return kind.value if type(kind) is Str else "manifest"
+
+
+def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Diagnostic]:
+    """Every finding on one manifest (errors and warnings; see the module docstring).
+    ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if any."""
+    from rcpc.domain import jobset
+    from rcpc.domain.kube_schema import builtin_jobset_schema, check_lists, check_schema
+
+    kind = kind_of(data)
+    api = data.items.get("apiVersion")
+    api = api.value if type(api) is Str else ""
+    schema = index.schema(api, kind) if index is not None else None
+    if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
+        schema = builtin_jobset_schema()
+    out = check_rules(data, core_lists=schema is None)
+    if kind == "JobSet":
+        named = {d.span for d in out if d.code == "E1002"}
+        out += [d for d in jobset.check(data, manifest_path) if d.code != "E1002" or d.span not in named]
+    if schema is not None:
+        out += check_lists(data, schema, kind)
+    flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
+    return out + [d for d in check_schema(data, index, strict_crd) if d.span not in flagged]
+
+
+# built-in rules ------------------------------------------------------------------------------
+def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
+    """Every built-in rule violation of one manifest (see the module docstring).
+    ``core_lists``: apply Kubernetes' pod rules on duplicate entries (for kinds whose list
+    types no schema gives)."""
+    kind = kind_of(data)
+    out: list[Diagnostic] = []
+    _check_name(data, kind, out)
+    _walk(data, (), kind, out, None, core_lists)
+    for key in _STRING_MAPS.get(kind, ()):
+        if type(data.items.get(key)) is Dict:
+            for k, value in data.items[key].items.items():
+                _want_string(value, (key, k), kind, f"{kind} {key} values", out)
+    return out
+
+
+def _check_name(data: Dict, kind: str, out: list) -> None:
+    md = data.items.get("metadata")
+    if type(md) is not Dict or "name" not in md.items and "generateName" not in md.items:
+        out.append(_diag("E1002", kind, ("metadata",), "metadata.name is missing",
+                         md.span if type(md) is Dict else data.span, hint='add "name": "..." to metadata'))
+        return
+    name = md.items.get("name")
+    if type(name) is not Str:
+        return
+    what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
+    problems = rule(name.value)
+    if problems:
+        out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
+                         name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
+
+
+def _int(v, default: int) -> int:
+    return v.value if type(v) is Int else default
+
+
+def _get(d, *keys):
+    for k in keys:
+        if type(d) is not Dict:
+            return None
+        d = d.items.get(k)
+    return d if type(d) is Dict else None
+
+
+def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """Visit every dict and list; ``meta`` is the metadata of the object whose ``spec`` ``v``
+    is (for a pod spec: its template's labels and annotations)."""
+    if type(v) is List:
+        for i, x in enumerate(v.items):
+            _walk(x, path + (i,), kind, out, None, core_lists)
+        return
+    if type(v) is not Dict:
+        return
+    items = v.items
+    if path and path[-1] == "metadata":
+        for key in ("labels", "annotations"):
+            if type(items.get(key)) is Dict:
+                _check_labels(items[key], path + (key,), kind, key == "labels", out)
+    for key in ("nodeSelector", "matchLabels"):  # validated as labels (ValidateNodeSelector, ValidateLabelSelector)
+        if type(items.get(key)) is Dict:
+            _check_labels(items[key], path + (key,), kind, True, out)
+    if type(items.get("env")) is List:
+        _check_env(items["env"], path + ("env",), kind, out)
+    if path[-1:] == ("exec",) and type(items.get("command")) is List:  # probes, lifecycle hooks
+        _want_strings(items["command"], path + ("command",), kind, out)
+    if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
+        _check_pod(v, path, kind, out, meta, core_lists)
+    if path and path[-1] == "resources":
+        for key in ("limits", "requests"):
+            if type(items.get(key)) is Dict:
+                _check_quantities(items[key], path + (key,), kind, out)
+    if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
+        _check_job(v, path, kind, out)
+    for k, x in items.items():
+        _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+
+
+def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
+    for i, x in enumerate(items.items):
+        _want_string(x, path + (i,), kind, f"{path[-1]} items", out)
+
+
+def _want_string(value, path: tuple, kind: str, what: str, out: list) -> None:
+    """``E1008``: ``value`` must be a string (Kubernetes declares the field ``string``); a null
+    is what the API server reads as empty."""
+    if type(value) in (Str, Null):
+        return
+    text = text_of(value)
+    out.append(_diag("E1008", kind, path, f"{what} are strings, got {type_name(value)}", value.span,
+                     hint=f'write "{text}"' if text is not None else None))
+
+
+def _check_env(env: List, path: tuple, kind: str, out: list) -> None:
+    for i, var in enumerate(env.items):
+        if type(var) is not Dict or "value" not in var.items:
+            continue
+        value = var.items["value"]
+        if type(value) not in (Str, Null):
+            name = var.items.get("name")
+            label = f"env var {name.value}" if type(name) is Str else "env var"
+            text = text_of(value)
+            hint = f'write "{text}"' if text is not None and type(value) is not List else None
+            out.append(_diag("E1001", kind, path + (i, "value"),
+                             f"{label}: Kubernetes env values are strings, got {type_name(value)}",
+                             value.span, hint=hint))
+
+
+def _check_labels(d: Dict, path: tuple, kind: str, is_labels: bool, out: list) -> None:
+    """Keys and values of labels (``ValidateLabels``: qualified names, label values) or of
+    annotations (``ValidateAnnotations``: qualified names once lower-cased, any string, at
+    most 256 KiB in total)."""
+    what = "label" if is_labels else "annotation"
+    for k, value in d.items.items():
+        problems = kv.qualified_name(k) if is_labels else kv.annotation_key(k)
+        if problems:
+            out.append(_diag("E1009", kind, path + (k,), f"{what} key {k[:100]!r} is not valid: {problems[0]}",
+                             d.key_spans.get(k, d.span),
+                             hint="a key is [prefix/]name: an optional DNS subdomain of at most 253 characters, "
+                                  "one '/', a name of at most 63 characters"))
+        if type(value) is Null:  # the API server reads a null as empty
+            continue
+        if type(value) is not Str:
+            text = text_of(value)
+            out.append(_diag("E1003", kind, path + (k,), f"{what} values are strings, got {type_name(value)}",
+                             value.span, hint=f'write "{text}"' if text is not None else None))
+        elif is_labels and kv.label_value(value.value):
+            out.append(_diag("E1003", kind, path + (k,), f"label value {value.value[:100]!r} is not valid: "
+                             f"{kv.label_value(value.value)[0]}", value.span))
+    if not is_labels:
+        plain = {k: v.value for k, v in d.items.items() if type(v) is Str}
+        size = kv.annotations_size(plain)
+        if size > kv.ANNOTATIONS_TOTAL_MAX:
+            out.append(_diag("E1009", kind, path, f"annotations hold {size} bytes, over the limit of "
+                             f"{kv.ANNOTATIONS_TOTAL_MAX}", d.span))
+
+
+def _named(items, key: str):
+    """(index, item, its ``key`` Str) of each dict item with a string ``key``."""
+    for i, x in enumerate(items):
+        v = x.items.get(key) if type(x) is Dict else None
+        if type(v) is Str:
+            yield i, x, v
+
+
+def _check_pod(pod: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    seen: dict = {}
+    for key in _CONTAINER_LISTS:
+        group = pod.items.get(key)
+        for i, c, name in _named(group.items if type(group) is List else (), "name"):
+            where = path + (key, i, "name")
+            if kv.dns1123_label(name.value):
+                out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not an RFC 1123 label: "
+                                 f"{kv.dns1123_label(name.value)[0]}", name.span))
+            if name.value in seen:
+                out.append(Diagnostic("E1004", f"{kind} {manifest_path(where)}: container name "
+                                      f"{name.value!r} is used twice in one pod", name.span,
+                                      related=(("first used here", seen[name.value]),)))
+            seen.setdefault(name.value, name.span)
+            for k in ("command", "args"):
+                if type(c.items.get(k)) is List:
+                    _want_strings(c.items[k], path + (key, i, k), kind, out)
+            if core_lists:
+                _core_container_lists(c, path + (key, i), kind, out)
+    if core_lists:
+        volumes = pod.items.get("volumes")
+        _duplicates(volumes.items if type(volumes) is List else (), "name", path + ("volumes",), kind,
+                    "E1010", "volume name", out)
+    _check_tpu_request(pod, path, kind, out, meta)
+
+
+def _core_container_lists(c: Dict, path: tuple, kind: str, out: list) -> None:
+    """Kubernetes' rules on one container's lists (core validation ValidateVolumeMounts: mount
+    paths unique; pkg/api/pod/warnings.go: a repeated env name or port is a warning)."""
+    mounts = c.items.get("volumeMounts")
+    _duplicates(mounts.items if type(mounts) is List else (), "mountPath", path + ("volumeMounts",), kind,
+                "E1010", "mount path", out)
+    env = c.items.get("env")
+    first: dict = {}
+    for i, var, name in _named(env.items if type(env) is List else (), "name"):
+        value = var.items.get("value")
+        ref = f"$({name.value})"
+        # warnings.go: a later definition that extends the earlier one ("$(X)..." ) is fine
+        if name.value in first and ("valueFrom" in var.items or type(value) is not Str or value.value == ref
+                                    or ref not in value.value):
+            out.append(_diag("W1001", kind, path + ("env", i), f"env var {name.value} hides its previous "
+                             "definition (the API server warns, and the container gets the last value)",
+                             var.span, related=(("previous definition", first[name.value]),),
+                             severity="warning", hint="keep one definition of each env var"))
+        first.setdefault(name.value, var.span)
+    ports = c.items.get("ports")
+    seen: dict = {}
+    for i, port in enumerate(ports.items if type(ports) is List else ()):
+        if type(port) is not Dict or type(port.items.get("containerPort")) is not Int:
+            continue
+        proto = port.items.get("protocol")
+        key = (port.items["containerPort"].value, proto.value if type(proto) is Str else "TCP")
+        if key in seen:
+            out.append(_diag("W1001", kind, path + ("ports", i), f"duplicate port definition {key[0]}/{key[1]} "
+                             "(the API server warns)", port.span, related=(("first defined here", seen[key]),),
+                             severity="warning"))
+        seen.setdefault(key, port.span)
+
+
+def _duplicates(items, key: str, path: tuple, kind: str, code: str, what: str, out: list) -> None:
+    seen: dict = {}
+    for i, item, name in _named(items, key):
+        if name.value in seen:
+            out.append(_diag(code, kind, path + (i, key), f"{what} {name.value!r} is used twice", name.span,
+                             related=(("first used here", seen[name.value]),)))
+        seen.setdefault(name.value, name.span)
+
+
+def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
+    for k, value in d.items.items():
+        ok = (type(value) in (Int, Float) and value.value >= 0) or (type(value) is Str and _QUANTITY.match(value.value))
+        if not ok:
+            out.append(_diag("E1005", kind, path + (k,), f"{text_of(value)!r} is not a resource quantity",
+                             value.span, hint='write a number or a string such as "4", "500m", "16Gi"'))
+
+
+def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None):
+    """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
+    its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
+    writes it, its template's ``cloud.google.com/gke-tpu-slice-topology`` annotation. None
+    for a pod that selects no TPU slice. ``E1013`` (into ``out``) when both give a topology
+    and they differ."""
+    sel = pod.items.get("nodeSelector")
+    acc = sel.items.get(ACCELERATOR_LABEL) if type(sel) is Dict else None
+    if type(acc) is not Str or acc.value not in ALIASES:
+        return None
+    topo = sel.items.get(TOPOLOGY_LABEL)
+    annotations = meta.items.get("annotations") if type(meta) is Dict else None
+    noted = annotations.items.get(SLICE_TOPOLOGY_ANNOTATION) if type(annotations) is Dict else None
+    if type(topo) is Str and type(noted) is Str and topo.value != noted.value and out is not None:
+        out.append(_diag("E1013", kind, path + ("nodeSelector", TOPOLOGY_LABEL), f"the node selector asks for "
+                         f"topology {topo.value} but the pod's {SLICE_TOPOLOGY_ANNOTATION} annotation "
+                         f"asks for {noted.value}", topo.span, related=(("annotation", noted.span),),
+                         hint="give the slice's topology once"))
+    if type(topo) is not Str:
+        topo = noted
+    if type(topo) is not Str:
+        return None
+    return tpu_slice(f"{acc.value}:{topo.value}", topo.span)
+
+
+def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> None:
+    slice_ = _pod_slice(pod, meta, path, kind, out)
+    if slice_ is None:
+        return
+    total = 0
+    spans = []
+    containers = pod.items.get("containers")
+    for c in containers.items if type(containers) is List else ():
+        res = _get(c, "resources")
+        if res is None:
+            continue
+        for key in ("limits", "requests"):
+            q = _get(res, key)
+            v = q.items.get(TPU_RESOURCE) if q else None
+            if v is not None:
+                n = _quantity_int(v)
+                if n is not None:
+                    total += n
+                    spans.append(v.span)
+                break
+    if total != slice_.chips_per_host:
+        out.append(_diag("E1006", kind, path + ("containers",),
+                         f"the pod's containers request {total} {TPU_RESOURCE} but a "
+                         f"{slice_.accelerator}:{slice_.topology} host has {slice_.chips_per_host} chips",
+                         spans[0] if spans else pod.span,
+                         hint=f"request {TPU_RESOURCE}: {slice_.chips_per_host} in total over the pod's containers"))
+
+
+def _quantity_int(v) -> int | None:
+    if type(v) is Int:
+        return v.value
+    if type(v) is Str and v.value.isascii() and v.value.isdigit() and len(v.value) <= 18:
+        return int(v.value)
+    return None
+
+
+def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
+    """``E1007`` on a Job spec whose pods run on a TPU slice: one pod a host. A
+    ``parallelism`` left out (or null) is Kubernetes' default, 1."""
+    template = _get(job, "template")
+    pod = _get(template, "spec")
+    slice_ = _pod_slice(pod, template.items.get("metadata"), (), kind) if pod else None
+    if slice_ is None:
+        return
+    parallelism = job.items.get("parallelism")
+    if type(parallelism) not in (Int, Null) and "parallelism" in job.items:
+        return  # the wrong type is the schema's to report
+    if slice_.hosts == 1 and (type(parallelism) is not Int or parallelism.value == 1):
+        return
+    if type(parallelism) is not Int:
+        out.append(_diag("E1007", kind, path + ("parallelism",), f"parallelism is not set (Kubernetes runs 1 pod) "
+                         f"but the {slice_.accelerator}:{slice_.topology} slice has {slice_.hosts} hosts",
+                         parallelism.span if parallelism is not None else job.span,
+                         hint="one pod a host: parallelism = completions = hosts"))
+    for key in ("parallelism", "completions"):
+        v = job.items.get(key)
+        if type(v) is Int and v.value != slice_.hosts:
+            out.append(_diag("E1007", kind, path + (key,), f"{key} is {v.value} but the "
+                             f"{slice_.accelerator}:{slice_.topology} slice has {slice_.hosts} hosts",
+                             v.span, hint="one pod a host: parallelism = completions = hosts"))

@@ -1,0 +1,23 @@
+"""Places in a Kubernetes manifest, as the checks of :mod:`rcpc.domain.kube` and
+:mod:`rcpc.domain.kube_schema` name them in their diagnostics."""
+
+from __future__ import annotations
+
+from rcpc.core.diagnostics import Diagnostic
+from rcpc.core.source import Span
+
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")  # of a PodSpec
+
+
+def manifest_path(path: tuple) -> str:
+    """``("spec", "replicatedJobs", 1, "name")`` → ``spec.replicatedJobs[1].name``."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(the manifest)"
+
+
+def diag(code: str, kind: str, path: tuple, message: str, span: Span, hint: str | None = None,
+         related=(), severity: str = "error") -> Diagnostic:
+    """A diagnostic about the value at ``path`` of a manifest of ``kind``."""
+    return Diagnostic(code, f"{kind} {manifest_path(path)}: {message}", span, severity, hint, tuple(related))

@@ -1,0 +1,336 @@
+"""Schemas for manifests: list types and validation, as the API server applies a CRD's
+structural schema (docs/kubernetes.md).
+
+* :func:`check_lists` (``E1010``): list-map keys and sets (``x-kubernetes-list-type``).
+* :class:`SchemaIndex`: schemas by apiVersion and kind, from CRDs (each served version's
+  ``openAPIV3Schema``) or plain JSON schemas carrying ``x-kubernetes-group-version-kind``.
+* :func:`check_schema` (``E1101``; ``E1012`` with ``strict_crd``): jsonschema validation
+  after what the API server does first: :func:`prune_nulls`, :func:`apply_defaults`, and
+  for JobSets the webhook's defaults (:func:`rcpc.domain.jobset.default`). ``E1102`` an unusable
+  schema file.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
+from rcpc.core.files import read_limited
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
+from rcpc.core.limits import MAX_SCHEMA_BYTES
+from rcpc.core.source import Span
+from rcpc.core.values import Bool, Dict, Float, Int, List, Str, text_of, to_python
+
+
+# list types ----------------------------------------------------------------------------------------
+def check_lists(data: Dict, schema: dict, kind: str) -> list[Diagnostic]:
+    """``E1010``: a list the schema marks ``x-kubernetes-list-type: map`` with two entries of
+    one key (``x-kubernetes-list-map-keys``; a key field left out takes its schema default,
+    as the API server defaults before validating), or a ``set`` with a repeated item; reported
+    at the second entry, the first as secondary span. Container lists are left to ``E1004``,
+    which also compares names across them."""
+    out: list[Diagnostic] = []
+    _walk_lists(data, schema, (), kind, out)
+    return out
+
+
+def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
+    if not isinstance(s, dict):
+        return
+    if type(v) is Dict:
+        props = s.get("properties") or {}
+        extra = s.get("additionalProperties")
+        for k, x in v.items.items():
+            _walk_lists(x, props.get(k, extra), path + (k,), kind, out)
+    elif type(v) is List:
+        items = s.get("items")
+        list_type = s.get("x-kubernetes-list-type")
+        if list_type == "map" and (not path or path[-1] not in _CONTAINER_LISTS):
+            _list_map(v, items if isinstance(items, dict) else {}, s.get("x-kubernetes-list-map-keys") or [],
+                      path, kind, out)
+        elif list_type == "set":
+            seen: dict = {}
+            for i, x in enumerate(v.items):
+                key = _scalar_key(x)
+                if key in seen:
+                    shown = repr(x.value) if type(x) is Str else text_of(x)
+                    out.append(_diag("E1010", kind, path + (i,), f"{shown} is repeated in "
+                                     f"{path[-1] if path else 'a list'}, a set", x.span,
+                                     related=(("first here", seen[key]),), hint="list each item once"))
+                seen.setdefault(key, x.span)
+        for i, x in enumerate(v.items):
+            _walk_lists(x, items, path + (i,), kind, out)
+
+
+def _scalar_key(x):
+    return (type(x).__name__, to_python(x)) if type(x) not in (Dict, List) else ("object", id(x))
+
+
+def _list_map(v: List, items: dict, keys: list, path: tuple, kind: str, out: list) -> None:
+    props = items.get("properties") or {}
+    seen: dict = {}
+    for i, x in enumerate(v.items):
+        if type(x) is not Dict:
+            continue
+        key = []
+        for k in keys:
+            value = x.items.get(k)
+            key.append(to_python(value) if type(value) in (Str, Int, Float, Bool)
+                       else (props.get(k) or {}).get("default"))
+        key = tuple(key)
+        if key in seen:
+            shown = ", ".join(f"{k} {val!r}" for k, val in zip(keys, key))
+            field = path[-1] if path else "list"
+            out.append(_diag("E1010", kind, path + (i,), f"a second entry with {shown} in {field}, a list keyed "
+                             f"by {', '.join(keys)}: the API server refuses it", x.span,
+                             related=(("first entry", seen[key]),),
+                             hint=f"keep one entry per {', '.join(keys)} (a later entry does not override "
+                                  "an earlier one)"))
+        seen.setdefault(key, x.span)
+
+
+# schema validation -------------------------------------------------------------------------------
+class SchemaIndex:
+    """Schemas by (apiVersion, kind), loaded from CRD or JSON-schema files."""
+
+    def __init__(self, paths: list[Path], display=str, read=None):
+        self.paths = paths
+        self.display = display  # how to show a schema file's path
+        self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
+        self._schemas: dict = {}
+        self._validators: dict = {}
+        for p in paths:
+            self._load(p)
+
+    def _load(self, path: Path) -> None:
+        import yaml
+
+        shown = self.display(path)
+        span = Span(shown, 1, 1, 1, 1)
+        try:
+            text = self.read(path, MAX_SCHEMA_BYTES).decode("utf-8")
+            docs = [json.loads(text)] if path.suffix == ".json" else list(
+                yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
+                        f"{getattr(exc, 'strerror', None) or exc}", None) from None
+        found = 0
+        for doc in docs:
+            if not isinstance(doc, dict):
+                continue
+            for (api, kind), schema in crd_schemas(doc).items():
+                self._schemas[(api, kind)] = schema
+                found += 1
+            for gvk in doc.get("x-kubernetes-group-version-kind", []):
+                api = f"{gvk['group']}/{gvk['version']}" if gvk.get("group") else gvk["version"]
+                self._schemas[(api, gvk["kind"])] = doc
+                found += 1
+        if not found:
+            raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
+
+    def schema(self, api_version: str, kind: str) -> dict | None:
+        """The schema of ``apiVersion``/``kind`` as written (``openAPIV3Schema``), or None."""
+        return self._schemas.get((api_version, kind))
+
+    def validator(self, api_version: str, kind: str):
+        """(jsonschema validator, schema) for ``apiVersion``/``kind``, or None."""
+        key = (api_version, kind)
+        if key not in self._schemas:
+            return None
+        if key not in self._validators:
+            import jsonschema
+
+            self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
+                                     self._schemas[key])
+        return self._validators[key]
+
+
+def crd_schemas(doc: dict) -> dict:
+    """{(apiVersion, kind): openAPIV3Schema} of each served version of a
+    CustomResourceDefinition document (empty for any other document)."""
+    if doc.get("kind") != "CustomResourceDefinition":
+        return {}
+    spec = doc.get("spec") or {}
+    group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
+    out = {}
+    for version in spec.get("versions") or []:
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        if schema and group and kind and version.get("served", True):
+            out[(f"{group}/{version['name']}", kind)] = schema
+    return out
+
+
+_BUILTIN_JOBSET: list = []
+
+
+def builtin_jobset_schema() -> dict:
+    """The JobSet schema rcpc ships (``builtin:jobset``), read once a process."""
+    if not _BUILTIN_JOBSET:
+        from rcpc.domain.workspace import builtin_schema
+
+        _BUILTIN_JOBSET.append(json.loads(builtin_schema("jobset").read_text(encoding="utf-8")))
+    return _BUILTIN_JOBSET[0]
+
+
+def _structural(s):
+    """An openAPIV3Schema as a JSON schema: Kubernetes extensions made explicit."""
+    if isinstance(s, list):
+        return [_structural(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    out = {k: _structural(v) for k, v in s.items() if k not in ("x-kubernetes-validations", "default")}
+    if s.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if s.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    if s.get("x-kubernetes-preserve-unknown-fields"):
+        out.pop("additionalProperties", None)
+    elif "properties" in s and "additionalProperties" not in s:
+        out["additionalProperties"] = False
+    return out
+
+
+def _field_schema(schema: dict, key: str):
+    props = schema.get("properties") or {}
+    if key in props:
+        return props[key]
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+def prune_nulls(data, schema) -> None:
+    """The API server's structural pruning of nulls, in place on plain data: a null field
+    whose schema is neither ``nullable`` nor has a ``default`` is dropped
+    (apiextensions-apiserver ``defaulting.PruneNonNullableNullsWithoutDefaults``). Nulls
+    inside lists stay (and fail validation unless nullable)."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(data, dict):
+        for k in list(data):
+            sub = _field_schema(schema, k)
+            if data[k] is None and isinstance(sub, dict) and not sub.get("nullable") and "default" not in sub:
+                del data[k]
+            else:
+                prune_nulls(data[k], sub)
+    elif isinstance(data, list):
+        for x in data:
+            prune_nulls(x, schema.get("items"))
+
+
+def apply_defaults(data, schema) -> None:
+    """The API server's structural defaulting, in place on plain data: a missing property,
+    or a null one that is not ``nullable``, with a ``default`` gets it, recursively
+    (apiextensions-apiserver ``defaulting.Default``)."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(data, dict):
+        for k, sub in (schema.get("properties") or {}).items():
+            if not isinstance(sub, dict):
+                continue
+            if "default" in sub and (k not in data or data[k] is None and not sub.get("nullable")):
+                data[k] = copy.deepcopy(sub["default"])
+            if k in data:
+                apply_defaults(data[k], sub)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for k in data:
+                if k not in (schema.get("properties") or {}):
+                    apply_defaults(data[k], extra)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        for i, x in enumerate(data):
+            if x is None and "default" in items and not items.get("nullable"):
+                data[i] = copy.deepcopy(items["default"])
+            apply_defaults(data[i], items)
+
+
+# What happens to an object before the API server validates it, in order: (why a field the
+# raw schema rejects is accepted after this step, what to write for offline validators, step).
+_STAGES = (
+    ("the API server drops this null (structural pruning)", "leave the field out rather than null",
+     lambda plain, schema, kind: prune_nulls(plain, schema)),
+    ("the API server fills in the schema's default", "write the schema's default out",
+     lambda plain, schema, kind: apply_defaults(plain, schema)),
+    ("the JobSet webhook fills it in (jobset_webhook.go Default)",
+     "write out what the webhook would (failure-policy rule names are failurePolicyRule<i>)",
+     lambda plain, schema, kind: _webhook(plain, kind)),
+)
+
+
+def _webhook(plain, kind: str) -> None:
+    if kind == "JobSet":
+        from rcpc.domain import jobset
+
+        jobset.default(plain)
+
+
+def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False) -> list[Diagnostic]:
+    """Schema violations of one manifest (none without a schema for its apiVersion/kind),
+    after the API server's pruning and defaulting and the webhook's defaults. With
+    ``strict_crd``, also ``E1012`` for each violation of the raw schema that one of those
+    steps removes (what kubeconform, validating offline, reports)."""
+    if index is None:
+        return []
+    api, kind = data.items.get("apiVersion"), data.items.get("kind")
+    if type(api) is not Str or type(kind) is not Str:
+        return []
+    found = index.validator(api.value, kind.value)
+    if found is None:
+        return []
+    validator, schema = found
+    plain = to_python(data)
+    before = []  # with strict_crd: the violations before each stage
+    for _, _, step in _STAGES:
+        if strict_crd:
+            before.append(_errors(validator, plain))
+        step(plain, schema, kind.value)
+    final = _errors(validator, plain)
+    out = [d for err in final.values() for d in _schema_diags(err, data, kind.value)]
+    after = before[1:] + [final]
+    for (why, hint, _), errors, later in zip(_STAGES, before, after):
+        for key, err in errors.items():  # a violation that this stage removes: it explains it
+            if key not in later and key not in final:
+                out.extend(Diagnostic("E1012", f"{d.message} (the raw schema rejects it; {why})", d.span, hint=hint)
+                           for d in _schema_diags(err, data, kind.value))
+    return out
+
+
+def _errors(validator, plain) -> dict:
+    errs = sorted(validator.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path)))
+    return {(tuple(map(str, e.absolute_path)), e.validator, e.message): e for e in errs}
+
+
+def _schema_diags(err, data: Dict, kind: str):
+    path = tuple(err.absolute_path)
+    node, span = _locate(data, path)
+    if err.validator == "additionalProperties" and type(node) is Dict:
+        allowed = list((err.schema.get("properties") or {}))
+        for k in node.items:
+            if k not in allowed:
+                yield _diag("E1101", kind, path + (k,), f"unknown field '{k}'", node.key_spans.get(k, span),
+                            hint=did_you_mean(k, allowed))
+        return
+    message = err.message
+    if err.validator == "required":
+        message = f"missing required field {message.split(' is a required property')[0]}"
+    elif err.validator in ("type", "anyOf") and len(message) > 200:
+        message = message[:200] + "..."
+    yield _diag("E1101", kind, path, message, span)
+
+
+def _locate(data: Dict, path: tuple):
+    """The deepest value along ``path`` and its span (the recipe span that produced it)."""
+    node = data
+    span = data.span
+    for p in path:
+        if type(node) is Dict and isinstance(p, str) and p in node.items:
+            node = node.items[p]
+        elif type(node) is List and isinstance(p, int) and p < len(node.items):
+            node = node.items[p]
+        else:
+            break
+        span = node.span
+    return node, span

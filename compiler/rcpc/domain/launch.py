@@ -1,0 +1,244 @@
+"""What MaxText checks when it starts, beyond each flag: the model config a ``model_name``
+loads, and ``M_<KEY>`` environment overrides (MaxText ``configs/pyconfig.py``,
+``_initialize_pydantic``; docs/maxtext.md states the rules with their sources).
+
+Checked on the flag sets that reach a render: a ``flag_file`` render's, and every flag set a
+Kubernetes container carries (its ``argv`` tokens in the container's ``args`` or ``command``,
+or its ``shell`` form inside one of their strings). Findings:
+
+* ``E0315`` — a flag also set by ``models/<model_name>.yml`` to another value, without
+  ``override_model_config`` (MaxText's ``validate_no_keys_overridden_twice``);
+* ``E0316`` — a container env ``M_<KEY>`` for a key its flags set (MaxText refuses a key set
+  both on the command line and in the environment), or one the model config sets;
+* ``E0319`` — an ``M_<KEY>`` value MaxText cannot parse as the key's type (``int()``,
+  ``float()``, ``str2bool``), or for a key whose value is None or a list;
+* ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored).
+"""
+
+from __future__ import annotations
+
+from rcpc.core.diagnostics import WARNING, Diagnostic, did_you_mean
+from rcpc.domain.emit.flags import shell_form, value_text
+from rcpc.domain.maxtext import argv, resolved
+from rcpc.core.values import Dict, List, Str, to_python
+from rcpc.domain.values import FlagFile, FlagSet, Manifest
+
+ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
+_TRUE = ("y", "yes", "t", "true", "1")     # maxtext.inference.inference_utils.str2bool
+_FALSE = ("n", "no", "f", "false", "0")
+
+
+def check_renders(renders, flag_sets) -> list[Diagnostic]:
+    """Findings of the module docstring for a variant's renders (Manifest | FlagFile values);
+    ``flag_sets`` are the flag sets its evaluation could have put into containers."""
+    out: list = []
+    checked: set = set()
+    forms: dict = {}
+
+    def model(fs):
+        if id(fs) not in checked:
+            checked.add(id(fs))
+            out.extend(check_model_config(fs))
+
+    for r in renders:
+        if type(r) is FlagFile:
+            model(r.flags)
+        elif type(r) is Manifest:
+            for container in containers(r.data):
+                carried = carried_flag_sets(container, flag_sets, forms)
+                for fs in carried:
+                    model(fs)
+                if carried:
+                    out.extend(check_env(container, carried))
+    return out
+
+
+def containers(data):
+    """Every dict in a manifest with a ``name`` and an ``env`` list (Kubernetes containers)."""
+    todo = [data]
+    while todo:
+        v = todo.pop()
+        if type(v) is Dict:
+            if type(v.items.get("env")) is List and "name" in v.items:
+                yield v
+            todo.extend(reversed(list(v.items.values())))
+        elif type(v) is List:
+            todo.extend(reversed(v.items))
+
+
+def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:
+    """The flag sets whose argv tokens are a run of the container's ``args`` or ``command``,
+    or whose shell form is inside one of their strings. ``forms`` memoizes each flag set's
+    (argv, shell form) across calls."""
+    forms = {} if forms is None else forms
+    texts = []
+    for field in ("command", "args"):
+        v = container.items.get(field)
+        if type(v) is List:
+            texts.append([x.value for x in v.items if type(x) is Str])
+    out = []
+    if not any(texts):
+        return []
+    for fs in flag_sets:
+        if id(fs) not in forms:
+            tokens = argv(fs)
+            forms[id(fs)] = (fs, tokens, shell_form(tokens))
+        _, tokens, shell = forms[id(fs)]
+        if not tokens:
+            continue
+        if any(_has_run(t, tokens) or any(shell in s for s in t) for t in texts):
+            out.append(fs)
+    return out
+
+
+def _has_run(items: list, tokens: list) -> bool:
+    n = len(tokens)
+    return any(items[i:i + n] == tokens for i in range(len(items) - n + 1) if items[i] == tokens[0])
+
+
+def command_line(fs: FlagSet) -> dict:
+    """The top-level config OmegaConf's ``from_cli`` makes of the flag set: key → plain value
+    (dotted keys nested), with the :class:`FlagEntry` that set each top key last."""
+    values: dict = {}
+    where: dict = {}
+    for key, e in resolved(fs).items():
+        top, *rest = key.split(".")
+        where[top] = e
+        if not rest:
+            values[top] = to_python(e.value)
+            continue
+        node = values.setdefault(top, {})
+        for seg in rest[:-1]:
+            node = node.setdefault(seg, {}) if type(node) is dict else node
+        if type(node) is dict:
+            node[rest[-1]] = to_python(e.value)
+    return {k: (values[k], where[k]) for k in values}
+
+
+def model_of(fs: FlagSet, cli: dict) -> tuple[str | None, dict | None]:
+    """(model name, model config) that ``model_name`` loads; (None, None) when none."""
+    schema = fs.schema
+    name = cli["model_name"][0] if "model_name" in cli else schema.defaults.get("model_name", "default")
+    if type(name) is not str or name == "default":
+        return None, None
+    name = name.replace("-Instruct", "") if "-Instruct" in name else name
+    return name, schema.models.get(name)
+
+
+def _overrides_model(fs: FlagSet, cli: dict) -> bool:
+    if "override_model_config" in cli:
+        return bool(cli["override_model_config"][0])
+    return bool(fs.schema.defaults.get("override_model_config"))
+
+
+def check_model_config(fs: FlagSet) -> list[Diagnostic]:
+    """``E0315`` for each flag that ``models/<model_name>.yml`` also sets to a value that is
+    not equal (Python ``!=`` on the values OmegaConf reads, as MaxText compares them), unless
+    ``override_model_config`` is true."""
+    if fs.schema is None:
+        return []
+    cli = command_line(fs)
+    name, model = model_of(fs, cli)
+    if not model or _overrides_model(fs, cli):
+        return []
+    out = []
+    for key, model_value in model.items():
+        if key in cli and cli[key][0] != model_value:
+            entry = cli[key][1]
+            related = (("model_name set here", cli["model_name"][1].value.span),) if "model_name" in cli else ()
+            out.append(Diagnostic(
+                "E0315", f"'{key}' is {value_text(entry.value)} here, but models/{name}.yml sets it to "
+                f"{_yaml_text(model_value)}", entry.value.span, related=related,
+                hint=f"MaxText stops when a flag and the model config disagree: drop the flag, or add "
+                "\"override_model_config\": True to the flag set",
+                notes=(f"schema: {fs.schema.path}",)))
+    return out
+
+
+def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
+    """(name, value, entry) of each ``M_...`` variable of a container's env."""
+    out = []
+    for item in container.items["env"].items:
+        if type(item) is Dict and type(item.items.get("name")) is Str:
+            name = item.items["name"].value
+            if name.startswith(ENV_PREFIX):
+                out.append((name, item.items.get("value"), item))
+    return out
+
+
+def check_env(container: Dict, carried: list) -> list[Diagnostic]:
+    """``E0316``, ``E0319`` and ``W0315`` (module docstring) for one container carrying the
+    flag sets ``carried``."""
+    out = []
+    cname = container.items["name"].value if type(container.items["name"]) is Str else "?"
+    lines = [command_line(fs) for fs in carried]
+    for name, value, item in env_overrides(container):
+        span = item.items["name"].span
+        hit = next(((cli, k) for cli in lines for k in cli if ENV_PREFIX + k.upper() == name), None)
+        if hit is not None:
+            cli, key = hit
+            out.append(Diagnostic(
+                "E0316", f"container '{cname}' sets {name} in its env and '{key}' in its MaxText flags",
+                span, related=(("flag set here", cli[key][1].key_span),),
+                hint="MaxText refuses a key set both on the command line and in the environment: drop one"))
+            continue
+        typed = next((i for i, fs in enumerate(carried) if fs.schema is not None), None)
+        if typed is not None:
+            out.extend(_env_against_schema(carried[typed], lines[typed], name, value, span, cname))
+    return out
+
+
+def _env_against_schema(fs, cli, name, value, span, cname) -> list[Diagnostic]:
+    schema = fs.schema
+    model_name, model = model_of(fs, cli)
+    model = model or {}
+    raw = {k for k in schema.fields if "base" in schema.fields[k]} | set(model) | set(cli)
+    by_env = {ENV_PREFIX + k.upper(): k for k in raw}
+    key = by_env.get(name)
+    if key is None:
+        hint = did_you_mean(name, list(by_env))
+        return [Diagnostic("W0315", f"MaxText ignores {name} in the env of container '{cname}': it names no key "
+                           "of base.yml, the model config or the flags", span, WARNING, hint=hint)]
+    if key in model and not _overrides_model(fs, cli):
+        return [Diagnostic("E0316", f"container '{cname}' sets {name} in its env, and models/{model_name}.yml sets "
+                           f"'{key}'", span, hint="MaxText refuses a key set both by the model config and the "
+                           "environment unless override_model_config is true")]
+    original = model[key] if key in model else schema.fields[key]["base"]
+    if type(value) is not Str:
+        return []
+    ok = _parses(original, value.value)
+    if ok is None:
+        return [Diagnostic("E0319", f"MaxText cannot take '{key}' from {name}: its value there is "
+                           f"{_yaml_text(original)}, and MaxText reads M_ variables only for strings, numbers "
+                           "and bools", value.span)]
+    if not ok:
+        kind = "bool" if type(original) is bool else type(original).__name__
+        return [Diagnostic("E0319", f"MaxText cannot read {name}={value.value!r} as {kind} '{key}'", value.span,
+                           hint="y/yes/t/true/1 or n/no/f/false/0 (any case)" if kind == "bool" else None)]
+    return []
+
+
+def _parses(original, text: str) -> bool | None:
+    """Whether MaxText's parser for ``original``'s type reads ``text``; None when it has none."""
+    t = type(original)
+    if t is bool:
+        return text.lower() in _TRUE or text.lower() in _FALSE
+    if t in (int, float):
+        try:
+            t(text)
+        except ValueError:
+            return False
+        return True
+    return True if t is str else None
+
+
+def _yaml_text(v) -> str:
+    if v is None:
+        return "null"
+    if type(v) is bool:
+        return "true" if v else "false"
+    if type(v) in (list, dict):
+        import json
+
+        return json.dumps(v)
+    return str(v) if type(v) is not str else repr(v)

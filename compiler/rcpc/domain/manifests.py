@@ -1,0 +1,96 @@
+"""Plain Kubernetes manifests (YAML files) as rcpc values, for ``rcpc validate``: each
+document becomes a :class:`~rcpc.core.values.Dict` whose every value carries the
+``file:line:col`` span of its YAML node, so the Kubernetes, JobSet and TPU rules
+(:func:`rcpc.domain.kube.check_manifest`) report where the file says it.
+
+The YAML is read as kubectl reads it (sigs.k8s.io/yaml, YAML 1.1 scalars: PyYAML's safe
+resolver): nodes are composed with their marks (never found by searching the text), scalars
+typed by their resolved tag (``yes`` is a bool, ``0755`` an int, a timestamp stays a
+string), mapping keys are strings, ``<<`` merges are applied. ``E1103`` for a file that
+cannot be read, is not YAML, repeats a key in one mapping (kubectl refuses that too), or holds
+a document that is not a mapping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.source import Source, Span
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+
+
+def _span(path: str, node) -> Span:
+    start, end = node.start_mark, node.end_mark
+    return Span(path, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+class _Builder:
+    """Composed YAML nodes → values with spans (one file)."""
+
+    def __init__(self, path: str):
+        import yaml
+
+        self.path = path
+        self.yaml = yaml
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.problems: list[Diagnostic] = []
+
+    def value(self, node):
+        yaml = self.yaml
+        span = _span(self.path, node)
+        if isinstance(node, yaml.MappingNode):
+            self.constructor.flatten_mapping(node)
+            items, keys = {}, {}
+            for k, v in node.value:
+                key = str(k.value)
+                if key in items:
+                    self.problems.append(Diagnostic("E1103", f"key {key!r} is repeated in one mapping",
+                                                    _span(self.path, k), related=(("first here", keys[key]),),
+                                                    hint="kubectl refuses a repeated key: keep one"))
+                items[key] = self.value(v)
+                keys.setdefault(key, _span(self.path, k))
+            return Dict(items, keys, span)
+        if isinstance(node, yaml.SequenceNode):
+            return List(tuple(self.value(x) for x in node.value), span)
+        tag = node.tag.rsplit(":", 1)[-1]
+        if tag in ("null", "bool", "int", "float"):
+            v = self.constructor.construct_object(node)
+            if v is None:
+                return Null(node.value or "null", span)
+            if isinstance(v, bool):
+                return Bool(v, node.value, span)
+            return (Int if isinstance(v, int) else Float)(v, node.value, span)
+        return Str(node.value, span)  # str, timestamp, binary: the text
+
+
+def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
+    """The source of YAML file ``real`` (shown as ``shown``) and its documents as values
+    (empty documents skipped). Raises :class:`CompileError` (``E1103``)."""
+    import yaml
+
+    try:
+        text = real.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None) from None
+    source = Source(shown, text, str(real))
+    builder = _Builder(shown)
+    docs = []
+    try:
+        for i, node in enumerate(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), 1):
+            if node is None or isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+                continue  # an empty document, as kubectl skips it
+            value = builder.value(node)
+            if type(value) is not Dict:
+                builder.problems.append(Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object "
+                                                   "(a mapping)", value.span))
+                continue
+            docs.append(value)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        span = Span(shown, mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 2) if mark else None
+        raise CompileError(Diagnostic("E1103", f"{shown} is not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                                      span)) from None
+    if builder.problems:
+        raise CompileError(builder.problems)
+    return source, docs

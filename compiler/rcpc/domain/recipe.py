@@ -1,0 +1,489 @@
+"""Compiling recipes: sources, the load graph, params, variants and renders.
+
+A :class:`Compiler` serves one run. It reads, parses and resolves each file once, evaluates
+each loaded (library) file once, and evaluates a recipe once per variant (libraries cannot
+see params, so their exports are shared by every variant).
+
+Load errors (``E02xx``): missing file, missing name, cycle (found on resolved real paths, so
+``./a.rcp`` and ``../x/a.rcp`` spellings of one file are one node), escaping the workspace.
+An error inside a loaded file is reported at that file's line:col with ``loaded from``
+spans back to the recipe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import attrs
+
+from rcpc.domain import builtins as B
+from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
+from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
+from rcpc.core.evaluate import Evaluator
+from rcpc.core.files import TooLarge, read_limited
+from rcpc.core.names import fold
+from rcpc.core.resolve import resolve
+from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.schemagen import BUILTIN
+from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
+from rcpc.core.syntax import ast
+from rcpc.core.syntax.parser import parse
+from rcpc.core.values import Dict
+from rcpc.domain.values import FlagSet, Manifest, Variant
+from rcpc.domain.renders import kind_of
+from rcpc.domain.workspace import LINK, Workspace
+
+DEFAULT_VARIANT = "default"
+
+
+@attrs.frozen
+class Render:
+    """One output file: ``name`` (``trainer.yaml``), its exact ``text``, and the value it was
+    emitted from (a Manifest or FlagFile)."""
+
+    name: str
+    text: str
+    value: object
+
+
+@attrs.frozen
+class VariantBuild:
+    """A recipe evaluated for one variant: the variant's name, the param values used and the
+    renders in declaration order."""
+
+    variant: str
+    params: dict
+    renders: tuple
+    problems: tuple = ()  # the manifests' errors: (Diagnostic, render span, render file name)
+
+
+@attrs.frozen
+class Recipe:
+    """A recipe's declarations (from its default evaluation)."""
+
+    path: Path
+    name: str
+    params: tuple
+    variants: tuple
+
+
+class Compiler:
+    """Compiles recipes of one workspace; holds the per-run caches."""
+
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+        self.sources: dict[str, Source] = {}     # display path → Source (for diagnostics)
+        self._modules: dict[Path, ast.Module] = {}
+        self._exports: dict[Path, dict] = {}
+        self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
+        self._schemas: dict[Path, object] = {}
+        self._kube = None
+        self._clean: set[str] = set()               # renders of manifests found clean
+        self._loads: dict[Path, set] = {}           # file → files it loads
+        self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
+        self.schema_files: set[Path] = set()        # schema files read in this run
+        # loaded files whose evaluation failed, since the evaluation of a recipe or of a
+        # library checked on its own began (its errors read from that root: a load cycle's
+        # message shows the chain of loads that reached it)
+        self._failed: dict[Path, CompileError] = {}
+        self._rendered = 0  # weight of the renders emitted for the recipe being built
+        # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
+        self.digests: dict[Path, str | None] = {}
+        self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
+
+    # files ------------------------------------------------------------------------------
+    def read(self, real: Path, limit: int) -> bytes:
+        """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.core.files.read_limited`),
+        their SHA-256 kept in :attr:`digests`: the build cache keys on the bytes compiled, not
+        on what the file holds later. Raises OSError."""
+        data = read_limited(real, limit)
+        digest = hashlib.sha256(data).hexdigest()
+        if self.digests.setdefault(real, digest) != digest:
+            self.digests[real] = None
+        return data
+
+    def source(self, real: Path) -> Source:
+        display = self.workspace.display(real)
+        src = self.sources.get(display)
+        if src is None:
+            try:
+                data = self.read(real, MAX_FILE_BYTES)
+            except TooLarge as exc:
+                raise error("E0803", f"{display} is {exc.size} bytes, over the limit of {MAX_FILE_BYTES}",
+                            Span(display, 1, 1, 1, 1)) from None
+            except OSError as exc:
+                raise error("E0201", f"cannot read {display}: {exc.strerror}", None) from None
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[:exc.start].count(b"\n") + 1
+                raise error("E0003", f"{display} is not UTF-8 text", Span(display, line, 1, line, 1)) from None
+            src = self.sources[display] = Source(display, text, str(real))
+        return src
+
+    def module(self, real: Path) -> ast.Module:
+        """Parsed and name-resolved AST of a file (cached)."""
+        mod = self._modules.get(real)
+        if mod is None:
+            mod = parse(self.source(real))
+            resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
+            self._modules[real] = mod
+        return mod
+
+    def _exported_by(self, real: Path, mod: ast.Module, name: str):
+        """The ``load()`` of ``mod`` (file ``real``) whose file exports ``name``, or None. A
+        loaded file that cannot be read or evaluated counts as exporting nothing here (its
+        own errors are reported when it is loaded)."""
+        for stmt in mod.stmts:
+            if type(stmt) is not ast.Load or name.startswith("_"):
+                continue
+            try:
+                dep = self.workspace.resolve_load(stmt.path, real, stmt.path_span)
+                if dep != real and name in self.library(dep, ((real, stmt.path_span),)):
+                    return stmt
+            except CompileError:
+                continue
+        return None
+
+    def _loader(self, real: Path, chain: tuple):
+        def load(target: str, span: Span) -> dict:
+            dep = self.workspace.resolve_load(target, real, span)
+            self._loads.setdefault(real, set()).add(dep)
+            if dep in [p for p, _ in chain] or dep == real:
+                names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
+                cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
+                                     self.workspace.display(dep)])
+                raise error("E0202", f"load cycle: {cycle}", span,
+                            hint="break the cycle by moving shared constants into a third file")
+            return self.library(dep, chain + ((real, span),))
+        return load
+
+    def library(self, real: Path, chain: tuple) -> dict:
+        """Exports of a loaded file: evaluated once per run, or, when it fails, once per
+        recipe (or library checked on its own). ``chain`` is the tuple of (file, load span)
+        that led here, for cycles and ``loaded from`` notes. ``E0801`` past
+        :data:`~rcpc.core.limits.MAX_LOAD_DEPTH` files."""
+        exports = self._exports.get(real)
+        if exports is not None:
+            return exports
+        if not chain:
+            self._failed = {}
+        failed = self._failed.get(real)
+        if failed is None:
+            if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
+                raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
+                            hint="load shared constants from fewer levels of files")
+            seen = len(self.context.diagnostics)
+            try:
+                mod = self.module(real)
+                result = Evaluator(self._loader(real, chain), None, is_recipe=False,
+                                   ctx=self.context, universe=B.UNIVERSE).run(mod)
+                if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
+                    raise CompileError(result.errors)
+            except CompileError as exc:
+                # evaluated once, failing or not: a diamond of loads that each fail would
+                # evaluate the bottom file once per path, 2**depth times; reported once per
+                # error (the paths through a diamond reach it more than once)
+                failed = self._failed[real] = CompileError(unique(exc.diagnostics))
+            else:
+                exports = self._exports[real] = result.exports
+                self._warnings[real] = self.context.diagnostics[seen:]
+                return exports
+        if not chain:  # checked on its own (rcpc check of a library)
+            raise failed
+        raise _loaded_from(failed, chain[-1][1]) from None
+
+    def loaded_warnings(self, real: Path) -> list[Diagnostic]:
+        """Warnings and notes of the files recipe ``real`` loads (transitively, by path). A
+        loaded file is evaluated once a run, so its warnings are found for whichever recipe
+        loads it first; they belong to every recipe that loads it. Call after evaluating it."""
+        found: list[Diagnostic] = []
+        for dep in sorted(self.dependencies(real) - {real}):
+            found.extend(self._warnings.get(dep, ()))
+        return found
+
+    def _schema(self, target: str | None, span: Span):
+        """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
+        load path; ``builtin:maxtext`` for the shipped one) or the workspace's
+        ``maxtext_schema``; None when neither is given."""
+        if target is None:
+            path = self.workspace.maxtext_schema
+            if path is None:
+                return None
+        elif target == BUILTIN:
+            path = BUILTIN_PATH
+        else:
+            path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+        self.schema_files.update(schema_sources(path))
+        schema = self._schemas.get(path)
+        if schema is None:
+            shown = BUILTIN if path == BUILTIN_PATH else self.workspace.display(path)
+            schema = self._schemas[path] = load_schema(path, span if target is not None else None, shown,
+                                                       self.read)
+        return schema
+
+    def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
+        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube`):
+        the errors found (warnings go with the run's other warnings). ``text`` is the
+        manifest's render: the render determines the data (it reads back to it), so a render
+        found clean once in this run is clean again (variants and lint share renders)."""
+        if text in self._clean:
+            return []
+        from rcpc.domain import kube
+        from rcpc.domain.kube_schema import SchemaIndex
+
+        if self._kube is None and self.workspace.kube_schemas:
+            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
+        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd)
+        if not diags:
+            self._clean.add(text)
+        self.context.diagnostics.extend(d for d in diags if d.severity != "error")
+        return [d for d in diags if d.severity == "error"]
+
+    def dependencies(self, real: Path) -> set[Path]:
+        """Every file the recipe's renders depend on: the recipe, the files it loads
+        (transitively), the schema files read and the kube schemas read in this run."""
+        out: set[Path] = set()
+        todo = [real]
+        while todo:
+            f = todo.pop()
+            if f not in out:
+                out.add(f)
+                todo.extend(self._loads.get(f, ()))
+        kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
+        return out | self.schema_files | kube
+
+    def read_digests(self) -> dict[str, str]:
+        """{path: SHA-256 hex} of every file read in this run (with one version)."""
+        return {str(p): d for p, d in self.digests.items() if d is not None}
+
+    def dependency_digests(self, real: Path) -> dict[str, str] | None:
+        """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
+        symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
+        dependency was read twice with different bytes (it changed during the run), so the
+        result must not be cached."""
+        out: dict[str, str] = {}
+        for path in sorted(self.dependencies(real)):
+            digest = self.digests.get(path)
+            if digest is None:
+                return None
+            out[str(path)] = digest
+        out.update((written, LINK + real_path) for written, real_path in self.workspace.links.items())
+        return out
+
+    def release(self, real: Path) -> None:
+        """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation)
+        once its results are taken, so memory stays flat over a large workspace. What it
+        loaded stays cached; it is parsed again if it is asked for again."""
+        self.sources.pop(self.workspace.display(real), None)
+        self._modules.pop(real, None)
+        self._base.pop(real, None)
+
+    def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
+        """Warnings (and notes) found so far in this run, each once, in order found."""
+        return unique(d for d in self.context.diagnostics if include_notes or d.severity != "note")
+
+    # recipes ----------------------------------------------------------------------------
+    def evaluate(self, real: Path, overrides: dict):
+        """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text)."""
+        mod = self.module(real)
+        self._failed = {}
+        return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
+                         ctx=self.context, universe=B.UNIVERSE).run(mod)
+
+    def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
+        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
+        Raises the errors reported while evaluating (:meth:`Context.report`)."""
+        result = self.evaluate(real, parse_sets(sets or []))
+        if result.errors:
+            raise CompileError(result.errors)
+        return result.exports
+
+    def recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
+        """The recipe's declarations and its default evaluation."""
+        recipe, build = self._recipe(real)
+        self._raise_problems(recipe, [build])
+        return recipe, build
+
+    def _recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
+        self._rendered = 0
+        result = self.evaluate(real, {})
+        params = {p.name: p for p in result.params}
+        variants = _check_variants(result.variants, params)
+        build = self._base[real] = self._variant_build(DEFAULT_VARIANT, result)
+        return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
+
+    def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
+        """Evaluate a recipe for every declared variant (or the one named, or ``--set``
+        overrides as variant ``custom``). Returns (Recipe, [VariantBuild]).
+        ``E0601`` for a ``--set`` name that is not a declared param."""
+        self._rendered = 0
+        if sets:
+            raw = parse_sets(sets)
+            result = self.evaluate(real, raw)
+            params = {p.name: p for p in result.params}
+            for name in raw:
+                if name not in params:
+                    raise error("E0601", f"--set {name}: no such param", None,
+                                hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
+            recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
+                            _check_variants(result.variants, params))
+            builds = [self._variant_build("custom", result)]
+            self._raise_problems(recipe, builds)
+            return recipe, builds
+        recipe, default = self._recipe(real)
+        chosen = recipe.variants
+        if variant is not None:
+            chosen = [v for v in recipe.variants if v.name == variant]
+            if not chosen:
+                names = [v.name for v in recipe.variants]
+                raise error("E0607", f"recipe {recipe.name} has no variant '{variant}'", None,
+                            hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
+        builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
+        self._raise_problems(recipe, builds)
+        return recipe, builds
+
+    def _raise_problems(self, recipe: Recipe, builds: list) -> None:
+        """Raise the manifest errors of ``builds`` (variants of ``recipe``), each once: an
+        error on a value made in a loaded file is reported at the render's declaration in
+        the recipe, with the loaded file's line as ``value made here``; the recipe, variants
+        and renders it occurs in are named in a note (also for any error when the recipe
+        has several variants)."""
+        shown = self.workspace.display(recipe.path)
+        merged: dict = {}
+        for b in builds:
+            for d, span, fname in b.problems:
+                if d.span is not None and d.span.path != shown and span.path == shown:
+                    d = attrs.evolve(d, span=span, related=(("value made here", d.span),) + d.related)
+                entry = merged.setdefault((d.code, d.message, d.span, d.related), (d, {}))
+                entry[1].setdefault(b.variant, []).append(fname)
+        out = []
+        for d, where in merged.values():
+            if len(recipe.variants) > 1 or d.related[:1] and d.related[0][0] == "value made here":
+                d = attrs.evolve(d, notes=d.notes + tuple(
+                    f"in recipe {recipe.name}, variant {v}: {', '.join(dict.fromkeys(f))}" for v, f in where.items()))
+            out.append(d)
+        if out:
+            raise CompileError(out)
+
+    def check_contracts(self, recipe: Recipe, builds: list) -> list[Diagnostic]:
+        """Contract diagnostics of every built variant that declares one; the variant it is
+        against is evaluated too when it was not among ``builds``."""
+        from rcpc.domain.contracts import check_contract
+
+        by_name = {b.variant: b for b in builds}
+        variants = {v.name: v for v in recipe.variants}
+        diags: list[Diagnostic] = []
+        for b in builds:
+            v = variants.get(b.variant)
+            if v is None or v.against is None or v.changes is None:
+                continue
+            other = by_name.get(v.against)
+            if other is None:
+                w = variants[v.against]
+                other = by_name[v.against] = self.evaluate_with(
+                    recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
+                self._raise_problems(recipe, [other])
+            diags.extend(check_contract(v, other, b))
+        return diags
+
+    def evaluate_with(self, real: Path, name: str, overrides: dict, default: VariantBuild) -> VariantBuild:
+        """One variant's build; reuses the default evaluation when nothing is overridden."""
+        if not overrides:
+            return attrs.evolve(default, variant=name)
+        return self._variant_build(name, self.evaluate(real, overrides))
+
+    def _variant_build(self, name: str, result) -> VariantBuild:
+        """The renders of one evaluation. Every finding is raised at once: the errors reported
+        while evaluating (flags MaxText would refuse), each manifest's Kubernetes errors, and
+        what MaxText checks at start (:mod:`rcpc.domain.launch`)."""
+        from rcpc.domain.launch import check_renders
+
+        renders = []
+        problems = []
+        found: list = list(result.errors)
+        seen: dict[str, tuple[str, Span]] = {}   # folded file name → (file name, declared at)
+        for value in result.renders:
+            kind = kind_of(value)
+            fname = kind.file_name(value)
+            first = seen.get(fold(fname))
+            if first is not None:
+                named = f"named '{fname}'" if first[0] == fname else \
+                    f"named '{first[0]}' and '{fname}', one file where case is ignored (macOS, Windows)"
+                raise error("E0702", f"two renders are {named}", value.span,
+                            related=(("first declared here", first[1]),),
+                            hint="give each jobset/manifest/flag_file a distinct name")
+            seen[fold(fname)] = (fname, value.span)
+            if len(seen) > MAX_RENDERS:
+                raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
+            # each value is bounded (MAX_NODES), but one can be rendered many times
+            self._rendered += kind.weight(value)
+            if self._rendered > MAX_NODES:
+                raise error("E0802", f"the renders of this recipe hold more than {MAX_NODES} items "
+                            "(every variant counted)", value.span,
+                            hint="renders this large are a mistake; a value rendered many times counts each time")
+            try:
+                text = kind.emit(value)
+            except RecursionError:
+                raise error("E0801", "value nested too deeply to write", value.span) from None
+            problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
+            renders.append(Render(fname, text, value))
+        flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
+        for d in check_renders(result.renders, flag_sets):
+            (found.append if d.severity == "error" else self.context.warn)(d)
+        if found:  # with the manifests' errors, reported at once (their places as found)
+            raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))
+        return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
+
+
+def _loaded_from(exc: CompileError, span: Span) -> CompileError:
+    """Add the load statement that loaded the failing file; each level of a load chain adds
+    its own, so the chain reads innermost first."""
+    return CompileError([attrs.evolve(d, related=d.related + (("loaded from", span),))
+                         for d in exc.diagnostics])
+
+
+def _check_variants(variants: list, params: dict) -> tuple:
+    """Variant names unique, ``set`` keys declared params of the right type, ``against``
+    naming a declared variant. With no variant declared, the recipe has ``default``."""
+    if not variants:
+        return (Variant(DEFAULT_VARIANT, Dict({}, {}, COMMAND_LINE_SPAN), None, None, COMMAND_LINE_SPAN),)
+    seen: dict[str, Variant] = {}
+    folded: dict[str, Variant] = {}
+    for v in variants:
+        first = folded.get(fold(v.name))
+        if first is not None:
+            twice = "is declared twice" if first.name == v.name else \
+                f"and variant '{first.name}' are one directory where case is ignored (macOS, Windows)"
+            raise error("E0603", f"variant '{v.name}' {twice}", v.span,
+                        related=(("first declared here", first.span),))
+        seen[v.name] = folded[fold(v.name)] = v
+        for key, value in v.sets.items.items():
+            if key not in params:
+                raise error("E0601", f"variant '{v.name}' sets '{key}', which is not a param",
+                            v.sets.key_spans.get(key, v.span),
+                            hint=did_you_mean(key, params) or f"params: {', '.join(params) or 'none'}")
+            p = params[key]
+            B.check_param_value(p.type, value, key, p.choices)
+    for v in variants:
+        if v.against is not None and v.against not in seen:
+            raise error("E0605", f"variant '{v.name}' is against '{v.against}', which is not declared",
+                        v.span, hint=did_you_mean(v.against, seen))
+    return tuple(variants)
+
+
+def parse_sets(sets: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
+    when it is declared (:func:`rcpc.domain.builtins.param_value_from_text`). ``E0608`` for an item
+    without ``=`` or one that is not UTF-8 (a surrogate-escaped byte of argv)."""
+    out = {}
+    for item in sets:
+        name, eq, text = item.partition("=")
+        if not eq or not name:
+            raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
+        if any("\ud800" <= c <= "\udfff" for c in item):  # bytes argv could not decode
+            raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
+                        hint="values are written into UTF-8 renders")
+        out[name] = text
+    return out

@@ -1,0 +1,160 @@
+"""Render kinds: the values a recipe declares as output files, one :class:`RenderKind` each.
+
+A render kind says, in one place, everything rcpc does with its renders:
+
+* ``name`` (the value's type in the language) and ``suffix`` (of the file it becomes);
+* ``functions``: the built-ins that make it, plugged into the language by
+  :data:`rcpc.domain.builtins.UNIVERSE`;
+* ``weight`` (what it costs to render, against :data:`~rcpc.core.limits.MAX_NODES`) and
+  ``emit`` (its exact text);
+* ``check``: the errors of a rendered value (a manifest: Kubernetes rules and schemas);
+* ``data`` (what a diff contract compares) and ``diff`` (what changed between two versions,
+  as ``rcpc diff`` reports it).
+
+Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``) and
+:data:`FLAG_FILE` (``flag_file(...)`` → ``<name>.flags``). A new kind is a new
+:class:`RenderKind` in :data:`KINDS` (and the value class it renders).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import attrs
+
+from rcpc.core.builtins import _bind, _expect
+from rcpc.core.diagnostics import error
+from rcpc.core.emit.yaml import EmitError, emit_document
+from rcpc.core.limits import MAX_NAME
+from rcpc.core import names
+from rcpc.core.source import Span
+from rcpc.core.values import Dict, Str, weight
+from rcpc.domain.delta import data_delta
+from rcpc.domain.emit.flags import flag_file
+from rcpc.domain.maxtext import argv, flag_delta, flags_weight
+from rcpc.domain.provenance import argv_value
+from rcpc.domain.values import FlagFile, FlagSet, Manifest
+
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@attrs.frozen
+class RenderKind:
+    """One kind of render (see the module docstring). ``check(compiler, value, text)`` gets
+    the :class:`~rcpc.domain.recipe.Compiler` of the run (its workspace, schemas and caches)."""
+
+    name: str
+    suffix: str
+    value_type: type
+    functions: dict
+    weight: Callable
+    emit: Callable
+    check: Callable
+    data: Callable
+    diff: Callable
+
+    def file_name(self, value) -> str:
+        """The file a render of this kind is written to: ``<name><suffix>``."""
+        return value.name + self.suffix
+
+
+# constructors -----------------------------------------------------------------------------
+def _metadata(a: dict, name: Str, span: Span) -> Dict:
+    md = a.get("metadata")
+    if md is None:
+        return Dict({"name": name}, {"name": name.span}, span)
+    return _expect(md, (Dict,), "metadata")
+
+
+def _render_name(v) -> str:
+    _expect(v, (Str,), "name")
+    if not RENDER_NAME.fullmatch(v.value) or ".." in v.value or len(v.value) > MAX_NAME:
+        raise error("E0701", f"render name {v.value[:40]!r} is not a plain file name", v.span,
+                    hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
+    why = names.problem(v.value)
+    if why is not None:
+        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span)
+    return v.value
+
+
+def _jobset(ctx, fn, span, args, kwargs):
+    a = _bind("jobset", span, args, kwargs, (), {"name", "spec"}, {"metadata", "apiVersion"})
+    name = _render_name(a["name"])
+    api = a.get("apiVersion", Str(JOBSET_API_VERSION, span))
+    _expect(api, (Str,), "apiVersion")
+    data = {"apiVersion": api, "kind": Str("JobSet", span), "metadata": _metadata(a, a["name"], span),
+            "spec": _expect(a["spec"], (Dict,), "spec")}
+    return Manifest(name, Dict(data, {k: span for k in data}, span), span)
+
+
+def _manifest(ctx, fn, span, args, kwargs):
+    a = _bind("manifest", span, args, kwargs, (), {"name", "apiVersion", "kind"}, {"metadata"},
+              extra_kwargs=True)
+    name = _render_name(a["name"])
+    data = {"apiVersion": _expect(a["apiVersion"], (Str,), "apiVersion"),
+            "kind": _expect(a["kind"], (Str,), "kind"),
+            "metadata": _metadata(a, a["name"], span)}
+    spans = {k: kwargs[k][1] if k in kwargs else span for k in data}
+    for k, v in a.items():
+        if k not in data and k != "name":
+            data[k] = v
+            spans[k] = kwargs[k][1]
+    return Manifest(name, Dict(data, spans, span), span)
+
+
+def _flag_file(ctx, fn, span, args, kwargs):
+    a = _bind("flag_file", span, args, kwargs, (), {"name", "flags"})
+    return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
+
+
+def _emit_manifest(value: Manifest) -> str:
+    try:
+        return emit_document(value.data)
+    except EmitError as exc:
+        raise error("E0703", str(exc), exc.value.span,
+                    hint="manifests hold dicts, lists, strings, numbers, bools and None") from None
+
+
+MANIFEST = RenderKind(
+    name="manifest", suffix=".yaml", value_type=Manifest,
+    functions={"jobset": _jobset, "manifest": _manifest},
+    weight=lambda value: weight(value.data),
+    emit=_emit_manifest,
+    check=lambda compiler, value, text: compiler.check_manifest(value, text),
+    data=lambda value: value.data,
+    diff=lambda old, new: {"paths": data_delta(old.data, new.data)})
+
+FLAG_FILE = RenderKind(
+    name="flag_file", suffix=".flags", value_type=FlagFile,
+    functions={"flag_file": _flag_file},
+    weight=lambda value: flags_weight(value.flags),
+    emit=lambda value: flag_file(argv(value.flags)),
+    check=lambda compiler, value, text: [],  # MaxText's start checks: rcpc.domain.launch
+    data=lambda value: argv_value(value.flags, value.span),  # token strings, with provenance
+    diff=lambda old, new: {"flags": flag_delta(old.flags, new.flags)})
+
+KINDS = (MANIFEST, FLAG_FILE)
+_BY_TYPE = {k.value_type: k for k in KINDS}
+
+
+def kind_of(value) -> RenderKind | None:
+    """The render kind of ``value``, or None when it is not a render."""
+    return _BY_TYPE.get(type(value))
+
+
+def render_data(value):
+    """The data a render is compared by (:attr:`RenderKind.data`): a manifest's data, a flag
+    file's argv (a list of token strings with their provenance)."""
+    return kind_of(value).data(value)
+
+
+def render_changes(old_value, new_value) -> dict:
+    """What changed between two versions of one render (:attr:`RenderKind.diff`):
+    ``{"flags": [FlagChange]}`` for a flag file, ``{"paths": [Change]}`` for a manifest;
+    ``{}`` when the two are not of one kind."""
+    kind = kind_of(old_value)
+    if kind is None or kind is not kind_of(new_value):
+        return {}
+    return kind.diff(old_value, new_value)

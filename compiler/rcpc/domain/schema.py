@@ -1,0 +1,108 @@
+"""The MaxText schema: every key MaxText accepts, its type, default and choices, and the
+model configs, as derived by :mod:`rcpc.domain.schemagen` from MaxText's ``types.py``, ``base.yml``
+and ``models/*.yml``.
+
+Where it comes from (``maxtext_schema`` in rcp.toml, ``--maxtext-schema``, or
+``maxtext_flags(..., schema = ...)``):
+
+* ``builtin:maxtext`` — the schema shipped with rcpc (``rcpc/domain/schemas/maxtext.json``, generated
+  from the MaxText commit named in its provenance);
+* a ``.json`` file — a schema written by ``rcpc schema maxtext PATH -o FILE``;
+* a ``base.yml`` (also ``maxtext_base`` / ``--maxtext-base``, the older spelling) — derived on
+  the fly from that file and the ``types.py`` and ``models/`` beside it; with no types.py
+  there, each key's type is its default's type.
+
+YAML is read as MaxText reads it (OmegaConf: PyYAML's YAML 1.1 SafeLoader plus OmegaConf's
+extra float resolver, so ``1.e-05`` and ``1e-5`` are floats and ``150_001`` an int).
+
+Errors: ``E0320`` when the schema cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+
+from rcpc.core.diagnostics import error
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_SCHEMA_BYTES
+from rcpc.core.source import Span
+from rcpc.domain.schemagen import read_yaml
+
+BUILTIN_PATH = Path(__file__).resolve().parent / "schemas" / "maxtext.json"
+
+@attrs.frozen
+class MaxTextSchema:
+    """``fields``: key → {"type": type node, "base": base.yml value (when base.yml has the
+    key), "default" / "default_expr": types.py's default, "source": "types.py:LINE"};
+    ``models``: model name → {key: value} of ``models/<name>.yml``; ``provenance``: where the
+    schema came from; ``path``: how to name it in messages."""
+
+    path: str
+    fields: dict
+    models: dict = attrs.field(factory=dict)
+    provenance: dict = attrs.field(factory=dict)
+
+    @property
+    def defaults(self) -> dict:
+        """key → the value MaxText starts from (base.yml's, else types.py's literal default);
+        keys with neither are left out."""
+        out = {}
+        for k, f in self.fields.items():
+            if "base" in f:
+                out[k] = f["base"]
+            elif "default" in f:
+                out[k] = f["default"]
+        return out
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.fields
+
+    def type_of(self, key: str) -> dict:
+        """The type node of ``key`` (see :mod:`rcpc.domain.schemagen`)."""
+        return self.fields[key]["type"]
+
+    def start_value(self, key: str):
+        """``(True, value)``: what MaxText has for ``key`` before the command line
+        (``base.yml``); ``(False, None)`` when base.yml does not set it."""
+        f = self.fields.get(key)
+        return (True, f["base"]) if f is not None and "base" in f else (False, None)
+
+
+def schema_sources(path: Path) -> list[Path]:
+    """The files a schema is read from: the ``.json`` itself, or a base.yml with the
+    ``types.py`` and ``models/*.yml`` beside it (what the build cache must hash)."""
+    if path.suffix == ".json":
+        return [path]
+    out = [path]
+    if (path.parent / "types.py").is_file():
+        out.append(path.parent / "types.py")
+    models = path.parent / "models"
+    if models.is_dir():
+        out.extend(sorted(p for p in models.glob("*.yml") if p.is_file()))
+    return out
+
+
+def load_schema(path: Path, span: Span | None, display: str | None = None, read=None) -> MaxTextSchema:
+    """Read a schema: a ``.json`` document, or a ``base.yml`` (derived on the fly with the
+    ``types.py`` and ``models/`` beside it). ``span`` is where it was named (for errors);
+    ``display`` is how to show its path (default: as given); ``read`` as for
+    :func:`read_yaml`."""
+    shown = display or str(path)
+    if path.suffix == ".json":
+        try:
+            doc = json.loads((read or read_limited)(path, MAX_SCHEMA_BYTES).decode("utf-8"))
+            return MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
+                        span) from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise error("E0320", f"the MaxText schema {shown} is not a schema written by `rcpc schema maxtext`: "
+                        f"{exc}", span) from None
+    from rcpc.domain.schemagen import derive
+
+    read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span
+    doc = derive(path.parent, commit="", base_yml=path)
+    return MaxTextSchema(shown, doc["fields"], doc["models"], doc["provenance"])

@@ -1,0 +1,141 @@
+"""TPU slice facts for GKE: generation, chips per host, devices per chip, the node labels
+that select a slice's nodes, the machine type, and which topologies exist.
+
+Sources (Google Cloud documentation, "TPUs in GKE" / "Plan TPUs in GKE" and the per-version
+system-architecture pages):
+
+* v4: accelerator label ``tpu-v4-podslice``, machine ``ct4p-hightpu-4t``, 4 chips a host,
+  one JAX device a chip (megacore), 3-D topologies ``AxBxC``.
+* v5p: ``tpu-v5p-slice``, ``ct5p-hightpu-4t``, 4 chips a host, one device a chip, 3-D.
+* v5e: ``tpu-v5-lite-podslice``, 2-D topologies; single-host ``1x1`` (``ct5lp-hightpu-1t``),
+  ``2x2`` (``ct5lp-hightpu-4t``), ``2x4`` (``ct5lp-hightpu-8t``); multi-host slices use
+  ``ct5lp-hightpu-4t`` (4 chips a host) up to ``16x16``.
+* v6e (Trillium): ``tpu-v6e-slice``, as v5e with ``ct6e-standard-{1,4,8}t``.
+* v7x (Ironwood): ``tpu7x``, ``tpu7x-standard-4t``, 4 chips a host, two devices (TensorCores
+  exposed separately) a chip, 3-D topologies (reference/rl-397b-v7x.md: 4x4x8 = 128 chips =
+  256 devices = 32 hosts).
+
+The node selector of a slice is ``cloud.google.com/gke-tpu-accelerator`` and
+``cloud.google.com/gke-tpu-topology``; under GKE dynamic slicing (as XPK writes it) the pod
+template gives the topology in its ``cloud.google.com/gke-tpu-slice-topology`` annotation.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from rcpc.core.diagnostics import error
+from rcpc.core.source import Span
+from rcpc.domain.values import TpuSlice
+
+ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+# A pod template's annotation naming its slice's topology under GKE dynamic slicing (the
+# XPK-generated manifests select only the accelerator and give the topology here).
+SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
+
+
+@attrs.frozen
+class Generation:
+    """Facts of one TPU generation. ``single_host`` maps a single-host topology to (machine
+    type or None for ``machine_type``, chips of that host); other topologies are multi-host
+    slices of ``chips_per_host``-chip ``machine_type`` hosts."""
+
+    name: str
+    accelerator: str
+    machine_type: str
+    chips_per_host: int
+    devices_per_chip: int
+    dims: int
+    max_chips: int
+    single_host: dict = attrs.field(factory=dict)
+
+
+_3D = dict(dims=3, single_host={"2x2x1": (None, 4)})
+GENERATIONS = {
+    g.name: g for g in (
+        Generation("v4", "tpu-v4-podslice", "ct4p-hightpu-4t", 4, 1, max_chips=4096, **_3D),
+        Generation("v5p", "tpu-v5p-slice", "ct5p-hightpu-4t", 4, 1, max_chips=8960, **_3D),
+        Generation("v7x", "tpu7x", "tpu7x-standard-4t", 4, 2, max_chips=9216, **_3D),
+        Generation("v5e", "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", 4, 1, dims=2, max_chips=256,
+                   single_host={"1x1": ("ct5lp-hightpu-1t", 1), "2x2": ("ct5lp-hightpu-4t", 4),
+                                "2x4": ("ct5lp-hightpu-8t", 8)}),
+        Generation("v6e", "tpu-v6e-slice", "ct6e-standard-4t", 4, 1, dims=2, max_chips=256,
+                   single_host={"1x1": ("ct6e-standard-1t", 1), "2x2": ("ct6e-standard-4t", 4),
+                                "2x4": ("ct6e-standard-8t", 8)}),
+    )
+}
+# Spellings accepted before the ':' (GKE accelerator labels and Cloud TPU version names).
+ALIASES = {
+    "v4": "v4", "tpu-v4-podslice": "v4",
+    "v5p": "v5p", "tpu-v5p-slice": "v5p",
+    "v5e": "v5e", "v5litepod": "v5e", "tpu-v5-lite-podslice": "v5e",
+    "v6e": "v6e", "tpu-v6e-slice": "v6e",
+    "v7x": "v7x", "tpu7x": "v7x",
+}
+
+
+_TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def tpu_slice(spec: str, span: Span) -> TpuSlice:
+    """Parse ``"<generation>:<topology>"`` (e.g. ``"tpu7x:4x4x8"``) into a :class:`TpuSlice`.
+
+    Topology rules: the generation's number of dimensions, written in ASCII digits without
+    leading zeros; every dimension a power of two; 3-D slices written with non-decreasing
+    dimensions, each at least 2 (``2x2x1`` being the one single-host 3-D shape); multi-host
+    slices a whole number of hosts; at most the generation's largest slice. Raises
+    :class:`CompileError` ``E0401`` naming the rule broken.
+    """
+    gen_name, sep, topology = spec.partition(":")
+    gen_key = ALIASES.get(gen_name.strip().lower())
+    if not sep or gen_key is None:
+        raise error("E0401", f"bad TPU slice {spec!r}", span,
+                    hint="write '<generation>:<topology>', e.g. 'tpu7x:4x4x8'; generations: "
+                    + ", ".join(sorted(ALIASES)))
+    gen = GENERATIONS[gen_key]
+    # ASCII digits without a leading zero only: int() alone accepts " 8", "+8", "08" and "٨",
+    # which would put a non-canonical topology into the node selector label.
+    if _TOPOLOGY.fullmatch(topology):
+        dims = tuple(int(d) if len(d) <= 6 else 0 for d in topology.split("x"))
+    else:
+        dims = ()
+    if len(dims) != gen.dims or not all(dims):
+        shape = "x".join(["N"] * gen.dims)
+        raise error("E0401", f"bad topology {topology!r} for TPU {gen.name}", span,
+                    hint=f"{gen.name} topologies are {gen.dims} positive whole numbers without leading "
+                    f"zeros, joined by a lower-case 'x': '{shape}'")
+    chips = 1
+    for d in dims:
+        chips *= d
+    single = gen.single_host.get(topology)
+    if single is not None:
+        machine, chips_per_host = single[0] or gen.machine_type, single[1]
+        hosts = 1
+    else:
+        problem = None
+        if not all(_pow2(d) for d in dims):
+            problem = "every dimension must be a power of two"
+        elif gen.dims == 3 and list(dims) != sorted(dims):
+            problem = f"dimensions are written smallest first ('{'x'.join(map(str, sorted(dims)))}')"
+        elif chips % gen.chips_per_host:
+            problem = f"a multi-host slice is a whole number of {gen.chips_per_host}-chip hosts"
+        elif chips > gen.max_chips:
+            problem = f"the largest {gen.name} slice has {gen.max_chips} chips"
+        elif gen.dims == 3 and min(dims) < 2:
+            # GKE's 3-D topologies are 2x2x1 (one host) and then 2x2x2, 2x2x4, 2x4x4, ...
+            problem = "multi-host 3-D slices are at least 2 in every dimension (single-host: 2x2x1)"
+        elif gen.dims == 2 and min(dims) < 4:
+            problem = "multi-host v5e/v6e slices are at least 4x4 (single-host: 1x1, 2x2, 2x4)"
+        if problem:
+            raise error("E0401", f"TPU {gen.name} has no topology {topology!r}: {problem}", span)
+        machine, chips_per_host = gen.machine_type, gen.chips_per_host
+        hosts = chips // chips_per_host
+    return TpuSlice(gen.name, gen.accelerator, topology, dims, chips, hosts, chips_per_host,
+                    gen.devices_per_chip, machine, span)

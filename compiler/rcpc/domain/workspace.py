@@ -1,0 +1,365 @@
+"""The workspace: its root (the nearest directory up with an ``rcp.toml``, else the current
+directory), its configuration, where recipes live, and how ``load()`` paths resolve.
+
+``rcp.toml`` keys (all optional)::
+
+    recipe_dirs = ["recipes"]          # searched for *.rcp; a recipe's name is its path
+                                       # under one of these, without .rcp
+    library_dirs = ["recipes/lib"]     # *.rcp here are loaded by recipes, never built
+    output_dir = "rcpc-out"            # default for `rcpc build -o`
+    golden_dir = "golden"              # golden snapshots: <golden_dir>/<recipe>/<variant>/<render>
+    maxtext_schema = "builtin:maxtext" # MaxText schema for flag sets (none by default): the shipped
+                                       # one, a .json from `rcpc schema maxtext`, or a base.yml
+    maxtext_base = "path/to/base.yml"  # the older spelling of maxtext_schema = "path/to/base.yml"
+    kube_schemas = ["builtin:jobset", "path/to/crd.yaml"]  # schemas manifests are validated
+                                       # against: rcpc's own (builtin:NAME) or CRD / JSON files
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tomllib
+from pathlib import Path
+
+import attrs
+
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_FILE_BYTES
+from rcpc.core.names import fold, problem
+from rcpc.core.source import Span, file_span
+
+CONFIG_NAME = "rcp.toml"
+RECIPE_SUFFIX = ".rcp"
+BUILTIN = "builtin:"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+LINK = "->"  # a dependency that is a symlink resolution (LINK + real path), not a file's digest
+
+
+def builtin_schema(name: str) -> Path | None:
+    """The schema file rcpc ships as ``builtin:NAME`` (``schemas/NAME.json``), or None."""
+    path = SCHEMA_DIR / f"{name}.json"
+    return path if name.isidentifier() and path.is_file() else None
+
+
+@attrs.frozen
+class Workspace:
+    """``root`` is absolute and symlink-resolved; dirs are absolute; ``config`` is the
+    ``rcp.toml`` read (None when the workspace has none) and ``config_bytes`` the bytes that
+    were parsed (what the build cache and replay key on: never read a second time)."""
+
+    root: Path
+    recipe_dirs: tuple
+    library_dirs: tuple
+    output_dir: Path
+    golden_dir: Path
+    maxtext_schema: Path | None = None
+    kube_schemas: tuple = ()
+    config: Path | None = None
+    strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
+    links: dict = attrs.field(factory=dict, eq=False, repr=False)
+    config_bytes: bytes = attrs.field(default=b"", eq=False, repr=False)
+
+    def real(self, raw: Path) -> Path:
+        """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
+        followed, the resolution is remembered in ``links`` ({absolute path as written:
+        real path}): the build cache and replay check that it still holds, as retargeting a
+        link changes what is read without changing any file that was read."""
+        return _real(raw, self.links)
+
+    def schema_path(self, text: str, base: Path | None = None) -> Path:
+        """A ``kube_schemas`` entry: ``builtin:NAME`` (a schema rcpc ships), else a path
+        relative to ``base`` (default: the workspace root). ``E1102`` for an unknown
+        built-in name."""
+        if text.startswith(BUILTIN):
+            path = builtin_schema(text[len(BUILTIN):])
+            if path is None:
+                known = sorted(p.stem for p in SCHEMA_DIR.glob("*.json"))
+                raise error("E1102", f"no built-in schema {text!r}", Span(CONFIG_NAME, 1, 1, 1, 1),
+                            hint=f"built-in schemas: {', '.join(BUILTIN + k for k in known)}")
+            return path
+        return self.real((base or self.root) / text)
+
+    @classmethod
+    def find(cls, start: str | os.PathLike = ".") -> "Workspace":
+        """The workspace containing ``start`` (a file or directory). ``E0901`` for a bad
+        ``rcp.toml``."""
+        here = Path(start).resolve()
+        if here.is_file():
+            here = here.parent
+        for d in (here, *here.parents):
+            cfg = d / CONFIG_NAME
+            if cfg.exists():
+                return cls._load(d, cfg)
+        return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out",
+                   here / "golden")
+
+    @classmethod
+    def _load(cls, root: Path, cfg: Path) -> "Workspace":
+        span = Span(CONFIG_NAME, 1, 1, 1, 1)
+        links: dict = {}
+        try:
+            raw = read_limited(cfg, MAX_FILE_BYTES)
+            text = raw.decode("utf-8")
+            data = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {exc}", span) from None
+        except OSError as exc:
+            raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
+
+        def strings(key, default):
+            value = data.get(key, default)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
+            return value
+
+        def path(key, value):
+            if "\0" in value:
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' contains a NUL character, which no path can hold",
+                            _key_span(text, key))
+            return root / value
+
+        def resolved(key, value):
+            try:
+                return _real(path(key, value), links)
+            except (OSError, RuntimeError):  # a symlink loop
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {value!r} cannot be resolved (a symlink "
+                            f"loop)", _key_span(text, key)) from None
+
+        def dirs(key, default):
+            out = []
+            for v in strings(key, default):
+                real = resolved(key, v)
+                if real != root and root not in real.parents:
+                    raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {v!r} leaves the workspace",
+                                _key_span(text, key), hint="recipes are read from inside the workspace only")
+                out.append(real)
+            return tuple(out)
+
+        def one_dir(key, default):
+            value = data.get(key, default)
+            if not isinstance(value, str):
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
+            return path(key, value)
+
+        known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
+                 "kube_schemas"]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
+                        hint=did_you_mean(unknown[0], known))
+        if "maxtext_schema" in data and "maxtext_base" in data:
+            raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
+                        "its older spelling)", span)
+        ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
+                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
+                 config_bytes=raw)
+
+        def schema(key, v):  # builtin:NAME, or a path that may lie outside the workspace
+            return ws.schema_path(v) if v.startswith(BUILTIN) else resolved(key, v)
+
+        maxtext = None
+        for key in ("maxtext_schema", "maxtext_base"):
+            if key in data:
+                one_dir(key, "")  # E0901 unless a string without NUL
+                maxtext = schema(key, data[key])
+        return attrs.evolve(ws, maxtext_schema=maxtext,
+                            kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])))
+
+    def display(self, path: Path) -> str:
+        """``path`` relative to the root when inside it (for diagnostics), else absolute."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def is_library(self, path: Path) -> bool:
+        return any(d == path or d in path.parents for d in self.library_dirs)
+
+    def recipe_name(self, path: Path) -> str:
+        """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
+        for d in self.recipe_dirs:
+            if d in path.parents:
+                return path.relative_to(d).as_posix()[:-len(RECIPE_SUFFIX)]
+        return self.display(path)[:-len(RECIPE_SUFFIX)]
+
+    def inside(self, raw: Path) -> Path:
+        """The real path of ``raw``, a file found in the workspace (a recipe, a library, a
+        file to format), which must resolve inside it. ``E0906`` when a symlink leads out
+        (nothing is read there), ``E0907`` when it cannot be resolved (a symlink loop)."""
+        at = file_span(self.display(entry(raw)))
+        try:
+            real = self.real(raw)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's symlink loop
+            why = "it is a symlink loop" if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP else exc.strerror
+            raise error("E0907", f"symlink that cannot be resolved: {why}", at,
+                        hint="a symlink that points to itself, directly or through others, names no file") from None
+        if real != self.root and self.root not in real.parents:
+            raise error("E0906", "symlink to a file outside the workspace (not read)", at,
+                        hint="recipes and the files they load must be inside the workspace (the directory of "
+                             "rcp.toml); copy the file in instead of linking to it")
+        return real
+
+    def _name_error(self, real: Path, shown: Path) -> Diagnostic | None:
+        """``E0905`` for a recipe whose name (from file ``real``, found as ``shown``) has a
+        part that is not one portable path component (:mod:`rcpc.core.names`), else None."""
+        name = self.recipe_name(real)
+        for part in name.split("/"):
+            why = problem(part)
+            if why is not None:
+                return Diagnostic("E0905", f"recipe name {name!r} cannot be a path in the output: {part!r} {why}",
+                                  file_span(self.display(entry(shown))),
+                                  hint="rename the file: each part of a recipe's name becomes a directory "
+                                       "of the output (docs/cli.md)")
+        return None
+
+    def recipes(self) -> list[Path]:
+        """Every recipe file (not library files), sorted by name. Every problem found is
+        raised at once: ``E0906``/``E0907`` for a file that does not resolve inside the
+        workspace, ``E0905`` for a name that is not portable path components, ``E0903`` when
+        two files have one name (also where case or Unicode normalization is ignored, as on
+        macOS and Windows), or one recipe's name is a directory of another's (``p`` and
+        ``p/q``: ``p``'s variant ``q`` would write where ``p/q`` does)."""
+        found: dict[str, Path] = {}
+        folded: dict[str, str] = {}   # names.fold(name) → name
+        errors: list = []
+        for d in self.recipe_dirs:
+            if d.is_dir():
+                for p in sorted(d.rglob("*" + RECIPE_SUFFIX)):
+                    try:
+                        real = self.inside(p)
+                    except CompileError as exc:
+                        errors.extend(exc.diagnostics)
+                        continue
+                    if self.is_library(real) or not real.is_file():
+                        continue
+                    name = self.recipe_name(real)
+                    bad = self._name_error(real, p)
+                    if bad is not None:
+                        errors.append(bad)
+                        continue
+                    same = folded.setdefault(fold(name), name)
+                    if same in found and found[same] != real:
+                        how = "" if same == name else f" ('{same}' and '{name}' are one name where case is ignored)"
+                        errors.append(Diagnostic(
+                            "E0903", f"two recipes are named '{same}'{how}: {self.display(found[same])} "
+                            f"and {self.display(real)}", None, hint="rename one of them"))
+                        continue
+                    found[name] = real
+        by_fold = {fold(name): name for name in found}
+        spelled: dict[str, str] = {}   # fold(directory) → a recipe name spelling it
+        for name in found:
+            parts = name.split("/")
+            heads = ["/".join(parts[:i]) for i in range(1, len(parts))]
+            head = next((by_fold[fold(h)] for h in heads if fold(h) in by_fold), None)
+            if head is not None:
+                errors.append(Diagnostic(
+                    "E0903", f"recipe '{head}' and recipe '{name}' would share the output directory {head}/",
+                    None, hint=f"rename {self.display(found[head])} or its folder"))
+            for h in heads:
+                other = spelled.setdefault(fold(h), name)
+                if not other.startswith(h + "/"):
+                    errors.append(Diagnostic(
+                        "E0903", f"recipe '{other}' and recipe '{name}' spell one directory two ways, one "
+                                 f"directory where case is ignored (macOS, Windows)", None,
+                        hint=f"rename the folder of {self.display(found[name])}"))
+                    break
+        if errors:
+            raise CompileError(errors)
+        return [found[k] for k in sorted(found)]
+
+    def libraries(self) -> list[Path]:
+        """Every library file, sorted. ``E0906``/``E0907`` (all of them at once) for files
+        that do not resolve inside the workspace: those are never read."""
+        out = set()
+        errors: list = []
+        for d in self.library_dirs:
+            if d.is_dir():
+                for p in d.rglob("*" + RECIPE_SUFFIX):
+                    try:
+                        real = self.inside(p)
+                    except CompileError as exc:
+                        errors.extend(exc.diagnostics)
+                        continue
+                    if real.is_file():
+                        out.add(real)
+        if errors:
+            raise CompileError(errors)
+        return sorted(out)
+
+    def find_recipe(self, name: str) -> Path | None:
+        """A recipe by name (``rl/x``) or by file path inside the workspace (not a library);
+        None when there is none. Raises ``E0905``-``E0907`` as :meth:`recipes` does for it."""
+        p = Path(name)
+        cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
+        for cand in cands:
+            if not os.path.lexists(cand) or self.root not in entry(cand).parents:
+                continue  # a path outside the workspace names no recipe of it
+            real = self.inside(cand)
+            if not real.is_file() or self.is_library(real):
+                continue
+            bad = self._name_error(real, cand)
+            if bad is not None:
+                raise CompileError(bad)
+            return real
+        return None
+
+    def resolve_load(self, target: str, from_file: Path, span: Span) -> Path:
+        """The real path of ``load(target)`` written in ``from_file``: ``//x`` is relative to
+        the root, anything else to the loading file's directory. Symlinks are resolved
+        before checking that the file is inside the workspace. Errors: ``E0204`` escaping the
+        workspace, ``E0201`` missing file, ``E0205`` not a ``.rcp`` path."""
+        if not target.endswith(RECIPE_SUFFIX):
+            raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span)
+        return self.resolve_path(target, from_file, span)
+
+    def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
+        """The real path of a file named in a recipe (as :meth:`resolve_load`, any file)."""
+        if "\0" in target:
+            raise error("E0201", f"cannot {verb} {target[:80]!r}: a path cannot contain a NUL character", span)
+        if target.startswith("//"):
+            raw = self.root / target[2:]
+        elif target.startswith("/"):
+            raise error("E0204", f"load path {target!r} is absolute", span,
+                        hint="write workspace paths as //path/to/file.rcp")
+        else:
+            raw = from_file.parent / target
+        try:
+            real = self.real(raw)
+            is_file = real.is_file()
+        except (OSError, RuntimeError) as exc:  # name too long, symlink loop
+            raise error("E0201", f"cannot {verb} {target[:80]!r}: {getattr(exc, 'strerror', None) or exc}",
+                        span) from None
+        if real != self.root and self.root not in real.parents:
+            raise error("E0204", f"load path {target!r} leaves the workspace", span,
+                        hint="recipes may only read files inside their workspace (the directory of rcp.toml)")
+        if not is_file:
+            raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
+                        hint=f"looked for {self.display(real)}")
+        return real
+
+
+def _key_span(text: str, key: str) -> Span:
+    """Where ``key`` is set in rcp.toml's ``text`` (line 1 when it is not found)."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(key) and line.lstrip()[len(key):].lstrip().startswith("="):
+            col = len(line) - len(line.lstrip()) + 1
+            return Span(CONFIG_NAME, n, col, n, col + len(key))
+    return Span(CONFIG_NAME, 1, 1, 1, 1)
+
+
+def entry(p: Path) -> Path:
+    """Where the directory entry ``p`` sits: its directory's real path and its own name (a
+    symlink itself is not followed): what is inside the workspace as written."""
+    if p.name in ("", ".", ".."):
+        return Path(os.path.realpath(p))
+    return Path(os.path.realpath(p.parent)) / p.name
+
+
+def _real(raw: Path, links: dict) -> Path:
+    real = raw.resolve()
+    written = os.path.normpath(os.path.abspath(raw))
+    if str(real) != written:
+        links[written] = str(real)
+    return real

@@ -1,1 +1,0 @@
-"""Canonical emitters: flag tokens / shell form, and YAML manifests."""
