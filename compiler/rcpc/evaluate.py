@@ -48,7 +48,7 @@ class Context:
 
     schema: Callable = lambda path, span: None
     diagnostics: list = attrs.Factory(list)
-    steps: int = 0  # comprehension iterations so far (a budget against runaway input)
+    steps: int = 0  # comprehension iterations of the file being evaluated (Evaluator.run)
     errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
     flag_sets: list = attrs.Factory(list)  # every flag set built in the run, in order
 
@@ -100,6 +100,10 @@ class Evaluator:
         result = ModuleResult(self.env)
         errors: list = []
         start, sets_start = len(self.ctx.errors), len(self.ctx.flag_sets)
+        # The comprehension budget (MAX_STEPS) is one file's evaluation: a library's own
+        # evaluation (once a run, for whichever recipe loads it first) does not draw on the
+        # recipe's, so a result never depends on which recipes share a run or on -j.
+        outer_steps, self.ctx.steps = self.ctx.steps, 0
         for stmt in module.stmts:
             try:
                 self._statement(stmt, result)
@@ -112,6 +116,7 @@ class Evaluator:
                 errors.append(Diagnostic("E0801", "value nested too deeply", stmt.span,
                                          hint="flatten the data; rcpc nests at most a few hundred levels"))
                 self._poison(stmt)
+        self.ctx.steps = outer_steps
         result.errors = self.ctx.errors[start:]
         del self.ctx.errors[start:]
         result.flag_sets = self.ctx.flag_sets[sets_start:]
