@@ -49,8 +49,8 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _code_fingerprint() -> str:
-    """rcpc's own code: its version and every source file's size and mtime."""
+def code_fingerprint() -> str:
+    """SHA-256 hex of rcpc's own code: its version and every source file's size and mtime."""
     parts = [__version__]
     for p in sorted(_PACKAGE.rglob("*")):
         if p.suffix in (".py", ".lark"):
@@ -74,7 +74,7 @@ class BuildCache:
     def __init__(self, root: Path, config: bytes):
         self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
         self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
-        self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
+        self._base_key = _sha(code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
         # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
         # later lookup in the run checks against it, not the file read again, so that one
         # command sees one version of a file edited while it runs

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from rcpc import builtins as B
+from rcpc import astcache, builtins as B
 from rcpc.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
 from rcpc.emit.flags import flag_file
@@ -30,7 +30,6 @@ from rcpc.resolve import resolve
 from rcpc.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
 from rcpc.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.syntax import ast
-from rcpc.syntax.parser import parse
 from rcpc.values import Dict, FlagFile, FlagSet, Manifest, Variant, weight
 from rcpc.workspace import Workspace
 
@@ -126,7 +125,7 @@ class Compiler:
         """Parsed and name-resolved AST of a file (cached)."""
         mod = self._modules.get(real)
         if mod is None:
-            mod = parse(self.source(real))
+            mod = astcache.parse(self.source(real))
             resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
             self._modules[real] = mod
         return mod
