@@ -231,10 +231,11 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         from rcpc.lint import unsilenced
 
         found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
-        if lint:  # its own findings (L codes); the compiler's warnings are in already
-            from rcpc.lint import lint as run_lint
+        if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
+            from rcpc.lint import lint_built
 
-            found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
+            found += [d for d in lint_built(compiler, path, recipe, builds)
+                      if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
         deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found])
     finally:

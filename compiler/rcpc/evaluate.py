@@ -74,17 +74,25 @@ class ModuleResult:
     flag_sets: list = attrs.Factory(list)   # flag sets built while evaluating it
 
 
+def _is_variant_call(expr) -> bool:
+    return type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "variant"
+
+
 class Evaluator:
     """Evaluates one module.
 
     ``load(target, span) -> dict`` returns a loaded file's exports. ``overrides`` maps param
     names to values, or to ``--set`` text typed when the param is declared (recipe files only); ``is_recipe`` False forbids params, renders and
-    variants (loaded files export constants only).
+    variants (loaded files export constants only). ``declare_variants`` False skips the
+    top-level ``variant(...)`` statements: a variant's own build needs only its renders (the
+    declarations come from the recipe's default evaluation), and evaluating every declaration
+    in every variant made a recipe of V variants cost V² declarations.
     """
 
     def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool,
-                 ctx: Context | None = None):
+                 ctx: Context | None = None, declare_variants: bool = True):
         self.load = load
+        self.declare_variants = declare_variants
         self.ctx = ctx or Context()
         self.overrides = overrides or {}
         self.is_recipe = is_recipe
@@ -171,7 +179,7 @@ class Evaluator:
                     self.env[ln.local] = exports[ln.remote]
             if errors:
                 raise CompileError(errors)
-        else:
+        elif self.declare_variants or not _is_variant_call(stmt.expr):
             self._expr_stmt(stmt, result)
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
