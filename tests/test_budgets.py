@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import output_tree
-from rcpc import evaluate
+from rcpc import evaluate, parallel
 from rcpc.cli import main
 from rcpc.parallel import MIN_PARALLEL
 
@@ -48,11 +48,12 @@ def outcome(capsys, root, *argv) -> dict:
 @pytest.fixture
 def budget(monkeypatch):
     monkeypatch.setattr(evaluate, "MAX_STEPS", BUDGET)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)  # -j 2 forks workers even for these
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(st.integers(0, BUDGET + 5), min_size=MIN_PARALLEL, max_size=MIN_PARALLEL + 3),
+@given(steps=st.lists(st.integers(0, BUDGET + 5), min_size=MIN_PARALLEL + 1, max_size=MIN_PARALLEL + 3),
        lib_steps=st.integers(0, BUDGET))
 def test_a_recipe_builds_the_same_alone_in_a_workspace_and_with_workers(
         steps, lib_steps, tmp_path_factory, monkeypatch, capsys, budget):
@@ -81,7 +82,7 @@ def test_a_recipe_builds_the_same_alone_in_a_workspace_and_with_workers(
         shutil.rmtree(root / "out", ignore_errors=True)
 
 
-def test_twelve_recipes_each_under_the_budget_build_together(tmp_path, monkeypatch, capsys, budget):
+def test_twelve_recipes_each_under_the_budget_build_together(tmp_path, monkeypatch, capsys, budget, build_calls):
     """The reported case: twelve recipes, each using most of the budget (and the library
     its own share), failed with -j 1 and passed with -j 2."""
     workspace(tmp_path, [BUDGET - 5] * 12, BUDGET - 1)
@@ -90,3 +91,4 @@ def test_twelve_recipes_each_under_the_budget_build_together(tmp_path, monkeypat
     assert one["code"] == 0 and len(one["tree"]) == 12
     shutil.rmtree(tmp_path / "out")
     assert outcome(capsys, tmp_path, "-j", "2")["tree"] == one["tree"]
+    assert len(build_calls) == 12 + 1   # with -j 2, eleven were compiled in workers

@@ -86,7 +86,7 @@ def _worth_workers(jobs: int, paths: list[Path]) -> bool:
 
 def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.fmt.format_file`) with
-    ``get_compiler()`` or, with ``jobs`` > 1 and at least :data:`MIN_PARALLEL` files, in
+    ``get_compiler()`` or, when the -j policy says so (:func:`_worth_workers`), in
     workers. Returns, per path, in order, the canonical text, ``None`` when the file is
     canonical already, or the :class:`~rcpc.diagnostics.CompileError` or
     :class:`~rcpc.fmt.FormatterBug` it raised."""
