@@ -160,8 +160,11 @@ def _waiting_workers(ws: Path, tmp_path: Path, count: int):
     """Start ``rcpc build -j 2`` of ``count`` recipes whose workers wait at start-up
     (:mod:`rcpc.testhook`); returns (process, worker pids, go) once both have reported:
     ``go()`` lets them go on."""
+    from rcpc.parallel import MIN_PARALLEL_BYTES
+
+    pad = "# padding: enough source for the -j policy to start workers\n" * (MIN_PARALLEL_BYTES // 50 // (count - 1))
     for i in range(count):
-        (ws / "recipes" / f"r{i}.rcp").write_text(RECIPE.format(n=i))
+        (ws / "recipes" / f"r{i}.rcp").write_text(RECIPE.format(n=i) + pad)
     report_r, report_w = os.pipe()
     go_r, go_w = os.pipe()
     e = {**env(tmp_path / "cache"), "RCPC_TEST_STOP": "worker", "RCPC_TEST_STOP_FD": str(report_w),

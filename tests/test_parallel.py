@@ -10,6 +10,7 @@ import pytest
 
 from conftest import output_tree
 from rcpc.cli import main
+from rcpc import parallel
 from rcpc.parallel import MIN_PARALLEL
 
 RECIPE = '''N = param(int, default = {k})
@@ -24,8 +25,10 @@ COUNT = MIN_PARALLEL + 2
 @pytest.fixture
 def wsp(tmp_path, monkeypatch, build_calls):
     """A workspace of COUNT recipes; recipe 2 has a no-op override (W0330). Returns (root,
-    calls): ``calls`` counts Compiler.build calls made in this process."""
+    calls): ``calls`` counts Compiler.build calls made in this process. The recipes are
+    small: the -j policy's size threshold is lifted so that workers are used."""
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     root = tmp_path / "ws"
     (root / "recipes").mkdir(parents=True)
     (root / "rcp.toml").write_text("")
@@ -51,7 +54,7 @@ def test_workers_build_what_one_process_builds(wsp, capsys):
     one = run(capsys, "build", "-j", "1", "-o", "one")
     assert len(calls) == COUNT
     two = run(capsys, "build", "-j", "2", "-o", "two")
-    assert len(calls) == COUNT   # compiled in the workers, not here
+    assert len(calls) == COUNT + 1   # the first here (loading the compiler), the rest in workers
     assert one[0] == two[0] == 0
     assert one[2].replace("one", "two") == two[2]
     assert "warning[W0330]" in one[2] and " | F = maxtext_flags(" in one[2]  # quoted line
@@ -119,4 +122,23 @@ def test_a_loaded_files_warnings_belong_to_every_recipe_loading_it(wsp, capsys, 
     assert _warnings(capsys, "build", "-j", jobs) == union
     for k in range(COUNT):
         assert _warnings(capsys, "build", "-j", "1", f"r{k}") == alone[k]
-    assert len(calls) == COUNT * (2 if jobs == "1" else 1)   # the last round came from the cache
+    # the last round came from the cache; with workers, the first recipe compiled here
+    assert len(calls) == (COUNT * 2 if jobs == "1" else COUNT + 1)
+
+
+def test_the_jobs_policy_forks_only_for_enough_work(wsp, capsys, monkeypatch):
+    """-j N is never slower than -j 1: small work stays in this process (forking and sending
+    results back would cost more); workers start only when MIN_PARALLEL recipes holding
+    MIN_PARALLEL_BYTES of source are left after the first, which loads the compiler here."""
+    root, calls = wsp
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 10 ** 9)
+    assert run(capsys, "build", "-j", "2", "-o", "out")[0] == 0
+    assert len(calls) == COUNT   # all here
+    size = sum(p.stat().st_size for p in sorted((root / "recipes").glob("*.rcp"))[1:])
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", size)
+    calls.clear()
+    assert run(capsys, "build", "-j", "2", "-o", "out2")[0] == 0
+    assert len(calls) == 1   # the first here, the rest (exactly the threshold) in workers
+    assert output_tree(root / "out") == output_tree(root / "out2")
+    paths = sorted((root / "recipes").glob("*.rcp"))
+    assert not parallel._worth_workers(1, paths) and not parallel._worth_workers(2, paths[:MIN_PARALLEL - 1])

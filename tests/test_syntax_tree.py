@@ -313,11 +313,21 @@ def test_each_file_is_parsed_once_per_command(ws, cli, monkeypatch):
         return real(parser_, builder, source, text, base)
 
     monkeypatch.setattr(parser, "_parse_text", counting)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")  # every file parsed by lark: counted
     for argv in (["lint"], ["check", "-j", "1"], ["fmt", "--check", "-j", "1"]):
         parsed_texts.clear()
         cli(*argv)
         assert parsed_texts, argv
         assert len(parsed_texts) == len(set(parsed_texts)), (argv, parsed_texts)
+    # with the caches on, a file parsed once is not parsed again by a later command (the
+    # AST cache, rcpc.core.astcache): only fmt's output of the file that is not canonical is new
+    monkeypatch.setenv("XDG_CACHE_HOME", str(ws.root.parent / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    cli("fmt", "--check", "-j", "1")
+    for argv in (["lint"], ["check", "-j", "1"], ["fmt", "--check", "-j", "1"]):
+        parsed_texts.clear()
+        cli(*argv)
+        assert parsed_texts == [], (argv, parsed_texts)
 
 
 # fmt and check agree on what is syntax -------------------------------------------------------

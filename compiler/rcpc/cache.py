@@ -30,13 +30,11 @@ import os
 import re
 from pathlib import Path
 
-from rcpc import __version__
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
-from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
 from rcpc.domain.workspace import LINK
 
-_PACKAGE = Path(__file__).resolve().parent
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 # A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
@@ -47,16 +45,6 @@ _MAX_BLOB = MAX_RENDERS * MAX_FILE_BYTES  # no render is larger than this
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _code_fingerprint() -> str:
-    """rcpc's own code: its version and every source file's size and mtime."""
-    parts = [__version__]
-    for p in sorted(_PACKAGE.rglob("*")):
-        if p.suffix in (".py", ".lark"):
-            st = p.stat()
-            parts.append(f"{p.relative_to(_PACKAGE)}:{st.st_size}:{st.st_mtime_ns}")
-    return _sha("\n".join(parts).encode())
 
 
 def safe_component(name) -> bool:
@@ -74,7 +62,7 @@ class BuildCache:
     def __init__(self, root: Path, config: bytes):
         self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
         self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
-        self._base_key = _sha(_code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
+        self._base_key = _sha(code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
         # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
         # later lookup in the run checks against it, not the file read again, so that one
         # command sees one version of a file edited while it runs
@@ -231,10 +219,11 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         from rcpc.domain.lint import unsilenced
 
         found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
-        if lint:  # its own findings (L codes); the compiler's warnings are in already
-            from rcpc.domain.lint import lint as run_lint
+        if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
+            from rcpc.domain.lint import lint_built
 
-            found += [d for d in run_lint(compiler, [path]) if d.code.startswith("L") and d.severity != "error"]
+            found += [d for d in lint_built(compiler, path, recipe, builds)
+                      if d.code.startswith("L") and d.severity != "error"]
         out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
         deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found])
     finally:

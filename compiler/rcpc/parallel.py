@@ -3,9 +3,14 @@ unchanged, the others in this process or, with ``-j N`` (default: the CPUs this 
 use), in N worker processes. ``rcpc fmt`` formats files the same way
 (:func:`format_files`).
 
-Workers are only started when at least :data:`MIN_PARALLEL` recipes need compiling (below
-that, starting them costs more than it saves). Each worker keeps one
-:class:`~rcpc.domain.recipe.Compiler`, so a library is parsed once per worker. Results come back in
+The ``-j`` policy, so that ``-j N`` is never slower than ``-j 1``: the first recipe that
+needs compiling is compiled in this process, which imports the compiler and parses and
+evaluates the libraries it loads; workers are then forked only when at least
+:data:`MIN_PARALLEL` more recipes need compiling and their sources hold at least
+:data:`MIN_PARALLEL_BYTES` (a recipe's cost grows with its size; below that, forking and
+sending results back cost more than the second CPU saves: measured with
+``bench/editloop.py`` and ``bench/peers.py``). Each worker inherits that compiler (``fork``):
+modules imported, libraries parsed and evaluated once, in the parent. Results come back in
 the order of the recipes given, whatever order they finish in, so output and diagnostics are
 the same as with ``-j 1``. Workers ignore SIGINT: Ctrl-C reaches the main process, which stops
 them (SIGTERM) and writes nothing. A worker ends when the main process does, even when that
@@ -21,6 +26,7 @@ from rcpc.cache import BuildCache, compile_fresh
 from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
+MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
 
 
 def default_jobs() -> int:
@@ -46,14 +52,15 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
             misses.append(i)
         else:
             results[i] = hit
-    if jobs > 1 and len(misses) >= MIN_PARALLEL:
-        outcomes = _in_workers(jobs, [paths[i] for i in misses], _work,
-                               (ws, {"args": (cache, options), "kwargs": (variant, sets, lint)}))
-        for i, (kind, outcome, read) in zip(misses, outcomes):
-            results[i] = outcome if kind == "ok" else CompileError(outcome)
-            cache.note(read)  # the files as the worker read them, for later lookups
-        return results
-    for i in misses:
+    for n, i in enumerate(misses):
+        if n == 1 and _worth_workers(jobs, [paths[j] for j in misses[1:]]):
+            rest = misses[1:]
+            outcomes = _in_workers(jobs, [paths[j] for j in rest], _work,
+                                   (compiler, {"args": (cache, options), "kwargs": (variant, sets, lint)}))
+            for j, (kind, outcome, read) in zip(rest, outcomes):
+                results[j] = outcome if kind == "ok" else CompileError(outcome)
+                cache.note(read)  # the files as the worker read them, for later lookups
+            return results
         compiler = get_compiler()
         try:
             results[i] = compile_fresh(compiler, cache, options, paths[i], variant, sets, lint)
@@ -63,14 +70,30 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     return results
 
 
+def _worth_workers(jobs: int, paths: list[Path]) -> bool:
+    """The -j policy (module docstring): enough recipes left, with enough source, for
+    workers to pay for themselves."""
+    if jobs < 2 or len(paths) < MIN_PARALLEL:
+        return False
+    size = 0
+    for p in paths:
+        try:
+            size += os.stat(p).st_size
+        except OSError:  # reported when it is compiled
+            pass
+    return size >= MIN_PARALLEL_BYTES
+
+
 def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.core.fmt.format_file`) with
-    ``get_compiler()`` or, with ``jobs`` > 1 and at least :data:`MIN_PARALLEL` files, in
+    ``get_compiler()`` or, when the -j policy says so (:func:`_worth_workers`), in
     workers. Returns, per path, in order, the canonical text, ``None`` when the file is
     canonical already, or the :class:`~rcpc.core.diagnostics.CompileError` or
     :class:`~rcpc.core.fmt.FormatterBug` it raised."""
-    if jobs > 1 and len(paths) >= MIN_PARALLEL:
-        outcomes = _in_workers(jobs, paths, _format_work, (ws, {}))
+    if _worth_workers(jobs, paths):
+        from rcpc.domain.recipe import Compiler
+
+        outcomes = _in_workers(jobs, paths, _format_work, (Compiler(ws), {}))
     else:
         outcomes = [_format_one(get_compiler(), path) for path in paths]
     from rcpc.core.fmt import FormatterBug
@@ -81,8 +104,8 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
 
 def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
     """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
-    its own :class:`~rcpc.domain.recipe.Compiler` of workspace ``init[0]`` and the settings
-    ``init[1]``), results in order."""
+    a copy of the :class:`~rcpc.domain.recipe.Compiler` ``init[0]``, as loaded so far, and the
+    settings ``init[1]``), results in order."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
@@ -95,17 +118,16 @@ def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
 _WORKER: dict = {}
 
 
-def _start_worker(parent: int, workspace, settings: dict) -> None:
+def _start_worker(parent: int, compiler, settings: dict) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops workers so: no CLI handler here
     _die_with(parent)
     from rcpc import testhook
-    from rcpc.domain.recipe import Compiler
 
     testhook.point("worker")
-    _WORKER.update(compiler=Compiler(workspace), **settings)
+    _WORKER.update(compiler=compiler, **settings)
 
 
 def _format_work(path: Path) -> tuple:

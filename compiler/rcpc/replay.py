@@ -5,9 +5,9 @@ third-party library (the shape of a no-op ``make``/``ninja`` run, or git's stat 
 A *record* is kept per request: the command line, the working directory, whether stderr is
 coloured, the Python version and where rcpc is installed. It holds
 
-* ``files``: (path, size, mtime_ns, ctime_ns, inode) of every file the result depends on:
-  ``rcp.toml``, every recipe's dependencies (recipe, loads, schema files), rcpc's own source
-  files and, for ``build``, every output file;
+* ``files``: (path, size, mtime_ns, ctime_ns, inode, SHA-256 hex or None) of every file the
+  result depends on: ``rcp.toml``, every recipe's dependencies (recipe, loads, schema files),
+  rcpc's own source files (no digest) and, for ``build``, every output file;
 * ``listings``: the entries of every directory searched (recipe and library directories,
   rcpc's package, each output variant directory; a symlink as ``name -> target``), or None
   for a directory that must not exist; ``absent``: the ``rcp.toml`` paths that the workspace
@@ -17,9 +17,11 @@ coloured, the Python version and where rcpc is installed. It holds
 
 A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marshal` format.
 
-:func:`serve` replays a record when every stat and listing is still the same; anything else
-(a missing, unreadable or corrupted record included) is a miss, and the full command runs
-and records again. A replay prints what a full run would print now, so :class:`Recorder`
+:func:`serve` replays a record when every stat and listing is still the same, or when a file
+whose stat changed still has its size and the recorded SHA-256 (a touched or rewritten but
+unchanged file, as git refreshes its index: the content is what the result depends on; only
+then is :mod:`hashlib` imported). Anything else (a missing, unreadable or corrupted record
+included) is a miss, and the full command runs and records again. A replay prints what a full run would print now, so :class:`Recorder`
 writes a record only for a run that ran to its end (:meth:`Recorder.finished`: not one cut
 short by a closed pipe, whose output and dependencies are partial), exited 0 and wrote no
 output (:meth:`Recorder.discard`: its status line counts what it wrote), after checking that
@@ -32,8 +34,8 @@ is written; any later change then moves the ctime the record holds. Records live
 ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``); ``RCPC_NO_CACHE=1`` turns replay off
 together with the build cache.
 
-This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``),
-:mod:`rcpc.core.files` and :mod:`rcpc.core.usercache`.
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``; ``hashlib``
+for a file whose stat changed), :mod:`rcpc.core.files` and :mod:`rcpc.core.usercache`.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from rcpc.core.files import read_limited
 from rcpc.core.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
-FORMAT = 2
+FORMAT = 3
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
 MAX_RECORD = 1 << 30     # bytes of one record
 MAX_FILE = 16 << 20      # bytes of one file whose content is checked (rcpc.core.limits.MAX_SCHEMA_BYTES)
@@ -129,8 +131,8 @@ def serve(argv: list[str], color: bool) -> int | None:
         fmt, rkey, files, listings, absent, links, out, err, code = read_record(_record_path(key))
         if fmt != FORMAT or rkey != key or type(out) is not str or type(err) is not str or type(code) is not int:
             return None
-        for path, *st in files:
-            if _stat(path) != tuple(st):
+        for path, *st, digest in files:
+            if _stat(path) != tuple(st) and not _same_content(path, st[0], digest):
                 return None
         for directory, names in listings:
             if listing(directory) != names:
@@ -146,6 +148,16 @@ def serve(argv: list[str], color: bool) -> int | None:
     sys.stdout.write(out)
     sys.stderr.write(err)
     return code
+
+
+def _same_content(path: str, size: int, digest: str | None) -> bool:
+    """Whether the file ``path``, whose stat changed, still holds ``size`` bytes with the
+    SHA-256 hex ``digest`` (None: not known, so no)."""
+    if digest is None or os.stat(path).st_size != size:
+        return False
+    import hashlib
+
+    return hashlib.sha256(read_limited(path, MAX_FILE)).hexdigest() == digest
 
 
 class _Tee:
@@ -196,16 +208,16 @@ class Recorder:
             if max(st[1], st[2]) > self._start - RACY_NS:
                 self._ok = False
                 return
+            digest = None
             if expected is not None:
-                data = read_limited(path, MAX_FILE)
-                if isinstance(expected, str):
-                    import hashlib
+                import hashlib
 
-                    data = hashlib.sha256(data).hexdigest()
-                if data != expected:
+                data = read_limited(path, MAX_FILE)
+                digest = hashlib.sha256(data).hexdigest()
+                if (digest if isinstance(expected, str) else data) != expected:
                     self._ok = False
                     return
-            self._files[path] = st
+            self._files[path] = (*st, digest)
         except OSError:
             self._ok = False
 

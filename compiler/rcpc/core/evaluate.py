@@ -45,7 +45,7 @@ class Context:
     subclasses it with what its built-ins need (the recipe domain: the MaxText schema)."""
 
     diagnostics: list = attrs.Factory(list)
-    steps: int = 0  # comprehension iterations so far (a budget against runaway input)
+    steps: int = 0  # comprehension iterations of the file being evaluated (Evaluator.run)
     errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
     collected: list = attrs.Factory(list)  # values built-ins collected in the run (see collect)
 
@@ -80,12 +80,16 @@ class Evaluator:
     declared names (params) to values, or to ``--set`` text typed when the param is declared
     (recipe files only); ``is_recipe`` False forbids params, renders and variants (loaded
     files export constants only). ``universe`` is the predeclared environment (default: the
-    core's built-ins only).
+    core's built-ins only). ``skip_calls``: names of built-ins whose top-level call
+    statements are not evaluated (the recipe domain skips ``variant(...)`` in a variant's own
+    build: the declarations come from the default evaluation, and evaluating every
+    declaration in every variant made a recipe of V variants cost V² declarations).
     """
 
     def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool,
-                 ctx: Context | None = None, universe: B.Universe = B.CORE):
+                 ctx: Context | None = None, universe: B.Universe = B.CORE, skip_calls: frozenset = frozenset()):
         self.load = load
+        self.skip_calls = skip_calls
         self.ctx = ctx or Context()
         self.overrides = overrides or {}
         self.is_recipe = is_recipe
@@ -102,6 +106,10 @@ class Evaluator:
         result = (self.universe.result or ModuleResult)(self.env)
         errors: list = []
         start, collected_start = len(self.ctx.errors), len(self.ctx.collected)
+        # The comprehension budget (MAX_STEPS) is one file's evaluation: a library's own
+        # evaluation (once a run, for whichever recipe loads it first) does not draw on the
+        # recipe's, so a result never depends on which recipes share a run or on -j.
+        outer_steps, self.ctx.steps = self.ctx.steps, 0
         for stmt in module.stmts:
             try:
                 self._statement(stmt, result)
@@ -114,6 +122,7 @@ class Evaluator:
                 errors.append(Diagnostic("E0801", "value nested too deeply", stmt.span,
                                          hint="flatten the data; rcpc nests at most a few hundred levels"))
                 self._poison(stmt)
+        self.ctx.steps = outer_steps
         result.errors = self.ctx.errors[start:]
         del self.ctx.errors[start:]
         result.collected = self.ctx.collected[collected_start:]
@@ -155,7 +164,8 @@ class Evaluator:
                     self.env[ln.local] = exports[ln.remote]
             if errors:
                 raise CompileError(errors)
-        else:
+        elif not (type(stmt.expr) is ast.Call and type(stmt.expr.func) is ast.Name
+                  and stmt.expr.func.id in self.skip_calls):
             self._expr_stmt(stmt, result)
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:

@@ -7,7 +7,7 @@ MAX_NODES = 2_000_000        # weight of one value, shared parts counted each ti
                              # the renders of one recipe, every variant counted (E0802)
 MAX_LAYERS = 10_000          # layers of one flag set (E0802)
 MAX_DEPTH = 200              # nesting depth of expressions evaluated (E0801)
-MAX_STEPS = 5_000_000        # comprehension iterations in one run (E0804)
+MAX_STEPS = 5_000_000        # comprehension iterations of one file's evaluation (E0804)
 MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file or rcp.toml (E0803)
 MAX_TOKENS = 100_000         # tokens of one source file, f-string fields included (E0809)
 MAX_SCHEMA_BYTES = 16 * 1024 * 1024  # size of one schema file: MaxText base.yml, CRD (E0320, E1102)

@@ -1,4 +1,5 @@
-"""rcpc's directory in the user cache, and atomic writes into it. Imports only ``os``: the
+"""rcpc's directory in the user cache, atomic writes into it, and the fingerprint of rcpc's
+code that cache keys include. Imports only ``os`` (``hashlib`` when fingerprinting): the
 no-op replay (:mod:`rcpc.replay`) uses it before anything else is loaded."""
 
 from __future__ import annotations
@@ -36,3 +37,21 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def code_fingerprint() -> str:
+    """SHA-256 hex of rcpc's own code: the size and mtime of every ``.py`` and ``.lark`` file
+    of the package (its version is in ``__init__.py``), so an upgraded or edited rcpc never
+    serves another rcpc's cache entries."""
+    import hashlib
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = []
+    for d, dirs, files in os.walk(package):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".lark")):
+                path = os.path.join(d, name)
+                st = os.stat(path)
+                parts.append(f"{os.path.relpath(path, package)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -88,6 +88,16 @@ def lint(compiler, paths: Iterable[str | Path] = ()) -> list[Diagnostic]:
     return out
 
 
+def lint_built(compiler, real: Path, recipe, builds) -> list[Diagnostic]:
+    """The lint findings (L codes) of recipe ``real``, already built by ``compiler`` as
+    ``recipe`` and ``builds`` (:meth:`rcpc.domain.recipe.Compiler.build`, every variant): what
+    :func:`lint` finds for it, without building it a second time (``rcpc check``). Silenced
+    findings are left out; sorted by place."""
+    found = unsilenced(compiler, _lint_file(compiler, real, (recipe, builds)))
+    return sorted(dict.fromkeys(found), key=lambda d: (d.span.path, d.span.line, d.span.col, d.code)
+                  if d.span else ("", 0, 0, d.code))
+
+
 def unsilenced(compiler, diags) -> list[Diagnostic]:
     """``diags`` without the warnings and notes an ``# rcpc: ignore[CODE]`` comment silences
     (the rule of this module's docstring; ``rcpc build`` and ``rcpc check`` apply it to every
@@ -129,7 +139,8 @@ def _files(ws, paths: list) -> list:
 
 
 # one file ----------------------------------------------------------------------------------
-def _lint_file(compiler, real: Path) -> list[Diagnostic]:
+def _lint_file(compiler, real: Path, built: tuple | None = None) -> list[Diagnostic]:
+    """``built``: the recipe's (Recipe, builds) when it was built already."""
     module = compiler.module(real)  # parse + resolve; raises CompileError
     is_library = compiler.workspace.is_library(real)
     diags = _unused(module, is_library)
@@ -137,7 +148,7 @@ def _lint_file(compiler, real: Path) -> list[Diagnostic]:
         compiler.library(real, ())  # evaluation errors and compiler warnings
         return diags
     diags.extend(_params_without_renders(module))
-    recipe, builds = compiler.build(real)
+    recipe, builds = built if built is not None else compiler.build(real)
     diags.extend(_identical_variants(compiler, recipe, builds))
     diags.extend(_mixed_bools(compiler, real, builds))
     return diags
@@ -270,7 +281,7 @@ def _mixed_bools(compiler, real: Path, builds) -> list[Diagnostic]:
     for b in builds:
         for r in b.renders:
             collect(r.value)
-    for v in compiler.evaluate(real, {}).exports.values():
+    for v in compiler.default_exports(real).values():
         collect(v)
     out = []
     for span, fs in sets.items():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import attrs
 
+from rcpc.core import astcache
 from rcpc.domain import builtins as B
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
@@ -77,6 +78,7 @@ class Compiler:
         self._modules: dict[Path, ast.Module] = {}
         self._exports: dict[Path, dict] = {}
         self._base: dict[Path, VariantBuild] = {}   # each recipe's evaluation with no overrides
+        self._base_exports: dict[Path, dict] = {}   # ... and its top-level bindings
         self._schemas: dict[Path, object] = {}
         self._kube = None
         self._clean: set[str] = set()               # renders of manifests found clean
@@ -126,7 +128,7 @@ class Compiler:
         """Parsed and name-resolved AST of a file (cached)."""
         mod = self._modules.get(real)
         if mod is None:
-            mod = parse(self.source(real))
+            mod = astcache.parse(self.source(real))
             resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
             self._modules[real] = mod
         return mod
@@ -279,18 +281,27 @@ class Compiler:
         self.sources.pop(self.workspace.display(real), None)
         self._modules.pop(real, None)
         self._base.pop(real, None)
+        self._base_exports.pop(real, None)
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""
         return unique(d for d in self.context.diagnostics if include_notes or d.severity != "note")
 
     # recipes ----------------------------------------------------------------------------
-    def evaluate(self, real: Path, overrides: dict):
-        """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text)."""
+    def evaluate(self, real: Path, overrides: dict, declare_variants: bool = True):
+        """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text);
+        ``declare_variants`` False skips its ``variant(...)`` statements (a variant's build)."""
         mod = self.module(real)
         self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
-                         ctx=self.context, universe=B.UNIVERSE).run(mod)
+                         ctx=self.context, universe=B.UNIVERSE,
+                         skip_calls=frozenset() if declare_variants else frozenset({"variant"})).run(mod)
+
+    def default_exports(self, real: Path) -> dict:
+        """The recipe's top-level bindings with no overrides: kept from its default
+        evaluation in this run (:meth:`build`), else evaluated now."""
+        exports = self._base_exports.get(real)
+        return exports if exports is not None else self.evaluate(real, {}).exports
 
     def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
         """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
@@ -312,6 +323,7 @@ class Compiler:
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
         build = self._base[real] = self._variant_build(DEFAULT_VARIANT, result)
+        self._base_exports[real] = result.exports
         return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
 
     def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
@@ -392,7 +404,7 @@ class Compiler:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
         if not overrides:
             return attrs.evolve(default, variant=name)
-        return self._variant_build(name, self.evaluate(real, overrides))
+        return self._variant_build(name, self.evaluate(real, overrides, declare_variants=False))
 
     def _variant_build(self, name: str, result) -> VariantBuild:
         """The renders of one evaluation. Every finding is raised at once: the errors reported

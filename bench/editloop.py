@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Edit-loop benchmark: what a recipe author waits for, as whole `rcpc` processes against
+`python -c pass` measured in the same run, interleaved, as ratios (median of the per-round
+ratios).
+
+* edit: one MaxText flag of the RL recipe changed (a new value each round), then
+  `rcpc build <recipe>`: the recipe is parsed and evaluated, its libraries come from the AST
+  cache;
+* touched: the recipe's mtime moved, bytes unchanged, then `rcpc build <recipe>`;
+* clone: a fresh copy of the workspace at a new path (no replay record, no build-cache entry
+  for it), `rcpc build <recipe>`, with the user cache kept (grammar tables, ASTs) and with an
+  empty one (`clone-cold`);
+* check/build: cold (`RCPC_NO_CACHE=1`) `rcpc check -j 1` against `rcpc build -j 1` of the
+  bundled workspace (target: check <= 1.3x build);
+* variants: a recipe with V variants (V = 1, 10, 100, 400; each sets a param that one flag
+  and one manifest use, with a contract), cold `rcpc check -j 1` and `rcpc build -j 1`;
+  the time per variant should stay flat (linear).
+
+Usage: python bench/editloop.py [--runs N] [--variant-runs N]
+Writes bench/results/editloop.json. Run from the repository root with rcpc installed; unset
+PYTHONDONTWRITEBYTECODE (without byte-code files every import compiles its module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RECIPE = "rl/qwen35_397b_256_v7x"
+FLAG = '"ragged_buffer_factor": 2.0,'
+
+
+def timed(cmd: list[str], cwd, env=None) -> float:
+    start = time.perf_counter()
+    r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    took = time.perf_counter() - start
+    if r.returncode:
+        sys.exit(f"{' '.join(cmd)} failed in {cwd}: {r.stderr.decode()[-2000:]}")
+    return took
+
+
+def copy_workspace(repo: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    shutil.copy2(repo / "rcp.toml", dest / "rcp.toml")
+    shutil.copytree(repo / "recipes", dest / "recipes")
+    return dest
+
+
+def variants_recipe(v: int) -> str:
+    lines = ['N = param(int, default = 0)',
+             'F = maxtext_flags({"steps": 100 + N, "per_device_batch_size": 1})',
+             'flag_file(name = "trainer", flags = F)',
+             'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", data = {"n": str(N)})',
+             'variant("default")']
+    lines += [f'variant("v{i}", set = {{"N": {i}}}, against = "default", '
+              f'changes = {{"trainer.flags": ["steps"], "cm.yaml": ["data.n"]}})' for i in range(1, v)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--variant-runs", type=int, default=3)
+    args = ap.parse_args()
+    repo = Path(__file__).resolve().parents[1]
+    rcpc = shutil.which("rcpc") or sys.exit("rcpc is not installed (pip install .)")
+    tmp = Path(tempfile.mkdtemp(prefix="rcpc-editloop-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RCPC_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
+    env["XDG_CACHE_HOME"] = str(tmp / "cache")
+    cold_env = {**env, "RCPC_NO_CACHE": "1"}
+    ws = copy_workspace(repo, tmp / "ws")
+    recipe = ws / "recipes" / f"{RECIPE}.rcp"
+    text = recipe.read_text()
+    assert FLAG in text, FLAG
+    build = [rcpc, "build", RECIPE, "-o", "out"]
+    baseline = [sys.executable, "-c", "pass"]
+    for _ in range(2):  # warm-up: byte code, page cache, grammar tables, ASTs, build cache
+        timed(build, ws, env)
+        timed(baseline, ws, env)
+    series: dict[str, list[float]] = {k: [] for k in
+                                      ("python", "edit", "touched", "clone", "clone-cold", "check", "build")}
+    for i in range(args.runs):
+        series["python"].append(timed(baseline, ws, env))
+        recipe.write_text(text.replace(FLAG, f'"ragged_buffer_factor": {3 + i}.5,'))
+        series["edit"].append(timed(build, ws, env))
+        time.sleep(2.1)  # past replay's racy-clean window: the next build records
+        timed(build, ws, env)
+        os.utime(recipe)  # touched, bytes unchanged
+        series["touched"].append(timed(build, ws, env))
+        clone = copy_workspace(repo, tmp / f"clone{i}")
+        series["clone"].append(timed(build, clone, env))
+        shutil.rmtree(clone)
+        clone = copy_workspace(repo, tmp / f"clone-cold{i}")
+        series["clone-cold"].append(timed(build, clone, {**env, "XDG_CACHE_HOME": str(tmp / f"cache{i}")}))
+        shutil.rmtree(clone)
+        shutil.rmtree(tmp / f"cache{i}", ignore_errors=True)
+        series["check"].append(timed([rcpc, "check", "-j", "1"], ws, cold_env))
+        series["build"].append(timed([rcpc, "build", "-j", "1", "-o", "out-all"], ws, cold_env))
+    med = statistics.median
+    base = series["python"]
+    result: dict = {"runs": args.runs, "baseline_median_s": med(base), "python": platform.python_version(),
+                    "machine": platform.machine(), "cpus": os.cpu_count()}
+    for k in ("edit", "touched", "clone", "clone-cold"):
+        result[k] = {"median_s": med(series[k]), "ratio_to_python": med([a / b for a, b in zip(series[k], base)])}
+        print(f"{k:10s} median {med(series[k]) * 1000:7.1f} ms  {result[k]['ratio_to_python']:5.1f}x python -c pass")
+    result["check_over_build"] = med([c / b for c, b in zip(series["check"], series["build"])])
+    print(f"python -c pass median {med(base) * 1000:.1f} ms")
+    print(f"cold check -j 1 {med(series['check']) * 1000:.0f} ms, cold build -j 1 {med(series['build']) * 1000:.0f} ms: "
+          f"check/build {result['check_over_build']:.2f}")
+    result["variants"] = []
+    for v in (1, 10, 100, 400):
+        vws = tmp / f"variants{v}"
+        (vws / "recipes").mkdir(parents=True)
+        (vws / "rcp.toml").write_text("")
+        (vws / "recipes" / "v.rcp").write_text(variants_recipe(v))
+        c = [timed([rcpc, "check", "-j", "1"], vws, cold_env) for _ in range(args.variant_runs)]
+        b = [timed([rcpc, "build", "-j", "1", "-o", "out"], vws, cold_env) for _ in range(args.variant_runs)]
+        row = {"V": v, "check_median_s": med(c), "build_median_s": med(b)}
+        result["variants"].append(row)
+        print(f"V={v:4d}: cold check {med(c) * 1000:7.0f} ms, cold build {med(b) * 1000:7.0f} ms")
+    first, last = result["variants"][1], result["variants"][-1]  # per extra variant, 10 -> 400
+    result["check_ms_per_variant_10_400"] = (last["check_median_s"] - first["check_median_s"]) / 390 * 1000
+    print(f"check: {result['check_ms_per_variant_10_400']:.2f} ms per extra variant (V 10 -> 400)")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dest = repo / "bench" / "results" / "editloop.json"
+    dest.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
