@@ -22,9 +22,11 @@ from typing import Callable
 import attrs
 
 from rcpc import builtins as B
+from rcpc import functions as F
 from rcpc.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.provenance import concat
 from rcpc.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
+from rcpc.resolve import LOCAL
 from rcpc.source import Span
 from rcpc.syntax import ast
 from rcpc.values import (Bool, Builtin, Dict, FlagFile, FlagSet, Float, Int, List, Manifest, Null,
@@ -38,6 +40,7 @@ class _Poisoned(Exception):
 
 
 _POISON = object()  # the value of a name whose statement failed
+_FALLTHROUGH = object()  # a function body's statements ran to their end without a return
 
 
 @attrs.define
@@ -51,6 +54,7 @@ class Context:
     steps: int = 0  # comprehension iterations so far (a budget against runaway input)
     errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
     flag_sets: list = attrs.Factory(list)  # every flag set built in the run, in order
+    calls: list = attrs.Factory(list)      # the running function calls (functions.Frame), outermost first
 
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -91,6 +95,7 @@ class Evaluator:
         self.env: dict = {}
         self.params: dict[str, Param] = {}
         self.depth = 0
+        self.bindings = None  # the module's (rcpc.resolve), for the locals of its functions
 
     # statements -------------------------------------------------------------------------
     def run(self, module: ast.Module) -> ModuleResult:
@@ -98,6 +103,7 @@ class Evaluator:
         bound to a poisoned value, statements that use it are skipped silently (no cascade of
         follow-on errors), and every error found is raised together at the end."""
         result = ModuleResult(self.env)
+        self.bindings = module.bindings
         errors: list = []
         start, sets_start = len(self.ctx.errors), len(self.ctx.flag_sets)
         for stmt in module.stmts:
@@ -137,7 +143,7 @@ class Evaluator:
                                          hint=f"write {stmt.name} on a line of its own to declare it"))
 
     def _poison(self, stmt) -> None:
-        if type(stmt) is ast.Assign:
+        if type(stmt) in (ast.Assign, ast.Def):
             self.env[stmt.name] = _POISON
         elif type(stmt) is ast.Load:
             for ln in stmt.names:
@@ -166,8 +172,80 @@ class Evaluator:
                     self.env[ln.local] = exports[ln.remote]
             if errors:
                 raise CompileError(errors)
+        elif t is ast.Def:
+            self.env[stmt.name] = self._def(stmt)
         else:
             self._expr_stmt(stmt, result)
+
+    def _def(self, node: ast.Def) -> F.Function:
+        if self.is_recipe:
+            raise error("E0654", f"a recipe cannot define functions ('def {node.name}')", node.span,
+                        hint="recipes stay declarative: move the def into a library file and load() it")
+        defaults = tuple(None if p.default is None else self.eval(p.default, _NO_SCOPE) for p in node.params)
+        return F.Function(node.name, node, defaults, self, node.name_span)
+
+    # function bodies ----------------------------------------------------------------------
+    def call_function(self, fn: F.Function, node: ast.Call, args: list, kwargs: dict):
+        """Call ``fn`` (a def of this evaluator's file) from ``node``: bind the arguments,
+        run the body, return its value (None without a ``return``)."""
+        stack = self.ctx.calls
+        F.check_recursion(stack, fn, node.span)
+        scope = F.bind_arguments(fn, node, args, kwargs)
+        stack.append(F.Frame(fn, node.span))
+        try:
+            value = self._body(fn.node.body, scope)
+        except CompileError as exc:
+            raise F.called_from(exc, fn, node.span) from None
+        finally:
+            stack.pop()
+        return Null("None", node.span) if value is _FALLTHROUGH else value
+
+    def _body(self, stmts, scope: dict):
+        """Run statements of a function body in ``scope`` (its locals, changed in place); the
+        value of a ``return``, or :data:`_FALLTHROUGH`."""
+        for st in stmts:
+            t = type(st)
+            if t is ast.Assign:
+                scope[st.name] = self.eval(st.value, scope)
+            elif t is ast.Return:
+                return Null("None", st.span) if st.value is None else self.eval(st.value, scope)
+            elif t is ast.If:
+                for cond, body in st.branches:
+                    if self._cond(cond, scope):
+                        break
+                else:
+                    body = st.orelse
+                value = self._body(body, scope)
+                if value is not _FALLTHROUGH:
+                    return value
+            elif t is ast.For:
+                for item in self._iterate(self.eval(st.iter, scope), st.iter.span, st.span):
+                    scope[st.var] = item
+                    value = self._body(st.body, scope)
+                    if value is not _FALLTHROUGH:
+                        return value
+            else:
+                value = self.eval(st.expr, scope)
+                if not (type(value) is Null and type(st.expr) is ast.Call):
+                    raise error("E0705", f"this {type_name(value)} is not used", st.span,
+                                hint="assign it to a name, or return it")
+        return _FALLTHROUGH
+
+    def _iterate(self, iterable, span: Span, where: Span) -> tuple:
+        """The items a ``for`` or a comprehension goes over (a list's items, a dict's keys),
+        charged to the run's step budget (``E0804``)."""
+        if type(iterable) is List:
+            seq = iterable.items
+        elif type(iterable) is Dict:
+            seq = tuple(Str(k, iterable.key_spans.get(k, iterable.span)) for k in iterable.items)
+        else:
+            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", span)
+        ctx = self.ctx
+        ctx.steps += len(seq)
+        if ctx.steps > MAX_STEPS:
+            raise error("E0804", f"evaluation budget of {MAX_STEPS} comprehension steps exceeded", where,
+                        hint="a recipe should not need millions of items; check the ranges")
+        return seq
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
         value = self.eval(stmt.expr, _NO_SCOPE)
@@ -224,6 +302,12 @@ class Evaluator:
     def _name(self, node: ast.Name, scope):
         if node.id in scope:
             return scope[node.id]
+        if self.bindings is not None and type(scope) is dict:  # inside a function
+            b = self.bindings.of(node)
+            if b is not None and b.kind == LOCAL:
+                raise error("E0652", f"local '{node.id}' is used before it is assigned", node.span,
+                            related=(("assigned here", b.span),),
+                            hint="assign it on every path before this use")
         if node.id in self.env:
             value = self.env[node.id]
             if value is _POISON:
@@ -291,21 +375,10 @@ class Evaluator:
 
     def _comprehension(self, node: ast.Comprehension, scope):
         clause = node.clause
-        iterable = self.eval(clause.iter, scope)
-        if type(iterable) is List:
-            seq = iterable.items
-        elif type(iterable) is Dict:
-            seq = tuple(Str(k, iterable.key_spans.get(k, iterable.span)) for k in iterable.items)
-        else:
-            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", clause.iter.span)
+        seq = self._iterate(self.eval(clause.iter, scope), clause.iter.span, node.span)
         out_items = []
         keys: dict = {}
         spans: dict = {}
-        ctx = self.ctx
-        ctx.steps += len(seq)
-        if ctx.steps > MAX_STEPS:
-            raise error("E0804", f"evaluation budget of {MAX_STEPS} comprehension steps exceeded", node.span,
-                        hint="a recipe should not need millions of items; check the ranges")
         for item in seq:
             inner = dict(scope)
             inner[clause.var] = item
@@ -399,9 +472,9 @@ class Evaluator:
 
     def _call(self, node: ast.Call, scope):
         func = self.eval(node.func, scope)
-        if type(func) is not Builtin:
+        if type(func) is not Builtin and type(func) is not F.Function:
             raise error("E0301", f"a {type_name(func)} is not callable", node.func.span)
-        if func.name == "param":
+        if func.name == "param" and type(func) is Builtin:
             raise error("E0501", "param() must be assigned directly to a top-level name", node.span,
                         hint="write NAME = param(type, default = ...)")
         args = [self.eval(a, scope) for a in node.args]
@@ -410,6 +483,8 @@ class Evaluator:
             if kw.name in kwargs:
                 raise error("E0306", f"argument '{kw.name}' given twice", kw.name_span)
             kwargs[kw.name] = (self.eval(kw.value, scope), kw.name_span)
+        if type(func) is F.Function:
+            return func.evaluator.call_function(func, node, args, kwargs)
         return func.fn(self.ctx, func, node.span, args, kwargs)
 
 
