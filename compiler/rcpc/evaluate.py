@@ -371,7 +371,7 @@ class Evaluator:
                             hint="a repeated key in one dict is a typo; to override, add a later layer or use +")
             items[k] = self.eval(vnode, scope)
             spans[k] = knode.span
-        return Dict(items, spans, node.span)
+        return Dict(items, spans, node.span, self._called())
 
     def _comprehension(self, node: ast.Comprehension, scope):
         clause = node.clause
@@ -397,7 +397,7 @@ class Evaluator:
                 spans[key.value] = key.span
         if node.key is None:
             return List(tuple(out_items), node.span)
-        return Dict(keys, spans, node.span)
+        return Dict(keys, spans, node.span, self._called())
 
     def _cond(self, node, scope) -> bool:
         v = self.eval(node, scope)
@@ -450,19 +450,33 @@ class Evaluator:
         cond = self._cond(node.cond, scope)
         value = self.eval(node.then if cond else node.orelse, scope)
         if type(value) is Dict:
-            why = (node.cond.span, cond, tuple(self._params_in(node.cond)))
+            why = (node.cond.span, cond, tuple(self._params_in(node.cond, scope)))
             value = attrs.evolve(value, why=value.why + (why,))
         return value
 
-    def _params_in(self, node):
-        """(name, value text) of each param named in ``node`` (for flag provenance)."""
+    def _params_in(self, node, scope=_NO_SCOPE):
+        """(name, value text) of each param, or argument or local of the running function,
+        named in ``node`` (for flag provenance)."""
         from rcpc.syntax.walk import walk
 
         found: list = []
         for n in walk(node):
-            if type(n) is ast.Name and n.id in self.params and n.id not in [f[0] for f in found]:
-                found.append((n.id, text_of(self.env[n.id]) or type_name(self.env[n.id])))
+            if type(n) is not ast.Name or n.id in [f[0] for f in found]:
+                continue
+            if self.ctx.calls and n.id in scope:
+                value = scope[n.id]
+            elif n.id in self.params:
+                value = self.env[n.id]
+            else:
+                continue
+            found.append((n.id, text_of(value) or type_name(value)))
         return found
+
+    def _called(self) -> tuple:
+        """The ``why`` of a dict made inside a function call: each call site, innermost
+        first, as ``(call span, None, function name)`` (explain shows them)."""
+        calls = self.ctx.calls
+        return tuple((f.call, None, f.function.name) for f in reversed(calls)) if calls else ()
 
     def _index(self, node: ast.Index, scope):
         return B.index(self.eval(node.obj, scope), self.eval(node.index, scope), node.span)

@@ -30,6 +30,7 @@ named twice is ``E0653``.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterator
 
 import attrs
@@ -41,7 +42,7 @@ from rcpc.syntax import ast
 from rcpc.syntax.walk import Visitor
 
 __all__ = ["resolve", "Binding", "Bindings", "TOP_LEVEL", "PARAM", "LOADED", "COMPREHENSION", "BUILTIN",
-           "FUNCTION", "ARGUMENT", "LOCAL"]
+           "FUNCTION", "ARGUMENT", "LOCAL", "assigned_names"]
 
 TOP_LEVEL = "top-level"          # NAME = value
 PARAM = "param"                  # NAME = param(...)
@@ -112,7 +113,7 @@ def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> 
     module whose file exports ``name`` (or None); it is asked only about unknown names."""
     bindings = module.bindings = Bindings()
     resolver = _Resolver(module, predeclared, bindings, loaded_by)
-    for stmt in [*module.stmts, *_Deferred(resolver)]:
+    for stmt in chain(module.stmts, _Deferred(resolver)):  # the defs' bodies last
         try:
             resolver.statement(stmt)
         except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
@@ -155,19 +156,20 @@ class _Body:
         return self.node.span
 
 
-def _assigned(stmts, out: dict) -> dict:
+def assigned_names(stmts, out: dict | None = None) -> dict:
     """name → span of its first assignment (or ``for`` variable) in a def's body."""
+    out = {} if out is None else out
     for st in stmts:
         t = type(st)
         if t is ast.Assign:
             out.setdefault(st.name, st.name_span)
         elif t is ast.For:
             out.setdefault(st.var, st.var_span)
-            _assigned(st.body, out)
+            assigned_names(st.body, out)
         elif t is ast.If:
             for _, body in st.branches:
-                _assigned(body, out)
-            _assigned(st.orelse, out)
+                assigned_names(body, out)
+            assigned_names(st.orelse, out)
     return out
 
 
@@ -237,7 +239,7 @@ class _Resolver(Visitor):
                 continue
             b = self.locals[p.name] = Binding(ARGUMENT, p.name, p.span)
             self.bindings.defs.append(b)
-        for name, span in _assigned(node.body, {}).items():
+        for name, span in assigned_names(node.body, {}).items():
             if name not in self.locals:
                 b = self.locals[name] = Binding(LOCAL, name, span)
                 self.bindings.defs.append(b)
