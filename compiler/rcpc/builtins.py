@@ -15,6 +15,8 @@ Built-in functions (all hermetic: no environment, clock, network or file access)
 * ``variant("name", set = {...}, against = "...", changes = {...})``;
 * ``require(condition, "message")`` — fails the build (``E0790``) with the message when the
   condition is false; a top-level ``require(...)`` statement is allowed;
+* ``merge(base, patch, ...)`` — a deep merge of dicts with Kubernetes' strategic-merge rules,
+  and ``replace(value)`` to replace instead of merge (:mod:`rcpc.merge`);
 * ``range``, ``len``, ``str``, ``json``.
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
@@ -311,10 +313,25 @@ def _require(ctx, fn, span, args, kwargs):
     return Null("None", span)
 
 
+def _merge(ctx, fn, span, args, kwargs):
+    from rcpc.merge import merge
+
+    _bind("merge", span, [], kwargs, (), set())
+    return merge(args, span)
+
+
+def _replace(ctx, fn, span, args, kwargs):
+    from rcpc.merge import Replace
+
+    a = _bind("replace", span, args, kwargs, ("value",), {"value"})
+    return Replace(a["value"], span)
+
+
 FUNCTIONS = {
     "maxtext_flags": _maxtext_flags, "jobset": _jobset, "manifest": _manifest,
     "flag_file": _flag_file, "tpu_slice": _tpu_slice, "variant": _variant, "range": _range,
     "len": _len, "str": _str, "json": _json, "require": _require,
+    "merge": _merge, "replace": _replace,
     "param": None,  # handled by the evaluator: it binds the name being assigned
 }
 TYPES = ("bool", "int", "float", "str")

@@ -76,6 +76,8 @@ CATALOG = [
     Example("E0653", "parameter named twice", 'load("//recipes/lib/f.rcp", "f")\nX = f(1, 2)\n',
             files={"recipes/lib/f.rcp": "def f(a, a):\n    return a\n"}),
     Example("E0654", "function defined in a recipe", "def f(x):\n    return x\n"),
+    Example("E0655", "list that cannot be merged by its Kubernetes key",
+            'X = merge({"env": [{"name": "A", "value": "1"}]}, {"env": [{"value": "2"}]})\n'),
     # loads ----------------------------------------------------------------------------------
     Example("E0201", "load of a missing file", 'load("//recipes/lib/nope.rcp", "A")\n'),
     Example("E0202", "load cycle", 'load("//recipes/lib/a.rcp", "A")\n',
