@@ -96,6 +96,7 @@ class Evaluator:
         self.params: dict[str, Param] = {}
         self.depth = 0
         self.bindings = None  # the module's (rcpc.resolve), for the locals of its functions
+        self._declared: set = set()  # ids of the render values declared (as evaluated)
 
     # statements -------------------------------------------------------------------------
     def run(self, module: ast.Module) -> ModuleResult:
@@ -131,7 +132,7 @@ class Evaluator:
     def _unused_declarations(self, module: ast.Module, result: ModuleResult) -> None:
         """``W0707`` for a name bound to a render or variant that is never declared (a
         ``X = jobset(...)`` whose value is not used as a top-level statement)."""
-        declared = {id(v) for v in result.renders} | {id(v) for v in result.variants}
+        declared = self._declared | {id(v) for v in result.variants}
         for stmt in module.stmts:
             if type(stmt) is not ast.Assign:
                 continue
@@ -264,6 +265,9 @@ class Evaluator:
         if not self.is_recipe:
             raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
                         hint="declare renders and variants in the recipe; export constants from libraries")
+        if kind == "renders":  # one made by a library function is located at the recipe line declaring it
+            self._declared.update(id(v) for v in items)
+            items = [attrs.evolve(v, span=stmt.span) if v.span.path != stmt.span.path else v for v in items]
         target.extend(items)
 
     def _param(self, stmt: ast.Assign, call: ast.Call, result: ModuleResult):
