@@ -29,3 +29,22 @@ def test_explain_of_a_key_set_nowhere(ws, cli, keys, query):
         assert f"help: did you mean '{close[0]}'?" in result.err
     else:
         assert "help: keys set: " + ", ".join(keys) in result.err
+
+
+def test_explain_sees_through_function_calls(ws, cli):
+    """A layer made inside a library function: its value's line is inside the function, and
+    the call site that made it, and the argument its condition named, are shown."""
+    ws.write("recipes/lib/f.rcp", "def trainer(steps, *, tuned = False):\n"
+                                  "    return maxtext_flags({\"steps\": steps}, {\"steps\": 99} if tuned else {})\n")
+    ws.write("recipes/r.rcp", 'load("//recipes/lib/f.rcp", "trainer")\n'
+                              "T = param(bool, default = True)\n"
+                              "F = maxtext_flags(trainer(10, tuned = T), {\"lr\": 1})\n"
+                              'flag_file(name = "f", flags = F)\n')
+    result = cli("explain", "r", "F", "steps")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[1] == "effective: 99"
+    call = "made in trainer() called as `trainer(10, tuned = T)` at recipes/r.rcp:3:19"
+    assert lines[2] == f"  1. 10  at recipes/lib/f.rcp:2:27  (layer 1: {call})"
+    assert lines[3] == (f"  2. 99  at recipes/lib/f.rcp:2:45  (layer 2: {call}; "
+                        "`tuned` is true at recipes/lib/f.rcp:2:61 with tuned=True)")

@@ -221,7 +221,7 @@ def test_paths_directories_names_and_the_whole_workspace(ws):
 
 
 def test_codes_are_documented():
-    assert sorted(CODES) == [f"L000{i}" for i in range(1, 7)]
+    assert sorted(CODES) == [f"L000{i}" for i in range(1, 7)] + ["L0650", "L0651", "L0652"]
     style = (REPO / "docs" / "style.md").read_text(encoding="utf-8")
     for code in CODES:
         assert code in style
@@ -232,3 +232,32 @@ def test_bundled_recipes_are_lint_clean_but_for_notes():
     diags = lint(compiler, [])
     assert [d for d in diags if d.severity != "note"] == [], "\n".join(
         format_text(d, compiler.sources) for d in diags)
+
+
+# L0650 / L0651 / L0652: functions -----------------------------------------------------------
+def test_function_arguments_and_locals(ws):
+    ws.write(LIB, "N = 1\n\n"
+                  "def f(a, b, _c = 0):\n"
+                  "    unused = 2\n"
+                  "    N = a\n"
+                  "    len = 1\n"
+                  "    for _i in [1]:\n"
+                  "        N = N\n"
+                  "    return N\n\n"
+                  "def _private():\n"
+                  "    return 1\n")
+    found = [(d.code, d.span.line, d.span.col, d.message) for d in run(ws, LIB)]
+    assert found == [
+        ("L0650", 3, 10, "argument 'b' of f() is never used"),
+        ("L0651", 4, 5, "local 'unused' of f() is never used"),
+        ("L0652", 5, 5, "local 'N' of f() shadows the top-level name 'N'"),
+        ("L0651", 6, 5, "local 'len' of f() is never used"),
+        ("L0652", 6, 5, "local 'len' of f() shadows the built-in 'len'"),
+        ("L0001", 11, 5, "private function '_private' is never called"),
+    ]
+
+
+def test_used_function_names_are_not_reported(ws):
+    ws.write(LIB, "def _helper(x):\n    return x\n\ndef f(a, *, b = 1):\n"
+                  "    y = [_helper(i) for i in [a]]\n    if b > 0:\n        return y\n    return []\n")
+    assert run(ws, LIB) == []

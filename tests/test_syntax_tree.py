@@ -41,6 +41,15 @@ X = [1, 2.5, True, None, "s", f"{P}-x", {"k": -P}, not True]
 Y = {k: v for k in ["a"] if k != "b"}
 Z = (A + 1) if X[0] == 1 and True or False else N.upper()
 jobset(name = "j", spec = {})
+def f(a, b = 1, *, c = None):
+    for x in [a]:
+        if x == b:
+            return x
+        elif x == c:
+            y = x
+        else:
+            return
+    return b
 '''
 
 

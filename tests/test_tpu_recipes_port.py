@@ -58,6 +58,12 @@ PORTS = [
          "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"),
     Port("recipes/tpu_recipes/deepseek3_671b_4k_bf16_tpu7x_4x4x8.rcp",
          "deepseek3-671b_4k-bf16-tpu7x-4x4x8.yaml"),
+    Port("recipes/tpu_recipes/deepseek3_671b_4k_fp8_tpu7x_4x4x8.rcp",
+         "deepseek3-671b_4k-fp8-tpu7x-4x4x8.yaml"),
+    Port("recipes/tpu_recipes/llama3_1_70b_8k_bf16_tpu7x_4x8x8.rcp",
+         "llama3.1-70b_8k-bf16-tpu7x-4x8x8.yaml"),
+    Port("recipes/tpu_recipes/gpt_oss_120b_8k_bf16_tpu7x_4x4x4.rcp",
+         "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml"),
 ]
 
 # Parameter values given to both sides; None means the recipe's defaults.

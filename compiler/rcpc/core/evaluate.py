@@ -23,8 +23,10 @@ from typing import Callable
 import attrs
 
 from rcpc.core import builtins as B
+from rcpc.core import functions as F
 from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
+from rcpc.core.resolve import LOCAL
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, text_of, type_name
@@ -37,6 +39,7 @@ class _Poisoned(Exception):
 
 
 _POISON = object()  # the value of a name whose statement failed
+_FALLTHROUGH = object()  # a function body's statements ran to their end without a return
 
 
 @attrs.define
@@ -53,6 +56,7 @@ class Context:
         """Keep ``value`` (built by a built-in) in the result of the module being evaluated
         (:attr:`ModuleResult.collected`): the recipe domain keeps every flag set built."""
         self.collected.append(value)
+    calls: list = attrs.Factory(list)      # the running function calls (functions.Frame), outermost first
 
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -97,6 +101,7 @@ class Evaluator:
         self.env: dict = {}
         self.params: dict = {}  # name → what a declaration (param) bound it to
         self.depth = 0
+        self.bindings = None  # the module's (rcpc.core.resolve), for the locals of its functions
 
     # statements -------------------------------------------------------------------------
     def run(self, module: ast.Module) -> ModuleResult:
@@ -104,6 +109,7 @@ class Evaluator:
         bound to a poisoned value, statements that use it are skipped silently (no cascade of
         follow-on errors), and every error found is raised together at the end."""
         result = (self.universe.result or ModuleResult)(self.env)
+        self.bindings = module.bindings
         errors: list = []
         start, collected_start = len(self.ctx.errors), len(self.ctx.collected)
         # The comprehension budget (MAX_STEPS) is one file's evaluation: a library's own
@@ -134,7 +140,7 @@ class Evaluator:
         return result
 
     def _poison(self, stmt) -> None:
-        if type(stmt) is ast.Assign:
+        if type(stmt) in (ast.Assign, ast.Def):
             self.env[stmt.name] = _POISON
         elif type(stmt) is ast.Load:
             for ln in stmt.names:
@@ -164,9 +170,81 @@ class Evaluator:
                     self.env[ln.local] = exports[ln.remote]
             if errors:
                 raise CompileError(errors)
+        elif t is ast.Def:
+            self.env[stmt.name] = self._def(stmt)
         elif not (type(stmt.expr) is ast.Call and type(stmt.expr.func) is ast.Name
                   and stmt.expr.func.id in self.skip_calls):
             self._expr_stmt(stmt, result)
+
+    def _def(self, node: ast.Def) -> F.Function:
+        if self.is_recipe:
+            raise error("E0654", f"a recipe cannot define functions ('def {node.name}')", node.span,
+                        hint="recipes stay declarative: move the def into a library file and load() it")
+        defaults = tuple(None if p.default is None else self.eval(p.default, NO_SCOPE) for p in node.params)
+        return F.Function(node.name, node, defaults, self, node.name_span)
+
+    # function bodies ----------------------------------------------------------------------
+    def call_function(self, fn: F.Function, node: ast.Call, args: list, kwargs: dict):
+        """Call ``fn`` (a def of this evaluator's file) from ``node``: bind the arguments,
+        run the body, return its value (None without a ``return``)."""
+        stack = self.ctx.calls
+        F.check_recursion(stack, fn, node.span)
+        scope = F.bind_arguments(fn, node, args, kwargs)
+        stack.append(F.Frame(fn, node.span))
+        try:
+            value = self._body(fn.node.body, scope)
+        except CompileError as exc:
+            raise F.called_from(exc, fn, node.span) from None
+        finally:
+            stack.pop()
+        return Null("None", node.span) if value is _FALLTHROUGH else value
+
+    def _body(self, stmts, scope: dict):
+        """Run statements of a function body in ``scope`` (its locals, changed in place); the
+        value of a ``return``, or :data:`_FALLTHROUGH`."""
+        for st in stmts:
+            t = type(st)
+            if t is ast.Assign:
+                scope[st.name] = self.eval(st.value, scope)
+            elif t is ast.Return:
+                return Null("None", st.span) if st.value is None else self.eval(st.value, scope)
+            elif t is ast.If:
+                for cond, body in st.branches:
+                    if self._cond(cond, scope):
+                        break
+                else:
+                    body = st.orelse
+                value = self._body(body, scope)
+                if value is not _FALLTHROUGH:
+                    return value
+            elif t is ast.For:
+                for item in self._iterate(self.eval(st.iter, scope), st.iter.span, st.span):
+                    scope[st.var] = item
+                    value = self._body(st.body, scope)
+                    if value is not _FALLTHROUGH:
+                        return value
+            else:
+                value = self.eval(st.expr, scope)
+                if not (type(value) is Null and type(st.expr) is ast.Call):
+                    raise error("E0705", f"this {type_name(value)} is not used", st.span,
+                                hint="assign it to a name, or return it")
+        return _FALLTHROUGH
+
+    def _iterate(self, iterable, span: Span, where: Span) -> tuple:
+        """The items a ``for`` or a comprehension goes over (a list's items, a dict's keys),
+        charged to the run's step budget (``E0804``)."""
+        if type(iterable) is List:
+            seq = iterable.items
+        elif type(iterable) is Dict:
+            seq = tuple(Str(k, iterable.key_spans.get(k, iterable.span)) for k in iterable.items)
+        else:
+            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", span)
+        ctx = self.ctx
+        ctx.steps += len(seq)
+        if ctx.steps > MAX_STEPS:
+            raise error("E0804", f"evaluation budget of {MAX_STEPS} comprehension steps exceeded", where,
+                        hint="a recipe should not need millions of items; check the ranges")
+        return seq
 
     def _expr_stmt(self, stmt: ast.ExprStmt, result: ModuleResult) -> None:
         value = self.eval(stmt.expr, NO_SCOPE)
@@ -192,6 +270,12 @@ class Evaluator:
     def _name(self, node: ast.Name, scope):
         if node.id in scope:
             return scope[node.id]
+        if self.bindings is not None and type(scope) is dict:  # inside a function
+            b = self.bindings.of(node)
+            if b is not None and b.kind == LOCAL:
+                raise error("E0652", f"local '{node.id}' is used before it is assigned", node.span,
+                            related=(("assigned here", b.span),),
+                            hint="assign it on every path before this use")
         if node.id in self.env:
             value = self.env[node.id]
             if value is _POISON:
@@ -255,25 +339,14 @@ class Evaluator:
                             hint="a repeated key in one dict is a typo; to override, add a later layer or use +")
             items[k] = self.eval(vnode, scope)
             spans[k] = knode.span
-        return Dict(items, spans, node.span)
+        return Dict(items, spans, node.span, self._called())
 
     def _comprehension(self, node: ast.Comprehension, scope):
         clause = node.clause
-        iterable = self.eval(clause.iter, scope)
-        if type(iterable) is List:
-            seq = iterable.items
-        elif type(iterable) is Dict:
-            seq = tuple(Str(k, iterable.key_spans.get(k, iterable.span)) for k in iterable.items)
-        else:
-            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", clause.iter.span)
+        seq = self._iterate(self.eval(clause.iter, scope), clause.iter.span, node.span)
         out_items = []
         keys: dict = {}
         spans: dict = {}
-        ctx = self.ctx
-        ctx.steps += len(seq)
-        if ctx.steps > MAX_STEPS:
-            raise error("E0804", f"evaluation budget of {MAX_STEPS} comprehension steps exceeded", node.span,
-                        hint="a recipe should not need millions of items; check the ranges")
         for item in seq:
             inner = dict(scope)
             inner[clause.var] = item
@@ -292,7 +365,7 @@ class Evaluator:
                 spans[key.value] = key.span
         if node.key is None:
             return List(tuple(out_items), node.span)
-        return Dict(keys, spans, node.span)
+        return Dict(keys, spans, node.span, self._called())
 
     def _cond(self, node, scope) -> bool:
         v = self.eval(node, scope)
@@ -345,19 +418,33 @@ class Evaluator:
         cond = self._cond(node.cond, scope)
         value = self.eval(node.then if cond else node.orelse, scope)
         if type(value) is Dict:
-            why = (node.cond.span, cond, tuple(self._params_in(node.cond)))
+            why = (node.cond.span, cond, tuple(self._params_in(node.cond, scope)))
             value = attrs.evolve(value, why=value.why + (why,))
         return value
 
-    def _params_in(self, node):
-        """(name, value text) of each param named in ``node`` (for flag provenance)."""
+    def _params_in(self, node, scope=NO_SCOPE):
+        """(name, value text) of each param, or argument or local of the running function,
+        named in ``node`` (for flag provenance)."""
         from rcpc.core.syntax.walk import walk
 
         found: list = []
         for n in walk(node):
-            if type(n) is ast.Name and n.id in self.params and n.id not in [f[0] for f in found]:
-                found.append((n.id, text_of(self.env[n.id]) or type_name(self.env[n.id])))
+            if type(n) is not ast.Name or n.id in [f[0] for f in found]:
+                continue
+            if self.ctx.calls and n.id in scope:
+                value = scope[n.id]
+            elif n.id in self.params:
+                value = self.env[n.id]
+            else:
+                continue
+            found.append((n.id, text_of(value) or type_name(value)))
         return found
+
+    def _called(self) -> tuple:
+        """The ``why`` of a dict made inside a function call: each call site, innermost
+        first, as ``(call span, None, function name)`` (explain shows them)."""
+        calls = self.ctx.calls
+        return tuple((f.call, None, f.function.name) for f in reversed(calls)) if calls else ()
 
     def _index(self, node: ast.Index, scope):
         return B.index(self.eval(node.obj, scope), self.eval(node.index, scope), node.span)
@@ -368,9 +455,9 @@ class Evaluator:
 
     def _call(self, node: ast.Call, scope):
         func = self.eval(node.func, scope)
-        if type(func) is not Builtin:
+        if type(func) is not Builtin and type(func) is not F.Function:
             raise error("E0301", f"a {type_name(func)} is not callable", node.func.span)
-        declaration = self.universe.declarations.get(func.name)
+        declaration = self.universe.declarations.get(func.name) if type(func) is Builtin else None
         if declaration is not None:
             raise error("E0501", f"{func.name}() must be assigned directly to a top-level name", node.span,
                         hint=f"write {declaration.usage}")
@@ -380,6 +467,8 @@ class Evaluator:
             if kw.name in kwargs:
                 raise error("E0306", f"argument '{kw.name}' given twice", kw.name_span)
             kwargs[kw.name] = (self.eval(kw.value, scope), kw.name_span)
+        if type(func) is F.Function:
+            return func.evaluator.call_function(func, node, args, kwargs)
         return func.fn(self.ctx, func, node.span, args, kwargs)
 
 

@@ -180,7 +180,58 @@ class _Printer:
                 items.append(self.item(id(ln), [ln.local, " = ", raw] if ln.aliased else raw, ln.local))
             _sort_runs(items, 1)
             return ["load", self.box("(", ")", items, True, node.trailing_comma, id(node))]
+        if t is ast.Def:
+            items = []
+            for i, p in enumerate(node.params):
+                if p.keyword_only and (i == 0 or not node.params[i - 1].keyword_only):
+                    items.append(_Item("*", [], None, False))
+                doc = p.name if p.default is None else [p.name, " = ", self.expr(p.default)]
+                items.append(self.item(id(p), doc))
+            params = self.box("(", ")", items, True, node.trailing_comma, comments.part("params", node))
+            return ["def ", node.name, params, ":", self.block(node.body)]
+        if t is ast.Return:
+            return "return" if node.value is None else ["return ", self.expr(node.value)]
+        if t is ast.For:
+            return ["for ", node.var, " in ", self.expr(node.iter), ":", self.block(node.body)]
+        if t is ast.If:
+            out: list = []
+            for i, (cond, body) in enumerate(node.branches):
+                if i:
+                    out.append(self.clause(comments.part("elif", cond), ["elif ", self.expr(cond), ":"]))
+                else:
+                    out.extend(("if ", self.expr(cond), ":"))
+                out.append(self.block(body))
+            if node.orelse:
+                out.extend((self.clause(comments.part("else", node), "else:"), self.block(node.orelse)))
+            return out
         return self.expr(node.expr)
+
+    def block(self, stmts) -> Indent:
+        """The statements of a def's, if's or for's block, one a line, 4 spaces deeper, with
+        their comments; blank lines between them kept (one at most)."""
+        parts: list = []
+        for i, st in enumerate(stmts):
+            it = self.item(id(st), self.stmt(st))
+            for j, c in enumerate(it.leading):
+                parts.append(HARD)
+                if c.blank and (i or j):
+                    parts.append(HARD)
+                parts.append(c.text)
+            parts.append(HARD)
+            if it.blank and (i or it.leading):
+                parts.append(HARD)
+            parts.append(it.doc)
+            if it.trailing is not None:
+                parts.append(Suffix("  " + it.trailing))
+        return Indent(parts)
+
+    def clause(self, k, doc) -> list:
+        """An ``elif``/``else`` line (at its if's indentation), its leading comments above it."""
+        n = self.attached.of(k)
+        parts: list = []
+        for c in self.printed(n.leading):
+            parts.extend((HARD, HARD, c.text) if c.blank else (HARD, c.text))
+        return [*parts, HARD, doc]
 
     # expressions -------------------------------------------------------------------------
     def expr(self, node, layers: int | None = None):
@@ -497,7 +548,7 @@ def _fits(doc, rest: list, room: int) -> bool:
 
 # Fields that only say how a value was written, or where: the formatter may change them.
 _LAYOUT = frozenset(("span", "name_span", "var_span", "path_span", "local_span", "raw", "path_raw",
-                     "trailing_comma"))
+                     "trailing_comma", "end"))
 
 
 def shape(node):

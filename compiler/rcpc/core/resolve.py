@@ -19,10 +19,18 @@ with the load path and the name in the loaded file, :data:`COMPREHENSION`, :data
 and the span of the defining occurrence. A comprehension variable is visible in its
 conditions, key and element (not in its iterable) and shadows any other binding of its name;
 an inner comprehension's variable shadows an outer one's.
+
+Functions (``def``, Starlark's rules): a def's parameters (:data:`ARGUMENT`) and every name
+its body assigns or loops over (:data:`LOCAL`, one binding per name, at its first
+assignment) are local to it, and may be assigned again; any other name in the body is a
+top-level name of the file (bound anywhere in it: the body runs when the function is
+called) or a built-in. Parameter defaults are resolved where the ``def`` is. A parameter
+named twice is ``E0653``.
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterator
 
 import attrs
@@ -33,13 +41,17 @@ from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import Visitor
 
-__all__ = ["resolve", "Binding", "Bindings", "TOP_LEVEL", "PARAM", "LOADED", "COMPREHENSION", "BUILTIN"]
+__all__ = ["resolve", "Binding", "Bindings", "TOP_LEVEL", "PARAM", "LOADED", "COMPREHENSION", "BUILTIN",
+           "FUNCTION", "ARGUMENT", "LOCAL", "assigned_names"]
 
 TOP_LEVEL = "top-level"          # NAME = value
 PARAM = "param"                  # NAME = param(...)
 LOADED = "loaded"                # load("path", "NAME") or load("path", LOCAL = "NAME")
 COMPREHENSION = "comprehension"  # [... for NAME in ...]
 BUILTIN = "builtin"              # a predeclared name (len, maxtext_flags, ...)
+FUNCTION = "function"            # def NAME(...): (top level of a library file)
+ARGUMENT = "argument"            # a parameter of a def
+LOCAL = "local"                  # a name assigned (or a for variable) in a def's body
 
 
 @attrs.frozen(slots=True)
@@ -101,7 +113,7 @@ def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> 
     module whose file exports ``name`` (or None); it is asked only about unknown names."""
     bindings = module.bindings = Bindings()
     resolver = _Resolver(module, predeclared, bindings, loaded_by)
-    for stmt in module.stmts:
+    for stmt in chain(module.stmts, _Deferred(resolver)):  # the defs' bodies last
         try:
             resolver.statement(stmt)
         except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
@@ -119,6 +131,46 @@ def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> 
     if resolver.diags:
         raise CompileError(resolver.diags)
     return bindings
+
+
+class _Deferred:
+    """The bodies of the file's functions, resolved after every top-level statement (a body
+    may name a top-level name bound after the def)."""
+
+    def __init__(self, resolver):
+        self.resolver = resolver
+
+    def __iter__(self):
+        while self.resolver.deferred:
+            yield self.resolver.deferred.pop(0)
+
+
+@attrs.frozen
+class _Body:
+    """A def whose body is still to be resolved (a pseudo-statement of :class:`_Deferred`)."""
+
+    node: ast.Def
+
+    @property
+    def span(self):
+        return self.node.span
+
+
+def assigned_names(stmts, out: dict | None = None) -> dict:
+    """name → span of its first assignment (or ``for`` variable) in a def's body."""
+    out = {} if out is None else out
+    for st in stmts:
+        t = type(st)
+        if t is ast.Assign:
+            out.setdefault(st.name, st.name_span)
+        elif t is ast.For:
+            out.setdefault(st.var, st.var_span)
+            assigned_names(st.body, out)
+        elif t is ast.If:
+            for _, body in st.branches:
+                assigned_names(body, out)
+            assigned_names(st.orelse, out)
+    return out
 
 
 class _TooMany(Exception):
@@ -142,6 +194,8 @@ class _Resolver(Visitor):
         self.bound: dict[str, Binding] = {}  # top-level names bound so far
         self.where: dict[str, Span] = {}     # ... where, as diagnostics show it
         self.scopes: list[Binding] = []      # enclosing comprehension variables, innermost last
+        self.locals: dict[str, Binding] = {}  # the arguments and locals of the def being resolved
+        self.deferred: list = []             # defs whose bodies are still to be resolved
         self.later: dict[str, Span] = {}     # every top-level name, where first bound
         for stmt in module.stmts:
             if type(stmt) is ast.Assign:
@@ -164,8 +218,36 @@ class _Resolver(Visitor):
         elif t is ast.Load:
             for ln in stmt.names:
                 self.bind(Binding(LOADED, ln.local, ln.local_span, stmt.path, ln.remote), ln.span)
+        elif t is ast.Def:
+            for p in stmt.params:
+                if p.default is not None:
+                    self.visit(p.default)
+            self.bind(Binding(FUNCTION, stmt.name, stmt.name_span), stmt.name_span)
+            self.deferred.append(_Body(stmt))
+        elif t is _Body:
+            self.body(stmt.node)
         else:
             self.visit(stmt.expr)
+
+    def body(self, node: ast.Def) -> None:
+        """Resolve a def's body in its own scope (see the module docstring)."""
+        self.locals = {}
+        for p in node.params:
+            if p.name in self.locals:
+                self.report(Diagnostic("E0653", f"parameter '{p.name}' appears twice in {node.name}()", p.span,
+                                       related=(("first here", self.locals[p.name].span),)))
+                continue
+            b = self.locals[p.name] = Binding(ARGUMENT, p.name, p.span)
+            self.bindings.defs.append(b)
+        for name, span in assigned_names(node.body, {}).items():
+            if name not in self.locals:
+                b = self.locals[name] = Binding(LOCAL, name, span)
+                self.bindings.defs.append(b)
+        try:
+            for st in node.body:
+                self.visit(st)
+        finally:
+            self.locals = {}
 
     def bind(self, b: Binding, span: Span) -> None:
         """Bind a top-level name; ``span`` is where diagnostics point (a load's whole
@@ -198,7 +280,7 @@ class _Resolver(Visitor):
             if b.name == n:
                 self.bindings._use(node, b)
                 return
-        b = self.bound.get(n) or self.builtins.get(n)
+        b = self.locals.get(n) or self.bound.get(n) or self.builtins.get(n)
         if b is not None:
             self.bindings._use(node, b)
             return
@@ -213,5 +295,5 @@ class _Resolver(Visitor):
             return
         if len(self.diags) >= MAX_ERRORS:  # before looking for a suggestion among every name
             raise _TooMany(node.span)
-        hint = did_you_mean(n, [*self.bound, *{b.name for b in self.scopes}, *self.predeclared])
+        hint = did_you_mean(n, [*self.bound, *self.locals, *{b.name for b in self.scopes}, *self.predeclared])
         self.report(Diagnostic("E0101", f"unknown name '{n}'", node.span, hint=hint))

@@ -125,8 +125,9 @@ class List:
 @_value
 class Dict:
     """String-keyed, insertion-ordered. ``key_spans[k]`` is where key ``k`` was written.
-    ``why`` explains a conditional choice that produced this dict (for flag provenance):
-    a tuple of (condition source text, condition value, Span)."""
+    ``why`` explains how this dict was chosen (for flag provenance): a tuple of
+    (condition Span, condition value, params named in it) for each conditional that chose it,
+    and (call Span, None, function name) for each function call it was made in."""
 
     items: dict
     key_spans: dict

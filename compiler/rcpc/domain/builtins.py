@@ -12,7 +12,9 @@
   Kubernetes objects, rendered as ``<name>.yaml``;
 * ``flag_file(name = ..., flags = FLAGS)`` — a flag set rendered as ``<name>.flags``;
 * ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.domain.tpu`);
-* ``variant("name", set = {...}, against = "...", changes = {...})``.
+* ``variant("name", set = {...}, against = "...", changes = {...})``;
+* ``merge(base, patch, ...)`` — a deep merge of dicts with Kubernetes' strategic-merge rules,
+  and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
 ``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
@@ -58,6 +60,7 @@ class RecipeResult(ModuleResult):
 
     params: list = attrs.Factory(list)
     param_values: dict = attrs.Factory(dict)  # name → the value used
+    declared: set = attrs.Factory(set)  # ids of the render values declared, as evaluated (W0707)
     renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
     variants: list = attrs.Factory(list)    # Variant, in declaration order
 
@@ -239,7 +242,24 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
     if not ev.is_recipe:
         raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
                     hint="declare renders and variants in the recipe; export constants from libraries")
+    if kind == "renders":  # one made by a library function is located at the recipe line declaring it
+        result.declared.update(id(v) for v in items)
+        items = [attrs.evolve(v, span=stmt.span) if v.span.path != stmt.span.path else v for v in items]
     target.extend(items)
+
+
+def _merge(ctx, fn, span, args, kwargs):
+    from rcpc.domain.merge import merge
+
+    _bind("merge", span, [], kwargs, (), set())
+    return merge(args, span)
+
+
+def _replace(ctx, fn, span, args, kwargs):
+    from rcpc.domain.merge import Replace
+
+    a = _bind("replace", span, args, kwargs, ("value",), {"value"})
+    return Replace(a["value"], span)
 
 
 def _declare_param(ev, stmt: ast.Assign, call: ast.Call, result):
@@ -271,7 +291,7 @@ def _finish(ev, module: ast.Module, result) -> None:
     ``X = jobset(...)`` whose value is not used as a top-level statement)."""
     if not ev.is_recipe:
         return
-    declared = {id(v) for v in result.renders} | {id(v) for v in result.variants}
+    declared = result.declared | {id(v) for v in result.variants}
     for stmt in module.stmts:
         if type(stmt) is not ast.Assign:
             continue
@@ -285,6 +305,7 @@ def _finish(ev, module: ast.Module, result) -> None:
 
 UNIVERSE = Universe(
     functions={"maxtext_flags": _maxtext_flags, "tpu_slice": _tpu_slice, "variant": _variant,
+               "merge": _merge, "replace": _replace,
                **{name: fn for kind in KINDS for name, fn in kind.functions.items()}},
     declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)")},
     attributes={TpuSlice: _slice_attrs, FlagSet: _flagset_attrs},

@@ -2,7 +2,9 @@
 
 For one key of one flag set, evaluated for a variant: the effective (last-wins) value and
 the chain of every layer that set the key, with its value, ``file:line:col``, and why the
-layer was active (the condition that chose it and the params it named), plus the schema
+layer was active (the condition that chose it and the params (or, inside a function, the
+arguments) it named; for a layer made inside a library function, each call site that led
+there), plus the schema
 default when the flag set was checked against a MaxText schema, and the ``M_<KEY>``
 environment overrides of the containers that carry the flag set (MaxText reads those too).
 """
@@ -102,6 +104,9 @@ def _why(compiler: Compiler, why: tuple) -> str:
     for span, value, params in why:
         src = compiler.sources.get(span.path)
         text = src.text_of(span) if src else "condition"
+        if value is None:  # a function call it was made in
+            parts.append(f"made in {params}() called as `{text}` at {span}")
+            continue
         part = f"`{text}` is {'true' if value else 'false'} at {span}"
         if params:
             part += " with " + ", ".join(f"{n}={v}" for n, v in params)

@@ -17,6 +17,10 @@ L0005     warning   a variant whose renders are byte-identical to its ``against`
 L0006     note      one flag set spells its bools both ``True``/``False`` and
                     ``true``/``false`` (MaxText reads them alike; rcpc keeps spellings on
                     purpose, so this is a note, not a fix)
+L0650     warning   a function's argument never used in its body (not for ``_name``)
+L0651     warning   a function's local assigned but never used
+L0652     warning   a function's argument or local that shadows a top-level name of its
+                    file or a built-in
 ========  ========  ==================================================================
 
 In a library, public names are exported, so an unused public constant or load is not a
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Iterable
 
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic
-from rcpc.core.resolve import COMPREHENSION
+from rcpc.core.resolve import ARGUMENT, COMPREHENSION, LOCAL, assigned_names
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import walk
 
@@ -50,6 +54,9 @@ CODES = {
     "L0004": "param used by no render",
     "L0005": "variant identical to the variant it is against",
     "L0006": "mixed bool spellings in one flag set",
+    "L0650": "unused function argument",
+    "L0651": "unused local",
+    "L0652": "shadowed name",
 }
 
 _IGNORE = re.compile(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
@@ -143,7 +150,7 @@ def _lint_file(compiler, real: Path, built: tuple | None = None) -> list[Diagnos
     """``built``: the recipe's (Recipe, builds) when it was built already."""
     module = compiler.module(real)  # parse + resolve; raises CompileError
     is_library = compiler.workspace.is_library(real)
-    diags = _unused(module, is_library)
+    diags = _unused(module, is_library) + _functions(module)
     if is_library:
         compiler.library(real, ())  # evaluation errors and compiler warnings
         return diags
@@ -162,7 +169,7 @@ def _stmt_uses(module: ast.Module, stmt) -> set:
     for n in walk(stmt):
         if type(n) is ast.Name:
             b = of(n)
-            if b is not None and b.span is not None and b.kind != COMPREHENSION:
+            if b is not None and b.span is not None and b.kind not in _INNER:
                 used.add(b.name)
     return used
 
@@ -184,7 +191,11 @@ def _unused(module: ast.Module, is_library: bool) -> list[Diagnostic]:
         return is_library and not name.startswith("_")
 
     for stmt in module.stmts:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, ast.Def):
+            if stmt.name not in used and not exported(stmt.name):
+                out.append(Diagnostic("L0001", f"private function '{stmt.name}' is never called", stmt.name_span,
+                                      WARNING, hint="remove it, or use it"))
+        elif isinstance(stmt, ast.Assign):
             name = stmt.name
             if name in used or exported(name):
                 continue
@@ -205,6 +216,49 @@ def _unused(module: ast.Module, is_library: bool) -> list[Diagnostic]:
                 out.append(Diagnostic("L0003", f"'{ln.local}' is loaded from {stmt.path} but never used",
                                       ln.span, WARNING, hint="remove it from the load(...)"))
     return out
+
+
+_INNER = frozenset((COMPREHENSION, ARGUMENT, LOCAL))
+
+
+def _functions(module: ast.Module) -> list[Diagnostic]:
+    """L0650 / L0651 / L0652: a def's arguments and locals never used, or shadowing a
+    top-level name of the file or a built-in (Pylint's unused-argument, unused-variable and
+    redefined-outer-name / redefined-builtin)."""
+    of = module.bindings.of
+    top = {b.name for b in module.bindings.defs if b.kind not in _INNER}
+    out: list[Diagnostic] = []
+    for stmt in module.stmts:
+        if type(stmt) is not ast.Def:
+            continue
+        used = set()
+        for n in walk(stmt):
+            if type(n) is ast.Name:
+                b = of(n)
+                if b is not None and b.kind in (ARGUMENT, LOCAL):
+                    used.add(b.name)
+        names = [(p.name, p.span, "argument") for p in stmt.params]
+        names += [(n, span, "local") for n, span in assigned_names(stmt.body).items()
+                  if n not in {p.name for p in stmt.params}]
+        for name, span, what in names:
+            if name not in used and not name.startswith("_"):
+                code = "L0650" if what == "argument" else "L0651"
+                hint = f"remove it, or name it _{name}"
+                out.append(Diagnostic(code, f"{what} '{name}' of {stmt.name}() is never used", span, WARNING,
+                                      hint=hint))
+            if name in top:
+                out.append(Diagnostic("L0652", f"{what} '{name}' of {stmt.name}() shadows the top-level name "
+                                      f"'{name}'", span, WARNING, hint="rename it: the body cannot see the other"))
+            elif name in _builtin_names():
+                out.append(Diagnostic("L0652", f"{what} '{name}' of {stmt.name}() shadows the built-in "
+                                      f"'{name}'", span, WARNING, hint="rename it: the body cannot call the built-in"))
+    return out
+
+
+def _builtin_names() -> frozenset:
+    from rcpc.core.builtins import NAMES
+
+    return NAMES
 
 
 def _params_without_renders(module: ast.Module) -> list[Diagnostic]:

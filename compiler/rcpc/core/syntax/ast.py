@@ -276,7 +276,61 @@ class ExprStmt:
     span: Span
 
 
-Stmt = Union[Assign, Load, ExprStmt]
+@frozen
+class Parameter:
+    """One parameter of a ``def``: ``default`` is None for a required one; ``keyword_only``
+    for those after ``*``."""
+
+    name: str
+    span: Span
+    default: "Expr | None"
+    keyword_only: bool
+
+
+@frozen
+class Return:
+    """``return [value]`` (``value`` None: the function returns None)."""
+
+    value: "Expr | None"
+    span: Span
+
+
+@frozen
+class If:
+    """``if COND: ... elif COND: ... else: ...``: ``branches`` is a tuple of (condition,
+    body) pairs (the ``if`` and each ``elif``), ``orelse`` the ``else`` body (``()``: none)."""
+
+    branches: tuple
+    orelse: tuple
+    span: Span
+
+
+@frozen
+class For:
+    """``for VAR in ITER:`` and its body, over a finite value (a list or a dict's keys)."""
+
+    var: str
+    var_span: Span
+    iter: "Expr"
+    body: tuple
+    span: Span
+
+
+@frozen
+class Def:
+    """``def NAME(params):`` and its body (library files only). ``span`` is the header,
+    from ``def`` to ``:``; ``end`` the span of the whole definition."""
+
+    name: str
+    name_span: Span
+    params: tuple  # of Parameter
+    trailing_comma: bool
+    body: tuple
+    span: Span
+    end: Span
+
+
+Stmt = Union[Assign, Load, ExprStmt, Def, Return, If, For]
 
 
 @attrs.define(slots=True, eq=False)

@@ -31,6 +31,9 @@ def _joined(first: Span, last: Span) -> Span:
     return Span(first.path, first.line, first.col, last.end_line, last.end_col)
 
 
+_STAR = object()  # the '*' of a parameter list
+
+
 def _nodes(children) -> tuple:
     return tuple(c for c in children if type(c) is not Token)
 
@@ -87,6 +90,64 @@ class AstBuilder:
         name, _, tok = c
         s = self._string(tok)
         return ast.LoadName(name.value, s.value, s.raw, self._tspan(name), self._span(c))
+
+    def def_stmt(self, c):
+        name = c[1]
+        close = next(i for i, t in enumerate(c) if type(t) is Token and t.type == "RPAR")
+        params = _nodes(c[3:close])
+        seen_star = False
+        out = []
+        for p in params:
+            if p is _STAR:
+                seen_star = True
+                continue
+            if p.default is None and not seen_star and any(q.default is not None for q in out):
+                raise error("E0001", f"parameter '{p.name}' without a default follows one with a default",
+                            p.span, hint="give it a default, or put it after '*' (keyword-only)")
+            out.append(attrs.evolve(p, keyword_only=seen_star))
+        header = _joined(self._tspan(c[0]), self._tspan(c[close + 1]))
+        body = c[-1]
+        return ast.Def(name.value, self._tspan(name), tuple(out), _trailing_comma(c[:close + 1]), body,
+                       header, _joined(header, _node_span(body[-1])))
+
+    def fparam_plain(self, c):
+        return ast.Parameter(c[0].value, self._tspan(c[0]), None, False)
+
+    def fparam_default(self, c):
+        return ast.Parameter(c[0].value, self._tspan(c[0]), c[2], False)
+
+    def fparam_star(self, c):
+        if c[0].value != "*":
+            raise error("E0001", f"unexpected {c[0].value!r} in a parameter list", self._tspan(c[0]),
+                        hint="parameters are NAME, NAME = default, or '*' before keyword-only ones")
+        return _STAR
+
+    def suite(self, c):
+        return _nodes(c)
+
+    def return_stmt(self, c):
+        return ast.Return(c[1] if len(c) > 1 else None, self._span(c))
+
+    def if_stmt(self, c):
+        branches = [(c[1], c[3])]
+        orelse = ()
+        for part in c[4:]:
+            if part[0] == "elif":
+                branches.append(part[1:])
+            else:
+                orelse = part[1]
+        last = orelse or branches[-1][1]
+        return ast.If(tuple(branches), orelse, _joined(self._tspan(c[0]), _node_span(last[-1])))
+
+    def elif_clause(self, c):
+        return ("elif", c[1], c[3])
+
+    def else_clause(self, c):
+        return ("else", c[2])
+
+    def for_stmt(self, c):
+        var = c[1]
+        return ast.For(var.value, self._tspan(var), c[3], c[5], _joined(self._tspan(c[0]), _node_span(c[5][-1])))
 
     def expr_stmt(self, c):
         return ast.ExprStmt(c[0], _node_span(c[0]))

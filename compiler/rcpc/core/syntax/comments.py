@@ -110,6 +110,20 @@ _RIGHT = {ast.BinOp: lambda n: n.right, ast.BoolOp: lambda n: n.right, ast.Compa
           ast.Conditional: lambda n: n.orelse, ast.Neg: lambda n: n.operand, ast.Not: lambda n: n.operand}
 
 
+_BLOCKS = (ast.Def, ast.If, ast.For)
+
+
+def _block_end(lay, body) -> int:
+    """Offset after the last token of a block's last statement."""
+    last = body[-1]
+    t = type(last)
+    if t in _BLOCKS:
+        return _block_end(lay, last.orelse or last.branches[-1][1] if t is ast.If else last.body)
+    if t is ast.Return:
+        return lay.span_end(last.span) if last.value is None else lay.after(last.value)
+    return lay.after(last.value if t is ast.Assign else last.expr)
+
+
 class _Layout:
     """Elements and bracket pairs of a module, by source offsets."""
 
@@ -232,8 +246,49 @@ class _Layout:
             for ln in stmt.names:
                 self.elem(id(ln), self.span_start(ln.span), self.span_end(ln.span), 1, True)
             return self.elem(id(stmt), start, end, 0, False)
+        if t in _BLOCKS:
+            return self._compound(stmt)
+        if t is ast.Return:
+            end = self.span_end(stmt.span) if stmt.value is None else self.after(stmt.value)
+            if stmt.value is not None:
+                self.expr(stmt.value, 0)
+            return self.elem(id(stmt), self.span_start(stmt.span), end, 0, False)
         self.expr(stmt.expr, 0)
         return self.elem(id(stmt), self.first(stmt.expr), self.after(stmt.expr), 0, False)
+
+    def _compound(self, stmt) -> _Elem:
+        """A def, if or for: its parts, then the statements of its blocks (at depth 0, as
+        every statement: a comment before one leads it), then itself."""
+        t = type(stmt)
+        if t is ast.Def:
+            header_end = self.span_end(stmt.span)
+            close = self.back(header_end - 1, True) - 1
+            self.brackets(part("params", stmt), self.forward(self.span_end(stmt.name_span)), close)
+            for p in stmt.params:
+                end = self.span_end(p.span) if p.default is None else self.after(p.default)
+                if p.default is not None:
+                    self.expr(p.default, 1)
+                self.elem(id(p), self.span_start(p.span), end, 1, True)
+            blocks = [stmt.body]
+        elif t is ast.For:
+            self.expr(stmt.iter, 0)
+            blocks = [stmt.body]
+        else:
+            blocks = []
+            for i, (cond, body) in enumerate(stmt.branches):
+                self.expr(cond, 0)
+                if i:  # the 'elif' line: a comment above it leads it
+                    start = self.back(self.first(cond), True) - 4
+                    self.elem(part("elif", cond), start, self.after(cond), 0, False)
+                blocks.append(body)
+            if stmt.orelse:
+                at = self.forward(_block_end(self, stmt.branches[-1][1]))
+                self.elem(part("else", stmt), at, at + 4, 0, False)
+                blocks.append(stmt.orelse)
+        for body in blocks:
+            for st in body:
+                self._stmt(st)
+        return self.elem(id(stmt), self.span_start(stmt.span), _block_end(self, blocks[-1]), 0, False)
 
     def expr(self, node, depth: int, layers: int | None = None) -> None:
         """Register the elements and brackets inside ``node`` (with its first ``layers``

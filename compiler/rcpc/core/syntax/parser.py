@@ -41,16 +41,15 @@ _READABLE = {
     "_NL": "end of line", "$END": "end of file", "IF": "'if'", "ELSE": "'else'", "FOR": "'for'",
     "IN": "'in'", "NOT": "'not'", "AND": "'and'", "OR": "'or'", "LOAD": "'load'",
     "TRUE_PY": "True", "TRUE_YAML": "true", "FALSE_PY": "False", "FALSE_YAML": "false",
-    "NONE_PY": "None", "NULL_YAML": "null",
+    "NONE_PY": "None", "NULL_YAML": "null", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
+    "DEF": "'def'", "RETURN": "'return'", "ELIF": "'elif'",
 }
 _PY_KEYWORDS = {
-    "def": "recipes cannot define functions; compute values with expressions and built-ins",
     "lambda": "recipes cannot define functions; compute values with expressions and built-ins",
     "class": "recipes cannot define classes",
     "import": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
     "from": "use load(\"//path/to/file.rcp\", \"NAME\") to use constants from another file",
-    "while": "there are no loops at statement level; use a list comprehension",
-    "return": "there are no functions to return from",
+    "while": "there is no 'while' (every build terminates): use 'for' over a list in a function, or a comprehension",
 }
 
 
@@ -65,10 +64,44 @@ class _TooManyTokens(Exception):
 _TOKENS = [0]  # tokens of the file being parsed, f-string fields included
 
 
+class _BadIndent(Exception):
+    """Indentation that matches no enclosing block; ``pos`` is its offset in the parsed text."""
+
+    def __init__(self, pos: int, message: str):
+        self.pos = pos
+        self.message = message
+
+
+_TEXT = [""]  # the text being parsed (the postlexer measures indentation in it)
+
+
+def _indent_at(text: str, pos: int) -> int:
+    """The indentation (tabs to multiples of 8) of the first line at or after ``pos`` that
+    holds code: blank and comment-only lines do not count (as in Python); -1 at the end."""
+    n = len(text)
+    while True:
+        start = text.rfind("\n", 0, pos) + 1
+        i = start
+        while i < n and text[i] in " \t\f":
+            i += 1
+        if i >= n:
+            return -1
+        if text[i] in "#\r\n":
+            nl = text.find("\n", i)
+            if nl < 0:
+                return -1
+            pos = nl + 1
+            continue
+        return len(text[start:i].expandtabs(8))
+
+
 class _Postlex:
     """Drops newlines inside brackets and at the start, merges runs of newlines, and ends the
-    file with one. Counts tokens: a parse costs tens of microseconds a token, so the count,
-    not the size in bytes, is what bounds it (:data:`~rcpc.core.limits.MAX_TOKENS`)."""
+    file with one. Turns indentation after a line ending in ``:`` into ``_INDENT`` and back
+    into ``_DEDENT`` (a function's, ``if``'s or ``for``'s block); elsewhere at the top level,
+    indentation means nothing (as before functions existed). Counts tokens: a parse costs
+    tens of microseconds a token, so the count, not the size in bytes, is what bounds it
+    (:data:`~rcpc.core.limits.MAX_TOKENS`)."""
 
     always_accept = ("_NL",)
 
@@ -77,15 +110,19 @@ class _Postlex:
 
         depth = 0
         last = None  # the last token yielded; tokens must not be held back (contextual lexer)
+        levels = [0]  # indentation of the enclosing blocks
+        text = _TEXT[0]
         for tok in stream:
             _TOKENS[0] += 1
             if _TOKENS[0] > MAX_TOKENS:
                 raise _TooManyTokens(tok.start_pos)
             kind = tok.type
             if kind == "_NL":
-                if depth == 0 and last is not None and last.type != "_NL":
+                if depth == 0 and last is not None and last.type not in ("_NL", "_INDENT", "_DEDENT"):
+                    opens = last.type == "COLON"
                     last = tok
                     yield tok
+                    yield from self._indentation(tok, text, levels, opens)
                 continue
             if kind in _BRACKETS_OPEN:
                 depth += 1
@@ -93,8 +130,36 @@ class _Postlex:
                 depth -= 1
             last = tok
             yield tok
-        if last is not None and last.type != "_NL" and depth == 0:
-            yield Token.new_borrow_pos("_NL", "\n", last)
+        if last is not None and depth == 0:
+            if last.type not in ("_NL", "_INDENT", "_DEDENT"):
+                last = Token.new_borrow_pos("_NL", "\n", last)
+                yield last
+            while len(levels) > 1:
+                levels.pop()
+                yield Token.new_borrow_pos("_DEDENT", "", last)
+
+    @staticmethod
+    def _indentation(tok, text: str, levels: list, opens: bool):
+        from lark import Token
+
+        indent = _indent_at(text, tok.end_pos) if text else 0
+        if indent < 0:  # the end: the blocks close there
+            return
+        if opens:
+            if indent <= levels[-1]:
+                raise _BadIndent(tok.end_pos, "expected an indented block")
+            levels.append(indent)
+            yield Token.new_borrow_pos("_INDENT", "", tok)
+            return
+        if len(levels) == 1 or indent == levels[-1]:
+            return
+        if indent > levels[-1]:
+            raise _BadIndent(tok.end_pos, "unexpected indent")
+        while indent < levels[-1]:
+            levels.pop()
+            yield Token.new_borrow_pos("_DEDENT", "", tok)
+        if indent != levels[-1]:
+            raise _BadIndent(tok.end_pos, "unindent does not match any outer indentation level")
 
 
 def _cache_path(grammar: str, options: dict) -> str | None:
@@ -230,8 +295,9 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
     """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
     from lark.exceptions import UnexpectedInput
 
-    saved = builder.source, builder.base, builder.parse_inner, _SINK.found
+    saved = builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0]
     builder.source, builder.base = source, base
+    _TEXT[0] = text
     if base:  # not the file itself: its comments are part of a string
         _SINK.found = None
     builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
@@ -243,8 +309,13 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
         at = base + exc.pos
         raise _TooLarge(Diagnostic("E0809", f"more than {MAX_TOKENS} tokens in this file",
                                    source.span(at, at + 1), hint="split it into several files")) from None
+    except _BadIndent as exc:
+        at = base + exc.pos
+        raise error("E0001", exc.message, source.span(at, at + 1),
+                    hint="a block (a function's, if's or for's body) is indented one level more than its "
+                    "header; its lines all alike") from None
     finally:
-        builder.source, builder.base, builder.parse_inner, _SINK.found = saved
+        builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0] = saved
 
 
 def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):

@@ -62,6 +62,11 @@ _CHILDREN = {
     ast.Load: lambda n: n.names,
     ast.ExprStmt: lambda n: (n.expr,),
     ast.Module: lambda n: n.stmts,
+    ast.Def: lambda n: (*n.params, *n.body),
+    ast.Parameter: lambda n: _NONE if n.default is None else (n.default,),
+    ast.Return: lambda n: _NONE if n.value is None else (n.value,),
+    ast.If: lambda n: (*(x for cond, body in n.branches for x in (cond, *body)), *n.orelse),
+    ast.For: lambda n: (n.iter, *n.body),
 }
 
 NODE_TYPES = tuple(_CHILDREN)
