@@ -131,3 +131,19 @@ def test_pygments_bundled_recipes(path):
     toks = list(get_lexer_by_name("rcp").get_tokens(text))
     assert not [v for t, v in toks if t is Error]
     assert "".join(v for _, v in toks).rstrip("\n") == text.rstrip("\n")
+
+
+def test_vscode_extension_manifest():
+    """The manifest names the grammar, its scope and the language as they are, and its entry
+    point starts ``rcpc lsp`` over stdio."""
+    ext = REPO / "editors/vscode"
+    manifest = json.loads((ext / "package.json").read_text())
+    (lang,) = manifest["contributes"]["languages"]
+    (grammar,) = manifest["contributes"]["grammars"]
+    assert lang["extensions"] == [".rcp"] and grammar["language"] == lang["id"]
+    assert (ext / grammar["path"]).resolve() == GRAMMAR
+    assert json.loads(GRAMMAR.read_text())["scopeName"] == grammar["scopeName"] == "source.rcp"
+    assert json.loads((ext / lang["configuration"]).read_text())["comments"]["lineComment"] == "#"
+    main = (ext / manifest["main"]).read_text()
+    assert 'args: ["lsp"]' in main and "vscode-languageclient" in manifest["dependencies"]
+    subprocess.run(["node", "--check", str(ext / manifest["main"])], check=True)
