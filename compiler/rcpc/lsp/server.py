@@ -180,8 +180,13 @@ def _did_change(ls: RcpServer, params: T.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)   # pygls applied the changes
     real = path_of(uri)
-    ls.session(real).update(real, doc.source)
+    session = ls.session(real)
+    session.update(real, doc.source)
     schedule(ls, uri, params.text_document.version)
+    if session.workspace.is_library(real):   # the open files that may load it
+        for other, text_doc in list(ls.workspace.text_documents.items()):
+            if other != uri:
+                schedule(ls, other, text_doc.version)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
