@@ -47,7 +47,7 @@ class RcpLexer(RegexLexer):
 
     tokens = {
         "root": [
-            (rf"^(load)(?=\s*\()", Keyword.Namespace),
+            (r"^(load)(?=\s*\()", Keyword.Namespace),
             (rf"^({_NAME})(\s*)(=)(?!=)", bygroups(Name.Variable, Whitespace, Operator)),
             include("expression"),
         ],

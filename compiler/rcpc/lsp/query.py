@@ -188,22 +188,17 @@ def definition(session, real: Path, line: int, col: int) -> Span | None:
     if b.kind == BUILTIN:
         return None
     if b.kind == LOADED:
-        return _remote_definition(session, real, b.load, b.remote, 0) or b.span
+        target = _remote_file(session, real, b.load, b.remote)
+        stmt = None if target is None else assignment(session, *target)
+        return b.span if stmt is None else stmt.name_span
     return b.span
 
 
-def _remote_definition(session, real: Path, load: str, name: str, depth: int) -> Span | None:
-    target = load_target(session, real, load)
-    if target is None or depth > 20:
-        return None
-    mod = session.module(target)
+def assignment(session, real: Path, name: str) -> ast.Assign | None:
+    """The top-level assignment of ``name`` in file ``real``, or None."""
+    mod = session.module(real)
     stmt = None if mod is None else top_level(mod, name)
-    if type(stmt) is ast.Assign:
-        return stmt.name_span
-    if type(stmt) is ast.Load:
-        n = next(n for n in stmt.names if n.local == name)
-        return _remote_definition(session, target, stmt.path, n.remote, depth + 1) or n.local_span
-    return None
+    return stmt if type(stmt) is ast.Assign else None
 
 
 def references(session, real: Path, line: int, col: int, include_declaration: bool = True) -> list[Span]:
@@ -215,11 +210,9 @@ def references(session, real: Path, line: int, col: int, include_declaration: bo
     b, mod = found
     if b.kind == LOADED:   # start from the definition in the loaded file
         target = _remote_file(session, real, b.load, b.remote)
-        if target is not None:
-            tmod = session.module(target[0])
-            stmt = None if tmod is None else top_level(tmod, target[1])
-            if type(stmt) is ast.Assign:
-                return references(session, target[0], stmt.name_span.line, stmt.name_span.col, include_declaration)
+        stmt = None if target is None else assignment(session, *target)
+        if stmt is not None:
+            return references(session, target[0], stmt.name_span.line, stmt.name_span.col, include_declaration)
     out = [n.span for n in mod.bindings.references(b)]
     if include_declaration and b.span is not None:
         out.insert(0, b.span)
@@ -228,7 +221,9 @@ def references(session, real: Path, line: int, col: int, include_declaration: bo
     return list(dict.fromkeys(out))
 
 
-def _remote_file(session, real: Path, load: str, name: str, depth: int = 0):
+def _remote_file(session, real: Path, load: str, name: str, depth: int = 0) -> tuple[Path, str] | None:
+    """(file, name) that a loaded name comes from, followed through the loaded files' own
+    loads; None when a load path does not resolve."""
     target = load_target(session, real, load)
     if target is None or depth > 20:
         return None
@@ -293,10 +288,10 @@ def hover(session, real: Path, line: int, col: int, variant: str | None = None) 
         if target is None:
             return f"`{b.name}`: loaded from `{b.load}` (not found)", span
         where, name = target
-    wmod = session.module(where)
-    stmt = None if wmod is None else top_level(wmod, name)
-    if type(stmt) is not ast.Assign:
+    stmt = assignment(session, where, name)
+    if stmt is None:
         return None
+    wmod = session.module(where)
     shown = session.workspace.display(where)
     head = f"**{b.name}**" + (f" — loaded from `{b.load}`" if b.kind == LOADED else "")
     if _is_call(stmt.value, "param"):

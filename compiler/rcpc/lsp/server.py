@@ -201,6 +201,13 @@ def _did_close(ls: RcpServer, params: T.DidCloseTextDocumentParams) -> None:
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
+def _buffer(ls: RcpServer, uri: str) -> tuple[Session, Path, str | None]:
+    """The session, real path and text (None: unreadable) of a document."""
+    real = path_of(uri)
+    session = ls.session(real)
+    return session, real, session.text(real)
+
+
 def _at(ls: RcpServer, params):
     real = path_of(params.text_document.uri)
     session = ls.session(real)
@@ -262,9 +269,7 @@ def _completion(ls: RcpServer, params: T.CompletionParams):
 def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
     from rcpc.diagnostics import CompileError
 
-    real = path_of(params.text_document.uri)
-    session = ls.session(real)
-    text = session.text(real)
+    session, real, text = _buffer(ls, params.text_document.uri)
     if text is None:
         return None
     try:
@@ -273,9 +278,8 @@ def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
         return None   # the diagnostics say why
     if out == text:
         return []
-    src = Source("", text)
-    last = len(src._starts)
-    end = T.Position(last - 1, _utf16(src.line_text(last), len(src.line_text(last)) + 1))
+    lines = text.split("\n")
+    end = T.Position(len(lines) - 1, _utf16(lines[-1], len(lines[-1]) + 1))
     return [T.TextEdit(T.Range(T.Position(0, 0), end), out)]
 
 
@@ -298,8 +302,7 @@ def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION,
                 T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
 def _code_actions(ls: RcpServer, params: T.CodeActionParams):
-    real = path_of(params.text_document.uri)
-    text = ls.session(real).text(real)
+    _, _, text = _buffer(ls, params.text_document.uri)
     if text is None:
         return []
     src = Source("", text)
