@@ -294,3 +294,28 @@ def test_the_rl_recipe(tmp_path):
         assert {"param", "flag set", "variant", "render"} <= kinds
 
     run(REPO, scenario, options={"variant": "tuned"})
+
+
+def test_a_bad_workspace_or_a_file_outside_one(tmp_path):
+    """A bad rcp.toml is reported in the buffer (E0901); a file in a directory without one is
+    checked as the CLI would; the server keeps answering either way."""
+    bad = tmp_path / "bad"
+    (bad / "recipes").mkdir(parents=True)
+    (bad / "rcp.toml").write_text("recipe_dirs = 3\n")
+    (bad / "recipes/r.rcp").write_text("X = 1\n")
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "x.rcp").write_text("X = Y\n")
+
+    async def scenario(ed: Editor):
+        uri = ed.open(bad / "recipes/r.rcp")
+        (d,) = await ed.diagnostics(uri, 1, lambda ds: bool(ds))
+        assert d.code == "E0901" and d.severity == T.DiagnosticSeverity.Error
+        assert await ed.hover(uri, 0, 0) is None
+        other = ed.open(loose / "x.rcp")
+        found = await ed.diagnostics(other, 1, lambda ds: bool(ds))
+        assert [x.code for x in found] == ["E0101"]
+        h = await ed.hover(other, 0, 0)
+        assert h is not None and "X" in h.contents.value
+
+    run(tmp_path, scenario)

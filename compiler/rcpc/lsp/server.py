@@ -21,7 +21,7 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
 from rcpc import __version__
-from rcpc.diagnostics import Diagnostic
+from rcpc.diagnostics import CompileError, Diagnostic
 from rcpc.fmt import format_source
 from rcpc.lsp import query
 from rcpc.lsp.session import Session
@@ -141,7 +141,14 @@ async def analyse(ls: RcpServer, uri: str, version, delay: float = DEBOUNCE) -> 
     """Debounced analysis of one buffer: syntax and names first, then everything."""
     await asyncio.sleep(delay)
     real = path_of(uri)
-    session = ls.session(real)
+    try:
+        session = ls.session(real)
+    except CompileError as exc:   # a bad rcp.toml (E0901): said at the top of the buffer
+        top = T.Range(T.Position(0, 0), T.Position(0, 0))
+        out = [T.Diagnostic(top, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
+                            d.code, source="rcpc") for d in exc.diagnostics]
+        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri, out, version))
+        return
     quick = session.syntax_diagnostics(real)
     publish(ls, uri, quick, version)
     if quick:
@@ -170,8 +177,9 @@ def _initialize(ls: RcpServer, params: T.InitializeParams) -> None:
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def _did_open(ls: RcpServer, params: T.DidOpenTextDocumentParams) -> None:
-    real = path_of(params.text_document.uri)
-    ls.session(real).update(real, params.text_document.text)
+    session, real, _ = _buffer(ls, params.text_document.uri)
+    if session is not None:
+        session.update(real, params.text_document.text)
     schedule(ls, params.text_document.uri, params.text_document.version)
 
 
@@ -179,11 +187,11 @@ def _did_open(ls: RcpServer, params: T.DidOpenTextDocumentParams) -> None:
 def _did_change(ls: RcpServer, params: T.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)   # pygls applied the changes
-    real = path_of(uri)
-    session = ls.session(real)
-    session.update(real, doc.source)
+    session, real, _ = _buffer(ls, uri)
+    if session is not None:
+        session.update(real, doc.source)
     schedule(ls, uri, params.text_document.version)
-    if session.workspace.is_library(real):   # the open files that may load it
+    if session is not None and session.workspace.is_library(real):   # the open files that may load it
         for other, text_doc in list(ls.workspace.text_documents.items()):
             if other != uri:
                 schedule(ls, other, text_doc.version)
@@ -196,22 +204,26 @@ def _did_save(ls: RcpServer, params: T.DidSaveTextDocumentParams) -> None:
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
 def _did_close(ls: RcpServer, params: T.DidCloseTextDocumentParams) -> None:
-    real = path_of(params.text_document.uri)
-    ls.session(real).close(real)
+    session, real, _ = _buffer(ls, params.text_document.uri)
+    if session is not None:
+        session.close(real)
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(params.text_document.uri, []))
 
 
-def _buffer(ls: RcpServer, uri: str) -> tuple[Session, Path, str | None]:
-    """The session, real path and text (None: unreadable) of a document."""
+def _buffer(ls: RcpServer, uri: str) -> tuple[Session | None, Path, str | None]:
+    """The session, real path and text of a document (text None: unreadable, or in a
+    workspace whose rcp.toml is bad)."""
     real = path_of(uri)
-    session = ls.session(real)
+    try:
+        session = ls.session(real)
+    except CompileError:
+        return None, real, None
     return session, real, session.text(real)
 
 
 def _at(ls: RcpServer, params):
-    real = path_of(params.text_document.uri)
-    session = ls.session(real)
-    src = _source(session, real)
+    session, real, _ = _buffer(ls, params.text_document.uri)
+    src = None if session is None else _source(session, real)
     if src is None:
         return None
     return session, real, src, position(src, params.position)
@@ -285,9 +297,8 @@ def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
 
 @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
-    real = path_of(params.text_document.uri)
-    session = ls.session(real)
-    mod = session.module(real)
+    session, real, text = _buffer(ls, params.text_document.uri)
+    mod = None if text is None else session.module(real)
     if mod is None:
         return []
     src = mod.source
