@@ -26,8 +26,9 @@ def _parser() -> argparse.ArgumentParser:
                         "`rcpc schema maxtext`, or a base.yml (overrides rcp.toml maxtext_schema)")
     common.add_argument("--maxtext-base", metavar="BASE_YML",
                         help="the older spelling of --maxtext-schema BASE_YML")
-    common.add_argument("--diagnostics", choices=("text", "json"), default="text",
-                        help="how errors and warnings are printed (json: one document on stderr)")
+    common.add_argument("--diagnostics", choices=("text", "json", "sarif", "github"), default="text",
+                        help="how errors and warnings are printed (json: one document on stderr; sarif: "
+                        "one SARIF 2.1.0 log on stdout; github: GitHub Actions annotations on stdout)")
     common.add_argument("--kube-schema", action="append", metavar="CRD",
                         help="CRD or JSON schema (or builtin:jobset) to validate manifests against "
                              "(repeatable; overrides rcp.toml kube_schemas)")
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
     pa = sub.add_parser("params", parents=[common], help="list the params of a recipe")
     pa.add_argument("recipe", metavar="RECIPE")
+    pa.add_argument("--format", choices=("text", "json"), default="text")
 
     d = sub.add_parser("diff", parents=[common], help="compare the renders of two variants, or of a git revision "
                        "and the work tree")
@@ -105,6 +107,14 @@ def _parser() -> argparse.ArgumentParser:
     for k in (m, sj):
         k.add_argument("-o", "--output", metavar="FILE", help="write the schema here (default: stdout)")
         k.add_argument("--diagnostics", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
+    sub.add_parser("lsp", help="serve the Language Server Protocol on stdin/stdout (needs rcpc[lsp])")
+    co = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish)")
+    from rcpc.completion import SHELLS, annotate
+
+    co.add_argument("shell", nargs="?", choices=SHELLS)
+    co.add_argument("--list", nargs="+", metavar="KIND", help=argparse.SUPPRESS)  # the scripts' candidates
+
+    annotate(p, {"build": b, "render": r, "params": pa, "diff": d, "check": c, "explain": e, "lint": li, "fmt": f})
     return p
 
 
@@ -146,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         _RECORDER.capture()
         code = 1
         try:
-            _REPORT.start(getattr(args, "diagnostics", "text") == "json", color=color)
+            _REPORT.start(getattr(args, "diagnostics", "text"), color=color)
             try:
                 code = _run(args)
             finally:
@@ -171,8 +181,11 @@ def _run(args) -> int:
     try:
         if args.command == "schema":  # needs no workspace
             return _schema(args)
+        if args.command in ("lsp", "completion"):
+            return _tool(args)
         workspace = Workspace(".", **_schema_options(args))
         ws = workspace.config
+        _REPORT.root = ws.root
         _RECORDER.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                  [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         compiler = _LazyCompiler(workspace)
@@ -271,11 +284,14 @@ class _Sources(dict):
 
 
 class _Report:
-    """Prints diagnostics: as text at once (coloured on a terminal unless NO_COLOR is set), or
-    collected and printed as one JSON document when the command ends."""
+    """Prints diagnostics: as text at once (coloured on a terminal unless NO_COLOR is set), as
+    GitHub Actions annotations on stdout at once, or collected and printed when the command
+    ends: one JSON document on stderr, or one SARIF log on stdout (:mod:`rcpc.findings`)."""
 
-    def start(self, as_json: bool, color: bool) -> None:
-        self.as_json, self.color, self.items, self.summary = as_json, color, [], None
+    def start(self, kind: str, color: bool) -> None:
+        self.kind, self.color, self.items, self.summary = kind, color, [], None
+        self.as_json = kind == "json"
+        self.root = Path.cwd()   # the workspace root, once known (SARIF's %SRCROOT%)
 
     def status(self, line: str) -> None:
         """The command's closing status line (in JSON: the document's ``summary``)."""
@@ -286,13 +302,27 @@ class _Report:
 
     def add(self, diags, sources) -> None:
         for d in diags:
-            if self.as_json:
+            if self.kind == "github":
+                from rcpc.findings import github_command
+
+                sys.stdout.write(github_command(d) + "\n")
+            elif self.kind == "sarif":
+                self.items.append(d)
+            elif self.as_json:
                 self.items.append(to_json(d, bounded=True))
             else:
                 _stderr(format_text(d, sources, self.color))
 
     def finish(self) -> None:
-        if self.as_json:
+        if self.kind == "sarif":
+            import json
+
+            from rcpc import __version__
+            from rcpc.findings import to_sarif
+
+            sys.stdout.write(json.dumps(to_sarif(self.items, self.root, __version__), indent=2,
+                                        ensure_ascii=False) + "\n")
+        elif self.as_json:
             import json
 
             doc = {"diagnostics": self.items}
@@ -351,6 +381,19 @@ def _render(args, ws, compiler) -> int:
 def _params(args, ws, compiler) -> int:
     from rcpc.core.values import text_of
 
+    if args.format == "json":
+        import json
+
+        from rcpc.core.emit.json import to_json as value_json
+
+        doc = [{"name": p.name, "type": p.type, "required": p.default is None,
+                "default": None if p.default is None else json.loads(value_json(p.default)),
+                "choices": [json.loads(value_json(c)) for c in p.choices] if p.choices else None,
+                "doc": p.doc} for p in compiler.workspace.params(args.recipe)]
+        (path,) = compiler.workspace.recipe_paths([args.recipe])
+        name = compiler.workspace.config.recipe_name(path)
+        print(json.dumps({"recipe": name, "params": doc}, indent=2, ensure_ascii=False))
+        return 0
     rows = [("NAME", "TYPE", "DEFAULT", "DOC")]
     for p in compiler.workspace.params(args.recipe):
         default = "(required)" if p.default is None else text_of(p.default)
@@ -558,6 +601,26 @@ def _lint(args, ws, compiler) -> int:
     _REPORT.status(f"rcpc: lint: {len(problems)} finding(s)" + (
         f", {len(found) - len(problems)} note(s)" if len(found) > len(problems) else ""))
     return 1 if problems else 0
+
+
+def _tool(args) -> int:
+    """``rcpc lsp`` (the language server, :mod:`rcpc.lsp`) and ``rcpc completion SHELL``."""
+    if args.command == "completion":
+        from rcpc.completion import KINDS, candidates, script
+
+        if args.list:
+            if args.list[0] in KINDS:
+                sys.stdout.writelines(w + "\n" for w in candidates(args.list[0], (args.list[1:] or [None])[0]))
+            return 0
+        if args.shell is None:
+            raise _Usage("completion: name a shell (bash, zsh, fish)")
+        sys.stdout.write(script(_parser(), args.shell))
+        return 0
+    try:
+        from rcpc.lsp.server import serve
+    except ImportError as exc:
+        raise _Usage(f"rcpc lsp needs the lsp extra: pip install 'rcpc[lsp]' ({exc})") from None
+    return serve()
 
 
 _COMMANDS = {"validate": _validate, "fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}
