@@ -25,6 +25,7 @@ import attrs
 
 from rcpc.core.builtins import FUNCTIONS as CORE_FUNCTIONS
 from rcpc.domain import builtins as B
+from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.resolve import BUILTIN, COMPREHENSION, LOADED, PARAM, TOP_LEVEL
 from rcpc.core.source import Span
@@ -68,7 +69,6 @@ KEYWORDS = {
     "variant": ("set", "against", "changes"),
 }
 RENDERS = ("jobset", "manifest", "flag_file")
-_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 
 # positions -------------------------------------------------------------------------------
@@ -563,7 +563,7 @@ _JOBSET: dict = {}
 def jobset_schema() -> dict:
     """The JobSet schema rcpc ships (``builtin:jobset``, :mod:`rcpc.domain.crd`)."""
     if not _JOBSET:
-        _JOBSET.update(json.loads((_SCHEMAS / "jobset.json").read_text(encoding="utf-8")))
+        _JOBSET.update(json.loads((SCHEMA_DIR / "jobset.json").read_text(encoding="utf-8")))
     return _JOBSET
 
 
