@@ -23,7 +23,8 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     """The provenance report as plain data (see the module docstring). ``flagset`` is a
     top-level name bound to a flag set or a flag render's name (``trainer`` or
     ``trainer.flags``). Errors: ``E0607`` unknown variant, ``E0620`` no such flag set,
-    ``E0616`` a key no layer of the flag set sets (did-you-mean over the keys it sets)."""
+    ``E0616`` a key that neither a layer of the flag set nor an ``M_<KEY>`` environment
+    override of a container carrying it sets (did-you-mean over the keys it sets)."""
     recipe, _ = compiler.recipe(path)
     if sets:
         overrides, name = parse_sets(sets), "custom"
@@ -43,14 +44,15 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
             if e.key == key:
                 chain.append({"value": value_text(e.value), "location": str(e.key_span), "layer": index,
                               "active": _why(compiler, layer.why)})
-    if not chain:
+    env = _env(result, fs, key)
+    if not chain and not env:  # an M_<KEY> override of a carrying container sets it too
         keys = list(dict.fromkeys(e.key for layer in fs.layers for e in layer.entries))
         shown = ", ".join(keys[:12]) + (", …" if len(keys) > 12 else "")
         raise error("E0616", f"flag set '{flagset}' does not set '{key}' in variant {name}", fs.span,
                     hint=did_you_mean(key, keys) or (f"keys set: {shown}" if keys else "it sets no keys"))
     report = {"recipe": recipe.name, "variant": name, "flag_set": flagset, "key": key,
-              "effective": chain[-1]["value"], "chain": chain}
-    report["env"] = _env(result, fs, key)
+              "effective": chain[-1]["value"] if chain else env[-1]["value"], "chain": chain}
+    report["env"] = env
     if fs.schema is not None:
         report["schema"] = fs.schema.path
         report["in_schema"] = key in fs.schema.defaults
