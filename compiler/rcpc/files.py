@@ -111,3 +111,44 @@ def yaml_node_limit(size: int) -> int:
     from rcpc.limits import MAX_NODES
 
     return min(MAX_NODES, size + 100_000)
+
+
+def write_output(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path``, a file the user named (``-o FILE``), as a shell redirection
+    would but atomically where it can: a regular file (or a symlink to one) is replaced
+    through a temporary file of a unique name beside its real path, keeping the symlink and
+    the file's mode; a device, FIFO or socket (``-o /dev/stdout``) is written to in place,
+    never replaced (``-o /dev/full`` replaced the device node with a regular file); a new
+    path gets a new file. Raises OSError (``IsADirectoryError`` for a directory; the
+    temporary file is removed)."""
+    import tempfile
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    real = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".rcpc-tmp", dir=os.path.dirname(real))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if st is not None:
+                mode = stat.S_IMODE(st.st_mode)
+            else:  # as open(2) would make it: 0666 less the umask
+                mask = os.umask(0o22)
+                os.umask(mask)
+                mode = 0o666 & ~mask
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
