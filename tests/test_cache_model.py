@@ -69,7 +69,11 @@ POOLS = {
     "recipes/b.rcp": [RECIPE_B.format(x=1), RECIPE_B.format(x=7), RECIPE_B.format(x='"y"')],
     "recipes/lib/l1.rcp": ["LR = 1e-6\n", "LR = 2e-6\n", "LR = 1e-5\n", "LR = Q\n", "LR = 3e-6\nW_ = 1\n"],
     "recipes/lib/l2.rcp": ["LR = 5e-1\n", "LR = 6e-1\n", "LR = 0.125\n"],
-    "rcp.toml": ["", "# config\n", 'recipe_dirs = ["recipes"]\n'],
+    "rcp.toml": ["", "# config\n", 'recipe_dirs = ["recipes"]\n', 'maxtext_schema = "mt/base.yml"\n'],
+    # a MaxText schema derived from a base.yml: a types.py appearing beside it makes it stricter
+    "mt/base.yml": ["steps: 1\nlearning_rate: 1.0e-6\nx: 1\nk: 1\n", "steps: 1\nlearning_rate: 1.0e-6\nx: 'a'\nk: 1\n"],
+    "mt/types.py": [None, "from pydantic import BaseModel, Field\nclass MaxTextConfig(BaseModel):\n"
+                          "    steps: int = Field(1, le=2)\n"],
     "recipes/c.rcp": [None, 'flag_file(name = "c", flags = maxtext_flags({"k": 1}))\n'],  # None: absent
 }
 FILES = sorted(POOLS)
@@ -141,6 +145,7 @@ class CacheModel(RuleBasedStateMachine):
         (self.root / "recipes" / "lib").mkdir(parents=True)
         for rel in FILES:
             if POOLS[rel][0] is not None:
+                (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
                 (self.root / rel).write_text(POOLS[rel][0])
         (self.root / "recipes" / "lib" / "cur.rcp").symlink_to("l1.rcp")
         self.expected_outside = files_outside_output(self.root)
@@ -170,6 +175,7 @@ class CacheModel(RuleBasedStateMachine):
         if text is None:
             path.unlink(missing_ok=True)
         else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
 
     @rule(rel=st.sampled_from(FILES), choice=st.integers(0, 9), keep_mtime=st.booleans())
@@ -397,6 +403,14 @@ def test_a_file_edited_while_its_recipe_compiles_is_not_cached_under_its_new_con
     _sequence([("command_with_an_edit_while_compiling", ("build",), "recipes/lib/l1.rcp", 1),
                *ALL_COMMANDS,
                ("command_with_an_edit_while_compiling", ("check",), "recipes/a.rcp", 1), *ALL_COMMANDS])
+
+
+def test_a_file_appearing_beside_a_base_yml_schema_is_seen():
+    """A cached check passed after a ``types.py`` was added beside the configured base.yml,
+    which made the schema refuse ``steps = 3``: which files a derived schema is read from
+    is part of what the result depends on."""
+    _sequence([("edit", "rcp.toml", 3, False), *ALL_COMMANDS, ("edit", "mt/types.py", 1, False), *ALL_COMMANDS,
+               ("edit", "mt/types.py", 0, False), *ALL_COMMANDS])
 
 
 def test_one_command_sees_one_version_of_a_file_edited_while_it_runs():

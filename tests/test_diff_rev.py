@@ -13,9 +13,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from rcpc import review, revision
 from rcpc.cli import main
+from rcpc.core.diagnostics import CompileError
 
 REPO = Path(__file__).resolve().parents[1]
 RL = "recipes/rl/qwen35_397b_256_v7x.rcp"
@@ -263,3 +266,107 @@ def test_changed_words_of_a_long_line_are_highlighted():
     assert f"{review.REVERSE}30{review.RESET}{review.RED}" in removed
     assert f"{review.REVERSE}31{review.RESET}{review.GREEN}" in added
     assert removed.count(review.REVERSE) == added.count(review.REVERSE) == 1  # only the changed word
+
+
+# a hostile revision ---------------------------------------------------------------------------
+def commit_tree(root: Path, entries: list[tuple[str, str, bytes]]) -> str:
+    """A commit whose tree holds ``entries`` (mode, path, content) as written, with
+    ``git mktree``, which takes names ``git add`` would refuse (``..``, a path twice)."""
+    def tree(items) -> str:
+        lines, subs = [], {}
+        for mode, path, data in items:
+            head, _, rest = path.partition("/")
+            if rest:
+                subs.setdefault(head, []).append((mode, rest, data))
+            else:
+                oid = subprocess.run(["git", "-C", str(root), "hash-object", "-w", "--stdin"], input=data,
+                                     capture_output=True, check=True).stdout.decode().strip()
+                lines.append(f"{mode} blob {oid}\t{head}")
+        lines += [f"040000 tree {tree(sub)}\t{name}" for name, sub in subs.items()]
+        return subprocess.run(["git", "-C", str(root), "mktree"], input="".join(x + "\n" for x in lines),
+                              capture_output=True, check=True, text=True).stdout.strip()
+
+    return git(root, "commit-tree", tree(entries), "-m", "crafted").strip()
+
+
+def outside_state(tmp_path: Path, dest: Path) -> dict:
+    return {p: p.read_bytes() if p.is_file() and not p.is_symlink() else os.readlink(p) if p.is_symlink() else None
+            for p in tmp_path.rglob("*") if dest not in p.parents and p != dest and ".git" not in p.parts}
+
+
+PART = st.sampled_from(["..", ".", ".git", ".GIT", "a", "b", "rcp.toml", ""])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["100644", "100755", "120000"]), st.lists(PART, min_size=1, max_size=4),
+                          st.sampled_from(["../outside", "/", "a", "..", "../../outside/x"])), max_size=6))
+@example([("120000", ["a"], "../outside"), ("100644", ["a", "x"], "")])   # a symlink, then a file through it
+@example([("100644", ["..", "pwned.txt"], "")])                            # the reported '..' tree entry
+def test_a_revision_writes_nothing_outside_its_directory(tmp_path_factory, monkeypatch, entries):
+    """``git mktree`` takes a tree entry ``..`` (and a path twice, a symlink and a directory of
+    one name): ``rcpc diff --rev`` wrote ``/tmp/pwned.txt`` through one, and a file through a
+    symlink the revision held. Whatever the tree, materialising it writes inside its directory
+    only, or refuses (E0615) as ``git checkout`` does; what it writes is the tree."""
+    tmp = tmp_path_factory.mktemp("rev")
+    (tmp / "outside").mkdir()
+    (tmp / "outside" / "x").write_text("mine\n")
+    dest = tmp / "a" / "dest"
+    dest.mkdir(parents=True)
+    before = outside_state(tmp, dest)
+    files = [(mode, f"{n:040x}", len(target), "/".join(parts)) for n, (mode, parts, target) in enumerate(entries)]
+    monkeypatch.setattr(revision, "_blobs", lambda rev, oids: (files[int(o, 16)][3].encode() if files[int(o, 16)][0]
+                                                              != "120000" else entries[int(o, 16)][2].encode()
+                                                              for o in oids))
+    rev = revision.Revision("crafted", "0" * 40, tmp, "")
+    try:
+        revision._write(rev, dest, files)
+        refused = False
+    except CompileError as exc:
+        (d,) = exc.diagnostics
+        assert d.code == "E0615" and "git would not check out" in d.message
+        refused = True
+    assert outside_state(tmp, dest) == before
+    safe = all(p not in ("", ".", "..") and p.lower() != ".git" for _, parts, _ in entries for p in parts)
+    names = ["/".join(parts) for _, parts, _ in entries]
+    prefixes = {"/".join(parts[:i]) for _, parts, _ in entries for i in range(1, len(parts))}
+    if safe and len(set(names)) == len(names) and not prefixes & set(names):
+        assert not refused
+        for (mode, parts, target), (_, _, _, name) in zip(entries, files):
+            p = dest / name
+            assert os.readlink(p) == target if mode == "120000" else p.read_text() == name
+    else:
+        assert refused
+
+
+def test_a_crafted_revision_and_a_huge_blob(tmp_path, run):
+    """End to end, with trees ``git mktree`` made: a ``..`` entry and a file through a symlink
+    are refused (E0615), nothing written outside; a 300 MB blob is neither read into memory
+    nor written (a sparse file), and a recipe over the size limit is E0803 at the revision."""
+    root = make_repo(tmp_path / "repo", [])
+    (tmp_path / "outside").mkdir()
+    base = [(m, p, (root / p).read_bytes()) for p in ("rcp.toml", RL) for m in ("100644",)]
+    for name, extra in [("dotdot", [("100644", "../pwned.txt", b"x")]),
+                        ("through", [("120000", "zz", str(tmp_path / "outside").encode()),
+                                     ("100644", "zz/pwned.txt", b"x")])]:
+        git(root, "tag", name, commit_tree(root, base + extra))
+        code, out, err = run(root, "diff", "--rev", name)
+        assert code == 1 and "error[E0615]" in err and "git would not check out" in err, err
+        assert list((tmp_path / "outside").iterdir()) == [] and not (tmp_path / "pwned.txt").exists()
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(300 << 20)
+    oid = git(root, "hash-object", "-w", str(big)).strip()
+    big.unlink()
+    git(root, "tag", "huge", commit_tree(root, base + [("100644", "recipes/huge.rcp", b"#" * (5 << 20))]))
+    code, out, err = run(root, "diff", "--rev", "huge")
+    assert code == 1 and "huge:recipes/huge.rcp:1:1: error[E0803]" in err, err
+    asked = []
+    real = revision._blobs
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(revision, "_blobs", lambda rev, oids: asked.extend(oids) or real(rev, oids))
+        dest = tmp_path / "dest"
+        dest.mkdir()
+        revision._write(revision.find(root, "HEAD"), dest, [("100644", oid, 300 << 20, "data/big.bin")])
+    assert oid not in asked  # never read from git
+    assert (dest / "data" / "big.bin").stat().st_size == 300 << 20
+    assert (dest / "data" / "big.bin").stat().st_blocks == 0  # sparse: not a byte written

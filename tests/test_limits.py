@@ -20,13 +20,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+import yaml
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import rcpc.core.diagnostics
 import rcpc.core.evaluate
 import rcpc.core.resolve
-from rcpc.core import files
+from rcpc import files
+from rcpc.core.diagnostics import CompileError
 from rcpc.core.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
 from rcpc.core.syntax.parser import GRAMMAR_PATH
 
@@ -243,15 +245,56 @@ def test_every_input_is_read_bounded(ws, where, what):
             f.truncate(limit + 1)  # sparse: nothing of it is read
     r = run_rcpc(ws.root, "build", *args)
     assert "Traceback" not in r.stderr
-    if where == "output" and what == "too large":  # a render rcpc wrote, edited: rewritten
+    if where == "output" and what == "too large":  # a file of its output edited: rcpc's, rewritten
         assert r.returncode == 0 and (target.read_text() == "steps=1\n")
-    elif where == "output":  # a device link or FIFO rcpc did not make: refused, left as it is
+    elif where == "output":  # a device or FIFO put in its output: not rcpc's, refused, left alone
         assert r.returncode == 1 and "error[E0911]" in r.stderr, r.stderr
         assert target.is_symlink() if what == "/dev/zero" else stat.S_ISFIFO(target.lstat().st_mode)
     else:
         # E0906: /dev/zero through a symlink is outside the workspace; E0201: a FIFO is no file to load
-        assert r.returncode == 1 and re.search(r"error\[E0(320|803|901|201|204|906)\]|error\[E1102\]",
-                                               r.stderr), r.stderr
+        assert r.returncode == 1 and re.search(r"error\[E0(320|803|901|201|906)\]|error\[E1102\]", r.stderr), r.stderr
+
+
+# Every file a command takes as an argument, or reads beside one: (argv, the file made bad).
+FILE_ARGUMENTS = {
+    "validate": (["validate", "k8s.yaml"], "k8s.yaml"),
+    "schema jobset": (["schema", "jobset", "crd.yaml"], "crd.yaml"),
+    "schema maxtext types.py": (["schema", "maxtext", "mt"], "mt/types.py"),
+    "schema maxtext models": (["schema", "maxtext", "mt"], "mt/models/m.yml"),
+    "schema maxtext base.yml": (["schema", "maxtext", "mt"], "mt/base.yml"),
+    "build --maxtext-schema types.py": (["build", "--maxtext-schema", "mt/base.yml"], "mt/types.py"),
+    "build --maxtext-schema x.json": (["build", "--maxtext-schema", "mt/x.json"], "mt/x.json"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(FILE_ARGUMENTS))
+@pytest.mark.parametrize("what", ["/dev/zero", "fifo", "too large"])
+def test_every_file_argument_is_read_bounded(ws, command, what):
+    """``rcpc validate /dev/zero`` and ``rcpc schema jobset /dev/zero`` exhausted memory, a
+    FIFO hung them, and a ``types.py`` that was a device beside a base.yml was silently
+    taken as missing (a weaker schema). Every file a command reads, named or found beside
+    one, is a located error (exit 1, no traceback) when it is a device, a FIFO or over its
+    limit."""
+    ws.write("recipes/r.rcp", FLAGS_AND_MANIFEST)
+    (ws.root / "mt" / "models").mkdir(parents=True)
+    (ws.root / "mt" / "base.yml").write_text("steps: 1\n")
+    (ws.root / "mt" / "types.py").write_text("from pydantic import BaseModel\nclass MaxTextConfig(BaseModel):\n"
+                                             "    steps: int = 1\n")
+    (ws.root / "mt" / "models" / "m.yml").write_text("steps: 2\n")
+    argv, rel = FILE_ARGUMENTS[command]
+    target = ws.root / rel
+    target.unlink(missing_ok=True)
+    if what == "/dev/zero":
+        target.symlink_to("/dev/zero")
+    elif what == "fifo":
+        os.mkfifo(target)
+    else:
+        with open(target, "wb") as f:
+            f.truncate((16 << 20) + 1)  # sparse: nothing of it is read
+    r = run_rcpc(ws.root, *argv, timeout=120)
+    assert "Traceback" not in r.stderr
+    assert r.returncode == 1 and re.search(r"error\[E(0320|0321|1102|1103)\]", r.stderr), r.stderr
+    assert re.search("not a regular file|over the limit", r.stderr), r.stderr
 
 
 def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
@@ -270,3 +313,64 @@ def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
                  'data = {"x": B}) for i in range(200)]\n')
     assert f.code == "E0802" and "renders of this recipe" in f.message
     assert len(emitted) == MAX_NODES // 100_000 - 1
+
+
+# YAML aliases ---------------------------------------------------------------------------------
+def _alias_bomb(fan: int, depth: int) -> tuple[str, int]:
+    """Mapping lines ``a0: &a0 [...]``, ``aI: &aI [*aI-1 x fan]`` and the number of values
+    they expand to (keys not counted)."""
+    lines = ["a0: &a0 [" + ", ".join(['"lol"'] * fan) + "]"]
+    weight = total = 1 + fan
+    for i in range(1, depth + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fan) + "]")
+        weight = 1 + fan * weight
+        total += weight
+    return "\n".join(lines) + "\n", total
+
+
+def _read_as(reader: str, path: Path):
+    from rcpc.domain.crd import derive_schema
+    from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.manifests import load_manifests
+    from rcpc.domain.schema import read_yaml
+
+    return {"validate": lambda: load_manifests(path, path.name), "schema jobset": lambda: derive_schema(path, "x"),
+            "kube_schemas": lambda: SchemaIndex([path]), "maxtext base.yml": lambda: read_yaml(path, path.name)}[reader]()
+
+
+@pytest.mark.parametrize("reader", ["validate", "schema jobset", "kube_schemas", "maxtext base.yml"])
+@settings(max_examples=25, deadline=None)
+@given(fan=st.integers(1, 12), depth=st.integers(0, 9))
+@example(fan=9, depth=8)  # the reported billion laughs: 800 bytes, rcpc validate ran past 120 s
+def test_yaml_aliases_expand_within_a_bound(tmp_path_factory, reader, fan, depth):
+    """``rcpc validate`` of an 800-byte file of nine aliases of nine aliases ... ran for
+    minutes; a CRD or base.yml of that shape would have been walked as well. Every YAML
+    reader refuses a document that expands to more values than one a byte of the file plus
+    100,000 (counted without expanding anything), and reads the others."""
+    from rcpc.core.files import yaml_node_limit
+
+    bomb, expanded = _alias_bomb(fan, depth)
+    text = "apiVersion: v1\nkind: ConfigMap\n" + bomb
+    expanded += 3  # the document, apiVersion, kind
+    limit = yaml_node_limit(len(text))
+    assume(expanded <= 20_000 or expanded > limit)  # a build of 100,000 values takes seconds
+    path = tmp_path_factory.mktemp("yaml") / "x.yaml"
+    path.write_text(text)
+    try:
+        _read_as(reader, path)
+        message = ""
+    except CompileError as exc:
+        message = exc.diagnostics[0].message
+    assert ("expands to more than" in message) == (expanded > limit), (expanded, limit, message)
+
+
+def test_expanded_size_counts_shared_parts_each_time():
+    shared = [1, 2]
+    assert files.expanded_size([shared, shared, [shared]], 100) == 11
+    assert files.expanded_size(yaml.safe_load("a: &a [1, *a]"), 100) == 101  # a cycle is endless
+    deep: list = []
+    cur = deep
+    for _ in range(100_000):  # deeper than the stack: iterative
+        cur.append([])
+        cur = cur[0]
+    assert files.expanded_size(deep, 10 ** 6) == 100_001

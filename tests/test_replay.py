@@ -260,11 +260,13 @@ def _load_link(root: Path):
 
 
 def _schema_link(root: Path):
-    """--maxtext-base names a symlink (base.yml -> baseA.yml); baseB.yml lacks 'steps'."""
-    (root / "baseA.yml").write_text("steps: 1\nlearning_rate: 1.0\n")
-    (root / "baseB.yml").write_text("learning_rate: 1.0\n")
-    (root / "base.yml").symlink_to("baseA.yml")
-    return ["check", "--maxtext-base", "base.yml"], lambda: _relink(root / "base.yml", "baseB.yml")
+    """--maxtext-schema names a symlink (m.json -> a.json); b.json lacks 'steps'. (A base.yml
+    schema is never cached: which files lie beside it is part of it.)"""
+    lr = '"learning_rate": {"base": 1.0, "type": {"type": "float"}}'
+    (root / "a.json").write_text('{"fields": {"steps": {"base": 1, "type": {"type": "int"}}, %s}}\n' % lr)
+    (root / "b.json").write_text('{"fields": {%s}}\n' % lr)
+    (root / "m.json").symlink_to("a.json")
+    return ["check", "--maxtext-schema", "m.json"], lambda: _relink(root / "m.json", "b.json")
 
 
 @pytest.mark.parametrize("case", [_dir_link, _load_link, _schema_link], ids=lambda f: f.__name__[1:])

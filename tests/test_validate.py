@@ -138,6 +138,57 @@ def test_schema_command_errors(cli, ws):
     assert r.code == 1 and "error[E1102]" in r.err and "no CustomResourceDefinition" in r.err
 
 
+@pytest.mark.parametrize("kind", ["new", "file", "symlink", "fifo", "symlink to fifo", "directory"])
+@pytest.mark.parametrize("command", ["jobset", "maxtext"])
+def test_schema_output_file_of_every_kind(cli, ws, kind, command):
+    """``rcpc schema jobset CRD -o /dev/full`` replaced the device node with a regular file
+    (as root): ``-o`` writes as a shell redirection would. A regular file, or the file a
+    symlink names, is replaced atomically keeping its mode and the link; a device or FIFO is
+    written to in place (``-o /dev/stdout``); a directory is an error (E0950), left alone."""
+    import os
+    import stat
+    import threading
+
+    out = ws.root / "out.json"
+    target = ws.root / "target"
+    got: list[bytes] = []
+    reader = None
+    if kind == "file":
+        out.write_text("old\n")
+        out.chmod(0o640)
+    elif kind == "symlink":
+        target.write_text("old\n")
+        target.chmod(0o600)
+        out.symlink_to("target")
+    elif kind in ("fifo", "symlink to fifo"):
+        os.mkfifo(target if kind != "fifo" else out)
+        if kind != "fifo":
+            out.symlink_to("target")
+        reader = threading.Thread(target=lambda: got.append((target if kind != "fifo" else out).read_bytes()),
+                                  daemon=True)  # a regression must not hang the run
+        reader.start()
+    elif kind == "directory":
+        out.mkdir()
+    source = str(CRD) if command == "jobset" else str(REPO.parent / "shared" / "data" / "maxtext")
+    r = cli("schema", command, source, "--commit", "x", "-o", "out.json")
+    if reader is not None:
+        reader.join(timeout=60)
+    if kind == "directory":
+        assert r.code == 1 and "error[E0950]" in r.err and out.is_dir() and not list(out.iterdir())
+        return
+    assert r.code == 0, r.err
+    expected = cli("schema", command, source, "--commit", "x").out.encode()
+    if kind in ("fifo", "symlink to fifo"):
+        assert got == [expected] and stat.S_ISFIFO((target if kind != "fifo" else out).lstat().st_mode)
+    elif kind == "symlink":
+        assert out.is_symlink() and target.read_bytes() == expected and stat.S_IMODE(target.stat().st_mode) == 0o600
+    else:
+        assert out.read_bytes() == expected and not out.is_symlink()
+        if kind == "file":
+            assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    assert sorted(p.name for p in ws.root.iterdir() if ".rcpc-tmp" in p.name) == []
+
+
 def test_bundled_workspace_names_the_builtin_schema():
     import tomllib
 

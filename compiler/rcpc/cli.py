@@ -519,10 +519,10 @@ def _schema(args) -> int:
     if not args.output:
         sys.stdout.write(text)
         return 0
-    from rcpc.core.usercache import write_atomic
+    from rcpc.core.files import write_output
 
     try:
-        write_atomic(Path(args.output), text.encode("utf-8"))
+        write_output(args.output, text.encode("utf-8"))
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write {args.output}: {exc.strerror or exc}", None)) from None
     _REPORT.status(f"rcpc: wrote the {args.kind} schema of {args.path} to {args.output}")

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import attrs
 
 from rcpc.core.diagnostics import error
+from rcpc.core.limits import MAX_FILE_BYTES, MAX_SCHEMA_BYTES
 from rcpc.domain.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
 
 
@@ -73,52 +75,103 @@ def find(root: Path, rev: str) -> Revision:
     return Revision(rev, commit.decode().strip(), top, "" if prefix == "." else prefix)
 
 
-def _tree(rev: Revision, path: str = "") -> list[tuple[str, str, str]]:
-    """(mode, object id, path) of every file of the commit under ``path`` (all when empty)."""
-    args = ["ls-tree", "-r", "-z", "--full-tree", rev.commit]
+def _tree(rev: Revision, path: str = "") -> list[tuple[str, str, int, str]]:
+    """(mode, object id, size in bytes, path) of every file of the commit under ``path`` (all
+    when empty); the size is 0 for a submodule."""
+    args = ["ls-tree", "-r", "-z", "-l", "--full-tree", rev.commit]
     if path:
         args += ["--", path]
     out = []
     for item in _git(rev.top, *args).split(b"\0"):
         if item:
             meta, name = item.split(b"\t", 1)
-            mode, _, oid = meta.decode().split(" ")
-            out.append((mode, oid, name.decode("utf-8", "surrogateescape")))
+            mode, _, oid, size = meta.decode().split()
+            out.append((mode, oid, int(size) if size.isdigit() else 0, name.decode("utf-8", "surrogateescape")))
     return out
 
 
-def _blobs(rev: Revision, oids: list[str]) -> dict[str, bytes]:
-    """The content of each blob, read in one ``git cat-file --batch``."""
-    if not oids:
-        return {}
-    out = _git(rev.top, "cat-file", "--batch", data="".join(o + "\n" for o in oids).encode())
-    found: dict[str, bytes] = {}
-    at = 0
-    for _ in oids:
-        end = out.index(b"\n", at)
-        head = out[at:end].decode().split(" ")
-        if len(head) != 3:  # "<oid> missing" (a partial clone), or something unexpected
-            raise _GitFailed(f"cannot read object {head[0]}: {' '.join(head[1:])}")
-        oid, kind, size = head
-        start = end + 1
-        found[oid] = out[start:start + int(size)]
-        at = start + int(size) + 1
-    return found
+# The largest file rcpc reads from a workspace (a schema file); a larger blob is written as a
+# sparse file of its size, which every read refuses on its size alone (rcpc.core.files), as it would
+# refuse the work tree's file: a huge blob costs neither memory nor disk.
+_READ_LIMIT = max(MAX_FILE_BYTES, MAX_SCHEMA_BYTES)
+_SYMLINK_MAX = 4096  # PATH_MAX of Linux: no symlink holds a longer target
 
 
-def _write(rev: Revision, dest: Path, files: list[tuple[str, str, str]]) -> None:
-    blobs = _blobs(rev, [oid for mode, oid, _ in files if mode != "160000"])
-    for mode, oid, name in files:
+def _unsafe(rev: Revision, name: str, why: str):
+    return error("E0615", f"--rev {rev.rev}: the revision holds a path git would not check out: {name[:200]!r} "
+                 f"({why})", None, hint="nothing was written outside a temporary directory; compare with "
+                 "another revision")
+
+
+def _write(rev: Revision, dest: Path, files: list[tuple[str, str, int, str]]) -> None:
+    """Write ``files`` (from :func:`_tree`) under ``dest``, a directory only this function
+    writes. As ``git checkout`` (its ``verify_path``), a path with an empty, ``.``, ``..`` or
+    ``.git`` component, or one that leads through a symlink or a file the revision also
+    holds, is refused (``E0615``): nothing is ever written outside ``dest``."""
+    wanted = []
+    for mode, oid, size, name in files:
         if mode == "160000":  # a submodule: not part of this repository's files
             continue
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if mode == "120000":
-            os.symlink(blobs[oid].decode("utf-8", "surrogateescape"), target)
-        else:
-            target.write_bytes(blobs[oid])
-            if mode == "100755":
-                target.chmod(0o755)
+        parts = name.split("/")
+        bad = next((p for p in parts if p in ("", ".", "..") or p.lower() == ".git" or "\0" in p), None)
+        if bad is not None:
+            raise _unsafe(rev, name, f"a path component {bad!r}")
+        at = dest
+        for part in parts[:-1]:  # directories made here, never through a symlink or a file
+            at = at / part
+            try:
+                os.mkdir(at)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(at).st_mode):
+                    raise _unsafe(rev, name, f"{part!r} is a symlink or a file in the revision") from None
+        if mode == "120000" and size > _SYMLINK_MAX:
+            raise _unsafe(rev, name, f"a symlink to a path of {size} bytes")
+        wanted.append((mode, oid, size, dest / name, name))
+    small = [oid for mode, oid, size, *_ in wanted if size <= _READ_LIMIT]
+    blobs = _blobs(rev, small)
+    for mode, oid, size, target, name in wanted:
+        try:
+            if mode == "120000":
+                os.symlink(next(blobs).decode("utf-8", "surrogateescape"), target)
+                continue
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC,
+                         0o755 if mode == "100755" else 0o644)
+        except FileExistsError:
+            raise _unsafe(rev, name, "the revision holds this path twice") from None
+        except OSError as exc:  # a name or link too long for this file system
+            raise _unsafe(rev, name, exc.strerror or str(exc)) from None
+        with os.fdopen(fd, "wb") as f:
+            if size <= _READ_LIMIT:
+                f.write(next(blobs))
+            else:
+                f.truncate(size)
+
+
+def _blobs(rev: Revision, oids: list[str]):
+    """The content of each blob, in order, read from one ``git cat-file --batch`` as it is
+    consumed (the ids are fed from a temporary file: no pipe can fill up both ways)."""
+    if not oids:
+        return
+    import tempfile
+
+    with tempfile.TemporaryFile() as ids:
+        ids.write("".join(o + "\n" for o in oids).encode())
+        ids.seek(0)
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        with subprocess.Popen(["git", "-C", str(rev.top), "cat-file", "--batch"], stdin=ids,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) as git:
+            try:
+                for _ in oids:
+                    head = git.stdout.readline().decode("utf-8", "replace").split()
+                    if len(head) != 3 or not head[2].isdigit():  # "<oid> missing" (a partial clone)
+                        raise _GitFailed(f"cannot read object {' '.join(head)}")
+                    size = int(head[2])
+                    data = git.stdout.read(size)
+                    if len(data) != size or git.stdout.read(1) != b"\n":
+                        raise _GitFailed(f"git cat-file ended inside object {head[0]}")
+                    yield data
+            finally:
+                git.kill()
 
 
 def materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
@@ -165,7 +218,7 @@ def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
     except ValueError:
         return []
     try:
-        then = {name: oid for mode, oid, name in _tree(rev, rel)}
+        then = {name: oid for mode, oid, _, name in _tree(rev, rel)}
     except _GitFailed:
         return []
     algorithm = "sha256" if any(len(oid) == 64 for oid in then.values()) else "sha1"

@@ -62,3 +62,93 @@ def read_limited(path: str | os.PathLike, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def expanded_size(value, limit: int, children=None) -> int:
+    """The number of nodes of a loaded YAML or JSON document (dicts, lists and scalars, keys
+    not counted) with every shared part counted each time it is used, as a reader that walks
+    or copies the document meets it: a YAML alias repeats its anchor's value. ``children(node)``
+    gives a node's child nodes, or None for a scalar (default: a dict's values, a list's
+    items). Computed in time linear in the *distinct* nodes (each is weighed once), capped at
+    ``limit + 1``; so ``expanded_size(doc, limit) > limit`` says that the document is a
+    "billion laughs" (nine aliases of nine aliases ... in an 800-byte file) before anything
+    walks it; a document that holds itself (``&a [*a]``) is endless, ``limit + 1``.
+    Iterative: a deep document cannot exhaust the stack."""
+    children = children or _children
+    weights: dict[int, int] = {}
+    open_nodes: set[int] = set()  # being weighed: met again below itself, the document is a cycle
+    stack = [(value, None)]
+    while stack:
+        node, kids = stack.pop()
+        if kids is None:
+            kids = children(node)
+            if kids is None or id(node) in weights:
+                continue
+            if id(node) in open_nodes:  # `&a [*a]`: endless to a reader that walks it
+                return limit + 1
+            open_nodes.add(id(node))
+            stack.append((node, kids))
+            stack.extend((x, None) for x in kids)
+            continue
+        total = 1
+        for x in kids:
+            total = min(total + weights.get(id(x), 1), limit + 1)
+        weights[id(node)] = total
+    return weights.get(id(value), 1)
+
+
+def _children(node):
+    if isinstance(node, dict):
+        return list(node.values())
+    return list(node) if isinstance(node, (list, tuple)) else None
+
+
+def yaml_node_limit(size: int) -> int:
+    """How many nodes a YAML file of ``size`` bytes may expand to: one a byte, plus 100,000
+    (room for anchors reused a few times), at most :data:`rcpc.core.limits.MAX_NODES`. A file
+    without aliases never comes near it, and reading one that does stays linear in its
+    size."""
+    from rcpc.core.limits import MAX_NODES
+
+    return min(MAX_NODES, size + 100_000)
+
+
+def write_output(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path``, a file the user named (``-o FILE``), as a shell redirection
+    would but atomically where it can: a regular file (or a symlink to one) is replaced
+    through a temporary file of a unique name beside its real path, keeping the symlink and
+    the file's mode; a device, FIFO or socket (``-o /dev/stdout``) is written to in place,
+    never replaced (``-o /dev/full`` replaced the device node with a regular file); a new
+    path gets a new file. Raises OSError (``IsADirectoryError`` for a directory; the
+    temporary file is removed)."""
+    import tempfile
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    real = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".rcpc-tmp", dir=os.path.dirname(real))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if st is not None:
+                mode = stat.S_IMODE(st.st_mode)
+            else:  # as open(2) would make it: 0666 less the umask
+                mask = os.umask(0o22)
+                os.umask(mask)
+                mode = 0o666 & ~mask
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

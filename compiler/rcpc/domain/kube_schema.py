@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
-from rcpc.core.files import read_limited
+from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
@@ -116,6 +116,10 @@ class SchemaIndex:
         except (OSError, ValueError, yaml.YAMLError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None) from None
+        limit = yaml_node_limit(len(text))
+        if expanded_size(docs, limit) > limit:
+            raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
+                        "aliases repeat their anchor's value each time)", None)
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):

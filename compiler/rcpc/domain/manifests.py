@@ -64,22 +64,39 @@ class _Builder:
         return Str(node.value, span)  # str, timestamp, binary: the text
 
 
+def _node_children(node):
+    """A composed YAML node's children (a mapping's values, a sequence's items), None for a
+    scalar."""
+    if isinstance(node.value, list):
+        return [v for _, v in node.value] if node.id == "mapping" else node.value
+    return None
+
+
 def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     """The source of YAML file ``real`` (shown as ``shown``) and its documents as values
     (empty documents skipped). Raises :class:`CompileError` (``E1103``)."""
     import yaml
 
-    try:
-        text = real.read_bytes().decode("utf-8")
+    from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
+    from rcpc.core.limits import MAX_SCHEMA_BYTES
+
+    try:  # bounded, and never a FIFO or a device (rcpc validate /dev/zero exhausted memory)
+        text = read_limited(real, MAX_SCHEMA_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None) from None
     source = Source(shown, text, str(real))
+    limit = yaml_node_limit(len(text))
     builder = _Builder(shown)
     docs = []
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), 1):
             if node is None or isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
                 continue  # an empty document, as kubectl skips it
+            if expanded_size(node, limit, _node_children) > limit:  # a billion laughs hung rcpc validate
+                raise CompileError(Diagnostic(
+                    "E1103", f"document {i} of {shown} expands to more than {limit} values (YAML aliases repeat "
+                    "their anchor's value each time)", _span(shown, node),
+                    hint="at most one value a byte of the file, plus 100,000: write fewer aliases"))
             value = builder.value(node)
             if type(value) is not Dict:
                 builder.problems.append(Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object "

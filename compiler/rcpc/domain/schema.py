@@ -21,6 +21,7 @@ Errors: ``E0320`` when the schema cannot be read.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import attrs
@@ -72,16 +73,20 @@ class MaxTextSchema:
 
 
 def schema_sources(path: Path) -> list[Path]:
-    """The files a schema is read from: the ``.json`` itself, or a base.yml with the
-    ``types.py`` and ``models/*.yml`` beside it (what the build cache must hash)."""
+    """What a schema depends on (what the build cache must hash): the ``.json`` itself, or a
+    base.yml with the ``types.py`` and ``models/*.yml`` beside it *and its directory*: which
+    of those files exist changes the schema (adding ``types.py`` makes it stricter), and a
+    directory is never read as a file, so it has no digest and a result checked against a
+    base.yml is never cached or replayed (:meth:`rcpc.domain.recipe.Compiler.dependency_digests`).
+    A cached result that ignored a ``types.py`` added later passed recipes MaxText refuses."""
     if path.suffix == ".json":
         return [path]
-    out = [path]
-    if (path.parent / "types.py").is_file():
+    out = [path, path.parent]
+    if os.path.lexists(path.parent / "types.py"):
         out.append(path.parent / "types.py")
     models = path.parent / "models"
     if models.is_dir():
-        out.extend(sorted(p for p in models.glob("*.yml") if p.is_file()))
+        out.extend(sorted(models.glob("*.yml")))
     return out
 
 
@@ -104,5 +109,5 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
     from rcpc.domain.schemagen import derive
 
     read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span
-    doc = derive(path.parent, commit="", base_yml=path)
+    doc = derive(path.parent, commit="", base_yml=path, read=read)
     return MaxTextSchema(shown, doc["fields"], doc["models"], doc["provenance"])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -60,33 +61,42 @@ def configs_dir(root: Path) -> Path:
     """The directory holding base.yml and types.py: ``root/src/maxtext/configs`` in a checkout,
     else ``root`` itself. ``E0321`` when neither holds ``base.yml``."""
     for d in (root / CONFIGS, root):
-        if (d / "base.yml").is_file():
+        if os.path.lexists(d / "base.yml"):  # a FIFO or device: an error when read, not "none"
             return d
     raise error("E0321", f"no MaxText base.yml under {root} (looked in {CONFIGS}/ and the directory itself)",
                 None, hint="give the root of a MaxText checkout, or a directory with base.yml, types.py, models/")
 
 
 def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
-           base_yml: Path | None = None) -> dict:
+           base_yml: Path | None = None, read=None) -> dict:
     """The schema document of the MaxText checkout at ``root`` (see the module docstring).
     ``commit`` is recorded in the provenance (the checkout's git HEAD when it is a git work
     tree and ``commit`` is None). ``base_yml`` names the base config when it is not
-    ``base.yml`` (types.py and models/ are then read beside it). ``E0321`` for unreadable or
+    ``base.yml`` (types.py and models/ are then read beside it). Every file is read once,
+    through ``read(path, limit)`` (default :func:`rcpc.core.files.read_limited`: bounded, never a
+    FIFO or a device), and its provenance hash is of those bytes. ``E0321`` for unreadable or
     unsupported inputs."""
+    seen: dict[Path, bytes] = {}
+
+    def once(path: Path, limit: int) -> bytes:
+        if path not in seen:
+            seen[path] = (read or read_limited)(path, limit)
+        return seen[path]
+
     cdir = base_yml.parent if base_yml is not None else configs_dir(root)
     types_path = cdir / "types.py"
     files = {"base.yml": base_yml or cdir / "base.yml"}
     try:
-        if types_path.is_file():
+        if os.path.lexists(types_path):  # a FIFO or device is an error, not a missing file
             files["types.py"] = types_path
-            fields = _fields_of(_read(types_path), "MaxTextConfig")
+            fields = _fields_of(_read(types_path, once), "MaxTextConfig")
         else:
             fields = None
-        base = read_yaml(files["base.yml"], "base.yml")
+        base = read_yaml(files["base.yml"], "base.yml", read=once)
         models = {}
         for p in sorted((cdir / "models").glob("*.yml")) if (cdir / "models").is_dir() else ():
             files[f"models/{p.name}"] = p
-            data = read_yaml(p, f"models/{p.name}")
+            data = read_yaml(p, f"models/{p.name}", read=once)
             models[p.stem] = data
     except _Unsupported as exc:
         raise error("E0321", f"cannot read {types_path}: {exc}", None,
@@ -103,7 +113,8 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
         "generator": f"rcpc {__version__}",
         "repository": repository,
         "commit": commit,
-        "files": {name: {"path": f"{CONFIGS}/{name}", "sha256": _sha256(p)} for name, p in files.items()},
+        "files": {name: {"path": f"{CONFIGS}/{name}", "sha256": hashlib.sha256(seen[p]).hexdigest()}
+                  for name, p in files.items()},
         "regenerate": "rcpc schema maxtext PATH_TO_MAXTEXT -o compiler/rcpc/domain/schemas/maxtext.json",
         "types": "from types.py" if "types.py" in files else "from base.yml defaults (no types.py)",
     }
@@ -128,15 +139,13 @@ def dumps(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _read(path: Path) -> ast.Module:
+def _read(path: Path, read) -> ast.Module:
+    from rcpc.core.limits import MAX_SCHEMA_BYTES
+
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        return ast.parse(read(path, MAX_SCHEMA_BYTES).decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
         raise error("E0321", f"cannot read {path}: {exc}", None) from None
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _git_head(root: Path) -> str:
