@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import rcpc.core.diagnostics
 import rcpc.core.evaluate
 import rcpc.core.resolve
-from rcpc import files
+from rcpc.core import files
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
 from rcpc.core.syntax.parser import GRAMMAR_PATH

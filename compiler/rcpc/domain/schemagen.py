@@ -37,7 +37,7 @@ from pathlib import Path
 
 from rcpc import __version__
 from rcpc.core.diagnostics import error
-from rcpc.core.files import read_limited
+from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
 
@@ -449,6 +449,10 @@ def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> di
         data = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
+    limit = yaml_node_limit(len(text))
+    if expanded_size(data, limit) > limit:
+        raise error("E0320", f"the MaxText schema {shown} expands to more than {limit} values (YAML aliases "
+                    "repeat their anchor's value each time)", span)
     if not isinstance(data, dict):
         raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
     return data
