@@ -550,7 +550,7 @@ def test_concurrent_fmt_runs_never_share_a_temporary_file(tmp_path, monkeypatch)
     """The reported fault: every fmt run wrote ``.<name>.fmt-tmp``, so two at once clobbered
     each other's (and a user's file of that name). A second run interleaved right before
     the first's rename: both complete, the last rename wins, nothing is left behind."""
-    import rcpc.cli
+    from rcpc.core.files import write_output
 
     target = tmp_path / "r.rcp"
     target.write_text("X = 1\n")
@@ -562,11 +562,11 @@ def test_concurrent_fmt_runs_never_share_a_temporary_file(tmp_path, monkeypatch)
     def interleaved(src, dst):
         calls.append(src)
         if len(calls) == 1:
-            rcpc.cli._replace(target, b"second\n")
+            write_output(target, b"second\n")
         real(src, dst)
 
     monkeypatch.setattr(os, "replace", interleaved)
-    rcpc.cli._replace(target, b"first\n")
+    write_output(target, b"first\n")
     assert len(set(calls)) == 2 and target.read_bytes() == b"first\n"
     assert sorted(os.listdir(tmp_path)) == [".r.rcp.fmt-tmp", "r.rcp"] and users.read_text() == "mine\n"
 

@@ -532,6 +532,7 @@ def _schema(args) -> int:
 def _fmt(args, ws, compiler) -> int:
     import difflib
 
+    from rcpc.core.files import write_output
     from rcpc.core.fmt import FormatterBug
 
     formatted, errors = compiler.workspace.format(args.paths, jobs=args.jobs)
@@ -560,7 +561,7 @@ def _fmt(args, ws, compiler) -> int:
         elif args.check:
             print(shown)
         else:
-            _replace(real, out.encode("utf-8"))
+            write_output(real, out.encode("utf-8"))  # atomic, keeping mode and owner
             _PROGRESS[0] = f"{len(changed)} file(s) were reformatted"
     if errors:
         raise CompileError(errors)
@@ -569,29 +570,6 @@ def _fmt(args, ws, compiler) -> int:
     verb = "would reformat" if args.check or args.diff else "reformatted"
     _REPORT.status(f"rcpc: {verb} {len(changed)} of {len(formatted)} file(s)")
     return 1 if changed and (args.check or args.diff) else 0
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Replace file ``path`` with ``data`` atomically, keeping its mode (and owner, where
-    allowed): through a temporary sibling of a unique name (two runs never share one)."""
-    import stat
-    import tempfile
-
-    st = os.stat(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".fmt-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except PermissionError:
-                pass
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _lint(args, ws, compiler) -> int:

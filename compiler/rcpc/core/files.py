@@ -114,10 +114,11 @@ def yaml_node_limit(size: int) -> int:
 
 
 def write_output(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path``, a file the user named (``-o FILE``), as a shell redirection
-    would but atomically where it can: a regular file (or a symlink to one) is replaced
-    through a temporary file of a unique name beside its real path, keeping the symlink and
-    the file's mode; a device, FIFO or socket (``-o /dev/stdout``) is written to in place,
+    """Write ``data`` to ``path``, a file the user named (``-o FILE``, or a recipe ``rcpc fmt``
+    rewrites), as a shell redirection would but atomically where it can: a regular file (or a
+    symlink to one) is replaced through a temporary file of a unique name beside its real
+    path (two runs never share one), keeping the symlink and the file's mode and owner (where
+    allowed); a device, FIFO or socket (``-o /dev/stdout``) is written to in place,
     never replaced (``-o /dev/full`` replaced the device node with a regular file); a new
     path gets a new file. Raises OSError (``IsADirectoryError`` for a directory; the
     temporary file is removed)."""
@@ -145,6 +146,11 @@ def write_output(path: str | os.PathLike, data: bytes) -> None:
                 os.umask(mask)
                 mode = 0o666 & ~mask
             os.fchmod(f.fileno(), mode)
+            if st is not None and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                try:  # keep the owner, where allowed
+                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                except PermissionError:
+                    pass
         os.replace(tmp, real)
     except BaseException:
         try:
