@@ -65,9 +65,28 @@ def test_params_and_variants_are_part_of_the_key(wsc):
 def test_a_new_rcpc_rebuilds(wsc, monkeypatch):
     root, calls = wsc
     build()
-    monkeypatch.setattr(rcpc.cache, "__version__", "99.0")
+    monkeypatch.setattr(rcpc.cache, "code_fingerprint", lambda: "another rcpc")
     build()
     assert len(calls) == 2
+
+
+def test_the_code_fingerprint_changes_with_any_source_file(tmp_path):
+    from rcpc.core.usercache import code_fingerprint
+
+    (tmp_path / "core").mkdir()
+    (tmp_path / "__init__.py").write_text('__version__ = "0.1.0"\n')
+    (tmp_path / "core" / "grammar.lark").write_text("start: X\n")
+    (tmp_path / "notes.txt").write_text("not code\n")
+    seen = {code_fingerprint(str(tmp_path))}
+    (tmp_path / "notes.txt").write_text("still not code\n")
+    assert code_fingerprint(str(tmp_path)) in seen
+    for edit in (lambda: (tmp_path / "__init__.py").write_text('__version__ = "0.2.0"\n'),  # a new version
+                 lambda: (tmp_path / "core" / "grammar.lark").write_text("start: Y Z\n"),
+                 lambda: (tmp_path / "core" / "new.py").write_text("")):
+        edit()
+        now = code_fingerprint(str(tmp_path))
+        assert now not in seen
+        seen.add(now)
 
 
 def test_a_changed_or_missing_output_is_rewritten_from_the_cache(wsc):

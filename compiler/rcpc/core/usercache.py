@@ -39,13 +39,14 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
-def code_fingerprint() -> str:
-    """SHA-256 hex of rcpc's own code: the size and mtime of every ``.py`` and ``.lark`` file
-    of the package (its version is in ``__init__.py``), so an upgraded or edited rcpc never
-    serves another rcpc's cache entries."""
+def code_fingerprint(package: str | None = None) -> str:
+    """SHA-256 hex of rcpc's own code: the path, size and mtime of every ``.py`` and
+    ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
+    version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
+    rcpc's cache entries."""
     import hashlib
 
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = []
     for d, dirs, files in os.walk(package):
         dirs.sort()
