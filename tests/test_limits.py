@@ -216,6 +216,19 @@ def run_rcpc(cwd: Path, *args, timeout=60):
                           timeout=timeout, env={**os.environ, "RCPC_NO_CACHE": "1"})
 
 
+def make_bad(target: Path, what: str, limit: int) -> None:
+    """Replace ``target`` with a link to /dev/zero, a FIFO, or a sparse file one byte over
+    ``limit`` (nothing of it is read)."""
+    target.unlink(missing_ok=True)
+    if what == "/dev/zero":
+        target.symlink_to("/dev/zero")
+    elif what == "fifo":
+        os.mkfifo(target)
+    else:
+        with open(target, "wb") as f:
+            f.truncate(limit + 1)
+
+
 FLAGS_AND_MANIFEST = ('F = maxtext_flags({"steps": 1})\nflag_file(name = "f", flags = F)\n'
                       'manifest(name = "m", apiVersion = "v1", kind = "K")\n')
 
@@ -234,15 +247,7 @@ def test_every_input_is_read_bounded(ws, where, what):
     args = {"maxtext-base": ["--maxtext-base", "base.yml"], "kube-schema": ["--kube-schema", "crd.yaml"]}.get(where, [])
     if where == "output":
         assert run_rcpc(ws.root, "build").returncode == 0
-    target.unlink(missing_ok=True)
-    if what == "/dev/zero":
-        target.symlink_to("/dev/zero")
-    elif what == "fifo":
-        os.mkfifo(target)
-    else:
-        limit = MAX_FILE_BYTES if where in ("rcp.toml", "load", "output") else 16 << 20
-        with open(target, "wb") as f:
-            f.truncate(limit + 1)  # sparse: nothing of it is read
+    make_bad(target, what, MAX_FILE_BYTES if where in ("rcp.toml", "load", "output") else 16 << 20)
     r = run_rcpc(ws.root, "build", *args)
     assert "Traceback" not in r.stderr
     if where == "output" and what == "too large":  # a file of its output edited: rcpc's, rewritten
@@ -283,14 +288,7 @@ def test_every_file_argument_is_read_bounded(ws, command, what):
     (ws.root / "mt" / "models" / "m.yml").write_text("steps: 2\n")
     argv, rel = FILE_ARGUMENTS[command]
     target = ws.root / rel
-    target.unlink(missing_ok=True)
-    if what == "/dev/zero":
-        target.symlink_to("/dev/zero")
-    elif what == "fifo":
-        os.mkfifo(target)
-    else:
-        with open(target, "wb") as f:
-            f.truncate((16 << 20) + 1)  # sparse: nothing of it is read
+    make_bad(target, what, 16 << 20)
     r = run_rcpc(ws.root, *argv, timeout=120)
     assert "Traceback" not in r.stderr
     assert r.returncode == 1 and re.search(r"error\[E(0320|0321|1102|1103)\]", r.stderr), r.stderr

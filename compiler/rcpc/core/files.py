@@ -153,8 +153,7 @@ def write_output(path: str | os.PathLike, data: bytes) -> None:
                     pass
         os.replace(tmp, real)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        from rcpc.core.usercache import discard
+
+        discard(tmp)
         raise

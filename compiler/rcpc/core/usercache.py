@@ -32,11 +32,16 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard(tmp)
         raise
+
+
+def discard(path: str) -> None:
+    """Remove the temporary file ``path`` if it is there (after a failed write)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def code_fingerprint(package: str | None = None) -> str:
