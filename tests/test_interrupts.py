@@ -156,10 +156,13 @@ def test_a_signal_at_any_write_side_syscall_leaves_old_or_new_output(template, t
 
 
 # worker processes ----------------------------------------------------------------------------
-def _waiting_workers(ws: Path, tmp_path: Path, count: int):
-    """Start ``rcpc build -j 2`` of ``count`` recipes whose workers wait at start-up
-    (:mod:`rcpc.testhook`); returns (process, worker pids, go) once both have reported:
-    ``go()`` lets them go on."""
+def _waiting_workers(ws: Path, tmp_path: Path, count: int, points: str = "worker", expect: int = 2):
+    """Start ``rcpc build -j 2`` of ``count`` recipes whose processes wait at the test hook
+    ``points`` (:mod:`rcpc.testhook`: ``worker``, a worker's start; ``fork``, the main
+    process after forking a worker; ``pool``, the main process once its pool is made);
+    returns (process, {point: [pids]}, go, every) once ``expect`` reports came: ``go()``
+    lets them all go on; ``every()`` adds the points reached later, read to the end (when
+    every process has ended): a handshake, not a wait."""
     from rcpc.parallel import MIN_PARALLEL_BYTES
 
     pad = "# padding: enough source for the -j policy to start workers\n" * (MIN_PARALLEL_BYTES // 50 // (count - 1))
@@ -167,19 +170,26 @@ def _waiting_workers(ws: Path, tmp_path: Path, count: int):
         (ws / "recipes" / f"r{i}.rcp").write_text(RECIPE.format(n=i) + pad)
     report_r, report_w = os.pipe()
     go_r, go_w = os.pipe()
-    e = {**env(tmp_path / "cache"), "RCPC_TEST_STOP": "worker", "RCPC_TEST_STOP_FD": str(report_w),
+    e = {**env(tmp_path / "cache"), "RCPC_TEST_STOP": points, "RCPC_TEST_STOP_FD": str(report_w),
          "RCPC_TEST_GO_FD": str(go_r), "RCPC_NO_CACHE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "rcpc", "build", "-j", "2"], cwd=ws, env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(report_w, go_r))
     os.close(report_w)
     os.close(go_r)
-    pids = []
-    with os.fdopen(report_r) as reports:
-        for line in reports:  # returns when both have written: a handshake, not a wait
-            pids.append(int(line.split()[1]))
-            if len(pids) == 2:
-                break
-    return proc, pids, lambda: os.close(go_w)
+    reports = os.fdopen(report_r)
+    seen: dict = {}
+    for _ in range(expect):
+        point, pid = reports.readline().split()
+        seen.setdefault(point, []).append(int(pid))
+
+    def later() -> dict:
+        with reports:
+            for line in reports:
+                point, pid = line.split()
+                seen.setdefault(point, []).append(int(pid))
+        return seen
+
+    return proc, seen, lambda: os.close(go_w), later
 
 
 def _gone(pid: int, timeout: float = 60) -> bool:
@@ -206,7 +216,8 @@ def workspace(template, tmp_path):
 def test_workers_end_with_their_parent_killed_outright(workspace, tmp_path):
     """The reported fault: after kill -9 of rcpc, its workers finished their recipe and died
     on a BrokenPipeError traceback (orphans writing to a pipe nobody reads)."""
-    proc, pids, go = _waiting_workers(workspace, tmp_path, 6)
+    proc, seen, go, _ = _waiting_workers(workspace, tmp_path, 6)
+    pids = seen["worker"]
     proc.kill()
     try:
         _, err = proc.communicate(timeout=60)  # EOF only once every worker holding stderr has ended
@@ -220,14 +231,36 @@ def test_workers_end_with_their_parent_killed_outright(workspace, tmp_path):
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_while_workers_compile_exits_130(workspace, tmp_path, sig):
+    _interrupted_with_workers(workspace, tmp_path, sig, "worker", 2)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("points, expect", [("fork,worker", 2), ("pool,worker", 3)])
+def test_an_interrupt_while_the_pool_starts_exits_130(workspace, tmp_path, sig, points, expect):
+    """The signal comes while the main process makes its pool (``fork``: inside ``Pool()``,
+    after a worker is forked) or right after (``pool``): an interrupt inside ``Pool()`` left
+    a pool whose handler replaced the workers ``multiprocessing`` stopped at exit, and a
+    replacement printed a BrokenPipeError traceback (once in about ten runs under load).
+    ``fork``: the first worker and the main process report (the second is not forked yet);
+    ``pool``: both workers and the main process."""
+    _interrupted_with_workers(workspace, tmp_path, sig, points, expect)
+
+
+def _interrupted_with_workers(workspace: Path, tmp_path: Path, sig, points: str, expect: int) -> None:
+    """Signal ``sig`` twice (a repeated Ctrl-C) once ``expect`` processes wait at
+    ``points``: exit 130, "nothing was written", no traceback, every worker gone, no more
+    workers started than the pool holds (2: none replaced), the output as before."""
     before = tree(workspace / "rcpc-out")
-    proc, pids, go = _waiting_workers(workspace, tmp_path, 6)
+    proc, _, go, every = _waiting_workers(workspace, tmp_path, 6, points, expect)
     proc.send_signal(sig)
-    proc.send_signal(sig)  # and again: a repeated Ctrl-C
+    proc.send_signal(sig)
     go()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
-    assert err.decode().splitlines()[-1] == "rcpc: interrupted; nothing was written"
+    assert err.decode().splitlines()[-1] == "rcpc: interrupted; nothing was written", err.decode()
     assert not TRACEBACK.search(err.decode())
-    assert all(_gone(pid) for pid in pids)
+    workers = every().get("worker", [])
+    assert len(workers) <= 2
+    assert all(_gone(pid) for pid in workers)
     assert tree(workspace / "rcpc-out") == before

@@ -182,3 +182,31 @@ def test_every_command_ends_in_a_result_or_a_located_error(fuzz_ws, monkeypatch,
     for line in err.splitlines():
         if "error[" in line and not line.startswith("error["):
             assert line.split(":", 1)[0] in files or line.split(":", 1)[0].startswith("<"), line
+
+
+REPO = Path(__file__).resolve().parents[1]
+RL = "recipes/rl/qwen35_397b_256_v7x.rcp"
+DATA = REPO.parent / "shared" / "data"
+WRITERS = [  # every command that writes a result to stdout, or to a file named with -o
+    ("render", RL), ("params", RL), ("params", "--format", "json", RL),
+    ("diff", "--variant", "default", "--against", "six", RL), ("explain", RL, "trainer", "gdn_chunk_size"),
+    ("completion", "bash"), ("schema", "jobset", str(DATA / "jobset" / "jobset.x-k8s.io_jobsets.yaml")),
+    ("schema", "jobset", str(DATA / "jobset" / "jobset.x-k8s.io_jobsets.yaml"), "-o", "/dev/stdout"),
+    ("schema", "maxtext", str(DATA / "maxtext"), "--commit", "0" * 40, "-o", "/dev/stdout"),
+]
+
+
+@pytest.mark.parametrize("argv", WRITERS, ids=" ".join)
+def test_a_reader_gone_before_the_first_write_ends_the_command_quietly(argv, tmp_path):
+    """``rcpc ... | head`` where head has gone: exit 0 and nothing on stderr, as for any
+    Unix filter whose reader left (a reported case: ``rcpc schema ... -o /dev/stdout | head``
+    exited 1 with "cannot write"). The pipe's read end is closed before rcpc starts, so its
+    first write fails (Python ignores SIGPIPE: EPIPE): no timing involved."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        r = subprocess.run([sys.executable, "-m", "rcpc", *argv], cwd=REPO, stdout=write, stderr=subprocess.PIPE,
+                           env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)}, timeout=300)
+    finally:
+        os.close(write)
+    assert (r.returncode, r.stderr.decode()) == (0, "")

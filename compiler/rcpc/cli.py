@@ -523,6 +523,8 @@ def _schema(args) -> int:
 
     try:
         write_output(args.output, text.encode("utf-8"))
+    except BrokenPipeError:  # -o /dev/stdout, its reader gone: as for stdout (_run)
+        raise
     except OSError as exc:
         raise CompileError(Diagnostic("E0950", f"cannot write {args.output}: {exc.strerror or exc}", None)) from None
     _REPORT.status(f"rcpc: wrote the {args.kind} schema of {args.path} to {args.output}")

@@ -112,13 +112,20 @@ def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     chunk = max(1, len(items) // (jobs * 4))
     if not _AT_FORK:
-        os.register_at_fork(after_in_child=_worker_signals)
+        os.register_at_fork(after_in_child=_worker_signals, after_in_parent=_forked)
         _AT_FORK.append(True)
     _FORKING[0] = True
+    _hold_interrupts(True)
     try:
-        with ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init)) as pool:
+        pool = ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init))
+        from rcpc import testhook
+
+        testhook.point("pool")
+        with pool:
+            _hold_interrupts(False)  # a Ctrl-C that came while the pool started lands here
             return list(pool.imap(work, items, chunk))
     finally:
+        _hold_interrupts(False)
         _FORKING[0] = False
 
 
@@ -132,12 +139,36 @@ def _worker_signals() -> None:
     and SIGTERM the default (the pool stops workers with it). Set before any Python code of
     the worker runs, since the CLI's handlers inherited from the parent turned a SIGTERM
     sent by ``Pool.terminate`` before the worker's initializer into a KeyboardInterrupt
-    traceback (found by the interrupt tests in CI, once in two runs)."""
+    traceback (found by the interrupt tests in CI, once in two runs). The parent holds
+    SIGINT and SIGTERM back (blocked) while it creates a pool, so that an interrupt cannot
+    land inside ``Pool()`` (the pool then kept replacing the workers ``multiprocessing``
+    stopped at exit, and a replacement printed a traceback); a worker starts with them
+    blocked too, and unblocks them here once their dispositions are set."""
     if _FORKING[0]:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _hold_interrupts(False)
+
+
+def _forked() -> None:
+    """Right after fork, in the main process, while a pool starts workers: a test hook."""
+    if _FORKING[0]:
+        from rcpc import testhook
+
+        testhook.point("fork")
+
+
+def _hold_interrupts(hold: bool) -> None:
+    """Block (``hold``) or unblock SIGINT and SIGTERM in the calling thread (POSIX
+    ``pthread_sigmask``; threads and processes it starts inherit the mask); a signal that
+    came while blocked is delivered on unblocking. Nothing where there is no such call."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK if hold else signal.SIG_UNBLOCK,
+                               {signal.SIGINT, signal.SIGTERM})
 
 
 def _start_worker(parent: int, compiler, settings: dict) -> None:

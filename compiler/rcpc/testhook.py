@@ -5,8 +5,10 @@ the first file descriptor (a pipe the test reads), then waits until it can read 
 of file, from the second (a pipe the test writes to or closes): a handshake, so the test
 knows where the process is and chooses when it goes on.
 
-Points: ``worker`` (a ``-j`` worker process has started). Without the variables
-:func:`point` does nothing.
+``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
+``-j`` worker process has started), ``fork`` (the main process has just forked a worker,
+inside ``Pool()``), ``pool`` (the main process has made its pool of workers, before it
+uses it). Without the variables :func:`point` does nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 
 def point(name: str) -> None:
     """Report reaching point ``name`` and wait for the test, when a test asked for it."""
-    if os.environ.get("RCPC_TEST_STOP") != name:
+    if name not in os.environ.get("RCPC_TEST_STOP", "").split(","):
         return
     os.write(int(os.environ["RCPC_TEST_STOP_FD"]), f"{name} {os.getpid()}\n".encode())
     os.read(int(os.environ["RCPC_TEST_GO_FD"]), 1)
