@@ -209,6 +209,23 @@ def test_a_revision_that_does_not_compile_is_reported_as_that_revision(tmp_path,
     assert "52 identical" in out  # the recipes that compile are still compared
 
 
+@pytest.mark.parametrize("files, expected", [
+    ({"recipes/...rcp": 'variant("default")\n'}, "HEAD~1:recipes/...rcp: error[E0905]: recipe name '..'"),
+    ({"recipes/A.rcp": 'variant("default")\n', "recipes/a.rcp": 'variant("default")\n'},
+     "error[E0903]: two recipes are named 'A'"),
+])
+def test_a_recipe_name_refused_at_the_revision_is_reported_as_that_revision(tmp_path, run, files, expected):
+    """Errors found while listing the revision's recipes (names that cannot be output
+    paths) carry the revision too: ``REV:path`` for a file, a note naming it otherwise."""
+    root = make_repo(tmp_path / "repo", [files, {name: "" for name in files}])
+    for name in files:
+        git(root, "rm", "-q", name)
+    code, out, err = run(root, "diff", "--rev", "HEAD~1")
+    assert code == 1
+    assert expected in err
+    assert "HEAD~1:recipes/" in err or "note: at revision HEAD~1" in err
+
+
 def test_workspace_in_a_subdirectory_and_a_schema_outside_the_repository(tmp_path, run):
     outside = tmp_path / "shared" / "base.yml"
     outside.parent.mkdir()

@@ -328,7 +328,12 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
         old_ws = adjust(revision.materialise(rev, Path(tmp), live))
         sides = []
         for ws in (old_ws, live):
-            sides.append({ws.recipe_name(p): p for p in ws.recipes()})
+            try:
+                sides.append({ws.recipe_name(p): p for p in ws.recipes()})
+            except CompileError as exc:  # a recipe name refused (E0903, E0905, ...)
+                if ws is live:
+                    raise
+                raise CompileError(_relabelled(exc.diagnostics, rev.rev)) from None
         chosen = []
         for n in names:
             p = live.find_recipe(n)
@@ -365,16 +370,22 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
         if not seen_variant:
             raise error("E0607", f"no recipe compared has a variant '{variant}'", None)
         own = revision.own_files_differ(rev)
-    return RevisionDiff(rev, own, diffs, [(_relabelled(d, c, rev.rev) if c is compilers[0] else (d, c.sources))
-                                          for d, c in errors])
+    return RevisionDiff(rev, own, diffs, [((_relabelled(d, rev.rev), _relabelled_sources(c, rev.rev))
+                                           if c is compilers[0] else (d, c.sources)) for d, c in errors])
 
 
-def _relabelled(diags: list, compiler, rev: str) -> tuple[list, dict]:
-    """Diagnostics of the revision's build with each path shown as ``REV:path`` (the same
-    path in the work tree would be a different file), and the sources to quote them."""
+def _relabelled(diags: list, rev: str) -> list:
+    """Diagnostics of the revision's side with each path shown as ``REV:path`` (the same
+    path in the work tree would be a different file); one without a place gets a note
+    naming the revision (its message may name paths: those of the revision)."""
     def span(s):
-        return s if s is None or not s.line else attrs.evolve(s, path=f"{rev}:{s.path}")
+        return s if s is None else attrs.evolve(s, path=f"{rev}:{s.path}")
 
-    out = [attrs.evolve(d, span=span(d.span), related=tuple((label, span(s)) for label, s in d.related))
-           for d in diags]
-    return out, {f"{rev}:{path}": src for path, src in compiler.sources.items()}
+    return [attrs.evolve(d, span=span(d.span), related=tuple((label, span(s)) for label, s in d.related),
+                         notes=d.notes if d.span else (*d.notes, f"at revision {rev}"))
+            for d in diags]
+
+
+def _relabelled_sources(compiler, rev: str) -> dict:
+    """The revision's sources under the ``REV:path`` names of :func:`_relabelled`."""
+    return {f"{rev}:{path}": src for path, src in compiler.sources.items()}
