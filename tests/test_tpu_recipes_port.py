@@ -64,6 +64,17 @@ PORTS = [
          "llama3.1-70b_8k-bf16-tpu7x-4x8x8.yaml"),
     Port("recipes/tpu_recipes/gpt_oss_120b_8k_bf16_tpu7x_4x4x4.rcp",
          "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml"),
+    Port("recipes/tpu_recipes/gemma4_31b_8k_bf16_tpu7x_4x4x4.rcp",
+         "gemma4-31b_8k-bf16-tpu7x-4x4x4.yaml"),
+    # the XPK-generated generation (xpk_generated_jobset)
+    Port("recipes/tpu_recipes/gemma4_2b_8k_bf16_tpu7x_4x4x4.rcp",
+         "gemma4-2b_8k-bf16-tpu7x-4x4x4.yaml"),
+    Port("recipes/tpu_recipes/gemma4_4b_8k_bf16_tpu7x_4x4x4.rcp",
+         "gemma4-4b_8k-bf16-tpu7x-4x4x4.yaml"),
+    Port("recipes/tpu_recipes/gemma4_26b_4k_bf16_tpu7x_4x4x4.rcp",
+         "gemma4-26b_4k-bf16-tpu7x-4x4x4.yaml"),
+    Port("recipes/tpu_recipes/deepseek3_671b_4k_bf16_tpu7x_4x8x8.rcp",
+         "deepseek3-671b_4k-bf16-tpu7x-4x8x8.yaml"),
 ]
 
 # Parameter values given to both sides; None means the recipe's defaults.
