@@ -16,7 +16,8 @@
 * ``merge(base, patch, ...)`` — a deep merge of dicts with Kubernetes' strategic-merge rules,
   and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
 
-Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
+Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
+``shell_quoted(keys)`` (the shell form with those flags' value parts quoted); TPU slices have
 ``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
 machine_type node_selector name``. ``+`` joins flag sets (later layers win).
 
@@ -33,7 +34,7 @@ import attrs
 
 from rcpc.core import names
 from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
-from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, MAX_NAME
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
@@ -217,10 +218,27 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
     }
 
 
+def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
+    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
+    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
+    recipe may publish it; the argv the shell reads is the same."""
+    a = _bind("shell_quoted", span, args, kwargs, ("keys",), {"keys"})
+    keys = _expect(a["keys"], (List,), "shell_quoted() keys")
+    for k in keys.items:
+        _expect(k, (Str,), "each key")
+    present = {e.key for layer in fn.receiver.layers for e in layer.entries}
+    for k in keys.items:
+        if k.value not in present:
+            raise error("E0656", f"shell_quoted(): the flag set has no flag '{k.value}'", k.span,
+                        hint=did_you_mean(k.value, present))
+    return provenance.shell_value(fn.receiver, span, frozenset(k.value for k in keys.items))
+
+
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
     return {
         "argv": lambda: provenance.argv_value(fs, span),
         "shell": lambda: provenance.shell_value(fs, span),
+        "shell_quoted": lambda: Builtin("shell_quoted", _flagset_shell_quoted, span, fs),
         "resolved": lambda: maxtext.resolved_dict(fs, span),
     }
 

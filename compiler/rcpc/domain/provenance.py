@@ -44,12 +44,13 @@ def argv_value(fs, span) -> List:
     return List(tuple(Str(t, span, ((0, len(t), origin),)) for t, origin in _tokens(fs)), span)
 
 
-def shell_value(fs, span) -> Str:
+def shell_value(fs, span, always: frozenset = frozenset()) -> Str:
     """``FLAGS.shell``: the tokens shell-quoted when needed and joined by single spaces
-    (:func:`rcpc.domain.emit.flags.shell_form`), one piece per (quoted) token."""
+    (:func:`rcpc.domain.emit.flags.shell_form`), one piece per (quoted) token; the value
+    part of each flag whose key is in ``always`` quoted anyway (``FLAGS.shell_quoted(keys)``)."""
     parts: list = []
     for t, origin in _tokens(fs):
-        q = shell_quote(t)
+        q = shell_quote(t, origin.key in always)
         parts.append(Str(q, span, ((0, len(q), origin),)))
     return join(" ", parts, span)
 
