@@ -68,6 +68,9 @@ PORTS = [
     Port("recipes/tpu_recipes/llama3_1_70b_8k_fp8_tpu7x_4x4x4.rcp",
          "llama3.1-70b_8k-fp8-tpu7x-4x4x4.yaml",
          quote=("weight_quantization_calibration_method", "act_quantization_calibration_method")),
+    Port("recipes/tpu_recipes/wan2_1_14b_bf16_tpu7x_4x4x4.rcp",
+         "wan2.1-14b_bf16-tpu7x-4x4x4.yaml",
+         params=("WORKLOAD_NAME", "WORKLOAD_IMAGE", "BASE_OUTPUT_DIR", "DATASET_DIR")),
     Port("recipes/tpu_recipes/gemma4_31b_8k_bf16_tpu7x_4x4x4.rcp",
          "gemma4-31b_8k-bf16-tpu7x-4x4x4.yaml"),
     # the XPK-generated generation (xpk_generated_jobset)
@@ -100,7 +103,7 @@ VALUES = [
 
 # The MaxText flags of a published command: after the trainer's config file, up to the pipe
 # into tee (qwen3) or the end of the subshell (llama3.1, deepseek3).
-_FLAGS_SEGMENT = re.compile(r" -m \S+ \S+/configs/base\.yml (?P<flags>.*?)(?: \| tee |\) & PID=)")
+_FLAGS_SEGMENT = re.compile(r" -m \S+ \S+/configs/base(?:_wan_14b)?\.yml (?P<flags>.*?)(?: \| tee |\) & PID=)")
 
 
 # helpers ----------------------------------------------------------------------------------
@@ -109,13 +112,12 @@ def _compiler() -> Compiler:
 
 
 def _values(port: Port, values: dict | None) -> dict:
-    """The values used: ``values``, or the recipe's declared defaults."""
+    """The values used: the recipe's declared defaults, overridden by ``values``."""
     recipe, _ = _compiler().recipe(REPO / port.recipe)
     params = {p.name: p for p in recipe.params}
     assert sorted(params) == sorted(port.params), "the port's params are the template's variables"
-    if values is None:
-        return {name: params[name].default.value for name in port.params}
-    return values
+    defaults = {name: params[name].default.value for name in port.params}
+    return defaults if values is None else {**defaults, **values}
 
 
 def render(port: Port, values: dict | None) -> str:

@@ -6,7 +6,8 @@
 * ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
   num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
   schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
-  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
+  base.yml; ``None`` for the flags of a trainer MaxText's schema does not describe, such as
+  MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
@@ -138,8 +139,11 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
               {"schema", "unknown_keys", "tpu_slice", "num_slices"})
     path = a.get("schema")
     if path is not None:
-        _expect(path, (Str,), "schema")
-    schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
+        _expect(path, (Str, Null), "schema")
+    if type(path) is Null:  # not MaxText's flags (a MaxDiffusion trainer): no schema to check them
+        schema = None
+    else:
+        schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
     unknown = a.get("unknown_keys")
     if unknown is not None:
         _expect(unknown, (List,), "unknown_keys")
