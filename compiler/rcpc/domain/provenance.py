@@ -25,17 +25,20 @@ from rcpc.domain.values import FlagEntry
 @attrs.frozen
 class FlagToken:
     """Where one ``key=value`` token comes from: the flag ``key``, the 1-based ``layer`` of
-    its flag set, and the layer's :class:`~rcpc.core.values.FlagEntry` (its spans and value)."""
+    its flag set, the layer's :class:`~rcpc.core.values.FlagEntry` (its spans and value) and
+    the layer's ``why`` (the function calls it was made in and the conditionals that chose
+    it, as :attr:`~rcpc.core.values.Dict.why`)."""
 
     key: str
     layer: int
     entry: FlagEntry
+    why: tuple = ()
 
 
 def _tokens(fs):
     for index, layer in enumerate(fs.layers, 1):
         for e in layer.entries:
-            yield token(e.key, e.value), FlagToken(e.key, index, e)
+            yield token(e.key, e.value), FlagToken(e.key, index, e, layer.why)
 
 
 def argv_value(fs, span) -> List:
