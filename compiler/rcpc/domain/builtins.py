@@ -7,7 +7,8 @@
   num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
   schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
   base.yml; ``None`` for the flags of a trainer MaxText's schema does not describe, such as
-  MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
+  MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against
+  the slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
