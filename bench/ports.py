@@ -105,7 +105,7 @@ def report() -> str:
     ported = {t for _, t, _, _, _ in rows}
     out += ["", f"{len(rows)} of {len(published)} published manifests ported; every port smaller than its "
             f"template: {'yes' if all(r < 1 for r in ratios) else 'no'}; median port/template: "
-            f"{statistics.median(ratios):.0%}." if rows else "No ports.", ""]
+            f"{statistics.median(ratios):.1%}." if rows else "No ports.", ""]
     missing = [t for t in published if t not in ported]
     if missing:
         out += ["Not yet ported: " + ", ".join(missing) + ".", ""]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -177,3 +178,38 @@ def test_check_reports_every_recipe(tmp_path, monkeypatch, capsys):
     assert "recipes/bad1.rcp:1:5: error[E0101]: unknown name 'Y'" in err
     assert "recipes/bad2.rcp:1:15: error[E0701]" in err
     assert "checked 3 recipe(s)" in err
+
+
+def test_contract_provenance_sees_through_calls(ws, cli):
+    """A flag changed by a layer made two calls deep in a library: E0612 points at the
+    value's line inside the function, then at each call site (innermost first) and the
+    conditional that chose it; ``rcpc explain`` shows the same chain for the effective value."""
+    ws.write("recipes/lib/f.rcp",
+             "def layer(tuned):\n"
+             "    return {\"steps\": 99} if tuned else {}\n"
+             "\n"
+             "def trainer(steps, *, tuned = False):\n"
+             "    return maxtext_flags({\"steps\": steps}, layer(tuned))\n")
+    ws.write("recipes/r.rcp",
+             'load("//recipes/lib/f.rcp", "trainer")\n'
+             "T = param(bool, default = False)\n"
+             "F = trainer(10, tuned = T)\n"
+             'flag_file(name = "f", flags = F)\n'
+             'variant("default")\n'
+             'variant("tuned", set = {"T": True}, against = "default", changes = {"f": []})\n')
+    r = cli("check")
+    assert r.code == 1
+    e0612 = r.err[r.err.index("error[E0612]"):]
+    labels = re.findall(r"^  (.+): (recipes/\S+)$", e0612, re.M)
+    assert labels == [
+        ("the new value is made here", "recipes/lib/f.rcp:2:13"),
+        ("in layer(), called here", "recipes/lib/f.rcp:5:44"),
+        ("in trainer(), called here", "recipes/r.rcp:3:5"),
+        ("chosen because this is true", "recipes/lib/f.rcp:2:29"),
+    ], e0612
+    r = cli("explain", "r", "F", "steps", "--variant", "tuned")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[3] == (
+        "  2. 99  at recipes/lib/f.rcp:2:13  (layer 2: made in layer() called as `layer(tuned)` at "
+        "recipes/lib/f.rcp:5:44; made in trainer() called as `trainer(10, tuned = T)` at recipes/r.rcp:3:5; "
+        "`tuned` is true at recipes/lib/f.rcp:2:29 with tuned=True)")

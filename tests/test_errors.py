@@ -197,3 +197,26 @@ def test_deep_nesting_is_an_error_not_a_crash(ws, cli, src):
 def test_moderate_nesting_is_fine(ws):
     assert ws.py("[" * 60 + "1" + "]" * 60) == eval("[" * 60 + "1" + "]" * 60)
     assert ws.py("1" + " + 1" * 150) == 151
+
+
+@pytest.mark.parametrize("lib", [
+    "def f(a, a):\n    return a\n",              # E0653, a definition error
+    'X = 1\nvariant("x")\n',                      # E0706, a statement a library cannot hold
+    "X = UNKNOWN\n",                              # E0101, an evaluation error
+])
+@pytest.mark.parametrize("loaders", [0, 1, 2])
+def test_check_reports_a_library_error_once(ws, cli, lib, loaders):
+    """A library error is found by each recipe that loads it and by the library's own
+    evaluation; rcpc check prints it once (the first time, with its load site) and counts it
+    once."""
+    ws.write("recipes/lib/f.rcp", lib, dedent=False)
+    ws.write("recipes/other.rcp", "Y = 1\n", dedent=False)  # a recipe that does not load it
+    for i in range(loaders):
+        ws.write(f"recipes/r{i}.rcp", 'load("//recipes/lib/f.rcp", "X")\n' if "X =" in lib else
+                 'load("//recipes/lib/f.rcp", "f")\n', dedent=False)
+    r = cli("check")
+    assert r.code == 1
+    heads = re.findall(r"^recipes/lib/f\.rcp:\d+:\d+: error\[E\d+\]", r.err, re.M)
+    assert len(heads) == 1, r.err
+    assert r.err.rstrip().endswith(": 1 error(s)")
+    assert ("loaded from: recipes/r0.rcp" in r.err) == (loaders > 0)

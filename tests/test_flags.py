@@ -101,8 +101,8 @@ def test_f11_big_integers(ws):
 def test_f1_empty_string(ws):
     f = flags(ws, '{"profiler": ""}')
     assert f["argv"] == ["profiler=''"]
-    assert f["shell"] == "\"profiler=''\""
-    assert f["file"] == "\"profiler=''\"\n"
+    assert f["shell"] == "profiler=\"''\""  # the value part quoted, as hand-written recipes do
+    assert f["file"] == "profiler=\"''\"\n"
     assert shlex.split(f["shell"]) == f["argv"]
     assert same(omegaconf_view(f["argv"]), {"profiler": ""})
     assert OmegaConf.from_cli(["profiler="])["profiler"] is None  # why bare 'profiler=' is wrong
@@ -145,7 +145,7 @@ def test_f6_equals_inside_a_value(ws):
 def test_f7_list_value(ws):
     f = flags(ws, '{"checkpoint_steps": [5, 9]}')
     assert f["argv"] == ["checkpoint_steps=[5,9]"]
-    assert f["shell"] == "'checkpoint_steps=[5,9]'"  # quoted: no glob, no split
+    assert f["shell"] == "checkpoint_steps='[5,9]'"  # quoted: no glob, no split
     assert shlex.split(f["shell"]) == f["argv"]
     assert same(omegaconf_view(f["argv"]), {"checkpoint_steps": [5, 9]})
     assert _bash_argv(f["shell"]) == f["argv"]
@@ -173,14 +173,14 @@ def test_f8_shell_metacharacters(ws, value):
 def test_f8_reported_value(ws):
     f = flags(ws, '{"run_name": "ablation a&b 2"}')
     assert f["argv"] == ["run_name=ablation a&b 2"]
-    assert f["shell"] == "'run_name=ablation a&b 2'"
+    assert f["shell"] == "run_name='ablation a&b 2'"
     assert _bash_argv(f["shell"]) == f["argv"]
 
 
 def test_f14_hash_in_a_value(ws):
     f = flags(ws, '{"run_name": "sweep #3", "note": "see ticket #42", "x": "a#b"}')
     assert f["argv"] == ["run_name='sweep #3'", "note='see ticket #42'", "x=a#b"]
-    assert f["shell"] == "\"run_name='sweep #3'\" \"note='see ticket #42'\" 'x=a#b'"
+    assert f["shell"] == "run_name=\"'sweep #3'\" note=\"'see ticket #42'\" x='a#b'"
     assert _bash_argv(f["shell"]) == f["argv"]
     assert same(omegaconf_view(shlex.split(f["shell"])), {"run_name": "sweep #3", "note": "see ticket #42", "x": "a#b"})
 
@@ -328,7 +328,7 @@ def test_layer_must_be_a_dict(ws):
 def test_flag_file_is_lf_one_token_a_line(ws):
     f = flags(ws, '{"a": "x y", "b": "", "c": 1}')
     text = f["file"]
-    assert text == "'a=x y'\n\"b=''\"\n" + "c=1\n"
+    assert text == "a='x y'\nb=\"''\"\n" + "c=1\n"
     assert "\r" not in text and text.endswith("\n") and not text.endswith("\n\n")
     assert all(line == line.rstrip() for line in text.split("\n"))
     assert shlex.split(text) == f["argv"]
@@ -338,11 +338,18 @@ def test_flag_file_is_lf_one_token_a_line(ws):
 ODD = st.sampled_from(list(" \t\n\r'\"\\$`!*?[]{}()<>|&;#~=%@:,^") + ["é", "\u2028", "\xa0", "😀"])
 TOKEN_TEXT = st.one_of(st.text(), st.text(ODD, max_size=12),
                        st.builds(lambda a, b: a + b, st.text(ODD, max_size=4), st.text(max_size=8)))
+# key=value tokens, whose value part alone the shell form quotes
+KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.]{0,8}", fullmatch=True)
+KEYED = st.builds(lambda k, v: f"{k}={v}", KEY, TOKEN_TEXT)
+TOKENS = st.lists(st.one_of(TOKEN_TEXT, KEYED), max_size=6)
 
 
 @settings(max_examples=300)
-@given(st.lists(TOKEN_TEXT, max_size=6))
+@given(TOKENS)
 @example(["profiler=''"])                      # F1
+@example(["prompt=a japanese pop star. She is inside a studio."])  # as wan2.1 publishes it
+@example(["weight_quantization_calibration_method=fixed,-224,224"])  # quoted by shell_quoted
+@example(["x=~/a", "y=~", "z={a,b}"])          # no tilde or brace expansion after the first =
 @example(["checkpoint_steps=[5,9]"])           # F7
 @example(["run_name=ablation a&b 2"])          # F8
 @example(["run_name='sweep #3'"])              # F14
@@ -352,6 +359,23 @@ def test_shlex_split_of_shell_form_is_argv(argv):
     shell = shell_form(argv)
     assert shlex.split(shell) == argv
     assert shlex.split(flag_file(argv)) == argv
+    every_key = frozenset(t.partition("=")[0] for t in argv)
+    assert shlex.split(shell_form(argv, every_key)) == argv  # FLAGS.shell_quoted(keys)
+
+
+def test_the_value_part_is_quoted():
+    """As hand-written recipes write a token that needs quotes: ``key='value'``, and with
+    ``shell_quoted`` a value part that needs none (the llama3.1-70b fp8 recipe)."""
+    prompt = "prompt=a japanese pop star young woman with black hair is singing with a smile."
+    assert shell_form([prompt]) == "prompt='a japanese pop star young woman with black hair is singing with a smile.'"
+    tok = "weight_quantization_calibration_method=fixed,-224,224"
+    assert shell_form([tok, "steps=3"]) == tok + " steps=3"
+    assert shell_form([tok, "steps=3"], frozenset({tok.split("=")[0]})) == \
+        "weight_quantization_calibration_method='fixed,-224,224' steps=3"
+    assert shell_form(["a b=c"]) == "'a b=c'"  # a key that needs quotes: the whole token
+    shell = shell_form([prompt, tok], frozenset({tok.split("=")[0]}))
+    assert same(omegaconf_view(shlex.split(shell)), {"prompt": prompt.split("=", 1)[1],
+                                                     "weight_quantization_calibration_method": "fixed,-224,224"})
 
 
 def _bash_argv(shell: str, sep: str = "\\n") -> list[str]:
@@ -365,12 +389,18 @@ def _bash_argv(shell: str, sep: str = "\\n") -> list[str]:
     return text[:-1].split(end)
 
 
+BASH_TEXT = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)))
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))), min_size=1,
+@given(st.lists(st.one_of(BASH_TEXT, st.builds(lambda k, v: f"{k}={v}", KEY, BASH_TEXT)), min_size=1,
                 max_size=4))
 @example(["run_name=ablation a&b 2", "x=$HOME", "y=`id`", "z=a;b", "w=it's", 'v="q"', "u=*", "t=#c"])  # F8
+@example(["x=~/a", "y=~", "z={a,b}", "prompt=a b."])  # bash expands neither after the first = once quoted
 def test_bash_reads_the_shell_form_back(argv):
     assert _bash_argv(shell_form(argv), sep="\\0") == argv
+    every_key = frozenset(t.partition("=")[0] for t in argv)
+    assert _bash_argv(shell_form(argv, every_key), sep="\\0") == argv
 
 
 # property: the OmegaConf oracle -----------------------------------------------------------

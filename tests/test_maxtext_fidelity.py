@@ -171,6 +171,17 @@ def test_env_conflict_through_a_shell_command(sws):
     assert d.message == "container 'c' sets M_STEPS in its env and 'steps' in its MaxText flags"
 
 
+@pytest.mark.parametrize("form", ["F.shell", 'F.shell_quoted(["run_name"])', 'F.shell_quoted(["steps", "run_name"])'])
+def test_env_conflict_through_a_shell_command_with_quoted_values(sws, form):
+    """A command that quotes chosen values (``shell_quoted``) still carries the flag set."""
+    text = ('F = maxtext_flags({"steps": 10, "run_name": "a,b"})\n'
+            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", '
+            f'"command": ["bash", "-c", "python3 train.py " + {form}],\n'
+            '  "env": [{"name": "M_STEPS", "value": "5"}]}]}}})\n')
+    (d,) = diags_of(sws, text)
+    assert (d.code, str(d.span)) == ("E0316", "recipes/r.rcp:3:20")
+
+
 def test_explain_shows_env_overrides(sws, capsys, monkeypatch):
     from rcpc.cli import main
 

@@ -199,6 +199,16 @@ def test_without_a_schema_any_key_is_accepted(ws):
     assert out["default"]["f.flags"] == "per_device_bach_size=8\n"
 
 
+def test_schema_none_checks_no_key_even_with_a_workspace_schema(sws):
+    """``schema = None``: the flags of another trainer (MaxDiffusion's train_wan reads its
+    command line as MaxText does, with keys and choices of its own)."""
+    layer = '{"guidance_scale": 5.0, "remat_policy": "FULL", "model_name": "wan2.1"}'
+    assert sws.fails(flags_recipe(layer)).code in ("E0310", "E0312")
+    out = sws.build(flags_recipe(layer, ", schema = None"))
+    assert out["default"]["f.flags"] == "guidance_scale=5.0\nremat_policy=FULL\nmodel_name=wan2.1\n"
+    assert sws.fails(flags_recipe(layer, ", schema = 3")).code == "E0301"
+
+
 # F3 and types --------------------------------------------------------------------------------
 @pytest.mark.parametrize("spelling", ["False", "false", "FALSE", "True", "true", "TRUE"])
 def test_f3_bool_spelled_as_text_becomes_the_bool_with_a_warning(sws, spelling):

@@ -228,14 +228,13 @@ class Workspace:
         recipes = list(dict.fromkeys(recipes))
         diagnostics: list = []
         deps: list = []
-        errors = variants = 0
+        variants = 0
         cache, options = request(ws, None, None)
         found: list = []
         for result in compile_recipes(ws, lambda: self.compiler, cache, ["lint", *options], recipes, lint=True,
                                       jobs=jobs):
             if isinstance(result, CompileError):
                 diagnostics.extend(result.diagnostics)
-                errors += sum(1 for d in result.diagnostics if d.severity == "error")
             else:
                 builds, diags, dep = result
                 deps.append(dep)
@@ -251,8 +250,11 @@ class Workspace:
                 deps.append(cache.store(lib, ["library", *options], self.compiler.dependency_digests(lib), [], []))
             except CompileError as exc:
                 diagnostics.extend(exc.diagnostics)
-                errors += len(exc.diagnostics)
             cache.note(self.compiler.read_digests())
+        # An error in a library is found by each recipe that loads it ("loaded from") and by
+        # the library's own evaluation: reported once, the first time (with its load site).
+        diagnostics = unique(diagnostics)
+        errors = sum(1 for d in diagnostics if d.severity == "error")
         return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
                      tuple(deps))
 

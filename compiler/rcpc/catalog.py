@@ -78,6 +78,8 @@ CATALOG = [
     Example("E0654", "function defined in a recipe", "def f(x):\n    return x\n"),
     Example("E0655", "list that cannot be merged by its Kubernetes key",
             'X = merge({"env": [{"name": "A", "value": "1"}]}, {"env": [{"value": "2"}]})\n'),
+    Example("E0656", "shell_quoted() of a flag the set does not have",
+            'F = maxtext_flags(dict(run_name = "a,b", steps = 1))\nS = F.shell_quoted(["run_nam"])\n'),
     # loads ----------------------------------------------------------------------------------
     Example("E0201", "load of a missing file", 'load("//recipes/lib/nope.rcp", "A")\n'),
     Example("E0202", "load cycle", 'load("//recipes/lib/a.rcp", "A")\n',

@@ -17,7 +17,7 @@ from pygments.lexer import RegexLexer, bygroups, include, words
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text,
                             Whitespace)
 
-BUILTINS = ("param", "maxtext_flags", "jobset", "manifest", "flag_file", "tpu_slice", "variant", "require",
+BUILTINS = ("param", "maxtext_flags", "jobset", "manifest", "flag_file", "tpu_slice", "variant", "require", "dict",
             "range", "len", "str", "json")
 TYPES = ("bool", "int", "float")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -4,6 +4,9 @@ Built-in functions (all hermetic: no environment, clock, network or file access)
 
 * ``require(condition, "message")`` — fails the build (``E0790``) with the message when the
   condition is false; a top-level ``require(...)`` statement is allowed;
+* ``dict(key = value, ...)`` — a dict of the keyword arguments, in order (Starlark's
+  ``dict``; keys are names, so ``dict(steps = 30)`` is ``{"steps": 30}``; for other keys
+  write a dict literal);
 * ``range``, ``len``, ``str``, ``json``; the types ``bool``, ``int``, ``float`` (``str`` is
   both the function and the type).
 
@@ -89,6 +92,14 @@ def _range(ctx, fn, span, args, kwargs):
     return List(tuple(_int(i, span) for i in r), span)
 
 
+def _dict(ctx, fn, span, args, kwargs):
+    if args:
+        raise error("E0306", "dict() takes keyword arguments only", args[0].span,
+                    hint='write dict(key = value, ...), or a dict literal {"key": value}')
+    return Dict({k: v for k, (v, _) in kwargs.items()}, {k: s for k, (_, s) in kwargs.items()}, span,
+                ctx.called())
+
+
 def _len(ctx, fn, span, args, kwargs):
     a = _bind("len", span, args, kwargs, ("x",), {"x"})
     x = a["x"]
@@ -130,7 +141,7 @@ def _require(ctx, fn, span, args, kwargs):
     return Null("None", span)
 
 
-FUNCTIONS = {"range": _range, "len": _len, "str": _str, "json": _json, "require": _require}
+FUNCTIONS = {"dict": _dict, "range": _range, "len": _len, "str": _str, "json": _json, "require": _require}
 TYPES = ("bool", "int", "float", "str")
 # `str` is both a type (for param) and a function; as a value it is the function, and
 # param() accepts the function `str` as the type.

@@ -58,6 +58,11 @@ class Context:
         self.collected.append(value)
     calls: list = attrs.Factory(list)      # the running function calls (functions.Frame), outermost first
 
+    def called(self) -> tuple:
+        """The ``why`` of a dict made inside a function call: each call site, innermost
+        first, as ``(call span, None, function name)`` (explain shows them); ``()`` outside."""
+        return tuple((f.call, None, f.function.name) for f in reversed(self.calls))
+
     def warn(self, diagnostic) -> None:
         self.diagnostics.append(diagnostic)
 
@@ -339,7 +344,7 @@ class Evaluator:
                             hint="a repeated key in one dict is a typo; to override, add a later layer or use +")
             items[k] = self.eval(vnode, scope)
             spans[k] = knode.span
-        return Dict(items, spans, node.span, self._called())
+        return Dict(items, spans, node.span, self.ctx.called())
 
     def _comprehension(self, node: ast.Comprehension, scope):
         clause = node.clause
@@ -365,7 +370,7 @@ class Evaluator:
                 spans[key.value] = key.span
         if node.key is None:
             return List(tuple(out_items), node.span)
-        return Dict(keys, spans, node.span, self._called())
+        return Dict(keys, spans, node.span, self.ctx.called())
 
     def _cond(self, node, scope) -> bool:
         v = self.eval(node, scope)
@@ -439,12 +444,6 @@ class Evaluator:
                 continue
             found.append((n.id, text_of(value) or type_name(value)))
         return found
-
-    def _called(self) -> tuple:
-        """The ``why`` of a dict made inside a function call: each call site, innermost
-        first, as ``(call span, None, function name)`` (explain shows them)."""
-        calls = self.ctx.calls
-        return tuple((f.call, None, f.function.name) for f in reversed(calls)) if calls else ()
 
     def _index(self, node: ast.Index, scope):
         return B.index(self.eval(node.obj, scope), self.eval(node.index, scope), node.span)

@@ -6,7 +6,9 @@
 * ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
   num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
   schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
-  base.yml) and, with ``tpu_slice``, against the slice's devices (mesh parallelism);
+  base.yml; ``None`` for the flags of a trainer MaxText's schema does not describe, such as
+  MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against
+  the slice's devices (mesh parallelism);
 * ``jobset(name = ..., metadata = {...}, spec = {...})`` and
   ``manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)`` —
   Kubernetes objects, rendered as ``<name>.yaml``;
@@ -16,7 +18,8 @@
 * ``merge(base, patch, ...)`` — a deep merge of dicts with Kubernetes' strategic-merge rules,
   and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
 
-Attributes: flag sets have ``argv``, ``shell``, ``resolved``; TPU slices have
+Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
+``shell_quoted(keys)`` (the shell form with those flags' value parts quoted); TPU slices have
 ``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
 machine_type node_selector name``. ``+`` joins flag sets (later layers win).
 
@@ -33,7 +36,7 @@ import attrs
 
 from rcpc.core import names
 from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
-from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, MAX_NAME
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
@@ -137,8 +140,11 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
               {"schema", "unknown_keys", "tpu_slice", "num_slices"})
     path = a.get("schema")
     if path is not None:
-        _expect(path, (Str,), "schema")
-    schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
+        _expect(path, (Str, Null), "schema")
+    if type(path) is Null:  # not MaxText's flags (a MaxDiffusion trainer): no schema to check them
+        schema = None
+    else:
+        schema = ctx.schema(path.value if path is not None else None, path.span if path is not None else span)
     unknown = a.get("unknown_keys")
     if unknown is not None:
         _expect(unknown, (List,), "unknown_keys")
@@ -217,10 +223,27 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
     }
 
 
+def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
+    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
+    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
+    recipe may publish it; the argv the shell reads is the same."""
+    a = _bind("shell_quoted", span, args, kwargs, ("keys",), {"keys"})
+    keys = _expect(a["keys"], (List,), "shell_quoted() keys")
+    for k in keys.items:
+        _expect(k, (Str,), "each key")
+    present = {e.key for layer in fn.receiver.layers for e in layer.entries}
+    for k in keys.items:
+        if k.value not in present:
+            raise error("E0656", f"shell_quoted(): the flag set has no flag '{k.value}'", k.span,
+                        hint=did_you_mean(k.value, present))
+    return provenance.shell_value(fn.receiver, span, frozenset(k.value for k in keys.items))
+
+
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
     return {
         "argv": lambda: provenance.argv_value(fs, span),
         "shell": lambda: provenance.shell_value(fs, span),
+        "shell_quoted": lambda: Builtin("shell_quoted", _flagset_shell_quoted, span, fs),
         "resolved": lambda: maxtext.resolved_dict(fs, span),
     }
 

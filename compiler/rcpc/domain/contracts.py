@@ -229,17 +229,17 @@ def _unexplained(variant, found: list[tuple[str, Change]], keys: dict) -> list[D
     rollout) reported once. ``keys``: render → its declared flag keys."""
     groups: dict = {}
     for name, c in found:
-        where = _origin(c, keys.get(name, ()))
-        groups.setdefault((c.describe(), where), (c, []))[1].append(name)
+        where, why = _origin(c, keys.get(name, ()))
+        groups.setdefault((c.describe(), where), (c, [], why))[1].append(name)
     out = []
-    for (text, where), (c, names) in groups.items():
+    for (text, where), (c, names, why) in groups.items():
         renders = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more render(s)"
         path = format_path(c.path)
         notes = (f"in: {', '.join(names)}",) if len(names) > 1 else ()
         related = ()
         if where is not None:
             label = "the container without it is made here" if c.kind == "removed" else "the new value is made here"
-            related = ((label, where),)
+            related = ((label, where),) + _calls(why)
         key = _flag_key(c)
         hint = (f"declare the flag key: changes = {{\"{names[0].rsplit('.', 1)[0]}\": [\"{key}\"]}}" if key else
                 f"declare the path: changes = {{\"{names[0]}\": [\"{path}\"]}}, or leave it unchanged"
@@ -249,17 +249,30 @@ def _unexplained(variant, found: list[tuple[str, Change]], keys: dict) -> list[D
     return out
 
 
-def _origin(c: Change, keys):
-    """The span of the recipe text that made a change: when the new string holds a token of
-    an undeclared flag that the old one does not, that flag's entry; else the span of the new
-    value (or of the container that lost an item)."""
+def _origin(c: Change, keys) -> tuple:
+    """(span, why) of the recipe text that made a change: when the new string holds a token
+    of an undeclared flag that the old one does not, that flag's entry and its layer's
+    ``why``; else the span of the new value (or of the container that lost an item) and, for
+    a dict, its ``why``."""
     v = c.where
     if type(v) is Str and v.pieces:
         before = {(o.key, c.old.value[a:b]) for a, b, o in c.old.pieces} if type(c.old) is Str else set()
         for a, b, o in v.pieces:
             if o.key not in keys and (o.key, v.value[a:b]) not in before:
-                return o.entry.key_span
-    return getattr(v, "span", None)
+                return o.entry.key_span, o.why
+    return getattr(v, "span", None), getattr(v, "why", ())
+
+
+def _calls(why: tuple) -> tuple:
+    """Related spans of the function calls a value was made in, innermost first, and of the
+    conditionals that chose it: the call site that chose a value made inside a function."""
+    out = []
+    for span, value, what in why:
+        if value is None:  # (call span, None, function name)
+            out.append((f"in {what}(), called here", span))
+        else:
+            out.append((f"chosen because this is {'true' if value else 'false'}", span))
+    return tuple(out)
 
 
 def _flag_key(c: Change) -> str | None:

@@ -68,25 +68,29 @@ def containers(data):
 
 def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:
     """The flag sets whose argv tokens are a run of the container's ``args`` or ``command``,
-    or whose shell form is inside one of their strings. ``forms`` memoizes each flag set's
-    (argv, shell form) across calls."""
+    or whose shell form is inside one of their strings (also a form with values quoted by
+    ``shell_quoted``: a string holding a piece of every token of the set). ``forms``
+    memoizes each flag set's (argv, shell form, token entries) across calls."""
     forms = {} if forms is None else forms
-    texts = []
+    texts, strings = [], []
     for field in ("command", "args"):
         v = container.items.get(field)
         if type(v) is List:
             texts.append([x.value for x in v.items if type(x) is Str])
+            strings.extend(x for x in v.items if type(x) is Str and x.pieces)
     out = []
     if not any(texts):
         return []
     for fs in flag_sets:
         if id(fs) not in forms:
             tokens = argv(fs)
-            forms[id(fs)] = (fs, tokens, shell_form(tokens))
-        _, tokens, shell = forms[id(fs)]
+            entries = {id(e) for layer in fs.layers for e in layer.entries}
+            forms[id(fs)] = (fs, tokens, shell_form(tokens), entries)
+        _, tokens, shell, entries = forms[id(fs)]
         if not tokens:
             continue
-        if any(_has_run(t, tokens) or any(shell in s for s in t) for t in texts):
+        if (any(_has_run(t, tokens) or any(shell in s for s in t) for t in texts)
+                or any(entries <= {id(o.entry) for _, _, o in x.pieces} for x in strings)):
             out.append(fs)
     return out
 

@@ -25,17 +25,20 @@ from rcpc.domain.values import FlagEntry
 @attrs.frozen
 class FlagToken:
     """Where one ``key=value`` token comes from: the flag ``key``, the 1-based ``layer`` of
-    its flag set, and the layer's :class:`~rcpc.core.values.FlagEntry` (its spans and value)."""
+    its flag set, the layer's :class:`~rcpc.core.values.FlagEntry` (its spans and value) and
+    the layer's ``why`` (the function calls it was made in and the conditionals that chose
+    it, as :attr:`~rcpc.core.values.Dict.why`)."""
 
     key: str
     layer: int
     entry: FlagEntry
+    why: tuple = ()
 
 
 def _tokens(fs):
     for index, layer in enumerate(fs.layers, 1):
         for e in layer.entries:
-            yield token(e.key, e.value), FlagToken(e.key, index, e)
+            yield token(e.key, e.value), FlagToken(e.key, index, e, layer.why)
 
 
 def argv_value(fs, span) -> List:
@@ -44,12 +47,13 @@ def argv_value(fs, span) -> List:
     return List(tuple(Str(t, span, ((0, len(t), origin),)) for t, origin in _tokens(fs)), span)
 
 
-def shell_value(fs, span) -> Str:
+def shell_value(fs, span, always: frozenset = frozenset()) -> Str:
     """``FLAGS.shell``: the tokens shell-quoted when needed and joined by single spaces
-    (:func:`rcpc.domain.emit.flags.shell_form`), one piece per (quoted) token."""
+    (:func:`rcpc.domain.emit.flags.shell_form`), one piece per (quoted) token; the value
+    part of each flag whose key is in ``always`` quoted anyway (``FLAGS.shell_quoted(keys)``)."""
     parts: list = []
     for t, origin in _tokens(fs):
-        q = shell_quote(t)
+        q = shell_quote(t, origin.key in always)
         parts.append(Str(q, span, ((0, len(q), origin),)))
     return join(" ", parts, span)
 

@@ -49,6 +49,8 @@ BUILTIN_DOCS = {
     "variant": ("variant(name, set = {...}, against = \"...\", changes = {...})",
                 "A named set of param values; `changes` is its diff contract against `against`."),
     "require": ("require(condition, message)", "Fails the build (E0790) with `message` when `condition` is false."),
+    "dict": ("dict(key = value, ...)", "A dict of the keyword arguments, in order: `dict(steps = 30)` is "
+             "`{\"steps\": 30}`."),
     "range": ("range(stop) / range(start, stop[, step])", "A list of ints."),
     "len": ("len(x)", "The length of a string, list or dict."),
     "str": ("str(x)", "`x` as a string; as a param type, a string param."),

@@ -18,7 +18,8 @@ that this reading gives back exactly the recipe's value:
   backslashes before it doubled) and MaxText ends with exactly the recipe's text.
 
 The shell form joins tokens with single spaces, each quoted for POSIX shells only when
-needed, so that ``shlex.split(shell) == argv``.
+needed, so that ``shlex.split(shell) == argv``; as hand-written recipes do, the value part of
+a ``key=value`` token is quoted, not the whole token (``prompt='a b.'``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ _OMEGACONF_FLOAT = re.compile(r"[-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9
 # so that it visibly stays a string; the null value renders as null.
 _QUOTE_ALWAYS = frozenset(("None",))
 _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+# The key part of a token whose value part alone is quoted: safe characters, no '='.
+_SHELL_KEY = re.compile(r"^[A-Za-z0-9_@%+:,./-]+$")
 # Characters with a meaning inside POSIX double quotes (and bash history expansion).
 _DQ_SPECIAL = re.compile(r'[$`"\\!]')
 
@@ -130,21 +133,33 @@ def token(key: str, value) -> str:
     return f"{key}={value_text(value)}"
 
 
-def shell_quote(tok: str) -> str:
-    """POSIX-shell quoting, only when needed: bare when every character is safe, in double
-    quotes when the token holds single quotes but nothing special inside double quotes
-    (``"profiler=''"`` reads better than the all-single-quote form), else in single quotes
-    with ``'"'"'`` for each single quote (as :func:`shlex.quote`)."""
-    if _SHELL_SAFE.fullmatch(tok):
+def _quote(text: str) -> str:
+    """``text`` quoted for POSIX shells: in double quotes when it holds single quotes but
+    nothing special inside double quotes (``"''"`` reads better than the all-single-quote
+    form), else in single quotes with ``'"'"'`` for each single quote (as :func:`shlex.quote`)."""
+    if "'" in text and not _DQ_SPECIAL.search(text):
+        return '"' + text + '"'
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def shell_quote(tok: str, always: bool = False) -> str:
+    """POSIX-shell quoting of one token, only when needed (or ``always``): bare when every
+    character is safe; a ``key=value`` token (a key of safe characters) as ``key=`` and its
+    value quoted, as hand-written recipes write it (``prompt='a b.'``, ``profiler="''"``);
+    any other token quoted whole. The shell's quote removal gives back ``tok`` either way
+    (``shlex.split`` and bash read ``key='a b'`` as the one word ``key=a b``)."""
+    if _SHELL_SAFE.fullmatch(tok) and not always:
         return tok
-    if "'" in tok and not _DQ_SPECIAL.search(tok):
-        return '"' + tok + '"'
-    return "'" + tok.replace("'", "'\"'\"'") + "'"
+    key, eq, value = tok.partition("=")
+    if eq and _SHELL_KEY.fullmatch(key):
+        return key + "=" + _quote(value)
+    return _quote(tok)
 
 
-def shell_form(argv: list[str]) -> str:
-    """Tokens joined by single spaces, each shell-quoted when needed."""
-    return " ".join(shell_quote(t) for t in argv)
+def shell_form(argv: list[str], always: frozenset = frozenset()) -> str:
+    """Tokens joined by single spaces, each shell-quoted when needed, and the value part of
+    each token whose key is in ``always`` quoted anyway."""
+    return " ".join(shell_quote(t, t.partition("=")[0] in always) for t in argv)
 
 
 def flag_file(argv: list[str]) -> str:
