@@ -110,23 +110,17 @@ class SchemaIndex:
         self.identity = self._digest.hexdigest()
 
     def _load(self, path: Path) -> None:
-        import yaml
-
         shown = self.display(path)
         span = Span(shown, 1, 1, 1, 1)
         try:
             raw = self.read(path, MAX_SCHEMA_BYTES)
             self._digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
             text = raw.decode("utf-8")
-            docs = [json.loads(text)] if path.suffix == ".json" else list(
-                yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+            # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
+            docs = [json.loads(text)] if path.suffix == ".json" else _yaml_documents(text, shown)
+        except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None) from None
-        limit = yaml_node_limit(len(text))
-        if expanded_size(docs, limit) > limit:
-            raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
-                        "aliases repeat their anchor's value each time)", None)
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):
@@ -156,6 +150,23 @@ class SchemaIndex:
             self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
                                      self._schemas[key])
         return self._validators[key]
+
+
+def _yaml_documents(text: str, shown: str) -> list:
+    """The documents of a YAML schema file; ``E1102`` for one that does not read or that its
+    aliases expand past :func:`rcpc.core.files.yaml_node_limit`. Raises ValueError (with
+    the reader's message) for a YAML error."""
+    import yaml
+
+    try:
+        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
+    limit = yaml_node_limit(len(text))
+    if expanded_size(docs, limit) > limit:
+        raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
+                    "aliases repeat their anchor's value each time)", None)
+    return docs
 
 
 def crd_schemas(doc: dict) -> dict:
