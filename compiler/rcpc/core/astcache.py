@@ -190,6 +190,10 @@ def parse(source: Source):
     """:func:`rcpc.core.syntax.parser.parse` of ``source``, from the cache when this text was
     parsed before, else parsing again only the top-level statements that changed since the
     path's last parse (:mod:`rcpc.core.syntax.incremental`). Raises what it raises."""
+    if _directory() is None:  # nothing to reuse or keep: one parse, not cut in chunks
+        from rcpc.core.syntax.parser import parse as parse_text
+
+        return parse_text(source)
     module = lookup(source)
     if module is None:
         from rcpc.core.syntax import incremental
