@@ -124,7 +124,7 @@ def test_a_stale_key_is_a_miss(cache, index, tmp_path, monkeypatch, change):
     assert len(calls) == 1
 
 
-def test_keys_keep_types_apart():
+def test_keys_keep_types_apart(cache):
     keys = {schemacache.key("s", "v1", "ConfigMap", False, v)
             for v in ({"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {1: 1}, {"a": [1]}, {"a": None})}
     assert len(keys) == 7

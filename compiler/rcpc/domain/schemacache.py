@@ -50,7 +50,10 @@ def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain) -> 
     """The entry key of validating ``plain`` (a manifest as plain data:
     :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: SHA-256 hex.
     The manifest is written with :func:`repr`, which keeps every type apart (``1``, ``1.0``,
-    ``True``, ``"1"``, as values and as keys); None when that fails (too deep: not cached)."""
+    ``True``, ``"1"``, as values and as keys); None when that fails (too deep) or the cache
+    is off: not cached."""
+    if _directory() is None:
+        return None
     try:
         manifest = repr(plain)
     except RecursionError:
