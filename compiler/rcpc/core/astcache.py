@@ -35,7 +35,7 @@ import sys
 
 from rcpc.core.files import read_limited
 from rcpc.core.source import Source
-from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
 
 MAGIC = b"rcpc-ast 2\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
@@ -46,13 +46,7 @@ _EARLIER: dict[str, tuple] = {}  # display path -> the chunks of its last parse 
 
 def _key_base() -> str:
     if not _KEY_BASE:
-        from importlib.util import find_spec
-
-        spec = find_spec("lark")
-        origin = spec.origin if spec is not None and spec.origin else ""
-        st = os.stat(origin) if origin else None
-        lark = f"{origin}:{st.st_size}:{st.st_mtime_ns}" if st else "no lark"
-        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{lark}")
+        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{installed('lark')}")
     return _KEY_BASE[0]
 
 

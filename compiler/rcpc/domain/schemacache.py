@@ -26,7 +26,7 @@ import os
 import sys
 
 from rcpc.core.files import read_limited
-from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
 
 MAGIC = b"rcpc-schema 1\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
@@ -36,13 +36,7 @@ _KEY_BASE: list[str] = []  # computed once a process
 
 def _key_base() -> str:
     if not _KEY_BASE:
-        from importlib.util import find_spec
-
-        spec = find_spec("jsonschema")
-        origin = spec.origin if spec is not None and spec.origin else ""
-        st = os.stat(origin) if origin else None
-        installed = f"{origin}:{st.st_size}:{st.st_mtime_ns}" if st else "no jsonschema"
-        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{installed}")
+        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{installed('jsonschema')}")
     return _KEY_BASE[0]
 
 
