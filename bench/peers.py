@@ -909,7 +909,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     ap.add_argument("--pkl-only", action="store_true",
                     help="time only cold rcpc build (-j auto and -j 1) against Pkl's native CLI, interleaved; "
-                         "write bench/results/peers-pkl.json (peers.json, SUMMARY.md, peers.png untouched)")
+                         "write bench/results/peers-pkl-n<sizes>.json (peers.json, SUMMARY.md, peers.png untouched)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite SUMMARY.md and peers.png from bench/results/peers.json")
     args = ap.parse_args()
@@ -1052,7 +1052,8 @@ def main() -> int:
             for n, r in results[key].get("Pkl (native CLI)", {}).items():
                 print(f"  N={n}: {key.replace('ratios', 'rcpc build (cold') + (', -j 1)' if key == 'ratios_j1' else ')')}"
                       f" / Pkl native = {r:.2f}")
-        (RESULTS / "peers-pkl.json").write_text(json.dumps(results, indent=1) + "\n")
+        out = RESULTS / f"peers-pkl-n{'-'.join(map(str, sizes))}.json"
+        out.write_text(json.dumps(results, indent=1) + "\n")
         return 0
     report(results, py)
     return 0
