@@ -83,6 +83,7 @@ def main() -> int:
     assert FLAG in text, FLAG
     build = [rcpc, "build", RECIPE, "-o", "out"]
     baseline = [sys.executable, "-c", "pass"]
+    load_before = os.getloadavg()[0]
     for _ in range(2):  # warm-up: byte code, page cache, grammar tables, ASTs, build cache
         timed(build, ws, env)
         timed(baseline, ws, env)
@@ -108,12 +109,14 @@ def main() -> int:
     med = statistics.median
     base = series["python"]
     result: dict = {"runs": args.runs, "baseline_median_s": med(base), "python": platform.python_version(),
-                    "machine": platform.machine(), "cpus": os.cpu_count()}
+                    "machine": platform.machine(), "cpus": os.cpu_count(),
+                    "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}  # 1-min, before, after
     for k in ("edit", "touched", "clone", "clone-cold"):
         result[k] = {"median_s": med(series[k]), "ratio_to_python": med([a / b for a, b in zip(series[k], base)])}
         print(f"{k:10s} median {med(series[k]) * 1000:7.1f} ms  {result[k]['ratio_to_python']:5.1f}x python -c pass")
     result["check_over_build"] = med([c / b for c, b in zip(series["check"], series["build"])])
-    print(f"python -c pass median {med(base) * 1000:.1f} ms")
+    print(f"python -c pass median {med(base) * 1000:.1f} ms; load average (1 min) before / after "
+          f"{result['load_average']}")
     print(f"cold check -j 1 {med(series['check']) * 1000:.0f} ms, cold build -j 1 {med(series['build']) * 1000:.0f} ms: "
           f"check/build {result['check_over_build']:.2f}")
     result["variants"] = []

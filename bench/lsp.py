@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     checks: list = []
+    load_before = os.getloadavg()[0]
     rounds = asyncio.run(serve_rounds(args.runs, checks))
     first = statistics.median(r[0] for r in rounds) * 1000
     full = statistics.median(r[1] for r in rounds) * 1000
@@ -97,11 +98,13 @@ def main() -> int:
     result = {"recipe": NAME, "runs": args.runs, "first_ms": round(first, 1), "full_ms": round(full, 1),
               "cold_check_ms": round(check, 1), "full_over_check": round(ratio, 3),
               "first_ms_max": round(max(r[0] for r in rounds) * 1000, 1),
+              "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min, before and after
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"}
     print(f"diagnostics after an edit of {NAME} ({args.runs} edits, medians):")
     print(f"  first (parse + names):  {first:7.1f} ms   (max {result['first_ms_max']} ms; target < 100 ms)")
     print(f"  full (check + lint):    {full:7.1f} ms")
     print(f"  rcpc check, cold, CLI:  {check:7.1f} ms   full / check = {ratio:.2f}")
+    print(f"  load average (1 min) before / after: {result['load_average']}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "lsp.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -907,6 +907,9 @@ def main() -> int:
     ap.add_argument("--large-runs", type=int, default=3, help="runs at N >= 1000 (every tool)")
     ap.add_argument("--check-runs", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    ap.add_argument("--pkl-only", action="store_true",
+                    help="time only cold rcpc build (-j auto and -j 1) against Pkl's native CLI, interleaved; "
+                         "write bench/results/peers-pkl-n<sizes>.json (peers.json, SUMMARY.md, peers.png untouched)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite SUMMARY.md and peers.png from bench/results/peers.json")
     args = ap.parse_args()
@@ -919,13 +922,17 @@ def main() -> int:
     rcpc = shutil.which("rcpc") or str(Path(sys.executable).with_name("rcpc"))
     if not Path(rcpc).exists():
         sys.exit("rcpc is not installed (pip install -e .)")
-    py = ensure_peer_venv()
+    py = None if args.pkl_only else ensure_peer_venv()
     pkl, pkl_version = ensure_pkl()
-    ver = versions(py, pkl_version if pkl else f"unavailable ({pkl_version})", rcpc)
+    if args.pkl_only and not pkl:
+        sys.exit(f"Pkl is unavailable: {pkl_version}")
+    ver = ({"pkl": pkl_version, "python (rcpc)": platform.python_version(), "rcpc": _rcpc_version()}
+           if args.pkl_only else versions(py, pkl_version if pkl else f"unavailable ({pkl_version})", rcpc))
     import yaml  # rcpc's own dependency: only used here to write peer inputs and compare outputs
     glue: dict = {}
     exec(GLUE, glue)
 
+    load_before = os.getloadavg()[0]
     base = Path(tempfile.mkdtemp(prefix="rcpc-peers-"))
     inproc = base / "inproc.py"
     inproc.write_text(INPROC)
@@ -960,6 +967,14 @@ def main() -> int:
                                                 rc, env_cold)
             tools["rcpc build (warm)"] = (in_process(me, inproc, "rcpc", "build", "-o", out_rcpc), rc, env_warm)
             tools["rcpc fmt --check"] = (in_process(me, inproc, "rcpc", "fmt", "--check"), rc, env_cold)
+        if full and args.pkl_only:
+            write_pkl(ws / "pkl", specs)
+            native = pkl_native(pkl)
+            pkl_cmd = [str(native or pkl), "eval", "-m", str(ws / "out-pkl"),
+                       *sorted(str(p) for p in (ws / "pkl" / "recipes").glob("*.pkl"))]
+            tools = {k: v for k, v in tools.items() if k in ("rcpc build (cold)", "rcpc build (cold, -j 1)")}
+            tools["Pkl (native CLI)"] = (pkl_cmd, ws / "pkl", env_cold)
+        elif full:
             write_jsonnet(ws / "jsonnet", specs)
             tools["jsonnet + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-jsonnet"), ws / "jsonnet", env_cold)
             write_omegaconf(ws / "omegaconf", specs, yaml)
@@ -985,7 +1000,7 @@ def main() -> int:
         print(f"\nN={n}: {len(tools)} commands x {runs} runs", flush=True)
         for name, (cmd, cwd, env) in tools.items():  # warm-up: page cache, build cache, outputs
             timed(cmd, cwd, env)
-        if full:  # warm = inputs and outputs older than replay's racy-clean window: recorded
+        if full and "rcpc build (warm)" in tools:  # warm = older than replay's racy-clean window: recorded
             time.sleep(2.1)
             timed(*tools["rcpc build (warm)"])
         if full:  # every peer must write what rcpc wrote
@@ -1012,7 +1027,7 @@ def main() -> int:
             if s:
                 results["inproc_medians_s"].setdefault(name, {})[str(n)] = statistics.median(s)
         for name in MEMORY:
-            if name in tools:
+            if name in tools and not args.pkl_only:
                 results["peak_rss_mb"].setdefault(name, {})[str(n)] = peak_rss_mb(*tools[name])
         for name, s in samples.items():
             results["samples_s"].setdefault(name, {})[str(n)] = s
@@ -1030,7 +1045,16 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
     else:
         print(f"workspaces kept in {base}")
-
+    results["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # 1-min, before, after
+    print(f"load average (1 min) before / after: {results['load_average']}")
+    if args.pkl_only:
+        for key in ("ratios", "ratios_j1"):
+            for n, r in results[key].get("Pkl (native CLI)", {}).items():
+                print(f"  N={n}: {key.replace('ratios', 'rcpc build (cold') + (', -j 1)' if key == 'ratios_j1' else ')')}"
+                      f" / Pkl native = {r:.2f}")
+        out = RESULTS / f"peers-pkl-n{'-'.join(map(str, sizes))}.json"
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        return 0
     report(results, py)
     return 0
 

@@ -15,11 +15,46 @@ from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, to_json
 from rcpc.replay import Recorder, stderr_color
 
 
-def _parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """Stands for the subparser of a command that was not invoked: every call (adding an
+    argument, a group, a subparser) does nothing, so start-up builds only what it parses."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyInvoked:
+    """``add_subparsers()``'s action, adding every command by name and help (so usage, help
+    and "invalid choice" list them all) but only ``command``'s parser in full."""
+
+    def __init__(self, sub, command: str):
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kwargs):
+        if name == self.command:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        return _Unbuilt()
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The command ``argv`` invokes (its first word), or None when it asks for help first."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with ``command``, only that command's arguments are built."""
     p = argparse.ArgumentParser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
     from rcpc import __version__
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command is not None:
+        sub = _OnlyInvoked(sub, command)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--maxtext-schema", metavar="SCHEMA",
                         help="MaxText schema to check flag sets against: builtin:maxtext, a .json written by "
@@ -114,7 +149,8 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("shell", nargs="?", choices=SHELLS)
     co.add_argument("--list", nargs="+", metavar="KIND", help=argparse.SUPPRESS)  # the scripts' candidates
 
-    annotate(p, {"build": b, "render": r, "params": pa, "diff": d, "check": c, "explain": e, "lint": li, "fmt": f})
+    annotate(p, {k: v for k, v in {"build": b, "render": r, "params": pa, "diff": d, "check": c, "explain": e,
+                                   "lint": li, "fmt": f}.items() if type(v) is not _Unbuilt})
     return p
 
 
@@ -146,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
-    args = _parser().parse_args(argv)
+    args = _parser(_invoked(argv)).parse_args(argv)
     previous = interrupts() if threading.current_thread() is threading.main_thread() else None
     global _RECORDER
     _PROGRESS[0] = "nothing was written"

@@ -1,5 +1,5 @@
 """rcpc's directory in the user cache, atomic writes into it, and the fingerprint of rcpc's
-code that cache keys include. Imports only ``os`` (``hashlib`` when fingerprinting): the
+code (and of the libraries whose output is cached) that cache keys include. Imports only ``os`` (``hashlib`` when fingerprinting): the
 no-op replay (:mod:`rcpc.replay`) uses it before anything else is loaded."""
 
 from __future__ import annotations
@@ -61,3 +61,16 @@ def code_fingerprint(package: str | None = None) -> str:
                 st = os.stat(path)
                 parts.append(f"{os.path.relpath(path, package)}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def installed(module: str) -> str:
+    """Where the top-level ``module`` is installed and the size and mtime of its
+    ``__init__.py`` (``"no <module>"`` when it is not): what cache keys record of a library
+    whose output they keep (lark's parse, jsonschema's messages). The module is not
+    imported."""
+    from importlib.util import find_spec
+
+    spec = find_spec(module)
+    origin = spec.origin if spec is not None and spec.origin else ""
+    st = os.stat(origin) if origin else None
+    return f"{origin}:{st.st_size}:{st.st_mtime_ns}" if st else f"no {module}"

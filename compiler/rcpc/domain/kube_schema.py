@@ -13,6 +13,7 @@ structural schema (docs/kubernetes.md).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 
@@ -101,25 +102,25 @@ class SchemaIndex:
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
         self._schemas: dict = {}
         self._validators: dict = {}
+        self._digest = hashlib.sha256()
         for p in paths:
             self._load(p)
+        #: SHA-256 hex of the schema files' display paths and bytes, in order: what the
+        #: validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
+        self.identity = self._digest.hexdigest()
 
     def _load(self, path: Path) -> None:
-        import yaml
-
         shown = self.display(path)
         span = Span(shown, 1, 1, 1, 1)
         try:
-            text = self.read(path, MAX_SCHEMA_BYTES).decode("utf-8")
-            docs = [json.loads(text)] if path.suffix == ".json" else list(
-                yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raw = self.read(path, MAX_SCHEMA_BYTES)
+            self._digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
+            text = raw.decode("utf-8")
+            # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
+            docs = [json.loads(text)] if path.suffix == ".json" else _yaml_documents(text, shown)
+        except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None) from None
-        limit = yaml_node_limit(len(text))
-        if expanded_size(docs, limit) > limit:
-            raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
-                        "aliases repeat their anchor's value each time)", None)
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):
@@ -149,6 +150,23 @@ class SchemaIndex:
             self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
                                      self._schemas[key])
         return self._validators[key]
+
+
+def _yaml_documents(text: str, shown: str) -> list:
+    """The documents of a YAML schema file; ``E1102`` for one that does not read or that its
+    aliases expand past :func:`rcpc.core.files.yaml_node_limit`. Raises ValueError (with
+    the reader's message) for a YAML error."""
+    import yaml
+
+    try:
+        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
+    limit = yaml_node_limit(len(text))
+    if expanded_size(docs, limit) > limit:
+        raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
+                    "aliases repeat their anchor's value each time)", None)
+    return docs
 
 
 def crd_schemas(doc: dict) -> dict:
@@ -275,52 +293,70 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     """Schema violations of one manifest (none without a schema for its apiVersion/kind),
     after the API server's pruning and defaulting and the webhook's defaults. With
     ``strict_crd``, also ``E1012`` for each violation of the raw schema that one of those
-    steps removes (what kubeconform, validating offline, reports)."""
+    steps removes (what kubeconform, validating offline, reports). What jsonschema finds is
+    kept in the validation cache (:mod:`rcpc.domain.schemacache`): an unchanged manifest is
+    not validated again."""
+    from rcpc.domain import schemacache
+
     if index is None:
         return []
     api, kind = data.items.get("apiVersion"), data.items.get("kind")
-    if type(api) is not Str or type(kind) is not Str:
+    if type(api) is not Str or type(kind) is not Str or index.schema(api.value, kind.value) is None:
         return []
-    found = index.validator(api.value, kind.value)
-    if found is None:
-        return []
-    validator, schema = found
     plain = to_python(data)
+    k = schemacache.key(index.identity, api.value, kind.value, strict_crd, plain)
+    found = schemacache.lookup(k)
+    if found is None or len(found["before"]) != (len(_STAGES) if strict_crd else 0):
+        found = _validate(index, api.value, kind.value, plain, strict_crd)
+        schemacache.store(k, found)
+    before = [_keyed(records) for records in found["before"]]
+    final = _keyed(found["final"])
+    out = [d for rec in final.values() for d in _schema_diags(rec, data, kind.value)]
+    after = before[1:] + [final]
+    for (why, hint, _), errors, later in zip(_STAGES, before, after):
+        for key, rec in errors.items():  # a violation that this stage removes: it explains it
+            if key not in later and key not in final:
+                out.extend(Diagnostic("E1012", f"{d.message} (the raw schema rejects it; {why})", d.span, hint=hint)
+                           for d in _schema_diags(rec, data, kind.value))
+    return out
+
+
+def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) -> dict:
+    """jsonschema's violations of ``plain`` (changed in place by the stages) as records
+    ``[path, validator, message, allowed fields or None]``: before each stage with
+    ``strict_crd`` (``before``) and after them all (``final``)."""
+    validator, schema = index.validator(api, kind)
     before = []  # with strict_crd: the violations before each stage
     for _, _, step in _STAGES:
         if strict_crd:
             before.append(_errors(validator, plain))
-        step(plain, schema, kind.value)
-    final = _errors(validator, plain)
-    out = [d for err in final.values() for d in _schema_diags(err, data, kind.value)]
-    after = before[1:] + [final]
-    for (why, hint, _), errors, later in zip(_STAGES, before, after):
-        for key, err in errors.items():  # a violation that this stage removes: it explains it
-            if key not in later and key not in final:
-                out.extend(Diagnostic("E1012", f"{d.message} (the raw schema rejects it; {why})", d.span, hint=hint)
-                           for d in _schema_diags(err, data, kind.value))
-    return out
+        step(plain, schema, kind)
+    return {"before": before, "final": _errors(validator, plain)}
 
 
-def _errors(validator, plain) -> dict:
+def _errors(validator, plain) -> list:
     errs = sorted(validator.iter_errors(plain), key=lambda e: list(map(str, e.absolute_path)))
-    return {(tuple(map(str, e.absolute_path)), e.validator, e.message): e for e in errs}
+    return [[list(e.absolute_path), e.validator, e.message,
+             list(e.schema.get("properties") or {}) if e.validator == "additionalProperties" else None]
+            for e in errs]
 
 
-def _schema_diags(err, data: Dict, kind: str):
-    path = tuple(err.absolute_path)
+def _keyed(records: list) -> dict:
+    return {(tuple(map(str, rec[0])), rec[1], rec[2]): rec for rec in records}
+
+
+def _schema_diags(rec: list, data: Dict, kind: str):
+    path, validator, message, allowed = tuple(rec[0]), rec[1], rec[2], rec[3]
     node, span = _locate(data, path)
-    if err.validator == "additionalProperties" and type(node) is Dict:
-        allowed = list((err.schema.get("properties") or {}))
+    if validator == "additionalProperties" and allowed is not None and type(node) is Dict:
         for k in node.items:
             if k not in allowed:
                 yield _diag("E1101", kind, path + (k,), f"unknown field '{k}'", node.key_spans.get(k, span),
                             hint=did_you_mean(k, allowed))
         return
-    message = err.message
-    if err.validator == "required":
+    if validator == "required":
         message = f"missing required field {message.split(' is a required property')[0]}"
-    elif err.validator in ("type", "anyOf") and len(message) > 200:
+    elif validator in ("type", "anyOf") and len(message) > 200:
         message = message[:200] + "..."
     yield _diag("E1101", kind, path, message, span)
 

@@ -62,6 +62,7 @@ class _TooManyTokens(Exception):
 
 
 _TOKENS = [0]  # tokens of the file being parsed, f-string fields included
+_TOKEN_AT: list = [None]  # when a list: each token's offset in the file is appended to it
 
 
 class _BadIndent(Exception):
@@ -112,8 +113,12 @@ class _Postlex:
         last = None  # the last token yielded; tokens must not be held back (contextual lexer)
         levels = [0]  # indentation of the enclosing blocks
         text = _TEXT[0]
+        record = _TOKEN_AT[0]
+        base = _BUILDER.base
         for tok in stream:
             _TOKENS[0] += 1
+            if record is not None:
+                record.append(base + tok.start_pos)
             if _TOKENS[0] > MAX_TOKENS:
                 raise _TooManyTokens(tok.start_pos)
             kind = tok.type
@@ -230,31 +235,53 @@ def _parser():
     return _PARSER, _BUILDER
 
 
-def parse(source: Source) -> ast.Module:
+def parse(source: Source, token_at: list | None = None) -> ast.Module:
     """Parse one file into an :class:`ast.Module`, with its comments
     (:attr:`ast.Module.comments`; :func:`rcpc.core.syntax.comments.attached` places them).
+    ``token_at``: a list to which the offset of each token read is appended (f-string
+    fields' included).
 
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
     parser, builder = _parser()
     _TOKENS[0] = 0
     _SINK.found = found = {}
+    _TOKEN_AT[0] = token_at
     try:
         stmts = _parse_text(parser, builder, source, source.text, 0)
     except _TooLarge:
         raise
     except CompileError as exc:
         _SINK.found = None
+        _TOKEN_AT[0] = None
         raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
     finally:
         _SINK.found = None
+        _TOKEN_AT[0] = None
     comments = tuple(_comment(source, found[k]) for k in sorted(found))
     return ast.Module(source.path, tuple(stmts), comments, source)
 
 
-def _comment(source: Source, tok) -> ast.Comment:
+def parse_lines(source: Source, start: int, end: int) -> tuple[tuple, tuple, int]:
+    """Parse ``source.text[start:end]``, whole lines of the file (``start`` at a line's
+    first character): (statements, comments, tokens read), spans in the file's terms.
+    :func:`rcpc.core.syntax.incremental.parse` parses a file's top-level statements one
+    run at a time with it. Raises :class:`CompileError` as :func:`parse` does (the errors of
+    this text only: no recovery into later statements)."""
+    parser, builder = _parser()
+    _TOKENS[0] = 0
+    _SINK.found = found = {}
+    try:
+        stmts = _parse_text(parser, builder, source, source.text[start:end], start, lines=True)
+    finally:
+        _SINK.found = None
+    comments = tuple(_comment(source, found[k], start) for k in sorted(found))
+    return tuple(stmts), comments, _TOKENS[0]
+
+
+def _comment(source: Source, tok, base: int = 0) -> ast.Comment:
     text = tok.value.rstrip()
-    return ast.Comment(text, source.span(tok.start_pos, tok.start_pos + len(text)))
+    return ast.Comment(text, source.span(base + tok.start_pos, base + tok.start_pos + len(text)))
 
 
 class _TooLarge(CompileError):
@@ -291,14 +318,16 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
     return found
 
 
-def _parse_text(parser, builder, source: Source, text: str, base: int):
-    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
+def _parse_text(parser, builder, source: Source, text: str, base: int, lines: bool = False):
+    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse.
+    ``lines``: ``text`` is whole lines of the file (its comments are collected), not a
+    part of a string."""
     from lark.exceptions import UnexpectedInput
 
     saved = builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0]
     builder.source, builder.base = source, base
     _TEXT[0] = text
-    if base:  # not the file itself: its comments are part of a string
+    if base and not lines:  # not the file itself: its comments are part of a string
         _SINK.found = None
     builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
     try:

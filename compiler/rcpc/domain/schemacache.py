@@ -1,0 +1,107 @@
+"""The schema-validation cache: what jsonschema found in one manifest, kept in the user cache
+so that an unchanged manifest (in the edit loop, most of a recipe's) is not validated again,
+and jsonschema is not even imported when every manifest hits.
+
+An entry holds the violations :func:`rcpc.domain.kube_schema.check_schema` found, as plain
+records (path, validator, message, and for ``additionalProperties`` the allowed fields),
+before each of the API server's stages with ``strict_crd`` and after them all. Its *key* is
+the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
+version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
+messages are part of the result), the identity of the schema files (the SHA-256 of their
+bytes, :attr:`rcpc.domain.kube_schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
+and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ). The header holds
+the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
+regular file of bounded size (:func:`rcpc.core.files.read_limited`), its header names the
+key asked for, the payload has the recorded digest and the records have the expected shape;
+anything else is a miss (validated again, entry rewritten). Entries live in
+``$XDG_CACHE_HOME/rcpc/schema`` (``~/.cache/rcpc/schema``); ``RCPC_NO_CACHE=1`` turns the cache
+off; failures to write are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+from rcpc.core.files import read_limited
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
+
+MAGIC = b"rcpc-schema 1\n"
+_HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
+MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
+_KEY_BASE: list[str] = []  # computed once a process
+
+
+def _key_base() -> str:
+    if not _KEY_BASE:
+        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{installed('jsonschema')}")
+    return _KEY_BASE[0]
+
+
+def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain) -> str | None:
+    """The entry key of validating ``plain`` (a manifest as plain data:
+    :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: SHA-256 hex.
+    The manifest is written with :func:`repr`, which keeps every type apart (``1``, ``1.0``,
+    ``True``, ``"1"``, as values and as keys); None when that fails (too deep) or the cache
+    is off: not cached."""
+    if _directory() is None:
+        return None
+    try:
+        manifest = repr(plain)
+    except RecursionError:
+        return None
+    data = "\0".join((_key_base(), identity, api_version, kind, str(bool(strict_crd)), manifest))
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _path(directory: str, k: str) -> str:
+    return os.path.join(directory, k[:2], k)
+
+
+def _directory() -> str | None:
+    return None if os.environ.get("RCPC_NO_CACHE") else cache_dir("schema")
+
+
+def _record(x) -> bool:
+    return (type(x) is list and len(x) == 4 and type(x[0]) is list
+            and all(type(p) in (str, int) for p in x[0]) and type(x[1]) is str and type(x[2]) is str
+            and (x[3] is None or type(x[3]) is list and all(type(a) is str for a in x[3])))
+
+
+def lookup(k: str | None) -> dict | None:
+    """The stored result of key ``k``: ``{"before": [[record, ...], ...], "final": [record,
+    ...]}`` with records ``[path, validator, message, allowed-or-None]``; None on any miss."""
+    directory = _directory()
+    if directory is None or k is None:
+        return None
+    try:
+        data = read_limited(_path(directory, k), MAX_ENTRY)
+        if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
+            return None
+        payload = data[_HEADER:]
+        if hashlib.sha256(payload).hexdigest().encode() != data[len(MAGIC) + 64:_HEADER]:
+            return None
+        found = json.loads(payload.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if (type(found) is not dict or set(found) != {"before", "final"} or type(found["before"]) is not list
+            or type(found["final"]) is not list
+            or not all(type(s) is list and all(map(_record, s)) for s in found["before"])
+            or not all(map(_record, found["final"]))):
+        return None
+    return found
+
+
+def store(k: str | None, result: dict) -> None:
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``."""
+    directory = _directory()
+    if directory is None or k is None:
+        return
+    try:
+        payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
+        os.makedirs(os.path.dirname(_path(directory, k)), exist_ok=True)
+        write_atomic(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
+    except (OSError, ValueError, TypeError, RecursionError):
+        pass

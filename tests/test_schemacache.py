@@ -1,0 +1,225 @@
+"""The schema-validation cache (:mod:`rcpc.domain.schemacache`) never lies: a manifest's
+violations come from the cache only when the entry was written for exactly this manifest,
+these schema files, this rcpc and this jsonschema; a damaged, truncated, swapped or stale
+entry is a miss (validated again, entry rewritten), and writers racing on one entry leave a
+whole entry or none."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.domain import kube_schema, schemacache
+from rcpc.domain.kube_schema import SchemaIndex, check_schema
+from rcpc.domain.manifests import load_manifests
+
+SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "ConfigMap"}],
+          "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                         "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+                         "immutable": {"type": "boolean"},
+                         "data": {"type": "object", "additionalProperties": {"type": "string"}}}}
+GOOD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n"
+BAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, nmae: x}\nimmutable: 'yes'\ndata: {a: 1}\n"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "rcpc" / "schema"
+
+
+@pytest.fixture
+def index(tmp_path):
+    path = tmp_path / "cm.json"
+    path.write_text(json.dumps(SCHEMA))
+    return SchemaIndex([path])
+
+
+def manifest(tmp_path, text: str):
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    return load_manifests(path, "m.yaml")[1][0]
+
+
+def shown(diags) -> list:
+    return [(d.code, d.message, str(d.span), d.hint) for d in diags]
+
+
+def uncached(data, index, strict_crd=False) -> list:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RCPC_NO_CACHE", "1")
+        return shown(check_schema(data, index, strict_crd))
+
+
+def validations(monkeypatch) -> list:
+    calls = []
+    real = kube_schema._validate
+
+    def counting(*args):
+        calls.append(args[1:3])
+        return real(*args)
+
+    monkeypatch.setattr(kube_schema, "_validate", counting)
+    return calls
+
+
+@pytest.mark.parametrize("strict_crd", [False, True])
+@pytest.mark.parametrize("text", [GOOD, BAD], ids=["valid", "violations"])
+def test_a_hit_reports_what_validating_reports(cache, index, tmp_path, monkeypatch, text, strict_crd):
+    data = manifest(tmp_path, text)
+    expected = uncached(data, index, strict_crd)
+    calls = validations(monkeypatch)
+    assert shown(check_schema(data, index, strict_crd)) == expected   # miss: validated, stored
+    assert shown(check_schema(manifest(tmp_path, text), index, strict_crd)) == expected  # hit
+    assert len(calls) == 1
+    if text is BAD:
+        assert {d[0] for d in expected} == {"E1101"} and len(expected) == 3
+
+
+def test_a_hit_does_not_import_jsonschema(tmp_path):
+    """The edit loop's unchanged manifests cost neither jsonschema's import nor a validation."""
+    import subprocess
+
+    path = tmp_path / "cm.json"
+    path.write_text(json.dumps(SCHEMA))
+    (tmp_path / "m.yaml").write_text(BAD)
+    code = ("import sys; from pathlib import Path; from rcpc.domain.kube_schema import SchemaIndex, check_schema;"
+            "from rcpc.domain.manifests import load_manifests;"
+            f"d = load_manifests(Path({str(tmp_path / 'm.yaml')!r}), 'm.yaml')[1][0];"
+            f"print(len(check_schema(d, SchemaIndex([Path({str(path)!r})])))); print('jsonschema' in sys.modules)")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs == ["3\nTrue\n", "3\nFalse\n"]
+
+
+@pytest.mark.parametrize("change", ["value", "type", "schema", "strict", "code"])
+def test_a_stale_key_is_a_miss(cache, index, tmp_path, monkeypatch, change):
+    """Whatever the result depends on is in the key: the manifest (its values and their
+    types: 1 and "1" differ), the schema files, strict_crd, rcpc's code and jsonschema."""
+    data = manifest(tmp_path, GOOD)
+    check_schema(data, index)
+    strict = False
+    if change == "value":
+        data = manifest(tmp_path, GOOD.replace("a: b", "a: c"))
+    elif change == "type":
+        data = manifest(tmp_path, GOOD.replace("a: b", "a: 1"))
+    elif change == "schema":
+        path = tmp_path / "cm.json"
+        path.write_text(json.dumps({**SCHEMA, "required": ["immutable"]}))
+        index = SchemaIndex([path])
+    elif change == "strict":
+        strict = True
+    else:
+        monkeypatch.setattr(schemacache, "_KEY_BASE", ["another rcpc"])
+    expected = uncached(data, index, strict)
+    calls = validations(monkeypatch)
+    assert shown(check_schema(data, index, strict)) == expected
+    assert len(calls) == 1
+
+
+def test_keys_keep_types_apart(cache):
+    keys = {schemacache.key("s", "v1", "ConfigMap", False, v)
+            for v in ({"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {1: 1}, {"a": [1]}, {"a": None})}
+    assert len(keys) == 7
+
+
+def entry(cache):
+    (path,) = [p for p in cache.rglob("*") if p.is_file()]
+    return path
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(at=st.integers(0, 10 ** 6), bits=st.integers(1, 255), cut=st.booleans())
+@example(at=10 ** 6, bits=1, cut=False)  # the last byte of the payload
+def test_a_damaged_entry_is_a_miss(cache, index, tmp_path, at, bits, cut):
+    data = manifest(tmp_path, BAD)
+    expected = uncached(data, index)
+    for p in cache.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    check_schema(data, index)
+    path = entry(cache)
+    raw = bytearray(path.read_bytes())
+    if cut:
+        raw = raw[:at % len(raw)]
+    else:
+        raw[at % len(raw)] ^= bits
+    path.write_bytes(bytes(raw))
+    k = path.name
+    assert schemacache.lookup(k) is None
+    assert shown(check_schema(data, index)) == expected   # validated again, entry rewritten
+    assert schemacache.lookup(k) is not None
+
+
+@pytest.mark.parametrize("payload", [
+    {"before": [], "final": [[["data", "a"], "type", "forged", None]], "extra": 1},
+    {"before": [], "final": [[["data", 1.5], "type", "m", None]]},
+    {"before": [], "final": [["data", "type", "m", None]]},
+    {"before": [], "final": [[[], "additionalProperties", "m", [1]]]},
+    [],
+], ids=["extra-key", "float-in-path", "path-not-list", "allowed-not-str", "not-a-dict"])
+def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss(cache, index, tmp_path, payload):
+    """Even with the header's key and digest made to match, the records' shape is checked."""
+    import hashlib
+
+    data = manifest(tmp_path, GOOD)
+    check_schema(data, index)
+    path = entry(cache)
+    raw = json.dumps(payload).encode()
+    head = path.read_bytes()[:len(schemacache.MAGIC) + 64]
+    path.write_bytes(head + hashlib.sha256(raw).hexdigest().encode() + raw)
+    assert shown(check_schema(data, index)) == uncached(data, index)
+
+
+def test_another_manifests_entry_is_a_miss(cache, index, tmp_path):
+    good, bad = manifest(tmp_path, GOOD), manifest(tmp_path, BAD)
+    check_schema(good, index)
+    first = entry(cache)
+    check_schema(bad, index)
+    second = next(p for p in cache.rglob("*") if p.is_file() and p != first)
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    assert shown(check_schema(good, index)) == uncached(good, index) == []
+    assert shown(check_schema(bad, index)) == uncached(bad, index)
+
+
+def _write_many(cache_home: str, n: int) -> None:
+    import os
+
+    os.environ["XDG_CACHE_HOME"] = cache_home
+    for i in range(n):
+        schemacache.store("ab" + "0" * 62, {"before": [], "final": [[["data", "a"], "type", "x" * (i % 7 + 1) * 999,
+                                                                     None]]})
+
+
+def test_concurrent_writers_leave_a_whole_entry(cache, tmp_path):
+    """Two processes rewriting one entry while this one reads it: every read is a whole
+    entry (one of those written) or a miss, never a part."""
+    ctx = multiprocessing.get_context("fork")
+    writers = [ctx.Process(target=_write_many, args=(str(tmp_path / "cache"), 300)) for _ in range(2)]
+    for w in writers:
+        w.start()
+    while any(w.is_alive() for w in writers):
+        found = schemacache.lookup("ab" + "0" * 62)
+        if found is not None:
+            message = found["final"][0][2]
+            assert set(message) == {"x"} and len(message) % 999 == 0
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert schemacache.lookup("ab" + "0" * 62) is not None
+    assert not [p for p in cache.rglob("*.tmp")]
+
+
+def test_no_cache_turns_it_off(cache, index, tmp_path, monkeypatch):
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    check_schema(manifest(tmp_path, BAD), index)
+    assert not cache.exists()
