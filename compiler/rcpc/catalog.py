@@ -283,6 +283,11 @@ CATALOG = [
     # import ---------------------------------------------------------------------------------------
     Example("E1200", "file that is not one manifest to import", files={"t.yaml": IMPORT_CM + "---\n" + IMPORT_CM},
             argv=("import", "manifest", "t.yaml")),
+    Example("E1201", "shell file that bash cannot parse", files={"launch.sh": "if [ -n \"$X\" ]; then\n  xpk run\n"},
+            argv=("import", "shell", "launch.sh")),
+    Example("E1204", "shell file that launches nothing", files={"launch.sh": "set -e\necho \"$(date)\"\n"},
+            argv=("import", "shell", "launch.sh")),
+    Example("E1206", "command_file argv that no command line can be", 'command_file(name = "launch", argv = [])\n'),
     Example("E1202", "import output that would replace a file", files={"t.yaml": IMPORT_CM, "r.rcp": "X = 1\n"},
             argv=("import", "manifest", "t.yaml", "-o", "r.rcp")),
     Example("E1203", "imported recipe not equal to its input",

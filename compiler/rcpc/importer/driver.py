@@ -60,9 +60,7 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
             s = template.startup
             if not keys or s is None or s.flags is None or set(keys) <= set(s.unknown_keys):
                 raise exc
-            note = Diagnostic("W1200", "TODO(import): MaxText keys the schema does not know are acknowledged "
-                              f"with unknown_keys: {', '.join(keys)}", None,
-                              severity="warning", hint="check them against the MaxText version you run")
+            note = _unknown_note(keys)
             template = attrs.evolve(template, notes=template.notes + (note,),
                                     startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
@@ -85,6 +83,12 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
                                       "param: quote it in the template, or make the param typed by hand"))
     how = "a data literal" + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, template.notes, check)
+
+
+def _unknown_note(keys) -> Diagnostic:
+    return Diagnostic("W1200", "TODO(import): MaxText keys the schema does not know are acknowledged with "
+                      f"unknown_keys: {', '.join(keys)}", None, severity="warning",
+                      hint="check them against the MaxText version you run")
 
 
 def _outcome(run):
@@ -112,3 +116,99 @@ def _unknown_keys(exc: CompileError) -> tuple:
             if key:
                 keys.append(key)
     return tuple(keys)
+
+
+def import_shell(ws, path: Path, shown: str) -> Imported:
+    """The recipe of shell launch recipe ``path`` (:mod:`rcpc.importer.shell`), proven equal
+    to it: for the defaults and for a second value of every param, the command lines bash
+    runs for the shell file's converted statements and for the recipe's ``command_file``
+    renders are the same words, and each MaxText flag set's tokens are the words of the
+    trainer's flags in the launch command. Raises :class:`CompileError` (``E1201`` the file
+    cannot be parsed, ``E1204`` it launches nothing, ``E1203`` not equal)."""
+    from rcpc.importer import proof, shell
+
+    script = shell.read(path, shown)
+    if not shell.programs(script):
+        raise CompileError(Diagnostic("E1204", f"{shown} runs no command rcpc can reproduce (only shell builtins, "
+                                      "or commands using values the shell computes)", None,
+                                      notes=tuple(n.message for n in script.notes[:5]),
+                                      hint="rcpc import shell turns a launch command (xpk workload create ...) into "
+                                      "a command_file render"))
+    root = ws.root
+
+    def check(compiler, recipe: Path) -> list:
+        return _shell_differences(compiler, recipe, script)
+
+    while True:
+        text = canonical(shell.recipe(script))
+        outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p)))
+        if isinstance(outcome, list):
+            found = outcome
+            break
+        exc, keys = outcome
+        if not keys or not shell.add_unknown_keys(script, keys):
+            raise exc
+        script.notes.append(_unknown_note(keys))
+    if found:
+        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
+                                      notes=tuple(found[1:4])))
+    notes = sorted(script.notes, key=lambda d: (d.span.line, d.span.col) if d.span else (1 << 30, 0))
+    return Imported(text, "a command_file render", tuple(notes), check)
+
+
+def _shell_differences(compiler, recipe: Path, script) -> list:
+    import shlex
+    import subprocess
+
+    from rcpc.domain.maxtext import argv
+    from rcpc.domain.values import FlagSet
+    from rcpc.importer import command, proof, shell
+
+    kept = shell.used(script)
+    defaults = {b.name: _typed(b) or shell._visible(b.name) for b in script.bindings.values()
+                if b.kind == "param" and b.name in kept}
+    programs = shell.programs(script)
+    for values in (defaults, _other(defaults)):
+        sets = [f"{k}={shell._text(v)}" for k, v in values.items()]
+        renders = proof.build(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
+        try:
+            ours = [line for name, text in renders.items() if name.endswith(".sh")
+                    for line in proof.run_stubbed(text, programs)]
+            theirs = proof.run_stubbed(shell.derived_script(script, values), programs)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return [f"bash could not run the comparison: {getattr(exc, 'stderr', None) or exc}"]
+        shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+        found = list(proof.differences(ours, theirs, "$argv"))
+        if found:
+            return [f"with {shown}: {d}" for d in found]
+        bindings = compiler.bindings(recipe.resolve(), sets)
+        for name, value in bindings.items():
+            if type(value) is not FlagSet:
+                continue
+            tokens = None
+            for line in theirs:
+                for word in line:
+                    trainer, _ = command.split(word) if "configs/base.yml" in word else (None, None)
+                    if trainer is not None:
+                        tokens = shlex.split(" ".join(trainer.words))
+            if tokens != argv(value):
+                return [f"with {shown}: the MaxText tokens of {name} are not the launch command's: "
+                        f"{argv(value)[:3]}... against {(tokens or [])[:3]}..."]
+    return []
+
+
+def _typed(b):
+    if b.type == "int":
+        return int(b.default)
+    if b.type == "bool":
+        return b.default == "true"
+    return b.default
+
+
+def _other(defaults: dict) -> dict:
+    """A second value of each param: another int, the other bool, a distinct string."""
+    from rcpc.importer.proof import other_values
+
+    strings = other_values({k: v for k, v in defaults.items() if isinstance(v, str)})
+    return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else strings[k])
+            for k, v in defaults.items()}
