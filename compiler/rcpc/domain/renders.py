@@ -125,7 +125,7 @@ def _command_file(ctx, fn, span, args, kwargs):
 
 def emit_command_file(value: CommandFile) -> str:
     """The ``.sh`` render: ``#!/bin/bash``, then the command, one word a line after the
-    first (`` \`` continuations), each word quoted for bash only when needed
+    first (each line but the last ending in a backslash), each word quoted for bash only when needed
     (:func:`~rcpc.domain.emit.flags.shell_quote`), so that bash runs exactly ``argv``."""
     words = [shell_quote(w.value) for w in value.argv.items]
     return "#!/bin/bash\n" + " \\\n  ".join(words) + "\n"

@@ -148,12 +148,10 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
         exc, keys = outcome
         if not keys or not shell.add_unknown_keys(script, keys):
             raise exc
-        script.notes.append(_unknown_note(keys))
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
                                       notes=tuple(found[1:4])))
-    notes = sorted(script.notes, key=lambda d: (d.span.line, d.span.col) if d.span else (1 << 30, 0))
-    return Imported(text, "a command_file render", tuple(notes), check)
+    return Imported(text, "a command_file render", tuple(shell.notes(script)), check)
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:
@@ -165,7 +163,7 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
     from rcpc.importer import command, proof, shell
 
     kept = shell.used(script)
-    defaults = {b.name: _typed(b) or shell._visible(b.name) for b in script.bindings.values()
+    defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()
                 if b.kind == "param" and b.name in kept}
     programs = shell.programs(script)
     for values in (defaults, _other(defaults)):
@@ -185,16 +183,34 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
         for name, value in bindings.items():
             if type(value) is not FlagSet:
                 continue
-            tokens = None
-            for line in theirs:
-                for word in line:
-                    trainer, _ = command.split(word) if "configs/base.yml" in word else (None, None)
-                    if trainer is not None:
-                        tokens = shlex.split(" ".join(trainer.words))
-            if tokens != argv(value):
-                return [f"with {shown}: the MaxText tokens of {name} are not the launch command's: "
-                        f"{argv(value)[:3]}... against {(tokens or [])[:3]}..."]
+            tokens = _trainer_tokens(theirs)
+            if tokens is not None and tokens != argv(value):
+                return [f"with {shown}: the MaxText tokens of {name} are not the launch command's trainer's: "
+                        f"{next((a for a, b in zip(argv(value), tokens) if a != b), argv(value)[len(tokens):][:1])}"]
     return []
+
+
+def _trainer_tokens(lines) -> list | None:
+    """The MaxText flag tokens (as the trainer's argv gets them) of the last trainer found in
+    the words of command lines ``lines`` (a word, or the value of a ``--name=`` word, parsed as
+    shell); None when there is none."""
+    import shlex
+
+    from rcpc.importer import command
+
+    tokens = None
+    for line in lines:
+        for word in line:
+            if "configs/base.yml" not in word:
+                continue
+            text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+            try:
+                trainer, _ = command.split(text)
+            except Exception:  # bashlex errors: not a command line
+                continue
+            if trainer is not None:
+                tokens = shlex.split(" ".join(trainer.words))
+    return tokens
 
 
 def _typed(b):

@@ -33,7 +33,6 @@ BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "sho
                       "true", "false", ":", "wait", "read", "local", "declare", "readonly", "alias", "umask",
                       "eval", "exec", "return", "shift", "test", "[", "[["})
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_EXPANSIONS = ("commandsubstitution", "processsubstitution", "tilde")
 
 
 @attrs.define
@@ -93,9 +92,12 @@ def read(path, shown: str) -> Script:
         nodes = bashlex.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex.errors.ParsingError, and others on input it does not support
         pos = getattr(exc, "position", None)
+        if "EOF" in str(getattr(exc, "message", "")):  # bashlex's offset of an early end is not reliable
+            pos = len(text.rstrip("\n"))
         span = _span(shown, text, (pos, pos + 1)) if isinstance(pos, int) and 0 <= pos <= len(text) else \
             Span(shown, 1, 1, 1, 1)
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        message = getattr(exc, "message", None) if isinstance(exc, bashlex.errors.ParsingError) else None
+        message = message or f"the shell parser stopped ({type(exc).__name__})"
         raise CompileError(Diagnostic("E1201", f"{shown} cannot be parsed as bash: {message}", span,
                                       hint="rcpc import reads the shell bash runs (bashlex); fix the syntax "
                                       "(bash -n FILE shows it) or import the part that parses")) from None
@@ -163,16 +165,13 @@ def _pieces(script: Script, word, start: int | None = None):
     its parameter expansions (found by bashlex) each a reference to a known name; None when it
     expands anything else (an unknown name, ``${X:-y}``, a command substitution, an
     unquoted glob or tilde)."""
+    # bashlex parses the word, but its expansion nodes are not used: their offsets inside a
+    # double-quoted word with backslash-newlines are off, and it reports a '$' inside single
+    # quotes as a parameter. Quote removal and expansions are read here, as bash(1) QUOTING
+    # and Parameter Expansion define them; anything else refuses the word.
     text = script.text
-    parts = getattr(word, "parts", []) or []
-    if any(p.kind in _EXPANSIONS for p in parts):
-        return None
-    # bashlex finds the expansions, but its offsets inside a double-quoted word with
-    # backslash-newlines are off: the expansions are read here, and their number checked.
-    expected = sum(1 for p in parts if p.kind == "parameter" and (start is None or p.pos[0] >= word.pos[0]))
     i, end = (word.pos[0] if start is None else start), word.pos[1]
     out, buf, mode = [], [], None
-    found = 0
 
     def flush():
         if buf:
@@ -187,7 +186,6 @@ def _pieces(script: Script, word, start: int | None = None):
                 return None
             flush()
             out.append(_ref(script, Ref(name)))
-            found += 1
             i = after
             continue
         nxt = text[i + 1] if i + 1 < end else ""
@@ -218,7 +216,7 @@ def _pieces(script: Script, word, start: int | None = None):
         else:
             buf.append(c)
         i += 1
-    if mode is not None or (start is None and found != expected):
+    if mode is not None:
         return None
     flush()
     return out
@@ -436,13 +434,8 @@ def recipe(script: Script) -> str:
             if item.name not in used_names:
                 raw = script.text[item.node.pos[0]:item.node.pos[1]]
                 lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
-                script.notes.append(Diagnostic("W1200", f"TODO(import): {item.name} is not used by the launch "
-                                               "command", _span(script.shown, script.text, item.node.pos),
-                                               severity="warning", hint="kept as a comment in the recipe"))
                 continue
             lines += _binding(item)
-            if item.note is not None:
-                script.notes.append(item.note)
         elif item[0] == "todo":
             lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
         elif item[0] == "command":
@@ -467,6 +460,26 @@ def add_unknown_keys(script: Script, keys) -> bool:
                 b.unknown_keys += tuple(new)
                 changed = True
     return changed
+
+
+def notes(script: Script) -> list:
+    """The ``W1200`` warnings of the import, one for each ``TODO(import)`` comment of
+    :func:`recipe`, in the order of the file."""
+    used_names = used(script)
+    out = list(script.notes)
+    for b in script.bindings.values():
+        if b.name not in used_names:
+            out.append(Diagnostic("W1200", f"TODO(import): {b.name} is not used by the launch command",
+                                  _span(script.shown, script.text, b.node.pos), severity="warning",
+                                  hint="kept as a comment in the recipe"))
+        elif b.note is not None:
+            out.append(b.note)
+        if b.name in used_names and b.unknown_keys:
+            out.append(Diagnostic("W1200", "TODO(import): MaxText keys the schema does not know are acknowledged "
+                                  f"with unknown_keys: {', '.join(b.unknown_keys)}", _span(script.shown, script.text,
+                                                                                           b.node.pos),
+                                  severity="warning", hint="check them against the MaxText version you run"))
+    return sorted(out, key=lambda d: (d.span.line, d.span.col) if d.span else (1 << 30, 0))
 
 
 def _commented(raw: str) -> list:
@@ -505,6 +518,7 @@ def _binding(b: Binding) -> list:
             layers.append("{" + ", ".join(f"{string(k)}: {v}" for k, v in entries.items()) + f"}} if {param} else {{}}")
         if b.unknown_keys:
             layers.append("unknown_keys = [" + ", ".join(string(k) for k in b.unknown_keys) + "]")
+            out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
         return out + [f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")", ""]
     return out + [f"{b.name} = {b.source}"]
 
