@@ -192,8 +192,9 @@ def visible_default(name: str) -> str:
 
 def header(t: Template, how: str) -> list:
     """The recipe's opening comment and its params."""
-    lines = [f"# Imported from {t.shown} by `rcpc import manifest`,",
-             f"# {how}. The render equals the template after envsubst with the same values.", ""]
+    lines = [f"# Imported from {t.shown}",
+             f"# by `rcpc import manifest`, {how}: the render equals the template after envsubst with",
+             "# the same values (rcpc import proves it).", ""]
     lines[2:2] = [f"# {n.message}" for n in t.notes]
     for name, default in t.params.items():
         lines.append(f"{name} = param(str, default = {string(default)}, doc = {string('${' + name + '} in the template.')})")

@@ -141,7 +141,7 @@ def _statement(script: Script, node) -> None:
             _assignment(script, node, w, exported=True)
         return
     if program in BUILTINS:
-        _todo(script, node, "a shell builtin the launch does not need")
+        _todo(script, node, "a shell builtin (setup), not part of the launch command line")
         return
     if not program.replace("-", "_").replace(".", "_").isidentifier():
         _todo(script, node, "not converted (the program is not a plain command name)")
@@ -427,8 +427,9 @@ def recipe(script: Script) -> str:
     source order, then the ``command_file`` renders; everything else as ``TODO(import)``
     comments where it was."""
     used_names = used(script)
-    lines = [f"# Imported from {script.shown} by `rcpc import shell`. The command_file render runs",
-             "# the same command line (rcpc import proves it: every word, and the MaxText flag tokens).", ""]
+    lines = [f"# Imported from {script.shown}",
+             "# by `rcpc import shell`: the command_file render runs the same command line (rcpc import",
+             "# proves it: every word, and the MaxText flag tokens).", ""]
     for item in script.items:
         if isinstance(item, Binding):
             if item.name not in used_names:
