@@ -104,7 +104,8 @@ def test_nothing_is_dropped_silently(name):
 CONDITIONAL = """#!/bin/bash
 export TUNED=false
 export RUN="r1"
-ARGS="steps=10 run_name=${RUN}"
+STEPS="${STEPS:-10}"
+ARGS="steps=${STEPS} run_name=${RUN}"
 if [ "$TUNED" = true ]; then
   ARGS="$ARGS remat_policy=full scan_layers=False"
 fi
@@ -117,6 +118,7 @@ def test_conditional_append_is_a_layer_on_a_bool_param(tmp_path):
     src.write_text(CONDITIONAL)
     imported = import_shell(Workspace.find(REPO), src, "launch.sh")  # proven for TUNED false and true
     assert "TUNED = param(bool, default = false)" in imported.text
+    assert "STEPS = param(int, default = 10)" in imported.text
     assert '{"remat_policy": "full", "scan_layers": False} if TUNED else {}' in imported.text
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)

@@ -261,12 +261,13 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
     if not name.isidentifier():
         _todo(script, node, "not converted (not NAME=value)")
         return
-    params = [p for p in parts if p.kind == "parameter"]
-    if len(parts) == 1 and params and params[0].value.startswith(name + ":-"):
-        default = _pieces(Script(script.shown, script.text, [], {}, []), _Default(params[0], name))
-        if default is not None and all(isinstance(d, str) for d in default) and \
-                script.text[word.pos[0] + len(name) + 1:word.pos[1]].strip('"') == script.text[params[0].pos[0]:params[0].pos[1]]:
-            _param(script, node, name, "".join(default))
+    value_text = raw[len(name) + 1:]
+    inner = value_text[1:-1] if len(value_text) > 1 and value_text[0] == value_text[-1] == '"' else value_text
+    fallback = "${" + name + ":-"
+    if inner.startswith(fallback) and inner.endswith("}"):  # NAME="${NAME:-default}": a param
+        default = inner[len(fallback):-1]
+        if not any(c in default for c in "$`\\\"'{}"):
+            _param(script, node, name, default)
             return
     pieces = _pieces(script, word, word.pos[0] + len(name) + 1)
     value = "".join(p for p in pieces if isinstance(p, str)) if pieces is not None else None
@@ -306,14 +307,6 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
     b.note = Diagnostic("W1200", f"TODO(import): {name} is computed by the shell; it is a str param now (default "
                         f"{b.default!r})", _span(script.shown, script.text, word.pos), severity="warning",
                         hint=f"set it with --set {name}=... when you build")
-
-
-class _Default:
-    """The ``default`` of ``${NAME:-default}`` as a word of its own (for :func:`_pieces`)."""
-
-    def __init__(self, param, name: str):
-        self.parts = []
-        self.pos = (param.pos[0] + len("${" + name + ":-"), param.pos[1] - 1)
 
 
 def _names(pieces) -> set:
