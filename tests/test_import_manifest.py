@@ -154,3 +154,15 @@ def test_a_placeholder_that_yaml_types_differently_is_not_equal(tmp_path, monkey
     rc, out, err = _run(["import", "manifest", str(t), "--set", "N=3"], capsys)
     assert rc == 1 and "error[E1203]" in err and "$.data.n" in err
     assert out == ""
+
+
+def test_output_path_problems(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    src = tmp_path / "t.yaml"
+    src.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${N}\n")
+    rc, _, err = _run(["import", "manifest", str(src), "-o", str(tmp_path / "no" / "such" / "r.rcp")], capsys)
+    assert rc == 1 and "error[E1202]" in err and not (tmp_path / "no").exists()
+    rc, _, err = _run(["import", "manifest", str(src), "-o", str(src), "--force"], capsys)
+    assert rc == 1 and "is the input file" in err
+    assert src.read_text().startswith("apiVersion")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]  # no temporary file left
