@@ -6,7 +6,6 @@ and checked here against bash running the whole original file (its ``source``, `
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import stat

@@ -155,12 +155,11 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:
-    import shlex
     import subprocess
 
     from rcpc.domain.maxtext import argv
     from rcpc.domain.values import FlagSet
-    from rcpc.importer import command, proof, shell
+    from rcpc.importer import proof, shell
 
     kept = shell.used(script)
     defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()

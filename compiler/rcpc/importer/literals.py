@@ -125,3 +125,9 @@ def flag_value(key: str, raw: str, names) -> str | None:
     except FlagValueError:
         return None
     return None
+
+
+def joined(name: str, prefix: str, sep: str, suffix: str) -> str:
+    """Source of the string ``prefix + sep.join(name) + suffix`` (empty parts left out)."""
+    join = f"{string(sep)}.join({name})"
+    return " + ".join(x for x in (prefix and string(prefix), join, suffix and string(suffix)) if x)

@@ -15,7 +15,7 @@ import attrs
 
 from rcpc.core.diagnostics import Diagnostic
 from rcpc.importer import command as cmd
-from rcpc.importer.literals import Ref, flag_value, fstring, placeholders, string
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, string
 
 # Variables a pod's shell reads at run time, set by the TPU and JobSet environment: a
 # placeholder of one of these is kept literal (reference/tpu-recipes.md: "${TPU_WORKER_ID}
@@ -225,9 +225,7 @@ def literal(t: Template) -> str:
         if s.xla is not None:
             prefix, items, sep, suffix = s.xla
             lines.append(f"{XLA_NAME} = [" + ", ".join(string(i) for i in items) + "]")
-            join = f"{string(sep)}.join({XLA_NAME})"
-            lines.append(f"{LIBTPU_NAME} = " + " + ".join([x for x in (prefix and string(prefix), join,
-                                                                         suffix and string(suffix)) if x]))
+            lines.append(f"{LIBTPU_NAME} = {joined(XLA_NAME, prefix, sep, suffix)}")
         lines += [f"{COMMAND_NAME} = {fstring(s.pieces)}", ""]
     doc = t.doc
     rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}

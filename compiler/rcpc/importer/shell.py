@@ -26,7 +26,7 @@ import attrs
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.source import Span
 from rcpc.importer.command import flag_list
-from rcpc.importer.literals import Ref, flag_value, fstring, placeholders, string
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, string
 
 # Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
 BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "shopt", "trap", "export", "unset",
@@ -257,7 +257,6 @@ def _assignment(script: Script, node, word, exported: bool) -> None:
 
 def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
     name = raw.partition("=")[0]
-    parts = getattr(word, "parts", []) or []
     if not name.isidentifier():
         _todo(script, node, "not converted (not NAME=value)")
         return
@@ -502,10 +501,7 @@ def _binding(b: Binding) -> list:
         return out + [f"{b.name} = param({b.type}, default = {b.source})"]
     if b.kind == "list":
         prefix, sep, suffix = b.list_format
-        join = f"{string(sep)}.join({b.name})"
-        return out + [f"{b.name} = {b.source}",
-                      f"{b.name}_JOINED = " + " + ".join(x for x in (prefix and string(prefix), join,
-                                                                        suffix and string(suffix)) if x), ""]
+        return out + [f"{b.name} = {b.source}", f"{b.name}_JOINED = {joined(b.name, prefix, sep, suffix)}", ""]
     if b.kind == "flags":
         layers = ["{\n" + "".join(f"    {string(k)}: {v},\n" for k, v in b.default.items()) + "}"]
         for param, entries in b.layers:
