@@ -29,6 +29,25 @@ jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec"
     ]}},
 }}}]})
 '''
+IMPORT_CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  n: ${N}\n"
+IMPORT_JOBSET = """apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: ${NAME}
+spec:
+  replicatedJobs:
+  - name: w
+    template:
+      spec:
+        template:
+          spec:
+            containers:
+            - name: main
+              command:
+              - bash
+              - -c
+              - python3 -m MaxText.train MaxText/configs/base.yml steps=10 run_name='a b'
+"""
 
 
 @attrs.frozen
@@ -263,6 +282,23 @@ CATALOG = [
                               '"kind": "ConfigMap"}], "properties": {"apiVersion": {"type": "string"}, "kind": '
                               '{"type": "string"}, "metadata": {"type": "object"}, "immutable": {"type": "boolean"}, '
                               '"data": {"type": "object", "additionalProperties": {"type": "string"}}}}\n'}),
+    # import ---------------------------------------------------------------------------------------
+    Example("E1200", "file that is not one manifest to import", files={"t.yaml": IMPORT_CM + "---\n" + IMPORT_CM},
+            argv=("import", "manifest", "t.yaml")),
+    Example("E1201", "shell file that bash cannot parse", files={"launch.sh": "if [ -n \"$X\" ]; then\n  xpk run\n"},
+            argv=("import", "shell", "launch.sh")),
+    Example("E1204", "shell file that launches nothing", files={"launch.sh": "set -e\necho \"$(date)\"\n"},
+            argv=("import", "shell", "launch.sh")),
+    Example("E1206", "command_file argv that no command line can be", 'command_file(name = "launch", argv = [])\n'),
+    Example("E1202", "import output that would replace a file", files={"t.yaml": IMPORT_CM, "r.rcp": "X = 1\n"},
+            argv=("import", "manifest", "t.yaml", "-o", "r.rcp")),
+    Example("E1203", "imported recipe not equal to its input",
+            files={"t.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: ${N}\n"},
+            argv=("import", "manifest", "t.yaml", "--set", "N=3")),
+    Example("E1205", "--set of a name that is no placeholder", files={"t.yaml": IMPORT_CM},
+            argv=("import", "manifest", "t.yaml", "--set", "M=1")),
+    Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},
+            argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     # lint -----------------------------------------------------------------------------------------
     Example("L0001", "unused constant", 'UNUSED = 1\nvariant("default")\n', argv=("lint",)),
     Example("L0002", "unused param", 'P = param(int, default = 1)\nvariant("default")\n', argv=("lint",)),

@@ -142,6 +142,24 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     for k in (m, sj):
         k.add_argument("-o", "--output", metavar="FILE", help="write the schema here (default: stdout)")
         k.add_argument("--diagnostics", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
+    im = sub.add_parser("import", help="a recipe from a manifest template or a shell launch recipe, proven "
+                        "equal to it")
+    ikinds = im.add_subparsers(dest="kind", required=True, metavar="KIND")
+    imm = ikinds.add_parser("manifest", help="a manifest template with ${VAR} placeholders (envsubst)")
+    imm.add_argument("file", metavar="FILE.yaml")
+    imm.add_argument("--set", dest="sets", action="append", metavar="VAR=VALUE",
+                     help="the default of the param a placeholder becomes (default: the name in lowercase)")
+    imm.add_argument("--var", dest="variables", action="append", metavar="VAR",
+                     help="a placeholder that becomes a param, as envsubst's SHELL-FORMAT names it (repeatable; "
+                     "default: every ${VAR} but the variables a pod's shell reads at run time, e.g. TPU_WORKER_ID)")
+    ims = ikinds.add_parser("shell", help="a shell launch recipe (export NAME=..., flag blobs, xpk workload create)")
+    ims.add_argument("file", metavar="FILE.sh")
+    for k in (imm, ims):
+        k.add_argument("-o", "--output", metavar="RECIPE.rcp", help="write the recipe here (default: stdout)")
+        k.add_argument("--force", action="store_true", help="replace RECIPE.rcp when it exists")
+        k.add_argument("--diagnostics", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
+        for opt in ("--maxtext-schema", "--maxtext-base", "--kube-schema"):
+            k.add_argument(opt, default=None, help=argparse.SUPPRESS)
     sub.add_parser("lsp", help="serve the Language Server Protocol on stdin/stdout (needs rcpc[lsp])")
     co = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish)")
     from rcpc.completion import SHELLS, annotate
@@ -639,4 +657,58 @@ def _tool(args) -> int:
     return serve()
 
 
-_COMMANDS = {"validate": _validate, "fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}
+def _import(args, ws, compiler) -> int:
+    """``rcpc import manifest|shell FILE [-o RECIPE.rcp]`` (:mod:`rcpc.importer`): the recipe
+    to stdout or ``-o`` (never over an existing file without ``--force``), then proven equal
+    to the input; exit 1 when it is not."""
+    from rcpc.core.files import write_output
+    from rcpc.importer import driver
+
+    source = Path(args.file)
+    shown = args.file
+    out = args.output
+    if out is not None:
+        target = Path(out)
+        problem = None
+        if out == "":
+            problem = "-o needs a file name"
+        elif target.is_dir():
+            problem = "is a directory"
+        elif (target.exists() or target.is_symlink()) and not args.force:
+            problem = "exists (rcpc import never replaces a file unless --force is given)"
+        elif target.exists() and target.resolve() == source.resolve():
+            problem = "is the input file"
+        if problem:
+            raise CompileError(Diagnostic("E1202", f"cannot write {out}: {problem}", None,
+                                          hint="name a new .rcp file, or add --force to replace it"))
+    if args.kind == "manifest":
+        from rcpc.domain.recipe import parse_sets
+
+        imported = driver.import_manifest(ws, source, shown, parse_sets(args.sets or []), args.variables)
+    else:
+        imported = driver.import_shell(ws, source, shown)
+    _REPORT.add(imported.notes, compiler.sources)
+    if out is None:
+        sys.stdout.write(imported.text)
+        sys.stdout.flush()
+        found = []  # proven on the same text before it was printed
+    else:
+        try:
+            write_output(out, imported.text.encode("utf-8"))
+        except OSError as exc:
+            raise CompileError(Diagnostic("E1202", f"cannot write {out}: {exc.strerror or exc}", None)) from None
+        _PROGRESS[0] = f"{out} was written"
+        from rcpc.importer.proof import fresh_compiler
+
+        found = imported.check(fresh_compiler(ws.root), Path(out).resolve())
+    if found:
+        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
+                                      notes=tuple(found[1:4])))
+    todo = sum(1 for d in imported.notes if d.severity == "warning")
+    _REPORT.status(f"rcpc: import {args.kind} {shown}: equal ({imported.how})"
+                   + (f"; {todo} TODO(import) item(s) listed above" if todo else "")
+                   + (f"; wrote {out}" if out else ""))
+    return 0
+
+
+_COMMANDS = {"import": _import, "validate": _validate, "fmt": _fmt, "lint": _lint, "explain": _explain, "build": _build, "render": _render, "params": _params, "diff": _diff, "check": _check}

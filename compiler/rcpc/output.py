@@ -47,7 +47,8 @@ Ctrl-C or SIGTERM before the first link of step 4 leaves the previous output (wh
 staged is removed); from then on, the signals are held back until the end and then raise
 :class:`InterruptedAfterWrite` (the CLI then says the new output was written).
 Files are written as UTF-8 bytes with LF line ends exactly as emitted, with the usual
-modes (0666 and 0777 less the umask).
+modes (0666 and 0777 less the umask; a command file's ``.sh`` render 0777 less the umask, an
+executable).
 """
 
 from __future__ import annotations
@@ -404,6 +405,8 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
     holding the renders ``built`` {(recipe, variant): renders}, and the others of its
     variants hard-linked from its current one (copied where the file system has no hard
     links)."""
+    from rcpc.domain.renders import EXECUTABLE_SUFFIXES
+
     outputs = {}
     for recipe, variants in tree.items():
         n = old["outputs"].get(recipe)
@@ -416,7 +419,9 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
                     variants[variant] = _carry(area / "outputs" / str(n) / variant, d / variant, names)
                     continue
                 for name, text in renders:
-                    with open(d / variant / name, "wb") as f:
+                    mode = 0o777 if os.path.splitext(name)[1] in EXECUTABLE_SUFFIXES else 0o666
+                    fd = os.open(d / variant / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                    with open(fd, "wb") as f:
                         f.write(text.encode("utf-8"))
             n = int(d.name)
         outputs[recipe] = n

@@ -11,8 +11,9 @@ A render kind says, in one place, everything rcpc does with its renders:
 * ``data`` (what a diff contract compares) and ``diff`` (what changed between two versions,
   as ``rcpc diff`` reports it).
 
-Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``) and
-:data:`FLAG_FILE` (``flag_file(...)`` → ``<name>.flags``). A new kind is a new
+Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``),
+:data:`FLAG_FILE` (``flag_file(...)`` → ``<name>.flags``) and :data:`COMMAND_FILE`
+(``command_file(...)`` → an executable ``<name>.sh``). A new kind is a new
 :class:`RenderKind` in :data:`KINDS` (and the value class it renders).
 """
 
@@ -29,12 +30,12 @@ from rcpc.core.emit.yaml import EmitError, emit_document
 from rcpc.core.limits import MAX_NAME
 from rcpc.core import names
 from rcpc.core.source import Span
-from rcpc.core.values import Dict, Str, weight
+from rcpc.core.values import Dict, List, Str, weight
 from rcpc.domain.delta import data_delta
-from rcpc.domain.emit.flags import flag_file
+from rcpc.domain.emit.flags import flag_file, shell_quote
 from rcpc.domain.maxtext import argv, flag_delta, flags_weight
 from rcpc.domain.provenance import argv_value
-from rcpc.domain.values import FlagFile, FlagSet, Manifest
+from rcpc.domain.values import CommandFile, FlagFile, FlagSet, Manifest
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -54,6 +55,7 @@ class RenderKind:
     check: Callable
     data: Callable
     diff: Callable
+    executable: bool = False  # written with the execute bits (0777 less the umask)
 
     def file_name(self, value) -> str:
         """The file a render of this kind is written to: ``<name><suffix>``."""
@@ -109,6 +111,26 @@ def _flag_file(ctx, fn, span, args, kwargs):
     return FlagFile(_render_name(a["name"]), _expect(a["flags"], (FlagSet,), "flags"), span)
 
 
+def _command_file(ctx, fn, span, args, kwargs):
+    a = _bind("command_file", span, args, kwargs, (), {"name", "argv"})
+    argv = _expect(a["argv"], (List,), "argv")
+    if not argv.items:
+        raise error("E1206", "command_file argv is empty", argv.span, hint="argv[0] is the program to run")
+    for word in argv.items:
+        _expect(word, (Str,), "an argv word")
+        if "\0" in word.value:
+            raise error("E1206", "an argv word holds a NUL character, which no command line can pass", word.span)
+    return CommandFile(_render_name(a["name"]), argv, span)
+
+
+def emit_command_file(value: CommandFile) -> str:
+    """The ``.sh`` render: ``#!/bin/bash``, then the command, one word a line after the
+    first (each line but the last ending in a backslash), each word quoted for bash only when needed
+    (:func:`~rcpc.domain.emit.flags.shell_quote`), so that bash runs exactly ``argv``."""
+    words = [shell_quote(w.value) for w in value.argv.items]
+    return "#!/bin/bash\n" + " \\\n  ".join(words) + "\n"
+
+
 def _emit_manifest(value: Manifest) -> str:
     try:
         return emit_document(value.data)
@@ -135,7 +157,18 @@ FLAG_FILE = RenderKind(
     data=lambda value: argv_value(value.flags, value.span),  # token strings, with provenance
     diff=lambda old, new: {"flags": flag_delta(old.flags, new.flags)})
 
-KINDS = (MANIFEST, FLAG_FILE)
+COMMAND_FILE = RenderKind(
+    name="command_file", suffix=".sh", value_type=CommandFile,
+    functions={"command_file": _command_file},
+    weight=lambda value: weight(value.argv),
+    emit=emit_command_file,
+    check=lambda compiler, value, text: [],
+    data=lambda value: value.argv,
+    diff=lambda old, new: {"paths": data_delta(old.argv, new.argv)},
+    executable=True)
+
+KINDS = (MANIFEST, FLAG_FILE, COMMAND_FILE)
+EXECUTABLE_SUFFIXES = frozenset(k.suffix for k in KINDS if k.executable)
 _BY_TYPE = {k.value_type: k for k in KINDS}
 
 

@@ -91,6 +91,18 @@ class FlagFile:
 
 
 @_value
+class CommandFile:
+    """A command line to render as ``<name>.sh``: ``argv`` (a list of strings, the program
+    first) written as an executable bash script that runs it, each word shell-quoted."""
+
+    TYPE_NAME = "command_file"
+
+    name: str
+    argv: List
+    span: Span
+
+
+@_value
 class Variant:
     """``variant(name, set = {...}, against = ..., changes = {...})``."""
 

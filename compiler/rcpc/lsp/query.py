@@ -45,6 +45,8 @@ BUILTIN_DOCS = {
     "manifest": ("manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)",
                  "Any Kubernetes object, rendered as `<name>.yaml`."),
     "flag_file": ("flag_file(name = ..., flags = FLAGS)", "A flag set rendered as `<name>.flags`."),
+    "command_file": ("command_file(name = ..., argv = [...])",
+                     "A command line rendered as `<name>.sh`, an executable bash script that runs `argv`."),
     "tpu_slice": ("tpu_slice(spec)", "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`)."),
     "variant": ("variant(name, set = {...}, against = \"...\", changes = {...})",
                 "A named set of param values; `changes` is its diff contract against `against`."),
@@ -68,9 +70,10 @@ KEYWORDS = {
     "jobset": ("name", "metadata", "spec", "apiVersion"),
     "manifest": ("name", "apiVersion", "kind", "metadata"),
     "flag_file": ("name", "flags"),
+    "command_file": ("name", "argv"),
     "variant": ("set", "against", "changes"),
 }
-RENDERS = ("jobset", "manifest", "flag_file")
+RENDERS = ("jobset", "manifest", "flag_file", "command_file")
 
 
 # positions -------------------------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""A shell command string (a container's ``bash -c`` text, an ``xpk --command``) split into
+the parts an imported recipe names: the MaxText trainer and its flag words, and the
+``LIBTPU_INIT_ARGS`` flag string. The text is parsed with bashlex (a port of bash's own
+parser); every part keeps its offsets, so the text around it is kept byte for byte."""
+
+from __future__ import annotations
+
+import attrs
+
+# MaxText's trainer reads its config file, then key=value overrides (MaxText pyconfig).
+_CONFIG_SUFFIX = "configs/base.yml"
+LIBTPU_ASSIGNMENT = "LIBTPU_INIT_ARGS="
+
+
+@attrs.frozen
+class Trainer:
+    """``python3 -m MODULE .../configs/base.yml k=v ...`` inside a command: ``program`` the
+    text up to the config file, ``words`` the raw text of each flag word, ``start``/``end``
+    the offsets of the flag words in the command (start of the first, end of the last)."""
+
+    program: str
+    program_start: int
+    words: tuple
+    start: int
+    end: int
+
+
+@attrs.frozen
+class LibtpuArgs:
+    """The single-quoted value of ``LIBTPU_INIT_ARGS='...'``: its offsets and text."""
+
+    start: int
+    end: int
+    text: str
+
+
+def _words(node):
+    return [p for p in getattr(node, "parts", []) if p.kind == "word"]
+
+
+def _walk(nodes):
+    import bashlex
+
+    found = []
+
+    class Visitor(bashlex.ast.nodevisitor):
+        def visitcommand(self, n, parts):
+            found.append(n)
+
+    for n in nodes:
+        Visitor().visit(n)
+    return found
+
+
+def parse_commands(text: str):
+    """The simple commands of shell ``text`` (bashlex nodes, in order). Raises
+    ``bashlex.errors.ParsingError`` (or another bashlex error) for text bash cannot parse."""
+    import bashlex
+
+    return _walk(bashlex.parse(text))
+
+
+def split(text: str) -> tuple[Trainer | None, LibtpuArgs | None]:
+    """The MaxText trainer and ``LIBTPU_INIT_ARGS`` of a command string, each None when
+    absent (or, for the trainer, when a word after the config file is not ``key=value``).
+    Raises what :func:`parse_commands` raises."""
+    trainer = libtpu = None
+    for cmd in parse_commands(text):
+        words = _words(cmd)
+        for w in words:
+            raw = text[w.pos[0]:w.pos[1]]
+            if raw.startswith(LIBTPU_ASSIGNMENT + "'") and raw.endswith("'") and raw.count("'") == 2:
+                libtpu = LibtpuArgs(w.pos[0] + len(LIBTPU_ASSIGNMENT) + 1, w.pos[1] - 1, raw[len(LIBTPU_ASSIGNMENT) + 1:-1])
+        names = [w.word for w in words]
+        for i in range(len(names) - 3):
+            if names[i].startswith("python") and names[i + 1] == "-m" and names[i + 3].endswith(_CONFIG_SUFFIX):
+                flags = words[i + 4:]
+                raws = tuple(text[w.pos[0]:w.pos[1]] for w in flags)
+                if flags and all("=" in r and r.split("=", 1)[0].isidentifier() for r in raws):
+                    trainer = Trainer(text[words[i].pos[0]:words[i + 3].pos[1]], words[i].pos[0], raws,
+                                      flags[0].pos[0], flags[-1].pos[1])
+    return trainer, libtpu
+
+
+def flag_list(text: str) -> tuple[str, list, str, str] | None:
+    """``text`` as ``prefix + sep.join(items) + suffix`` with one separator between every
+    two items (``'   --a=1   --b=2 '`` → ``("   ", ["--a=1", "--b=2"], "   ", " ")``), or
+    None when the spacing is not uniform or an item is not an ``--flag``."""
+    items = text.split()
+    if not items or not all(i.startswith("--") for i in items):
+        return None
+    first = text.index(items[0])
+    prefix = text[:first]
+    stripped = text.rstrip()
+    suffix = text[len(stripped):]
+    sep = None
+    pos = first + len(items[0])
+    for item in items[1:]:
+        nxt = text.index(item, pos)
+        gap = text[pos:nxt]
+        if sep is None:
+            sep = gap
+        elif gap != sep:
+            return None
+        pos = nxt + len(item)
+    sep = sep if sep is not None else " "
+    if prefix + sep.join(items) + suffix != text:
+        return None
+    return prefix, items, sep, suffix

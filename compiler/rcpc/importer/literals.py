@@ -1,0 +1,133 @@
+"""Recipe source text for imported values (docs/language.md): string literals, f-strings
+holding param references, and the spellings of MaxText flag values that
+:func:`rcpc.domain.emit.flags.value_text` writes back exactly."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+")
+_BOOLS = ("True", "False", "true", "false")
+
+
+@attrs.frozen
+class Ref:
+    """An expression inside an f-string or a concatenation: ``text`` is recipe source
+    (a name, ``NAME.shell``)."""
+
+    text: str
+
+
+def _escape(s: str) -> str:
+    out = []
+    for c in s:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def string(s: str) -> str:
+    """A double-quoted string literal of ``s``."""
+    return '"' + _escape(s) + '"'
+
+
+def fstring(pieces) -> str:
+    """Source of the string made of ``pieces`` (``str`` text and :class:`Ref`): a plain
+    literal when there is no :class:`Ref`, else an f-string (``{``/``}`` doubled)."""
+    pieces = [p for p in pieces if p != ""]
+    if not any(isinstance(p, Ref) for p in pieces):
+        return string("".join(pieces))
+    if len(pieces) == 1:  # the whole string is one param: its name
+        return pieces[0].text
+    out = []
+    for p in pieces:
+        if isinstance(p, Ref):
+            out.append("{" + p.text + "}")
+        else:
+            out.append(_escape(p).replace("{", "{{").replace("}", "}}"))
+    return 'f"' + "".join(out) + '"'
+
+
+def placeholders(text: str, names) -> list:
+    """``text`` split into text and :class:`Ref` pieces at each ``${NAME}`` or ``$NAME`` of
+    ``names`` (envsubst's two forms, gettext envsubst(1)); other ``$`` text stays."""
+    pieces: list = []
+    i = last = 0
+    while True:
+        i = text.find("$", i)
+        if i < 0:
+            break
+        if text.startswith("{", i + 1):
+            end = text.find("}", i + 2)
+            name = text[i + 2:end] if end > 0 else ""
+            after = end + 1
+        else:
+            m = _NAME.match(text, i + 1)
+            name = m.group(0) if m else ""
+            after = i + 1 + len(name)
+        if name in names:
+            pieces += [text[last:i], Ref(name)]
+            last = i = after
+        else:
+            i += 1
+    pieces.append(text[last:])
+    return [p for p in pieces if p != ""]
+
+
+def scalar(text: str) -> str:
+    """The literal whose flag spelling is ``text``: a bool, int or float as spelled, else a
+    string."""
+    if text in _BOOLS or _INT.fullmatch(text) or _FLOAT.fullmatch(text):
+        return text
+    return string(text)
+
+
+def flag_value(key: str, raw: str, names) -> str | None:
+    """The recipe source of a ``maxtext_flags`` value whose token, as the flag set's shell
+    form writes it (:func:`~rcpc.domain.emit.flags.shell_quote` of ``key=value``), is exactly
+    the shell word ``raw`` (placeholders of ``names`` become references); None when no value
+    renders as ``raw``."""
+    from rcpc.core.source import Span
+    from rcpc.core.values import Bool, Float, Int, Str
+    from rcpc.domain.emit.flags import FlagValueError, shell_quote, token
+
+    pieces = placeholders(raw, names)
+    if any(isinstance(p, Ref) for p in pieces):  # checked with a plain stand-in for each param
+        plain = "".join(p if isinstance(p, str) else "x" for p in pieces)
+        if flag_value(key, plain, ()) is None or not (isinstance(pieces[0], str) and pieces[0].startswith(key + "=")):
+            return None
+        pieces = [p for p in [pieces[0][len(key) + 1:], *pieces[1:]] if p != ""]
+        return pieces[0].text if len(pieces) == 1 and isinstance(pieces[0], Ref) else fstring(pieces)
+    if not raw.startswith(key + "="):
+        return None
+    text = raw[len(key) + 1:]
+    span = Span("<import>", 1, 1, 1, 1)
+    if text in _BOOLS:
+        value = Bool(text in ("True", "true"), text, span)
+    elif _INT.fullmatch(text):
+        value = Int(int(text), text, span)
+    elif _FLOAT.fullmatch(text):
+        value = Float(float(text), text, span)
+    else:
+        value = Str(text, span)
+    try:
+        if shell_quote(token(key, value)) == raw:
+            return scalar(text)
+    except FlagValueError:
+        return None
+    return None
+
+
+def joined(name: str, prefix: str, sep: str, suffix: str) -> str:
+    """Source of the string ``prefix + sep.join(name) + suffix`` (empty parts left out)."""
+    join = f"{string(sep)}.join({name})"
+    return " + ".join(x for x in (prefix and string(prefix), join, suffix and string(suffix)) if x)

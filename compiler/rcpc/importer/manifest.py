@@ -1,0 +1,263 @@
+"""``rcpc import manifest``: a manifest template with ``${VAR}`` placeholders (an envsubst
+template, as the published TPU recipes are) → recipe source.
+
+Each placeholder becomes a ``str`` param. A container's startup command that runs MaxText's
+trainer is split (:mod:`.command`): its flag words become a ``maxtext_flags`` set (each value
+in the spelling the template has), its ``LIBTPU_INIT_ARGS`` a list of XLA flags, and the
+shell around them is kept as text. The manifest itself is a call of a shared library
+function when one renders the same data (:data:`rcpc.importer.library.CANDIDATES`, tried in
+order, each proven by :mod:`.proof`), else a data literal (:func:`literal`).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from rcpc.core.diagnostics import Diagnostic
+from rcpc.importer import command as cmd
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, string
+
+# Variables a pod's shell reads at run time, set by the TPU and JobSet environment: a
+# placeholder of one of these is kept literal (reference/tpu-recipes.md: "${TPU_WORKER_ID}
+# is read by the shell at run time"), unless named with --var.
+RUNTIME_VARIABLES = frozenset({"TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES", "JOB_COMPLETION_INDEX", "HOSTNAME",
+                               "JOBSET_NAME", "REPLICATED_JOB_NAME", "JOB_INDEX", "MEGASCALE_SLICE_ID"})
+FLAGS_NAME = "MAXTEXT_FLAGS"
+XLA_NAME = "XLA_FLAGS"
+LIBTPU_NAME = "LIBTPU_INIT_ARGS"
+COMMAND_NAME = "COMMAND"
+
+
+@attrs.frozen
+class Startup:
+    """A container's startup command string split for the recipe: ``flags`` the
+    ``maxtext_flags`` entries (key → value source) or None when the flag words have no such
+    spelling, ``xla`` the flag list ``(prefix, items, sep, suffix)`` or None, and
+    ``pieces``: the command as text and :class:`Ref` pieces."""
+
+    text: str
+    trainer: cmd.Trainer | None
+    libtpu: cmd.LibtpuArgs | None
+    flags: dict | None
+    xla: tuple | None
+    pieces: tuple
+    unknown_keys: tuple = ()
+
+
+@attrs.frozen
+class Template:
+    """A manifest template read for import: ``doc`` its data (placeholders as written),
+    ``params`` name → default value, ``startup`` the split startup command (or None),
+    ``notes`` what was not converted (warnings to list)."""
+
+    shown: str
+    text: str
+    doc: dict
+    params: dict
+    startup: Startup | None
+    notes: tuple
+
+
+def containers(doc) -> list:
+    """The containers of every pod template in a JobSet's replicated jobs (empty for other
+    shapes)."""
+    out = []
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    for job in (spec or {}).get("replicatedJobs") or []:
+        try:
+            pod = job["template"]["spec"]["template"]["spec"]
+        except (KeyError, TypeError):
+            continue
+        out.extend(c for c in (pod or {}).get("containers") or [] if isinstance(c, dict))
+    return out
+
+
+def startup_command(doc) -> str | None:
+    """The one ``bash -c`` text every container of the manifest runs, or None."""
+    texts = {c["command"][2] for c in containers(doc)
+             if isinstance(c.get("command"), list) and len(c["command"]) == 3 and c["command"][:2] == ["bash", "-c"]
+             and isinstance(c["command"][2], str)}
+    return texts.pop() if len(texts) == 1 else None
+
+
+def split_startup(text: str, names, span_of) -> tuple[Startup, list]:
+    """The startup command ``text`` split for the recipe (see :class:`Startup`), and the
+    warnings (``W1200``) for what stays shell text. ``span_of(words)`` locates them."""
+    notes = []
+    try:
+        trainer, libtpu = cmd.split(text)
+    except Exception as exc:  # bashlex raises its own errors and, on some input, others
+        notes.append(Diagnostic("W1200", f"TODO(import): the startup command is kept as text: bash cannot "
+                                f"parse it ({exc})", span_of(text[:40]), severity="warning"))
+        trainer = libtpu = None
+    flags = None
+    if trainer is not None:
+        flags = {}
+        for raw in trainer.words:
+            key = raw.split("=", 1)[0]
+            source = flag_value(key, raw, names)
+            if source is None or key in flags:
+                why = "is repeated" if key in flags else "has no maxtext_flags spelling that renders as written"
+                notes.append(Diagnostic("W1200", f"TODO(import): the MaxText flags are kept as shell text: {raw!r} "
+                                        f"{why}", span_of(raw), severity="warning",
+                                        hint="convert the flag words to maxtext_flags by hand once reviewed"))
+                flags = None
+                break
+            flags[key] = source
+    xla = cmd.flag_list(libtpu.text) if libtpu is not None else None
+    cuts = []
+    if xla is not None:
+        cuts.append((libtpu.start, libtpu.end, Ref(LIBTPU_NAME)))
+    if flags is not None:
+        cuts.append((trainer.start, trainer.end, Ref(FLAGS_NAME + ".shell")))
+    pieces, last = [], 0
+    for start, end, ref in sorted(cuts, key=lambda c: c[0]):
+        pieces += placeholders(text[last:start], names) + [ref]
+        last = end
+    pieces += placeholders(text[last:], names)
+    return Startup(text, trainer, libtpu, flags, xla, tuple(pieces)), notes
+
+
+def read(path, shown: str, sets: dict, variables) -> Template:
+    """The template of file ``path`` for import. ``sets``: param defaults (``--set``);
+    ``variables``: the placeholders that become params (None: every ``${NAME}`` but
+    :data:`RUNTIME_VARIABLES`). Raises :class:`~rcpc.core.diagnostics.CompileError`: ``E1103``
+    (not readable YAML), ``E1200`` (not one Kubernetes object), ``E1205`` (a ``--set`` name
+    that is not a placeholder)."""
+    import yaml
+
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.core.source import Span
+    from rcpc.domain.manifests import load_manifests
+
+    source, docs = load_manifests(path, shown)
+    whole = Span(shown, 1, 1, 1, 1)
+    if len(docs) != 1:
+        raise CompileError(Diagnostic("E1200", f"{shown} holds {len(docs)} documents; import reads one manifest",
+                                      docs[1].span if len(docs) > 1 else whole,
+                                      hint="split the file: one manifest (one recipe) each"))
+    value = docs[0]
+    for key in ("apiVersion", "kind", "metadata"):
+        if key not in value.items:
+            raise CompileError(Diagnostic("E1200", f"{shown} is not a Kubernetes object: it has no {key}",
+                                          value.span, hint="a manifest has apiVersion, kind and metadata"))
+    text = source.text
+    doc = yaml.safe_load(text)
+    found = _placeholder_names(text)
+    if variables is None:
+        variables = [n for n in found if n not in RUNTIME_VARIABLES]
+    for name in sets:
+        if name not in variables:
+            raise CompileError(Diagnostic("E1205", f"--set {name}: the template has no placeholder ${{{name}}}",
+                                          None, hint=f"placeholders: {', '.join(variables) or 'none'}"))
+    params = {n: sets.get(n, visible_default(n)) for n in variables}
+    startup, notes = None, []
+    command = startup_command(doc)
+    if command is not None:
+        startup, notes = split_startup(command, set(params), lambda words: _locate(shown, text, words))
+    return Template(shown, text, doc, params, startup, tuple(notes))
+
+
+def _locate(shown: str, text: str, words: str):
+    """The span of the first line of the template that holds ``words`` (else line 1)."""
+    from rcpc.core.source import Span
+
+    for i, line in enumerate(text.splitlines(), 1):
+        col = line.find(words)
+        if col >= 0:
+            return Span(shown, i, col + 1, i, col + 1 + len(words))
+    return Span(shown, 1, 1, 1, 1)
+
+
+def _placeholder_names(text: str) -> list:
+    """The names of the ``${NAME}`` (braced) placeholders of ``text``, in order: the form
+    templates use for their variables (``$PID`` in a command is the shell's)."""
+    names: list = []
+    i = text.find("${")
+    while i >= 0:
+        end = text.find("}", i)
+        name = text[i + 2:end] if end > 0 else ""
+        if name.isidentifier() and name not in names:
+            names.append(name)
+        i = text.find("${", i + 2)
+    return names
+
+
+def visible_default(name: str) -> str:
+    """A param's default when ``--set`` gives none: the variable's name in lowercase with
+    dashes (``WORKLOAD_NAME`` → ``workload-name``), visible in every render and valid where
+    the templates put it (a DNS-1123 name, an image reference, a path)."""
+    return name.lower().replace("_", "-")
+
+
+def header(t: Template, how: str) -> list:
+    """The recipe's opening comment and its params."""
+    lines = [f"# Imported from {t.shown}",
+             f"# by `rcpc import manifest`, {how}: the render equals the template after envsubst with",
+             "# the same values (rcpc import proves it).", ""]
+    lines[2:2] = [f"# {n.message}" for n in t.notes]
+    for name, default in t.params.items():
+        lines.append(f"{name} = param(str, default = {string(default)}, doc = {string('${' + name + '} in the template.')})")
+    return lines + [""]
+
+
+def flag_lines(t: Template) -> list:
+    """``MAXTEXT_FLAGS = maxtext_flags({...})``, when the startup command has a flag set."""
+    if t.startup is None or t.startup.flags is None:
+        return []
+    body = "".join(f"    {string(k)}: {v},\n" for k, v in t.startup.flags.items())
+    unknown = t.startup.unknown_keys
+    if not unknown:
+        return [f"{FLAGS_NAME} = maxtext_flags({{\n{body}}})", ""]
+    keys = ", ".join(string(k) for k in unknown)
+    return [f"{FLAGS_NAME} = maxtext_flags({{\n{body}}}, unknown_keys = [{keys}])", ""]
+
+
+def literal(t: Template) -> str:
+    """The recipe that is the manifest as a data literal (``jobset(...)`` for a JobSet of the
+    API version rcpc writes, else ``manifest(...)``); the startup command a named f-string of
+    the kept shell, the flag set and the XLA flag list."""
+    from rcpc.domain.renders import JOBSET_API_VERSION
+
+    lines = header(t, "as a data literal") + flag_lines(t)
+    s = t.startup
+    if s is not None:
+        if s.xla is not None:
+            prefix, items, sep, suffix = s.xla
+            lines.append(f"{XLA_NAME} = [" + ", ".join(string(i) for i in items) + "]")
+            lines.append(f"{LIBTPU_NAME} = {joined(XLA_NAME, prefix, sep, suffix)}")
+        lines += [f"{COMMAND_NAME} = {fstring(s.pieces)}", ""]
+    doc = t.doc
+    rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
+    names = set(t.params)
+    if doc.get("apiVersion") == JOBSET_API_VERSION and doc.get("kind") == "JobSet" and list(rest) == ["spec"]:
+        call = ['jobset(', '    name = "jobset",']
+    else:
+        call = ["manifest(", f"    name = {string(str(doc.get('kind', 'manifest')).lower())},",
+                f"    apiVersion = {value(doc['apiVersion'], names, s)},",
+                f"    kind = {value(doc['kind'], names, s)},"]
+    call.append(f"    metadata = {value(doc['metadata'], names, s)},")
+    for k, v in rest.items():
+        call.append(f"    {k} = {value(v, names, s)},")
+    lines += call + [")", "", 'variant("default")']
+    return "\n".join(lines) + "\n"
+
+
+def value(v, names, startup: Startup | None) -> str:
+    """Recipe source of a YAML value: strings with placeholders as f-strings, the startup
+    command as its name."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "None"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        if startup is not None and v == startup.text:
+            return COMMAND_NAME
+        return fstring(placeholders(v, names))
+    if isinstance(v, list):
+        return "[" + ", ".join(value(x, names, startup) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{string(str(k))}: {value(x, names, startup)}" for k, x in v.items()) + "}"
+    return string(str(v))  # a timestamp or binary read as text by YAML 1.1: kept as its text

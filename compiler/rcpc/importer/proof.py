@@ -1,0 +1,135 @@
+"""The proof of an import: the new recipe is built and its output compared with the input.
+
+* a manifest: the parsed YAML of the render against the template after envsubst with the
+  same values (:func:`envsubst`, gettext's envsubst(1) with a SHELL-FORMAT naming the
+  params), compared strictly (:func:`differences`: ``2`` is not ``2.0``, ``true`` not ``1``);
+* a shell recipe: the argv of every command the shell file and the ``launch.sh`` render run
+  (:mod:`rcpc.importer.shell`).
+
+Two sets of values are used: the recipe's defaults, and :func:`other_values` (each value
+different), so a param the recipe ignored cannot pass by its default matching.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from rcpc.importer.literals import Ref, placeholders
+
+
+def envsubst(text: str, values: dict) -> str:
+    """``text`` with ``${NAME}`` and ``$NAME`` replaced for each NAME of ``values``, as
+    ``envsubst '$A $B'`` does; everything else (``$(date)``, ``$PID``) is kept."""
+    return "".join(values[p.text] if isinstance(p, Ref) else p for p in placeholders(text, values))
+
+
+def other_values(defaults: dict) -> dict:
+    """A second value for each param, different from its default and from each other
+    (lowercase letters, digits, '-', '/' and '.': valid as a name, an image and a path)."""
+    return {k: f"v{i}-{(v or k.lower()).replace('_', '-')}x" for i, (k, v) in enumerate(defaults.items())}
+
+
+def differences(a, b, path: str = "$"):
+    """Where ``a`` (the render) and ``b`` (the input) differ, strictly: same types at every
+    node (bool is not int, int is not float), same keys, same list lengths, equal scalars.
+    Yields one line per difference; strings are shown around their first differing
+    character."""
+    if type(a) is not type(b):
+        yield f"{path}: {type(a).__name__} {a!r:.80} in the render, {type(b).__name__} {b!r:.80} in the input"
+    elif isinstance(a, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k not in b:
+                yield f"{path}.{k}: only in the render"
+            elif k not in a:
+                yield f"{path}.{k}: only in the input"
+            else:
+                yield from differences(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            yield f"{path}: {len(a)} items in the render, {len(b)} in the input"
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from differences(x, y, f"{path}[{i}]")
+    elif a != b:
+        if isinstance(a, str):
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            lo = max(0, i - 40)
+            yield f"{path}: strings differ at offset {i}: render {a[lo:i + 40]!r}, input {b[lo:i + 40]!r}"
+        else:
+            yield f"{path}: {a!r} in the render, {b!r} in the input"
+
+
+def build(compiler, recipe: Path, values: dict) -> dict:
+    """The renders (name → text) of ``recipe`` built with ``values`` as ``--set`` items.
+    Raises :class:`~rcpc.core.diagnostics.CompileError`."""
+    _, builds = compiler.build(recipe, sets=[f"{k}={v}" for k, v in values.items()] or None)
+    (b,) = builds
+    return {r.name: r.text for r in b.renders}
+
+
+def with_recipe(text: str, run):
+    """``run(path)`` with recipe ``text`` written to a new temporary file (removed after)."""
+    with tempfile.TemporaryDirectory(prefix="rcpc-import-") as d:
+        path = Path(d) / "imported.rcp"
+        path.write_text(text, encoding="utf-8")
+        return run(path)
+
+
+def manifest_differences(compiler, recipe: Path, template_text: str, defaults: dict) -> list:
+    """The differences between the recipe's one render and the template after envsubst,
+    for the defaults and for :func:`other_values`; empty when equal. Raises
+    :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not build."""
+    import yaml
+
+    for values in (defaults, other_values(defaults)):
+        renders = build(compiler, recipe, values)
+        if len(renders) != 1:
+            return [f"the recipe has {len(renders)} renders, the template one manifest"]
+        (text,) = renders.values()
+        found = list(differences(yaml.safe_load(text), yaml.safe_load(envsubst(template_text, values))))
+        if found:
+            shown = ", ".join(f"{k}={v}" for k, v in values.items())
+            return [f"with {shown}: {d}" for d in found]
+    return []
+
+
+def fresh_compiler(root: Path):
+    """A compiler of the workspace at ``root`` with nothing cached (each proof reads the
+    files as they are now)."""
+    from rcpc.domain.recipe import Compiler
+    from rcpc.domain.workspace import Workspace
+
+    return Compiler(Workspace.find(Path(os.fspath(root))))
+
+
+def run_stubbed(text: str, programs) -> list:
+    """The command lines (lists of words) bash runs for the programs ``programs`` when it
+    runs the script ``text``: each program is a shell function that records its words
+    (NUL-separated, in a file) and does nothing else. bash runs with no startup files, in a
+    new empty directory as HOME and working directory. Raises OSError when bash cannot run,
+    :class:`subprocess.CalledProcessError` when the script fails."""
+    import shlex
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    if bash is None:
+        raise OSError("bash not found: the proof of a shell import runs bash")
+    with tempfile.TemporaryDirectory(prefix="rcpc-import-run-") as d:
+        record = Path(d) / "argv"
+        record.write_bytes(b"")
+        stubs = "".join(f"{p}() {{ printf '%s\\0' {shlex.quote(p)} \"$@\" >> \"$RCPC_ARGV\"; "
+                        f"printf '\\1\\0' >> \"$RCPC_ARGV\"; }}\n" for p in programs)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": d, "LC_ALL": "C", "RCPC_ARGV": str(record)}
+        subprocess.run([bash, "--noprofile", "--norc", "-c", stubs + text], cwd=d, env=env, check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        words = record.read_bytes().split(b"\0")[:-1]
+    out, cur = [], []
+    for w in words:
+        if w == b"\1":
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(w.decode("utf-8", "surrogateescape"))
+    return out

@@ -1,0 +1,549 @@
+"""``rcpc import shell``: a shell launch recipe → recipe source, parsed with bashlex.
+
+Top-level statements, in order:
+
+* ``export NAME=value`` → a typed param (``int`` for digits, ``bool`` for true/false, else
+  ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
+  computes (``$(date ...)``) → a ``str`` param, its shell text kept as a ``TODO(import)``;
+* ``NAME="--xla_a=1 --xla_b=2"`` → a list (with the joined string where the command uses it);
+  ``NAME="k=v k2=v2"`` → ``maxtext_flags`` (each value in its spelling; ``$VAR`` parts as
+  references); other values that use only known names → an f-string;
+* ``if [ "$FLAG" = true ]; then NAME="$NAME k=v ..."; fi`` → a conditional layer of the
+  flag set on the bool param ``FLAG``;
+* a command that is not a shell builtin (``xpk workload create ...``) → a ``command_file``
+  render, its words as the recipe's expressions.
+
+Anything else (``source``, ``set -e``, ``echo``, other compound commands), and bindings the
+command does not use, is kept as a comment marked ``TODO(import)`` and listed as ``W1200``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.source import Span
+from rcpc.importer.command import flag_list
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, string
+
+# Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
+BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "shopt", "trap", "export", "unset",
+                      "true", "false", ":", "wait", "read", "local", "declare", "readonly", "alias", "umask",
+                      "eval", "exec", "return", "shift", "test", "[", "[["})
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+@attrs.define
+class Binding:
+    """A converted assignment: ``kind`` is param, list, flags or string; ``source`` the
+    recipe expression; ``uses`` the names it refers to; ``node`` the bashlex node."""
+
+    name: str
+    kind: str
+    source: str
+    uses: set
+    node: object
+    type: str = "str"
+    default: object = None
+    layers: list = attrs.Factory(list)   # flags: (param, {key: source}) conditional layers
+    list_format: tuple = ()              # list: (prefix, sep, suffix)
+    comment: str = ""
+    note: object = None                  # a W1200 to list when the binding is used
+    raw: str = ""                        # the assignment as written (NAME=value)
+    unknown_keys: tuple = ()             # flags: keys the MaxText schema does not know
+
+
+@attrs.define
+class Script:
+    """A shell file read for import: ``items`` in source order, each a :class:`Binding`, a
+    ``("command", name, [word sources], uses, node)`` or a ``("todo", text, node)``."""
+
+    shown: str
+    text: str
+    items: list
+    bindings: dict
+    notes: list
+
+
+def _span(script_shown: str, text: str, pos) -> Span:
+    line = text.count("\n", 0, pos[0]) + 1
+    col = pos[0] - (text.rfind("\n", 0, pos[0]) + 1) + 1
+    end_line = text.count("\n", 0, pos[1]) + 1
+    end_col = pos[1] - (text.rfind("\n", 0, pos[1]) + 1) + 1
+    return Span(script_shown, line, col, end_line, end_col)
+
+
+def read(path, shown: str) -> Script:
+    """The shell file ``path`` parsed for import. Raises :class:`CompileError`: ``E1201``
+    (not readable, not UTF-8, or bash cannot parse it, at the place bashlex stops)."""
+    import bashlex
+
+    from rcpc.core.files import read_limited
+    from rcpc.core.limits import MAX_FILE_BYTES
+
+    try:
+        text = read_limited(path, MAX_FILE_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompileError(Diagnostic("E1201", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}",
+                                      None)) from None
+    try:
+        nodes = bashlex.parse(text) if text.strip() else []
+    except Exception as exc:  # bashlex.errors.ParsingError, and others on input it does not support
+        pos = getattr(exc, "position", None)
+        if "EOF" in str(getattr(exc, "message", "")):  # bashlex's offset of an early end is not reliable
+            pos = len(text.rstrip("\n"))
+        span = _span(shown, text, (pos, pos + 1)) if isinstance(pos, int) and 0 <= pos <= len(text) else \
+            Span(shown, 1, 1, 1, 1)
+        message = getattr(exc, "message", None) if isinstance(exc, bashlex.errors.ParsingError) else None
+        message = message or f"the shell parser stopped ({type(exc).__name__})"
+        raise CompileError(Diagnostic("E1201", f"{shown} cannot be parsed as bash: {message}", span,
+                                      hint="rcpc import reads the shell bash runs (bashlex); fix the syntax "
+                                      "(bash -n FILE shows it) or import the part that parses")) from None
+    script = Script(shown, text, [], {}, [])
+    for node in nodes:
+        _statement(script, node)
+    return script
+
+
+def _todo(script: Script, node, why: str) -> None:
+    raw = script.text[node.pos[0]:node.pos[1]]
+    script.items.append(("todo", raw, node, why))
+    first = raw.splitlines()[0] if raw else ""
+    script.notes.append(Diagnostic("W1200", f"TODO(import): {why}: {first[:70]}", _span(script.shown, script.text,
+                                   node.pos), severity="warning",
+                                   hint="kept as a comment in the recipe: convert it by hand, or leave it out"))
+
+
+def _statement(script: Script, node) -> None:
+    if node.kind == "compound" and _conditional_layer(script, node):
+        return
+    if node.kind != "command":
+        _todo(script, node, "not converted (only assignments, flag layers and commands are)")
+        return
+    parts = node.parts
+    if any(p.kind not in ("word", "assignment") for p in parts):
+        _todo(script, node, "not converted (redirections are not)")
+        return
+    words = [p for p in parts if p.kind == "word"]
+    assigns = [p for p in parts if p.kind == "assignment"]
+    if not words:
+        for a in assigns:
+            _assignment(script, node, a, exported=False)
+        return
+    if assigns:
+        _todo(script, node, "not converted (a command with environment assignments)")
+        return
+    program = words[0].word
+    if program == "export" and len(words) > 1 and all("=" in w.word for w in words[1:]):
+        for w in words[1:]:
+            _assignment(script, node, w, exported=True)
+        return
+    if program in BUILTINS:
+        _todo(script, node, "a shell builtin (setup), not part of the launch command line")
+        return
+    if not program.replace("-", "_").replace(".", "_").isidentifier():
+        _todo(script, node, "not converted (the program is not a plain command name)")
+        return
+    sources, uses = [], set()
+    for w in words:
+        pieces = _pieces(script, w)
+        if pieces is None:
+            _todo(script, node, f"not converted: the word {script.text[w.pos[0]:w.pos[1]][:40]!r} uses a value "
+                  "rcpc does not have")
+            return
+        uses |= {p.text.split(".")[0].removesuffix("_JOINED") for p in pieces if isinstance(p, Ref)}
+        sources.append(fstring(pieces))
+    n = sum(1 for i in script.items if isinstance(i, tuple) and i[0] == "command")
+    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node))
+
+
+def _pieces(script: Script, word, start: int | None = None):
+    """The text and :class:`Ref` pieces of a word (from offset ``start``, default its start)
+    after bash's quote removal (bash(1) QUOTING: single quotes, double quotes, backslashes),
+    its parameter expansions (found by bashlex) each a reference to a known name; None when it
+    expands anything else (an unknown name, ``${X:-y}``, a command substitution, an
+    unquoted glob or tilde)."""
+    # bashlex parses the word, but its expansion nodes are not used: their offsets inside a
+    # double-quoted word with backslash-newlines are off, and it reports a '$' inside single
+    # quotes as a parameter. Quote removal and expansions are read here, as bash(1) QUOTING
+    # and Parameter Expansion define them; anything else refuses the word.
+    text = script.text
+    i, end = (word.pos[0] if start is None else start), word.pos[1]
+    out, buf, mode = [], [], None
+
+    def flush():
+        if buf:
+            out.append("".join(buf))
+            buf.clear()
+
+    while i < end:
+        c = text[i]
+        if mode != "'" and c == "$":
+            name, after = _parameter(text, i, end)
+            if name is None or name not in script.bindings:
+                return None
+            flush()
+            out.append(_ref(script, Ref(name)))
+            i = after
+            continue
+        nxt = text[i + 1] if i + 1 < end else ""
+        if mode == "'":
+            if c == "'":
+                mode = None
+            else:
+                buf.append(c)
+        elif mode == '"':
+            if c == '"':
+                mode = None
+            elif c == "\\" and nxt in '$`"\\\n':
+                if nxt != "\n":
+                    buf.append(nxt)
+                i += 1
+            elif c == "`":
+                return None
+            else:
+                buf.append(c)
+        elif c in "'\"":
+            mode = c
+        elif c == "\\":
+            if nxt != "\n":
+                buf.append(nxt)
+            i += 1
+        elif c in "`*?[~":
+            return None
+        else:
+            buf.append(c)
+        i += 1
+    if mode is not None:
+        return None
+    flush()
+    return out
+
+
+def _parameter(text: str, i: int, end: int) -> tuple:
+    """The name of the simple parameter expansion ``$NAME`` or ``${NAME}`` at ``text[i]``
+    and the offset after it; ``(None, i)`` for any other expansion (``${X:-y}``, ``$(...)``,
+    ``$1``, ``$'...'``)."""
+    if text.startswith("{", i + 1):
+        close = text.find("}", i + 2, end)
+        name = text[i + 2:close] if close > 0 else ""
+        return (name, close + 1) if name.isidentifier() else (None, i)
+    j = i + 1
+    while j < end and (text[j].isalnum() or text[j] == "_"):
+        j += 1
+    name = text[i + 1:j]
+    return (name, j) if name.isidentifier() else (None, i)
+
+
+def _ref(script: Script, ref: Ref) -> Ref:
+    b = script.bindings[ref.text]
+    if b.kind == "flags":
+        return Ref(f"{b.name}.shell")
+    if b.kind == "list":
+        return Ref(f"{b.name}_JOINED")
+    return ref
+
+
+def _assignment(script: Script, node, word, exported: bool) -> None:
+    raw = script.text[word.pos[0]:word.pos[1]]
+    before = len(script.items)
+    _assign(script, node, word, raw, exported)
+    for item in script.items[before:]:
+        if isinstance(item, Binding):
+            item.raw = raw
+
+
+def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
+    name = raw.partition("=")[0]
+    if not name.isidentifier():
+        _todo(script, node, "not converted (not NAME=value)")
+        return
+    value_text = raw[len(name) + 1:]
+    inner = value_text[1:-1] if len(value_text) > 1 and value_text[0] == value_text[-1] == '"' else value_text
+    fallback = "${" + name + ":-"
+    if inner.startswith(fallback) and inner.endswith("}"):  # NAME="${NAME:-default}": a param
+        default = inner[len(fallback):-1]
+        if not any(c in default for c in "$`\\\"'{}"):
+            _param(script, node, name, default)
+            return
+    pieces = _pieces(script, word, word.pos[0] + len(name) + 1)
+    value = "".join(p for p in pieces if isinstance(p, str)) if pieces is not None else None
+    if pieces is not None and not any(isinstance(p, Ref) for p in pieces):
+        xla = flag_list(value)
+        if exported or not value.strip() or (xla is None and " " not in value.strip() and _flags(script, pieces) is None):
+            _param(script, node, name, value)
+            return
+        if xla is not None:
+            prefix, items, sep, suffix = xla
+            b = Binding(name, "list", "[" + ", ".join(string(i) for i in items) + "]", set(), node,
+                        list_format=(prefix, sep, suffix))
+            script.bindings[name] = b
+            script.items.append(b)
+            return
+    flags = _flags(script, pieces) if pieces is not None else None
+    if flags is not None:
+        entries, uses = flags
+        b = Binding(name, "flags", "", uses, node, default=entries)
+        script.bindings[name] = b
+        script.items.append(b)
+        return
+    if pieces is not None:
+        b = Binding(name, "string", fstring(pieces), _names(pieces), node)
+        why = _not_flags(script, pieces)
+        if why:
+            b.comment = f"TODO(import): kept as a string, not maxtext_flags: {why}"
+            b.note = Diagnostic("W1200", f"TODO(import): {name} is kept as a string, not maxtext_flags: {why}",
+                                _span(script.shown, script.text, word.pos), severity="warning",
+                                hint="convert it to maxtext_flags by hand once reviewed")
+        script.bindings[name] = b
+        script.items.append(b)
+        return
+    # computed by the shell: a str param, its shell text kept for review
+    b = _param(script, node, name, _visible(name))
+    b.comment = f"TODO(import): the shell computes it: {raw}"
+    b.note = Diagnostic("W1200", f"TODO(import): {name} is computed by the shell; it is a str param now (default "
+                        f"{b.default!r})", _span(script.shown, script.text, word.pos), severity="warning",
+                        hint=f"set it with --set {name}=... when you build")
+
+
+def _names(pieces) -> set:
+    return {p.text.split(".")[0].removesuffix("_JOINED") for p in pieces if isinstance(p, Ref)}
+
+
+def _param(script: Script, node, name: str, default: str) -> Binding:
+    if _INT.fullmatch(default):
+        ptype, source = "int", default
+    elif default in ("true", "false"):
+        ptype, source = "bool", default
+    else:
+        ptype, source = "str", string(default)
+    b = Binding(name, "param", source, set(), node, type=ptype, default=default)
+    script.bindings[name] = b
+    script.items.append(b)
+    return b
+
+
+def _flags(script: Script, pieces, least: int = 2) -> tuple | None:
+    """A value of ``key=value`` words separated by single spaces (text and :class:`Ref`
+    pieces) → (key → value source, names used), each word as the flag set's shell form writes
+    it; None otherwise."""
+    if any(isinstance(p, Ref) and script.bindings[p.text].kind != "param" for p in pieces):
+        return None
+    if any(isinstance(p, str) and "${" in p for p in pieces):
+        return None
+    value = "".join(p if isinstance(p, str) else "${" + p.text + "}" for p in pieces)
+    words = value.split(" ")
+    if len(words) < least or any(not w or "=" not in w for w in words):
+        return None
+    names = {p.text for p in pieces if isinstance(p, Ref)}
+    entries = {}
+    for w in words:
+        key = w.split("=", 1)[0]
+        source = flag_value(key, w, names) if key.isidentifier() else None
+        if source is None or key in entries:
+            return None
+        entries[key] = source
+    return entries, names
+
+
+def _not_flags(script: Script, pieces) -> str:
+    """Why a value of ``key=value`` words is not a flag set ("" when it is not such a value)."""
+    value = "".join(p if isinstance(p, str) else "${" + p.text + "}" for p in pieces)
+    words = value.split()
+    if len(words) < 2 or not all("=" in w and w.split("=", 1)[0].isidentifier() for w in words):
+        return ""
+    if " ".join(words) != value:
+        return "its words are not separated by single spaces"
+    names = {p.text for p in pieces if isinstance(p, Ref)}
+    seen = set()
+    for w in words:
+        key = w.split("=", 1)[0]
+        if key in seen:
+            return f"{key} is set twice"
+        seen.add(key)
+        if flag_value(key, w, names) is None:
+            return f"{w[:60]!r} has no maxtext_flags spelling that the shell form writes the same way"
+    return "it uses a value that is not a param"
+
+
+def _conditional_layer(script: Script, node) -> bool:
+    """``if [ "$P" = true ]; then F="$F k=v ..."; fi`` (or ``==``, ``[[ ]]``, ``${P}``) on a
+    bool param P and a flag set F: a layer of F, added when P is true."""
+    try:
+        (if_node,) = node.list
+        kw, cond, then, body, fi = if_node.parts
+    except (AttributeError, ValueError):
+        return False
+    if kw.kind != "reservedword" or kw.word != "if" or getattr(fi, "word", "") != "fi" or cond.kind != "list":
+        return False
+    test = [p for p in cond.parts if p.kind == "command"]
+    if len(test) != 1 or body.kind != "command":
+        return False
+    t = [w for w in test[0].parts if w.kind == "word"]
+    words = [w.word for w in t]
+    if len(words) != 5 or (words[0], words[4]) not in (("[", "]"), ("[[", "]]")) or words[2] not in ("=", "=="):
+        return False
+    params = [p for p in (getattr(t[1], "parts", []) or []) if p.kind == "parameter"]
+    if len(params) != 1 or words[3] != "true" or words[1] != "$" + params[0].value and \
+            words[1] != "${" + params[0].value + "}":
+        return False
+    flag = script.bindings.get(params[0].value)
+    (assign,) = body.parts if len(body.parts) == 1 else (None,)
+    if flag is None or flag.kind != "param" or flag.type != "bool" or assign is None or assign.kind != "assignment":
+        return False
+    name = script.text[assign.pos[0]:assign.pos[1]].partition("=")[0]
+    target = script.bindings.get(name)
+    if target is None or target.kind != "flags":
+        return False
+    pieces = _pieces(script, assign, assign.pos[0] + len(name) + 1)
+    if not pieces or len(pieces) < 2 or pieces[0] != Ref(f"{name}.shell") or not isinstance(pieces[1], str) \
+            or not pieces[1].startswith(" "):
+        return False
+    found = _flags(script, [pieces[1][1:], *pieces[2:]], least=1)
+    if found is None:
+        return False
+    entries, uses = found
+    if set(entries) & set(target.default) or any(set(entries) & set(e) for _, e in target.layers):
+        return False  # the shell would repeat a key (MaxText's last wins); a layer replaces it
+    target.layers.append((flag.name, entries))
+    target.uses |= uses | {flag.name}
+    script.items.append(("layer", name, node))
+    return True
+
+
+# recipe text ---------------------------------------------------------------------------------
+def recipe(script: Script) -> str:
+    """The recipe source of ``script`` (not yet formatted): bindings the commands use, in
+    source order, then the ``command_file`` renders; everything else as ``TODO(import)``
+    comments where it was."""
+    used_names = used(script)
+    lines = [f"# Imported from {script.shown}",
+             "# by `rcpc import shell`: the command_file render runs the same command line (rcpc import",
+             "# proves it: every word, and the MaxText flag tokens).", ""]
+    for item in script.items:
+        if isinstance(item, Binding):
+            if item.name not in used_names:
+                raw = script.text[item.node.pos[0]:item.node.pos[1]]
+                lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
+                continue
+            lines += _binding(item)
+        elif item[0] == "todo":
+            lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
+        elif item[0] == "command":
+            _, name, sources, _, _ = item
+            lines += [f"command_file(name = {string(name)}, argv = [" + ", ".join(sources) + "])", ""]
+    return "\n".join(lines + ['variant("default")']) + "\n"
+
+
+def _visible(name: str) -> str:
+    """The default of a param the shell file leaves empty: its name in lowercase with dashes."""
+    return name.lower().replace("_", "-")
+
+
+def add_unknown_keys(script: Script, keys) -> bool:
+    """Acknowledge MaxText keys the schema does not know on the flag sets that set them;
+    False when none of ``keys`` is new."""
+    changed = False
+    for b in script.bindings.values():
+        if b.kind == "flags":
+            new = [k for k in keys if (k in b.default or any(k in e for _, e in b.layers)) and k not in b.unknown_keys]
+            if new:
+                b.unknown_keys += tuple(new)
+                changed = True
+    return changed
+
+
+def notes(script: Script) -> list:
+    """The ``W1200`` warnings of the import, one for each ``TODO(import)`` comment of
+    :func:`recipe`, in the order of the file."""
+    used_names = used(script)
+    out = list(script.notes)
+    for b in script.bindings.values():
+        if b.name not in used_names:
+            out.append(Diagnostic("W1200", f"TODO(import): {b.name} is not used by the launch command",
+                                  _span(script.shown, script.text, b.node.pos), severity="warning",
+                                  hint="kept as a comment in the recipe"))
+        elif b.note is not None:
+            out.append(b.note)
+        if b.name in used_names and b.unknown_keys:
+            out.append(Diagnostic("W1200", "TODO(import): MaxText keys the schema does not know are acknowledged "
+                                  f"with unknown_keys: {', '.join(b.unknown_keys)}", _span(script.shown, script.text,
+                                                                                           b.node.pos),
+                                  severity="warning", hint="check them against the MaxText version you run"))
+    return sorted(out, key=lambda d: (d.span.line, d.span.col) if d.span else (1 << 30, 0))
+
+
+def _commented(raw: str) -> list:
+    return ["#     " + ln if ln else "#" for ln in raw.splitlines()] + [""]
+
+
+def used(script: Script) -> set:
+    """The names the launch commands use, directly or through other bindings."""
+    todo = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command" for n in i[3]]
+    used: set = set()
+    while todo:
+        n = todo.pop()
+        if n in used or n not in script.bindings:
+            continue
+        used.add(n)
+        todo.extend(script.bindings[n].uses)
+    return used
+
+
+def _binding(b: Binding) -> list:
+    out = [f"# {b.comment}"] if b.comment else []
+    if b.kind == "param" and b.default == "":
+        return out + [f"{b.name} = param(str, default = {string(_visible(b.name))}, doc = "
+                      f"{string('Empty in the shell file: set it (--set ' + b.name + '=...).')})"]
+    if b.kind == "param":
+        return out + [f"{b.name} = param({b.type}, default = {b.source})"]
+    if b.kind == "list":
+        prefix, sep, suffix = b.list_format
+        return out + [f"{b.name} = {b.source}", f"{b.name}_JOINED = {joined(b.name, prefix, sep, suffix)}", ""]
+    if b.kind == "flags":
+        layers = ["{\n" + "".join(f"    {string(k)}: {v},\n" for k, v in b.default.items()) + "}"]
+        for param, entries in b.layers:
+            layers.append("{" + ", ".join(f"{string(k)}: {v}" for k, v in entries.items()) + f"}} if {param} else {{}}")
+        if b.unknown_keys:
+            layers.append("unknown_keys = [" + ", ".join(string(k) for k in b.unknown_keys) + "]")
+            out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
+        return out + [f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")", ""]
+    return out + [f"{b.name} = {b.source}"]
+
+
+# the proof's side of the shell file ------------------------------------------------------------
+def derived_script(script: Script, values: dict) -> str:
+    """The statements of ``script`` the recipe reproduces, as written, in order, each param's
+    assignment with ``values[name]`` instead (shell-quoted): what bash runs to give the
+    command lines the recipe must equal. Holds no command substitution (those are params or
+    TODOs), so running it with the commands stubbed runs nothing else."""
+    import shlex
+
+    out = []
+    kept = used(script)
+    for item in script.items:
+        if isinstance(item, Binding):
+            if item.name not in kept:
+                continue
+            if item.kind == "param":
+                out.append(f"{item.name}={shlex.quote(_text(values[item.name]))}")
+            else:
+                out.append(item.raw)
+        elif item[0] in ("layer", "command"):
+            node = item[2] if item[0] == "layer" else item[4]
+            out.append(script.text[node.pos[0]:node.pos[1]])
+    return "\n".join(out) + "\n"
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def programs(script: Script) -> list:
+    """The programs the launch commands run (their first words), in order, once each."""
+    return list(dict.fromkeys(item[4].parts[0].word for item in script.items
+                              if isinstance(item, tuple) and item[0] == "command"))
