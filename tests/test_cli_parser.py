@@ -19,6 +19,8 @@ ARGVS = [
     ["validate", "a.yaml", "b.yaml"], ["fmt", "--check", "recipes"], ["lint", "--diagnostics", "sarif"],
     ["explain", "r", "F", "steps", "--format", "json"], ["schema", "maxtext", "p", "--commit", "c"],
     ["schema", "jobset", "crd.yaml", "-o", "x.json"], ["lsp"], ["completion", "bash"],
+    ["import", "manifest", "t.yaml", "--set", "A=1", "--var", "B", "-o", "r.rcp", "--force"],
+    ["import", "shell", "l.sh", "-o", "r.rcp"],
 ]
 BAD = [["build", "--nope"], ["fmt", "--check", "--diff"], ["check", "-j", "0"], ["bild"], ["schema"], ["render"], []]
 
