@@ -30,6 +30,7 @@ from rcpc.domain.maxtext import argv
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.values import FlagSet
 from rcpc.domain.workspace import Workspace
+from rcpc.importer.proof import differences  # strict: bool is not int, int is not float
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -145,34 +146,6 @@ def envsubst(template: Path, values: dict) -> str:
     proc = subprocess.run([exe, ENVSUBST_FORMAT], input=template.read_bytes(), env=env,
                           capture_output=True, check=True)
     return proc.stdout.decode("utf-8")
-
-
-def differences(a, b, path: str = "$"):
-    """Where ``a`` and ``b`` differ, strictly: same types at every node (bool is not int,
-    int is not float), same keys, same list lengths, equal scalars. Strings are shown around
-    their first differing character."""
-    if type(a) is not type(b):
-        yield f"{path}: {type(a).__name__} {a!r:.80} != {type(b).__name__} {b!r:.80}"
-    elif isinstance(a, dict):
-        for k in a.keys() | b.keys():
-            if k not in b:
-                yield f"{path}.{k}: only in the render"
-            elif k not in a:
-                yield f"{path}.{k}: only in the published template"
-            else:
-                yield from differences(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        if len(a) != len(b):
-            yield f"{path}: {len(a)} items != {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            yield from differences(x, y, f"{path}[{i}]")
-    elif a != b:
-        if isinstance(a, str):
-            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            lo = max(0, i - 60)
-            yield f"{path}: strings differ at offset {i}:\n  {a[lo:i + 60]!r}\n  {b[lo:i + 60]!r}"
-        else:
-            yield f"{path}: {a!r} != {b!r}"
 
 
 def containers(doc: dict) -> list:
