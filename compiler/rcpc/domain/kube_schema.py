@@ -140,15 +140,13 @@ class SchemaIndex:
         return self._schemas.get((api_version, kind))
 
     def validator(self, api_version: str, kind: str):
-        """(jsonschema validator, schema) for ``apiVersion``/``kind``, or None."""
+        """The jsonschema validator (draft 7, no format checker) of ``apiVersion``/``kind``;
+        KeyError when there is no schema."""
         key = (api_version, kind)
-        if key not in self._schemas:
-            return None
         if key not in self._validators:
             import jsonschema
 
-            self._validators[key] = (jsonschema.Draft7Validator(_structural(self._schemas[key])),
-                                     self._schemas[key])
+            self._validators[key] = jsonschema.Draft7Validator(_structural(self._schemas[key]))
         return self._validators[key]
 
 
@@ -308,7 +306,8 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     found = schemacache.lookup(k)
     if found is None or len(found["before"]) != (len(_STAGES) if strict_crd else 0):
         found = _validate(index, api.value, kind.value, plain, strict_crd)
-        schemacache.store(k, found)
+        if found != VALID:  # a valid manifest is kept under its shape (_validate)
+            schemacache.store(k, found)
     before = [_keyed(records) for records in found["before"]]
     final = _keyed(found["final"])
     out = [d for rec in final.values() for d in _schema_diags(rec, data, kind.value)]
@@ -324,14 +323,36 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
 def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) -> dict:
     """jsonschema's violations of ``plain`` (changed in place by the stages) as records
     ``[path, validator, message, allowed fields or None]``: before each stage with
-    ``strict_crd`` (``before``) and after them all (``final``)."""
-    validator, schema = index.validator(api, kind)
+    ``strict_crd`` (``before``) and after them all (``final``). Without ``strict_crd``, a
+    manifest whose :func:`rcpc.domain.schemashape.shape` was found valid before is valid
+    without jsonschema (what that module proves), and a valid one is kept under its shape."""
+    from rcpc.domain import schemacache
+    from rcpc.domain.schemashape import shape
+
+    schema = index.schema(api, kind)
     before = []  # with strict_crd: the violations before each stage
     for _, _, step in _STAGES:
         if strict_crd:
-            before.append(_errors(validator, plain))
+            before.append(_errors(index.validator(api, kind), plain))
         step(plain, schema, kind)
-    return {"before": before, "final": _errors(validator, plain)}
+    if strict_crd:
+        return {"before": before, "final": _errors(index.validator(api, kind), plain)}
+    shaped = None
+    if schemacache.enabled():
+        try:
+            shaped = schemacache.key(index.identity, api, kind, False, shape(plain, schema),
+                                     shaped=True)
+        except RecursionError:
+            pass
+    if schemacache.lookup(shaped) == VALID:
+        return VALID
+    found = {"before": [], "final": _errors(index.validator(api, kind), plain)}
+    if found == VALID:
+        schemacache.store(shaped, found)
+    return found
+
+
+VALID = {"before": [], "final": []}
 
 
 def _errors(validator, plain) -> list:

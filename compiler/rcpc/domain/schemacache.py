@@ -9,7 +9,11 @@ the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), t
 version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
 messages are part of the result), the identity of the schema files (the SHA-256 of their
 bytes, :attr:`rcpc.domain.kube_schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
-and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ). The header holds
+and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
+A manifest found valid is also kept under its *shape* (:mod:`rcpc.domain.schemashape`: the
+strings no keyword of the schema can tell apart left out), so a manifest that differs from a
+valid one only in such strings (a flag in a container's ``args``) is valid without jsonschema;
+a result with violations is kept only under the exact manifest. The header holds
 the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
 regular file of bounded size (:func:`rcpc.core.files.read_limited`), its header names the
 key asked for, the payload has the recorded digest and the records have the expected shape;
@@ -40,20 +44,28 @@ def _key_base() -> str:
     return _KEY_BASE[0]
 
 
-def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain) -> str | None:
+def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, shaped: bool = False) -> str | None:
     """The entry key of validating ``plain`` (a manifest as plain data:
     :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: SHA-256 hex.
     The manifest is written with :func:`repr`, which keeps every type apart (``1``, ``1.0``,
     ``True``, ``"1"``, as values and as keys); None when that fails (too deep) or the cache
-    is off: not cached."""
-    if _directory() is None:
+    is off: not cached. With ``shaped``, ``plain`` is a manifest's shape
+    (:func:`rcpc.domain.schemashape.shape`, after the API server's stages) and the key is
+    one only "valid" is stored under."""
+    if not enabled():
         return None
     try:
         manifest = repr(plain)
     except RecursionError:
         return None
-    data = "\0".join((_key_base(), identity, api_version, kind, str(bool(strict_crd)), manifest))
+    data = "\0".join((_key_base(), identity, api_version, kind, str(bool(strict_crd)),
+                      "shape" if shaped else "manifest", manifest))
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def enabled() -> bool:
+    """Whether the cache is in use (a user cache directory, no ``RCPC_NO_CACHE``)."""
+    return _directory() is not None
 
 
 def _path(directory: str, k: str) -> str:
