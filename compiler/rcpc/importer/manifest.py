@@ -118,19 +118,20 @@ def split_startup(text: str, names, span_of) -> tuple[Startup, list]:
         words = []
         for raw in trainer.words:
             key = raw.split("=", 1)[0]
-            source, how = flag_value(key, raw, names), "plain"
+            source, how = flag_value(key, raw, names), "bare"
             if source is None:
                 found = quoted_flag_value(key, raw, names)
-                if found is not None:
-                    source, how = found[0], "quoted" if found[1] else "plain"
+                if found is not None:  # quotes the shell needs (either form writes them), or not
+                    source, how = found[0], "quoted" if found[1] else "either"
             words.append((raw, key, source, how))
-        # shell_quoted quotes every token of a key: a key written both ways has no spelling
-        hows = {}
+        # shell_quoted quotes every token of a key: a key written bare and with quotes the
+        # shell needs not has no one spelling
+        hows: dict = {}
         for raw, key, source, how in words:
             hows.setdefault(key, set()).add(how)
         layers, in_force = [{}], {}
         for raw, key, source, how in words:
-            if source is None or len(hows[key]) > 1:
+            if source is None or {"bare", "quoted"} <= hows[key]:
                 notes.append(Diagnostic("W1200", f"TODO(import): the MaxText flags are kept as shell text: {raw!r} "
                                         "has no maxtext_flags spelling that renders as written", span_of(raw),
                                         severity="warning",
