@@ -57,10 +57,6 @@ class Call:
     args: list
     loads: list
 
-    def source(self) -> list:
-        """The call's lines, one argument a line (``rcpc fmt`` lays it out)."""
-        return [f"{self.function}("] + [f"    {a}," for a in self.args] + [")"]
-
     def inline(self) -> str:
         """The call on one line (``rcpc fmt`` lays it out)."""
         return f"{self.function}({', '.join(self.args)})"
@@ -93,7 +89,7 @@ class Candidate:
         lines = m.header(t, f"as a call of {self.shape}")
         at = lines.index("") + 1
         lines[at:at] = [f"load({string(self.library)}, {names})", ""]
-        return "\n".join(lines + m.flag_lines(t) + before + call.source() + ["", 'variant("default")']) + "\n"
+        return "\n".join(lines + m.flag_lines(t) + before + [call.inline(), "", 'variant("default")']) + "\n"
 
 
 # The JobSet ------------------------------------------------------------------------------
