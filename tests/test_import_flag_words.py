@@ -33,7 +33,7 @@ def _word(key: str, text: str, always: bool) -> str:
     return shell_quote(f"{key}={text}", always)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES), st.booleans()), min_size=1, max_size=12))
 def test_flag_words_split_into_layers(words):
     raws = [_word(k, v, always) for k, v, always in words]
@@ -76,6 +76,7 @@ def test_flag_words_split_into_layers(words):
     assert shlex.split(" ".join(raws)) == [f"{k}={v}" for k, v, _ in words]
 
 
+@settings(deadline=None)
 @given(st.sampled_from(KEYS), st.sampled_from(VALUES), st.booleans())
 def test_quoted_flag_value(key, text, always):
     raw = _word(key, text, always)

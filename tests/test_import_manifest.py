@@ -8,14 +8,18 @@ SHELL-FORMAT on every template.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rcpc.cli import main
 from rcpc.core.fmt import format_source
@@ -55,6 +59,20 @@ def _nonblank(text: str) -> int:
 
 def test_thirteen_templates():
     assert len(ALL) == 13 and sorted(IMPORTS) == ALL
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_candidates_read_the_shape_off_the_template(name):
+    """Before any proof: the functions whose shape the template has are the one it imports as
+    (and, for a hand-written recipe's shape, maxtext_jobset's longer form xpk_jobset), so an
+    import builds one call, not every candidate."""
+    from rcpc.importer.library import CANDIDATES
+    from rcpc.importer.manifest import read
+
+    template = read(TEMPLATES / name, name, {}, None)
+    shapes = [c.shape for c in CANDIDATES if c.extract(template) is not None]
+    expect = [IMPORTS[name]] + (["xpk_jobset with xpk_command"] if IMPORTS[name] == "maxtext_jobset" else [])
+    assert shapes == expect
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -188,6 +206,19 @@ def test_bad_input_is_located_and_writes_nothing(text, code, tmp_path, monkeypat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("spec", ["x", "[1]", "{replicatedJobs: x}", "{replicatedJobs: [{template: [x]}]}",
+                                  "{replicatedJobs: [{template: {spec: {template: {spec: {containers: 1}}}}}]}"])
+def test_a_manifest_of_another_shape_is_a_data_literal(spec, tmp_path, monkeypatch, capsys):
+    """A spec that is not a JobSet's (a string, a list, a replicatedJobs of other shapes)
+    imports as a data literal, equal, without a traceback."""
+    monkeypatch.chdir(REPO)
+    src = tmp_path / "t.yaml"
+    src.write_text(f"apiVersion: v1\nkind: Thing\nmetadata:\n  name: ${{NAME}}\nspec: {spec}\n")
+    rc, out, err = _run(["import", "manifest", str(src)], capsys)
+    assert rc == 0, err
+    assert "equal (a data literal)" in err and out.startswith("# Imported from")
+
+
 def test_set_of_a_name_that_is_no_placeholder(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     rc, _, err = _run(["import", "manifest", str(TEMPLATES / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"),
@@ -215,3 +246,46 @@ def test_output_path_problems(tmp_path, monkeypatch, capsys):
     assert rc == 1 and "is the input file" in err
     assert src.read_text().startswith("apiVersion")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]  # no temporary file left
+
+
+def _nodes(value, path=()):
+    """The paths of every node of a YAML document."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _nodes(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _nodes(v, path + (i,))
+
+
+def _replaced(doc, path, new):
+    if not path:
+        return new
+    out = copy.copy(doc)
+    out[path[0]] = _replaced(doc[path[0]], path[1:], new)
+    return out
+
+
+_TEMPLATES = {}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(ALL), st.data(), st.sampled_from([None, "x", 0, 1.5, True, [], {}, ["x"], {"x": None},
+                                                         [{"name": ["x"], "image": {}}]]))
+def test_candidates_of_a_template_of_another_shape_decline(name, data, new):
+    """Any node of a template replaced by a value of another shape: each candidate reads the
+    template or declines (None); none raises, whatever the node (the proof decides the rest)."""
+    from rcpc.importer.library import CANDIDATES
+    from rcpc.importer.manifest import read, startup_command
+
+    if name not in _TEMPLATES:
+        _TEMPLATES[name] = read(TEMPLATES / name, name, {}, None)
+    template = _TEMPLATES[name]
+    paths = [p for p in _nodes(template.doc) if p and p[0] != "apiVersion"]
+    path = data.draw(st.sampled_from(paths))
+    mutated = attrs.evolve(template, doc=_replaced(template.doc, path, new))
+    startup_command(mutated.doc)  # read() finds the startup command in any shape
+    for cand in CANDIDATES:
+        found = cand.extract(mutated)
+        assert found is None or found.startswith("# Imported from")

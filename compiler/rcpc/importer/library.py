@@ -120,18 +120,18 @@ def read_job(t: m.Template) -> Job | None:
         pod = job["template"]["spec"]["template"]
         selector = pod["spec"]["nodeSelector"]
         accelerator = selector[ACCELERATOR_LABEL]
-    except (KeyError, TypeError, ValueError):
+        topology = selector.get(TOPOLOGY_LABEL)
+        exclusive = topology is not None
+        if not exclusive:
+            topology = ((pod.get("metadata") or {}).get("annotations") or {}).get(SLICE_TOPOLOGY_ANNOTATION)
+        name = doc["metadata"].get("name")
+    except (AttributeError, KeyError, TypeError, ValueError):  # not of this shape
         return None
-    topology = selector.get(TOPOLOGY_LABEL)
-    exclusive = topology is not None
-    if not exclusive:
-        topology = ((pod.get("metadata") or {}).get("annotations") or {}).get(SLICE_TOPOLOGY_ANNOTATION)
-    images = {c.get("image") for c in cs}
-    name = doc["metadata"].get("name")
+    images = [c.get("image") for c in cs]
     if not (isinstance(accelerator, str) and isinstance(topology, str) and isinstance(name, str)) \
-            or len(images) != 1 or not isinstance(next(iter(images)), str):
+            or not images or not all(isinstance(i, str) for i in images) or len(set(images)) != 1:
         return None
-    return Job(fstring(placeholders(name, names)), fstring(placeholders(images.pop(), names)),
+    return Job(fstring(placeholders(name, names)), fstring(placeholders(images[0], names)),
                f"{accelerator}:{topology}", [c.get("name") for c in cs], "ports" in cs[0],
                "labels" in doc["metadata"], exclusive)
 
@@ -278,9 +278,11 @@ def _xpk_command(t: m.Template):
     found = _startup(t, spaced)
     if found is None:
         return None
+    artifacts = _artifacts(s.text, set(t.params))
+    if _lead(s) != (" " if artifacts is not None else ""):  # the trainer right after " && " (and " ")
+        return None
     loads: list = []
     args = [m.FLAGS_NAME, "LIBTPU_FLAGS"] + _trainer(s, "MAXTEXT_TRAIN_LEGACY", loads)
-    artifacts = _artifacts(s.text, set(t.params))
     if artifacts is not None:
         if _copy(s.text) != "GSUTIL_CP":
             return None
@@ -305,9 +307,11 @@ def _xpk_generated_command(t: m.Template):
     if s is None or _GENERATED_START not in s.text or s.quoted:
         return None
     found = _startup(t, True)
+    if found is None:
+        return None
     artifacts = _artifacts(s.text, set(t.params))
     copy = _copy(s.text)
-    if found is None or artifacts is None or copy is None:
+    if artifacts is None or copy is None:
         return None
     lead = _lead(s)
     if not lead:
@@ -330,8 +334,10 @@ def _xpk_maxdiffusion_command(t: m.Template):
             or not s.text[:s.trainer.program_start].endswith("&& " + _MAXDIFFUSION_CACHE):
         return None
     found = _startup(t, False)
+    if found is None:
+        return None
     banner = _banner(s.text)
-    if found is None or banner is None:
+    if banner is None:
         return None
     loads: list = []
     args = [m.FLAGS_NAME, "LIBTPU_FLAGS"] + _trainer(s, "MAXDIFFUSION_TRAIN_WAN", loads)

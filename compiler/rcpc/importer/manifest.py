@@ -82,14 +82,16 @@ class Template:
 def containers(doc) -> list:
     """The containers of every pod template in a JobSet's replicated jobs (empty for other
     shapes)."""
-    out = []
+    out: list = []
     spec = doc.get("spec") if isinstance(doc, dict) else None
-    for job in (spec or {}).get("replicatedJobs") or []:
+    jobs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+    for job in jobs if isinstance(jobs, list) else []:
         try:
             pod = job["template"]["spec"]["template"]["spec"]
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, IndexError):
             continue
-        out.extend(c for c in (pod or {}).get("containers") or [] if isinstance(c, dict))
+        cs = pod.get("containers") if isinstance(pod, dict) else None
+        out.extend(c for c in (cs if isinstance(cs, list) else []) if isinstance(c, dict))
     return out
 
 
