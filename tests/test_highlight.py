@@ -26,6 +26,11 @@ Y = [f"{k}-{{raw}}-{X['lr']}" for k in X.keys() if k != "n" and not k in ["on"]]
 Z = X.get("lr") if len(Y) >= 2 else None
 '''
 
+# A call of every built-in (a sample for the tokenizers; it need not compile).
+BUILTIN_CALLS = "X = [" + ", ".join(f"{n}(a, b = bool)" for n in (
+    "param", "maxtext_flags", "jobset", "manifest", "flag_file", "command_file", "tpu_slice", "merge", "replace",
+    "variant", "require", "dict", "range", "len", "str", "json")) + "]\n"
+
 
 @pytest.fixture(scope="module")
 def textmate():
@@ -35,11 +40,14 @@ def textmate():
     with tempfile.TemporaryDirectory() as tmp:
         sample = Path(tmp) / "sample.rcp"
         sample.write_text(SAMPLE)
-        got = subprocess.run(["node", str(TOKENIZE), str(GRAMMAR), str(sample), *map(str, RECIPES)],
+        calls = Path(tmp) / "builtins.rcp"
+        calls.write_text(BUILTIN_CALLS)
+        got = subprocess.run(["node", str(TOKENIZE), str(GRAMMAR), str(sample), str(calls), *map(str, RECIPES)],
                              capture_output=True, text=True, cwd=TOKENIZE.parent)
         assert got.returncode == 0, got.stderr + "\n(install the npm packages: npm ci --prefix tests/js)"
         out = json.loads(got.stdout)
-        return {Path(k).name if k == str(sample) else str(Path(k).relative_to(REPO)): v for k, v in out.items()}
+        return {Path(k).name if k in (str(sample), str(calls)) else str(Path(k).relative_to(REPO)): v
+                for k, v in out.items()}
 
 
 def scopes_of(lines, text: str, nth: int = 0) -> list[str]:
@@ -95,7 +103,8 @@ def test_textmate_bundled_recipes(textmate):
     assert "meta.mapping.key.rcp" in scopes_of(rl, '"model_name"')
     assert "constant.language.boolean.rcp" in scopes_of(rl, "True")
     for name, lines in textmate.items():
-        text = (REPO / name).read_text().split("\n") if name != "sample.rcp" else SAMPLE.split("\n")
+        text = {"sample.rcp": SAMPLE, "builtins.rcp": BUILTIN_CALLS}.get(name) or (REPO / name).read_text()
+        text = text.split("\n")
         for n, (line, toks) in enumerate(zip(text, lines), 1):
             assert "".join(t for t, _ in toks) == line
             if line.startswith("#"):   # a comment line is a comment: no string ran on into it
@@ -131,6 +140,31 @@ def test_pygments_bundled_recipes(path):
     toks = list(get_lexer_by_name("rcp").get_tokens(text))
     assert not [v for t, v in toks if t is Error]
     assert "".join(v for _, v in toks).rstrip("\n") == text.rstrip("\n")
+
+
+def test_grammars_name_every_builtin_of_the_compiler(textmate):
+    """The built-in functions and types the TextMate grammar and the Pygments lexer mark are
+    exactly the compiler's (a new built-in is highlighted, or this fails), and each is marked
+    as such where a recipe calls it."""
+    import re
+
+    from rcpc.domain.builtins import NAMES
+    from rcpc.highlight import BUILTINS, TYPES
+
+    from rcpc.lsp.query import BUILTIN_DOCS
+
+    assert sorted(BUILTINS + TYPES) == sorted(NAMES) and not set(BUILTINS) & set(TYPES)
+    assert sorted(BUILTIN_DOCS) == sorted(NAMES)  # the editor's hover and signature help too
+    rules = {r["name"]: r["match"] for r in json.loads(GRAMMAR.read_text())["repository"]["builtin"]["patterns"]}
+    listed = {scope: set(re.search(r"\(\?:([\w|]+)\)", m).group(1).split("|")) for scope, m in rules.items()}
+    assert listed == {"support.function.builtin.rcp": set(BUILTINS), "support.type.rcp": set(TYPES)}
+    lines = textmate["builtins.rcp"]
+    for name in BUILTINS:
+        assert "support.function.builtin.rcp" in scopes_of(lines, name), name
+    assert "support.type.rcp" in scopes_of(lines, "bool")
+    toks = [(t, v) for t, v in get_lexer_by_name("rcp").get_tokens(BUILTIN_CALLS) if v.strip()]
+    for name in BUILTINS:
+        assert (Name.Builtin, name) in toks, name
 
 
 def test_vscode_extension_manifest():

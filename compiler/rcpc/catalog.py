@@ -46,7 +46,7 @@ spec:
               command:
               - bash
               - -c
-              - python3 -m MaxText.train MaxText/configs/base.yml steps=10 run_name='a b'
+              - python3 -m MaxText.train MaxText/configs/base.yml steps=10 run_name="a b"
 """
 
 

@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import attrs
 
-# MaxText's trainer reads its config file, then key=value overrides (MaxText pyconfig).
-_CONFIG_SUFFIX = "configs/base.yml"
+# MaxText's trainer reads its config file, then key=value overrides (MaxText pyconfig);
+# MaxDiffusion's trainers read theirs the same way (src/maxdiffusion/configs/base_wan_14b.yml).
+_CONFIG_DIR = "configs/"
+_CONFIG_SUFFIXES = (".yml", ".yaml")
+
+
+def is_config(word: str) -> bool:
+    """Whether ``word`` names a trainer's config file (``.../configs/NAME.yml``)."""
+    return _CONFIG_DIR in word and word.endswith(_CONFIG_SUFFIXES)
 LIBTPU_ASSIGNMENT = "LIBTPU_INIT_ARGS="
 
 
 @attrs.frozen
 class Trainer:
-    """``python3 -m MODULE .../configs/base.yml k=v ...`` inside a command: ``program`` the
+    """``python3 -m MODULE .../configs/NAME.yml k=v ...`` inside a command: ``program`` the
     text up to the config file, ``words`` the raw text of each flag word, ``start``/``end``
     the offsets of the flag words in the command (start of the first, end of the last)."""
 
@@ -73,7 +80,7 @@ def split(text: str) -> tuple[Trainer | None, LibtpuArgs | None]:
                 libtpu = LibtpuArgs(w.pos[0] + len(LIBTPU_ASSIGNMENT) + 1, w.pos[1] - 1, raw[len(LIBTPU_ASSIGNMENT) + 1:-1])
         names = [w.word for w in words]
         for i in range(len(names) - 3):
-            if names[i].startswith("python") and names[i + 1] == "-m" and names[i + 3].endswith(_CONFIG_SUFFIX):
+            if names[i].startswith("python") and names[i + 1] == "-m" and is_config(names[i + 3]):
                 flags = words[i + 4:]
                 raws = tuple(text[w.pos[0]:w.pos[1]] for w in flags)
                 if flags and all("=" in r and r.split("=", 1)[0].isidentifier() for r in raws):

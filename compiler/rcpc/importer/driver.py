@@ -60,7 +60,7 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
             s = template.startup
             if not keys or s is None or s.flags is None or set(keys) <= set(s.unknown_keys):
                 raise exc
-            note = _unknown_note(keys)
+            note = _unknown_note(keys, manifest.locate(template.shown, template.text, f"{keys[0]}="))
             template = attrs.evolve(template, notes=template.notes + (note,),
                                     startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
@@ -73,8 +73,8 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
         except CompileError as exc:
             found = [f"the call does not build: {exc.diagnostics[0].message}"]
         if not found:
-            return Imported(text, f"a call of {cand.function}", template.notes, check)
-        tried.append(f"{cand.function}: {found[0]}")
+            return Imported(text, f"a call of {cand.shape}", template.notes, check)
+        tried.append(f"{cand.shape}: {found[0]}")
     text, found = attempt(manifest.literal)
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
@@ -85,9 +85,11 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
     return Imported(text, how, template.notes, check)
 
 
-def _unknown_note(keys) -> Diagnostic:
+def _unknown_note(keys, span) -> Diagnostic:
+    """``W1200`` for MaxText ``keys`` acknowledged with ``unknown_keys``, at ``span`` (the
+    template's first ``key=`` word)."""
     return Diagnostic("W1200", "TODO(import): MaxText keys the schema does not know are acknowledged with "
-                      f"unknown_keys: {', '.join(keys)}", None, severity="warning",
+                      f"unknown_keys: {', '.join(keys)}", span, severity="warning",
                       hint="check them against the MaxText version you run")
 
 

@@ -96,8 +96,6 @@ def flag_value(key: str, raw: str, names) -> str | None:
     form writes it (:func:`~rcpc.domain.emit.flags.shell_quote` of ``key=value``), is exactly
     the shell word ``raw`` (placeholders of ``names`` become references); None when no value
     renders as ``raw``."""
-    from rcpc.core.source import Span
-    from rcpc.core.values import Bool, Float, Int, Str
     from rcpc.domain.emit.flags import FlagValueError, shell_quote, token
 
     pieces = placeholders(raw, names)
@@ -110,21 +108,55 @@ def flag_value(key: str, raw: str, names) -> str | None:
     if not raw.startswith(key + "="):
         return None
     text = raw[len(key) + 1:]
-    span = Span("<import>", 1, 1, 1, 1)
-    if text in _BOOLS:
-        value = Bool(text in ("True", "true"), text, span)
-    elif _INT.fullmatch(text):
-        value = Int(int(text), text, span)
-    elif _FLOAT.fullmatch(text):
-        value = Float(float(text), text, span)
-    else:
-        value = Str(text, span)
+    value = _value(text)
     try:
         if shell_quote(token(key, value)) == raw:
             return scalar(text)
     except FlagValueError:
         return None
     return None
+
+
+def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
+    """``(source, always)`` for a shell word ``raw`` that writes a flag's value part in single
+    quotes (``prompt='a b.'``, ``key='fixed,-224,224'``): the recipe source of the
+    ``maxtext_flags`` value, and whether the quotes are there where the shell needs none (as
+    ``FLAGS.shell_quoted([key])`` writes it, :func:`~rcpc.domain.emit.flags.shell_quote` with
+    ``always``) rather than as the flag set's shell form writes it anyway. None for any other
+    word, and for a quoted value holding a placeholder of ``names`` (its quoting would depend
+    on the param's value)."""
+    from rcpc.domain.emit.flags import FlagValueError, shell_quote, token
+
+    head = key + "='"
+    if not (raw.startswith(head) and raw.endswith("'") and len(raw) > len(head)):
+        return None
+    inner = raw[len(head):-1]
+    if "'" in inner or any(isinstance(p, Ref) for p in placeholders(inner, names)):
+        return None
+    try:
+        tok = token(key, _value(inner))
+    except FlagValueError:
+        return None
+    for always in (False, True):
+        if shell_quote(tok, always) == raw:
+            return scalar(inner), always
+    return None
+
+
+def _value(text: str):
+    """The rcpc value whose flag spelling is ``text`` (a bool, int or float as spelled, else
+    a string)."""
+    from rcpc.core.source import Span
+    from rcpc.core.values import Bool, Float, Int, Str
+
+    span = Span("<import>", 1, 1, 1, 1)
+    if text in _BOOLS:
+        return Bool(text in ("True", "true"), text, span)
+    if _INT.fullmatch(text):
+        return Int(int(text), text, span)
+    if _FLOAT.fullmatch(text):
+        return Float(float(text), text, span)
+    return Str(text, span)
 
 
 def joined(name: str, prefix: str, sep: str, suffix: str) -> str:

@@ -15,7 +15,7 @@ import attrs
 
 from rcpc.core.diagnostics import Diagnostic
 from rcpc.importer import command as cmd
-from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, string
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
 
 # Variables a pod's shell reads at run time, set by the TPU and JobSet environment: a
 # placeholder of one of these is kept literal (reference/tpu-recipes.md: "${TPU_WORKER_ID}
@@ -23,6 +23,7 @@ from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholder
 RUNTIME_VARIABLES = frozenset({"TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES", "JOB_COMPLETION_INDEX", "HOSTNAME",
                                "JOBSET_NAME", "REPLICATED_JOB_NAME", "JOB_INDEX", "MEGASCALE_SLICE_ID"})
 FLAGS_NAME = "MAXTEXT_FLAGS"
+SHELL_NAME = "MAXTEXT_SHELL"
 XLA_NAME = "XLA_FLAGS"
 LIBTPU_NAME = "LIBTPU_INIT_ARGS"
 COMMAND_NAME = "COMMAND"
@@ -31,17 +32,37 @@ COMMAND_NAME = "COMMAND"
 @attrs.frozen
 class Startup:
     """A container's startup command string split for the recipe: ``flags`` the
-    ``maxtext_flags`` entries (key → value source) or None when the flag words have no such
-    spelling, ``xla`` the flag list ``(prefix, items, sep, suffix)`` or None, and
-    ``pieces``: the command as text and :class:`Ref` pieces."""
+    ``maxtext_flags`` layers (each a dict key → value source; a key written again starts a
+    new layer, as MaxText's last ``key=value`` wins) or None when the flag words have no such
+    spelling, ``quoted`` the keys whose value part the command quotes where the shell needs
+    no quotes (``FLAGS.shell_quoted(keys)``), ``noop`` the ``(layer, key)`` entries that set
+    the value already in force (lint's ``W0330``, acknowledged in the recipe), ``schema`` False
+    when the trainer is not MaxText's (``maxtext_flags(..., schema = None)``), ``xla`` the flag
+    list ``(prefix, items, sep, suffix)`` or None, and ``pieces``: the command as text and
+    :class:`Ref` pieces."""
 
     text: str
     trainer: cmd.Trainer | None
     libtpu: cmd.LibtpuArgs | None
-    flags: dict | None
+    flags: tuple | None
     xla: tuple | None
     pieces: tuple
     unknown_keys: tuple = ()
+    quoted: tuple = ()
+    noop: frozenset = frozenset()
+    schema: bool = True
+
+    @property
+    def shell(self) -> str:
+        """Recipe source of the flag set's shell form as the command writes it (the name
+        :data:`SHELL_NAME` when some values are quoted: :meth:`shell_lines` defines it)."""
+        return SHELL_NAME if self.quoted else FLAGS_NAME + ".shell"
+
+    def shell_lines(self) -> list:
+        """``MAXTEXT_SHELL = MAXTEXT_FLAGS.shell_quoted([...])`` when some values are quoted."""
+        if not self.quoted:
+            return []
+        return [f"{SHELL_NAME} = {FLAGS_NAME}.shell_quoted([{', '.join(string(k) for k in self.quoted)}])"]
 
 
 @attrs.frozen
@@ -61,14 +82,16 @@ class Template:
 def containers(doc) -> list:
     """The containers of every pod template in a JobSet's replicated jobs (empty for other
     shapes)."""
-    out = []
+    out: list = []
     spec = doc.get("spec") if isinstance(doc, dict) else None
-    for job in (spec or {}).get("replicatedJobs") or []:
+    jobs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+    for job in jobs if isinstance(jobs, list) else []:
         try:
             pod = job["template"]["spec"]["template"]["spec"]
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, IndexError):
             continue
-        out.extend(c for c in (pod or {}).get("containers") or [] if isinstance(c, dict))
+        cs = pod.get("containers") if isinstance(pod, dict) else None
+        out.extend(c for c in (cs if isinstance(cs, list) else []) if isinstance(c, dict))
     return out
 
 
@@ -90,32 +113,65 @@ def split_startup(text: str, names, span_of) -> tuple[Startup, list]:
         notes.append(Diagnostic("W1200", f"TODO(import): the startup command is kept as text: bash cannot "
                                 f"parse it ({exc})", span_of(text[:40]), severity="warning"))
         trainer = libtpu = None
-    flags = None
+    flags = layers = None
+    quoted: list = []
+    noop = set()
     if trainer is not None:
-        flags = {}
+        words = []
         for raw in trainer.words:
             key = raw.split("=", 1)[0]
-            source = flag_value(key, raw, names)
-            if source is None or key in flags:
-                why = "is repeated" if key in flags else "has no maxtext_flags spelling that renders as written"
+            source, how = flag_value(key, raw, names), "bare"
+            if source is None:
+                found = quoted_flag_value(key, raw, names)
+                if found is not None:  # quotes the shell needs (either form writes them), or not
+                    source, how = found[0], "quoted" if found[1] else "either"
+            words.append((raw, key, source, how))
+        # shell_quoted quotes every token of a key: a key written bare and with quotes the
+        # shell needs not has no one spelling
+        hows: dict = {}
+        for raw, key, source, how in words:
+            hows.setdefault(key, set()).add(how)
+        layers, in_force = [{}], {}
+        for raw, key, source, how in words:
+            if source is None or {"bare", "quoted"} <= hows[key]:
                 notes.append(Diagnostic("W1200", f"TODO(import): the MaxText flags are kept as shell text: {raw!r} "
-                                        f"{why}", span_of(raw), severity="warning",
+                                        "has no maxtext_flags spelling that renders as written", span_of(raw),
+                                        severity="warning",
                                         hint="convert the flag words to maxtext_flags by hand once reviewed"))
-                flags = None
+                layers, quoted = None, []
                 break
-            flags[key] = source
+            if how == "quoted" and key not in quoted:
+                quoted.append(key)
+            if key in layers[-1]:
+                layers.append({})
+            if in_force.get(key) == source:
+                noop.add((len(layers) - 1, key))
+            layers[-1][key] = in_force[key] = source
+    if layers is not None:
+        flags = tuple(layers)
     xla = cmd.flag_list(libtpu.text) if libtpu is not None else None
     cuts = []
     if xla is not None:
         cuts.append((libtpu.start, libtpu.end, Ref(LIBTPU_NAME)))
     if flags is not None:
-        cuts.append((trainer.start, trainer.end, Ref(FLAGS_NAME + ".shell")))
+        cuts.append((trainer.start, trainer.end, Ref(SHELL_NAME if quoted else FLAGS_NAME + ".shell")))
     pieces, last = [], 0
     for start, end, ref in sorted(cuts, key=lambda c: c[0]):
         pieces += placeholders(text[last:start], names) + [ref]
         last = end
     pieces += placeholders(text[last:], names)
-    return Startup(text, trainer, libtpu, flags, xla, tuple(pieces)), notes
+    schema = trainer is None or is_maxtext(trainer.program)
+    return Startup(text, trainer, libtpu, flags, xla, tuple(pieces), quoted=tuple(quoted), noop=frozenset(noop),
+                   schema=schema), notes
+
+
+def is_maxtext(program: str) -> bool:
+    """Whether the trainer ``program`` (``python3 -m MODULE CONFIG``) runs a module of MaxText
+    (``MaxText.*``, or ``maxtext.*`` since MaxText's package move), whose flags its schema
+    describes; another trainer that reads ``key=value`` words (MaxDiffusion's) is not."""
+    words = program.split()
+    module = words[2] if len(words) > 2 and words[1] == "-m" else ""
+    return module.split(".", 1)[0] in ("MaxText", "maxtext")
 
 
 def read(path, shown: str, sets: dict, variables) -> Template:
@@ -154,16 +210,19 @@ def read(path, shown: str, sets: dict, variables) -> Template:
     startup, notes = None, []
     command = startup_command(doc)
     if command is not None:
-        startup, notes = split_startup(command, set(params), lambda words: _locate(shown, text, words))
+        startup, notes = split_startup(command, set(params), lambda words: locate(shown, text, words))
     return Template(shown, text, doc, params, startup, tuple(notes))
 
 
-def _locate(shown: str, text: str, words: str):
-    """The span of the first line of the template that holds ``words`` (else line 1)."""
+def locate(shown: str, text: str, words: str):
+    """The span of the first place in the template text where ``words`` stands, not preceded
+    by a name character (``steps=`` is not found in ``max_steps=``); else line 1, column 1."""
     from rcpc.core.source import Span
 
     for i, line in enumerate(text.splitlines(), 1):
         col = line.find(words)
+        while col > 0 and (line[col - 1].isalnum() or line[col - 1] == "_"):
+            col = line.find(words, col + 1)
         if col >= 0:
             return Span(shown, i, col + 1, i, col + 1 + len(words))
     return Span(shown, 1, 1, 1, 1)
@@ -192,25 +251,37 @@ def visible_default(name: str) -> str:
 
 def header(t: Template, how: str) -> list:
     """The recipe's opening comment and its params."""
-    lines = [f"# Imported from {t.shown}",
-             f"# by `rcpc import manifest`, {how}: the render equals the template after envsubst with",
-             "# the same values (rcpc import proves it).", ""]
-    lines[2:2] = [f"# {n.message}" for n in t.notes]
+    import textwrap
+
+    said = (f"by `rcpc import manifest`, {how}: the render equals the template after envsubst with the "
+            "same values (rcpc import proves it).")
+    lines = [f"# Imported from {t.shown}"] + textwrap.wrap(said, 98, initial_indent="# ", subsequent_indent="# ",
+                                                           break_on_hyphens=False) + [""]
+    lines[-1:-1] = [f"# {n.message}" for n in t.notes]
     for name, default in t.params.items():
         lines.append(f"{name} = param(str, default = {string(default)}, doc = {string('${' + name + '} in the template.')})")
     return lines + [""]
 
 
 def flag_lines(t: Template) -> list:
-    """``MAXTEXT_FLAGS = maxtext_flags({...})``, when the startup command has a flag set."""
-    if t.startup is None or t.startup.flags is None:
+    """``MAXTEXT_FLAGS = maxtext_flags({...}, ...)``, when the startup command has a flag set:
+    one dict a layer, an entry that sets the value already in force marked to be ignored by
+    lint (``W0330``: the command sets it again), ``schema = None`` for a trainer that is not
+    MaxText's, the unknown keys acknowledged."""
+    s = t.startup
+    if s is None or s.flags is None:
         return []
-    body = "".join(f"    {string(k)}: {v},\n" for k, v in t.startup.flags.items())
-    unknown = t.startup.unknown_keys
-    if not unknown:
-        return [f"{FLAGS_NAME} = maxtext_flags({{\n{body}}})", ""]
-    keys = ", ".join(string(k) for k in unknown)
-    return [f"{FLAGS_NAME} = maxtext_flags({{\n{body}}}, unknown_keys = [{keys}])", ""]
+    args = []
+    for i, layer in enumerate(s.flags):
+        body = "".join(f"    {string(k)}: {v},{'  # rcpc: ignore[W0330]' if (i, k) in s.noop else ''}\n"
+                       for k, v in layer.items())
+        args.append(f"{{\n{body}}}")
+    if not s.schema:
+        args.append("\n    # the trainer is not MaxText's: MaxText's schema does not describe its flags\n"
+                    "    schema = None")
+    if s.unknown_keys:
+        args.append("unknown_keys = [" + ", ".join(string(k) for k in s.unknown_keys) + "]")
+    return [f"{FLAGS_NAME} = maxtext_flags({', '.join(args)})", ""]
 
 
 def literal(t: Template) -> str:
@@ -226,6 +297,8 @@ def literal(t: Template) -> str:
             prefix, items, sep, suffix = s.xla
             lines.append(f"{XLA_NAME} = [" + ", ".join(string(i) for i in items) + "]")
             lines.append(f"{LIBTPU_NAME} = {joined(XLA_NAME, prefix, sep, suffix)}")
+        if s.flags is not None:
+            lines += s.shell_lines()
         lines += [f"{COMMAND_NAME} = {fstring(s.pieces)}", ""]
     doc = t.doc
     rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
