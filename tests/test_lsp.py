@@ -319,3 +319,48 @@ def test_a_bad_workspace_or_a_file_outside_one(tmp_path):
         assert h is not None and "X" in h.contents.value
 
     run(tmp_path, scenario)
+
+
+DICT_RECIPE = RECIPE.replace('''FLAGS = maxtext_flags({
+    "steps": STEPS,
+    "learning_rate": 0.001,
+})''', '''FLAGS = maxtext_flags(dict(
+    steps = STEPS,
+    learning_rate = 0.001,
+), schema = "builtin:maxtext")
+OTHER = dict(learning_rate = 1)''')
+
+
+def test_maxtext_keys_as_dict_keywords(workspace):
+    """``maxtext_flags(dict(key = value))`` (how ports list flags): the keyword names are
+    MaxText keys for hover and completion, as ``{"key": value}``'s keys are; another dict's
+    keywords and maxtext_flags' own are not."""
+    recipe = workspace / "recipes/r.rcp"
+    recipe.write_text(DICT_RECIPE)
+
+    async def scenario(ed: Editor):
+        uri = ed.open(recipe)
+        h = await ed.hover(uri, *at(DICT_RECIPE, "learning_rate = 0.001", plus=3))
+        text = h.contents.value
+        assert "**learning_rate** (MaxText flag)" in text and "type: `float (ge 0)`" in text
+        assert "effective in variant `long`: `0.001`" in text and "recipes/r.rcp:7:5" in text
+        assert h.range.start == T.Position(*at(DICT_RECIPE, "learning_rate = 0.001"))
+        h = await ed.hover(uri, *at(DICT_RECIPE, "learning_rate = 1", plus=3))
+        assert h is None or "MaxText" not in h.contents.value
+        h = await ed.hover(uri, *at(DICT_RECIPE, 'schema = "builtin', plus=2))
+        assert h is None or "MaxText flag" not in h.contents.value
+        # completion of a key where a keyword argument of the dict starts
+        text = DICT_RECIPE.replace("    learning_rate = 0.001,\n", "    learning_rate = 0.001,\n    per_device_b")
+        ed.change(uri, 2, text)
+        line, char = at(text, "per_device_b", plus=len("per_device_b"))
+        items = {i.label: i for i in await ed.complete(uri, line, char)}
+        assert items["per_device_batch_size"].insert_text == "per_device_batch_size = "
+        assert len(items) > 500
+        # in a value, names again (not keys)
+        text = DICT_RECIPE.replace("learning_rate = 0.001", "learning_rate = STE")
+        ed.change(uri, 3, text)
+        line, char = at(text, "= STE", plus=len("= STE"))
+        labels = {i.label for i in await ed.complete(uri, line, char)}
+        assert "STEPS" in labels and "per_device_batch_size" not in labels
+
+    run(workspace, scenario)

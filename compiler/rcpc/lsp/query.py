@@ -2,13 +2,14 @@
 
 Positions are 1-based ``(line, col)`` in characters, as in :class:`~rcpc.core.source.Span`.
 
-* :func:`node_at` — the innermost name, load name, load path or string under a position, with
-  the chain of nodes around it;
+* :func:`node_at` — the innermost name, load name, load path, string or keyword argument's
+  name under a position, with the chain of nodes around it;
 * :func:`definition` / :func:`references` — where a name is bound (across ``load()``, into the
   loaded file), and every use of that binding (in the workspace's files that load it);
 * :func:`hover` — Markdown for a name (param type, default, doc; a definition's source; a
-  built-in's signature), a MaxText key in a ``maxtext_flags`` dict (schema type, default,
-  effective value and ``explain`` chain), a TPU slice string (chips, hosts, devices);
+  built-in's signature), a MaxText key in a ``maxtext_flags`` layer, ``{"key": v}`` or
+  ``dict(key = v)`` (schema type, default, effective value and ``explain`` chain), a TPU slice
+  string (chips, hosts, devices);
 * :func:`completion_context` — the call and dict keys around the cursor, read from the text
   before it (a buffer being typed rarely parses), and :func:`completions` — the names, keyword
   arguments, library exports, MaxText keys, param names or JobSet fields that fit there;
@@ -94,7 +95,8 @@ class Hit:
 
 
 def node_at(module: ast.Module, line: int, col: int) -> Hit | None:
-    """The innermost name, string, load name or load path at ``(line, col)``, or None."""
+    """The innermost name, string, load name, load path or keyword argument's name
+    (:class:`ast.Keyword`) at ``(line, col)``, or None."""
     for stmt in module.stmts:
         if not contains(stmt.span, line, col):
             continue
@@ -113,6 +115,10 @@ def node_at(module: ast.Module, line: int, col: int) -> Hit | None:
             chain.append(node)
             if type(node) in (ast.Name, ast.StrLit):
                 return Hit(node, stmt, tuple(chain))
+            if type(node) is ast.Call:
+                named = next((k for k in node.kwargs if contains(k.name_span, line, col)), None)
+                if named is not None:
+                    return Hit(named, stmt, (*chain, named))
             inner = None
             for child in _children(node):
                 if contains(child.span if hasattr(child, "span") else child.name_span, line, col):
@@ -280,6 +286,10 @@ def hover(session, real: Path, line: int, col: int, variant: str | None = None) 
     if type(hit.node) is ast.StrLit:
         text = _hover_string(session, real, mod, hit, variant)
         return None if text is None else (text, hit.node.span)
+    if type(hit.node) is ast.Keyword:
+        if not _is_flag_keyword(hit):
+            return None
+        return _maxtext_key(session, real, hit, hit.node.name, variant), hit.node.name_span
     found = binding_at(session, real, line, col)
     if found is None:
         return None
@@ -345,7 +355,7 @@ def _hover_string(session, real: Path, mod, hit: Hit, variant: str | None) -> st
                 f"chips: {s.chips} · hosts: {s.hosts} · chips per host: {s.chips_per_host} · "
                 f"devices: {s.devices}  \nmachine type: `{s.machine_type}`")
     if call.func.id == "maxtext_flags" and kw is None and _is_key(hit):
-        return _maxtext_key(session, real, hit, variant)
+        return _maxtext_key(session, real, hit, hit.node.value, variant)
     return None
 
 
@@ -354,8 +364,17 @@ def _is_key(hit: Hit) -> bool:
     return type(parent) is ast.DictLit and any(k is hit.node for k, _ in parent.items)
 
 
-def _maxtext_key(session, real: Path, hit: Hit, variant: str | None) -> str | None:
-    key = hit.node.value
+def _is_flag_keyword(hit: Hit) -> bool:
+    """Whether the hit is a keyword of ``dict(...)`` given to ``maxtext_flags`` as a layer
+    (``maxtext_flags(dict(key = value), ...)``): a MaxText key."""
+    if len(hit.chain) < 4:
+        return False
+    layer, flags = hit.chain[-2], hit.chain[-3]
+    return (_is_call(layer, "dict") and _is_call(flags, "maxtext_flags")
+            and any(a is layer for a in flags.args))
+
+
+def _maxtext_key(session, real: Path, hit: Hit, key: str, variant: str | None) -> str | None:
     schema = maxtext_schema(session)
     out = [f"**{key}** (MaxText flag)"]
     if schema is not None:
@@ -418,7 +437,8 @@ class Context:
     list is open around it (innermost last; ``""`` for a bracket that is not a call); ``path``,
     for each open bracket from the innermost call outward, ``(bracket, keyword or dict key
     it is the value of)``; ``in_string``: the cursor is inside a string literal, with
-    ``string_arg`` its argument index in the innermost call; ``key``: at a dict key."""
+    ``string_arg`` its argument index in the innermost call; ``key``: at a dict key;
+    ``argument_start``: the word being typed starts an argument (after ``(`` or ``,``)."""
 
     calls: tuple
     path: tuple
@@ -426,6 +446,7 @@ class Context:
     string_arg: int
     key: bool
     prefix: str
+    argument_start: bool = False
 
 
 _TOKEN = re.compile(r'#[^\n]*|"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|[A-Za-z_][A-Za-z0-9_]*|\S')
@@ -466,9 +487,11 @@ def completion_context(text: str, offset: int) -> Context:
             pending_key = last_word
         last_word = tok if (tok[0].isalpha() or tok[0] == "_") else None
         last_string = tok[1:-1] if tok[0] in "\"'" else None
+    argument_start = False
     if not in_string:
         m = re.search(r"[A-Za-z_][A-Za-z0-9_]*\Z", before)
         prefix = m.group() if m else ""
+        argument_start = before[:len(before) - len(prefix)].rstrip()[-1:] in ("(", ",")
     calls = tuple(f[1] for f in stack if f[0] == "(")
     path = []
     for f in reversed(stack):
@@ -477,7 +500,7 @@ def completion_context(text: str, offset: int) -> Context:
             break
     top = stack[-1] if stack else None
     key = top is not None and top[0] == "{" and not top[4]
-    return Context(calls, tuple(reversed(path)), in_string, top[3] if top else 0, key, prefix)
+    return Context(calls, tuple(reversed(path)), in_string, top[3] if top else 0, key, prefix, argument_start)
 
 
 @attrs.frozen
@@ -509,6 +532,8 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
         return []
     if ctx.in_string:
         return []
+    if callee == "dict" and ctx.calls[-2:-1] == ("maxtext_flags",) and ctx.argument_start and len(ctx.path) == 1:
+        return _maxtext_items(session, lambda k: f"{k} = ")
     items = []
     if callee in KEYWORDS and len(ctx.path) == 1:
         items.extend(Item(k, "keyword", f"{callee}() argument", insert=f"{k} = ") for k in KEYWORDS[callee])
