@@ -193,7 +193,8 @@ def _jobs_option(p) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
-    (:mod:`rcpc.replay`) when they succeed. Ctrl-C or SIGTERM exits 130 with a message that
+    (:mod:`rcpc.replay`) when they succeed; a command that may have written to the user cache
+    trims it (:mod:`rcpc.core.cachetrim`). Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
     (:mod:`rcpc.interrupts`)."""
     from rcpc.interrupts import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
@@ -216,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
                 _REPORT.finish()
+            if args.command not in ("lsp", "completion", "schema"):
+                from rcpc.core.cachetrim import maybe_trim
+
+                maybe_trim()  # the user cache kept under its size limit (at most once an hour)
         finally:
             _RECORDER.save(code)
     finally:

@@ -1,0 +1,122 @@
+"""Keeping rcpc's user cache (``$XDG_CACHE_HOME/rcpc``) bounded, as ccache and sccache keep
+theirs: when its files pass the size limit, the least recently used are removed until the
+cache is at most 80% of it. Every entry of every cache there is validated when read and a
+missing one is a miss (the build, AST, validation and grammar caches; replay records), so
+removing any file costs at most a recompile, never a wrong result.
+
+The limit is ``RCPC_CACHE_MAX_MB`` (MiB, whole; ``0``: no limit), 1024 MiB by default. A trim
+runs at the end of a command that may have written to the cache, at most once an hour (the
+mtime of the ``.trimmed`` stamp in the cache says when the last one ran), so a command pays
+one ``stat`` for it. A file is *used* when it was last read or written (the later of its atime
+and mtime; a hit reads the entry). Temporary files of writers (``*.tmp``) are left alone
+unless older than an hour: a writer killed before its rename leaves one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+from rcpc.core.usercache import cache_dir
+
+LIMIT_ENV = "RCPC_CACHE_MAX_MB"
+DEFAULT_LIMIT_MB = 1024
+KEEP = 0.8            # after a trim: at most this fraction of the limit
+EVERY_S = 3600        # at most one trim an hour
+STALE_TMP_S = 3600    # a writer's temporary file this old is a leftover
+STAMP = ".trimmed"
+
+
+def limit_bytes(environ=os.environ) -> int | None:
+    """The size limit in bytes from ``RCPC_CACHE_MAX_MB`` (None: no limit). A value that is
+    not a whole number of MiB is reported on stderr and the default applies."""
+    raw = environ.get(LIMIT_ENV)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_LIMIT_MB << 20
+    try:
+        mb = int(raw.strip())
+        if mb < 0:
+            raise ValueError
+    except ValueError:
+        print(f"rcpc: warning: {LIMIT_ENV}={raw!r} is not a whole number of MiB (0 for no limit); "
+              f"the cache is kept to {DEFAULT_LIMIT_MB} MiB", file=sys.stderr)
+        return DEFAULT_LIMIT_MB << 20
+    return None if mb == 0 else mb << 20
+
+
+def maybe_trim(now: float | None = None) -> None:
+    """Trim the cache if the last trim is an hour old or more (or never ran); errors are
+    ignored (a cache that cannot be trimmed is only larger). ``now``: seconds since the epoch
+    (the clock by default)."""
+    root = cache_dir()
+    if root is None or os.environ.get("RCPC_NO_CACHE"):
+        return
+    import time
+
+    now = time.time() if now is None else now
+    stamp = os.path.join(root, STAMP)
+    try:
+        if now - os.stat(stamp).st_mtime < EVERY_S:
+            return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    limit = limit_bytes()
+    try:
+        with open(stamp, "wb"):
+            pass
+        os.utime(stamp, (now, now))
+    except OSError:
+        return
+    if limit is not None:
+        trim(root, limit, now)
+
+
+def entries(root: str) -> list[tuple[float, int, str]]:
+    """``(last use, size in bytes, path)`` of every regular file under ``root`` (symlinks
+    are not followed and not listed), the stamp left out."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in files:
+            path = os.path.join(d, name)
+            if path == os.path.join(root, STAMP):
+                continue
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((max(st.st_atime, st.st_mtime), st.st_size, path))
+    return out
+
+
+def trim(root: str, limit: int, now: float) -> list[str]:
+    """Remove the least recently used files under ``root`` until their total is at most
+    ``KEEP * limit`` bytes, if it is over ``limit``; a writer's temporary file is removed only
+    when older than :data:`STALE_TMP_S`. Returns the paths removed (oldest first)."""
+    found = entries(root)
+    removed = [p for used, _, p in sorted(found) if p.endswith(".tmp") and now - used >= STALE_TMP_S]
+    for p in removed:
+        _unlink(p)
+    live = sorted((used, size, p) for used, size, p in found if not p.endswith(".tmp"))
+    total = sum(size for _, size, _ in live)
+    if total <= limit:
+        return removed
+    for _, size, p in live:
+        if total <= KEEP * limit:
+            break
+        if _unlink(p):
+            removed.append(p)
+            total -= size
+    return removed
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
