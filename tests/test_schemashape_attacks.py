@@ -1,0 +1,153 @@
+"""Attacks on the validation cache's shapes (:mod:`rcpc.domain.schemashape`, commit 7f2ae95):
+manifests the cache reports otherwise than an uncached run (``RCPC_NO_CACHE=1``). Each test
+names its finding; each fails on the commit it was written against.
+
+* Finding A: :func:`rcpc.domain.kube_schema._structural` treats a ``properties`` map as a
+  schema, so a *property named* ``default`` or ``x-kubernetes-validations`` is dropped from
+  the validated schema (its field then falls to ``additionalProperties``), a property named
+  ``x-kubernetes-preserve-unknown-fields`` removes the property ``additionalProperties``,
+  one named ``x-kubernetes-int-or-string`` removes the property ``type``. The shape is taken
+  against the raw schema, where the property's own (text-blind) schema still governs the field,
+  so a string that the validated schema reads is left out of the shape: the cache reports
+  valid a manifest jsonschema rejects.
+* Finding B: the shape reads a schema's keys as strings (``k.startswith("x-")``); a YAML
+  schema with a key of another type (``1:``, ``true:``, ``null:``), which jsonschema ignores
+  as an unknown keyword, raises AttributeError with the cache on (a traceback, exit 1) and
+  validates with it off.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rcpc.domain import kube_schema
+from rcpc.domain.kube_schema import SchemaIndex, check_schema
+from rcpc.domain.manifests import load_manifests
+from rcpc.domain.schemashape import shape
+
+TEXTS = ["", "a", "aa", "b", "zzz", "1"]
+CHECKED = {"type": "string", "pattern": "^a+$"}
+
+
+def valid(value, schema) -> bool:
+    """As rcpc validates (test_schemashape.valid)."""
+    return not list(jsonschema.Draft7Validator(kube_schema._structural(schema)).iter_errors(value))
+
+
+def colliding(name: str) -> dict:
+    """An object schema whose property ``name`` is any string, with other fields held to
+    ``^a+$`` by ``additionalProperties``; the sibling property that makes ``_structural``
+    drop ``name`` (for keyword-named properties it reads)."""
+    props = {name: {"type": "string"}}
+    if name == "additionalProperties":
+        props["x-kubernetes-preserve-unknown-fields"] = {"type": "boolean"}
+    if name == "type":
+        props["x-kubernetes-int-or-string"] = {"type": "boolean"}
+    return {"type": "object", "properties": props, "additionalProperties": CHECKED}
+
+
+NAMES = ["default", "x-kubernetes-validations", "additionalProperties", "type"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(NAMES), a=st.sampled_from(TEXTS), b=st.sampled_from(TEXTS))
+def test_finding_a_keyword_named_properties_one_shape_one_validity(name, a, b):
+    """Finding A, as the shape's claim: shape(a) == shape(b) implies a valid <=> b valid, under
+    the schema as validated (after ``_structural``), for fields named like a keyword that
+    ``_structural`` reads."""
+    schema = colliding(name)
+    va, vb = {name: a}, {name: b}
+    if shape(va, schema) == shape(vb, schema):
+        assert valid(va, schema) == valid(vb, schema)
+
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: SCHEMA
+"""
+
+
+def crd(tmp_path, spec: dict, name="crd.yaml"):
+    root = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}, "spec": spec}}
+    doc = yaml.safe_load(CRD.replace("SCHEMA", "{}"))
+    doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = root
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def widget(tmp_path, spec: dict, name="m.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+                                    "spec": spec}))
+    return load_manifests(path, name)[1][0]
+
+
+def shown(diags) -> list:
+    return [(d.code, d.message, str(d.span)) for d in diags]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+
+
+def uncached(data, index) -> list:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RCPC_NO_CACHE", "1")
+        return shown(check_schema(data, index))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_finding_a_the_cache_reports_valid_a_field_named_like_a_keyword_that_fails(cache, tmp_path, name):
+    """Finding A end to end (``rcpc validate --kube-schema crd.yaml`` on w-ok.yaml, then on
+    w-bad.yaml: exit 0 cached, exit 1 with RCPC_NO_CACHE=1): after a valid widget whose
+    ``spec.default`` is "aaa", one whose ``spec.default`` is "zzz" is reported valid from the
+    cache, while jsonschema rejects it ('zzz' does not match '^a+$')."""
+    index = SchemaIndex([crd(tmp_path, colliding(name))])
+    good, bad = widget(tmp_path, {name: "aaa"}), widget(tmp_path, {name: "zzz"}, "bad.yaml")
+    assert uncached(good, index) == shown(check_schema(good, index)) == []
+    expected = uncached(bad, index)
+    assert expected and expected[0][0] == "E1101"
+    assert shown(check_schema(bad, index)) == expected
+
+
+@pytest.mark.parametrize("key", ["1", "true", "null", "1.5"])
+@pytest.mark.parametrize("where", ["object", "string"])
+def test_finding_b_a_schema_key_that_is_not_a_string_validates_as_without_the_cache(cache, tmp_path, key, where):
+    """Finding B: a YAML CRD with a key of another type than string (here ``1:`` beside
+    ``type: object`` or beside ``type: string``), which jsonschema ignores, raised
+    AttributeError ('int' object has no attribute 'startswith') in the shape with the cache
+    on; ``RCPC_NO_CACHE=1`` validates it."""
+    spec = {"type": "object", "properties": {"size": {"type": "string"}}}
+    path = crd(tmp_path, spec)
+    raw = path.read_text()
+    if where == "object":
+        raw = raw.replace("          spec:\n", f"          spec:\n            {key}: note\n", 1)
+    else:
+        raw = raw.replace("                type: string\n", f"                type: string\n                {key}: note\n", 1)
+    assert raw != path.read_text()
+    path.write_text(raw)
+    index = SchemaIndex([path])
+    data = widget(tmp_path, {"size": "big"})
+    expected = uncached(data, index)
+    assert expected == []
+    assert shown(check_schema(data, index)) == expected
