@@ -21,7 +21,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rcpc.domain import kube_schema
@@ -151,3 +151,58 @@ def test_finding_b_a_schema_key_that_is_not_a_string_validates_as_without_the_ca
     expected = uncached(data, index)
     assert expected == []
     assert shown(check_schema(data, index)) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(api=st.text("ab/\0", max_size=4), kind=st.text("ab/\0", max_size=4),
+       api2=st.text("ab/\0", max_size=4), kind2=st.text("ab/\0", max_size=4))
+def test_finding_c_keys_of_two_kinds_differ(cache, api, kind, api2, kind2):
+    """Finding C, as the key's claim: one manifest (or shape) under two (apiVersion, kind)
+    pairs has two keys. The key joins its fields with NUL, which apiVersion and kind may hold:
+    ("ex/v1", "A\\0B") and ("ex/v1\\0A", "B") share keys; before shapes, the manifest's own
+    apiVersion and kind (repr escapes NUL) kept them apart, a shape leaves them out."""
+    from rcpc.domain import schemacache
+    from rcpc.domain.schemashape import ANY_STRING
+
+    if (api, kind) != (api2, kind2):
+        plain = {"apiVersion": ANY_STRING, "kind": ANY_STRING}
+        assert (schemacache.key("s", api, kind, False, plain, shaped=True)
+                != schemacache.key("s", api2, kind2, False, plain, shaped=True))
+
+
+NUL_SCHEMAS = """\
+x-kubernetes-group-version-kind: [{group: ex, version: v1, kind: "A\\0B"}]
+type: object
+properties:
+  apiVersion: {type: string}
+  kind: {type: string}
+  metadata: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  spec: {type: object, additionalProperties: {type: string}}
+---
+x-kubernetes-group-version-kind: [{group: ex, version: "v1\\0A", kind: "B"}]
+type: object
+properties:
+  apiVersion: {type: string}
+  kind: {type: string}
+  metadata: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  spec: {type: object, additionalProperties: {type: integer}}
+"""
+
+
+def test_finding_c_a_kind_with_nul_is_served_another_kinds_valid(cache, tmp_path):
+    """Finding C end to end (``rcpc validate --kube-schema nul-schema.yaml nul1.yaml`` then
+    ``nul2.yaml``: exit 0 cached, exit 1 with RCPC_NO_CACHE=1): a valid manifest of
+    ("ex/v1", "A\\0B") makes one of ("ex/v1\\0A", "B") with a string where its schema wants
+    an integer valid from the cache."""
+    path = tmp_path / "schemas.yaml"
+    path.write_text(NUL_SCHEMAS)
+    index = SchemaIndex([path])
+    docs = []
+    for i, (api, kind) in enumerate([("ex/v1", "A\\0B"), ("ex/v1\\0A", "B")]):
+        m = tmp_path / f"nul{i}.yaml"
+        m.write_text(f'apiVersion: "{api}"\nkind: "{kind}"\nmetadata: {{name: x}}\nspec: {{x: zzz}}\n')
+        docs.append(load_manifests(m, m.name)[1][0])
+    assert uncached(docs[0], index) == shown(check_schema(docs[0], index)) == []
+    expected = uncached(docs[1], index)
+    assert [d[0] for d in expected] == ["E1101"]
+    assert shown(check_schema(docs[1], index)) == expected
