@@ -14,6 +14,12 @@ names its finding; each fails on the commit it was written against.
   schema with a key of another type (``1:``, ``true:``, ``null:``), which jsonschema ignores
   as an unknown keyword, raises AttributeError with the cache on (a traceback, exit 1) and
   validates with it off.
+* Finding C: the cache key joins its fields with NUL; apiVersion and kind may hold NUL, and a
+  shape leaves out the manifest's own apiVersion and kind, so ("ex/v1", "A\\0B") and
+  ("ex/v1\\0A", "B") share shape keys: one kind's "valid" is served to the other.
+* Side finding S (cache on or off): the same ``_structural`` rewriting makes fields named
+  ``default``, ``x-kubernetes-validations``, ... "unknown fields", and ``nullable`` beside
+  ``type`` a traceback.
 """
 
 from __future__ import annotations
@@ -206,3 +212,20 @@ def test_finding_c_a_kind_with_nul_is_served_another_kinds_valid(cache, tmp_path
     expected = uncached(docs[1], index)
     assert [d[0] for d in expected] == ["E1101"]
     assert shown(check_schema(docs[1], index)) == expected
+
+
+@pytest.mark.parametrize("names", [("default",), ("x-kubernetes-validations",),
+                                   ("x-kubernetes-preserve-unknown-fields", "additionalProperties"),
+                                   ("nullable", "type"), ("x-kubernetes-int-or-string", "type")])
+def test_side_finding_a_field_named_like_a_keyword_validates_as_its_property_says(tmp_path, monkeypatch, names):
+    """Side finding S (the root of finding A, with the cache off too): ``_structural`` rewrites
+    a ``properties`` map as if it were a schema, so a CRD field named ``default`` is reported
+    "unknown field 'default'", and fields named ``nullable`` and ``type`` raise AttributeError
+    ('list' object has no attribute 'get') in jsonschema; the API server accepts each field as
+    its property's schema says."""
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    spec = {"type": "object", "properties": {n: {"type": "boolean"} for n in names}}
+    spec["properties"][names[-1]] = {"type": "string"}
+    index = SchemaIndex([crd(tmp_path, spec)])
+    data = widget(tmp_path, {names[-1]: "anything"})
+    assert shown(check_schema(data, index)) == []
