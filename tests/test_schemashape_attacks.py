@@ -1,6 +1,9 @@
 """Attacks on the validation cache's shapes (:mod:`rcpc.domain.schemashape`, commit 7f2ae95):
 manifests the cache reports otherwise than an uncached run (``RCPC_NO_CACHE=1``). Each test
-names its finding; each fails on the commit it was written against.
+names its finding; each failed on the commit it was written against (7f2ae95) and passes
+since the fix (``_structural`` reads schemas only where schemas are, shapes are taken on the
+validated schema, a schema key of another type keeps the value, cache keys are a tuple's
+repr).
 
 * Finding A: :func:`rcpc.domain.kube_schema._structural` treats a ``properties`` map as a
   schema, so a *property named* ``default`` or ``x-kubernetes-validations`` is dropped from
@@ -123,16 +126,19 @@ def uncached(data, index) -> list:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_finding_a_the_cache_reports_valid_a_field_named_like_a_keyword_that_fails(cache, tmp_path, name):
+def test_finding_a_a_field_named_like_a_keyword_is_reported_as_without_the_cache(cache, tmp_path, name):
     """Finding A end to end (``rcpc validate --kube-schema crd.yaml`` on w-ok.yaml, then on
-    w-bad.yaml: exit 0 cached, exit 1 with RCPC_NO_CACHE=1): after a valid widget whose
-    ``spec.default`` is "aaa", one whose ``spec.default`` is "zzz" is reported valid from the
-    cache, while jsonschema rejects it ('zzz' does not match '^a+$')."""
+    w-bad.yaml: exit 0 cached, exit 1 with RCPC_NO_CACHE=1, before the fix): the field named
+    like a keyword is held to its own property's schema (any string), cached or not, and a
+    field ``additionalProperties`` reads is still refused after a valid widget was cached."""
     index = SchemaIndex([crd(tmp_path, colliding(name))])
-    good, bad = widget(tmp_path, {name: "aaa"}), widget(tmp_path, {name: "zzz"}, "bad.yaml")
+    good = widget(tmp_path, {name: "aaa"})
+    renamed = widget(tmp_path, {name: "zzz"}, "renamed.yaml")
+    bad = widget(tmp_path, {name: "aaa", "other": "zzz"}, "bad.yaml")
     assert uncached(good, index) == shown(check_schema(good, index)) == []
+    assert uncached(renamed, index) == shown(check_schema(renamed, index)) == []
     expected = uncached(bad, index)
-    assert expected and expected[0][0] == "E1101"
+    assert expected and expected[0][0] == "E1101" and "'zzz' does not match" in expected[0][1]
     assert shown(check_schema(bad, index)) == expected
 
 

@@ -102,6 +102,7 @@ class SchemaIndex:
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
         self._schemas: dict = {}
         self._validators: dict = {}
+        self._structural: dict = {}
         self._digest = hashlib.sha256()
         for p in paths:
             self._load(p)
@@ -139,6 +140,15 @@ class SchemaIndex:
         """The schema of ``apiVersion``/``kind`` as written (``openAPIV3Schema``), or None."""
         return self._schemas.get((api_version, kind))
 
+    def structural(self, api_version: str, kind: str) -> dict:
+        """The JSON schema validation applies to ``apiVersion``/``kind`` (its
+        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once; KeyError
+        when there is none."""
+        key = (api_version, kind)
+        if key not in self._structural:
+            self._structural[key] = _structural(self._schemas[key])
+        return self._structural[key]
+
     def validator(self, api_version: str, kind: str):
         """The jsonschema validator (draft 7, no format checker) of ``apiVersion``/``kind``;
         KeyError when there is no schema."""
@@ -146,7 +156,7 @@ class SchemaIndex:
         if key not in self._validators:
             import jsonschema
 
-            self._validators[key] = jsonschema.Draft7Validator(_structural(self._schemas[key]))
+            self._validators[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
         return self._validators[key]
 
 
@@ -194,13 +204,34 @@ def builtin_jobset_schema() -> dict:
     return _BUILTIN_JOBSET[0]
 
 
+# Where a JSON schema (draft 7) holds schemas: keywords whose value is a map of names to
+# schemas, a list of schemas, or one schema (``items`` may be a list). Anything else is data
+# (``enum``, ``required``, ``default``, ...) or a name (a property's), never a schema.
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions")
+_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf")
+_SCHEMA_ONE = ("items", "additionalProperties", "additionalItems", "not", "contains", "propertyNames",
+               "if", "then", "else")
+
+
 def _structural(s):
-    """An openAPIV3Schema as a JSON schema: Kubernetes extensions made explicit."""
-    if isinstance(s, list):
-        return [_structural(x) for x in s]
+    """An openAPIV3Schema as a JSON schema: Kubernetes extensions made explicit, in every
+    schema it holds (reached through the keywords that hold schemas, so a property *named*
+    ``default`` or ``type`` is a property, not a keyword)."""
     if not isinstance(s, dict):
         return s
-    out = {k: _structural(v) for k, v in s.items() if k not in ("x-kubernetes-validations", "default")}
+    out = {}
+    for k, v in s.items():
+        if k in ("x-kubernetes-validations", "default"):
+            continue
+        if k in _SCHEMA_MAPS and isinstance(v, dict):
+            out[k] = {name: _structural(x) for name, x in v.items()}
+        elif k in _SCHEMA_LISTS and isinstance(v, list) or k == "items" and isinstance(v, list):
+            out[k] = [_structural(x) for x in v]
+        elif k in _SCHEMA_ONE or k == "dependencies" and isinstance(v, dict):
+            out[k] = ({name: _structural(x) for name, x in v.items()} if k == "dependencies"
+                      else _structural(v))
+        else:
+            out[k] = v
     if s.get("x-kubernetes-int-or-string"):
         out.pop("type", None)
         out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
@@ -340,8 +371,8 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     shaped = None
     if schemacache.enabled():
         try:
-            shaped = schemacache.key(index.identity, api, kind, False, shape(plain, schema),
-                                     shaped=True)
+            shaped = schemacache.key(index.identity, api, kind, False,
+                                     shape(plain, index.structural(api, kind)), shaped=True)
         except RecursionError:
             pass
     if schemacache.lookup(shaped) == VALID:

@@ -58,8 +58,9 @@ def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, 
         manifest = repr(plain)
     except RecursionError:
         return None
-    data = "\0".join((_key_base(), identity, api_version, kind, str(bool(strict_crd)),
-                      "shape" if shaped else "manifest", manifest))
+    # the fields as a tuple's repr: unambiguous whatever they hold (an apiVersion with a NUL)
+    data = repr((_key_base(), identity, api_version, kind, bool(strict_crd), "shape" if shaped else "manifest",
+                 manifest))
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 

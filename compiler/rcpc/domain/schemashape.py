@@ -67,7 +67,7 @@ _ARRAY_SAFE = frozenset((
 
 
 def _known(schema: dict, allowed: frozenset) -> bool:
-    return all(k in allowed or k.startswith("x-") for k in schema)
+    return all(type(k) is str and (k in allowed or k.startswith("x-")) for k in schema)
 
 
 def _text_blind(schema) -> bool:
@@ -88,12 +88,10 @@ def _nothing(schema) -> bool:
 def shape(value, schema):
     """``value`` (plain data: dict, list, str, int, float, bool, None) with each string the
     schema cannot tell from another replaced by :data:`ANY_STRING` (module docstring); a new
-    structure, ``value`` is not changed. ``schema``: the schema as written (a CRD's
-    ``openAPIV3Schema``); what validation adds to it (:func:`rcpc.domain.kube_schema._structural`:
-    int-or-string as an ``anyOf`` of two types, ``nullable`` as a type, ``additionalProperties``
-    false beside ``properties`` or dropped for ``x-kubernetes-preserve-unknown-fields``) reads no
-    string's text, so a string left out here is one the validated schema cannot tell apart
-    either. Raises RecursionError past Python's depth."""
+    structure, ``value`` is not changed. ``schema``: the JSON schema validation applies
+    (:meth:`rcpc.domain.kube_schema.SchemaIndex.structural`), not the CRD's schema as written.
+    A schema key that is not a string (YAML allows ``1:``) is not a keyword this module knows:
+    the value below it is kept. Raises RecursionError past Python's depth."""
     kind = type(value)
     if kind is str:
         return ANY_STRING if _text_blind(schema) else value
