@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from rcpc.cli import main
 from rcpc.core.fmt import format_source
+from rcpc.domain.lint import lint
 from rcpc.domain.maxtext import argv as flag_argv
 from rcpc.domain.workspace import Workspace
-from rcpc.importer import proof
+from rcpc.importer import proof, shell, shell_library
 from rcpc.importer.command import split
 from rcpc.importer.driver import import_shell
 
@@ -32,6 +33,32 @@ ALL = sorted(p.name for p in XPK.glob("*.sh"))
 # glob (*.arrayrecord) the flag set's shell form would quote, maxdiffusion's repeated keys.
 NO_FLAG_SET = {"deepseek3-671b_4k-bf16-tpu7x-4x8x8-gcs.sh", "deepseek3-671b_4k-bf16-tpu7x-4x8x8-lustre.sh",
                "llama3.1-70b_8k-fp8-tpu7x-4x4x4.sh", "wan2.1-14b_bf16-tpu7x-4x4x4.sh"}
+# The recipes whose launch command is a call of the shared library (recipes/lib/maxtext_tpu.rcp),
+# and the call. The others are not: deepseek3 gcs/lustre run `--tpu-type`, `--base-docker-image`,
+# `--storage` and another --command (cd, pip install, MAXTEXT_ASSETS_ROOT); llama3.1 fp8 and
+# wan2.1 keep their flags as a string (NO_FLAG_SET); wan2.1 runs MaxDiffusion with its flags
+# written twice.
+ONE_CALL = "maxtext_xpk_workload"
+TWO_CALLS = "xpk_workload_create with xpk_workload_command"
+CALLS = {
+    "deepseek3-671b_4k-bf16-tpu7x-4x4x8.sh": ONE_CALL,
+    "deepseek3-671b_4k-bf16-tpu7x-4x8x8.sh": TWO_CALLS,
+    "deepseek3-671b_4k-fp8-tpu7x-4x4x8.sh": ONE_CALL,
+    "gemma4-26b_4k-bf16-tpu7x-4x4x4.sh": TWO_CALLS,
+    "gemma4-2b_8k-bf16-tpu7x-4x4x4.sh": TWO_CALLS,
+    "gemma4-31b_8k-bf16-tpu7x-4x4x4.sh": TWO_CALLS,
+    "gemma4-4b_8k-bf16-tpu7x-4x4x4.sh": TWO_CALLS,
+    "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.sh": ONE_CALL,
+    "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh": ONE_CALL,
+    "llama3.1-70b_8k-bf16-tpu7x-4x8x8.sh": ONE_CALL,
+    "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.sh": TWO_CALLS,
+}
+
+
+def _nonblank(text: str) -> int:
+    """Characters other than whitespace and comments (as bench/ports.py counts)."""
+    return sum(len(re.sub(r"\s+", "", ln.split("#", 1)[0] if not ln.lstrip().startswith("#") else ""))
+               for ln in text.splitlines())
 
 
 def _params(compiler, path: Path) -> dict:
@@ -81,7 +108,107 @@ def test_every_shell_recipe_imports_equal(name, tmp_path):
     else:
         flags = compiler.bindings(out.resolve(), [f"{k}={v}" for k, v in values.items()])["MAXTEXT_ARGS"]
         assert flag_argv(flags) == shlex.split(" ".join(trainer.words))
-    assert "XLA_FLAGS = [" in imported.text and libtpu is not None
+    assert ("XLA_FLAGS = {" if name in CALLS else "XLA_FLAGS = [") in imported.text and libtpu is not None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_library_call_where_a_shape_matches(name, tmp_path):
+    """The recipes of CALLS import as a call of the shared library (proven equal: the import
+    says so only then), shorter than the shell file and lint clean; the others as words."""
+    imported = import_shell(Workspace.find(REPO), XPK / name, name)
+    if name not in CALLS:
+        assert imported.how == "a command_file render" and "load(" not in imported.text
+        assert all(c.extract(shell.read(XPK / name, name)) is None for c in shell_library.SHELL_CANDIDATES)
+        return
+    assert imported.how == f"a command_file render, a call of {CALLS[name]}"
+    assert f"    argv = {CALLS[name].split(' with ')[0]}(" in imported.text
+    assert '"xpk",' not in imported.text and "--command=" not in imported.text and "_JOINED" not in imported.text
+    assert _nonblank(imported.text) < _nonblank((XPK / name).read_text())
+    out = tmp_path / "r.rcp"
+    out.write_text(imported.text)
+    assert [(d.code, d.message) for d in lint(proof.fresh_compiler(REPO), [out])] == []
+
+
+_LAYERS = st.sampled_from(sorted(shell_library.LAYERS))
+_ENTRY = st.tuples(st.sampled_from(["steps", "dataset_type", "ici_fsdp_parallelism", "dcn_data_parallelism",
+                                    "model_name", "dataset_path", "remat_policy"]),
+                   st.sampled_from(["1", "-1", '"synthetic"', '"gs://max-datasets-rogue"', "True", '"full"']))
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(st.one_of(_LAYERS, st.lists(_ENTRY, max_size=3)), max_size=6))
+def test_named_layers_keep_every_entry_in_order(runs):
+    """Any flag set's entries cut into library layers and dicts: the entries, in order, are
+    the same (so the tokens are), each named part is exactly a library layer, and no run of
+    entries left in a dict is one."""
+    entries = {}
+    for run in runs:
+        for k, v in (shell_library.LAYERS[run].items() if isinstance(run, str) else run):
+            entries.setdefault(k, v)
+    parts = shell_library.named_layers(entries)
+    flat = [kv for p in parts for kv in (shell_library.LAYERS[p] if isinstance(p, str) else p).items()]
+    assert flat == list(entries.items())
+    for p in parts:
+        if isinstance(p, dict):
+            items = list(p.items())
+            assert not any(items[i:i + len(layer)] == list(layer.items())
+                           for layer in shell_library.LAYERS.values() for i in range(len(items)))
+
+
+_CREATE = """export CLUSTER_NAME="c1"
+export WORKLOAD_NAME="w1"
+XLA_FLAGS=" \
+  --xla_tpu_scoped_vmem_limit_kib=61440 \
+  --xla_enable_async_all_gather=true "
+MAXTEXT_ARGS="steps=5 dataset_type=synthetic run_name=${WORKLOAD_NAME}"
+xpk workload create \
+"""
+_FLAGS = ["--cluster=$CLUSTER_NAME", "--project=p1", "--zone=z1", "--priority=very-high", "--max-restarts=0",
+          "--device-type=tpu7x-4x4x4", "--num-slices=1", "--docker-image=img", "--enable-debug-logs",
+          '--workload="${WORKLOAD_NAME}"']
+_COMMAND = ("--command=\"set -e && export ENABLE_PATHWAYS_PERSISTENCE='1' && export LIBTPU_INIT_ARGS='${XLA_FLAGS}' "
+            "&& export JAX_PLATFORMS='tpu,cpu' && export ENABLE_PJRT_COMPATIBILITY='true' && "
+            "python3 -m MaxText.train MaxText/configs/base.yml ${MAXTEXT_ARGS}\"")
+
+
+def _create(tmp_path, flags, command=_COMMAND) -> Path:
+    src = tmp_path / "launch.sh"
+    src.write_text(_CREATE + "".join(f"  {f} \\\n" for f in flags) + f"  {command}\n")
+    return src
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.one_of(st.just(list(range(len(_FLAGS)))), st.permutations(range(len(_FLAGS)))),
+       keep=st.one_of(st.just([True] * len(_FLAGS)), st.just([not f.startswith("--enable") for f in _FLAGS]),
+                      st.lists(st.booleans(), min_size=len(_FLAGS), max_size=len(_FLAGS))),
+       renamed=st.sampled_from([None, None, "--tpu-type=", "--base-docker-image=", "--storage="]))
+def test_the_candidates_decline_a_command_of_another_shape(order, keep, renamed, tmp_path):
+    """xpk workload create with its flags in another order, some left out, or one XPK flag
+    the library does not write: a candidate extracts a call only when the flags are
+    xpk_workload_create's, in its order (--enable-debug-logs may be left out)."""
+    flags = [_FLAGS[i] for i in order if keep[i]]
+    if renamed:
+        flags.append(renamed + "x")
+    script = shell.read(_create(tmp_path, flags), "launch.sh")
+    names = [f[2:].split("=")[0] for f in flags] + ["command"]
+    shaped = names == [n for n in shell_library.CREATE_FLAGS if n in names] and \
+        set(shell_library.CREATE_FLAGS) - {"enable-debug-logs"} <= set(names)
+    for cand in shell_library.SHELL_CANDIDATES:
+        assert (cand.extract(script) is not None) is (shaped and cand.function == "xpk_workload_create"
+                                                      or shaped and "enable-debug-logs" in names)
+
+
+def test_the_proof_decides_not_the_candidate(tmp_path):
+    """A --command the candidate reads as xpk_workload_command's but that has one more step:
+    the call is built and found not equal, and the import is the command's words (equal)."""
+    command = _COMMAND.replace("&& python3", "&& echo go && python3")
+    imported = import_shell(Workspace.find(REPO), _create(tmp_path, _FLAGS, command), "launch.sh")
+    assert shell_library.SHELL_CANDIDATES[0].extract(shell.read(tmp_path / "launch.sh", "x")) is not None
+    assert imported.how.startswith("a command_file render (no library function builds it: maxtext_xpk_workload: ")
+    assert "load(" not in imported.text and '"xpk",' in imported.text
+    plain = import_shell(Workspace.find(REPO), _create(tmp_path, _FLAGS), "launch.sh")
+    assert plain.how == f"a command_file render, a call of {ONE_CALL}"
+    assert "        WORKLOAD_NAME,\n        MAXTEXT_ARGS,\n        XLA_FLAGS,\n    ),\n)\n" in plain.text
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -132,11 +259,16 @@ def test_a_recipe_that_differs_is_not_equal(tmp_path):
     name = "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh"
     imported = import_shell(Workspace.find(REPO), XPK / name, name)
     out = tmp_path / "r.rcp"
+    out.write_text(imported.text.replace('"tpu7x-4x4x4",', '"tpu7x-4x8x8",'))  # a call's argument
+    found = imported.check(proof.fresh_compiler(REPO), out)
+    assert found and "$argv[0][8]" in found[0] and "--device-type=tpu7x-4x8x8" in found[0]
+    out.write_text(imported.text.replace('"steps": 30,', '"steps": 31,'))
+    assert imported.check(proof.fresh_compiler(REPO), out)
+    name = "wan2.1-14b_bf16-tpu7x-4x4x4.sh"  # a word of the command line
+    imported = import_shell(Workspace.find(REPO), XPK / name, name)
     out.write_text(imported.text.replace('"--priority=very-high"', '"--priority=high"'))
     found = imported.check(proof.fresh_compiler(REPO), out)
     assert found and "$argv[0][6]" in found[0] and "--priority=high" in found[0]
-    out.write_text(imported.text.replace('"steps": 30,', '"steps": 31,'))
-    assert imported.check(proof.fresh_compiler(REPO), out)
 
 
 def _run(argv, capsys):

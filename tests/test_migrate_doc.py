@@ -34,6 +34,8 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
     ws = tmp_path / "team"
     (ws / "recipes").mkdir(parents=True)
     (ws / "rcp.toml").write_text("")
+    (ws / "recipes" / "lib").mkdir()
+    (ws / "recipes" / "lib" / "maxtext_tpu.rcp").write_text((REPO / "recipes" / "lib" / "maxtext_tpu.rcp").read_text())
     (ws / "recipes" / "llama3_1_70b.rcp").write_text(recipe)
     monkeypatch.chdir(ws)
     _, built = _run(["build", "llama3_1_70b", "--set", "PROJECT_ID=my-project", "--set", "CLUSTER_NAME=tpu7x-eu",
@@ -67,6 +69,15 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
         "has), and `xpk workload create ...` a `command_file` render whose `argv` is the command's",
         "words. Everything else stays as a `# TODO(import)` comment where it was: review each,",
         "then delete it or convert it by hand.",
+        "",
+        "When a function of the shared library (`recipes/lib/maxtext_tpu.rcp`, which the recipe",
+        "then loads: keep it in your workspace) builds the same command line, `argv` is a call of",
+        "it: `maxtext_xpk_workload`, or `xpk_workload_create` with `xpk_workload_command` (a",
+        "keyword only where the file differs from the defaults), the `--xla_...` blob the dict of",
+        "flags the call takes, and a run of flags that is one of the library's flag layers",
+        "(`FSDP_MESH`, `SYNTHETIC_DATA`) named. Eleven of the 15 published XPK recipes import as",
+        "such a call; the others (a different `--command`, or flags kept as a string) as words.",
+        "No call is trusted: it is proven as any import is.",
         "",
         _block("python", recipe),
         "## 3. Build and run it",

@@ -127,7 +127,7 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
     renders are the same words, and each MaxText flag set's tokens are the words of the
     trainer's flags in the launch command. Raises :class:`CompileError` (``E1201`` the file
     cannot be parsed, ``E1204`` it launches nothing, ``E1203`` not equal)."""
-    from rcpc.importer import proof, shell
+    from rcpc.importer import proof, shell, shell_library
 
     script = shell.read(path, shown)
     if not shell.programs(script):
@@ -141,19 +141,36 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
     def check(compiler, recipe: Path) -> list:
         return _shell_differences(compiler, recipe, script)
 
-    while True:
-        text = canonical(shell.recipe(script))
-        outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p)))
-        if isinstance(outcome, list):
-            found = outcome
-            break
-        exc, keys = outcome
-        if not keys or not shell.add_unknown_keys(script, keys):
-            raise exc
+    def attempt(launch):
+        """(recipe text, differences) of the recipe with ``launch``; keys the MaxText schema
+        does not know are acknowledged (``unknown_keys``, a TODO) and the recipe made again."""
+        while True:
+            text = canonical(shell.recipe(script, launch))
+            outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p)))
+            if isinstance(outcome, list):
+                return text, outcome
+            exc, keys = outcome
+            if not keys or not shell.add_unknown_keys(script, keys):
+                raise exc
+
+    tried = []
+    for cand in shell_library.SHELL_CANDIDATES:
+        launch = cand.extract(script) if (root / cand.library.removeprefix("//")).is_file() else None
+        if launch is None:
+            continue
+        try:
+            text, found = attempt(launch)
+        except CompileError as exc:
+            found = [f"the call does not build: {exc.diagnostics[0].message}"]
+        if not found:
+            return Imported(text, f"a command_file render, a call of {cand.shape}", tuple(shell.notes(script)), check)
+        tried.append(f"{cand.shape}: {found[0]}")
+    text, found = attempt(None)
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
                                       notes=tuple(found[1:4])))
-    return Imported(text, "a command_file render", tuple(shell.notes(script)), check)
+    how = "a command_file render" + (f" (no library function builds it: {'; '.join(tried)})" if tried else "")
+    return Imported(text, how, tuple(shell.notes(script)), check)
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:

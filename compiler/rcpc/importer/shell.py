@@ -20,6 +20,7 @@ command does not use, is kept as a comment marked ``TODO(import)`` and listed as
 from __future__ import annotations
 
 import re
+import textwrap
 
 import attrs
 
@@ -414,26 +415,39 @@ def _conditional_layer(script: Script, node) -> bool:
 
 
 # recipe text ---------------------------------------------------------------------------------
-def recipe(script: Script) -> str:
+def recipe(script: Script, launch=None) -> str:
     """The recipe source of ``script`` (not yet formatted): bindings the commands use, in
     source order, then the ``command_file`` renders; everything else as ``TODO(import)``
-    comments where it was."""
+    comments where it was. ``launch`` (a :class:`rcpc.importer.shell_library.Launch`, or
+    None): the launch command as a call of a library function (its ``load`` line after the
+    opening comment, its ``argv`` the render's, the list bindings in its ``dicts`` written as
+    the dicts it takes, the flag sets in its ``layers`` with the library's layers named)."""
     used_names = used(script)
     lines = [f"# Imported from {script.shown}",
              "# by `rcpc import shell`: the command_file render runs the same command line (rcpc import",
              "# proves it: every word, and the MaxText flag tokens).", ""]
+    if launch is not None:
+        lines[1:3] = textwrap.wrap(f"by `rcpc import shell`, as a call of {launch.shape}: the command_file render "
+                                   "runs the same command line (rcpc import proves it: every word, and the MaxText "
+                                   "flag tokens).", 98, initial_indent="# ", subsequent_indent="# ",
+                                   break_on_hyphens=False)
+        lines += [launch.load, ""]
     for item in script.items:
         if isinstance(item, Binding):
             if item.name not in used_names:
                 raw = script.text[item.node.pos[0]:item.node.pos[1]]
                 lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
                 continue
-            lines += _binding(item)
+            if launch is not None and item.name in launch.dicts:
+                lines += [launch.dicts[item.name], ""]
+                continue
+            lines += _binding(item, launch.layers.get(item.name) if launch is not None else None)
         elif item[0] == "todo":
             lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
         elif item[0] == "command":
             _, name, sources, _, _ = item
-            lines += [f"command_file(name = {string(name)}, argv = [" + ", ".join(sources) + "])", ""]
+            argv = launch.argv if launch is not None else "[" + ", ".join(sources) + "]"
+            lines += [f"command_file(name = {string(name)}, argv = {argv})", ""]
     return "\n".join(lines + ['variant("default")']) + "\n"
 
 
@@ -492,18 +506,22 @@ def used(script: Script) -> set:
     return used
 
 
-def _binding(b: Binding) -> list:
+def _binding(b: Binding, named: list | None = None) -> list:
+    """The recipe lines of a used binding; ``named``: a flag set's entries as layers, each a
+    dict of entries or the name of a library constant holding them (in order)."""
     out = [f"# {b.comment}"] if b.comment else []
     if b.kind == "param" and b.default == "":
         return out + [f"{b.name} = param(str, default = {string(_visible(b.name))}, doc = "
-                      f"{string('Empty in the shell file: set it (--set ' + b.name + '=...).')})"]
+                      f"{string('Empty in the shell file: set it with --set.')})"]
     if b.kind == "param":
         return out + [f"{b.name} = param({b.type}, default = {b.source})"]
     if b.kind == "list":
         prefix, sep, suffix = b.list_format
         return out + [f"{b.name} = {b.source}", f"{b.name}_JOINED = {joined(b.name, prefix, sep, suffix)}", ""]
     if b.kind == "flags":
-        layers = ["{\n" + "".join(f"    {string(k)}: {v},\n" for k, v in b.default.items()) + "}"]
+        parts = named or [b.default]
+        layers = [p if isinstance(p, str) else "{\n" + "".join(f"    {string(k)}: {v},\n" for k, v in p.items()) + "}"
+                  for p in parts]
         for param, entries in b.layers:
             layers.append("{" + ", ".join(f"{string(k)}: {v}" for k, v in entries.items()) + f"}} if {param} else {{}}")
         if b.unknown_keys:

@@ -1,0 +1,294 @@
+"""Shared library functions an imported shell launch recipe may be a call of, tried in order.
+
+A :class:`ShellCandidate` reads the arguments of a library function off a shell recipe's
+launch command (:class:`rcpc.importer.shell.Script`): :meth:`ShellCandidate.extract`
+returns a :class:`Launch` (the ``command_file`` argv as a call, the XLA flag list as a dict
+the call takes), or None when the command has not the function's shape. No candidate is
+trusted: the import's own proof (:func:`rcpc.importer.driver.import_shell`: every word of
+the command line bash runs, and the MaxText flag tokens) decides, and the import falls back
+to the words of the command line when no call is equal. A new library function is one more
+entry in :data:`SHELL_CANDIDATES`.
+
+The functions are those of ``recipes/lib/maxtext_tpu.rcp``: ``xpk_workload_create`` (the
+argv of ``xpk workload create``, its flags in the order the published XPK launch recipes
+write them, ../shared/data/tpu-recipes/xpk/*.sh) with ``xpk_workload_command`` (the
+``--command`` text: XPK exports the TPU runtime environment itself, so it is
+``xpk_steps`` without ``XPK_TPU_ENV_STEPS``), and ``maxtext_xpk_workload`` (the two in one
+call when ``xpk_workload_command`` takes no keyword).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from rcpc.importer.library import COPIES, MAXTEXT_TPU, TRAINERS, Call
+from rcpc.importer.literals import Ref, fstring, scalar, string
+
+# The flags of `xpk workload create` in xpk_workload_create's order (their keyword: the
+# defaults it writes when not given).
+CREATE_FLAGS = ("cluster", "project", "zone", "priority", "max-restarts", "device-type", "num-slices",
+                "docker-image", "enable-debug-logs", "workload", "command")
+_KEYWORDS = {"priority": ("priority", "very-high"), "max-restarts": ("max_restarts", "0"),
+             "num-slices": ("num_slices", "1")}
+# How libtpu_init_args spells LIBTPU_INIT_ARGS: (prefix, separator, suffix) → spaced.
+_SPACINGS = {("   ", "   ", " "): True, ("", " ", " "): False}
+_MARK = "\0"
+
+
+@attrs.frozen
+class Launch:
+    """A launch command as a library call: ``shape`` (the functions, as the import reports
+    them), ``load`` (the ``load(...)`` line), ``dicts`` (list binding name → the dict source
+    that replaces it: the XLA flags the call takes as a dict), ``argv`` (source of the
+    ``command_file`` argv), ``layers`` (flag set name → its entries as layers: dicts, and the
+    names of the library's flag layers found among them, :func:`named_layers`)."""
+
+    shape: str
+    load: str
+    dicts: dict
+    argv: str
+    layers: dict = attrs.Factory(dict)
+
+
+@attrs.frozen
+class ShellCandidate:
+    """``function`` of ``library`` building the argv, its ``--command`` built by ``command``
+(a function of the library, or "" when ``function`` builds it too);
+    ``arguments(script, words)`` returns ``(dicts, Call)`` or None when the launch command
+    (``words``: the text and :class:`Ref` pieces of each word, after quote removal) has not
+    the functions' shape."""
+
+    library: str
+    function: str
+    command: str
+    arguments: Callable
+
+    @property
+    def shape(self) -> str:
+        """The functions' names (``xpk_workload_create with xpk_workload_command``)."""
+        return f"{self.function} with {self.command}" if self.command else self.function
+
+    def extract(self, script) -> Launch | None:
+        """The launch command of ``script`` (its only one) as a call, or None."""
+        from rcpc.importer import shell
+
+        commands = [i for i in script.items if isinstance(i, tuple) and i[0] == "command"]
+        if len(commands) != 1:
+            return None
+        words = []
+        for w in (p for p in commands[0][4].parts if p.kind == "word"):
+            pieces = shell._pieces(script, w)
+            if pieces is None:
+                return None
+            words.append(pieces)
+        found = self.arguments(script, words)
+        if found is None:
+            return None
+        dicts, call = found
+        layers = {}
+        for b in script.bindings.values():
+            if b.kind == "flags" and f"{b.name}.shell" in {r.text for w in words for r in w if isinstance(r, Ref)}:
+                parts = named_layers(b.default)
+                if any(isinstance(p, str) for p in parts):
+                    layers[b.name] = parts
+        loads = set(call.loads) | {self.function} | {p for ps in layers.values() for p in ps if isinstance(p, str)}
+        names = ", ".join(string(n) for n in sorted(loads))
+        return Launch(self.shape, f"load({string(self.library)}, {names})", dicts, call.inline(), layers)
+
+
+# Flag layers -----------------------------------------------------------------------------
+# The library's flag layers (recipes/lib/maxtext_tpu.rcp "MaxText flags"), each entry as the
+# importer writes its value (recipe source).
+LAYERS = {
+    "FSDP_MESH": {"dcn_pipeline_parallelism": "1", "dcn_data_parallelism": "-1", "ici_pipeline_parallelism": "1",
+                  "ici_fsdp_transpose_parallelism": "1", "ici_fsdp_parallelism": "-1"},
+    "SYNTHETIC_DATA": {"dataset_type": string("synthetic"), "dataset_path": string("gs://max-datasets-rogue")},
+}
+
+
+def named_layers(entries: dict) -> list:
+    """``entries`` (key → value source, in order) as layers of a flag set: each run of
+    entries that is a library layer (same keys in the same order, same values) its name, the
+    entries between them dicts. The flag set's tokens are the same (maxtext_flags keeps layer
+    order; no key is in two layers)."""
+    items = list(entries.items())
+    parts, run, i = [], {}, 0
+    while i < len(items):
+        name = next((n for n, layer in LAYERS.items() if items[i:i + len(layer)] == list(layer.items())), None)
+        if name is None:
+            run[items[i][0]] = items[i][1]
+            i += 1
+            continue
+        if run:
+            parts.append(run)
+            run = {}
+        parts.append(name)
+        i += len(LAYERS[name])
+    return parts + ([run] if run else [])
+
+
+# Pieces as text ----------------------------------------------------------------------------
+# A word's pieces are matched as one string, each Ref a marker (NUL, its index, NUL: no shell
+# word holds a NUL), and cut back into pieces for the recipe source.
+
+def _flat(pieces) -> tuple[str, list]:
+    refs = [p for p in pieces if isinstance(p, Ref)]
+    out, n = [], 0
+    for p in pieces:
+        if isinstance(p, Ref):
+            out.append(f"{_MARK}{n}{_MARK}")
+            n += 1
+        else:
+            out.append(p)
+    return "".join(out), refs
+
+
+def _source(text: str, refs: list) -> str:
+    """Recipe source of ``text`` (a part of a :func:`_flat` string)."""
+    pieces = []
+    for i, part in enumerate(text.split(_MARK)):
+        if i % 2:
+            pieces.append(refs[int(part)])
+        elif part:
+            pieces.append(part)
+    return fstring(pieces) if pieces else '""'
+
+
+def _between(text: str, before: str, after: str) -> str | None:
+    """The text between the only ``before`` and the next ``after``, or None."""
+    if text.count(before) != 1:
+        return None
+    rest = text[text.index(before) + len(before):]
+    return rest[:rest.index(after)] if after in rest else None
+
+
+# xpk_workload_create ---------------------------------------------------------------------
+
+def _create(command: Callable) -> Callable:
+    """The arguments reader of xpk_workload_create with the ``--command`` reader ``command``
+    (``(script, flat text, refs)`` → ``(dicts, Call)`` or None)."""
+
+    def arguments(script, words):
+        flat = [_flat(w) for w in words]
+        if [t for t, _ in flat[:3]] != ["xpk", "workload", "create"]:
+            return None
+        values = {}
+        for text, refs in flat[3:]:
+            if not text.startswith("--"):
+                return None
+            name, eq, value = text[2:].partition("=")
+            if name in values or (name == "enable-debug-logs") == bool(eq):
+                return None
+            values[name] = (value, refs)
+        if [n for n in CREATE_FLAGS if n in values] != list(values) \
+                or set(CREATE_FLAGS) - {"enable-debug-logs"} - set(values):
+            return None
+        found = command(script, *values["command"])
+        if found is None:
+            return None
+        dicts, cmd = found
+        args = [_source(*values[n]) for n in ("cluster", "project", "zone", "device-type", "docker-image", "workload")]
+        args.append(cmd.inline())
+        for flag, (keyword, default) in _KEYWORDS.items():
+            value, refs = values[flag]
+            if value != default:
+                args.append(f"{keyword} = {value if not refs and value.isdigit() else _source(value, refs)}")
+        if "enable-debug-logs" not in values:
+            args.append("debug_logs = False")
+        return dicts, Call("xpk_workload_create", args, list(cmd.loads) + [cmd.function])
+
+    return arguments
+
+
+# xpk_workload_command --------------------------------------------------------------------
+
+def _libtpu(script, text: str, refs: list) -> tuple[str, str, bool] | None:
+    """``(list binding name, its dict source, spaced)`` of ``LIBTPU_INIT_ARGS='${NAME}'`` in
+    the command, NAME a list of ``--key=value`` flags spelled as libtpu_init_args writes
+    them; else None."""
+    inner = _between(text, "export LIBTPU_INIT_ARGS='", "'")
+    if inner is None or inner.count(_MARK) != 2 or inner[0] != _MARK or inner[-1] != _MARK:
+        return None
+    ref = refs[int(inner[1:-1])].text
+    b = script.bindings.get(ref.removesuffix("_JOINED"))
+    if b is None or b.kind != "list" or not ref.endswith("_JOINED") or b.list_format not in _SPACINGS:
+        return None
+    import ast
+
+    lines = []
+    for item in ast.literal_eval(b.source):
+        k, eq, v = item[2:].partition("=")
+        if not eq or not k.isidentifier():
+            return None
+        lines.append(f"    {string(k)}: {scalar(v)},\n")
+    return b.name, f"{b.name} = {{\n{''.join(lines)}}}", _SPACINGS[b.list_format]
+
+
+def _xpk_workload_command(script, text: str, refs: list):
+    """``xpk_workload_command(FLAGS, LIBTPU, ...)``: a trainer the library names (or another
+    ``python3 -m ...`` program) running a flag set, after ``set -e`` and the steps the library
+    writes; each keyword read off the text where it differs from the default."""
+    libtpu = _libtpu(script, text, refs)
+    flags = [r.text.removesuffix(".shell") for r in refs if r.text.endswith(".shell")]
+    if libtpu is None or len(flags) != 1 or not text.startswith("set -e && "):
+        return None
+    trainers = [t for t in TRAINERS if f"{t} " in text]
+    if len(trainers) != 1:
+        return None
+    trainer = trainers[0]
+    before = text[:text.index(trainer)]
+    stripped = before.rstrip(" ")
+    if not stripped.endswith("&&"):
+        return None
+    lead = before[len(stripped) + 1:]
+    args, loads = [flags[0], libtpu[0]], []
+    if TRAINERS[trainer] != "MAXTEXT_TRAIN_LEGACY":
+        args.append(f"trainer = {TRAINERS[trainer]}")
+        loads.append(TRAINERS[trainer])
+    artifacts = _between(text, "export ARTIFACT_DIR='", "'")
+    if artifacts is not None:
+        args.append(f"artifacts = {_source(artifacts, refs)}")
+        copies = [(words, c) for words, c in COPIES.items() if f"{' '.join(words)} train.log " in text]
+        if len(copies) != 1:
+            return None
+        words, copy = copies[0]
+        logs = _between(text, f"{' '.join(words)} train.log ", "/logs/")
+        if logs is None:
+            return None
+        if _source(logs, refs) != _source(artifacts, refs):
+            args.append(f"logs = {_source(logs, refs)}")
+        if not libtpu[2]:
+            args.append("spaced = False")
+        if copy != "GSUTIL_CP":
+            args.append(f"copy = {copy}")
+            loads.append(copy)
+        if lead != " ":
+            args.append(f"lead = {string(lead)}")
+    else:
+        if lead:
+            return None
+        if not libtpu[2]:
+            args.append("spaced = False")
+    return {libtpu[0]: libtpu[1]}, Call("xpk_workload_command", args, loads)
+
+
+def _maxtext_xpk_workload(script, words):
+    """``maxtext_xpk_workload(CLUSTER, PROJECT, ZONE, DEVICE_TYPE, IMAGE, WORKLOAD, FLAGS,
+    LIBTPU)``: the xpk_workload_create with xpk_workload_command that takes no keyword."""
+    found = _create(_xpk_workload_command)(script, words)
+    if found is None:
+        return None
+    dicts, call = found
+    *coordinates, command = call.args
+    if len(call.args) != 7 or not command.startswith("xpk_workload_command(") or "=" in command:
+        return None
+    inner = command[len("xpk_workload_command("):-1].split(", ")
+    return dicts, Call("maxtext_xpk_workload", coordinates + inner, [])
+
+
+SHELL_CANDIDATES = (
+    ShellCandidate(MAXTEXT_TPU, "maxtext_xpk_workload", "", _maxtext_xpk_workload),
+    ShellCandidate(MAXTEXT_TPU, "xpk_workload_create", "xpk_workload_command", _create(_xpk_workload_command)),
+)
