@@ -390,7 +390,7 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
             allowed -= {"RPAR", "RSQB", "RBRACE", "_NL"} - {closer}
             if text[opener] != "{":
                 allowed.discard("COLON")
-        expected = [w for _, w in sorted({(_RANK.get(t, 9), _READABLE.get(t, t.lower())) for t in allowed})]
+        expected = [w for _, w in sorted({(_rank(t), _READABLE.get(t, t.lower())) for t in allowed})]
         found = "end of file" if kind == "$END" else ("end of line" if kind == "_NL" else repr(str(tok)))
         end = start + (len(str(tok)) if kind not in ("_NL", "$END") else 1)
         hint = None
@@ -428,6 +428,18 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
 
 # Terminals listed first in "expected ...": what usually fixes the error.
 _RANK = {"RPAR": 0, "RSQB": 0, "RBRACE": 0, "COMMA": 1, "COLON": 1, "EQUAL": 1, "_NL": 2}
+
+
+def _rank(terminal: str) -> int:
+    """Where a terminal goes in "expected ...": :data:`_RANK`, then punctuation and kinds of
+    token ("a name"), then keywords ('not', 'if', True, ...), which a name could start too."""
+    if terminal in _RANK:
+        return _RANK[terminal]
+    return 10 if terminal in _KEYWORD_TERMINALS else 9
+
+
+_KEYWORD_TERMINALS = frozenset(("IF", "ELSE", "FOR", "IN", "NOT", "AND", "OR", "LOAD", "DEF", "RETURN", "ELIF",
+                                "TRUE_PY", "TRUE_YAML", "FALSE_PY", "FALSE_YAML", "NONE_PY", "NULL_YAML"))
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
