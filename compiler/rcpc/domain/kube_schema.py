@@ -207,7 +207,8 @@ def builtin_jobset_schema() -> dict:
 # Where a JSON schema (draft 7) holds schemas: keywords whose value is a map of names to
 # schemas, a list of schemas, or one schema (``items`` may be a list). Anything else is data
 # (``enum``, ``required``, ``default``, ...) or a name (a property's), never a schema.
-_SCHEMA_MAPS = ("properties", "patternProperties", "definitions")
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")  # (a dependency's
+# list of names is data: left as it is)
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf")
 _SCHEMA_ONE = ("items", "additionalProperties", "additionalItems", "not", "contains", "propertyNames",
                "if", "then", "else")
@@ -225,11 +226,10 @@ def _structural(s):
             continue
         if k in _SCHEMA_MAPS and isinstance(v, dict):
             out[k] = {name: _structural(x) for name, x in v.items()}
-        elif k in _SCHEMA_LISTS and isinstance(v, list) or k == "items" and isinstance(v, list):
+        elif (k in _SCHEMA_LISTS or k == "items") and isinstance(v, list):
             out[k] = [_structural(x) for x in v]
-        elif k in _SCHEMA_ONE or k == "dependencies" and isinstance(v, dict):
-            out[k] = ({name: _structural(x) for name, x in v.items()} if k == "dependencies"
-                      else _structural(v))
+        elif k in _SCHEMA_ONE:
+            out[k] = _structural(v)
         else:
             out[k] = v
     if s.get("x-kubernetes-int-or-string"):
