@@ -8,7 +8,8 @@ The limit is ``RCPC_CACHE_MAX_MB`` (MiB, whole; ``0``: no limit), 1024 MiB by de
 runs at the end of a command that may have written to the cache, at most once an hour (the
 mtime of the ``.trimmed`` stamp in the cache says when the last one ran), so a command pays
 one ``stat`` for it. A file is *used* when it was last read or written (the later of its atime
-and mtime; a hit reads the entry). Temporary files of writers (``*.tmp``) are left alone
+and mtime; a hit reads the entry, and with ``relatime``, the usual mount option, a read
+is recorded at most once a day). Temporary files of writers (``*.tmp``) are left alone
 unless older than an hour: a writer killed before its rename leaves one.
 """
 

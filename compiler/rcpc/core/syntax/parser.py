@@ -435,11 +435,9 @@ def _rank(terminal: str) -> int:
     token ("a name"), then keywords ('not', 'if', True, ...), which a name could start too."""
     if terminal in _RANK:
         return _RANK[terminal]
-    return 10 if terminal in _KEYWORD_TERMINALS else 9
+    return 10 if _READABLE.get(terminal, "").strip("'").isidentifier() else 9
 
 
-_KEYWORD_TERMINALS = frozenset(("IF", "ELSE", "FOR", "IN", "NOT", "AND", "OR", "LOAD", "DEF", "RETURN", "ELIF",
-                                "TRUE_PY", "TRUE_YAML", "FALSE_PY", "FALSE_YAML", "NONE_PY", "NULL_YAML"))
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
