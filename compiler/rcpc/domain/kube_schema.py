@@ -337,8 +337,7 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     found = schemacache.lookup(k)
     if found is None or len(found["before"]) != (len(_STAGES) if strict_crd else 0):
         found = _validate(index, api.value, kind.value, plain, strict_crd)
-        if found != VALID:  # a valid manifest is kept under its shape (_validate)
-            schemacache.store(k, found)
+        schemacache.store(k, found)  # and a valid one under its shape too (_validate)
     before = [_keyed(records) for records in found["before"]]
     final = _keyed(found["final"])
     out = [d for rec in final.values() for d in _schema_diags(rec, data, kind.value)]

@@ -10,10 +10,12 @@ version, where jsonschema is installed and the size and mtime of its ``__init__.
 messages are part of the result), the identity of the schema files (the SHA-256 of their
 bytes, :attr:`rcpc.domain.kube_schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
 and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
-A manifest found valid is also kept under its *shape* (:mod:`rcpc.domain.schemashape`: the
-strings no keyword of the schema can tell apart left out), so a manifest that differs from a
-valid one only in such strings (a flag in a container's ``args``) is valid without jsonschema;
-a result with violations is kept only under the exact manifest. The header holds
+Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
+are after an edit, skips even the API server's stages); a manifest found valid is also kept
+under its *shape* (:mod:`rcpc.domain.schemashape`: the strings no keyword of the schema can
+tell apart left out), so a manifest that differs from a valid one only in such strings (a
+flag in a container's ``args``) is valid without jsonschema; a result with violations is
+kept only under the exact manifest. The header holds
 the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
 regular file of bounded size (:func:`rcpc.core.files.read_limited`), its header names the
 key asked for, the payload has the recorded digest and the records have the expected shape;
