@@ -24,6 +24,7 @@ import attrs
 
 from rcpc.core import builtins as B
 from rcpc.core import functions as F
+from rcpc.core import trace as T
 from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
 from rcpc.core.resolve import LOCAL
@@ -80,6 +81,9 @@ class ModuleResult:
     exports: dict
     errors: list = attrs.Factory(list)      # reported errors (Context.report) of this file
     collected: list = attrs.Factory(list)   # values collected (Context.collect) while evaluating it
+    trace: object = None  # what each statement did (rcpc.core.trace.Trace), when recorded
+
+    TRACED = ()  # the fields a statement adds to, which a trace records (rcpc.core.trace)
 
 
 class Evaluator:
@@ -93,12 +97,18 @@ class Evaluator:
     statements are not evaluated (the recipe domain skips ``variant(...)`` in a variant's own
     build: the declarations come from the default evaluation, and evaluating every
     declaration in every variant made a recipe of V variants cost V² declarations).
+    ``record``: keep what each statement did (:attr:`ModuleResult.trace`); ``base``: such a
+    trace of a run of the same module, whose statements that read no overridden name are
+    done again rather than evaluated (:mod:`rcpc.core.trace`).
     """
 
     def __init__(self, load: Callable, overrides: dict | None, is_recipe: bool,
-                 ctx: Context | None = None, universe: B.Universe = B.CORE, skip_calls: frozenset = frozenset()):
+                 ctx: Context | None = None, universe: B.Universe = B.CORE, skip_calls: frozenset = frozenset(),
+                 record: bool = False, base=None):
         self.load = load
         self.skip_calls = skip_calls
+        self.record = record
+        self.base = base
         self.ctx = ctx or Context()
         self.overrides = overrides or {}
         self.is_recipe = is_recipe
@@ -121,9 +131,21 @@ class Evaluator:
         # evaluation (once a run, for whichever recipe loads it first) does not draw on the
         # recipe's, so a result never depends on which recipes share a run or on -j.
         outer_steps, self.ctx.steps = self.ctx.steps, 0
-        for stmt in module.stmts:
+        steps = [] if self.record else None
+        base = self.base if self.base is not None and self.base.module is module else None
+        dirty = set(self.overrides)
+        for i, stmt in enumerate(module.stmts):
             try:
+                if base is not None:
+                    if T.replayable(self, base, i, stmt, dirty):
+                        T.replay(self, result, base.steps[i])
+                        continue
+                    if type(stmt) is ast.Assign:
+                        dirty.add(stmt.name)
+                at = T.mark(self, result) if steps is not None else None
                 self._statement(stmt, result)
+                if steps is not None:
+                    steps.append(T.record(self, result, stmt, at))
             except _Poisoned:
                 self._poison(stmt)
             except CompileError as exc:
@@ -140,6 +162,8 @@ class Evaluator:
         del self.ctx.collected[collected_start:]
         if errors:
             raise CompileError(by_place(errors + result.errors))
+        if steps is not None:
+            result.trace = T.Trace(module, steps)
         if self.universe.finish is not None:
             self.universe.finish(self, module, result)
         return result

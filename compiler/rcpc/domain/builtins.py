@@ -63,9 +63,11 @@ class RecipeResult(ModuleResult):
 
     params: list = attrs.Factory(list)
     param_values: dict = attrs.Factory(dict)  # name → the value used
-    declared: set = attrs.Factory(set)  # ids of the render values declared, as evaluated (W0707)
+    declared: list = attrs.Factory(list)  # the render values declared, as evaluated (W0707 compares ids)
     renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
     variants: list = attrs.Factory(list)    # Variant, in declaration order
+
+    TRACED = ("params", "param_values", "declared", "renders", "variants")  # rcpc.core.trace
 
 
 # parameters -------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
         raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
                     hint="declare renders and variants in the recipe; export constants from libraries")
     if kind == "renders":  # one made by a library function is located at the recipe line declaring it
-        result.declared.update(id(v) for v in items)
+        result.declared.extend(items)
         items = [attrs.evolve(v, span=stmt.span) if v.span.path != stmt.span.path else v for v in items]
     target.extend(items)
 
@@ -314,7 +316,7 @@ def _finish(ev, module: ast.Module, result) -> None:
     ``X = jobset(...)`` whose value is not used as a top-level statement)."""
     if not ev.is_recipe:
         return
-    declared = result.declared | {id(v) for v in result.variants}
+    declared = {*map(id, result.declared), *map(id, result.variants)}
     for stmt in module.stmts:
         if type(stmt) is not ast.Assign:
             continue

@@ -70,7 +70,12 @@ class Recipe:
 
 
 class Compiler:
-    """Compiles recipes of one workspace; holds the per-run caches."""
+    """Compiles recipes of one workspace; holds the per-run caches. ``share_variants``: a
+    variant's evaluation redoes the default evaluation's statements that none of its
+    overrides reaches rather than evaluating them (:mod:`rcpc.core.trace`; False evaluates
+    every statement, the oracle of tests/test_trace.py)."""
+
+    share_variants = True
 
     def __init__(self, workspace: Workspace):
         self.workspace = workspace
@@ -90,6 +95,8 @@ class Compiler:
         # message shows the chain of loads that reached it)
         self._failed: dict[Path, CompileError] = {}
         self._rendered = 0  # weight of the renders emitted for the recipe being built
+        self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
+        self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
@@ -288,14 +295,18 @@ class Compiler:
         return unique(d for d in self.context.diagnostics if include_notes or d.severity != "note")
 
     # recipes ----------------------------------------------------------------------------
-    def evaluate(self, real: Path, overrides: dict, declare_variants: bool = True):
+    def evaluate(self, real: Path, overrides: dict, declare_variants: bool = True, record: bool = False,
+                 base=None):
         """Evaluate the recipe file with param ``overrides`` (values, or ``--set`` text);
-        ``declare_variants`` False skips its ``variant(...)`` statements (a variant's build)."""
+        ``declare_variants`` False skips its ``variant(...)`` statements (a variant's build).
+        ``record``/``base``: keep what each statement did, or redo the statements of such a
+        trace that no override reaches (:mod:`rcpc.core.trace`)."""
         mod = self.module(real)
         self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context, universe=B.UNIVERSE,
-                         skip_calls=frozenset() if declare_variants else frozenset({"variant"})).run(mod)
+                         skip_calls=frozenset() if declare_variants else frozenset({"variant"}),
+                         record=record, base=base).run(mod)
 
     def default_exports(self, real: Path) -> dict:
         """The recipe's top-level bindings with no overrides: kept from its default
@@ -319,7 +330,9 @@ class Compiler:
 
     def _recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         self._rendered = 0
-        result = self.evaluate(real, {})
+        self._emitted = {}
+        result = self.evaluate(real, {}, record=self.share_variants)
+        self._traces[real] = result.trace
         params = {p.name: p for p in result.params}
         variants = _check_variants(result.variants, params)
         build = self._base[real] = self._variant_build(DEFAULT_VARIANT, result)
@@ -404,7 +417,8 @@ class Compiler:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
         if not overrides:
             return attrs.evolve(default, variant=name)
-        return self._variant_build(name, self.evaluate(real, overrides, declare_variants=False))
+        return self._variant_build(name, self.evaluate(real, overrides, declare_variants=False,
+                                                       base=self._traces.get(real)))
 
     def _variant_build(self, name: str, result) -> VariantBuild:
         """The renders of one evaluation. Every finding is raised at once: the errors reported
@@ -435,10 +449,15 @@ class Compiler:
                 raise error("E0802", f"the renders of this recipe hold more than {MAX_NODES} items "
                             "(every variant counted)", value.span,
                             hint="renders this large are a mistake; a value rendered many times counts each time")
-            try:
-                text = kind.emit(value)
-            except RecursionError:
-                raise error("E0801", "value nested too deeply to write", value.span) from None
+            emitted = self._emitted.get(id(value))
+            if emitted is not None and emitted[0] is value:  # a value another variant shares
+                text = emitted[1]
+            else:
+                try:
+                    text = kind.emit(value)
+                except RecursionError:
+                    raise error("E0801", "value nested too deeply to write", value.span) from None
+                self._emitted[id(value)] = (value, text)
             problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
             renders.append(Render(fname, text, value))
         flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
