@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from rcpc.core.diagnostics import CompileError
 from rcpc.domain import kube_schema, schemacache
 from rcpc.domain.kube_schema import SchemaIndex, check_schema
 from rcpc.domain.manifests import load_manifests
@@ -244,3 +245,85 @@ def test_no_cache_turns_it_off(cache, index, tmp_path, monkeypatch):
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     check_schema(manifest(tmp_path, BAD), index)
     assert not cache.exists()
+
+
+# A whole render found with no findings: the next run skips its checks --------------------------
+JOBSET_RECIPE = '''
+jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {
+    "spec": {"containers": [{"name": "main", "image": "img", "env": [%s]}], "restartPolicy": "Never"}}}}}]})
+'''
+
+
+@pytest.fixture
+def kube_ws(tmp_path, monkeypatch):
+    from tests.conftest import Ws
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    (tmp_path / "ws").mkdir()
+    ws = Ws(tmp_path / "ws")
+    (ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["builtin:jobset"]\n')
+    return ws
+
+
+def checked(monkeypatch) -> list:
+    """A list that gets one item per manifest the Kubernetes checks run on."""
+    from rcpc.domain import kube
+
+    calls: list = []
+    real = kube.check_manifest
+    monkeypatch.setattr(kube, "check_manifest", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+def test_a_clean_render_is_not_checked_again_in_the_next_run(kube_ws, monkeypatch):
+    calls = checked(monkeypatch)
+    first = kube_ws.build(JOBSET_RECIPE % "")
+    assert len(calls) == 1
+    assert kube_ws.build() == first and len(calls) == 1  # another run (a new Compiler): from the cache
+    kube_ws.build(JOBSET_RECIPE % '{"name": "A", "value": "1"}')  # another render: checked
+    assert len(calls) == 2
+
+
+POD_RECIPE = '''
+manifest(name = "p", apiVersion = "v1", kind = "Pod", metadata = {"name": "p"}, spec = {
+    "containers": [{"name": "main", "image": "img", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]})
+'''
+
+
+def test_a_render_with_a_warning_is_checked_in_every_run(kube_ws, monkeypatch):
+    """A Pod's repeated env name is a warning (pkg/api/pod/warnings.go): shown in every run."""
+    calls = checked(monkeypatch)
+    for run in (1, 2):
+        kube_ws.build(POD_RECIPE)
+        assert len(calls) == run
+        assert [d.code for d in kube_ws.last_compiler.diagnostics()] == ["W1001"]
+
+
+def test_other_schema_bytes_or_strict_crd_are_other_entries(kube_ws, monkeypatch):
+    """The entry names the schema files' bytes and strict_crd: either changed, the checks run."""
+    from rcpc.domain.workspace import Workspace
+
+    calls = checked(monkeypatch)
+    kube_ws.build(JOBSET_RECIPE % "")
+    builtin = Workspace.find(kube_ws.root).kube_schemas[0]
+    (kube_ws.root / "jobset.json").write_bytes(builtin.read_bytes() + b"\n")
+    (kube_ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["jobset.json"]\n')
+    kube_ws.build()
+    assert len(calls) == 2
+    import attrs
+
+    real = Workspace.find
+    monkeypatch.setattr(Workspace, "find", staticmethod(lambda *a, **k: attrs.evolve(real(*a, **k), strict_crd=True)))
+    kube_ws.build()
+    assert len(calls) == 3
+    kube_ws.build()
+    assert len(calls) == 3
+
+
+def test_a_render_found_invalid_is_reported_in_every_run(kube_ws, monkeypatch):
+    bad = JOBSET_RECIPE.replace('"replicas": 1', '"replicas": "one"') % ""
+    for _ in range(2):
+        with pytest.raises(CompileError) as exc:
+            kube_ws.build(bad)
+        assert {d.code for d in exc.value.diagnostics} and all(d.code.startswith("E") for d in exc.value.diagnostics)

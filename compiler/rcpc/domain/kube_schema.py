@@ -13,11 +13,11 @@ structural schema (docs/kubernetes.md).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from pathlib import Path
 
 from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
+from rcpc.domain import schemacache
 from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -103,19 +103,18 @@ class SchemaIndex:
         self._schemas: dict = {}
         self._validators: dict = {}
         self._structural: dict = {}
-        self._digest = hashlib.sha256()
+        self._files: list = []  # (display path, bytes) of each file read
         for p in paths:
             self._load(p)
-        #: SHA-256 hex of the schema files' display paths and bytes, in order: what the
-        #: validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
-        self.identity = self._digest.hexdigest()
+        #: what the validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
+        self.identity = schemacache.schema_identity(self._files)
 
     def _load(self, path: Path) -> None:
         shown = self.display(path)
         span = Span(shown, 1, 1, 1, 1)
         try:
             raw = self.read(path, MAX_SCHEMA_BYTES)
-            self._digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
+            self._files.append((shown, raw))
             text = raw.decode("utf-8")
             # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
             docs = [json.loads(text)] if path.suffix == ".json" else _yaml_documents(text, shown)
@@ -325,8 +324,6 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     steps removes (what kubeconform, validating offline, reports). What jsonschema finds is
     kept in the validation cache (:mod:`rcpc.domain.schemacache`): an unchanged manifest is
     not validated again."""
-    from rcpc.domain import schemacache
-
     if index is None:
         return []
     api, kind = data.items.get("apiVersion"), data.items.get("kind")
@@ -356,7 +353,6 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     ``strict_crd`` (``before``) and after them all (``final``). Without ``strict_crd``, a
     manifest whose :func:`rcpc.domain.schemashape.shape` was found valid before is valid
     without jsonschema (what that module proves), and a valid one is kept under its shape."""
-    from rcpc.domain import schemacache
     from rcpc.domain.schemashape import shape
 
     schema = index.schema(api, kind)
@@ -382,7 +378,7 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     return found
 
 
-VALID = {"before": [], "final": []}
+VALID = schemacache.NO_FINDINGS
 
 
 def _errors(validator, plain) -> list:

@@ -19,7 +19,7 @@ import attrs
 
 from rcpc.core import astcache
 from rcpc.domain import builtins as B
-from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS
+from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
 from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
@@ -86,6 +86,7 @@ class Compiler:
         self._base_exports: dict[Path, dict] = {}   # ... and its top-level bindings
         self._schemas: dict[Path, object] = {}
         self._kube = None
+        self._kube_identity: str | None = None  # of the schema files, before they are parsed
         self._clean: set[str] = set()               # renders of manifests found clean
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
@@ -232,12 +233,36 @@ class Compiler:
                                                        self.read)
         return schema
 
+    def _schema_identity(self) -> str | None:
+        """The identity of the workspace's Kubernetes schema files (their bytes, read once a
+        run; "" for none), without parsing them; None when one cannot be read (the error is
+        reported when they are loaded)."""
+        if self._kube is not None:
+            return self._kube.identity
+        if self._kube_identity is None:
+            from rcpc.domain import schemacache
+
+            try:
+                files = [(self.workspace.display(p), self.read(p, MAX_SCHEMA_BYTES)) for p in self.workspace.kube_schemas]
+            except OSError:
+                return None
+            self._kube_identity = schemacache.schema_identity(files) if files else ""
+        return self._kube_identity
+
     def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
         """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube`):
         the errors found (warnings go with the run's other warnings). ``text`` is the
         manifest's render: the render determines the data (it reads back to it), so a render
-        found clean once in this run is clean again (variants and lint share renders)."""
+        found clean once in this run is clean again (variants and lint share renders), and
+        one found clean in an earlier run, with the same schema files, rcpc and ``strict_crd``,
+        is clean from the validation cache (:func:`rcpc.domain.schemacache.render_key`)."""
         if text in self._clean:
+            return []
+        from rcpc.domain import schemacache
+
+        key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text)
+        if schemacache.lookup(key) == schemacache.NO_FINDINGS:
+            self._clean.add(text)
             return []
         from rcpc.domain import kube
         from rcpc.domain.kube_schema import SchemaIndex
@@ -247,6 +272,7 @@ class Compiler:
         diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd)
         if not diags:
             self._clean.add(text)
+            schemacache.store(key, schemacache.NO_FINDINGS)
         self.context.diagnostics.extend(d for d in diags if d.severity != "error")
         return [d for d in diags if d.severity == "error"]
 

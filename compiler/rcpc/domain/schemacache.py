@@ -10,7 +10,10 @@ version, where jsonschema is installed and the size and mtime of its ``__init__.
 messages are part of the result), the identity of the schema files (the SHA-256 of their
 bytes, :attr:`rcpc.domain.kube_schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
 and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
-Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
+A render with no finding at all (no rule, no schema, error or warning) is also kept under its
+text (:func:`render_key`: the render determines the manifest's data, which reads back from
+it), so the next build that renders it again skips every check (:meth:`rcpc.domain.recipe.
+Compiler.check_manifest`) without even reading the schemas. Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
 are after an edit, skips even the API server's stages); a manifest found valid is also kept
 under its *shape* (:mod:`rcpc.domain.schemashape`: the strings no keyword of the schema can
 tell apart left out), so a manifest that differs from a valid one only in such strings (a
@@ -63,6 +66,28 @@ def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, 
     # the fields as a tuple's repr: unambiguous whatever they hold (an apiVersion with a NUL)
     data = repr((_key_base(), identity, api_version, kind, bool(strict_crd), "shape" if shaped else "manifest",
                  manifest))
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+NO_FINDINGS = {"before": [], "final": []}  # a valid manifest; a render with no findings
+
+
+def schema_identity(files) -> str:
+    """The identity of Kubernetes schema files: SHA-256 hex of each file's display path,
+    size and bytes, in order (``files``: (display path, bytes) pairs)."""
+    digest = hashlib.sha256()
+    for shown, raw in files:
+        digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
+    return digest.hexdigest()
+
+
+def render_key(identity: str | None, strict_crd: bool, text: str) -> str | None:
+    """The entry key of a manifest's render ``text`` checked against the schemas of
+    ``identity`` (:func:`schema_identity`; "" for none): only :data:`NO_FINDINGS` is stored
+    under it. None (not cached) when the cache is off or ``identity`` is None."""
+    if identity is None or not enabled():
+        return None
+    data = repr((_key_base(), identity, bool(strict_crd), "render", text))
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
