@@ -28,9 +28,12 @@ _TRUE = ("y", "yes", "t", "true", "1")     # maxtext.inference.inference_utils.s
 _FALSE = ("n", "no", "f", "false", "0")
 
 
-def check_renders(renders, flag_sets) -> list[Diagnostic]:
+def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnostic]:
     """Findings of the module docstring for a variant's renders (Manifest | FlagFile values);
-    ``flag_sets`` are the flag sets its evaluation could have put into containers."""
+    ``flag_sets`` are the flag sets its evaluation could have put into containers. ``found``
+    keeps each manifest's containers by the value's identity, across calls (variants share
+    render values: :mod:`rcpc.core.trace`)."""
+    found = {} if found is None else found
     out: list = []
     checked: set = set()
     forms: dict = {}
@@ -44,7 +47,10 @@ def check_renders(renders, flag_sets) -> list[Diagnostic]:
         if type(r) is FlagFile:
             model(r.flags)
         elif type(r) is Manifest:
-            for container in containers(r.data):
+            kept = found.get(id(r))
+            if kept is None or kept[0] is not r:
+                kept = found[id(r)] = (r, tuple(containers(r.data)))
+            for container in kept[1]:
                 carried = carried_flag_sets(container, flag_sets, forms)
                 for fs in carried:
                     model(fs)

@@ -98,6 +98,7 @@ class Compiler:
         self._rendered = 0  # weight of the renders emitted for the recipe being built
         self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
         self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
+        self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
@@ -356,7 +357,7 @@ class Compiler:
 
     def _recipe(self, real: Path) -> tuple[Recipe, VariantBuild]:
         self._rendered = 0
-        self._emitted = {}
+        self._emitted, self._containers = {}, {}
         result = self.evaluate(real, {}, record=self.share_variants)
         self._traces[real] = result.trace
         params = {p.name: p for p in result.params}
@@ -487,7 +488,7 @@ class Compiler:
             problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
             renders.append(Render(fname, text, value))
         flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
-        for d in check_renders(result.renders, flag_sets):
+        for d in check_renders(result.renders, flag_sets, self._containers):
             (found.append if d.severity == "error" else self.context.warn)(d)
         if found:  # with the manifests' errors, reported at once (their places as found)
             raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))

@@ -45,18 +45,13 @@ class MaxTextSchema:
     fields: dict
     models: dict = attrs.field(factory=dict)
     provenance: dict = attrs.field(factory=dict)
+    #: key → the value MaxText starts from (base.yml's, else types.py's literal default);
+    #: keys with neither are left out. Made once: flag checks read it for every flag set.
+    defaults: dict = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def defaults(self) -> dict:
-        """key → the value MaxText starts from (base.yml's, else types.py's literal default);
-        keys with neither are left out."""
-        out = {}
-        for k, f in self.fields.items():
-            if "base" in f:
-                out[k] = f["base"]
-            elif "default" in f:
-                out[k] = f["default"]
-        return out
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "defaults", {
+            k: f["base"] if "base" in f else f["default"] for k, f in self.fields.items() if "base" in f or "default" in f})
 
     def __contains__(self, key: str) -> bool:
         return key in self.fields
