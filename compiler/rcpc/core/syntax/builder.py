@@ -51,9 +51,9 @@ class AstBuilder:
     """Builds AST nodes with spans, run inline by the parser (lark's ``transformer=``, or
     :mod:`rcpc.core.syntax.descent`): a method per grammar rule (or alias) gets the rule's
     children, every token kept (lark's ``keep_all_tokens``), so a node's span runs from its
-    first token to its last, brackets included. ``source``/``base`` are set by the parser for each parse (``base`` is the offset
-    of the parsed text in the file, non-zero inside f-strings); ``parse_inner(text, offset)``
-    parses an f-string replacement field."""
+    first token to its last, brackets included. ``source``/``base`` are set by the parser for
+    each parse (``base`` is the offset of the parsed text in the file, non-zero inside
+    f-strings); ``parse_inner(text, offset)`` parses an f-string replacement field."""
 
     source = None
     base = 0

@@ -1,10 +1,15 @@
 """Parser: recipe source text → :mod:`rcpc.core.syntax.ast`.
 
-The grammar (``grammar.lark``) is LALR(1) and built with lark. The AST is built as the parser
-reduces each rule (:class:`~rcpc.core.syntax.builder.AstBuilder`, lark's ``transformer=``), with
-no parse tree and no second pass; comments are collected by a lexer callback into the
-module. One parser serves the compiler, ``rcpc fmt`` and ``rcpc lint``. Building the parse
-tables costs ~20 ms, so they are cached in the user cache directory
+Two parsers of one grammar (``grammar.lark``, LALR(1)). The fast one
+(:mod:`rcpc.core.syntax.descent`: a master-regex lexer read off the grammar, recursive descent)
+reads every text first; whatever it declines (a syntax error, a bad escape, too many tokens,
+nesting too deep...) lark's LALR parser, the reference, reads again from the start, so every
+diagnostic is lark's, and a valid build never imports lark. Both build the AST as they reduce
+each rule with the same :class:`~rcpc.core.syntax.builder.AstBuilder` (lark's
+``transformer=``), with no parse tree and no second pass, and share the postlexer
+(:mod:`rcpc.core.syntax.postlex`); comments are collected by the lexer (lark's: a callback)
+into the module. tests/test_descent.py holds them equal. One parser serves the compiler,
+``rcpc fmt`` and ``rcpc lint``. Building lark's parse tables costs ~20 ms, so they are cached in the user cache directory
 (``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark and Python versions and a
 hash of the grammar and the parser's options; an unwritable cache directory only makes
 start-up slower.
