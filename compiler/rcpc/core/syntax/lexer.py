@@ -21,7 +21,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
-from rcpc.core.syntax.tokens import Token
+from rcpc.core.syntax.tokens import make
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
@@ -132,14 +132,21 @@ def read_terminals(grammar: str) -> tuple[list, set, dict]:
     return list(terminals.values()), ignored, keywords
 
 
-def _master(terminals: list, keywords: dict) -> re.Pattern:
+def _master(terminals: list, ignored: set, keywords: dict) -> tuple:
+    """The master regex: the ignored terminals but ``COMMENT`` as a possessive prefix (each
+    match skips the blanks before its token: none of them can begin another terminal, which
+    tests/test_descent.py checks), then every other terminal but the keywords a named group,
+    in lark's order, then ``__END`` (the end of the text, after blanks). Also the order."""
     scanned = sorted((t for t in terminals if t.string not in keywords),
                      key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
-    return re.compile("|".join(f"(?P<{t.name}>{t.regex})" for t in scanned)), [t.name for t in scanned]
+    skipped = [t for t in scanned if t.name in ignored and t.name != "COMMENT"]
+    prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
+    groups = "|".join(f"(?P<{t.name}>{t.regex})" for t in scanned if t not in skipped)
+    return re.compile(f"{prefix}(?:{groups}|(?P<__END>\\Z))"), [t.name for t in scanned]
 
 
 TERMINALS, IGNORED, KEYWORDS = read_terminals(GRAMMAR_PATH.read_text(encoding="utf-8"))
-MASTER, ORDER = _master(TERMINALS, KEYWORDS)
+MASTER, ORDER = _master(TERMINALS, IGNORED, KEYWORDS)
 KEYWORD_NAMES = frozenset(KEYWORDS)  # words the lexer reads as keywords or literals (if, True, null...)
 
 
@@ -152,27 +159,29 @@ class LexError(Exception):
 
 def lex(text: str, comments: list | None) -> list:
     """The tokens of ``text`` (:class:`~rcpc.core.syntax.tokens.Token`, offsets in ``text``),
-    ignored terminals skipped; each ``COMMENT`` token is appended to ``comments`` unless it is
+    ignored terminals skipped (blanks before a token are part of its match); each ``COMMENT`` token is appended to ``comments`` unless it is
     ``None``. Raises :class:`LexError` where no terminal matches."""
     out = []
     append = out.append
     pos = 0
     keyword = KEYWORDS.get
-    ignored = IGNORED
     for m in MASTER.finditer(text):
-        start, end = m.span()
-        if start != pos:
+        if m.start() != pos:
             raise LexError(pos)
-        pos = end
+        pos = m.end()
         kind = m.lastgroup
-        if kind in ignored:  # blanks, backslash-newline, comments
-            if kind == "COMMENT" and comments is not None:
-                comments.append(Token(kind, text[start:end], start, end))
+        if kind == "COMMENT":
+            if comments is not None:
+                start, end = m.span(kind)
+                comments.append(make((kind, text[start:end], start, end)))
             continue
+        if kind == "__END":
+            continue
+        start, end = m.span(kind)
         value = text[start:end]
         if kind == "NAME":
             kind = keyword(value, kind)
-        append(Token(kind, value, start, end))
+        append(make((kind, value, start, end)))
     if pos != len(text):
         raise LexError(pos)
     return out
