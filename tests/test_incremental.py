@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rcpc.core import astcache
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Source
-from rcpc.core.syntax import incremental, parser
+from rcpc.core.syntax import incremental, parser, postlex
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.rcp"))
@@ -113,6 +113,7 @@ def test_only_the_edited_statement_is_parsed(monkeypatch):
 def test_the_token_limit_counts_the_whole_file(monkeypatch):
     """Chunks each under the limit, the file over it: E0809, as a full parse reports."""
     monkeypatch.setattr(parser, "MAX_TOKENS", 40)
+    monkeypatch.setattr(postlex, "MAX_TOKENS", 40)  # where both parsers count
     monkeypatch.setattr(incremental, "MAX_TOKENS", 40)
     small = "".join(f"X{i} = {i}\n" for i in range(5))
     _, chunks = incremental.parse(Source("r.rcp", small), ())

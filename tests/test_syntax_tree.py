@@ -321,8 +321,18 @@ def test_each_file_is_parsed_once_per_command(ws, cli, monkeypatch):
             parsed_texts.append((source.path, text))
         return real(parser_, builder, source, text, base, lines)
 
+    from rcpc.core.syntax.descent import FastParser
+
+    fast = FastParser.statements
+
+    def counting_fast(self, text, base, comments):
+        if comments is not None:  # a file, or lines of it (not an f-string's field)
+            parsed_texts.append((self.source.path, text))
+        return fast(self, text, base, comments)
+
     monkeypatch.setattr(parser, "_parse_text", counting)
-    monkeypatch.setenv("RCPC_NO_CACHE", "1")  # every file parsed by lark: counted
+    monkeypatch.setattr(FastParser, "statements", counting_fast)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")  # every file parsed (by the fast parser, or lark): counted
     for argv in (["lint"], ["check", "-j", "1"], ["fmt", "--check", "-j", "1"]):
         parsed_texts.clear()
         cli(*argv)

@@ -1,6 +1,6 @@
 """The AST cache: a file's parse (:func:`rcpc.core.syntax.parser.parse`: statements and comments)
 kept in the user cache, keyed by the file's content, so that an unchanged recipe or library
-skips lark (its import, its tables and the parse) in the edit loop, in a partial rebuild, in
+skips the parse in the edit loop, in a partial rebuild, in
 ``rcpc fmt --check`` and in ``-j`` workers.
 
 An entry's name and header hold its *key*: the SHA-256 of rcpc's own code (its version and

@@ -29,6 +29,10 @@ class Span:
 
 
 COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
+_new = object.__new__
+_set_path, _set_line, _set_col, _set_end_line, _set_end_col = (
+    Span.__dict__[f.name].__set__ for f in attrs.fields(Span))  # the slots, in field order
+_bisect_right = bisect.bisect_right
 
 
 def file_span(path: str) -> Span:
@@ -65,10 +69,23 @@ class Source:
         return i + 1, offset - self._starts[i] + 1
 
     def span(self, start: int, end: int) -> Span:
-        """The span of character offsets ``[start, end)``."""
-        line, col = self.line_col(start)
-        end_line, end_col = self.line_col(end)
-        return Span(self.path, line, col, end_line, end_col)
+        """The span of character offsets ``[start, end)`` (as :meth:`line_col` of each; built
+        without attrs' frozen ``__init__``: the parsers make one a token)."""
+        starts = self._starts
+        i = _bisect_right(starts, start)
+        first = starts[i - 1]
+        if i == len(starts) or end < starts[i]:  # on the same line
+            j, last = i, first
+        else:
+            j = _bisect_right(starts, end, i)
+            last = starts[j - 1]
+        span = _new(Span)
+        _set_path(span, self.path)
+        _set_line(span, i)
+        _set_col(span, start - first + 1)
+        _set_end_line(span, j)
+        _set_end_col(span, end - last + 1)
+        return span
 
     def text_of(self, span: Span) -> str:
         """The source text a span covers (lines joined with newlines)."""

@@ -1,1 +1,2 @@
-"""Syntax: the lark grammar, the parser (source text → AST) and the AST node types."""
+"""Syntax: the grammar (lark's syntax), the parser (source text → AST: a fast recursive descent,
+lark's LALR parser for errors) and the AST node types."""

@@ -1,14 +1,17 @@
-"""Builds :mod:`rcpc.core.syntax.ast` nodes inline, as lark's LALR parser reduces each rule."""
+"""Builds :mod:`rcpc.core.syntax.ast` nodes inline, as a parser reduces each rule: the fast
+recursive-descent parser (:mod:`rcpc.core.syntax.descent`) or lark's LALR parser (the
+reference, :mod:`rcpc.core.syntax.parser`), with child lists of the same shape. lark is not
+imported here: a token is told from a node by :data:`~rcpc.core.syntax.tokens.TOKEN_TYPES`."""
 
 from __future__ import annotations
 
 import attrs
-from lark import Token
 
 from rcpc.core.diagnostics import error
 from rcpc.core.limits import INT_LIMIT
 from rcpc.core.source import Source, Span
 from rcpc.core.syntax import ast
+from rcpc.core.syntax.tokens import TOKEN_TYPES
 
 
 def _lit_int(text: str, span) -> int:
@@ -35,36 +38,36 @@ _STAR = object()  # the '*' of a parameter list
 
 
 def _nodes(children) -> tuple:
-    return tuple(c for c in children if type(c) is not Token)
+    return tuple(c for c in children if not isinstance(c, TOKEN_TYPES))
 
 
 def _trailing_comma(children) -> bool:
     """A comma just before the closing bracket (the last child)."""
     before = children[-2]
-    return type(before) is Token and before.type == "COMMA"
+    return isinstance(before, TOKEN_TYPES) and before.type == "COMMA"
 
 
 class AstBuilder:
-    """Builds AST nodes with spans, run inline by lark's LALR parser (``transformer=``): a
-    method per grammar rule (or alias) gets the rule's children, every token kept
-    (``keep_all_tokens``), so a node's span runs from its first token to its last, brackets
-    included. ``source``/``base`` are set by the parser for each parse (``base`` is the offset
-    of the parsed text in the file, non-zero inside f-strings); ``parse_inner(text, offset)``
-    parses an f-string replacement field."""
+    """Builds AST nodes with spans, run inline by the parser (lark's ``transformer=``, or
+    :mod:`rcpc.core.syntax.descent`): a method per grammar rule (or alias) gets the rule's
+    children, every token kept (lark's ``keep_all_tokens``), so a node's span runs from its
+    first token to its last, brackets included. ``source``/``base`` are set by the parser for
+    each parse (``base`` is the offset of the parsed text in the file, non-zero inside
+    f-strings); ``parse_inner(text, offset)`` parses an f-string replacement field."""
 
     source = None
     base = 0
     parse_inner = None
 
-    def _tspan(self, tok: Token) -> Span:
+    def _tspan(self, tok) -> Span:
         return self.source.span(self.base + tok.start_pos, self.base + tok.end_pos)
 
     def _span(self, children) -> Span:
         first, last = children[0], children[-1]
-        a = self._tspan(first) if type(first) is Token else _node_span(first)
+        a = self._tspan(first) if isinstance(first, TOKEN_TYPES) else _node_span(first)
         if last is first:
             return a
-        return _joined(a, self._tspan(last) if type(last) is Token else _node_span(last))
+        return _joined(a, self._tspan(last) if isinstance(last, TOKEN_TYPES) else _node_span(last))
 
     # statements -------------------------------------------------------------------------
     def start(self, c):
@@ -93,7 +96,7 @@ class AstBuilder:
 
     def def_stmt(self, c):
         name = c[1]
-        close = next(i for i, t in enumerate(c) if type(t) is Token and t.type == "RPAR")
+        close = next(i for i, t in enumerate(c) if isinstance(t, TOKEN_TYPES) and t.type == "RPAR")
         params = _nodes(c[3:close])
         seen_star = False
         out = []
@@ -259,7 +262,7 @@ class AstBuilder:
         return c[1]
 
     # strings ----------------------------------------------------------------------------
-    def _string(self, tok: Token):
+    def _string(self, tok):
         text = tok.value
         is_f = text[0] == "f"
         quote_len = 3 if text[int(is_f):int(is_f) + 3] in ('"""', "'''") else 1

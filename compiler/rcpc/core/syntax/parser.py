@@ -1,10 +1,15 @@
 """Parser: recipe source text → :mod:`rcpc.core.syntax.ast`.
 
-The grammar (``grammar.lark``) is LALR(1) and built with lark. The AST is built as the parser
-reduces each rule (:class:`~rcpc.core.syntax.builder.AstBuilder`, lark's ``transformer=``), with
-no parse tree and no second pass; comments are collected by a lexer callback into the
-module. One parser serves the compiler, ``rcpc fmt`` and ``rcpc lint``. Building the parse
-tables costs ~20 ms, so they are cached in the user cache directory
+Two parsers of one grammar (``grammar.lark``, LALR(1)). The fast one
+(:mod:`rcpc.core.syntax.descent`: a master-regex lexer read off the grammar, recursive descent)
+reads every text first; whatever it declines (a syntax error, a bad escape, too many tokens,
+nesting too deep...) lark's LALR parser, the reference, reads again from the start, so every
+diagnostic is lark's, and a valid build never imports lark. Both build the AST as they reduce
+each rule with the same :class:`~rcpc.core.syntax.builder.AstBuilder` (lark's
+``transformer=``), with no parse tree and no second pass, and share the postlexer
+(:mod:`rcpc.core.syntax.postlex`); comments are collected by the lexer (lark's: a callback)
+into the module. tests/test_descent.py holds them equal. One parser serves the compiler,
+``rcpc fmt`` and ``rcpc lint``. Building lark's parse tables costs ~20 ms, so they are cached in the user cache directory
 (``$XDG_CACHE_HOME/rcpc`` or ``~/.cache/rcpc``), keyed by the lark and Python versions and a
 hash of the grammar and the parser's options; an unwritable cache directory only makes
 start-up slower.
@@ -26,11 +31,14 @@ from rcpc.core.limits import MAX_TOKENS
 from rcpc.core.source import Source
 from rcpc.core.usercache import cache_dir
 from rcpc.core.syntax import ast
+from rcpc.core.syntax.postlex import TOKENS as _TOKENS
+from rcpc.core.syntax.postlex import BadIndent as _BadIndent
+from rcpc.core.syntax.postlex import TooManyTokens as _TooManyTokens
+from rcpc.core.syntax.postlex import postlex
+from rcpc.core.syntax.descent import DECLINED, FastParser
+from rcpc.core.syntax.lexer import KEYWORD_NAMES
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
-
-_BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
-_BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
 
 # Readable names for the terminals lark reports in UnexpectedToken.expected.
 _READABLE = {
@@ -53,118 +61,20 @@ _PY_KEYWORDS = {
 }
 
 
-class _TooManyTokens(Exception):
-    """The file has more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens; ``pos`` is the offset
-    (in the text being parsed) of the first token over the limit."""
-
-    def __init__(self, pos: int):
-        self.pos = pos
-
-
-_TOKENS = [0]  # tokens of the file being parsed, f-string fields included
 _TOKEN_AT: list = [None]  # when a list: each token's offset in the file is appended to it
-
-
-class _BadIndent(Exception):
-    """Indentation that matches no enclosing block; ``pos`` is its offset in the parsed text."""
-
-    def __init__(self, pos: int, message: str):
-        self.pos = pos
-        self.message = message
-
-
 _TEXT = [""]  # the text being parsed (the postlexer measures indentation in it)
 
 
-def _indent_at(text: str, pos: int) -> int:
-    """The indentation (tabs to multiples of 8) of the first line at or after ``pos`` that
-    holds code: blank and comment-only lines do not count (as in Python); -1 at the end."""
-    n = len(text)
-    while True:
-        start = text.rfind("\n", 0, pos) + 1
-        i = start
-        while i < n and text[i] in " \t\f":
-            i += 1
-        if i >= n:
-            return -1
-        if text[i] in "#\r\n":
-            nl = text.find("\n", i)
-            if nl < 0:
-                return -1
-            pos = nl + 1
-            continue
-        return len(text[start:i].expandtabs(8))
-
-
 class _Postlex:
-    """Drops newlines inside brackets and at the start, merges runs of newlines, and ends the
-    file with one. Turns indentation after a line ending in ``:`` into ``_INDENT`` and back
-    into ``_DEDENT`` (a function's, ``if``'s or ``for``'s block); elsewhere at the top level,
-    indentation means nothing (as before functions existed). Counts tokens: a parse costs
-    tens of microseconds a token, so the count, not the size in bytes, is what bounds it
-    (:data:`~rcpc.core.limits.MAX_TOKENS`)."""
+    """lark's postlexer: :func:`rcpc.core.syntax.postlex.postlex` (shared with the fast
+    parser), with lark's tokens."""
 
     always_accept = ("_NL",)
 
     def process(self, stream):
         from lark import Token
 
-        depth = 0
-        last = None  # the last token yielded; tokens must not be held back (contextual lexer)
-        levels = [0]  # indentation of the enclosing blocks
-        text = _TEXT[0]
-        record = _TOKEN_AT[0]
-        base = _BUILDER.base
-        for tok in stream:
-            _TOKENS[0] += 1
-            if record is not None:
-                record.append(base + tok.start_pos)
-            if _TOKENS[0] > MAX_TOKENS:
-                raise _TooManyTokens(tok.start_pos)
-            kind = tok.type
-            if kind == "_NL":
-                if depth == 0 and last is not None and last.type not in ("_NL", "_INDENT", "_DEDENT"):
-                    opens = last.type == "COLON"
-                    last = tok
-                    yield tok
-                    yield from self._indentation(tok, text, levels, opens)
-                continue
-            if kind in _BRACKETS_OPEN:
-                depth += 1
-            elif kind in _BRACKETS_CLOSE and depth:
-                depth -= 1
-            last = tok
-            yield tok
-        if last is not None and depth == 0:
-            if last.type not in ("_NL", "_INDENT", "_DEDENT"):
-                last = Token.new_borrow_pos("_NL", "\n", last)
-                yield last
-            while len(levels) > 1:
-                levels.pop()
-                yield Token.new_borrow_pos("_DEDENT", "", last)
-
-    @staticmethod
-    def _indentation(tok, text: str, levels: list, opens: bool):
-        from lark import Token
-
-        indent = _indent_at(text, tok.end_pos) if text else 0
-        if indent < 0:  # the end: the blocks close there
-            return
-        if opens:
-            if indent <= levels[-1]:
-                raise _BadIndent(tok.end_pos, "expected an indented block")
-            levels.append(indent)
-            yield Token.new_borrow_pos("_INDENT", "", tok)
-            return
-        if len(levels) == 1 or indent == levels[-1]:
-            return
-        if indent > levels[-1]:
-            raise _BadIndent(tok.end_pos, "unexpected indent")
-        while indent < levels[-1]:
-            levels.pop()
-            yield Token.new_borrow_pos("_DEDENT", "", tok)
-        if indent != levels[-1]:
-            raise _BadIndent(tok.end_pos, "unindent does not match any outer indentation level")
+        yield from postlex(stream, _TEXT[0], _TOKEN_AT[0], _BUILDER.base, Token.new_borrow_pos)
 
 
 def _cache_path(grammar: str, options: dict) -> str | None:
@@ -208,7 +118,7 @@ class _CommentSink:
 _PARSER = None
 _BUILDER = None
 _SINK = _CommentSink()
-_KEYWORDS: set[str] = set()  # words the lexer reads as keywords or literals (if, True, null, ...)
+_KEYWORDS = KEYWORD_NAMES  # words the lexer reads as keywords or literals (if, True, null, ...)
 
 
 def _parser():
@@ -233,8 +143,6 @@ def _parser():
             _PARSER = Lark(grammar, cache=cache or False, **options)
         except OSError:
             _PARSER = Lark(grammar, **options)
-        _KEYWORDS.update(t.pattern.value for t in _PARSER.terminals
-                         if t.pattern.type == "str" and t.pattern.value.isidentifier())
     return _PARSER, _BUILDER
 
 
@@ -242,10 +150,29 @@ def parse(source: Source, token_at: list | None = None) -> ast.Module:
     """Parse one file into an :class:`ast.Module`, with its comments
     (:attr:`ast.Module.comments`; :func:`rcpc.core.syntax.comments.attached` places them).
     ``token_at``: a list to which the offset of each token read is appended (f-string
-    fields' included).
+    fields' included), sorted at the end.
+
+    The fast parser (:mod:`rcpc.core.syntax.descent`) reads it first; whatever it declines,
+    lark's reads again from the start, so errors are lark's.
 
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
+    _TOKENS[0] = 0
+    found: list = []
+    try:
+        stmts = FastParser(source, token_at).statements(source.text, 0, found)
+    except DECLINED:
+        if token_at is not None:
+            del token_at[:]
+        return _parse_lark(source, token_at)
+    if token_at is not None:
+        token_at.sort()
+    comments = tuple(_comment(source, tok) for tok in found)
+    return ast.Module(source.path, tuple(stmts), comments, source)
+
+
+def _parse_lark(source: Source, token_at: list | None = None) -> ast.Module:
+    """:func:`parse` by lark alone (the reference): with recovery into later statements."""
     parser, builder = _parser()
     _TOKENS[0] = 0
     _SINK.found = found = {}
@@ -261,6 +188,8 @@ def parse(source: Source, token_at: list | None = None) -> ast.Module:
     finally:
         _SINK.found = None
         _TOKEN_AT[0] = None
+    if token_at is not None:
+        token_at.sort()
     comments = tuple(_comment(source, found[k]) for k in sorted(found))
     return ast.Module(source.path, tuple(stmts), comments, source)
 
@@ -269,8 +198,20 @@ def parse_lines(source: Source, start: int, end: int) -> tuple[tuple, tuple, int
     """Parse ``source.text[start:end]``, whole lines of the file (``start`` at a line's
     first character): (statements, comments, tokens read), spans in the file's terms.
     :func:`rcpc.core.syntax.incremental.parse` parses a file's top-level statements one
-    run at a time with it. Raises :class:`CompileError` as :func:`parse` does (the errors of
-    this text only: no recovery into later statements)."""
+    run at a time with it. Fast parser first, lark on whatever it declines, as :func:`parse`.
+    Raises :class:`CompileError` as :func:`parse` does (the errors of this text only: no
+    recovery into later statements)."""
+    _TOKENS[0] = 0
+    found: list = []
+    try:
+        stmts = FastParser(source).statements(source.text[start:end], start, found)
+    except DECLINED:
+        return _parse_lines_lark(source, start, end)
+    return tuple(stmts), tuple(_comment(source, tok, start) for tok in found), _TOKENS[0]
+
+
+def _parse_lines_lark(source: Source, start: int, end: int) -> tuple[tuple, tuple, int]:
+    """:func:`parse_lines` by lark alone (the reference)."""
     parser, builder = _parser()
     _TOKENS[0] = 0
     _SINK.found = found = {}

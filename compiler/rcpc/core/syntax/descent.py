@@ -1,0 +1,380 @@
+"""The fast parser: recursive descent over ``grammar.lark``, one function per rule, for the
+happy path; lark's LALR parser (:mod:`rcpc.core.syntax.parser`) stays the reference and
+reports every error.
+
+Tokens come from :mod:`rcpc.core.syntax.lexer` (the grammar's own terminals, one master regex)
+through the postlexer both parsers share (:mod:`rcpc.core.syntax.postlex`); the AST is built
+by the same :class:`~rcpc.core.syntax.builder.AstBuilder` methods lark calls, with child lists
+of the same shape (every token a child, as lark's ``keep_all_tokens`` gives them). Each
+choice is made on the next token (or, for ``NAME "="``, the next two), as the LALR(1) tables
+make it, so the accepted texts and their trees are lark's.
+
+Whatever this parser does not accept it declines (:class:`Decline`, or an exception of
+:data:`DECLINED`: a syntax error, a bad indentation, a builder's ``CompileError``, too many
+tokens, recursion too deep): the caller then parses the whole text again with lark, whose
+diagnostics are the reference. lark is not imported here.
+"""
+
+from __future__ import annotations
+
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.syntax import ast
+from rcpc.core.syntax.builder import AstBuilder
+from rcpc.core.syntax.lexer import KEYWORD_NAMES, LexError, lex
+from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, postlex
+from rcpc.core.syntax.tokens import Token
+
+
+class Decline(Exception):
+    """The fast parser does not accept this text (lark decides what is wrong with it)."""
+
+
+# What makes the caller fall back to lark: ours, and what a bug or a deep nesting would raise.
+DECLINED = (Decline, LexError, BadIndent, TooManyTokens, CompileError, RecursionError, LookupError,
+            ValueError, TypeError, AttributeError, AssertionError, ArithmeticError)
+
+_END = Token("$END", "", 0, 0)
+# Tokens that end an expression after an atom (none continues one: not an operator, '.', '[', '(')
+_ENDS = frozenset(("COMMA", "RPAR", "RSQB", "RBRACE", "COLON", "_NL", "FOR", "$END"))
+_LITERALS = {"NAME": "name", "INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit",
+             "LONG_STRING": "string_lit", "TRUE_PY": "bool_lit", "TRUE_YAML": "bool_lit",
+             "FALSE_PY": "bool_lit", "FALSE_YAML": "bool_lit", "NONE_PY": "none_lit", "NULL_YAML": "none_lit"}
+
+
+class FastParser:
+    """Parses texts of one :class:`~rcpc.core.source.Source` (the file, whole lines of it, or
+    an f-string's replacement fields), building with its own :class:`AstBuilder`.
+    ``record``: the list to which each token's offset in the file is appended (``None``: not
+    recorded)."""
+
+    def __init__(self, source, record: list | None = None):
+        self.source = source
+        self.record = record
+        builder = self.builder = AstBuilder()
+        builder.source = source
+        builder.parse_inner = self._field
+        self._literal = {k: getattr(builder, v) for k, v in _LITERALS.items()}
+
+    def statements(self, text: str, base: int, comments: list | None) -> list:
+        """The statements of ``text`` (at offset ``base`` in the file); its ``COMMENT`` tokens
+        appended to ``comments`` unless ``None``. Raises :class:`Decline` (or another of
+        :data:`DECLINED`) for anything it does not accept."""
+        builder = self.builder
+        saved = builder.base
+        builder.base = base
+        try:
+            toks = list(postlex(lex(text, comments), text, self.record, base, Token.new_borrow_pos))
+            toks.append(_END)
+            return _Descent(toks, builder, self._literal).module()
+        finally:
+            builder.base = saved
+
+    def _field(self, inner: str, at: int):
+        """An f-string replacement field (``parse_inner`` of the builder), as
+        :func:`rcpc.core.syntax.parser._parse_fstring_expr` reads it."""
+        name = inner.strip()
+        if name.isidentifier() and name.isascii() and name not in KEYWORD_NAMES:  # most fields: {NAME}
+            start = at + inner.index(name)
+            return ast.Name(name, self.source.span(start, start + len(name)))
+        stmts = self.statements(inner, at, None)
+        if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
+            raise Decline()
+        return stmts[0].expr
+
+
+class _Descent:
+    """One text's tokens (ending in ``$END``) → its statements. A method per grammar rule;
+    ``self.i`` is the index of the next token."""
+
+    __slots__ = ("toks", "types", "i", "b", "literal")
+
+    def __init__(self, toks: list, builder: AstBuilder, literal: dict):
+        self.toks = toks
+        self.types = [t.type for t in toks]
+        self.i = 0
+        self.b = builder
+        self.literal = literal
+
+    def _take(self, kind: str):
+        i = self.i
+        if self.types[i] != kind:
+            raise Decline()
+        self.i = i + 1
+        return self.toks[i]
+
+    def _next(self):
+        i = self.i
+        self.i = i + 1
+        return self.toks[i]
+
+    # statements -------------------------------------------------------------------------
+    def module(self) -> list:
+        """start: (_stmt _NL | def_stmt)*"""
+        types = self.types
+        stmts = []
+        while types[self.i] != "$END":
+            if types[self.i] == "DEF":
+                stmts.append(self.def_stmt())
+            else:
+                stmts.append(self.stmt())
+                self._take("_NL")
+        return self.b.start(stmts)
+
+    def stmt(self):
+        """_stmt: assign | load_stmt | expr_stmt"""
+        i = self.i
+        kind = self.types[i]
+        if kind == "LOAD":
+            return self.load_stmt()
+        if kind == "NAME" and self.types[i + 1] == "EQUAL":
+            return self.assign()
+        return self.b.expr_stmt([self.expr()])
+
+    def assign(self):
+        """assign: NAME "=" expr"""
+        name = self._next()
+        eq = self._next()
+        return self.b.assign([name, eq, self.expr()])
+
+    def load_stmt(self):
+        """load_stmt: "load" "(" STRING ("," load_arg)* [","] ")" """
+        c = [self._next(), self._take("LPAR"), self._take("STRING")]
+        types = self.types
+        while types[self.i] == "COMMA":
+            c.append(self._next())
+            if types[self.i] == "RPAR":
+                break
+            if types[self.i] == "STRING":
+                c.append(self.b.load_same([self._next()]))
+            else:
+                name = self._take("NAME")
+                c.append(self.b.load_alias([name, self._take("EQUAL"), self._take("STRING")]))
+        c.append(self._take("RPAR"))
+        return self.b.load_stmt(c)
+
+    def def_stmt(self):
+        """def_stmt: "def" NAME "(" [fparam ("," fparam)* [","]] ")" ":" suite"""
+        c = [self._next(), self._take("NAME"), self._take("LPAR")]
+        types = self.types
+        if types[self.i] != "RPAR":
+            c.append(self.fparam())
+            while types[self.i] == "COMMA":
+                c.append(self._next())
+                if types[self.i] == "RPAR":
+                    break
+                c.append(self.fparam())
+        c.append(self._take("RPAR"))
+        c.append(self._take("COLON"))
+        c.append(self.suite())
+        return self.b.def_stmt(c)
+
+    def fparam(self):
+        """fparam: NAME | NAME "=" expr | MUL_OP"""
+        kind = self.types[self.i]
+        if kind == "MUL_OP":
+            return self.b.fparam_star([self._next()])
+        name = self._take("NAME")
+        if self.types[self.i] == "EQUAL":
+            return self.b.fparam_default([name, self._next(), self.expr()])
+        return self.b.fparam_plain([name])
+
+    def suite(self):
+        """suite: _NL _INDENT _body_stmt+ _DEDENT"""
+        self._take("_NL")
+        self._take("_INDENT")
+        types = self.types
+        body = [self.body_stmt()]
+        while types[self.i] != "_DEDENT":
+            body.append(self.body_stmt())
+        self.i += 1
+        return self.b.suite(body)
+
+    def body_stmt(self):
+        """_body_stmt: (assign | expr_stmt | return_stmt) _NL | if_stmt | for_stmt"""
+        i = self.i
+        kind = self.types[i]
+        if kind == "IF":
+            return self.if_stmt()
+        if kind == "FOR":
+            return self.for_stmt()
+        if kind == "RETURN":
+            ret = self._next()
+            node = self.b.return_stmt([ret] if self.types[self.i] == "_NL" else [ret, self.expr()])
+        elif kind == "NAME" and self.types[i + 1] == "EQUAL":
+            node = self.assign()
+        else:
+            node = self.b.expr_stmt([self.expr()])
+        self._take("_NL")
+        return node
+
+    def if_stmt(self):
+        """if_stmt: "if" expr ":" suite elif_clause* [else_clause]"""
+        c = [self._next(), self.expr(), self._take("COLON"), self.suite()]
+        types = self.types
+        while types[self.i] == "ELIF":
+            c.append(self.b.elif_clause([self._next(), self.expr(), self._take("COLON"), self.suite()]))
+        if types[self.i] == "ELSE":
+            c.append(self.b.else_clause([self._next(), self._take("COLON"), self.suite()]))
+        return self.b.if_stmt(c)
+
+    def for_stmt(self):
+        """for_stmt: "for" NAME "in" expr ":" suite"""
+        return self.b.for_stmt([self._next(), self._take("NAME"), self._take("IN"), self.expr(),
+                                self._take("COLON"), self.suite()])
+
+    # expressions ------------------------------------------------------------------------
+    def expr(self):
+        """?expr: or_expr | or_expr "if" or_expr "else" expr"""
+        i = self.i
+        if self.types[i + 1] in _ENDS:  # a lone name or literal (most values): no rule to descend
+            build = self.literal.get(self.types[i])
+            if build is not None:
+                self.i = i + 1
+                return build([self.toks[i]])
+        left = self.or_expr()
+        if self.types[self.i] != "IF":
+            return left
+        if_ = self._next()
+        cond = self.or_expr()
+        return self.b.conditional([left, if_, cond, self._take("ELSE"), self.expr()])
+
+    def or_expr(self):
+        """?or_expr: and_expr | or_expr "or" and_expr"""
+        i = self.i
+        if self.types[i + 1] in _ENDS:  # as in expr
+            build = self.literal.get(self.types[i])
+            if build is not None:
+                self.i = i + 1
+                return build([self.toks[i]])
+        left = self.and_expr()
+        while self.types[self.i] == "OR":
+            left = self.b.or_op([left, self._next(), self.and_expr()])
+        return left
+
+    def and_expr(self):
+        """?and_expr: not_expr | and_expr "and" not_expr"""
+        left = self.not_expr()
+        while self.types[self.i] == "AND":
+            left = self.b.and_op([left, self._next(), self.not_expr()])
+        return left
+
+    def not_expr(self):
+        """?not_expr: comparison | "not" not_expr"""
+        if self.types[self.i] == "NOT":
+            return self.b.not_op([self._next(), self.not_expr()])
+        return self.comparison()
+
+    def comparison(self):
+        """?comparison: sum | sum COMP_OP sum | sum "in" sum | sum "not" "in" sum (one operator:
+        ``a < b < c`` is a syntax error)"""
+        left = self.sum()
+        kind = self.types[self.i]
+        if kind == "COMP_OP":
+            return self.b.compare([left, self._next(), self.sum()])
+        if kind == "IN":
+            return self.b.in_op([left, self._next(), self.sum()])
+        if kind == "NOT":
+            not_ = self._next()
+            return self.b.not_in_op([left, not_, self._take("IN"), self.sum()])
+        return left
+
+    def sum(self):
+        """?sum: term | sum PLUS term | sum MINUS term"""
+        left = self.term()
+        types = self.types
+        while types[self.i] in ("PLUS", "MINUS"):
+            left = self.b.binop([left, self._next(), self.term()])
+        return left
+
+    def term(self):
+        """?term: factor | term MUL_OP factor"""
+        left = self.factor()
+        while self.types[self.i] == "MUL_OP":
+            left = self.b.binop([left, self._next(), self.factor()])
+        return left
+
+    def factor(self):
+        """?factor: postfix | MINUS factor"""
+        if self.types[self.i] == "MINUS":
+            return self.b.neg([self._next(), self.factor()])
+        return self.postfix()
+
+    def postfix(self):
+        """?postfix: atom | postfix "." NAME | postfix "[" expr "]" | postfix "(" [arg ("," arg)* [","]] ")" """
+        node = self.atom()
+        types = self.types
+        b = self.b
+        while True:
+            kind = types[self.i]
+            if kind == "DOT":
+                node = b.attr([node, self._next(), self._take("NAME")])
+            elif kind == "LSQB":
+                node = b.index([node, self._next(), self.expr(), self._take("RSQB")])
+            elif kind == "LPAR":
+                c = [node, self._next()]
+                if types[self.i] != "RPAR":
+                    c.append(self.arg())
+                    while types[self.i] == "COMMA":
+                        c.append(self._next())
+                        if types[self.i] == "RPAR":
+                            break
+                        c.append(self.arg())
+                c.append(self._take("RPAR"))
+                node = b.call(c)
+            else:
+                return node
+
+    def arg(self):
+        """arg: expr | NAME "=" expr"""
+        i = self.i
+        if self.types[i] == "NAME" and self.types[i + 1] == "EQUAL":
+            name = self._next()
+            return self.b.kwarg([name, self._next(), self.expr()])
+        return self.b.arg([self.expr()])
+
+    def atom(self):
+        """?atom: NAME | INT | FLOAT | STRING | LONG_STRING | bools | none | list_lit | list_comp |
+        dict_lit | dict_comp | "(" expr ")" """
+        i = self.i
+        kind = self.types[i]
+        build = self.literal.get(kind)
+        if build is not None:
+            self.i = i + 1
+            return build([self.toks[i]])
+        if kind == "LSQB":
+            return self._bracketed("RSQB", self.expr, self.b.list_lit, self.b.list_comp)
+        if kind == "LBRACE":
+            return self._bracketed("RBRACE", self.dict_item, self.b.dict_lit, self.b.dict_comp)
+        if kind == "LPAR":
+            return self.b.atom([self._next(), self.expr(), self._take("RPAR")])
+        raise Decline()
+
+    def _bracketed(self, closer: str, item, literal, comprehension):
+        """ "[" [expr ("," expr)* [","]] "]" | "[" expr comp_for "]", and the same of dict_item in {}"""
+        c = [self._next()]
+        types = self.types
+        if types[self.i] != closer:
+            c.append(item())
+            if types[self.i] == "FOR":
+                c.append(self.comp_for())
+                c.append(self._take(closer))
+                return comprehension(c)
+            while types[self.i] == "COMMA":
+                c.append(self._next())
+                if types[self.i] == closer:
+                    break
+                c.append(item())
+        c.append(self._take(closer))
+        return literal(c)
+
+    def dict_item(self):
+        """dict_item: expr ":" expr"""
+        key = self.expr()
+        return self.b.dict_item([key, self._take("COLON"), self.expr()])
+
+    def comp_for(self):
+        """comp_for: "for" NAME "in" or_expr comp_if*   (comp_if: "if" or_expr)"""
+        c = [self._next(), self._take("NAME"), self._take("IN"), self.or_expr()]
+        while self.types[self.i] == "IF":
+            c.append(self.b.comp_if([self._next(), self.or_expr()]))
+        return self.b.comp_for(c)

@@ -1,0 +1,119 @@
+"""Postlexer of the recipe language, shared by both parsers (lark's, in
+:mod:`rcpc.core.syntax.parser`, and the fast one, :mod:`rcpc.core.syntax.descent`): a token
+stream in, the stream the grammar (``grammar.lark``) reads out.
+
+Newlines inside (), [] and {} and at the start are dropped, runs of them merged, and the file
+ends with one; indentation after a line ending in ``:`` becomes ``_INDENT`` and back
+``_DEDENT`` (a function's, ``if``'s or ``for``'s block); elsewhere at the top level,
+indentation means nothing. Every token read is counted (:data:`TOKENS`) against
+:data:`~rcpc.core.limits.MAX_TOKENS`: a parse costs microseconds a token, so the count, not
+the size in bytes, is what bounds it.
+"""
+
+from __future__ import annotations
+
+from rcpc.core.limits import MAX_TOKENS
+
+_BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
+_BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
+_LINE_ENDS = ("_NL", "_INDENT", "_DEDENT")
+
+TOKENS = [0]  # tokens of the file being parsed, f-string fields included
+
+
+class TooManyTokens(Exception):
+    """The file has more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens; ``pos`` is the offset
+    (in the text being parsed) of the first token over the limit."""
+
+    def __init__(self, pos: int):
+        self.pos = pos
+
+
+class BadIndent(Exception):
+    """Indentation that matches no enclosing block; ``pos`` is its offset in the parsed text."""
+
+    def __init__(self, pos: int, message: str):
+        self.pos = pos
+        self.message = message
+
+
+def indent_at(text: str, pos: int) -> int:
+    """The indentation (tabs to multiples of 8) of the first line at or after ``pos`` that
+    holds code: blank and comment-only lines do not count (as in Python); -1 at the end."""
+    n = len(text)
+    while True:
+        start = text.rfind("\n", 0, pos) + 1
+        i = start
+        while i < n and text[i] in " \t\f":
+            i += 1
+        if i >= n:
+            return -1
+        if text[i] in "#\r\n":
+            nl = text.find("\n", i)
+            if nl < 0:
+                return -1
+            pos = nl + 1
+            continue
+        return len(text[start:i].expandtabs(8))
+
+
+def postlex(stream, text: str, record: list | None, base: int, new_token):
+    """The tokens the grammar reads, from the lexer's ``stream`` of ``text`` (the text being
+    parsed: indentation is measured in it). ``record``: a list to which each token's offset in
+    the file (``base`` + its offset in ``text``) is appended, or ``None``. ``new_token(type,
+    value, borrow)`` makes a ``_NL``/``_INDENT``/``_DEDENT`` at ``borrow``'s place (lark's
+    ``Token.new_borrow_pos`` or :meth:`rcpc.core.syntax.tokens.Token.new_borrow_pos`).
+
+    Raises :class:`TooManyTokens` past :data:`~rcpc.core.limits.MAX_TOKENS` (counted in
+    :data:`TOKENS`, across the f-string fields of the file), :class:`BadIndent`."""
+    depth = 0
+    last = None  # the last token yielded; tokens must not be held back (contextual lexer)
+    levels = [0]  # indentation of the enclosing blocks
+    for tok in stream:
+        TOKENS[0] += 1
+        if record is not None:
+            record.append(base + tok.start_pos)
+        if TOKENS[0] > MAX_TOKENS:
+            raise TooManyTokens(tok.start_pos)
+        kind = tok.type
+        if kind == "_NL":
+            if depth == 0 and last is not None and last.type not in _LINE_ENDS:
+                opens = last.type == "COLON"
+                last = tok
+                yield tok
+                yield from _indentation(tok, text, levels, opens, new_token)
+            continue
+        if kind in _BRACKETS_OPEN:
+            depth += 1
+        elif kind in _BRACKETS_CLOSE and depth:
+            depth -= 1
+        last = tok
+        yield tok
+    if last is not None and depth == 0:
+        if last.type not in _LINE_ENDS:
+            last = new_token("_NL", "\n", last)
+            yield last
+        while len(levels) > 1:
+            levels.pop()
+            yield new_token("_DEDENT", "", last)
+
+
+def _indentation(tok, text: str, levels: list, opens: bool, new_token):
+    indent = indent_at(text, tok.end_pos) if text else 0
+    if indent < 0:  # the end: the blocks close there
+        return
+    if opens:
+        if indent <= levels[-1]:
+            raise BadIndent(tok.end_pos, "expected an indented block")
+        levels.append(indent)
+        yield new_token("_INDENT", "", tok)
+        return
+    if len(levels) == 1 or indent == levels[-1]:
+        return
+    if indent > levels[-1]:
+        raise BadIndent(tok.end_pos, "unexpected indent")
+    while indent < levels[-1]:
+        levels.pop()
+        yield new_token("_DEDENT", "", tok)
+    if indent != levels[-1]:
+        raise BadIndent(tok.end_pos, "unindent does not match any outer indentation level")
