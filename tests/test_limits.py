@@ -329,7 +329,7 @@ def _read_as(reader: str, path: Path):
     from rcpc.domain.crd import derive_schema
     from rcpc.domain.kube_schema import SchemaIndex
     from rcpc.domain.manifests import load_manifests
-    from rcpc.domain.schemagen import read_yaml
+    from rcpc.domain.schema import read_yaml
 
     return {"validate": lambda: load_manifests(path, path.name), "schema jobset": lambda: derive_schema(path, "x"),
             "kube_schemas": lambda: SchemaIndex([path]), "maxtext base.yml": lambda: read_yaml(path, path.name)}[reader]()

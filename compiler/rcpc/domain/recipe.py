@@ -24,7 +24,8 @@ from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
-from rcpc.domain.schema import BUILTIN, BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse

@@ -29,8 +29,8 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
+from rcpc.domain.schemagen import read_yaml
 
-BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by rcpc.domain.schemagen)
 BUILTIN_PATH = Path(__file__).resolve().parent / "schemas" / "maxtext.json"
 
 @record.frozen
@@ -88,7 +88,7 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
     """Read a schema: a ``.json`` document, or a ``base.yml`` (derived on the fly with the
     ``types.py`` and ``models/`` beside it). ``span`` is where it was named (for errors);
     ``display`` is how to show its path (default: as given); ``read`` as for
-    :func:`rcpc.domain.schemagen.read_yaml`."""
+    :func:`read_yaml`."""
     shown = display or str(path)
     if path.suffix == ".json":
         try:
@@ -100,8 +100,7 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
         except (ValueError, KeyError, TypeError) as exc:
             raise error("E0320", f"the MaxText schema {shown} is not a schema written by `rcpc schema maxtext`: "
                         f"{exc}", span) from None
-    # schemagen (and the ast module it needs) only here: a build reads the .json schema
-    from rcpc.domain.schemagen import derive, read_yaml
+    from rcpc.domain.schemagen import derive
 
     read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span
     doc = derive(path.parent, commit="", base_yml=path, read=read)

@@ -40,8 +40,8 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
-from rcpc.domain.schema import BUILTIN  # the name of the schema rcpc ships (derived by this module)
 
+BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by this module)
 REPOSITORY = "AI-Hypercomputer/maxtext"
 CONFIGS = "src/maxtext/configs"
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "Any": "any"}
