@@ -298,15 +298,14 @@ def test_every_file_argument_is_read_bounded(ws, command, what):
 def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
     """A 150-byte recipe rendering a 100,000-item value 200 times took 130 s and 540 MB: each
     value is bounded, so the renders of a recipe are, in all."""
-    import attrs
-
+    from rcpc.core import record
     from rcpc.domain import renders
     from rcpc.domain.values import Manifest
 
     emitted = []
     real = renders.MANIFEST.emit
     monkeypatch.setitem(renders._BY_TYPE, Manifest,
-                        attrs.evolve(renders.MANIFEST, emit=lambda v: emitted.append(v) or real(v)))
+                        record.evolve(renders.MANIFEST, emit=lambda v: emitted.append(v) or real(v)))
     f = ws.fails('B = [i for i in range(100000)]\n[manifest(name = f"m{i}", apiVersion = "v1", kind = "K", '
                  'data = {"x": B}) for i in range(200)]\n')
     assert f.code == "E0802" and "renders of this recipe" in f.message

@@ -311,10 +311,10 @@ def test_other_schema_bytes_or_strict_crd_are_other_entries(kube_ws, monkeypatch
     (kube_ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["jobset.json"]\n')
     kube_ws.build()
     assert len(calls) == 2
-    import attrs
+    from rcpc.core import record
 
     real = Workspace.find
-    monkeypatch.setattr(Workspace, "find", staticmethod(lambda *a, **k: attrs.evolve(real(*a, **k), strict_crd=True)))
+    monkeypatch.setattr(Workspace, "find", staticmethod(lambda *a, **k: record.evolve(real(*a, **k), strict_crd=True)))
     kube_ws.build()
     assert len(calls) == 3
     kube_ws.build()

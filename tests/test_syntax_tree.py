@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from rcpc.core import record
 from rcpc.core import resolve as R
 from rcpc.domain.builtins import NAMES
 from rcpc.core.diagnostics import CompileError
@@ -67,7 +68,7 @@ def reflected(node) -> list:
                 go(y)
         elif type(x) in NODE_TYPES:
             out.append(x)
-            for f in type(x).__attrs_attrs__:
+            for f in record.fields(type(x)):
                 if f.name not in ("parens", "comments", "source", "bindings", "_attached"):
                     go(getattr(x, f.name))
 

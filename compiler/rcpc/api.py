@@ -17,8 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, unique
 
 
@@ -26,7 +25,7 @@ class UsageError(ValueError):
     """A request that names no recipe, file or render of the workspace (the CLI's exit 2)."""
 
 
-@attrs.frozen
+@record.frozen
 class Build:
     """Compiled recipes, not written yet. ``recipes``: (recipe name, [(variant, [(file name,
     text)])], diagnostics, dependencies) per recipe, in the order asked; ``diagnostics``: the
@@ -72,7 +71,7 @@ class Build:
                                           hint="the previous output, if any, is unchanged")) from None
 
 
-@attrs.frozen
+@record.frozen
 class Check:
     """What :meth:`Workspace.check` found: ``failures``, the diagnostics of each recipe and
     library that failed, in order; ``findings``, the warnings and notes of the others, each
@@ -87,7 +86,7 @@ class Check:
     dependencies: tuple
 
 
-@attrs.frozen
+@record.frozen
 class Rendered:
     """One variant's renders: the recipe's name, the variant built (``custom`` for ``--set``
     values) and its :class:`~rcpc.domain.recipe.Render` list (``name``, ``text``, ``value``)."""
@@ -107,11 +106,11 @@ def with_options(config, maxtext_schema: str | None = None, kube_schemas: list[s
     """Workspace settings ``config`` with the schema options of :class:`Workspace` applied
     (paths relative to the current directory)."""
     if maxtext_schema:
-        config = attrs.evolve(config, maxtext_schema=config.schema_path(maxtext_schema, Path.cwd()))
+        config = record.evolve(config, maxtext_schema=config.schema_path(maxtext_schema, Path.cwd()))
     if kube_schemas:
-        config = attrs.evolve(config, kube_schemas=tuple(config.schema_path(p, Path.cwd()) for p in kube_schemas))
+        config = record.evolve(config, kube_schemas=tuple(config.schema_path(p, Path.cwd()) for p in kube_schemas))
     if strict_crd:
-        config = attrs.evolve(config, strict_crd=True)
+        config = record.evolve(config, strict_crd=True)
     return config
 
 

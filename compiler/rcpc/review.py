@@ -18,6 +18,7 @@ import sys
 
 import attrs
 
+from rcpc.core import record
 from rcpc.domain.renders import render_changes
 from rcpc.domain.delta import format_path
 from rcpc.domain.emit.flags import value_text
@@ -379,10 +380,10 @@ def _relabelled(diags: list, rev: str) -> list:
     path in the work tree would be a different file); one without a place gets a note
     naming the revision (its message may name paths: those of the revision)."""
     def span(s):
-        return s if s is None else attrs.evolve(s, path=f"{rev}:{s.path}")
+        return s if s is None else record.evolve(s, path=f"{rev}:{s.path}")
 
-    return [attrs.evolve(d, span=span(d.span), related=tuple((label, span(s)) for label, s in d.related),
-                         notes=d.notes if d.span else (*d.notes, f"at revision {rev}"))
+    return [record.evolve(d, span=span(d.span), related=tuple((label, span(s)) for label, s in d.related),
+                          notes=d.notes if d.span else (*d.notes, f"at revision {rev}"))
             for d in diags]
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import attrs
 
+from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_SCHEMA_BYTES
 from rcpc.domain.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
@@ -204,8 +205,8 @@ def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
             _write(rev, dest, _tree(rev, Path(rel).as_posix()))
         return path
 
-    return attrs.evolve(ws, maxtext_schema=located(ws.maxtext_schema),
-                        kube_schemas=tuple(located(p) for p in ws.kube_schemas))
+    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema),
+                         kube_schemas=tuple(located(p) for p in ws.kube_schemas))
 
 
 def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:

@@ -33,6 +33,7 @@ import os
 import pickle
 import sys
 
+from rcpc.core import record
 from rcpc.core.files import read_limited
 from rcpc.core.source import Source
 from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
@@ -77,7 +78,7 @@ def _allowed(module: str, name: str) -> bool:
 
     if module == "rcpc.core.syntax.ast":
         cls = getattr(ast, name, None)
-        return isinstance(cls, type) and cls.__module__ == module and hasattr(cls, "__attrs_attrs__")
+        return isinstance(cls, type) and cls.__module__ == module and record.has(cls)
     return name in _ALLOWED.get(module, ())
 
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.core.emit.json import JsonError, to_json
 from rcpc.core.limits import INT_LIMIT, MAX_STRING
@@ -149,7 +148,7 @@ TYPES = ("bool", "int", "float", "str")
 _EMPTY = MappingProxyType({})
 
 
-@attrs.frozen
+@record.frozen
 class Declaration:
     """A built-in that declares the name it is assigned to (``NAME = param(...)``):
     ``declare(evaluator, stmt, call, result)`` evaluates the call and returns the name's
@@ -159,7 +158,7 @@ class Declaration:
     usage: str
 
 
-@attrs.frozen
+@record.frozen
 class Universe:
     """The predeclared environment: the core's built-ins plus what a host program plugs in.
 
@@ -182,7 +181,7 @@ class Universe:
     statement: Callable | None = None
     finish: Callable | None = None
     result: type | None = None
-    names: frozenset = attrs.field(init=False)
+    names: frozenset = record.field(init=False)
 
     def __attrs_post_init__(self):
         clash = (set(self.functions) | set(self.declarations)) & (set(FUNCTIONS) | set(TYPES))

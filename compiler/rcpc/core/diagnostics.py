@@ -17,8 +17,7 @@ import difflib
 import re
 from typing import Iterable
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.source import Source, Span
 
 ERROR = "error"
@@ -27,7 +26,7 @@ NOTE = "note"
 MAX_SUGGEST = 100  # characters of a name that did_you_mean compares
 
 
-@attrs.frozen(slots=True)
+@record.frozen
 class Diagnostic:
     """One finding. ``related`` is a tuple of (label, Span) shown after the primary span."""
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Callable
 
-import attrs
-
 from rcpc.core import builtins as B
 from rcpc.core import functions as F
+from rcpc.core import record
 from rcpc.core import trace as T
 from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
@@ -43,21 +42,21 @@ _POISON = object()  # the value of a name whose statement failed
 _FALLTHROUGH = object()  # a function body's statements ran to their end without a return
 
 
-@attrs.define
+@record.define
 class Context:
     """What built-ins may ask of the run: ``diagnostics`` collects warnings and notes. A host
     subclasses it with what its built-ins need (the recipe domain: the MaxText schema)."""
 
-    diagnostics: list = attrs.Factory(list)
+    diagnostics: list = record.Factory(list)
     steps: int = 0  # comprehension iterations of the file being evaluated (Evaluator.run)
-    errors: list = attrs.Factory(list)     # errors that do not stop evaluation (see report)
-    collected: list = attrs.Factory(list)  # values built-ins collected in the run (see collect)
+    errors: list = record.Factory(list)     # errors that do not stop evaluation (see report)
+    collected: list = record.Factory(list)  # values built-ins collected in the run (see collect)
 
     def collect(self, value) -> None:
         """Keep ``value`` (built by a built-in) in the result of the module being evaluated
         (:attr:`ModuleResult.collected`): the recipe domain keeps every flag set built."""
         self.collected.append(value)
-    calls: list = attrs.Factory(list)      # the running function calls (functions.Frame), outermost first
+    calls: list = record.Factory(list)      # the running function calls (functions.Frame), outermost first
 
     def called(self) -> tuple:
         """The ``why`` of a dict made inside a function call: each call site, innermost
@@ -73,14 +72,14 @@ class Context:
         self.errors.append(diagnostic)
 
 
-@attrs.define
+@record.define
 class ModuleResult:
     """What evaluating one file produced (a host adds its fields by subclassing:
     :attr:`~rcpc.core.builtins.Universe.result`)."""
 
     exports: dict
-    errors: list = attrs.Factory(list)      # reported errors (Context.report) of this file
-    collected: list = attrs.Factory(list)   # values collected (Context.collect) while evaluating it
+    errors: list = record.Factory(list)      # reported errors (Context.report) of this file
+    collected: list = record.Factory(list)   # values collected (Context.collect) while evaluating it
     trace: object = None  # what each statement did (rcpc.core.trace.Trace), when recorded
 
     TRACED = ()  # the fields a statement adds to, which a trace records (rcpc.core.trace)
@@ -448,7 +447,7 @@ class Evaluator:
         value = self.eval(node.then if cond else node.orelse, scope)
         if type(value) is Dict:
             why = (node.cond.span, cond, tuple(self._params_in(node.cond, scope)))
-            value = attrs.evolve(value, why=value.why + (why,))
+            value = record.evolve(value, why=value.why + (why,))
         return value
 
     def _params_in(self, node, scope=NO_SCOPE):

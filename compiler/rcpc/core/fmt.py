@@ -556,7 +556,7 @@ def shape(node):
     count."""
     if isinstance(node, (tuple, list)):
         return tuple(shape(x) for x in node)
-    fields = getattr(type(node), "__attrs_attrs__", None)
+    fields = getattr(type(node), "__record_fields__", None)
     if fields is None:
         return node
     return (type(node).__name__, *(len(getattr(node, f.name)) if f.name == "parens" else shape(getattr(node, f.name))

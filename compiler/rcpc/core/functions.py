@@ -19,15 +19,14 @@ Diagnostics:
 
 from __future__ import annotations
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, did_you_mean, error
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import TYPE_NAMES
 
 
-@attrs.define(slots=True, frozen=True, eq=False)
+@record.define(frozen=True, eq=False)
 class Function:
     """A ``def``: its AST (``node``), the values of its parameter defaults (None for a
     required parameter), and the evaluator of the file that defines it (whose top-level
@@ -43,7 +42,7 @@ class Function:
 TYPE_NAMES[Function] = "function"
 
 
-@attrs.frozen(slots=True)
+@record.frozen
 class Frame:
     """One running call: the function and the call expression."""
 
@@ -98,5 +97,5 @@ def check_recursion(stack: list, fn: Function, call: Span) -> None:
 def called_from(exc: CompileError, fn: Function, call: Span) -> CompileError:
     """``exc`` raised inside ``fn``'s body, each diagnostic with the call site added: each
     level of a call chain adds its own, so the chain reads innermost first."""
-    return CompileError([attrs.evolve(d, related=d.related + ((f"in {fn.name}() called from", call),))
+    return CompileError([record.evolve(d, related=d.related + ((f"in {fn.name}() called from", call),))
                          for d in exc.diagnostics])

@@ -33,8 +33,7 @@ from __future__ import annotations
 from itertools import chain
 from typing import Iterator
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean
 from rcpc.core.limits import MAX_ERRORS
 from rcpc.core.source import Span
@@ -54,7 +53,7 @@ ARGUMENT = "argument"            # a parameter of a def
 LOCAL = "local"                  # a name assigned (or a for variable) in a def's body
 
 
-@attrs.frozen(slots=True)
+@record.frozen
 class Binding:
     """What a name refers to. ``span`` is the defining occurrence (the assigned name, the
     load's alias or name string, the comprehension variable; ``None`` for a built-in); a
@@ -145,7 +144,7 @@ class _Deferred:
             yield self.resolver.deferred.pop(0)
 
 
-@attrs.frozen
+@record.frozen
 class _Body:
     """A def whose body is still to be resolved (a pseudo-statement of :class:`_Deferred`)."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import bisect
 
-import attrs
+from rcpc.core import record
 
 
-@attrs.frozen(slots=True)
+@record.frozen
 class Span:
     """A range in a source file: ``path`` as shown to users, 1-based ``line``/``col``,
     ``end_line``/``end_col`` (exclusive).

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 from itertools import islice
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.limits import MAX_STEPS
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import walk
 
 
-@attrs.frozen
+@record.frozen
 class Step:
     """What one top-level statement did: ``bound`` (name, value) pairs, ``declared`` (name,
     declaration) pairs, ``added`` the items it added to each traced result field (in
@@ -49,14 +48,14 @@ class Step:
     steps: int
 
 
-@attrs.define(eq=False)
+@record.define(eq=False)
 class Trace:
     """The steps of one run of ``module`` (one per top-level statement, in order) and, filled
     as later runs ask, the names each statement reads."""
 
     module: object
     steps: list
-    _reads: dict = attrs.Factory(dict)
+    _reads: dict = record.Factory(dict)
 
     def reads(self, i: int, stmt) -> frozenset:
         """Every name used in statement ``i`` (``stmt``), computed once."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.limits import MAX_NODES
 from rcpc.core.source import Span
 
-_value = attrs.define(slots=True, frozen=True, eq=False, repr=True)
+_value = record.define(frozen=True, eq=False)
 
 
 @_value
@@ -116,7 +115,7 @@ def _check_size(container) -> None:
 class List:
     items: tuple
     span: Span
-    size: int = attrs.field(init=False, default=0)
+    size: int = record.field(init=False, default=0)
 
     def __attrs_post_init__(self):
         _check_size(self)
@@ -133,7 +132,7 @@ class Dict:
     key_spans: dict
     span: Span
     why: tuple = ()
-    size: int = attrs.field(init=False, default=0)
+    size: int = record.field(init=False, default=0)
 
     def __attrs_post_init__(self):
         _check_size(self)

@@ -32,9 +32,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-import attrs
-
 from rcpc.core import names
+from rcpc.core import record
 from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
@@ -49,7 +48,7 @@ from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
 
 
 
-@attrs.define
+@record.define
 class RecipeContext(Context):
     """The run as the domain's built-ins see it: ``schema(path | None, span)`` gives the
     MaxText schema for a flag set (None: the workspace's, which may be None)."""
@@ -57,15 +56,15 @@ class RecipeContext(Context):
     schema: Callable = lambda path, span: None
 
 
-@attrs.define
+@record.define
 class RecipeResult(ModuleResult):
     """What evaluating a recipe (or a library) file declared, besides its exports."""
 
-    params: list = attrs.Factory(list)
-    param_values: dict = attrs.Factory(dict)  # name → the value used
-    declared: list = attrs.Factory(list)  # the render values declared, as evaluated (W0707 compares ids)
-    renders: list = attrs.Factory(list)     # Manifest | FlagFile, in declaration order
-    variants: list = attrs.Factory(list)    # Variant, in declaration order
+    params: list = record.Factory(list)
+    param_values: dict = record.Factory(dict)  # name → the value used
+    declared: list = record.Factory(list)  # the render values declared, as evaluated (W0707 compares ids)
+    renders: list = record.Factory(list)     # Manifest | FlagFile, in declaration order
+    variants: list = record.Factory(list)    # Variant, in declaration order
 
     TRACED = ("params", "param_values", "declared", "renders", "variants")  # rcpc.core.trace
 
@@ -269,7 +268,7 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
                     hint="declare renders and variants in the recipe; export constants from libraries")
     if kind == "renders":  # one made by a library function is located at the recipe line declaring it
         result.declared.extend(items)
-        items = [attrs.evolve(v, span=stmt.span) if v.span.path != stmt.span.path else v for v in items]
+        items = [record.evolve(v, span=stmt.span) if v.span.path != stmt.span.path else v for v in items]
     target.extend(items)
 
 

@@ -33,8 +33,7 @@ path naming nothing in either variant's render).
 
 from __future__ import annotations
 
-import attrs
-
+from rcpc.core import record
 from rcpc.domain.delta import (Change, PathError, all_paths, contract_delta, covered, format_path, parse_path,
                                resolve)
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
@@ -64,7 +63,7 @@ def render_delta(old_build, new_build) -> list[tuple[str, str]]:
 
 
 # the contract -------------------------------------------------------------------------------
-@attrs.frozen
+@record.frozen
 class _Entry:
     """One ``changes`` item: the renders it names, its flag keys or its manifest paths
     (``(text, segments, span)``)."""
@@ -97,7 +96,7 @@ def _entries(variant, names: list[str]) -> tuple[list[_Entry], list[Diagnostic]]
                 except PathError as exc:
                     col = item.span.col + exc.col  # after the opening quote
                     diags.append(Diagnostic("E0613", f"manifest path {item.value!r}: {exc}",
-                                            attrs.evolve(item.span, col=col, end_line=item.span.line, end_col=col + 1),
+                                            record.evolve(item.span, col=col, end_line=item.span.line, end_col=col + 1),
                                             hint="write paths as spec.replicatedJobs[name=proc].replicas, "
                                                  "list items as [N] or [name=VALUE], other keys as [\"a.b/c\"]"))
             entries.append(_Entry(key, span, matched, paths=tuple(paths)))

@@ -35,36 +35,35 @@ import json
 import re
 from difflib import SequenceMatcher
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.emit.yaml import float_text, int_text
 from rcpc.domain.provenance import tokens_of, without
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, equal
 
 
 # paths ------------------------------------------------------------------------------------
-@attrs.frozen
+@record.frozen
 class Key:
     """A map key."""
 
     name: str
 
 
-@attrs.frozen
+@record.frozen
 class Index:
     """A list item by 0-based position."""
 
     index: int
 
 
-@attrs.frozen
+@record.frozen
 class Named:
     """An item of a list of maps, by its ``name``."""
 
     name: str
 
 
-@attrs.frozen
+@record.frozen
 class AnyItem:
     """``[*]``: any item of a list (declared paths only)."""
 
@@ -269,7 +268,7 @@ def word_diff(a: str, b: str, context: int = 2) -> str:
 
 
 # changes --------------------------------------------------------------------------------------
-@attrs.frozen
+@record.frozen
 class Change:
     """One difference at ``path``: ``kind`` is ``changed`` (``old`` → ``new``), ``added``
     (``new``), ``removed`` (``old``), ``reordered`` (``old``/``new``: the item order, as

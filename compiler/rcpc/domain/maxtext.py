@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 
-import attrs
-
+from rcpc.core import record
 from rcpc.domain import lax
 from rcpc.core.limits import MAX_LAYERS, MAX_NODES
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic, did_you_mean, error, unique
@@ -104,7 +103,7 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
                 entry, diags = check_entry(e, schema, acknowledged)
                 checked.append(entry)
                 found.extend(diags)
-            layers_checked.append(attrs.evolve(layer, entries=tuple(checked)))
+            layers_checked.append(record.evolve(layer, entries=tuple(checked)))
         fs = FlagSet(tuple(layers_checked), span, schema)
     check_weight(fs)
     _lint(fs, warn)
@@ -166,7 +165,7 @@ def merge_problems(fs: FlagSet) -> list[Diagnostic]:
                                       hint="OmegaConf merges a repeated key's dicts and refuses a list/dict mix; "
                                       "set it once"))
             else:
-                e = attrs.evolve(e, value=merged(before.value, e.value))
+                e = record.evolve(e, value=merged(before.value, e.value))
         current[e.key] = e
     return unique(out)
 
@@ -287,7 +286,7 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
             found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: the string {py!r} is written as the "
                                     f"{want} {typed.text}", value.span, WARNING,
                                     hint=f"write {typed.text} without quotes"))
-            return attrs.evolve(e, value=typed), found
+            return record.evolve(e, value=typed), found
         found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: MaxText reads the string {py!r} as "
                                 f"{_py_text(got)}", value.span, WARNING, hint=f"write {_py_text(got)}"))
     elif py is not None and type(got) is not type(py) and not (type(py) is int and type(got) is float) \
@@ -538,7 +537,7 @@ def resolved(fs: FlagSet) -> dict:
     for e in entries(fs):
         before = out.get(e.key)
         if before is not None and type(before.value) is Dict and type(e.value) is Dict:
-            e = attrs.evolve(e, value=merged(before.value, e.value))
+            e = record.evolve(e, value=merged(before.value, e.value))
         out[e.key] = e
     return out
 
@@ -550,7 +549,7 @@ def resolved_dict(fs: FlagSet, span: Span) -> Dict:
 
 
 # effective-value changes ---------------------------------------------------------------------
-@attrs.frozen
+@record.frozen
 class FlagChange:
     """One effective-value change of a flag set: entries are None when the key is absent."""
 

@@ -26,8 +26,7 @@ keys were written.
 
 from __future__ import annotations
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.source import Span
 from rcpc.core.values import TYPE_NAMES, Dict, Int, List, Str, type_name
@@ -42,7 +41,7 @@ MERGE_KEYS = {
 }
 
 
-@attrs.define(slots=True, frozen=True, eq=False)
+@record.define(frozen=True, eq=False)
 class Replace:
     """``replace(value)``: in a :func:`merge` patch, ``value`` replaces the base's value whole."""
 
@@ -98,7 +97,7 @@ def _plain(value):
     if not _has_replace(value):
         return value
     if t is Dict:
-        return attrs.evolve(value, items={k: _plain(v) for k, v in value.items.items()})
+        return record.evolve(value, items={k: _plain(v) for k, v in value.items.items()})
     return List(tuple(_plain(v) for v in value.items), value.span)
 
 

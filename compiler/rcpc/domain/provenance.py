@@ -15,14 +15,13 @@ space, the separator of the shell form) from both variants' strings before compa
 
 from __future__ import annotations
 
-import attrs
-
+from rcpc.core import record
 from rcpc.domain.emit.flags import shell_quote, token
 from rcpc.core.values import Dict, List, Str, join
 from rcpc.domain.values import FlagEntry
 
 
-@attrs.frozen
+@record.frozen
 class FlagToken:
     """Where one ``key=value`` token comes from: the flag ``key``, the 1-based ``layer`` of
     its flag set, the layer's :class:`~rcpc.core.values.FlagEntry` (its spans and value) and

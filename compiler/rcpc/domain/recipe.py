@@ -15,9 +15,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import attrs
-
 from rcpc.core import astcache
+from rcpc.core import record
 from rcpc.domain import builtins as B
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
@@ -38,7 +37,7 @@ from rcpc.domain.workspace import LINK, Workspace
 DEFAULT_VARIANT = "default"
 
 
-@attrs.frozen
+@record.frozen
 class Render:
     """One output file: ``name`` (``trainer.yaml``), its exact ``text``, and the value it was
     emitted from (a Manifest or FlagFile)."""
@@ -48,7 +47,7 @@ class Render:
     value: object
 
 
-@attrs.frozen
+@record.frozen
 class VariantBuild:
     """A recipe evaluated for one variant: the variant's name, the param values used and the
     renders in declaration order."""
@@ -59,7 +58,7 @@ class VariantBuild:
     problems: tuple = ()  # the manifests' errors: (Diagnostic, render span, render file name)
 
 
-@attrs.frozen
+@record.frozen
 class Recipe:
     """A recipe's declarations (from its default evaluation)."""
 
@@ -407,13 +406,13 @@ class Compiler:
         for b in builds:
             for d, span, fname in b.problems:
                 if d.span is not None and d.span.path != shown and span.path == shown:
-                    d = attrs.evolve(d, span=span, related=(("value made here", d.span),) + d.related)
+                    d = record.evolve(d, span=span, related=(("value made here", d.span),) + d.related)
                 entry = merged.setdefault((d.code, d.message, d.span, d.related), (d, {}))
                 entry[1].setdefault(b.variant, []).append(fname)
         out = []
         for d, where in merged.values():
             if len(recipe.variants) > 1 or d.related[:1] and d.related[0][0] == "value made here":
-                d = attrs.evolve(d, notes=d.notes + tuple(
+                d = record.evolve(d, notes=d.notes + tuple(
                     f"in recipe {recipe.name}, variant {v}: {', '.join(dict.fromkeys(f))}" for v, f in where.items()))
             out.append(d)
         if out:
@@ -443,7 +442,7 @@ class Compiler:
     def evaluate_with(self, real: Path, name: str, overrides: dict, default: VariantBuild) -> VariantBuild:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
         if not overrides:
-            return attrs.evolve(default, variant=name)
+            return record.evolve(default, variant=name)
         return self._variant_build(name, self.evaluate(real, overrides, declare_variants=False,
                                                        base=self._traces.get(real)))
 
@@ -498,7 +497,7 @@ class Compiler:
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:
     """Add the load statement that loaded the failing file; each level of a load chain adds
     its own, so the chain reads innermost first."""
-    return CompileError([attrs.evolve(d, related=d.related + (("loaded from", span),))
+    return CompileError([record.evolve(d, related=d.related + (("loaded from", span),))
                          for d in exc.diagnostics])
 
 

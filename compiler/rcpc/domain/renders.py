@@ -22,8 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.builtins import _bind, _expect
 from rcpc.core.diagnostics import error
 from rcpc.core.emit.yaml import EmitError, emit_document
@@ -41,7 +40,7 @@ JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-@attrs.frozen
+@record.frozen
 class RenderKind:
     """One kind of render (see the module docstring). ``check(compiler, value, text)`` gets
     the :class:`~rcpc.domain.recipe.Compiler` of the run (its workspace, schemas and caches)."""

@@ -24,8 +24,7 @@ import json
 import os
 from pathlib import Path
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -34,7 +33,7 @@ from rcpc.domain.schemagen import read_yaml
 
 BUILTIN_PATH = Path(__file__).resolve().parent / "schemas" / "maxtext.json"
 
-@attrs.frozen
+@record.frozen
 class MaxTextSchema:
     """``fields``: key → {"type": type node, "base": base.yml value (when base.yml has the
     key), "default" / "default_expr": types.py's default, "source": "types.py:LINE"};
@@ -43,11 +42,11 @@ class MaxTextSchema:
 
     path: str
     fields: dict
-    models: dict = attrs.field(factory=dict)
-    provenance: dict = attrs.field(factory=dict)
+    models: dict = record.field(factory=dict)
+    provenance: dict = record.field(factory=dict)
     #: key → the value MaxText starts from (base.yml's, else types.py's literal default);
     #: keys with neither are left out. Made once: flag checks read it for every flag set.
-    defaults: dict = attrs.field(init=False, eq=False, repr=False)
+    defaults: dict = record.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self):
         object.__setattr__(self, "defaults", {

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import re
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.source import Span
 from rcpc.domain.values import TpuSlice
@@ -37,7 +36,7 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 
 
-@attrs.frozen
+@record.frozen
 class Generation:
     """Facts of one TPU generation. ``single_host`` maps a single-host topology to (machine
     type or None for ``machine_type``, chips of that host); other topologies are multi-host
@@ -50,7 +49,7 @@ class Generation:
     devices_per_chip: int
     dims: int
     max_chips: int
-    single_host: dict = attrs.field(factory=dict)
+    single_host: dict = record.field(factory=dict)
 
 
 _3D = dict(dims=3, single_host={"2x2x1": (None, 4)})

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.source import Span
 from rcpc.core.values import Dict
 
-_value = attrs.define(slots=True, frozen=True, eq=False, repr=True)
+_value = record.define(frozen=True, eq=False)
 
 
 @_value

@@ -22,8 +22,7 @@ import os
 import tomllib
 from pathlib import Path
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
@@ -43,7 +42,7 @@ def builtin_schema(name: str) -> Path | None:
     return path if name.isidentifier() and path.is_file() else None
 
 
-@attrs.frozen
+@record.frozen
 class Workspace:
     """``root`` is absolute and symlink-resolved; dirs are absolute; ``config`` is the
     ``rcp.toml`` read (None when the workspace has none) and ``config_bytes`` the bytes that
@@ -58,8 +57,8 @@ class Workspace:
     kube_schemas: tuple = ()
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
-    links: dict = attrs.field(factory=dict, eq=False, repr=False)
-    config_bytes: bytes = attrs.field(default=b"", eq=False, repr=False)
+    links: dict = record.field(factory=dict, eq=False, repr=False)
+    config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
 
     def real(self, raw: Path) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
@@ -164,7 +163,7 @@ class Workspace:
             if key in data:
                 one_dir(key, "")  # E0901 unless a string without NUL
                 maxtext = schema(key, data[key])
-        return attrs.evolve(ws, maxtext_schema=maxtext,
+        return record.evolve(ws, maxtext_schema=maxtext,
                             kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])))
 
     def display(self, path: Path) -> str:

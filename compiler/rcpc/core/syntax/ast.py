@@ -1,5 +1,5 @@
-"""AST of the recipe language: frozen attrs nodes, each with the :class:`~rcpc.core.source.Span`
-of the source text it came from.
+"""AST of the recipe language: frozen record nodes (:mod:`rcpc.core.record`), each with the
+:class:`~rcpc.core.source.Span` of the source text it came from.
 
 Literals keep their source spelling (``text``) so that ``1e-6`` renders as ``1e-6`` and
 ``True`` as ``True`` (DESIGN.md §2). The tree also keeps what ``rcpc fmt`` needs to print it
@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import Union
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.source import Span
 
-frozen = attrs.frozen(slots=True)
+frozen = record.frozen
 
 
 @frozen
@@ -333,7 +332,7 @@ class Def:
 Stmt = Union[Assign, Load, ExprStmt, Def, Return, If, For]
 
 
-@attrs.define(slots=True, eq=False)
+@record.define(eq=False)
 class Module:
     """A parsed file: its statements and its comments, in source order. ``source`` is the
     :class:`~rcpc.core.source.Source` it was parsed from. ``bindings`` is set by

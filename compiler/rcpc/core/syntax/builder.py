@@ -5,8 +5,8 @@ imported here: a token is told from a node by :data:`~rcpc.core.syntax.tokens.TO
 
 from __future__ import annotations
 
-import attrs
 
+from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.limits import INT_LIMIT
 from rcpc.core.source import Source, Span
@@ -107,7 +107,7 @@ class AstBuilder:
             if p.default is None and not seen_star and any(q.default is not None for q in out):
                 raise error("E0001", f"parameter '{p.name}' without a default follows one with a default",
                             p.span, hint="give it a default, or put it after '*' (keyword-only)")
-            out.append(attrs.evolve(p, keyword_only=seen_star))
+            out.append(record.evolve(p, keyword_only=seen_star))
         header = _joined(self._tspan(c[0]), self._tspan(c[close + 1]))
         body = c[-1]
         return ast.Def(name.value, self._tspan(name), tuple(out), _trailing_comma(c[:close + 1]), body,
@@ -211,7 +211,7 @@ class AstBuilder:
 
     def atom(self, c):  # "(" expr ")"
         inner = c[1]
-        return attrs.evolve(inner, parens=inner.parens + (ast.Paren(self._span(c)),))
+        return record.evolve(inner, parens=inner.parens + (ast.Paren(self._span(c)),))
 
     # atoms ------------------------------------------------------------------------------
     def name(self, c):

@@ -27,22 +27,21 @@ their own key; :func:`part` names the rest (a load's path, a dict comprehension'
 
 from __future__ import annotations
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import children
 
 __all__ = ["attach", "Attached", "Notes", "key", "part"]
 
 
-@attrs.define(slots=True)
+@record.define
 class Notes:
     """The comments of one element or bracket pair (see the module docstring)."""
 
-    leading: list = attrs.Factory(list)
+    leading: list = record.Factory(list)
     trailing: ast.Comment | None = None
     after_open: ast.Comment | None = None
-    before_close: list = attrs.Factory(list)
+    before_close: list = record.Factory(list)
     blank: bool = False
 
 

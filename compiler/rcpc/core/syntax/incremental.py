@@ -26,15 +26,14 @@ import bisect
 import hashlib
 import re
 
-import attrs
-
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.limits import MAX_TOKENS
 from rcpc.core.source import Source, Span
 from rcpc.core.syntax import ast
 
 
-@attrs.frozen(slots=True)
+@record.frozen
 class Chunk:
     """The parse of one chunk: ``digest`` SHA-256 hex of its text, ``line`` the 1-based line
     it begins on, its ``stmts`` and ``comments`` (spans in the file's terms, at ``line``) and
@@ -182,9 +181,9 @@ def _shift(x, delta: int, path: str):
         return tuple(_shift(y, delta, path) for y in x)
     fields = _FIELDS.get(t)
     if fields is None:
-        if not (t.__module__ == ast.__name__ and attrs.has(t)):
+        if not (t.__module__ == ast.__name__ and record.has(t)):
             return x
-        fields = _FIELDS[t] = tuple(f.name for f in attrs.fields(t))
+        fields = _FIELDS[t] = tuple(f.name for f in record.fields(t))
     return t(*(_shift(getattr(x, f), delta, path) for f in fields))
 
 

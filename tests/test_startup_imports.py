@@ -1,0 +1,84 @@
+"""``rcpc build``, ``check`` and ``fmt`` of the bundled recipes import no attrs (issue 20:
+``import attrs`` alone cost 146 M instructions, ~4x ``python -c pass``; the build path's
+classes are :mod:`rcpc.core.record` classes). Whole processes, as a user runs them, with
+``python -X importtime`` telling every module imported and by whom.
+
+Cold (empty user cache), manifests are validated against the JobSet schema with jsonschema,
+which imports attrs itself: there every attrs import must come from inside jsonschema's. After
+an edit of one MaxText flag (the edit loop), no attrs module is imported at all."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE = "rl/qwen35_397b_256_v7x"
+FLAG = r'"ragged_buffer_factor": [0-9.]+,'
+THIRD_PARTY_USERS = ("jsonschema", "referencing")  # libraries that import attrs themselves
+
+
+def imports(ws: Path, env: dict, *args: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each module ``rcpc ARGS`` imported, with the modules whose import imported it
+    (innermost first), from ``-X importtime`` (a module is listed when its import ends,
+    indented by its depth, after every module it imported)."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "rcpc", *args], cwd=ws, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = []
+    for line in r.stderr.splitlines():
+        if line.startswith("import time:") and line.split("|")[1].strip().isdigit():
+            name = line.split("|")[2]
+            stripped = name.lstrip()
+            rows.append(((len(name) - len(stripped)) // 2, stripped.strip()))
+    out = []
+    for i, (depth, name) in enumerate(rows):
+        parents, d = [], depth
+        for later_depth, later in rows[i + 1:]:
+            if later_depth < d:
+                parents.append(later)
+                d = later_depth
+        out.append((name, tuple(parents)))
+    return out
+
+
+def _is_attrs(name: str) -> bool:
+    return name.split(".")[0] in ("attr", "attrs")
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(REPO / "rcp.toml", ws / "rcp.toml")
+    shutil.copytree(REPO / "recipes", ws / "recipes")
+    env = {k: v for k, v in os.environ.items() if k not in ("RCPC_NO_CACHE", "PYTHONPATH")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return ws, env
+
+
+def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all_after_an_edit(workspace):
+    ws, env = workspace
+    for args in (("check",), ("build",)):
+        found = imports(ws, env, *args)
+        assert any(name == "rcpc.core.syntax.ast" for name, _ in found)
+        stray = [(name, parents) for name, parents in found
+                 if _is_attrs(name) and not any(p.split(".")[0] in THIRD_PARTY_USERS for p in parents)]
+        assert not stray, f"rcpc {' '.join(args)} imported attrs itself: {stray}"
+
+    path = ws / "recipes" / f"{RECIPE}.rcp"
+    for i, args in enumerate((("build", RECIPE), ("check",), ("fmt", "--check", "recipes"))):
+        text, n = re.subn(FLAG, f'"ragged_buffer_factor": {3 + i}.0,', path.read_text(), count=1)
+        assert n == 1
+        path.write_text(text)
+        found = [name for name, _ in imports(ws, env, *args)]
+        if args[0] != "fmt":  # the recipe was compiled again, not replayed
+            assert "rcpc.core.evaluate" in found and "rcpc.domain.recipe" in found
+        assert "rcpc.core.syntax.ast" in found
+        assert not [n for n in found if _is_attrs(n)], f"rcpc {' '.join(args)} after an edit imported attrs"
