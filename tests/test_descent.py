@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from rcpc.core import record
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Source, Span
 from rcpc.core.syntax import incremental, lexer, parser, postlex
@@ -81,8 +81,8 @@ def same(a, b) -> bool:
             if len(x) != len(y):
                 return False
             stack.extend(zip(x, y))
-        elif attrs.has(type(x)) and type(x) is not Span:
-            stack.extend((getattr(x, f.name), getattr(y, f.name)) for f in attrs.fields(type(x)))
+        elif record.has(type(x)) and type(x) is not Span:
+            stack.extend((getattr(x, f.name), getattr(y, f.name)) for f in record.fields(type(x)))
         elif x != y:
             return False
     return True

@@ -31,7 +31,7 @@ class Span:
 COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
 _new = object.__new__
 _set_path, _set_line, _set_col, _set_end_line, _set_end_col = (
-    Span.__dict__[f.name].__set__ for f in attrs.fields(Span))  # the slots, in field order
+    Span.__dict__[f.name].__set__ for f in record.fields(Span))  # the slots, in field order
 _bisect_right = bisect.bisect_right
 
 
