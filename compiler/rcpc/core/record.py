@@ -10,7 +10,7 @@ methods a build calls most (``__init__``, ``__eq__``, ``__hash__``) are generate
 attrs, but from templates compiled once a process per shape (which fields have defaults or
 factories, how many are compared) and renamed per class (``CodeType.replace``), so most
 classes compile nothing; the rest are shared functions. Measured: importing the modules of a
-build 529 M -> 276 M instructions. attrs stays where data is not on the build path (importer,
+build 530 M -> 287 M instructions. attrs stays where data is not on the build path (importer,
 language server, review); ``tests/test_record.py`` checks this module against attrs itself,
 on random class specs.
 
