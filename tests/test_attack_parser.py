@@ -65,12 +65,12 @@ def test_fast_parser_agrees_with_lark_on_corners(text):
 
 
 # An f-string where a load() names a symbol: the grammar's load_arg takes a STRING, which
-# lexes f"..." too; the builder's load_same/load_alias read ``.value`` of what _string gives,
-# an FString has none: AttributeError. The fast parser declines it (AttributeError is in
-# DECLINED), then lark raises the same AttributeError out of parser.parse: `rcpc check` on
-# such a recipe prints a Python traceback (exit 1), not a located E0205 like the path's.
+# lexes f"..." too. The builder read ``.value`` of the FString and raised AttributeError out of
+# both parsers (a traceback from `rcpc check`); it is E0205 at the f-string, as for the path.
 @pytest.mark.parametrize("text", ['load("//a.rcp", f"x")\n', 'load("//a.rcp", y = f"x")\n',
                                   "load('a', f'{x}' # c\n,\n\t"])
 def test_an_f_string_load_name_is_a_located_error(text):
-    got = wired_parse(text)  # raises AttributeError now
+    got = wired_parse(text)
     assert got[0] == "error" and got[1][0].span is not None
+    if text.endswith(")\n"):  # the whole statement: the f-string is what is wrong
+        assert got[1][0].code == "E0205" and "load name is a plain string" in got[1][0].message

@@ -50,8 +50,8 @@ def test_release_drops_the_default_trace(tmp_path):
     """Compiler.release promises to drop the recipe's "source text, AST, default evaluation ...
     so memory stays flat over a large workspace" (rcpc.cache.compile_fresh calls it after each
     recipe). The trace of the default evaluation (Compiler._traces) holds the AST and every
-    value of that evaluation, and is never dropped: a run over N recipes keeps N traces
-    (the 14 bundled recipes: 14 traces, ~0.9 MB, after each was released)."""
+    value of that evaluation: a run over N recipes kept N traces (the 14 bundled recipes: 14
+    traces, ~0.9 MB, after each was released)."""
     ws = _ws(tmp_path, ATTACKS["flag set layered on a replayed one"])
     compiler = Compiler(Workspace.find(ws.root))
     real = (ws.root / RECIPE_PATH).resolve()
