@@ -308,13 +308,16 @@ class Compiler:
         return out
 
     def release(self, real: Path) -> None:
-        """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation)
+        """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation
+        and its trace, renders kept by identity)
         once its results are taken, so memory stays flat over a large workspace. What it
         loaded stays cached; it is parsed again if it is asked for again."""
         self.sources.pop(self.workspace.display(real), None)
         self._modules.pop(real, None)
         self._base.pop(real, None)
         self._base_exports.pop(real, None)
+        self._traces.pop(real, None)
+        self._emitted, self._containers = {}, {}
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""

@@ -77,21 +77,27 @@ class AstBuilder:
         name, _, value = c
         return ast.Assign(name.value, self._tspan(name), value, self._span(c))
 
+    def _plain(self, tok, what: str):
+        """The string literal ``tok`` of a load() (its path, or a name it loads): E0205 for an
+        f-string, which the grammar's STRING also reads."""
+        lit = self._string(tok)
+        if type(lit) is not ast.StrLit:
+            raise error("E0205", f"a load {what} is a plain string, not an f-string", lit.span,
+                        hint="loads are resolved before evaluation, so they cannot depend on values")
+        return lit
+
     def load_stmt(self, c):
         path = c[2]
-        lit = self._string(path)
-        if type(lit) is not ast.StrLit:
-            raise error("E0205", "a load path is a plain string, not an f-string", lit.span,
-                        hint="loads are resolved before evaluation, so they cannot depend on values")
+        lit = self._plain(path, "path")
         return ast.Load(lit.value, lit.raw, self._tspan(path), _nodes(c[3:]), _trailing_comma(c), self._span(c))
 
     def load_same(self, c):
-        s = self._string(c[0])
+        s = self._plain(c[0], "name")
         return ast.LoadName(s.value, s.value, s.raw, s.span, s.span)
 
     def load_alias(self, c):
         name, _, tok = c
-        s = self._string(tok)
+        s = self._plain(tok, "name")
         return ast.LoadName(name.value, s.value, s.raw, self._tspan(name), self._span(c))
 
     def def_stmt(self, c):
