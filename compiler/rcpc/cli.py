@@ -165,7 +165,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                         "(opt-in; Linux)")
     actions = sv.add_subparsers(dest="action", required=True, metavar="ACTION")
     st = actions.add_parser("start", help="start the server in the background (returns once it listens)")
-    st.add_argument("--idle-timeout", type=float, default=10800, metavar="SECONDS",
+    st.add_argument("--idle-timeout", type=_seconds, default=10800, metavar="SECONDS",
                     help="stop after this many seconds without requests (default: 10800, 3 hours)")
     actions.add_parser("stop", help="stop the server (running commands finish first)")
     actions.add_parser("status", help="whether a server is running, and how many requests it served")
@@ -191,6 +191,17 @@ def _jobs(text: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more) or 'auto', got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    """A duration in seconds: a number above 0, at most 10**9 (``--idle-timeout``)."""
+    try:
+        n = float(text)
+    except ValueError:
+        n = 0.0
+    if not 0 < n <= 1e9:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (at most 1e9), got {text!r}")
     return n
 
 

@@ -9,7 +9,9 @@ child's pid, then its exit status. SIGINT and SIGTERM received meanwhile are for
 child, which exits 130 as rcpc does in-process (:mod:`rcpc.interrupts`).
 
 It declines (returns None, and the caller runs the command in-process) when
-``RCPC_NO_SERVER`` is set, for the commands that are not served (:data:`NOT_SERVED`), when no
+``RCPC_NO_SERVER`` is set, for the commands that are not served (:data:`NOT_SERVED`), when
+``sys.stdin``, ``sys.stdout`` or ``sys.stderr`` was replaced (the caller of
+:func:`rcpc.__main__.run` captures what it prints), when no
 server is listening, when the socket's directory is not safe (:func:`unsafe`), or when the
 server refuses the request (stale, another interpreter, ...). Protocol: each message is a
 4-byte little-endian length and a :mod:`marshal` payload (:func:`frame`).
@@ -130,13 +132,17 @@ def _command(argv: list[str]) -> str | None:
 
 
 def connect(path: str):
-    """A connected socket to the server at ``path``, or None (no server listening)."""
+    """A connected socket to the server at ``path``, or None (no server listening, or one
+    run by another user: the request would carry this user's environment to it)."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
-    except OSError:
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+            raise PermissionError("the server runs as another user")
+    except (OSError, AttributeError):  # AttributeError: no SO_PEERCRED (not Linux)
         sock.close()
         return None
     return sock
@@ -148,6 +154,8 @@ def serve(argv: list[str]) -> int | None:
     (a signal before the server took the request)."""
     if os.environ.get("RCPC_NO_SERVER") or _command(argv) in NOT_SERVED:
         return None
+    if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__ or sys.stdin is not sys.__stdin__:
+        return None  # streams replaced (run() called by a program that captures them): not the descriptors
     where = paths()
     if where is None:
         return None

@@ -134,8 +134,6 @@ def _wait_gone(pid: int, timeout: float | None) -> bool:
 def start(idle_timeout: float) -> int:
     """Start the server unless one runs; returns once it listens (exit 0), or 1 with the
     reason it could not start."""
-    if idle_timeout <= 0:
-        raise ServerError("--idle-timeout needs a number of seconds above 0")
     where = _where(create=True)
     asked = _ask(where, "status")
     if asked is not None:
@@ -532,8 +530,8 @@ class Server:
         (:func:`rcpc.serverchild.started`)."""
         code = 1
         try:
-            self._drop_own(conn)
             signal.set_wakeup_fd(-1)
+            self._drop_own(conn)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -620,7 +618,10 @@ def _preload() -> None:
             module = package if name == "__init__.py" else f"{package}.{name[:-3]}"
             if module.startswith(SKIP):
                 continue
-            importlib.import_module(module)
+            try:
+                importlib.import_module(module)
+            except ImportError:  # an optional dependency not installed (pygments): imported when used
+                pass
 
 
 def _loaded_files() -> dict:
