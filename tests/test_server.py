@@ -48,7 +48,7 @@ def _gone(pid: int, timeout: float = 60) -> bool:
 class Server:
     """A build server in private ``XDG_RUNTIME_DIR`` / ``XDG_CACHE_HOME`` directories."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, launcher=None, env=None):
         import tempfile
 
         self.root = root
@@ -59,14 +59,16 @@ class Server:
         self.cache = root / "cache"
         drop = ("RCPC_NO_SERVER", "RCPC_NO_CACHE", "RCPC_TEST_STOP", "NO_COLOR")
         self.env = {k: v for k, v in os.environ.items() if k not in drop}
-        self.env.update(XDG_RUNTIME_DIR=str(self.run_dir), XDG_CACHE_HOME=str(self.cache))
+        self.env.update(XDG_RUNTIME_DIR=str(self.run_dir), XDG_CACHE_HOME=str(self.cache), **(env or {}))
+        self.launcher = launcher or [RCPC]  # how rcpc is run (the server and its clients alike)
 
     def rcpc(self, *args, cwd=None, env=None, served: bool = True, **kw) -> subprocess.CompletedProcess:
         """``rcpc ARGS`` through the server (``served``) or in-process (RCPC_NO_SERVER=1)."""
         e = {**self.env, **(env or {})}
         if not served:
             e["RCPC_NO_SERVER"] = "1"
-        return subprocess.run([RCPC, *args], cwd=cwd or self.root, env=e, capture_output=True, timeout=300, **kw)
+        return subprocess.run([*self.launcher, *args], cwd=cwd or self.root, env=e, capture_output=True, timeout=300,
+                              **kw)
 
     def start(self, *args) -> subprocess.CompletedProcess:
         r = self.rcpc("server", "start", *args)
@@ -80,6 +82,10 @@ class Server:
         if r.returncode or m is None:
             return None, 0
         return int(m[1]), int(m[2])
+
+    def log(self) -> str:
+        """The server's log file."""
+        return next(str(p) for p in (self.run_dir / "rcpc").glob("server-*.log"))
 
     def served(self) -> int:
         return self.status()[1]
@@ -256,24 +262,33 @@ def test_no_server_and_unserved_commands_run_in_process(server, tmp_path):
     assert server.served() == before
 
 
-def test_a_stale_server_is_not_used_and_exits(server, tmp_path):
+def test_a_stale_server_is_not_used_and_exits(tmp_path):
     """One of rcpc's files changed after the server started (its mtime moved): the next
-    request is answered "stale", runs in-process with the same output, and the server exits."""
-    import rcpc.testhook
+    request is answered "stale", runs in-process with the same output, and the server exits.
+    The server runs a copy of rcpc (a ``PYTHONPATH`` of its own), so that touching its file
+    disturbs no other test."""
+    import rcpc
 
-    ws = workspace(tmp_path / "ws")
-    local = server.rcpc("render", RL, cwd=ws, served=False)
-    pid, before = server.status()
-    module = Path(rcpc.testhook.__file__)
-    st = module.stat()
+    lib = tmp_path / "lib"
+    shutil.copytree(Path(rcpc.__file__).parent, lib / "rcpc", ignore=shutil.ignore_patterns("__pycache__"))
+    s = Server(tmp_path / "srv", launcher=[sys.executable, "-c", "import sys; from rcpc.__main__ import run; "
+                                           "sys.exit(run())"], env={"PYTHONPATH": str(lib)})
+    s.start()
     try:
+        ws = workspace(tmp_path / "ws")
+        local = s.rcpc("render", RL, cwd=ws, served=False)
+        pid, before = s.status()
+        assert s.rcpc("render", RL, cwd=ws).stdout == local.stdout and s.served() == before + 1  # a copy served
+        module = lib / "rcpc" / "testhook.py"
+        st = module.stat()
         os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-        r = server.rcpc("render", RL, cwd=ws)
+        r = s.rcpc("render", RL, cwd=ws)
+        assert (r.returncode, r.stdout, r.stderr) == (local.returncode, local.stdout, local.stderr)
+        assert _gone(pid)
+        assert s.status() == (None, 0)
+        assert b"stopping: stale: " + bytes(module) + b" changed" in Path(s.log()).read_bytes()
     finally:
-        os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert (r.returncode, r.stdout, r.stderr) == (local.returncode, local.stdout, local.stderr)
-    assert _gone(pid)
-    assert server.status() == (None, 0)
+        s.stop()
 
 
 @pytest.mark.parametrize("how", ["open-to-others", "symlink"])

@@ -247,7 +247,7 @@ def _exchange(sock, request: bytes, fds: list[int]) -> int | None:
                 decided = True
                 return reply[1]
             why = "an unexpected reply"
-        except (OSError, EOFError, ValueError) as exc:
+        except (OSError, EOFError, ValueError, TypeError) as exc:
             why = str(exc) or type(exc).__name__
         _await_end(child[0])
         os.write(2, f"rcpc: the build server stopped ({why}) before the command ended\n".encode())
