@@ -45,12 +45,23 @@ RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = '"ragged_buffer_factor": 2.0,'
 
 
-def timed(cmd: list[str], cwd, env=None) -> float:
+CPU: dict[str, list[float]] = {}  # series -> CPU seconds (user + system) of the process itself
+
+
+def timed(cmd: list[str], cwd, env=None, cpu: str | None = None) -> float:
+    """Wall-clock seconds of the process ``cmd``; with ``cpu``, its own CPU time (not its
+    children's; a build server's child is not the client's) is added to ``CPU[cpu]``."""
     start = time.perf_counter()
-    r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - start
-    if r.returncode:
-        sys.exit(f"{' '.join(cmd)} failed in {cwd}: {r.stderr.decode()[-2000:]}")
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} failed in {cwd}: {err.decode()[-2000:]}")
+    if cpu is not None:
+        CPU.setdefault(cpu, []).append(usage.ru_utime + usage.ru_stime)
     return took
 
 
@@ -114,11 +125,11 @@ def _run(args, repo: Path, rcpc: str, tmp: Path, env: dict, server_env: dict, co
                                       ("python", "edit", "edit-server", "noop", "noop-server", "check-warm",
                                        "check-server", "touched", "clone", "clone-cold", "check", "build")}
     for i in range(args.runs):
-        series["python"].append(timed(baseline, ws, env))
+        series["python"].append(timed(baseline, ws, env, cpu="python"))
         # in-process and through the server alternate which goes first
         for where in (("edit", env), ("edit-server", server_env))[::1 if i % 2 else -1]:
             recipe.write_text(text.replace(FLAG, f'"ragged_buffer_factor": {3 + i}.{5 if where[0] == "edit" else 25},'))
-            series[where[0]].append(timed(build, ws, where[1]))
+            series[where[0]].append(timed(build, ws, where[1], cpu=where[0]))
             os.utime(recipe)  # changed just now (racy): neither recorded nor replayed, so a real build
             series["noop" + where[0][4:]].append(timed(build, ws, where[1]))
         for where in (("check-warm", env), ("check-server", server_env))[::1 if i % 2 else -1]:
@@ -147,9 +158,17 @@ def _run(args, repo: Path, rcpc: str, tmp: Path, env: dict, server_env: dict, co
     print(result["server_status"])
     for k in ("edit", "edit-server", "noop", "noop-server", "check-warm", "check-server", "touched", "clone",
               "clone-cold"):
-        result[k] = {"median_s": med(series[k]), "ratio_to_python": med([a / b for a, b in zip(series[k], base)])}
+        ratios = [a / b for a, b in zip(series[k], base)]
+        result[k] = {"median_s": med(series[k]), "ratio_to_python": med(ratios),
+                     "round_ratios": [round(r, 2) for r in ratios]}
         print(f"{k:10s} median {med(series[k]) * 1000:7.1f} ms  {result[k]['ratio_to_python']:5.1f}x python -c pass")
+    result["client_cpu_over_python"] = med([c / p for c, p in zip(CPU["edit-server"], CPU["python"])])
+    result["in_process_cpu_over_python"] = med([c / p for c, p in zip(CPU["edit"], CPU["python"])])
+    print(f"CPU time of the rcpc process itself, over python -c pass's: client of the server "
+          f"{result['client_cpu_over_python']:.2f}x, in-process build {result['in_process_cpu_over_python']:.1f}x")
     result["check_over_build"] = med([c / b for c, b in zip(series["check"], series["build"])])
+    for k in ("edit", "edit-server"):
+        print(f"{k} per round (x python -c pass): {result[k]['round_ratios']}")
     print(f"python -c pass median {med(base) * 1000:.1f} ms; load average (1 min) before / after "
           f"{result['load_average']}")
     print(f"cold check -j 1 {med(series['check']) * 1000:.0f} ms, cold build -j 1 {med(series['build']) * 1000:.0f} ms: "

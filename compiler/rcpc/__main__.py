@@ -21,10 +21,13 @@ def run(argv: list[str] | None = None, local: bool = False) -> int:
     try:
         interrupts()
         utf8_streams()
-        if local:
-            from rcpc.serverchild import started
+        if local:  # SIGINT and SIGTERM, held since the server forked this child, are let through
+            import signal
 
-            started()
+            from rcpc import testhook
+
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+            testhook.point("served")
         else:
             from rcpc import replay
 

@@ -261,8 +261,8 @@ def _run(args) -> int:
             return _schema(args)
         if args.command in ("lsp", "completion"):
             return _tool(args)
-        if args.command == "server":  # rcpc.server: needs no workspace
-            from rcpc.server import command
+        if args.command == "server":  # rcpc.servercmd: needs no workspace
+            from rcpc.servercmd import command
 
             return command(args)
         workspace = Workspace(".", **_schema_options(args))

@@ -5,11 +5,11 @@ its own work, not Python's imports (the shape of Bazel's server or mypy's ``dmyp
 their state: the server holds no workspace state, a request's child inherits imported
 modules only, and nothing a command does survives it).
 
-``rcpc server start [--idle-timeout SECONDS]`` detaches the server (double fork, new
-session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket) and
-returns once it listens; ``rcpc server stop`` asks it to stop and waits until it has
-(running commands finish first); ``rcpc server status`` says whether one runs and how many
-requests it served.
+``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
+(a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
+which runs :func:`main`, and returns once it listens; ``rcpc server stop`` asks it to stop
+and waits until it has (running commands finish first); ``rcpc server status`` says whether
+one runs and how many requests it served.
 
 Trust (the socket is a way into the user's account):
 
@@ -48,7 +48,6 @@ import time
 
 from rcpc import client
 
-DEFAULT_IDLE_TIMEOUT = 10800   # seconds (3 h: Bazel's --max_idle_secs default)
 MAX_FDS = 16                   # descriptors one request may carry
 MAX_LOG = 1 << 20              # bytes of log kept (it is emptied beyond)
 # What commands import lazily (inside functions), beyond rcpc's own modules, which are all
@@ -60,169 +59,29 @@ PRELOAD = ("argparse", "ast", "atexit", "ctypes", "datetime", "decimal", "diffli
            "shlex", "shutil", "subprocess", "tempfile", "textwrap", "threading", "tomllib", "traceback",
            "unicodedata", "uuid", "zipfile", "attrs", "lark", "yaml", "jsonschema", "referencing",
            "jsonschema_specifications", "shtab")
-SKIP = ("rcpc.lsp", "rcpc.testing", "rcpc.__main__")
+SKIP = ("rcpc.lsp", "rcpc.testing")
 
 
 class ServerError(Exception):
-    """The server cannot start (or be reached); its message is printed."""
+    """The server cannot start; its message is passed to ``rcpc server start``."""
 
 
-def command(args) -> int:
-    """``rcpc server start|stop|status`` (``args.action``); the exit code."""
-    if not sys.platform.startswith("linux"):
-        sys.stderr.write("rcpc: error: the build server needs Linux (SO_PEERCRED, pidfd_open)\n")
-        return 1
-    try:
-        if args.action == "start":
-            return start(args.idle_timeout)
-        if args.action == "stop":
-            return stop()
-        return status()
-    except ServerError as exc:
-        sys.stderr.write(f"rcpc: error: {exc}\n")
-        return 1
-
-
-def _where(create: bool = False) -> dict:
-    """The server's paths (:func:`rcpc.client.paths`), its directory checked (and created
-    0700 when ``create``). Raises ServerError."""
-    where = client.paths()
-    if where is None:
-        raise ServerError("no directory for the build server's socket: set XDG_RUNTIME_DIR or HOME")
-    d = where["dir"]
-    if create and not os.path.lexists(d):
-        os.makedirs(os.path.dirname(d), exist_ok=True)
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            pass
-    problem = client.unsafe(d)
-    if problem is not None:
-        raise ServerError(f"the build server's directory {d} {problem}: refusing to use it "
-                          "(remove it, or set XDG_RUNTIME_DIR to a directory only you can use)")
-    if len(os.fsencode(where["socket"])) + 16 > 107:  # sockaddr_un: 108 bytes (and a suffix while binding)
-        raise ServerError(f"the build server's socket path is too long for a Unix socket: {where['socket']}")
-    return where
-
-
-def _ask(where: dict, op: str):
-    """Send ``op`` ("status" or "stop") to the running server: (socket, reply), or None when
-    no server listens."""
-    sock = client.connect(where["socket"])
-    if sock is None:
-        return None
-    try:
-        sock.sendall(client.frame((client.PROTOCOL, op, client.identity())))
-        return sock, client.read_message(sock)
-    except (OSError, EOFError, ValueError):
-        sock.close()
-        return None
-
-
-def _wait_gone(pid: int, timeout: float | None) -> bool:
-    """Whether process ``pid`` has ended within ``timeout`` seconds (None: no limit)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
-
-
-def start(idle_timeout: float) -> int:
-    """Start the server unless one runs; returns once it listens (exit 0), or 1 with the
-    reason it could not start."""
-    where = _where(create=True)
-    asked = _ask(where, "status")
-    if asked is not None:
-        sock, reply = asked
-        sock.close()
-        if reply[0] == "status":
-            sys.stderr.write(f"rcpc: the build server is already running (pid {reply[1]['pid']})\n")
-            return 0
-        if reply[0] == "stale" and not _wait_gone(reply[2], 60):
-            raise ServerError(f"the stale build server (pid {reply[2]}) is still finishing commands; "
-                              "try again when they ended")
-    ready_r, ready_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the first child: a new session, then the server is its child (never a session leader)
-        try:
-            os.close(ready_r)
-            os.setsid()
-            if os.fork() == 0:
-                _daemon(where, idle_timeout, ready_w)
-        finally:
-            os._exit(0)
-    os.close(ready_w)
-    os.waitpid(pid, 0)
-    with os.fdopen(ready_r, "rb") as f:
-        said = f.read().decode("utf-8", "replace")
-    if not said.startswith("ready "):
-        raise ServerError(f"the build server did not start: {said or 'it ended at once'} (log: {where['log']})")
-    sys.stderr.write(f"rcpc: build server started (pid {said.split()[1]}; socket {where['socket']}; "
-                     f"stops after {idle_timeout:g} s without requests)\n")
-    return 0
-
-
-def stop() -> int:
-    """Ask the server to stop and wait until it has ended (its running commands finish
-    first). Exit 0, also when none was running."""
-    where = _where()
-    asked = _ask(where, "stop")
-    if asked is None:
-        sys.stderr.write("rcpc: no build server is running\n")
-        return 0
-    sock, reply = asked
-    try:
-        while sock.recv(4096):  # end of file: the server has exited
-            pass
-    except OSError:
-        pass
-    finally:
-        sock.close()
-    sys.stderr.write(f"rcpc: build server stopped (pid {reply[1]})\n")
-    return 0
-
-
-def status() -> int:
-    """Print the running server's state to stdout (exit 0), or that none runs (exit 1)."""
-    where = _where()
-    asked = _ask(where, "status")
-    if asked is None:
-        print(f"rcpc: no build server is running (socket {where['socket']})")
-        return 1
-    sock, reply = asked
-    sock.close()
-    if reply[0] != "status":
-        print(f"rcpc: the build server (pid {reply[2]}) was stale ({reply[1]}) and is stopping")
-        return 1
-    info = reply[1]
-    print(f"rcpc: build server running: pid {info['pid']}, {info['served']} request(s) served, "
-          f"{info['active']} running, stops after {info['idle_timeout']:g} s without requests")
-    print(f"socket: {info['socket']}")
-    print(f"log: {info['log']}")
-    return 0
-
-
-def _daemon(where: dict, idle_timeout: float, ready: int) -> None:
-    """The server process: set up, tell ``ready`` (a pipe) "ready PID" or "error ...", serve
-    until stopped, exit."""
+def main(argv: list[str]) -> None:
+    """The server process (executed by ``rcpc server start``, :mod:`rcpc.servercmd`):
+    ``argv`` is the starter's :func:`rcpc.client.interpreter` (marshal, hex), the pipe to
+    tell "ready PID" or "error ...", and the idle timeout in seconds. Serves until stopped,
+    then exits."""
+    wanted, ready, idle_timeout = marshal.loads(bytes.fromhex(argv[0])), int(argv[1]), float(argv[2])
     code = 1
     try:
         try:
-            os.chdir("/")
+            where = client.paths()
+            if where is None or client.unsafe(where["dir"]) is not None:
+                raise ServerError(f"unsafe or no directory for the socket ({where and where['dir']})")
+            if client.interpreter() != wanted:
+                raise ServerError("the server's interpreter is not set up as rcpc server start's "
+                                  f"({client.interpreter()} != {wanted})")
             os.umask(0o077)
-            null = os.open(os.devnull, os.O_RDWR)
-            log = os.open(where["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600)
-            os.dup2(null, 0)
-            os.dup2(log, 1)
-            os.dup2(log, 2)
-            os.close(null)
-            os.close(log)
             server = Server(where, idle_timeout)
         except Exception as exc:
             os.write(ready, f"error {exc}".encode())
@@ -527,7 +386,7 @@ class Server:
         byte on pipe ``go``; end of file: the client or the server went away, so it ends
         unseen), then becomes the client's process and runs the command; never returns.
         SIGINT and SIGTERM stay held (blocked) until the command's own handlers are set
-        (:func:`rcpc.serverchild.started`)."""
+        (:func:`rcpc.__main__.run`, ``local``)."""
         code = 1
         try:
             signal.set_wakeup_fd(-1)

@@ -58,18 +58,6 @@ def run(fds: list[int], message: tuple) -> int:
     return _shutdown(code)
 
 
-def started() -> None:
-    """Called by :func:`rcpc.__main__.run` in the child once the command's interrupt
-    handlers are set: SIGINT and SIGTERM, held since the fork, are let through (one that came
-    meanwhile, forwarded by the client, is handled now), then the test hook ``served``."""
-    import signal
-
-    from rcpc import testhook
-
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    testhook.point("served")
-
-
 def _exit_status(value) -> int:
     """The status ``sys.exit(value)`` gives: None 0, an int itself, anything else printed on
     stderr and 1."""
