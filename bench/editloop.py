@@ -188,7 +188,8 @@ def _run(args, repo: Path, rcpc: str, tmp: Path, env: dict, server_env: dict, co
         first, last = result["variants"][1], result["variants"][-1]  # per extra variant, 10 -> 400
         result["check_ms_per_variant_10_400"] = (last["check_median_s"] - first["check_median_s"]) / 390 * 1000
         print(f"check: {result['check_ms_per_variant_10_400']:.2f} ms per extra variant (V 10 -> 400)")
-    shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run([rcpc, "server", "stop"], env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(tmp, ignore_errors=True)  # the server stopped first: its socket is in there
     dest = repo / "bench" / "results" / "editloop.json"
     dest.write_text(json.dumps(result, indent=2) + "\n")
     return 0
