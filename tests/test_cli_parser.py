@@ -21,8 +21,10 @@ ARGVS = [
     ["schema", "jobset", "crd.yaml", "-o", "x.json"], ["lsp"], ["completion", "bash"],
     ["import", "manifest", "t.yaml", "--set", "A=1", "--var", "B", "-o", "r.rcp", "--force"],
     ["import", "shell", "l.sh", "-o", "r.rcp"],
+    ["server", "start", "--idle-timeout", "60"], ["server", "stop"], ["server", "status"],
 ]
-BAD = [["build", "--nope"], ["fmt", "--check", "--diff"], ["check", "-j", "0"], ["bild"], ["schema"], ["render"], []]
+BAD = [["server"], ["server", "restart"], ["server", "start", "--idle-timeout", "nan"],
+       ["server", "start", "--idle-timeout", "0"], ["build", "--nope"], ["fmt", "--check", "--diff"], ["check", "-j", "0"], ["bild"], ["schema"], ["render"], []]
 
 
 def run(parser, argv):

@@ -2,6 +2,9 @@
 
 Interrupts (:mod:`rcpc.interrupts`): from the first line of :func:`run`, Ctrl-C (SIGINT)
 and SIGTERM raise :class:`KeyboardInterrupt` once and the command exits 130.
+
+Build server (:mod:`rcpc.server`, opt-in): when one is running, a command that replay does not
+serve is sent to it (:mod:`rcpc.client`) before the CLI is imported here.
 """
 
 import sys
@@ -9,19 +12,33 @@ import sys
 from rcpc.interrupts import ignore_interrupts, interrupts, utf8_streams
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else import the CLI and
-    run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
+def run(argv: list[str] | None = None, local: bool = False) -> int:
+    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else run the command
+    through the build server when one is running (:mod:`rcpc.client`), else import the CLI
+    and run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly. ``local``: run the CLI
+    in this process at once (the build server's child for a request, :mod:`rcpc.server`)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         interrupts()
         utf8_streams()
-        from rcpc import replay
+        if local:  # SIGINT and SIGTERM, held since the server forked this child, are let through
+            import signal
 
-        code = replay.serve(argv, replay.stderr_color())
-        if code is not None:
-            ignore_interrupts()
-            return code
+            from rcpc import testhook
+
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+            testhook.point("served")
+        else:
+            from rcpc import replay
+
+            code = replay.serve(argv, replay.stderr_color())
+            if code is None:
+                from rcpc import client
+
+                code = client.serve(argv)
+            if code is not None:
+                ignore_interrupts()
+                return code
         # A compile allocates many small objects that reference counting frees (ASTs and
         # values hold no cycles): the cyclic collector's default threshold (700) made it cost
         # ~10% of a cold build; it still runs, 70x less often.

@@ -161,6 +161,14 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         for opt in ("--maxtext-schema", "--maxtext-base", "--kube-schema"):
             k.add_argument(opt, default=None, help=argparse.SUPPRESS)
     sub.add_parser("lsp", help="serve the Language Server Protocol on stdin/stdout (needs rcpc[lsp])")
+    sv = sub.add_parser("server", help="a resident build server that spares each command Python's imports "
+                        "(opt-in; Linux)")
+    actions = sv.add_subparsers(dest="action", required=True, metavar="ACTION")
+    st = actions.add_parser("start", help="start the server in the background (returns once it listens)")
+    st.add_argument("--idle-timeout", type=_seconds, default=10800, metavar="SECONDS",
+                    help="stop after this many seconds without requests (default: 10800, 3 hours)")
+    actions.add_parser("stop", help="stop the server (running commands finish first)")
+    actions.add_parser("status", help="whether a server is running, and how many requests it served")
     co = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish)")
     from rcpc.completion import SHELLS, annotate
 
@@ -183,6 +191,17 @@ def _jobs(text: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more) or 'auto', got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    """A duration in seconds: a number above 0, at most 10**9 (``--idle-timeout``)."""
+    try:
+        n = float(text)
+    except ValueError:
+        n = 0.0
+    if not 0 < n <= 1e9:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (at most 1e9), got {text!r}")
     return n
 
 
@@ -217,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
                 _REPORT.finish()
-            if args.command not in ("lsp", "completion", "schema"):
+            if args.command not in ("lsp", "completion", "schema", "server"):
                 from rcpc.core.cachetrim import maybe_trim
 
                 maybe_trim()  # the user cache kept under its size limit (at most once an hour)
@@ -242,6 +261,10 @@ def _run(args) -> int:
             return _schema(args)
         if args.command in ("lsp", "completion"):
             return _tool(args)
+        if args.command == "server":  # rcpc.servercmd: needs no workspace
+            from rcpc.servercmd import command
+
+            return command(args)
         workspace = Workspace(".", **_schema_options(args))
         ws = workspace.config
         _REPORT.root = ws.root

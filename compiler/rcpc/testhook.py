@@ -8,7 +8,8 @@ knows where the process is and chooses when it goes on.
 ``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
 ``-j`` worker process has started), ``fork`` (the main process has just forked a worker,
 inside ``Pool()``), ``pool`` (the main process has made its pool of workers, before it
-uses it). Without the variables :func:`point` does nothing.
+uses it), ``served`` (the build server's child for a request is about to run the command,
+:mod:`rcpc.server`; the client forwards these two descriptors to it). Without the variables :func:`point` does nothing.
 """
 
 from __future__ import annotations

@@ -1,0 +1,505 @@
+"""The build server (opt-in): a resident process that has imported everything a command
+needs (the CLI, the compiler, the domain, their libraries) and serves each request with a
+fresh ``os.fork()`` of itself, so a command costs a small client (:mod:`rcpc.client`) plus
+its own work, not Python's imports (the shape of Bazel's server or mypy's ``dmypy``, without
+their state: the server holds no workspace state, a request's child inherits imported
+modules only, and nothing a command does survives it).
+
+``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
+(a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
+which runs :func:`main`, and returns once it listens; ``rcpc server stop`` asks it to stop
+and waits until it has (running commands finish first); ``rcpc server status`` says whether
+one runs and how many requests it served.
+
+Trust (the socket is a way into the user's account):
+
+* the socket lives in a directory only the user can use (``$XDG_RUNTIME_DIR/rcpc``, else
+  ``~/.cache/rcpc/server``, created 0700); a directory that is a symlink, is another user's
+  or is open to group or others is refused, by the server and by every client;
+* the server serves only its own user (``SO_PEERCRED``);
+* the socket's name holds a hash of the interpreter, its version and rcpc's package
+  directory, and each request carries them: two installs never share a server;
+* staleness: at each request the server stats every file of rcpc's package and of every
+  non-standard-library module it loaded (mtime_ns, size) against what it loaded; any
+  difference, or a request from another interpreter or rcpc, is answered "stale": the
+  server stops listening and exits, and the client runs the command in-process;
+* a request whose interpreter flags, warning options or module search path differ from the
+  server's is refused (run in-process).
+
+A request's child: the client's environment, working directory, umask, CPU affinity and
+file descriptors 0, 1, 2 (so output and ``isatty`` are the client's own), the signal
+handlers and collector threshold of :func:`rcpc.__main__.run`, then the CLI; its exit status
+(a signal death as 128 + the signal) goes back to the client. The client forwards SIGINT and
+SIGTERM to it; a client that goes away (even killed) has its child terminated (SIGTERM);
+children end (SIGTERM) if the server is killed outright. Linux only (``SO_PEERCRED``,
+``pidfd_open``, ``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+from rcpc import client
+
+MAX_FDS = 16                   # descriptors one request may carry
+MAX_LOG = 1 << 20              # bytes of log kept (it is emptied beyond)
+# What commands import lazily (inside functions), beyond rcpc's own modules, which are all
+# imported but the language server and the pytest plugin; a name that is not installed is
+# skipped.
+PRELOAD = ("argparse", "ast", "atexit", "ctypes", "datetime", "decimal", "difflib", "fractions", "gc", "hashlib",
+           "io", "json", "locale", "multiprocessing.pool", "multiprocessing.connection", "multiprocessing.popen_fork",
+           "multiprocessing.queues", "multiprocessing.synchronize", "pathlib", "pickle",
+           "shlex", "shutil", "subprocess", "tempfile", "textwrap", "threading", "tomllib", "traceback",
+           "unicodedata", "uuid", "zipfile", "attrs", "lark", "yaml", "jsonschema", "referencing",
+           "jsonschema_specifications", "shtab")
+SKIP = ("rcpc.lsp", "rcpc.testing")
+
+
+class ServerError(Exception):
+    """The server cannot start; its message is passed to ``rcpc server start``."""
+
+
+def main(argv: list[str]) -> None:
+    """The server process (executed by ``rcpc server start``, :mod:`rcpc.servercmd`):
+    ``argv`` is the starter's :func:`rcpc.client.interpreter` (marshal, hex), the pipe to
+    tell "ready PID" or "error ...", and the idle timeout in seconds. Serves until stopped,
+    then exits."""
+    wanted, ready, idle_timeout = marshal.loads(bytes.fromhex(argv[0])), int(argv[1]), float(argv[2])
+    code = 1
+    try:
+        try:
+            where = client.paths()
+            if where is None or client.unsafe(where["dir"]) is not None:
+                raise ServerError(f"unsafe or no directory for the socket ({where and where['dir']})")
+            if client.interpreter() != wanted:
+                raise ServerError("the server's interpreter is not set up as rcpc server start's "
+                                  f"({client.interpreter()} != {wanted})")
+            os.umask(0o077)
+            server = Server(where, idle_timeout)
+        except Exception as exc:
+            os.write(ready, f"error {exc}".encode())
+            raise
+        os.write(ready, f"ready {os.getpid()}".encode())
+        os.close(ready)
+        code = server.serve()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+class _Request:
+    """A running request: its child ``pid`` and ``pidfd``, and the client connection
+    ``conn`` (None once the client went away)."""
+
+    def __init__(self, pid: int, pidfd: int, conn, what: str):
+        self.pid, self.pidfd, self.conn, self.what = pid, pidfd, conn, what
+
+
+class Server:
+    """The listening server of ``where`` (:func:`rcpc.client.paths`): holds the lock,
+    imports what commands need, records what it loaded, listens. Raises ServerError."""
+
+    def __init__(self, where: dict, idle_timeout: float):
+        import fcntl
+
+        self.where, self.idle_timeout, self.pid = where, idle_timeout, os.getpid()
+        self.lock = os.open(where["lock"], os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ServerError("another build server holds " + where["lock"]) from None
+        os.ftruncate(self.lock, 0)
+        os.write(self.lock, f"{os.getpid()}\n".encode())
+        self.interpreter = client.interpreter()
+        _preload()
+        self.loaded = _loaded_files()
+        import ctypes
+
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        temporary = f"{where['socket']}.{os.getpid()}"
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        self.listener.bind(temporary)
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        os.rename(temporary, where["socket"])  # over a socket left by a server killed outright
+        st = os.stat(where["socket"])
+        self.socket_id = (st.st_dev, st.st_ino)
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.requests: dict[int, _Request] = {}     # pidfd -> request
+        self.conns: dict[int, _Request] = {}        # connection fd -> request
+        self.waiting: list = []                     # "stop" connections, closed when the server exits
+        self.closing: str | None = None
+        self.served = 0
+        self.started = time.time()
+        self.last = time.monotonic()
+        import gc
+
+        gc.collect()
+        gc.freeze()  # what was imported is never collected: children do not scan (or touch) it
+        self.log(f"listening on {where['socket']} (pid {os.getpid()}, {len(self.loaded)} files watched)")
+
+    def log(self, line: str) -> None:
+        """A line in the server's log (stderr is the log file)."""
+        try:
+            if os.fstat(2).st_size > MAX_LOG:
+                os.ftruncate(2, 0)
+            os.write(2, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n".encode("utf-8", "backslashreplace"))
+        except OSError:
+            pass
+
+    def serve(self) -> int:
+        """Serve until stopped (``rcpc server stop``, SIGTERM/SIGINT, stale, idle timeout) and
+        every running request has ended; exit code 0."""
+        signal.set_wakeup_fd(self.wake_w)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, frame: None)  # the wake-up pipe says which
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.poll = select.poll()
+        self.poll.register(self.listener.fileno(), select.POLLIN)
+        self.poll.register(self.wake_r, select.POLLIN)
+        while not (self.closing and not self.requests):
+            timeout = None
+            if not self.closing and not self.requests:
+                timeout = max(0.0, self.last + self.idle_timeout - time.monotonic()) * 1000
+            events = self.poll.poll(timeout)
+            if not events and timeout is not None and time.monotonic() >= self.last + self.idle_timeout:
+                self.close(f"no request for {self.idle_timeout:g} s")
+            for fd, _ in events:
+                if fd == self.wake_r:
+                    self._signalled()
+                elif fd in self.requests:
+                    self._reap(self.requests[fd])
+                elif fd in self.conns:
+                    self._client_event(self.conns[fd])
+                elif self.listener is not None and fd == self.listener.fileno():
+                    self._accept()
+        for conn in self.waiting:
+            conn.close()
+        self.log("exiting")
+        return 0
+
+    def close(self, why: str) -> None:
+        """Stop listening (the socket removed, if still ours); the server exits once its
+        running requests have ended."""
+        if self.closing:
+            return
+        self.closing = why
+        self.log(f"stopping: {why}")
+        self.poll.unregister(self.listener.fileno())
+        self.listener.close()
+        self.listener = None
+        try:
+            st = os.stat(self.where["socket"])
+            if (st.st_dev, st.st_ino) == self.socket_id:
+                os.unlink(self.where["socket"])
+        except OSError:
+            pass
+
+    def _signalled(self) -> None:
+        try:
+            got = os.read(self.wake_r, 64)
+        except BlockingIOError:
+            return
+        if any(b in (signal.SIGTERM, signal.SIGINT) for b in got):
+            self.close("signal")
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        conn.settimeout(10)  # a peer that connects and sends nothing cannot hold the server for long
+        fds: list[int] = []
+        try:
+            pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                struct.calcsize("3i")))
+            if uid != os.getuid():
+                self.log(f"refused a connection from uid {uid} (pid {pid})")
+                conn.close()
+                return
+            message, fds = _receive(conn)
+            self.last = time.monotonic()
+            self._request(conn, message, fds)
+        except Exception as exc:  # a malformed request, a peer gone: that request only
+            self.log(f"bad request: {type(exc).__name__}: {exc}")
+            for fd in fds:
+                _close(fd)
+            try:
+                conn.sendall(client.frame(("refused", str(exc))))
+            except OSError:
+                pass
+            conn.close()
+
+    def _stale(self, message) -> str | None:
+        """Why this server must not serve any more (another rcpc, or its files changed)."""
+        if message[2] != client.identity():
+            return "a request from another interpreter or rcpc install"
+        for path, st in self.loaded.items():
+            try:
+                now = os.stat(path)
+                if (now.st_mtime_ns, now.st_size) != st:
+                    return f"{path} changed"
+            except OSError:
+                return f"{path} is gone"
+        return None
+
+    def _request(self, conn, message, fds: list[int]) -> None:
+        if type(message) is not tuple or len(message) < 3 or message[0] != client.PROTOCOL:
+            raise ValueError("another protocol")
+        op = message[1]
+        stale = self._stale(message)
+        if op == "stop" or stale:
+            self.close(f"stale: {stale}" if stale else "asked to stop")
+        if op == "stop":
+            conn.sendall(client.frame(("stopping", os.getpid(), stale)))
+            self.waiting.append(conn)
+            return
+        if stale:
+            conn.sendall(client.frame(("stale", stale, os.getpid())))
+            conn.close()
+            return
+        if op == "status":
+            conn.sendall(client.frame(("status", {
+                "pid": os.getpid(), "served": self.served, "active": len(self.requests),
+                "idle_timeout": self.idle_timeout, "socket": self.where["socket"], "log": self.where["log"],
+                "started": self.started})))
+            conn.close()
+            return
+        if op != "run" or len(message) != 11:
+            raise ValueError(f"unknown request {op!r}")
+        if message[3] != self.interpreter:
+            self.log("refused a request: another interpreter set-up (flags, warning options, sys.path)")
+            conn.sendall(client.frame(("refused", "another interpreter set-up")))
+            for fd in fds:
+                _close(fd)
+            conn.close()
+            return
+        argv0, argv, cwd, env, umask, affinity, targets = message[4:]
+        if not (type(argv) is list and all(type(a) is str for a in argv) and type(cwd) is bytes
+                and type(env) is dict and type(umask) is int and type(targets) is list
+                and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
+            raise ValueError("malformed run request")
+        go_r, go_w = os.pipe()
+        held = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)  # the child starts with them held
+        try:
+            pid = os.fork()
+            if pid == 0:
+                os.close(go_w)
+                self._child(conn, fds, message, go_r)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        os.close(go_r)
+        for fd in fds:
+            _close(fd)
+        fds.clear()
+        self.served += 1
+        what = argv[0] if argv else ""
+        self.log(f"request {self.served}: pid {pid}: rcpc {what}")
+        request = _Request(pid, os.pidfd_open(pid), conn, what)  # the child is not reaped yet: cannot fail
+        self.requests[request.pidfd] = request
+        self.poll.register(request.pidfd, select.POLLIN)
+        self.conns[conn.fileno()] = request
+        self.poll.register(conn.fileno(), select.POLLIN)
+        try:  # the client knows the child before the child may do anything it would see
+            conn.sendall(client.frame(("pid", pid)))
+            os.write(go_w, b"g")
+        except OSError:
+            self._client_gone(request)
+        finally:
+            os.close(go_w)
+
+    def _client_event(self, request: _Request) -> None:
+        """The client's connection is readable: it went away (a client sends nothing after
+        its request)."""
+        try:
+            if request.conn.recv(1):
+                return
+        except OSError:
+            pass
+        self._client_gone(request)
+
+    def _client_gone(self, request: _Request) -> None:
+        """The client went away (killed, say): its child is terminated (it is not reaped
+        yet, so its pid is still its own)."""
+        self.log(f"client of pid {request.pid} went away: terminating it")
+        try:
+            os.kill(request.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        self._drop_conn(request)
+
+    def _drop_conn(self, request: _Request) -> None:
+        if request.conn is None:
+            return
+        fd = request.conn.fileno()
+        if self.conns.pop(fd, None) is not None:
+            self.poll.unregister(fd)
+        request.conn.close()
+        request.conn = None
+
+    def _reap(self, request: _Request) -> None:
+        """The child has ended: its exit status (a signal death as 128 + signal) to its client."""
+        _, status = os.waitpid(request.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0:
+            code = 128 - code
+        self.log(f"pid {request.pid} (rcpc {request.what}) exited {code}")
+        if request.conn is not None:
+            try:
+                request.conn.sendall(client.frame(("exit", code)))
+            except OSError:
+                pass
+            self._drop_conn(request)
+        self.poll.unregister(request.pidfd)
+        os.close(request.pidfd)
+        del self.requests[request.pidfd]
+        self.last = time.monotonic()
+
+    def _drop_own(self, conn) -> None:
+        """In a child: close the server's descriptors (sockets detached first, so that no
+        socket object can later close a descriptor number the command reuses)."""
+        sockets = [conn, *self.waiting, *(r.conn for r in self.requests.values() if r.conn is not None)]
+        if self.listener is not None:
+            sockets.append(self.listener)
+        for sock in sockets:
+            _close(sock.detach())
+        for fd in (self.lock, self.wake_r, self.wake_w, *self.requests):
+            _close(fd)
+
+    def _child(self, conn, fds: list[int], message, go: int) -> None:
+        """The child for one request: waits until the server has told the client its pid (a
+        byte on pipe ``go``; end of file: the client or the server went away, so it ends
+        unseen), then becomes the client's process and runs the command; never returns.
+        SIGINT and SIGTERM stay held (blocked) until the command's own handlers are set
+        (:func:`rcpc.__main__.run`, ``local``)."""
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            self._drop_own(conn)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            if self.libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+                os._exit(1)
+            if os.getppid() != self.pid:
+                os._exit(1)  # the server died before that took effect
+            if os.read(go, 1) != b"g":
+                os._exit(1)
+            os.close(go)
+            from rcpc import serverchild
+
+            code = serverchild.run(fds, message)
+        except BaseException:
+            try:
+                import traceback
+
+                traceback.print_exc()
+            except BaseException:
+                pass
+        finally:
+            os._exit(code)
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _receive(conn) -> tuple:
+    """One request on ``conn``: (message, descriptors received)."""
+    data, ancillary, flags, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(MAX_FDS * 4))
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(payload) - len(payload) % 4, 4)]
+    try:
+        if flags & socket.MSG_CTRUNC:
+            raise ValueError("too many descriptors")
+        if len(data) < 4:
+            data += _exactly(conn, 4 - len(data))
+        size = int.from_bytes(data[:4], "little")
+        if size > client.MAX_MESSAGE:
+            raise ValueError("request too large")
+        payload = data[4:]
+        if len(payload) < size:
+            payload += _exactly(conn, size - len(payload))
+        return marshal.loads(payload[:size]), fds
+    except BaseException:
+        for fd in fds:
+            _close(fd)
+        raise
+
+
+def _exactly(conn, n: int) -> bytes:
+    parts = []
+    while n:
+        part = conn.recv(min(n, 1 << 20))
+        if not part:
+            raise EOFError("the client closed the connection")
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
+
+
+def _preload() -> None:
+    """Import every module of rcpc (but :data:`SKIP`) and :data:`PRELOAD`."""
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    for d, dirs, names in os.walk(client.PACKAGE):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        relative = os.path.relpath(d, client.PACKAGE)
+        package = "rcpc" if relative == "." else "rcpc." + relative.replace(os.sep, ".")
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            module = package if name == "__init__.py" else f"{package}.{name[:-3]}"
+            if module.startswith(SKIP):
+                continue
+            try:
+                importlib.import_module(module)
+            except ImportError:  # an optional dependency not installed (pygments): imported when used
+                pass
+
+
+def _loaded_files() -> dict:
+    """{path: (mtime_ns, size)} of every file of rcpc's package and of every loaded module
+    outside the standard library (a new Python is another ``sys.version``)."""
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    paths = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and (not path.startswith(stdlib) or "-packages" + os.sep in path):
+            paths.add(os.path.abspath(path))
+    for d, dirs, names in os.walk(client.PACKAGE):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        paths.update(os.path.join(d, name) for name in names)
+    out = {}
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+        except OSError:  # not a file ("<stdin>", a frozen module)
+            continue
+        out[path] = (st.st_mtime_ns, st.st_size)
+    return out

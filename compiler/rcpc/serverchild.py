@@ -1,0 +1,133 @@
+"""The build server's child for one request (:mod:`rcpc.server`): a fork of the warm server
+becomes the client's process (environment, working directory, umask, CPU affinity, file
+descriptors, standard streams as Python makes them at start-up), runs the command as
+:func:`rcpc.__main__.run` does in-process, and ends as the interpreter would (threads
+joined, ``atexit`` handlers run, standard streams flushed), with the same exit status.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+
+def run(fds: list[int], message: tuple) -> int:
+    """Become the client of ``message`` (a ``run`` request, :mod:`rcpc.client`) with its
+    descriptors ``fds`` and run its command; the exit status."""
+    argv0, argv, cwd, env, umask, affinity, targets = message[4:]
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:  # the server's (on its log): nothing of theirs may reach the client's descriptors
+            stream.flush()
+        except Exception:
+            pass
+    _install(fds, targets)
+    _streams()
+    os.environb.clear()
+    os.environb.update(env)
+    os.umask(umask)
+    if affinity:
+        try:
+            os.sched_setaffinity(0, affinity)
+        except OSError:
+            pass
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        sys.stderr.write(f"rcpc: error: cannot enter the working directory: {exc}\n")
+        return _shutdown(1)
+    try:
+        import locale
+
+        locale.setlocale(locale.LC_CTYPE, "")  # as Python does at start-up, from the client's variables
+    except Exception:
+        pass
+    sys.argv = [argv0, *argv]
+    from rcpc.__main__ import run as rcpc_run
+
+    try:
+        code = rcpc_run(argv, local=True)
+    except SystemExit as exc:  # argparse's usage errors, sys.exit(...)
+        code = _exit_status(exc.code)
+    except KeyboardInterrupt:  # uncaught: the interpreter prints it and dies by SIGINT
+        sys.excepthook(*sys.exc_info())
+        code = 130
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    return _shutdown(code)
+
+
+def _exit_status(value) -> int:
+    """The status ``sys.exit(value)`` gives: None 0, an int itself, anything else printed on
+    stderr and 1."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    try:
+        sys.stderr.write(f"{value}\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _shutdown(code: int) -> int:
+    """What the interpreter does at exit: join threads, run ``atexit`` handlers, flush the
+    standard streams (a failure to flush stdout: status 120, as CPython)."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()
+    except Exception:
+        pass
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            if stream is sys.stdout and code == 0:
+                code = 120
+    return code
+
+
+def _install(fds: list[int], targets: list[int]) -> None:
+    """Put each received descriptor ``fds[i]`` at number ``targets[i]`` (inheritable, as the
+    client has them), first moving them all above any number in play."""
+    import fcntl
+
+    floor = max(*fds, *targets) + 1
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    for fd, target in zip(high, targets):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+
+
+def _streams() -> None:
+    """``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` made anew on descriptors 0, 1, 2, as
+    CPython's start-up makes them (``create_stdio``): line-buffered on a terminal (stderr
+    always), write-through with ``-u``; then UTF-8 as :func:`rcpc.interrupts.utf8_streams`."""
+    buffered = not getattr(sys.__stdout__, "write_through", False)  # -u, PYTHONUNBUFFERED (not in sys.flags)
+    made = []
+    for fd, name, old in ((0, "<stdin>", sys.__stdin__), (1, "<stdout>", sys.__stdout__),
+                          (2, "<stderr>", sys.__stderr__)):
+        writing = fd != 0
+        buffering = 0 if writing and not buffered else -1
+        buf = io.open(fd, "wb" if writing else "rb", buffering, closefd=False)
+        raw = buf.raw if buffering else buf
+        raw.name = name
+        line_buffering = buffered and (raw.isatty() or fd == 2)
+        stream = io.TextIOWrapper(buf, getattr(old, "encoding", None) or "utf-8",
+                                  "backslashreplace" if fd == 2 else getattr(old, "errors", None) or "strict",
+                                  "\n", line_buffering, not buffered)
+        stream.mode = "w" if writing else "r"
+        made.append(stream)
+    sys.stdin, sys.stdout, sys.stderr = made
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+    from rcpc.interrupts import utf8_streams
+
+    utf8_streams()

@@ -1,0 +1,412 @@
+"""The build server (``rcpc server``, :mod:`rcpc.server`, :mod:`rcpc.client`): a command run
+through it prints, writes and exits exactly as in-process (``RCPC_NO_SERVER=1``); every
+check that the server served a request reads its request counter (``rcpc server status``),
+so a test passes only if the server was used (or, where it must not be, was not).
+
+Races are driven with the test hook (:mod:`rcpc.testhook`, point ``served``: the request's
+child reports its pid on a pipe and waits for a go), never by sleeping; waits for a process
+to end have a generous upper bound (a hang), never a timing assertion.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import output_tree
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the build server is Linux-only")
+
+REPO = Path(__file__).resolve().parents[1]
+RCPC = shutil.which("rcpc", path=str(Path(sys.executable).parent)) or shutil.which("rcpc")
+RL = "rl/qwen35_397b_256_v7x"
+TRACEBACK = re.compile(r"Traceback|Exception ignored|Fatal Python error")
+BROKEN = 'F = maxtext_flags({"steps": "many", "no_such_flag": 1})\nflag_file(name = "t", flags = F)\n'
+
+
+def _gone(pid: int, timeout: float = 60) -> bool:
+    """Whether process ``pid`` ends within ``timeout`` seconds (a bound for a hang)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+class Server:
+    """A build server in private ``XDG_RUNTIME_DIR`` / ``XDG_CACHE_HOME`` directories."""
+
+    def __init__(self, root: Path, launcher=None, env=None):
+        import tempfile
+
+        self.root = root
+        root.mkdir(parents=True)
+        # a short path: a Unix socket's path has at most 107 bytes
+        self.run_dir = Path(tempfile.mkdtemp(prefix="rcpc-test-"))
+        self.run_dir.chmod(0o700)
+        self.cache = root / "cache"
+        drop = ("RCPC_NO_SERVER", "RCPC_NO_CACHE", "RCPC_TEST_STOP", "NO_COLOR")
+        self.env = {k: v for k, v in os.environ.items() if k not in drop}
+        self.env.update(XDG_RUNTIME_DIR=str(self.run_dir), XDG_CACHE_HOME=str(self.cache), **(env or {}))
+        self.launcher = launcher or [RCPC]  # how rcpc is run (the server and its clients alike)
+
+    def rcpc(self, *args, cwd=None, env=None, served: bool = True, **kw) -> subprocess.CompletedProcess:
+        """``rcpc ARGS`` through the server (``served``) or in-process (RCPC_NO_SERVER=1)."""
+        e = {**self.env, **(env or {})}
+        if not served:
+            e["RCPC_NO_SERVER"] = "1"
+        return subprocess.run([*self.launcher, *args], cwd=cwd or self.root, env=e, capture_output=True, timeout=300,
+                              **kw)
+
+    def start(self, *args) -> subprocess.CompletedProcess:
+        r = self.rcpc("server", "start", *args)
+        assert r.returncode == 0, r.stderr.decode()
+        return r
+
+    def status(self) -> tuple[int | None, int]:
+        """(server pid or None, requests served)."""
+        r = self.rcpc("server", "status")
+        m = re.search(r"running: pid (\d+), (\d+) request", r.stdout.decode())
+        if r.returncode or m is None:
+            return None, 0
+        return int(m[1]), int(m[2])
+
+    def log(self) -> str:
+        """The server's log file."""
+        return next(str(p) for p in (self.run_dir / "rcpc").glob("server-*.log"))
+
+    def served(self) -> int:
+        return self.status()[1]
+
+    def stop(self) -> None:
+        pid, _ = self.status()
+        self.rcpc("server", "stop")
+        if pid is not None and not _gone(pid, 60):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A running server, stopped (killed if need be) whatever the test did."""
+    s = Server(tmp_path / "srv")
+    s.start()
+    try:
+        yield s
+    finally:
+        try:
+            os.chmod(s.run_dir / "rcpc", 0o700)
+        except OSError:
+            pass
+        s.stop()
+
+
+def workspace(path: Path, broken: bool = False) -> Path:
+    """A fresh copy of the bundled workspace at ``path`` (with a recipe that fails to build)."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    shutil.copy2(REPO / "rcp.toml", path / "rcp.toml")
+    shutil.copytree(REPO / "recipes", path / "recipes")
+    if broken:
+        (path / "recipes" / "broken.rcp").write_text(BROKEN)
+    return path
+
+
+def files(root: Path) -> dict:
+    """Every file under ``root`` but the output directory: {path: (bytes, mode)}; and what a
+    reader of the output directory finds."""
+    found = {}
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if x != "rcpc-out"]
+        for n in names:
+            p = Path(d) / n
+            found[p.relative_to(root).as_posix()] = (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode))
+    return {"files": found, "out": output_tree(root / "rcpc-out") if (root / "rcpc-out").exists() else None}
+
+
+def outcome(r: subprocess.CompletedProcess, ws: Path) -> tuple:
+    return r.returncode, r.stdout, r.stderr, files(ws)
+
+
+def both(server: Server, args, broken=False, subdir="", env=None, **kw) -> tuple:
+    """The outcome of ``rcpc ARGS`` in-process and through the server, each in a fresh copy
+    of the workspace at the same path with an empty cache; asserts that exactly the second
+    was served."""
+    results = []
+    for served in (False, True):
+        ws = workspace(server.root / "ws", broken)
+        shutil.rmtree(server.cache, ignore_errors=True)
+        before = server.served()
+        r = server.rcpc(*args, cwd=ws / subdir, served=served, env=env, **kw)
+        assert server.served() == before + served
+        assert not TRACEBACK.search(r.stderr.decode()), r.stderr.decode()
+        results.append(outcome(r, ws))
+    return tuple(results)
+
+
+COMMANDS = {
+    "build": (["build"], False),
+    "build-one": (["build", RL, "-j", "1"], False),
+    "check": (["check", "--notes"], False),
+    "render": (["render", RL, "--variant", "tuned"], False),
+    "params-json": (["params", RL, "--format", "json"], False),
+    "fmt-check": (["fmt", "--check"], False),
+    "failing-build": (["build"], True),
+    "unknown-command": (["frobnicate"], False),
+    "usage-error": (["build", "--variant"], False),
+}
+
+
+@pytest.mark.parametrize("case", COMMANDS)
+def test_a_command_through_the_server_is_the_command_in_process(server, case):
+    args, broken = COMMANDS[case]
+    local, served = both(server, args, broken)
+    assert served == local
+    if case == "failing-build":
+        assert local[0] == 1 and b"error[" in local[2]
+    if case.startswith(("unknown", "usage")):
+        assert local[0] == 2
+
+
+def test_a_terminal_is_the_clients_own(server):
+    """Diagnostics are coloured when stderr is a terminal: the child writes on the client's
+    own descriptors, so ``isatty`` sees the client's terminal."""
+    import pty
+
+    outs = []
+    for served in (False, True):
+        ws = workspace(server.root / "ws", broken=True)
+        master, slave = pty.openpty()
+        before = server.served()
+        e = {**server.env, **({} if served else {"RCPC_NO_SERVER": "1"})}
+        proc = subprocess.Popen([RCPC, "build"], cwd=ws, env=e, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                part = os.read(master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                break
+            if not part:
+                break
+            got += part
+        os.close(master)
+        out, _ = proc.communicate(timeout=300)
+        assert server.served() == before + served
+        outs.append((proc.returncode, out, got))
+    assert outs[0] == outs[1]
+    assert b"\x1b[" in outs[0][2]  # coloured: a terminal was seen
+
+
+def test_the_environment_is_the_clients(server, tmp_path):
+    """A request runs with the client's environment: ``XDG_CACHE_HOME`` says where the
+    cache goes, ``RCPC_NO_CACHE`` turns it off."""
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    off = server.rcpc("build", RL, cwd=ws, env={"XDG_CACHE_HOME": str(tmp_path / "c1"), "RCPC_NO_CACHE": "1"})
+    on = server.rcpc("build", RL, "-o", "out2", cwd=ws, env={"XDG_CACHE_HOME": str(tmp_path / "c2")})
+    assert (off.returncode, on.returncode) == (0, 0), (off.stderr, on.stderr)
+    assert server.served() == before + 2
+    def kept(cache: Path) -> set:  # what the cache holds, but lark's grammar tables (kept even then)
+        return {p.name for p in (cache / "rcpc").iterdir() if not p.name.startswith("grammar-")}
+
+    assert kept(tmp_path / "c1") == set()
+    assert kept(tmp_path / "c2")  # build cache, replay records, ASTs
+
+
+def test_the_working_directory_is_the_clients(server):
+    """Run from a subdirectory of the workspace, as in-process."""
+    local, served = both(server, ["build", RL], subdir="recipes/rl")
+    assert served == local and local[0] == 0
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_umask_is_the_clients(server, umask):
+    local, served = both(server, ["build", RL], umask=umask)
+    assert served == local
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in (server.root / "ws" / "rcpc-out").rglob("*.yaml")}
+    assert modes == {0o666 & ~umask}
+
+
+def test_another_interpreter_set_up_is_refused(server, tmp_path):
+    """A client started with other interpreter flags (``-X utf8``) runs in-process; the
+    server stays."""
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    e = {**server.env, "PYTHONUTF8": "1"}
+    r = subprocess.run([RCPC, "render", RL], cwd=ws, env=e, capture_output=True, timeout=300)
+    local = server.rcpc("render", RL, cwd=ws, served=False)
+    assert (r.returncode, r.stdout, r.stderr) == (local.returncode, local.stdout, local.stderr)
+    pid, served = server.status()
+    assert pid is not None and served == before
+
+
+def test_no_server_and_unserved_commands_run_in_process(server, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    assert server.rcpc("render", RL, cwd=ws, env={"RCPC_NO_SERVER": "1"}).returncode == 0
+    assert server.rcpc("completion", "--list", "recipes", cwd=ws).returncode == 0
+    assert server.served() == before
+
+
+def test_a_stale_server_is_not_used_and_exits(tmp_path):
+    """One of rcpc's files changed after the server started (its mtime moved): the next
+    request is answered "stale", runs in-process with the same output, and the server exits.
+    The server runs a copy of rcpc (a ``PYTHONPATH`` of its own), so that touching its file
+    disturbs no other test."""
+    import rcpc
+
+    lib = tmp_path / "lib"
+    shutil.copytree(Path(rcpc.__file__).parent, lib / "rcpc", ignore=shutil.ignore_patterns("__pycache__"))
+    s = Server(tmp_path / "srv", launcher=[sys.executable, "-c", "import sys; from rcpc.__main__ import run; "
+                                           "sys.exit(run())"], env={"PYTHONPATH": str(lib)})
+    s.start()
+    try:
+        ws = workspace(tmp_path / "ws")
+        local = s.rcpc("render", RL, cwd=ws, served=False)
+        pid, before = s.status()
+        assert s.rcpc("render", RL, cwd=ws).stdout == local.stdout and s.served() == before + 1  # a copy served
+        module = lib / "rcpc" / "testhook.py"
+        st = module.stat()
+        os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        r = s.rcpc("render", RL, cwd=ws)
+        assert (r.returncode, r.stdout, r.stderr) == (local.returncode, local.stdout, local.stderr)
+        assert _gone(pid)
+        assert s.status() == (None, 0)
+        assert b"stopping: stale: " + bytes(module) + b" changed" in Path(s.log()).read_bytes()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("how", ["open-to-others", "symlink"])
+def test_an_unsafe_socket_directory_is_not_used(server, tmp_path, how):
+    ws = workspace(tmp_path / "ws")
+    local = server.rcpc("render", RL, cwd=ws, served=False)
+    before = server.served()
+    env = None
+    if how == "open-to-others":
+        os.chmod(server.run_dir / "rcpc", 0o777)
+    else:
+        other = tmp_path / "other-run"
+        other.mkdir(mode=0o700)
+        (other / "rcpc").symlink_to(server.run_dir / "rcpc")
+        env = {"XDG_RUNTIME_DIR": str(other)}
+    r = server.rcpc("render", RL, cwd=ws, env=env)
+    refused = server.rcpc("server", "start", env=env)
+    os.chmod(server.run_dir / "rcpc", 0o700)
+    assert (r.returncode, r.stdout, r.stderr) == (local.returncode, local.stdout, local.stderr)
+    assert server.served() == before
+    assert refused.returncode == 1 and b"refusing to use it" in refused.stderr
+    assert not TRACEBACK.search(refused.stderr.decode())
+
+
+class Waiting:
+    """A client whose request's child waits at the test hook ``served``."""
+
+    def __init__(self, server: Server, ws: Path, args=("build",)):
+        self.report_r, report_w = os.pipe()
+        go_r, self.go_w = os.pipe()
+        e = {**server.env, "RCPC_TEST_STOP": "served", "RCPC_TEST_STOP_FD": str(report_w),
+             "RCPC_TEST_GO_FD": str(go_r)}
+        self.proc = subprocess.Popen([RCPC, *args], cwd=ws, env=e, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        self.reports = os.fdopen(self.report_r)
+        point, pid = self.reports.readline().split()
+        assert point == "served"
+        self.child = int(pid)
+
+    def go(self) -> None:
+        if self.go_w is not None:
+            os.close(self.go_w)
+            self.go_w = None
+
+    def end(self) -> tuple:
+        self.go()
+        out, err = self.proc.communicate(timeout=300)
+        self.reports.close()
+        return self.proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_is_forwarded_to_the_child(server, tmp_path, sig):
+    ws = workspace(tmp_path / "ws")
+    w = Waiting(server, ws)
+    w.proc.send_signal(sig)
+    assert _gone(w.child)  # it ended without the go
+    code, out, err = w.end()
+    assert code == 130, err
+    assert err.splitlines()[-1] == "rcpc: interrupted; nothing was written"
+    assert not TRACEBACK.search(err)
+    assert not (ws / "rcpc-out").exists()
+
+
+def test_a_client_killed_outright_has_its_child_terminated(server, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    w = Waiting(server, ws)
+    w.proc.kill()
+    w.proc.wait(timeout=60)
+    assert _gone(w.child)
+    w.end()
+    assert server.status()[0] is not None  # the server goes on
+
+
+def test_a_server_killed_outright_is_reported_by_its_client(server, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    pid, _ = server.status()
+    w = Waiting(server, ws)
+    os.kill(pid, signal.SIGKILL)
+    assert _gone(w.child)  # it ends with its server
+    code, out, err = w.end()
+    assert code == 1, err
+    assert err.splitlines()[-1].startswith("rcpc: the build server stopped (")
+    assert not TRACEBACK.search(err)
+
+
+def test_concurrent_clients_each_have_their_own_child(server, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    a = Waiting(server, ws, ("render", RL))
+    b = Waiting(server, ws, ("render", RL, "--variant", "tuned"))
+    assert a.child != b.child
+    assert server.status()[1] == before + 2
+    ra, rb = a.end(), b.end()
+    assert (ra[0], rb[0]) == (0, 0)
+    assert ra[1] == server.rcpc("render", RL, cwd=ws, served=False).stdout.decode()
+    assert rb[1] == server.rcpc("render", RL, "--variant", "tuned", cwd=ws, served=False).stdout.decode()
+
+
+def test_start_stop_status(server):
+    pid, _ = server.status()
+    again = server.rcpc("server", "start")
+    assert again.returncode == 0 and f"already running (pid {pid})".encode() in again.stderr
+    stopped = server.rcpc("server", "stop")
+    assert stopped.returncode == 0 and f"stopped (pid {pid})".encode() in stopped.stderr
+    assert _gone(pid)  # `stop` returned when the server closed its connection, exiting
+    status = server.rcpc("server", "status")
+    assert status.returncode == 1 and b"no build server is running" in status.stdout
+
+
+def test_the_server_exits_when_idle(tmp_path):
+    s = Server(tmp_path / "srv")
+    started = s.start("--idle-timeout", "0.2")
+    pid = int(re.search(rb"started \(pid (\d+)", started.stderr)[1])
+    try:
+        assert pid is not None and _gone(pid, 120)
+        assert s.status() == (None, 0)
+    finally:
+        s.stop()
