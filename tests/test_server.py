@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import shutil
 import signal
 import stat
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import output_tree
+from rcpc.servercmd import wait_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the build server is Linux-only")
 
@@ -35,14 +35,7 @@ BROKEN = 'F = maxtext_flags({"steps": "many", "no_such_flag": 1})\nflag_file(nam
 
 def _gone(pid: int, timeout: float = 60) -> bool:
     """Whether process ``pid`` ends within ``timeout`` seconds (a bound for a hang)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
+    return wait_gone(pid, timeout)
 
 
 class Server:

@@ -107,13 +107,15 @@ def frame(message) -> bytes:
 
 def read_message(sock) -> object:
     """The next message on ``sock``; EOFError when the peer closed it first."""
-    size = int.from_bytes(_read(sock, 4), "little")
+    size = int.from_bytes(read_exactly(sock, 4), "little")
     if size > MAX_MESSAGE:
         raise EOFError("message too large")
-    return marshal.loads(_read(sock, size))
+    return marshal.loads(read_exactly(sock, size))
 
 
-def _read(sock, n: int) -> bytes:
+def read_exactly(sock, n: int) -> bytes:
+    """``n`` bytes from stream socket ``sock`` (the client's and the server's reads);
+    EOFError when the other end closes first."""
     parts = []
     while n:
         part = sock.recv(min(n, 1 << 20))

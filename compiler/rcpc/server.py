@@ -433,29 +433,18 @@ def _receive(conn) -> tuple:
         if flags & socket.MSG_CTRUNC:
             raise ValueError("too many descriptors")
         if len(data) < 4:
-            data += _exactly(conn, 4 - len(data))
+            data += client.read_exactly(conn, 4 - len(data))
         size = int.from_bytes(data[:4], "little")
         if size > client.MAX_MESSAGE:
             raise ValueError("request too large")
         payload = data[4:]
         if len(payload) < size:
-            payload += _exactly(conn, size - len(payload))
+            payload += client.read_exactly(conn, size - len(payload))
         return marshal.loads(payload[:size]), fds
     except BaseException:
         for fd in fds:
             _close(fd)
         raise
-
-
-def _exactly(conn, n: int) -> bytes:
-    parts = []
-    while n:
-        part = conn.recv(min(n, 1 << 20))
-        if not part:
-            raise EOFError("the client closed the connection")
-        parts.append(part)
-        n -= len(part)
-    return b"".join(parts)
 
 
 def _preload() -> None:

@@ -76,7 +76,7 @@ def _ask(where: dict, op: str):
         return None
 
 
-def _wait_gone(pid: int, timeout: float | None) -> bool:
+def wait_gone(pid: int, timeout: float | None) -> bool:
     """Whether process ``pid`` has ended within ``timeout`` seconds (None: no limit)."""
     try:
         fd = os.pidfd_open(pid)
@@ -99,7 +99,7 @@ def start(idle_timeout: float) -> int:
         if reply[0] == "status":
             sys.stderr.write(f"rcpc: the build server is already running (pid {reply[1]['pid']})\n")
             return 0
-        if reply[0] == "stale" and not _wait_gone(reply[2], 60):
+        if reply[0] == "stale" and not wait_gone(reply[2], 60):
             raise ServerError(f"the stale build server (pid {reply[2]}) is still finishing commands; "
                               "try again when they ended")
     import marshal
