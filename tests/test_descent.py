@@ -31,15 +31,21 @@ CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("tests/**/*.rcp"), *
                  *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"), *SHARED.glob("**/*.rcp")})
 
 
-def lark_parse(text: str, path: str = "r.rcp"):
-    """lark's result: ("ok", statements, comments, tokens, token offsets) or ("error", diagnostics)."""
+def _result(parse, text: str, path: str):
+    """``parse(source, token_at)``'s result: ("ok", statements, comments, tokens, token
+    offsets) or ("error", diagnostics)."""
     source = Source(path, text)
     token_at: list = []
     try:
-        module = parser._parse_lark(source, token_at)
+        module = parse(source, token_at)
     except CompileError as exc:
         return ("error", exc.diagnostics)
     return ("ok", module.stmts, module.comments, parser._TOKENS[0], token_at)
+
+
+def lark_parse(text: str, path: str = "r.rcp"):
+    """lark's result (:func:`_result`)."""
+    return _result(parser._parse_lark, text, path)
 
 
 def fast_parse(text: str, path: str = "r.rcp"):
@@ -58,13 +64,7 @@ def fast_parse(text: str, path: str = "r.rcp"):
 
 def wired_parse(text: str, path: str = "r.rcp"):
     """``parser.parse`` (fast first, lark on a decline), as :func:`lark_parse`'s result."""
-    source = Source(path, text)
-    token_at: list = []
-    try:
-        module = parser.parse(source, token_at)
-    except CompileError as exc:
-        return ("error", exc.diagnostics)
-    return ("ok", module.stmts, module.comments, parser._TOKENS[0], token_at)
+    return _result(parser.parse, text, path)
 
 
 def same(a, b) -> bool:

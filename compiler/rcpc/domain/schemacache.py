@@ -63,10 +63,7 @@ def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, 
         manifest = repr(plain)
     except RecursionError:
         return None
-    # the fields as a tuple's repr: unambiguous whatever they hold (an apiVersion with a NUL)
-    data = repr((_key_base(), identity, api_version, kind, bool(strict_crd), "shape" if shaped else "manifest",
-                 manifest))
-    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+    return _digest(identity, api_version, kind, bool(strict_crd), "shape" if shaped else "manifest", manifest)
 
 
 NO_FINDINGS = {"before": [], "final": []}  # a valid manifest; a render with no findings
@@ -87,7 +84,13 @@ def render_key(identity: str | None, strict_crd: bool, text: str) -> str | None:
     under it. None (not cached) when the cache is off or ``identity`` is None."""
     if identity is None or not enabled():
         return None
-    data = repr((_key_base(), identity, bool(strict_crd), "render", text))
+    return _digest(identity, bool(strict_crd), "render", text)
+
+
+def _digest(*fields) -> str:
+    """SHA-256 hex of rcpc's key base and ``fields``, written as a tuple's repr: unambiguous
+    whatever they hold (an apiVersion with a NUL)."""
+    data = repr((_key_base(), *fields))
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
