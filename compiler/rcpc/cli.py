@@ -47,8 +47,28 @@ def _invoked(argv: list[str]) -> str | None:
     return None
 
 
+_PARSERS: dict[str | None, argparse.ArgumentParser] = {}  # command -> its parser, built once a process
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; with ``command``, only that command's arguments are built."""
+    """The argument parser; with ``command``, only that command's arguments are built. Built
+    once a process (parsing arguments does not change a parser); the build server builds
+    every command's before it forks (:func:`prepare_parsers`)."""
+    p = _PARSERS.get(command)
+    if p is None:
+        p = _PARSERS[command] = _build_parser(command)
+    return p
+
+
+def prepare_parsers() -> None:
+    """Build every command's parser (and the full one), as the build server does once."""
+    full = _parser(None)
+    for action in full._subparsers._group_actions:
+        for name in action.choices:
+            _parser(name)
+
+
+def _build_parser(command: str | None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
     from rcpc import __version__
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")

@@ -37,6 +37,7 @@ children end (SIGTERM) if the server is killed outright. Linux only (``SO_PEERCR
 
 from __future__ import annotations
 
+import fcntl
 import marshal
 import os
 import select
@@ -50,6 +51,7 @@ from rcpc import client
 
 MAX_FDS = 16                   # descriptors one request may carry
 MAX_LOG = 1 << 20              # bytes of log kept (it is emptied beyond)
+MAX_NOTE = 1 << 20             # bytes of a child's report kept (a longer one is ignored)
 # What commands import lazily (inside functions), beyond rcpc's own modules, which are all
 # imported but the language server and the pytest plugin; a name that is not installed is
 # skipped.
@@ -98,11 +100,12 @@ def main(argv: list[str]) -> None:
 
 
 class _Request:
-    """A running request: its child ``pid`` and ``pidfd``, and the client connection
-    ``conn`` (None once the client went away)."""
+    """A running request: its child ``pid`` and ``pidfd``, the client connection ``conn``
+    (None once the client went away), and the read end ``note`` of the pipe on which the
+    child says what it learnt (:func:`rcpc.serverchild.report`)."""
 
-    def __init__(self, pid: int, pidfd: int, conn, what: str):
-        self.pid, self.pidfd, self.conn, self.what = pid, pidfd, conn, what
+    def __init__(self, pid: int, pidfd: int, conn, what: str, note: int):
+        self.pid, self.pidfd, self.conn, self.what, self.note = pid, pidfd, conn, what, note
 
 
 class Server:
@@ -110,8 +113,6 @@ class Server:
     imports what commands need, records what it loaded, listens. Raises ServerError."""
 
     def __init__(self, where: dict, idle_timeout: float):
-        import fcntl
-
         self.where, self.idle_timeout, self.pid = where, idle_timeout, os.getpid()
         self.lock = os.open(where["lock"], os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -122,6 +123,7 @@ class Server:
         os.write(self.lock, f"{os.getpid()}\n".encode())
         self.interpreter = client.interpreter()
         _preload()
+        _prepare()
         self.loaded = _loaded_files()
         import ctypes
 
@@ -294,23 +296,30 @@ class Server:
                 and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
             raise ValueError("malformed run request")
         go_r, go_w = os.pipe()
+        note_r, note_w = os.pipe()
+        try:  # room for a large workspace's report (Linux's default pipe holds 64 KiB)
+            fcntl.fcntl(note_w, fcntl.F_SETPIPE_SZ, MAX_NOTE)
+        except OSError:
+            pass
         held = {signal.SIGINT, signal.SIGTERM}
         signal.pthread_sigmask(signal.SIG_BLOCK, held)  # the child starts with them held
         try:
             pid = os.fork()
             if pid == 0:
                 os.close(go_w)
-                self._child(conn, fds, message, go_r)
+                os.close(note_r)
+                self._child(conn, fds, message, go_r, note_w)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         os.close(go_r)
+        os.close(note_w)
         for fd in fds:
             _close(fd)
         fds.clear()
         self.served += 1
         what = argv[0] if argv else ""
         self.log(f"request {self.served}: pid {pid}: rcpc {what}")
-        request = _Request(pid, os.pidfd_open(pid), conn, what)  # the child is not reaped yet: cannot fail
+        request = _Request(pid, os.pidfd_open(pid), conn, what, note_r)  # the child is not reaped yet: cannot fail
         self.requests[request.pidfd] = request
         self.poll.register(request.pidfd, select.POLLIN)
         self.conns[conn.fileno()] = request
@@ -368,7 +377,32 @@ class Server:
         self.poll.unregister(request.pidfd)
         os.close(request.pidfd)
         del self.requests[request.pidfd]
+        self._learn(request.note)
         self.last = time.monotonic()
+
+    def _learn(self, note: int) -> None:
+        """Keep what an ended child reported on ``note`` (:func:`rcpc.serverchild.report`:
+        the AST cache entries it used, read again under the cache's checks,
+        :func:`rcpc.core.astcache.remember`), so later children inherit them in memory;
+        a report that is missing, cut or malformed is ignored."""
+        try:
+            os.set_blocking(note, False)
+            data = b""
+            while len(data) <= MAX_NOTE:
+                chunk = os.read(note, 65536)
+                if not chunk:
+                    break
+                data += chunk
+            if 4 <= len(data) <= MAX_NOTE and int.from_bytes(data[:4], "big") == len(data) - 4:
+                from rcpc.core import astcache
+
+                report = marshal.loads(data[4:])
+                if type(report) is dict and type(report.get("ast")) is list:
+                    astcache.remember(report["ast"])
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+        finally:
+            _close(note)
 
     def _drop_own(self, conn) -> None:
         """In a child: close the server's descriptors (sockets detached first, so that no
@@ -378,10 +412,10 @@ class Server:
             sockets.append(self.listener)
         for sock in sockets:
             _close(sock.detach())
-        for fd in (self.lock, self.wake_r, self.wake_w, *self.requests):
+        for fd in (self.lock, self.wake_r, self.wake_w, *self.requests, *(r.note for r in self.requests.values())):
             _close(fd)
 
-    def _child(self, conn, fds: list[int], message, go: int) -> None:
+    def _child(self, conn, fds: list[int], message, go: int, note: int) -> None:
         """The child for one request: waits until the server has told the client its pid (a
         byte on pipe ``go``; end of file: the client or the server went away, so it ends
         unseen), then becomes the client's process and runs the command; never returns.
@@ -403,7 +437,7 @@ class Server:
             os.close(go)
             from rcpc import serverchild
 
-            code = serverchild.run(fds, message)
+            code = serverchild.run(fds, message, note)
         except BaseException:
             try:
                 import traceback
@@ -470,6 +504,28 @@ def _preload() -> None:
                 importlib.import_module(module)
             except ImportError:  # an optional dependency not installed (pygments): imported when used
                 pass
+
+
+def _prepare() -> None:
+    """What every command would find the same way, found once before any fork: each
+    command's argument parser, the fingerprints of rcpc's code and of the libraries whose
+    output the user cache keeps (:mod:`rcpc.core.usercache`; a change to any of their files
+    makes the server stale), the validators of the Kubernetes schemas rcpc ships (made
+    again for other bytes, :class:`rcpc.domain.kube_schema.SchemaIndex`)."""
+    from rcpc import cli
+    from rcpc.core import usercache
+    from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.workspace import SCHEMA_DIR
+
+    cli.prepare_parsers()
+    usercache.code_fingerprint()
+    for module in ("lark", "jsonschema"):
+        usercache.installed(module)
+    for path in sorted(SCHEMA_DIR.glob("*.json")):
+        try:
+            SchemaIndex([path]).prepare()
+        except Exception:  # made again, and reported, by the command that uses it
+            pass
 
 
 def _loaded_files() -> dict:

@@ -8,19 +8,25 @@ joined, ``atexit`` handlers run, standard streams flushed), with the same exit s
 from __future__ import annotations
 
 import io
+import marshal
 import os
 import sys
 
 
-def run(fds: list[int], message: tuple) -> int:
+def run(fds: list[int], message: tuple, note: int) -> int:
     """Become the client of ``message`` (a ``run`` request, :mod:`rcpc.client`) with its
-    descriptors ``fds`` and run its command; the exit status."""
+    descriptors ``fds`` and run its command; at the end, :func:`report` on ``note`` (the
+    write end of a pipe the server reads when this process has ended); the exit status."""
     argv0, argv, cwd, env, umask, affinity, targets = message[4:]
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:  # the server's (on its log): nothing of theirs may reach the client's descriptors
             stream.flush()
         except Exception:
             pass
+    import fcntl
+
+    moved = fcntl.fcntl(note, fcntl.F_DUPFD_CLOEXEC, max(note, *fds, *targets) + 1)  # out of _install's way
+    os.close(note)
     _install(fds, targets)
     _streams()
     os.environb.clear()
@@ -55,7 +61,29 @@ def run(fds: list[int], message: tuple) -> int:
     except BaseException:
         sys.excepthook(*sys.exc_info())
         code = 1
-    return _shutdown(code)
+    code = _shutdown(code)
+    report(moved)
+    return code
+
+
+def report(note: int) -> None:
+    """Tell the server what this process learnt that later requests can use, on ``note``
+    (closed): a 4-byte big-endian length, then a :mod:`marshal` of ``{"ast": entries}``,
+    the AST cache entries used (:func:`rcpc.core.astcache.used`). Written without blocking:
+    a report that does not fit in the pipe is cut, and the server ignores it."""
+    try:
+        from rcpc.core import astcache
+
+        data = marshal.dumps({"ast": astcache.used()})
+        os.set_blocking(note, False)
+        os.write(note, len(data).to_bytes(4, "big") + data)
+    except Exception:
+        pass
+    finally:
+        try:
+            os.close(note)
+        except OSError:
+            pass
 
 
 def _exit_status(value) -> int:

@@ -23,6 +23,14 @@ did not change (:func:`rcpc.core.syntax.incremental.parse`): after one edit, onl
 statement is parsed. Entries live in ``$XDG_CACHE_HOME/rcpc/ast``
 (``~/.cache/rcpc/ast``); ``RCPC_NO_CACHE=1`` turns the cache off, the last parses kept in
 memory too; failures to write are ignored.
+
+A process also keeps, in memory, entries it was handed by :func:`remember` (the build
+server, :mod:`rcpc.server`, hands it the entries each request's child used, read again from
+the cache under the same checks, so the next child inherits them in memory: an unchanged
+library is not read or unpickled again, and an edited file's last parse is at hand). They
+are found by the same key, so an entry of another text is never served; at most
+:data:`MEMORY_CHARS` characters of source are kept, oldest dropped first. :func:`used` says
+which entries this process looked up or stored.
 """
 
 from __future__ import annotations
@@ -43,6 +51,9 @@ _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 _ALLOWED = {"rcpc.core.source": {"Span"}, "rcpc.core.syntax.incremental": {"Chunk"}}  # and the AST's (_allowed)
 _KEY_BASE: list[str] = []  # computed once a process
 _EARLIER: dict[str, tuple] = {}  # display path -> the chunks of its last parse in this process
+_MEMORY: dict[str, tuple] = {}  # key -> (chunks, characters of source): entries handed to remember()
+_USED: dict[str, tuple] = {}  # display path -> (directory, key, characters) of its entry looked up or stored
+MEMORY_CHARS = 1 << 22  # characters of source whose parses remember() keeps (4 Mi)
 
 
 def _key_base() -> str:
@@ -126,9 +137,10 @@ def _module(source: Source, chunks: tuple):
                       tuple(m for c in chunks for m in c.comments), source)
 
 
-def _limit(source: Source) -> int:
-    # an AST pickles to a few times its text; far larger is not an entry we wrote
-    return 64 * len(source.text) + 65536
+def _limit(chars: int) -> int:
+    """The largest entry of a text of ``chars`` characters: an AST pickles to a few times
+    its text; far larger is not an entry we wrote."""
+    return 64 * chars + 65536
 
 
 def lookup(source: Source):
@@ -137,7 +149,10 @@ def lookup(source: Source):
     directory = _directory()
     if directory is None:
         return None
-    chunks = _read(directory, key(source), source.path, _limit(source))
+    k = key(source)
+    _USED[source.path] = (directory, k, len(source.text))
+    kept = _MEMORY.get(k)
+    chunks = kept[0] if kept is not None else _read(directory, k, source.path, _limit(len(source.text)))
     if chunks is None:
         return None
     _EARLIER[source.path] = chunks
@@ -159,7 +174,7 @@ def _earlier(source: Source) -> tuple:
         return ()
     if len(k) != 64 or k.strip("0123456789abcdef"):
         return ()
-    return _read(directory, k, source.path, 4 * _limit(source)) or ()
+    return _read(directory, k, source.path, 4 * _limit(len(source.text))) or ()
 
 
 def store(module, chunks: tuple) -> None:
@@ -178,7 +193,40 @@ def store(module, chunks: tuple) -> None:
         write_atomic(os.path.join(directory, k[:2], k), header + payload)
         write_atomic(os.path.join(directory, "last", _last_name(module.path)), k.encode())
     except (OSError, RecursionError, pickle.PicklingError):
-        pass
+        return
+    _USED[module.path] = (directory, k, len(module.source.text))
+
+
+def used() -> list[tuple[str, str, str, int]]:
+    """``(directory, path, key, characters of source)`` of every entry this process looked
+    up or stored (the last one a path), oldest first: what :func:`remember` takes."""
+    return [(directory, path, k, chars) for path, (directory, k, chars) in _USED.items()]
+
+
+def remember(entries) -> None:
+    """Read the entries ``entries`` (as :func:`used` gives them; anything else is ignored)
+    from the cache, under the checks of a lookup, and keep them in memory: later lookups of
+    their keys in this process, and in processes forked from it, are served from memory,
+    and each becomes its path's last parse. At most :data:`MEMORY_CHARS` characters of
+    source are kept, the oldest dropped first."""
+    for entry in entries:
+        if not (type(entry) in (tuple, list) and len(entry) == 4 and all(type(x) is str for x in entry[:3])
+                and type(entry[3]) is int and 0 <= entry[3] <= MEMORY_CHARS):
+            continue
+        directory, path, k, chars = entry
+        kept = _MEMORY.pop(k, None)
+        chunks = kept[0] if kept is not None else _read(directory, k, path, _limit(chars))
+        if chunks is None:
+            continue
+        _MEMORY[k] = (chunks, chars)
+        _EARLIER[path] = chunks
+    total = sum(size for _, size in _MEMORY.values())
+    while total > MEMORY_CHARS and _MEMORY:
+        k = next(iter(_MEMORY))
+        chunks, size = _MEMORY.pop(k)
+        total -= size
+        for path in [p for p, c in _EARLIER.items() if c is chunks]:
+            del _EARLIER[path]
 
 
 def parse(source: Source):

@@ -44,14 +44,27 @@ def discard(path: str) -> None:
         pass
 
 
+_KNOWN: dict[tuple, str] = {}  # (function, argument) -> its result, found once a process
+
+
 def code_fingerprint(package: str | None = None) -> str:
     """SHA-256 hex of rcpc's own code: the path, size and mtime of every ``.py`` and
     ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
     version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
-    rcpc's cache entries."""
+    rcpc's cache entries. rcpc's own is found once a process: the code a process runs is
+    the code it loaded (the build server, :mod:`rcpc.server`, finds it before it forks and
+    steps aside when a file of the package changes)."""
+    if package is not None:
+        return _fingerprint(package)
+    found = _KNOWN.get(("code", ""))
+    if found is None:
+        found = _KNOWN[("code", "")] = _fingerprint(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return found
+
+
+def _fingerprint(package: str) -> str:
     import hashlib
 
-    package = package or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = []
     for d, dirs, files in os.walk(package):
         dirs.sort()
@@ -67,7 +80,14 @@ def installed(module: str) -> str:
     """Where the top-level ``module`` is installed and the size and mtime of its
     ``__init__.py`` (``"no <module>"`` when it is not): what cache keys record of a library
     whose output they keep (lark's parse, jsonschema's messages). The module is not
-    imported."""
+    imported. Found once a process, as :func:`code_fingerprint`."""
+    found = _KNOWN.get(("installed", module))
+    if found is None:
+        found = _KNOWN[("installed", module)] = _installed(module)
+    return found
+
+
+def _installed(module: str) -> str:
     from importlib.util import find_spec
 
     spec = find_spec(module)

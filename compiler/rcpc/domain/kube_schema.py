@@ -101,13 +101,12 @@ class SchemaIndex:
         self.display = display  # how to show a schema file's path
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
         self._schemas: dict = {}
-        self._validators: dict = {}
-        self._structural: dict = {}
         self._files: list = []  # (display path, bytes) of each file read
         for p in paths:
             self._load(p)
         #: what the validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
         self.identity = schemacache.schema_identity(self._files)
+        self._content = schemacache.schema_identity([("", raw) for _, raw in self._files])  # bytes only
 
     def _load(self, path: Path) -> None:
         shown = self.display(path)
@@ -141,22 +140,35 @@ class SchemaIndex:
 
     def structural(self, api_version: str, kind: str) -> dict:
         """The JSON schema validation applies to ``apiVersion``/``kind`` (its
-        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once; KeyError
-        when there is none."""
-        key = (api_version, kind)
-        if key not in self._structural:
-            self._structural[key] = _structural(self._schemas[key])
-        return self._structural[key]
+        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a process
+        for the same schema bytes; KeyError when there is none."""
+        key = (self._content, api_version, kind)
+        made = _MADE.get(key)
+        if made is None:
+            made = _MADE[key] = _structural(self._schemas[key[1:]])
+        return made
 
     def validator(self, api_version: str, kind: str):
-        """The jsonschema validator (draft 7, no format checker) of ``apiVersion``/``kind``;
-        KeyError when there is no schema."""
-        key = (api_version, kind)
-        if key not in self._validators:
+        """The jsonschema validator (draft 7, no format checker) of ``apiVersion``/``kind``,
+        made once a process for the same schema bytes; KeyError when there is no schema."""
+        key = (self._content, api_version, kind, "validator")
+        made = _MADE.get(key)
+        if made is None:
             import jsonschema
 
-            self._validators[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
-        return self._validators[key]
+            made = _MADE[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
+        return made
+
+    def prepare(self) -> None:
+        """Make every schema's structural schema and validator now (the build server does,
+        before it forks, for the built-in schemas)."""
+        for api_version, kind in self._schemas:
+            self.validator(api_version, kind)
+
+
+# (bytes of the schema files, apiVersion, kind[, "validator"]) -> what SchemaIndex made of them:
+# made once a process (they depend on the files' bytes only), and before it forks in the build server
+_MADE: dict[tuple, object] = {}
 
 
 def _yaml_documents(text: str, shown: str) -> list:
