@@ -107,3 +107,89 @@ def test_a_well_formed_entry_of_the_wrong_content_is_a_miss(cache, payload):
     head = path.read_bytes()[:len(astcache.MAGIC) + 64]
     path.write_bytes(head + hashlib.sha256(raw).hexdigest().encode() + raw)
     assert astcache.lookup(source) is None
+
+
+# Entries kept in memory (what the build server hands each child: astcache.remember) ----------
+@pytest.fixture
+def memory(cache, monkeypatch):
+    """The cache, with this test's own memory, record of use and last parses."""
+    for name in ("_MEMORY", "_USED", "_EARLIER"):
+        monkeypatch.setattr(astcache, name, {})
+    return cache
+
+
+def test_remembered_entries_are_served_from_memory(memory):
+    source = Source("recipes/r.rcp", TEXT)
+    astcache.parse(source)
+    used = astcache.used()
+    assert used == [(str(memory), "recipes/r.rcp", astcache.key(source), len(TEXT))]
+    astcache.remember(used)
+    entry(memory, source).unlink()  # no longer on disk: served from memory
+    hit = astcache.lookup(source)
+    assert hit is not None and hit.source is source and same(hit, parse(source))
+    assert astcache.lookup(Source("recipes/r.rcp", TEXT + "Z = 1\n")) is None  # another text: not this entry
+
+
+def test_an_entry_is_remembered_only_under_the_lookup_checks(memory):
+    source = Source("recipes/r.rcp", TEXT)
+    astcache.parse(source)
+    path = entry(memory, source)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    astcache.remember(astcache.used())
+    assert astcache._MEMORY == {} and astcache.lookup(source) is None
+
+
+JUNK = st.recursive(st.none() | st.integers() | st.text(max_size=8) | st.binary(max_size=8),
+                    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner, inner, inner), max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(JUNK | st.tuples(st.text(max_size=20), st.text(max_size=20), st.text(max_size=70),
+                                        st.integers(-5, 1 << 30)), max_size=6))
+def test_remember_ignores_whatever_is_not_an_entry_it_can_read(memory, entries):
+    astcache.remember(entries)
+    assert astcache._MEMORY == {} and astcache._EARLIER == {}
+
+
+def test_memory_keeps_the_newest_parses_within_its_bound(memory, monkeypatch):
+    monkeypatch.setattr(astcache, "MEMORY_CHARS", 2 * len(TEXT) + 20)
+    sources = [Source(f"recipes/r{i}.rcp", TEXT + f"Z = {i}\n") for i in range(5)]
+    for s in sources:
+        astcache.parse(s)
+        astcache.remember(astcache.used()[-1:])
+    assert [k for k in astcache._MEMORY] == [astcache.key(s) for s in sources[-2:]]
+    assert sorted(astcache._EARLIER) == ["recipes/r3.rcp", "recipes/r4.rcp"]
+
+
+EDITS = [TEXT, TEXT.replace("10", "11"), TEXT + "W = 2\n", "W = 2\n" + TEXT, TEXT.replace("# c", "# d"), "X = [\n"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(EDITS), st.booleans(), st.booleans()), min_size=1, max_size=8))
+def test_an_edit_loop_with_remembered_entries_parses_as_the_parser(memory, steps):
+    """Model of the build server: each step a child parses the file's text (from memory,
+    the disk or incrementally), the server may remember what it used, and the disk cache
+    may be emptied in between: every parse equals the parser's, errors included."""
+    import shutil
+
+    from rcpc.core.diagnostics import CompileError
+
+    for name in ("_MEMORY", "_USED", "_EARLIER"):
+        getattr(astcache, name).clear()
+    shutil.rmtree(memory, ignore_errors=True)
+    for text, keep, wipe in steps:
+        source = Source("recipes/r.rcp", text)
+        try:
+            expected = parse(source)
+        except CompileError as exc:
+            with pytest.raises(CompileError) as got:
+                astcache.parse(source)
+            assert [str(d) for d in got.value.diagnostics] == [str(d) for d in exc.diagnostics]
+        else:
+            assert same(astcache.parse(source), expected)
+        if keep:
+            astcache.remember(astcache.used())
+        if wipe:
+            shutil.rmtree(memory, ignore_errors=True)

@@ -89,6 +89,23 @@ def test_the_code_fingerprint_changes_with_any_source_file(tmp_path):
         seen.add(now)
 
 
+def test_rcpcs_own_fingerprint_is_found_once_a_process(monkeypatch):
+    """The code a process runs is the code it loaded: its own fingerprint (and where lark
+    and jsonschema are) are found once; another package's at each call."""
+    from rcpc.core import usercache
+
+    calls = []
+    real = usercache._fingerprint
+    monkeypatch.setattr(usercache, "_KNOWN", {})
+    monkeypatch.setattr(usercache, "_fingerprint", lambda package: calls.append(package) or real(package))
+    first = usercache.code_fingerprint()
+    assert usercache.code_fingerprint() == first == real(str(Path(usercache.__file__).parents[1]))
+    usercache.code_fingerprint(str(Path(usercache.__file__).parent))
+    usercache.code_fingerprint(str(Path(usercache.__file__).parent))
+    assert len(calls) == 3
+    assert usercache.installed("lark") == usercache.installed("lark") == usercache._installed("lark")
+
+
 def test_a_changed_or_missing_output_is_rewritten_from_the_cache(wsc):
     root, calls = wsc
     build()

@@ -44,3 +44,14 @@ def test_every_command_is_covered():
                          ids=lambda a: " ".join(a) or "none")
 def test_the_invoked_commands_parser_parses_as_the_full_one(argv):
     assert run(cli._parser(cli._invoked(argv)), argv) == run(cli._parser(), argv)
+
+
+def test_a_parser_used_before_parses_as_a_new_one():
+    """Parsers are built once a process (and before the build server forks): parsing
+    arguments leaves nothing behind in them."""
+    for argv in ARGVS + BAD:
+        run(cli._parser(cli._invoked(argv)), argv)
+        run(cli._parser(), argv)
+    for argv in ARGVS + BAD + [[c, "--help"] for c in COMMANDS]:
+        fresh = cli._build_parser(cli._invoked(argv))
+        assert run(cli._parser(cli._invoked(argv)), argv) == run(fresh, argv)

@@ -407,3 +407,26 @@ def test_explain_json_and_default_variant(capsys, monkeypatch):
     assert [s["value"] for s in doc["chain"]] == ["cp-as-ep"] and doc["schema"] == "builtin:maxtext"
     assert main(["explain", "rl/qwen35_397b_256_v7x", "TRAINER_FLAG", "x"]) == 1
     assert "did you mean 'TRAINER_FLAGS'?" in capsys.readouterr().err
+
+
+def test_a_json_schema_is_made_once_for_the_same_bytes_and_name(tmp_path):
+    """load_schema reads the file each time (the build cache hashes what is read) but makes
+    the schema once a process for the same bytes and name; other bytes or another name: its
+    own."""
+    import json
+
+    first = load_schema(BUILTIN_PATH, None, "builtin:maxtext")
+    assert load_schema(BUILTIN_PATH, None, "builtin:maxtext") is first
+    copy = tmp_path / "s.json"
+    copy.write_bytes(BUILTIN_PATH.read_bytes())
+    assert load_schema(copy, None, "builtin:maxtext") is first       # same bytes, same name
+    other = load_schema(copy, None, "s.json")
+    assert other is not first and other.path == "s.json" and other.fields == first.fields
+    doc = json.loads(BUILTIN_PATH.read_text())
+    doc["fields"].pop("steps")
+    copy.write_text(json.dumps(doc))
+    changed = load_schema(copy, None, "builtin:maxtext")
+    assert "steps" in first and "steps" not in changed
+    read = []
+    load_schema(BUILTIN_PATH, None, "builtin:maxtext", lambda p, limit: read.append(p) or p.read_bytes())
+    assert read == [BUILTIN_PATH]

@@ -327,3 +327,22 @@ def test_a_render_found_invalid_is_reported_in_every_run(kube_ws, monkeypatch):
         with pytest.raises(CompileError) as exc:
             kube_ws.build(bad)
         assert {d.code for d in exc.value.diagnostics} and all(d.code.startswith("E") for d in exc.value.diagnostics)
+
+
+def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path):
+    """Structural schemas and validators are made once a process for the same schema bytes
+    (the build server makes the shipped ones before it forks), wherever the file is and
+    however it is shown; other bytes get their own."""
+    a, b, c = tmp_path / "a.json", tmp_path / "sub-b.json", tmp_path / "c.json"
+    a.write_text(json.dumps(SCHEMA))
+    b.write_text(json.dumps(SCHEMA))
+    stricter = json.loads(json.dumps(SCHEMA))
+    stricter["required"] = ["immutable"]
+    c.write_text(json.dumps(stricter))
+    ia, ib, ic = SchemaIndex([a]), SchemaIndex([b], lambda p: "shown/" + p.name), SchemaIndex([c])
+    assert ia.structural("v1", "ConfigMap") is ib.structural("v1", "ConfigMap")
+    assert ia.validator("v1", "ConfigMap") is ib.validator("v1", "ConfigMap")
+    assert ic.structural("v1", "ConfigMap") is not ia.structural("v1", "ConfigMap")
+    data = manifest(tmp_path, GOOD)
+    assert uncached(data, ia) == uncached(data, ib) == []
+    assert [m for _, m, _, _ in uncached(data, ic)] == ["ConfigMap (the manifest): missing required field 'immutable'"]

@@ -404,3 +404,32 @@ def test_the_server_exits_when_idle(tmp_path):
         assert s.status() == (None, 0)
     finally:
         s.stop()
+
+
+def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
+    """Each child reports the AST cache entries it used and the server keeps them in memory
+    for the next (its log says so): a run of edits (a flag, a syntax error, its fix, a
+    library, back to an earlier text) builds, through the server, what it builds in-process."""
+    recipe, library = Path("recipes/rl/qwen35_397b_256_v7x.rcp"), next((REPO / "recipes").rglob("lib/*.rcp"))
+    library = library.relative_to(REPO)
+    base = (REPO / recipe).read_text()
+    flag = re.search(r'"ragged_buffer_factor": [0-9.]+,', base)[0]
+    edits = [(recipe, base.replace(flag, '"ragged_buffer_factor": 3.5,')),
+             (recipe, base.replace(flag, '"ragged_buffer_factor": [,')),
+             (recipe, base.replace(flag, '"ragged_buffer_factor": 4.5,')),
+             (library, (REPO / library).read_text() + "\n_UNUSED_BY_ANYONE = 1\n"),
+             (recipe, base.replace(flag, '"ragged_buffer_factor": 3.5,'))]
+    runs = []
+    for served in (False, True):
+        ws = workspace(server.root / "ws")
+        shutil.rmtree(server.cache, ignore_errors=True)
+        seen = []
+        for path, text in edits:
+            (ws / path).write_text(text)
+            r = server.rcpc("build", RL, "-j", "1", cwd=ws, served=served)
+            assert not TRACEBACK.search(r.stderr.decode()), r.stderr.decode()
+            seen.append(outcome(r, ws))
+        runs.append(seen)
+    assert runs[0] == runs[1]
+    assert [c[0] for c in runs[0]] == [0, 1, 0, 0, 0]
+    assert "AST cache entries in memory" in Path(server.log()).read_text()

@@ -377,32 +377,10 @@ class Server:
         self.poll.unregister(request.pidfd)
         os.close(request.pidfd)
         del self.requests[request.pidfd]
-        self._learn(request.note)
+        learnt = learn(request.note)
+        if learnt:
+            self.log(f"kept {learnt} AST cache entries in memory")
         self.last = time.monotonic()
-
-    def _learn(self, note: int) -> None:
-        """Keep what an ended child reported on ``note`` (:func:`rcpc.serverchild.report`:
-        the AST cache entries it used, read again under the cache's checks,
-        :func:`rcpc.core.astcache.remember`), so later children inherit them in memory;
-        a report that is missing, cut or malformed is ignored."""
-        try:
-            os.set_blocking(note, False)
-            data = b""
-            while len(data) <= MAX_NOTE:
-                chunk = os.read(note, 65536)
-                if not chunk:
-                    break
-                data += chunk
-            if 4 <= len(data) <= MAX_NOTE and int.from_bytes(data[:4], "big") == len(data) - 4:
-                from rcpc.core import astcache
-
-                report = marshal.loads(data[4:])
-                if type(report) is dict and type(report.get("ast")) is list:
-                    astcache.remember(report["ast"])
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
-        finally:
-            _close(note)
 
     def _drop_own(self, conn) -> None:
         """In a child: close the server's descriptors (sockets detached first, so that no
@@ -447,6 +425,34 @@ class Server:
                 pass
         finally:
             os._exit(code)
+
+def learn(note: int) -> int:
+    """Keep what an ended child reported on ``note`` (closed here;
+    :func:`rcpc.serverchild.report`): the AST cache entries it used, read again under the
+    cache's checks (:func:`rcpc.core.astcache.remember`), so later children inherit them in
+    memory. A report that is missing, cut or malformed is ignored. The number of entries
+    reported."""
+    try:
+        os.set_blocking(note, False)
+        data = b""
+        while len(data) <= MAX_NOTE:
+            chunk = os.read(note, 65536)
+            if not chunk:
+                break
+            data += chunk
+        if 4 <= len(data) <= MAX_NOTE and int.from_bytes(data[:4], "big") == len(data) - 4:
+            from rcpc.core import astcache
+
+            report = marshal.loads(data[4:])
+            if type(report) is dict and type(report.get("ast")) is list:
+                astcache.remember(report["ast"])
+                return len(report["ast"])
+    except Exception:  # whatever a report holds, the server goes on
+        pass
+    finally:
+        _close(note)
+    return 0
+
 
 def _close(fd: int) -> None:
     try:
@@ -510,22 +516,25 @@ def _prepare() -> None:
     """What every command would find the same way, found once before any fork: each
     command's argument parser, the fingerprints of rcpc's code and of the libraries whose
     output the user cache keeps (:mod:`rcpc.core.usercache`; a change to any of their files
-    makes the server stale), the validators of the Kubernetes schemas rcpc ships (made
-    again for other bytes, :class:`rcpc.domain.kube_schema.SchemaIndex`)."""
+    makes the server stale), the schemas rcpc ships: JobSet's validators
+    (:class:`rcpc.domain.kube_schema.SchemaIndex`) and MaxText's
+    (:func:`rcpc.domain.schema.load_schema`), each kept for its bytes."""
     from rcpc import cli
     from rcpc.core import usercache
     from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.schema import BUILTIN_PATH, load_schema
+    from rcpc.domain.schemagen import BUILTIN
     from rcpc.domain.workspace import SCHEMA_DIR
 
     cli.prepare_parsers()
     usercache.code_fingerprint()
     for module in ("lark", "jsonschema"):
         usercache.installed(module)
-    for path in sorted(SCHEMA_DIR.glob("*.json")):
-        try:
-            SchemaIndex([path]).prepare()
-        except Exception:  # made again, and reported, by the command that uses it
-            pass
+    try:
+        SchemaIndex([SCHEMA_DIR / "jobset.json"]).prepare()
+        load_schema(BUILTIN_PATH, None, BUILTIN)
+    except Exception:  # made again, and reported, by the command that uses it
+        pass
 
 
 def _loaded_files() -> dict:

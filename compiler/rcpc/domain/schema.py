@@ -20,6 +20,7 @@ Errors: ``E0320`` when the schema cannot be read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -84,16 +85,30 @@ def schema_sources(path: Path) -> list[Path]:
     return out
 
 
+# (how it is shown, SHA-256 of its bytes) -> the MaxTextSchema of a .json schema: read each
+# time (the build cache hashes what is read), made once a process (and before the build
+# server forks, for the shipped one); a few kept
+_MADE: dict[tuple, MaxTextSchema] = {}
+
+
 def load_schema(path: Path, span: Span | None, display: str | None = None, read=None) -> MaxTextSchema:
     """Read a schema: a ``.json`` document, or a ``base.yml`` (derived on the fly with the
     ``types.py`` and ``models/`` beside it). ``span`` is where it was named (for errors);
     ``display`` is how to show its path (default: as given); ``read`` as for
-    :func:`read_yaml`."""
+    :func:`read_yaml`. A ``.json`` schema of the same bytes and name is made once a
+    process (schemas are not changed once made)."""
     shown = display or str(path)
     if path.suffix == ".json":
         try:
-            doc = json.loads((read or read_limited)(path, MAX_SCHEMA_BYTES).decode("utf-8"))
-            return MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}))
+            raw = (read or read_limited)(path, MAX_SCHEMA_BYTES)
+            key = (shown, hashlib.sha256(raw).digest())
+            made = _MADE.get(key)
+            if made is None:
+                doc = json.loads(raw.decode("utf-8"))
+                made = MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}))
+                if len(_MADE) < 8:
+                    _MADE[key] = made
+            return made
         except (OSError, UnicodeDecodeError) as exc:
             raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
                         span) from None
