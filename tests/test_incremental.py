@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.core import astcache
@@ -187,3 +187,30 @@ def test_another_paths_last_parse_is_not_used(cache, monkeypatch):
     ptr.rename(cache / "last" / astcache._last_name(b.path))   # b's record names a's entry
     assert astcache._earlier(b) == ()
     assert outcome(b)[1] == (lambda m: (m.stmts, m.comments))(astcache.parse(b))
+
+
+def _string_end_reference(text: str, i: int) -> int:
+    """The end of the string opening at ``i``, read a character at a time (the definition
+    incremental._string_end implements with regular expressions)."""
+    quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else text[i]
+    j, n = i + len(quote), len(text)
+    while j < n:
+        if text[j] == "\\":
+            j += 2
+        elif text.startswith(quote, j):
+            return j + len(quote)
+        elif text[j] == "\n" and len(quote) == 1:
+            return j
+        else:
+            j += 1
+    return n
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="\"'\\\nab#({", max_size=30), st.sampled_from(['"', "'", '"""', "'''"]))
+@example('\\', '"')               # a backslash at the end of the text
+@example('a\\\nb"', '"')          # a backslash before a line end continues a one-line string
+@example('""""', '"""')           # four quotes close a long string after its first three
+def test_a_strings_end_is_found_as_a_character_scan_finds_it(rest, quote):
+    text = "x = " + quote + rest
+    assert incremental._string_end(text, 4) == _string_end_reference(text, 4)

@@ -25,8 +25,9 @@ What is mirrored (attrs 26, https://www.attrs.org/en/stable/api.html):
   ``init=False`` field not set); ``__eq__``/``__ne__`` comparing the ``eq`` fields of two
   instances of the same class (``self.a == other.a and ...``, else ``NotImplemented``);
   ``eq=True`` and mutable: unhashable (``__hash__`` None), ``eq=False``: identity equality
-  and hash; ``__match_args__``; ``__getstate__``/``__setstate__`` in attrs' format (a dict of
-  field name to value) so instances pickle and copy, frozen ones included. A method the class
+  and hash; ``__match_args__``; ``__getstate__``/``__setstate__`` (the fields' values as a
+  tuple in field order, a format attrs also reads) so instances pickle and copy, frozen ones
+  included. A method the class
   body defines itself (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``) is kept (attrs'
   ``auto_detect``).
 * :func:`frozen` (``attrs.frozen``): :func:`define` with ``frozen=True``: assigning or deleting
@@ -40,6 +41,7 @@ Not mirrored (nothing on the build path uses them): validators, converters, ``kw
 ``on_setattr`` hooks, ``cache_hash``.
 """
 
+import operator
 from _thread import _local
 
 __all__ = ["NOTHING", "Factory", "Field", "FrozenInstanceError", "NotARecordClassError", "define", "evolve",
@@ -309,22 +311,32 @@ def _repr(self) -> str:
         already.remove(id(self))
 
 
-def _getstate(self) -> dict:
-    """The fields' values by name (attrs' format), for pickle and copy."""
-    return {f.name: getattr(self, f.name) for f in self.__class__.__record_fields__}
-
-
-def _setstate(self, state) -> None:
-    """The inverse of :func:`_getstate` (also takes the tuples attrs wrote before 22.2)."""
-    put = _OBJ_SETATTR.__get__(self)
-    names = [f.name for f in self.__class__.__record_fields__]
-    if isinstance(state, tuple):
-        for name, value in zip(names, state):
-            put(name, value)
+def _state_methods(every: tuple) -> dict:
+    """``__getstate__`` and ``__setstate__`` of a class with fields ``every``: the state is
+    the tuple of the fields' values in field order (the format attrs wrote before 22.2;
+    smaller and faster to pickle than attrs' dict of names, which ``__setstate__`` also
+    takes)."""
+    names = tuple(f.name for f in every)
+    if len(names) > 1:
+        values = operator.attrgetter(*names)  # a tuple, in C
     else:
-        for name in names:
-            if name in state:
-                put(name, state[name])
+        def values(self) -> tuple:
+            return tuple(getattr(self, name) for name in names)
+
+    def getstate(self) -> tuple:
+        return values(self)
+
+    def setstate(self, state) -> None:
+        put = _OBJ_SETATTR.__get__(self)
+        if isinstance(state, tuple):
+            for name, value in zip(names, state):
+                put(name, value)
+        else:
+            for name in names:
+                if name in state:
+                    put(name, state[name])
+
+    return {"__getstate__": getstate, "__setstate__": setstate}
 
 
 def _frozen_setattr(self, name, value):
@@ -373,8 +385,7 @@ def _build(cls, is_frozen: bool, eq: bool, show: bool):
     if "__match_args__" not in body:
         ns["__match_args__"] = tuple(f.name for f in every if f.init)
     if "__getstate__" not in body:
-        ns["__getstate__"] = _getstate
-        ns["__setstate__"] = _setstate
+        ns.update(_state_methods(every))
     new = type(cls)(cls.__name__, cls.__bases__, ns)
     # Methods that refer to the class (zero-argument super(), __class__) see the new one.
     for item in ns.values():

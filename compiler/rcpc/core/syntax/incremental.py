@@ -91,23 +91,23 @@ def _continues_if(text: str, i: int) -> bool:
     return False
 
 
+# A string's body after its opening quote, up to its closing quote (a backslash escapes the
+# next character, a line end included); a one-line string also stops at a line end.
+_BODY = {q: re.compile(r"(?:[^%s\\\n]|\\[\s\S])*+" % q) for q in "\"'"}
+_LONG_BODY = {q * 3: re.compile(r"(?:[^%s\\]|\\[\s\S]|%s(?!%s%s))*+" % (q, q, q, q)) for q in "\"'"}
+
+
 def _string_end(text: str, i: int) -> int:
     """The offset after the string opening at ``i`` (an unclosed one-line string ends at its
     line's end, an unclosed long string at the end of the text: the parser reports those)."""
     quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else text[i]
-    j = i + len(quote)
-    n = len(text)
-    while j < n:
-        c = text[j]
-        if c == "\\":
-            j += 2
-        elif text.startswith(quote, j):
-            return j + len(quote)
-        elif c == "\n" and len(quote) == 1:
-            return j
-        else:
-            j += 1
-    return n
+    body = (_LONG_BODY if len(quote) == 3 else _BODY)[quote]
+    j = body.match(text, i + len(quote)).end()
+    if text.startswith(quote, j):
+        return j + len(quote)
+    if len(quote) == 1 and text.startswith("\n", j):
+        return j
+    return len(text)
 
 
 def parse(source: Source, earlier: tuple = ()) -> tuple[ast.Module, tuple]:
