@@ -2,8 +2,10 @@
 needs (the CLI, the compiler, the domain, their libraries) and serves each request with a
 fresh ``os.fork()`` of itself, so a command costs a small client (:mod:`rcpc.client`) plus
 its own work, not Python's imports (the shape of Bazel's server or mypy's ``dmypy``, without
-their state: the server holds no workspace state, a request's child inherits imported
-modules only, and nothing a command does survives it).
+their state: no result of a command survives it; a request's child inherits imported
+modules, what every command finds the same way (:func:`_prepare`), and parses found by
+their exact text: each child reports the AST cache entries it used, which the server reads
+again under the cache's checks and keeps, :func:`learn`).
 
 ``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
 (a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
