@@ -433,3 +433,9 @@ def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
     assert runs[0] == runs[1]
     assert [c[0] for c in runs[0]] == [0, 1, 0, 0, 0]
     assert "AST cache entries in memory" in Path(server.log()).read_text()
+    server.served()  # the server answers once it has stored what the last child handed over
+    from rcpc.core import astcache
+    from rcpc.core.source import Source
+
+    k = astcache.key(Source(recipe.as_posix(), edits[-1][1]))
+    assert (server.cache / "rcpc" / "ast" / k[:2] / k).is_file()

@@ -430,10 +430,11 @@ class Server:
 
 def learn(note: int) -> int:
     """Keep what an ended child reported on ``note`` (closed here;
-    :func:`rcpc.serverchild.report`): the AST cache entries it used, read again under the
-    cache's checks (:func:`rcpc.core.astcache.remember`), so later children inherit them in
-    memory. A report that is missing, cut or malformed is ignored. The number of entries
-    reported."""
+    :func:`rcpc.serverchild.report`): the texts whose parses it handed over, parsed and
+    stored here (:func:`rcpc.core.astcache.keep_parsed`), and the AST cache entries it used,
+    read again under the cache's checks (:func:`rcpc.core.astcache.remember`), so later
+    children inherit them in memory. A report that is missing, cut or malformed is ignored
+    (the child then stored its parses itself). The number of entries reported."""
     try:
         os.set_blocking(note, False)
         data = b""
@@ -446,7 +447,8 @@ def learn(note: int) -> int:
             from rcpc.core import astcache
 
             report = marshal.loads(data[4:])
-            if type(report) is dict and type(report.get("ast")) is list:
+            if type(report) is dict and type(report.get("parsed")) is list and type(report.get("ast")) is list:
+                astcache.keep_parsed(report["parsed"])
                 astcache.remember(report["ast"])
                 return len(report["ast"])
     except Exception:  # whatever a report holds, the server goes on

@@ -27,6 +27,9 @@ def run(fds: list[int], message: tuple, note: int) -> int:
 
     moved = fcntl.fcntl(note, fcntl.F_DUPFD_CLOEXEC, max(note, *fds, *targets) + 1)  # out of _install's way
     os.close(note)
+    from rcpc.core import astcache
+
+    astcache.hand_over()  # the server stores this command's new parses, after it (report)
     _install(fds, targets)
     _streams()
     os.environb.clear()
@@ -68,15 +71,20 @@ def run(fds: list[int], message: tuple, note: int) -> int:
 
 def report(note: int) -> None:
     """Tell the server what this process learnt that later requests can use, on ``note``
-    (closed): a 4-byte big-endian length, then a :mod:`marshal` of ``{"ast": entries}``,
-    the AST cache entries used (:func:`rcpc.core.astcache.used`). Written without blocking:
-    a report that does not fit in the pipe is cut, and the server ignores it."""
-    try:
-        from rcpc.core import astcache
+    (closed): a 4-byte big-endian length, then a :mod:`marshal` of ``{"parsed": texts,
+    "ast": entries}``: the texts whose parses it handed over instead of storing them
+    (:func:`rcpc.core.astcache.handed`; the server parses and stores them) and the AST cache
+    entries it used (:func:`rcpc.core.astcache.used`). Written without blocking: a report
+    that does not fit in the pipe is cut, the server ignores it, and the parses handed over
+    are stored here after all."""
+    from rcpc.core import astcache
 
-        data = marshal.dumps({"ast": astcache.used()})
+    sent = False
+    try:
+        data = marshal.dumps({"parsed": astcache.handed(), "ast": astcache.used()})
+        data = len(data).to_bytes(4, "big") + data
         os.set_blocking(note, False)
-        os.write(note, len(data).to_bytes(4, "big") + data)
+        sent = os.write(note, data) == len(data)
     except Exception:
         pass
     finally:
@@ -84,6 +92,8 @@ def report(note: int) -> None:
             os.close(note)
         except OSError:
             pass
+        if not sent:
+            astcache.store_handed()
 
 
 def _exit_status(value) -> int:

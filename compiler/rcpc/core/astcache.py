@@ -137,6 +137,14 @@ def _module(source: Source, chunks: tuple):
                       tuple(m for c in chunks for m in c.comments), source)
 
 
+def _is_cache(directory) -> bool:
+    """Whether ``directory`` names an AST cache directory as :func:`_directory` makes one:
+    an absolute path ending in ``rcpc/ast`` (what :func:`remember` and :func:`keep_parsed`
+    are handed is read and written only there)."""
+    return (type(directory) is str and os.path.isabs(directory)
+            and directory.endswith(os.sep + os.path.join("rcpc", "ast")))
+
+
 def _limit(chars: int) -> int:
     """The largest entry of a text of ``chars`` characters: an AST pickles to a few times
     its text; far larger is not an entry we wrote."""
@@ -180,21 +188,83 @@ def _earlier(source: Source) -> tuple:
 def store(module, chunks: tuple) -> None:
     """Keep the parse ``module`` (whose ``source`` is set), cut in ``chunks``
     (:func:`rcpc.core.syntax.incremental.parse`), for the next run; it becomes its path's
-    last parse."""
+    last parse. In a process that hands its parses over (:func:`hand_over`), the text is
+    kept for :func:`handed` instead, while they total at most :data:`HAND_OVER_CHARS`."""
     directory = _directory()
     if directory is None or module.source is None:
         return
     k = key(module.source)
+    text = module.source.text
+    if _HANDING and _HANDING[0] == os.getpid() and _HANDING[1] + len(text) <= HAND_OVER_CHARS:
+        _HANDING[1] += len(text)
+        _HANDED.append((directory, module.path, text, k, chunks))
+    elif not _write(directory, module.path, k, chunks):
+        return
+    _USED[module.path] = (directory, k, len(text))
+
+
+def _write(directory: str, path: str, k: str, chunks: tuple) -> bool:
+    """Write the entry ``k`` of ``path``'s parse ``chunks`` in ``directory`` and make it the
+    path's last parse; whether it was written."""
     try:
-        payload = pickle.dumps((module.path, _code_id(), chunks), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((path, _code_id(), chunks), protocol=pickle.HIGHEST_PROTOCOL)
         os.makedirs(os.path.join(directory, k[:2]), exist_ok=True)
         os.makedirs(os.path.join(directory, "last"), exist_ok=True)
         header = MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
         write_atomic(os.path.join(directory, k[:2], k), header + payload)
-        write_atomic(os.path.join(directory, "last", _last_name(module.path)), k.encode())
+        write_atomic(os.path.join(directory, "last", _last_name(path)), k.encode())
     except (OSError, RecursionError, pickle.PicklingError):
-        return
-    _USED[module.path] = (directory, k, len(module.source.text))
+        return False
+    return True
+
+
+_HANDING: list = []  # [pid of the process that hands its parses over, characters handed so far]
+_HANDED: list = []   # (directory, display path, text, key, chunks) of each parse handed over
+HAND_OVER_CHARS = 1 << 17  # characters of source a process hands over at most; it stores the rest itself
+
+
+def hand_over() -> None:
+    """From now on, this process (not processes forked from it) hands the parses it would
+    store over to another (the build server's child to the server, which parses them again
+    and stores them, :func:`keep_parsed`, after the command has ended): :func:`handed`."""
+    _HANDING[:] = [os.getpid(), 0]
+    _HANDED.clear()
+
+
+def handed() -> list[tuple[str, str, str]]:
+    """``(directory, display path, text)`` of each parse handed over (:func:`hand_over`)."""
+    return [entry[:3] for entry in _HANDED]
+
+
+def store_handed() -> None:
+    """Store the parses handed over after all (they could not be handed: :func:`store`)."""
+    for directory, path, _, k, chunks in _HANDED:
+        _write(directory, path, k, chunks)
+    _HANDED.clear()
+
+
+def keep_parsed(entries) -> None:
+    """Parse the texts ``entries`` (as :func:`handed` gives them; anything else, a directory
+    that is not an AST cache's included, is ignored) as :func:`parse` would, store each parse
+    in its directory and keep it in memory (as :func:`remember` does). A text that does not
+    parse is skipped."""
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.core.syntax import incremental
+
+    for entry in entries:
+        if not (type(entry) in (tuple, list) and len(entry) == 3 and all(type(x) is str for x in entry)
+                and len(entry[2]) <= MEMORY_CHARS and _is_cache(entry[0])):
+            continue
+        directory, path, text = entry
+        source = Source(path, text)
+        try:
+            _, chunks = incremental.parse(source, _EARLIER.get(path, ()))
+        except (CompileError, RecursionError):
+            continue
+        k = key(source)
+        _write(directory, path, k, chunks)
+        _keep(k, path, chunks, len(text))
+    _bound()
 
 
 def used() -> list[tuple[str, str, str, int]]:
@@ -204,22 +274,33 @@ def used() -> list[tuple[str, str, str, int]]:
 
 
 def remember(entries) -> None:
-    """Read the entries ``entries`` (as :func:`used` gives them; anything else is ignored)
-    from the cache, under the checks of a lookup, and keep them in memory: later lookups of
+    """Read the entries ``entries`` (as :func:`used` gives them; anything else, a directory
+    that is not an AST cache's included, is ignored) from the cache, under the checks of a lookup, and keep them in memory: later lookups of
     their keys in this process, and in processes forked from it, are served from memory,
     and each becomes its path's last parse. At most :data:`MEMORY_CHARS` characters of
     source are kept, the oldest dropped first."""
     for entry in entries:
         if not (type(entry) in (tuple, list) and len(entry) == 4 and all(type(x) is str for x in entry[:3])
-                and type(entry[3]) is int and 0 <= entry[3] <= MEMORY_CHARS):
+                and type(entry[3]) is int and 0 <= entry[3] <= MEMORY_CHARS and _is_cache(entry[0])):
             continue
         directory, path, k, chars = entry
-        kept = _MEMORY.pop(k, None)
+        kept = _MEMORY.get(k)
         chunks = kept[0] if kept is not None else _read(directory, k, path, _limit(chars))
-        if chunks is None:
-            continue
-        _MEMORY[k] = (chunks, chars)
-        _EARLIER[path] = chunks
+        if chunks is not None:
+            _keep(k, path, chunks, chars)
+    _bound()
+
+
+def _keep(k: str, path: str, chunks: tuple, chars: int) -> None:
+    """Keep entry ``k`` (``path``'s parse, of ``chars`` characters) in memory, newest last,
+    as its path's last parse."""
+    _MEMORY.pop(k, None)
+    _MEMORY[k] = (chunks, chars)
+    _EARLIER[path] = chunks
+
+
+def _bound() -> None:
+    """Drop the oldest entries kept in memory beyond :data:`MEMORY_CHARS` characters."""
     total = sum(size for _, size in _MEMORY.values())
     while total > MEMORY_CHARS and _MEMORY:
         k = next(iter(_MEMORY))
