@@ -592,3 +592,31 @@ def test_no_diagnostic_prints_a_long_value_whole(tmp_path, recipe, form):
     code, err = run(root, "check", "--diagnostics", form)
     assert code == 1 and "Traceback" not in err and LONG not in err
     assert max(map(len, err.splitlines())) < MESSAGE_WIDTH + 100, err[:2000]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(existing=st.sets(st.integers(1, 40), max_size=8), others=st.sets(st.sampled_from(["x", "07a", ".tmp"])),
+       made=st.integers(1, 12), late=st.sets(st.integers(1, 60), max_size=4))
+def test_numbered_directories_are_new_and_past_every_number(tmp_path_factory, existing, others, made, late):
+    """_next_dir, remembering the last number it made: each directory it makes is new,
+    numbered past every number there before, and past the last it made, even when others
+    appear between calls (``late``: not under a build's lock, but new all the same)."""
+    from rcpc.output import _next_dir
+
+    parent = tmp_path_factory.mktemp("outputs")
+    for n in existing:
+        (parent / str(n)).mkdir()
+    for name in others:
+        (parent / name).mkdir()
+    after: list = []
+    seen = set(existing)
+    last = max(existing, default=0)
+    for i in range(made):
+        if i == made // 2:
+            for n in late - seen:
+                (parent / str(n)).mkdir()
+            seen |= late
+        d = _next_dir(parent, after)
+        assert int(d.name) not in seen and int(d.name) > last and d.is_dir()
+        seen.add(int(d.name))
+        last = int(d.name)

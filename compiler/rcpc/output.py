@@ -379,24 +379,37 @@ def _refuse_taken(out: Path, links: set, shown: str, origins: dict) -> None:
         raise CompileError(diags)
 
 
-def _staged_dir(parent: Path, staged: list) -> Path:
+def _staged_dir(parent: Path, staged: list, after: list | None = None) -> Path:
     """:func:`_next_dir`, noted in ``staged`` with SIGINT and SIGTERM held back from the
     mkdir to the note (a signal in between would leave the directory behind)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
-        d = _next_dir(parent)
+        d = _next_dir(parent, after)
         staged.append(d)
     finally:  # a signal held back meanwhile is raised here, with the directory noted
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return d
 
 
-def _next_dir(parent: Path) -> Path:
-    """Make the directory numbered one past every one in ``parent`` (made if missing)."""
+def _next_dir(parent: Path, after: list | None = None) -> Path:
+    """Make a new directory in ``parent`` (made if missing), numbered one past every one
+    there. ``after``: a one-item list holding the number this process made there last, or
+    empty (set here): the next number is tried first, without listing ``parent`` again (a
+    build makes a thousand, under the lock, so no other process adds any meanwhile), and
+    ``parent`` is listed again only when that one exists."""
+    if after:
+        try:
+            os.mkdir(parent / str(after[0] + 1))
+            after[0] += 1
+            return parent / str(after[0])
+        except FileExistsError:
+            pass
     os.makedirs(parent, exist_ok=True)
-    d = parent / str(max((int(n) for n in os.listdir(parent) if n.isdigit()), default=0) + 1)
-    os.mkdir(d)
-    return d
+    n = max((int(n) for n in os.listdir(parent) if n.isdigit()), default=0) + 1
+    os.mkdir(parent / str(n))
+    if after is not None:
+        after[:] = [n]
+    return parent / str(n)
 
 
 def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict, staged: list) -> dict:
@@ -408,31 +421,47 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
     from rcpc.domain.renders import EXECUTABLE_SUFFIXES
 
     outputs = {}
+    numbered: list = []  # the last outputs/<n> made
+    parents = {str(gen)}  # directories of the generation made so far
     for recipe, variants in tree.items():
         n = old["outputs"].get(recipe)
         if recipe not in kept:
-            d = _staged_dir(area / "outputs", staged)
+            d = _staged_dir(area / "outputs", staged, numbered)
             for variant, names in variants.items():
-                os.mkdir(d / variant)
+                where = os.path.join(d, variant)
+                os.mkdir(where)
                 renders = built.get((recipe, variant))
                 if renders is None:
                     variants[variant] = _carry(area / "outputs" / str(n) / variant, d / variant, names)
                     continue
                 for name, text in renders:
                     mode = 0o777 if os.path.splitext(name)[1] in EXECUTABLE_SUFFIXES else 0o666
-                    fd = os.open(d / variant / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                    with open(fd, "wb") as f:
-                        f.write(text.encode("utf-8"))
+                    _write_new(os.path.join(where, name), text.encode("utf-8"), mode)
             n = int(d.name)
         outputs[recipe] = n
-        link = gen / recipe
-        os.makedirs(link.parent, exist_ok=True)
+        link = os.path.join(gen, recipe)
+        parent = os.path.dirname(link)
+        if parent not in parents:
+            os.makedirs(parent, exist_ok=True)
+            parents.add(parent)
         os.symlink(_target(recipe, n), link)
     manifest = {"format": FORMAT, "links": _links(tree), "outputs": outputs, "recipes": tree}
     with open(gen / MANIFEST, "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
     return manifest
+
+
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """Create the file ``path`` (it must not exist) with ``mode`` (less the umask) holding
+    ``data``. Raises OSError."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def _carry(src: Path, dst: Path, names: list) -> list:
