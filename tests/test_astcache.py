@@ -132,6 +132,19 @@ def test_remembered_entries_are_served_from_memory(memory):
     assert astcache.lookup(Source("recipes/r.rcp", TEXT + "Z = 1\n")) is None  # another text: not this entry
 
 
+def test_memory_serves_the_cache_directory_it_was_read_from(memory, monkeypatch, tmp_path_factory):
+    """A lookup in another cache directory (another XDG_CACHE_HOME) reads that one: a miss
+    there is parsed and stored there, as without the memory."""
+    source = Source("recipes/r.rcp", TEXT)
+    astcache.parse(source)
+    astcache.remember(astcache.used())
+    other = tmp_path_factory.mktemp("other")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(other))
+    assert astcache.lookup(source) is None
+    astcache.parse(source)
+    assert entry(other / "rcpc" / "ast", source).is_file()
+
+
 def test_an_entry_is_remembered_only_under_the_lookup_checks(memory):
     source = Source("recipes/r.rcp", TEXT)
     astcache.parse(source)
@@ -161,8 +174,11 @@ def test_memory_keeps_the_newest_parses_within_its_bound(memory, monkeypatch):
     for s in sources:
         astcache.parse(s)
         astcache.remember(astcache.used()[-1:])
-    assert [k for k in astcache._MEMORY] == [astcache.key(s) for s in sources[-2:]]
+    assert [k for _, k in astcache._MEMORY] == [astcache.key(s) for s in sources[-2:]]
     assert sorted(astcache._EARLIER) == ["recipes/r3.rcp", "recipes/r4.rcp"]
+    monkeypatch.setattr(astcache, "ENTRY_CHARS", len(TEXT))  # a file larger than that is not kept
+    astcache.remember(astcache.used()[:1])
+    assert [k for _, k in astcache._MEMORY] == [astcache.key(s) for s in sources[-2:]]
 
 
 def test_parses_handed_over_are_stored_by_the_process_that_keeps_them(memory):
@@ -177,7 +193,7 @@ def test_parses_handed_over_are_stored_by_the_process_that_keeps_them(memory):
     astcache._HANDING.clear()  # the server's process
     astcache._MEMORY.clear()
     astcache.keep_parsed(astcache.handed())
-    assert entry(memory, source).exists() and astcache.key(source) in astcache._MEMORY
+    assert entry(memory, source).exists() and (str(memory), astcache.key(source)) in astcache._MEMORY
     astcache._MEMORY.clear()
     assert same(astcache.lookup(source), first) and same(first, parse(source))
 
@@ -223,13 +239,13 @@ def test_keep_parsed_ignores_whatever_is_not_a_text_that_parses(memory, entries,
     assert not any(here.iterdir())
     texts = [(directory, e[1], e[2]) for e in entries if type(e) is tuple and len(e) == 3 and type(e[1]) is str]
     astcache.keep_parsed([*entries, *texts])
-    assert set(astcache._MEMORY) <= {astcache.key(Source(path, text)) for _, path, text in texts}
+    assert set(astcache._MEMORY) <= {(d, astcache.key(Source(path, text))) for d, path, text in texts}
     for _, path, text in texts:
         try:
             expected = parse(Source(path, text))
         except Exception:
             continue
-        kept = astcache._MEMORY[astcache.key(Source(path, text))][0]
+        kept = astcache._MEMORY[(directory, astcache.key(Source(path, text)))][0]
         assert tuple(x for c in kept for x in c.stmts) == expected.stmts
 
 

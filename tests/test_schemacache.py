@@ -346,3 +346,54 @@ def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path):
     data = manifest(tmp_path, GOOD)
     assert uncached(data, ia) == uncached(data, ib) == []
     assert [m for _, m, _, _ in uncached(data, ic)] == ["ConfigMap (the manifest): missing required field 'immutable'"]
+
+
+def test_the_same_bytes_read_as_json_and_as_yaml_are_other_schemas(tmp_path):
+    """1e3 is the number 1000.0 in JSON and the string '1e3' in YAML 1.1: a .json and a
+    .yaml file of the same bytes do not share what is made of them."""
+    text = json.dumps(SCHEMA).replace('"immutable": {"type": "boolean"}', '"immutable": {"type": "boolean"}, '
+                                      '"size": {"type": "number", "maximum": 1e3}')
+    (tmp_path / "s.json").write_text(text)
+    (tmp_path / "s.yaml").write_text(text)
+    as_json, as_yaml = SchemaIndex([tmp_path / "s.json"]), SchemaIndex([tmp_path / "s.yaml"])
+    assert as_json.structural("v1", "ConfigMap") is not as_yaml.structural("v1", "ConfigMap")
+    assert as_json.structural("v1", "ConfigMap")["properties"]["size"]["maximum"] == 1000.0
+    assert as_yaml.structural("v1", "ConfigMap")["properties"]["size"]["maximum"] == "1e3"
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(9, 30))
+def test_what_is_made_of_schemas_is_kept_for_a_bounded_number_of_contents(tmp_path_factory, edits):
+    """A long-lived process (the language server) sees a schema file edited many times:
+    what is made is kept for the last MADE_KEPT contents only, and an index in use keeps
+    its own."""
+    path = tmp_path_factory.mktemp("edits") / "s.json"
+    first = None
+    for i in range(edits):
+        path.write_text(json.dumps(SCHEMA) + " " * i)
+        index = SchemaIndex([path])
+        index.prepare()
+        first = first or index
+    assert len(kube_schema._MADE) <= kube_schema.MADE_KEPT
+    assert first.structural("v1", "ConfigMap") is first.structural("v1", "ConfigMap")
+
+
+@pytest.mark.parametrize("field, value", [("{type: number, maximum: '1e3'}", "5000"),   # YAML 1.1: a string
+                                          ("{type: string, maxLength: ten}", "bbbb"),
+                                          ("{type: string, pattern: '[a-'}", "bbbb"),
+                                          ("{type: integer, multipleOf: two}", "4")])
+def test_a_schema_jsonschema_cannot_apply_is_a_diagnostic_at_its_file(tmp_path, field, value):
+    """A keyword whose value Draft 7 does not allow made jsonschema raise while validating
+    (on main too: a traceback): E1102 at the schema file, saying where in the schema."""
+    (tmp_path / "s.yaml").write_text(
+        "x-kubernetes-group-version-kind: [{group: ex.io, version: v1, kind: T}]\n"
+        f"type: object\nproperties:\n  n: {field}\n")
+    index = SchemaIndex([tmp_path / "s.yaml"], lambda p: p.name)
+    data = manifest(tmp_path, f"apiVersion: ex.io/v1\nkind: T\nmetadata: {{name: m}}\nn: {value}\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RCPC_NO_CACHE", "1")
+        with pytest.raises(CompileError) as got:
+            check_schema(data, index)
+    (d,) = got.value.diagnostics
+    assert d.code == "E1102" and str(d.span) == "s.yaml:0:0", d
+    assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/n/" in d.message

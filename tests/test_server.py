@@ -439,3 +439,50 @@ def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
 
     k = astcache.key(Source(recipe.as_posix(), edits[-1][1]))
     assert (server.cache / "rcpc" / "ast" / k[:2] / k).is_file()
+
+
+def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
+    """The request's pipes are closed when fork (or a pipe) fails; the request fails alone
+    (the accept loop answers it "refused")."""
+    import socket
+
+    from rcpc import client, server as srv
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    where = {"dir": str(run_dir), "socket": str(run_dir / "s.sock"), "lock": str(run_dir / "lock"),
+             "log": str(run_dir / "log")}
+    import gc
+
+    threshold = gc.get_threshold()
+    s = srv.Server(where, 60)
+    gc.unfreeze()  # the server's start froze this (test) process's objects and raised its threshold
+    gc.set_threshold(*threshold)
+    try:
+        before = sorted(os.listdir("/proc/self/fd"))
+        for failing in ("fork", "pipe"):
+            calls = []
+
+            def fail(*args, real=getattr(os, failing), calls=calls):
+                calls.append(1)
+                if failing == "fork" or len(calls) == 2:  # the second pipe: one made already
+                    raise OSError(11, "Resource temporarily unavailable")
+                return real(*args)
+
+            monkeypatch.setattr(os, failing, fail)
+            a, b = socket.socketpair()
+            message = (client.PROTOCOL, "run", client.identity(), client.interpreter(), "rcpc", ["build"],
+                       os.getcwdb(), dict(os.environb), 0o022, [], [0, 1, 2])
+            fds = [os.dup(0), os.dup(1), os.dup(2)]
+            with pytest.raises(OSError):
+                s._request(a, message, fds)
+            monkeypatch.undo()
+            for fd in fds:  # the caller (_accept) closes what it received
+                os.close(fd)
+            a.close()
+            b.close()
+            assert sorted(os.listdir("/proc/self/fd")) == before, failing
+    finally:
+        s.listener.close()
+        for fd in (s.lock, s.wake_r, s.wake_w):
+            os.close(fd)

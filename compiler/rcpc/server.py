@@ -53,7 +53,7 @@ from rcpc import client
 
 MAX_FDS = 16                   # descriptors one request may carry
 MAX_LOG = 1 << 20              # bytes of log kept (it is emptied beyond)
-MAX_NOTE = 1 << 20             # bytes of a child's report kept (a longer one is ignored)
+MAX_NOTE = 1 << 18             # bytes of a child's report (the pipe's size; a longer one is not sent)
 # What commands import lazily (inside functions), beyond rcpc's own modules, which are all
 # imported but the language server and the pytest plugin; a name that is not installed is
 # skipped.
@@ -154,6 +154,7 @@ class Server:
 
         gc.collect()
         gc.freeze()  # what was imported is never collected: children do not scan (or touch) it
+        gc.set_threshold(50_000, 20, 20)  # as a command's (rcpc.__main__): parses kept hold no cycles
         self.log(f"listening on {where['socket']} (pid {os.getpid()}, {len(self.loaded)} files watched)")
 
     def log(self, line: str) -> None:
@@ -297,22 +298,30 @@ class Server:
                 and type(env) is dict and type(umask) is int and type(targets) is list
                 and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
             raise ValueError("malformed run request")
-        go_r, go_w = os.pipe()
-        note_r, note_w = os.pipe()
-        try:  # room for a large workspace's report (Linux's default pipe holds 64 KiB)
-            fcntl.fcntl(note_w, fcntl.F_SETPIPE_SZ, MAX_NOTE)
-        except OSError:
-            pass
-        held = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)  # the child starts with them held
+        pipes: list[int] = []
         try:
-            pid = os.fork()
-            if pid == 0:
-                os.close(go_w)
-                os.close(note_r)
-                self._child(conn, fds, message, go_r, note_w)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+            go_r, go_w = os.pipe()
+            pipes += (go_r, go_w)
+            note_r, note_w = os.pipe()
+            pipes += (note_r, note_w)
+            try:  # room for a report of a few files' texts (Linux's default pipe holds 64 KiB)
+                fcntl.fcntl(note_w, fcntl.F_SETPIPE_SZ, MAX_NOTE)
+            except OSError:
+                pass
+            held = {signal.SIGINT, signal.SIGTERM}
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)  # the child starts with them held
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    os.close(go_w)
+                    os.close(note_r)
+                    self._child(conn, fds, message, go_r, note_w)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        except BaseException:  # no pipe, no fork: the request fails (the caller answers), nothing leaks
+            for fd in pipes:
+                _close(fd)
+            raise
         os.close(go_r)
         os.close(note_w)
         for fd in fds:

@@ -51,9 +51,14 @@ _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 _ALLOWED = {"rcpc.core.source": {"Span"}, "rcpc.core.syntax.incremental": {"Chunk"}}  # and the AST's (_allowed)
 _KEY_BASE: list[str] = []  # computed once a process
 _EARLIER: dict[str, tuple] = {}  # display path -> the chunks of its last parse in this process
-_MEMORY: dict[str, tuple] = {}  # key -> (chunks, characters of source): entries handed to remember()
+# (cache directory, key) -> (chunks, characters of source): entries handed to remember() and
+# keep_parsed(), by directory (a lookup in another cache directory reads that one, and so fills it)
+_MEMORY: dict[tuple, tuple] = {}
 _USED: dict[str, tuple] = {}  # display path -> (directory, key, characters) of its entry looked up or stored
-MEMORY_CHARS = 1 << 22  # characters of source whose parses remember() keeps (4 Mi)
+# characters of source whose parses remember() and keep_parsed() keep in all, and in one file:
+# an AST takes 13 (the bundled recipes) to 112 (a dense list) bytes of memory a character
+MEMORY_CHARS = 1 << 20
+ENTRY_CHARS = 1 << 16
 
 
 def _key_base() -> str:
@@ -159,7 +164,7 @@ def lookup(source: Source):
         return None
     k = key(source)
     _USED[source.path] = (directory, k, len(source.text))
-    kept = _MEMORY.get(k)
+    kept = _MEMORY.get((directory, k))
     chunks = kept[0] if kept is not None else _read(directory, k, source.path, _limit(len(source.text)))
     if chunks is None:
         return None
@@ -220,7 +225,9 @@ def _write(directory: str, path: str, k: str, chunks: tuple) -> bool:
 
 _HANDING: list = []  # [pid of the process that hands its parses over, characters handed so far]
 _HANDED: list = []   # (directory, display path, text, key, chunks) of each parse handed over
-HAND_OVER_CHARS = 1 << 17  # characters of source a process hands over at most; it stores the rest itself
+# characters of source a process hands over at most (it stores the rest itself); at most
+# ENTRY_CHARS, so that whatever is handed over is kept
+HAND_OVER_CHARS = ENTRY_CHARS
 
 
 def hand_over() -> None:
@@ -253,7 +260,7 @@ def keep_parsed(entries) -> None:
 
     for entry in entries:
         if not (type(entry) in (tuple, list) and len(entry) == 3 and all(type(x) is str for x in entry)
-                and len(entry[2]) <= MEMORY_CHARS and _is_cache(entry[0])):
+                and len(entry[2]) <= ENTRY_CHARS and _is_cache(entry[0])):
             continue
         directory, path, text = entry
         source = Source(path, text)
@@ -263,7 +270,7 @@ def keep_parsed(entries) -> None:
             continue
         k = key(source)
         _write(directory, path, k, chunks)
-        _keep(k, path, chunks, len(text))
+        _keep(directory, k, path, chunks, len(text))
     _bound()
 
 
@@ -278,24 +285,25 @@ def remember(entries) -> None:
     that is not an AST cache's included, is ignored) from the cache, under the checks of a lookup, and keep them in memory: later lookups of
     their keys in this process, and in processes forked from it, are served from memory,
     and each becomes its path's last parse. At most :data:`MEMORY_CHARS` characters of
-    source are kept, the oldest dropped first."""
+    source are kept, the oldest dropped first, and no file of more than :data:`ENTRY_CHARS`
+    (reading one back must not hold the server up)."""
     for entry in entries:
         if not (type(entry) in (tuple, list) and len(entry) == 4 and all(type(x) is str for x in entry[:3])
-                and type(entry[3]) is int and 0 <= entry[3] <= MEMORY_CHARS and _is_cache(entry[0])):
+                and type(entry[3]) is int and 0 <= entry[3] <= ENTRY_CHARS and _is_cache(entry[0])):
             continue
         directory, path, k, chars = entry
-        kept = _MEMORY.get(k)
+        kept = _MEMORY.get((directory, k))
         chunks = kept[0] if kept is not None else _read(directory, k, path, _limit(chars))
         if chunks is not None:
-            _keep(k, path, chunks, chars)
+            _keep(directory, k, path, chunks, chars)
     _bound()
 
 
-def _keep(k: str, path: str, chunks: tuple, chars: int) -> None:
-    """Keep entry ``k`` (``path``'s parse, of ``chars`` characters) in memory, newest last,
-    as its path's last parse."""
-    _MEMORY.pop(k, None)
-    _MEMORY[k] = (chunks, chars)
+def _keep(directory: str, k: str, path: str, chunks: tuple, chars: int) -> None:
+    """Keep entry ``k`` of ``directory`` (``path``'s parse, of ``chars`` characters) in
+    memory, newest last, as its path's last parse."""
+    _MEMORY.pop((directory, k), None)
+    _MEMORY[(directory, k)] = (chunks, chars)
     _EARLIER[path] = chunks
 
 
@@ -303,8 +311,7 @@ def _bound() -> None:
     """Drop the oldest entries kept in memory beyond :data:`MEMORY_CHARS` characters."""
     total = sum(size for _, size in _MEMORY.values())
     while total > MEMORY_CHARS and _MEMORY:
-        k = next(iter(_MEMORY))
-        chunks, size = _MEMORY.pop(k)
+        chunks, size = _MEMORY.pop(next(iter(_MEMORY)))
         total -= size
         for path in [p for p, c in _EARLIER.items() if c is chunks]:
             del _EARLIER[path]

@@ -16,12 +16,12 @@ import copy
 import json
 from pathlib import Path
 
-from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.domain import schemacache
 from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
-from rcpc.core.source import Span
+from rcpc.core.source import Span, file_span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Str, text_of, to_python
 
 
@@ -101,12 +101,20 @@ class SchemaIndex:
         self.display = display  # how to show a schema file's path
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
         self._schemas: dict = {}
+        self._origin: dict = {}  # (apiVersion, kind) -> the display path of the file that gives its schema
         self._files: list = []  # (display path, bytes) of each file read
+        formats = []  # how each file is read: json or yaml
         for p in paths:
             self._load(p)
+            formats.append("json" if p.suffix == ".json" else "yaml")
         #: what the validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
         self.identity = schemacache.schema_identity(self._files)
-        self._content = schemacache.schema_identity([("", raw) for _, raw in self._files])  # bytes only
+        # what the schemas are made of, wherever the files are and however they are shown
+        content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
+        self._made = _MADE.pop(content, None) or {}
+        _MADE[content] = self._made  # the newest last
+        while len(_MADE) > MADE_KEPT:
+            del _MADE[next(iter(_MADE))]
 
     def _load(self, path: Path) -> None:
         shown = self.display(path)
@@ -126,10 +134,12 @@ class SchemaIndex:
                 continue
             for (api, kind), schema in crd_schemas(doc).items():
                 self._schemas[(api, kind)] = schema
+                self._origin[(api, kind)] = shown
                 found += 1
             for gvk in doc.get("x-kubernetes-group-version-kind", []):
                 api = f"{gvk['group']}/{gvk['version']}" if gvk.get("group") else gvk["version"]
                 self._schemas[(api, gvk["kind"])] = doc
+                self._origin[(api, gvk["kind"])] = shown
                 found += 1
         if not found:
             raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
@@ -141,23 +151,50 @@ class SchemaIndex:
     def structural(self, api_version: str, kind: str) -> dict:
         """The JSON schema validation applies to ``apiVersion``/``kind`` (its
         ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a process
-        for the same schema bytes; KeyError when there is none."""
-        key = (self._content, api_version, kind)
-        made = _MADE.get(key)
+        for the same schema files' contents (:data:`MADE_KEPT`); KeyError when there is none."""
+        key = (api_version, kind)
+        made = self._made.get(key)
         if made is None:
-            made = _MADE[key] = _structural(self._schemas[key[1:]])
+            made = self._made[key] = _structural(self._schemas[key])
         return made
 
     def validator(self, api_version: str, kind: str):
         """The jsonschema validator (draft 7, no format checker) of ``apiVersion``/``kind``,
-        made once a process for the same schema bytes; KeyError when there is no schema."""
-        key = (self._content, api_version, kind, "validator")
-        made = _MADE.get(key)
+        made as :meth:`structural` is; KeyError when there is no schema."""
+        key = (api_version, kind, "validator")
+        made = self._made.get(key)
         if made is None:
             import jsonschema
 
-            made = _MADE[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
+            made = self._made[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
         return made
+
+    def errors(self, api_version: str, kind: str, plain) -> list:
+        """jsonschema's violations of ``plain`` as records ``[path, validator, message,
+        allowed fields or None]``, by path. ``E1102`` at the schema's file when jsonschema
+        cannot apply the schema (a keyword whose value is not what Draft 7 allows, such as
+        a ``maximum`` that YAML 1.1 reads as a string: jsonschema then raises instead of
+        reporting)."""
+        try:
+            return _errors(self.validator(api_version, kind), plain)
+        except Exception as exc:
+            raise self._unusable(api_version, kind, exc) from None
+
+    def _unusable(self, api_version: str, kind: str, exc: Exception) -> CompileError:
+        import jsonschema
+
+        shown = self._origin[(api_version, kind)]
+        try:  # costly on a large schema (0.5 s on JobSet's): only when validation failed
+            jsonschema.Draft7Validator.check_schema(self.structural(api_version, kind))
+        except jsonschema.exceptions.SchemaError as bad:
+            where = "/".join(map(str, bad.absolute_path)) or "the root"
+            return error("E1102", f"the Kubernetes schema {shown} is not a valid JSON schema for {api_version} "
+                         f"{kind}: {bad.message} (at {where})", file_span(shown),
+                         hint="write each keyword's value as JSON Schema (Draft 7) expects; in YAML, quote "
+                              "nothing that must be a number, and write exponents with a dot (1.0e+3)")
+        return error("E1102", f"the Kubernetes schema {shown} cannot be applied to {api_version} {kind}: "
+                     f"{type(exc).__name__}: {exc}", file_span(shown),
+                     hint="check the schema with a JSON Schema (Draft 7) validator")
 
     def prepare(self) -> None:
         """Make every schema's structural schema and validator now (the build server does,
@@ -166,9 +203,11 @@ class SchemaIndex:
             self.validator(api_version, kind)
 
 
-# (bytes of the schema files, apiVersion, kind[, "validator"]) -> what SchemaIndex made of them:
-# made once a process (they depend on the files' bytes only), and before it forks in the build server
-_MADE: dict[tuple, object] = {}
+# SHA-256 of the schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a
+# SchemaIndex made of them}: made once a process (and before it forks, in the build server)
+# for the MADE_KEPT contents used last (a long-lived process sees a schema file edited)
+_MADE: dict[str, dict] = {}
+MADE_KEPT = 8
 
 
 def _yaml_documents(text: str, shown: str) -> list:
@@ -371,10 +410,10 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     before = []  # with strict_crd: the violations before each stage
     for _, _, step in _STAGES:
         if strict_crd:
-            before.append(_errors(index.validator(api, kind), plain))
+            before.append(index.errors(api, kind, plain))
         step(plain, schema, kind)
     if strict_crd:
-        return {"before": before, "final": _errors(index.validator(api, kind), plain)}
+        return {"before": before, "final": index.errors(api, kind, plain)}
     shaped = None
     if schemacache.enabled():
         try:
@@ -384,7 +423,7 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
             pass
     if schemacache.lookup(shaped) == VALID:
         return VALID
-    found = {"before": [], "final": _errors(index.validator(api, kind), plain)}
+    found = {"before": [], "final": index.errors(api, kind, plain)}
     if found == VALID:
         schemacache.store(shaped, found)
     return found
