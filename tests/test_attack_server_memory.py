@@ -149,3 +149,26 @@ def test_a_yaml_schema_with_a_string_bound_is_a_diagnostic_not_a_traceback(tmp_p
     err = r.stderr.decode()
     assert not TRACEBACK.search(err), err
     assert r.returncode == 1 and re.search(r"s\.yaml|m\.yaml:\d+:\d+", err), err
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(9, 24))
+def test_schemas_made_for_their_bytes_are_not_kept_without_bound(tmp_path_factory, edits):
+    """FAILS on server-warm: every distinct content of a ``--kube-schema`` file adds its
+    structural schemas and validators to a process-wide memo that is never trimmed. A
+    long-lived process (the language server, rebuilding as a schema file is edited) grows
+    by ~0.6 MB per edit of a JobSet-sized schema (100 edits: +60 MB RSS, measured);
+    :func:`rcpc.domain.schema.load_schema` keeps at most 8 MaxText schemas, this should
+    keep a bounded number too."""
+    path = tmp_path_factory.mktemp("edits") / "s.json"
+    made = dict(kube_schema._MADE)
+    kube_schema._MADE.clear()
+    try:
+        for i in range(edits):
+            path.write_text(SCHEMA + " " * i)  # the file edited: other bytes, the same schema
+            kube_schema.SchemaIndex([path]).prepare()
+        contents = {key[0] for key in kube_schema._MADE}
+        assert len(contents) <= 8, f"{len(contents)} schema contents kept after {edits} edits"
+    finally:
+        kube_schema._MADE.clear()
+        kube_schema._MADE.update(made)
