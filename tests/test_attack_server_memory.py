@@ -63,11 +63,12 @@ def _ast_entries(cache: Path) -> set:
 
 @linux
 def test_a_served_command_fills_the_clients_cache_as_in_process(server, tmp_path):
-    """FAILS on server-warm: once the server keeps a file's parse in memory, a client with
-    another (here: empty) ``XDG_CACHE_HOME`` is served the parse from memory and its cache
-    never gets the entry (nor the path's last-parse record) that the same command writes
-    in-process: a cache warmed through the server (a CI cache directory, a fresh
-    ``~/.cache`` after ``rm -rf``) stays cold for every later run without the server."""
+    """A client with another (here: empty) ``XDG_CACHE_HOME`` than the one the server keeps
+    a file's parse for gets in its cache the entry (and the path's last-parse record) that
+    the same command writes in-process (it was served the parse from memory and its cache
+    stayed cold: a CI cache directory, a fresh ``~/.cache`` after ``rm -rf``). The server
+    stores a served command's new parses after the command; its answer to ``status`` comes
+    after that."""
     ws = _workspace(tmp_path / "ws", "A = 1\n" + TAIL)
     before = server.served()
     _run(server, ws, ["build"], True, tmp_path / "warm")  # the server now keeps x.rcp's parse
@@ -117,8 +118,8 @@ SCHEMA = ('{"x-kubernetes-group-version-kind": [{"group": "ex.io", "version": "v
 
 
 def test_schemas_shared_by_bytes_are_read_as_their_own_format(tmp_path):
-    """FAILS on server-warm: :class:`~rcpc.domain.kube_schema.SchemaIndex` shares structural
-    schemas and validators by the files' bytes only, but the same bytes are read as JSON
+    """:class:`~rcpc.domain.kube_schema.SchemaIndex` shared structural schemas and
+    validators by the files' bytes only (fixed: by format and bytes), but the same bytes are read as JSON
     from a ``.json`` file and as YAML from a ``.yaml`` one (``1e3``: the number 1000.0 in
     JSON, the string ``'1e3'`` in YAML 1.1). In one process (the language server, the
     Python API), the ``.yaml`` index is handed the ``.json`` index's schema."""
@@ -137,7 +138,7 @@ def test_schemas_shared_by_bytes_are_read_as_their_own_format(tmp_path):
 
 
 def test_a_yaml_schema_with_a_string_bound_is_a_diagnostic_not_a_traceback(tmp_path):
-    """FAILS (on main too; not from server-warm): a YAML schema whose ``maximum`` is not a
+    """(Was a traceback, on main too.) A YAML schema whose ``maximum`` is not a
     number (``1e3`` is a string in YAML 1.1) makes ``rcpc validate`` crash with jsonschema's
     TypeError instead of a located diagnostic."""
     (tmp_path / "s.yaml").write_text(SCHEMA)
@@ -154,7 +155,7 @@ def test_a_yaml_schema_with_a_string_bound_is_a_diagnostic_not_a_traceback(tmp_p
 @settings(max_examples=3, deadline=None)
 @given(st.integers(9, 24))
 def test_schemas_made_for_their_bytes_are_not_kept_without_bound(tmp_path_factory, edits):
-    """FAILS on server-warm: every distinct content of a ``--kube-schema`` file adds its
+    """Every distinct content of a ``--kube-schema`` file adds its
     structural schemas and validators to a process-wide memo that is never trimmed. A
     long-lived process (the language server, rebuilding as a schema file is edited) grows
     by ~0.6 MB per edit of a JobSet-sized schema (100 edits: +60 MB RSS, measured);
