@@ -24,13 +24,15 @@ statement is parsed. Entries live in ``$XDG_CACHE_HOME/rcpc/ast``
 (``~/.cache/rcpc/ast``); ``RCPC_NO_CACHE=1`` turns the cache off, the last parses kept in
 memory too; failures to write are ignored.
 
-A process also keeps, in memory, entries it was handed by :func:`remember` (the build
-server, :mod:`rcpc.server`, hands it the entries each request's child used, read again from
-the cache under the same checks, so the next child inherits them in memory: an unchanged
-library is not read or unpickled again, and an edited file's last parse is at hand). They
-are found by the same key, so an entry of another text is never served; at most
-:data:`MEMORY_CHARS` characters of source are kept, oldest dropped first. :func:`used` says
-which entries this process looked up or stored.
+The build server (:mod:`rcpc.server`) keeps entries in memory, so that each request's child
+inherits them: an unchanged library is not read or unpickled again, and an edited file's last
+parse is at hand. Each child reports the entries it used (:func:`used`), which the server
+reads again under the same checks (:func:`remember`), and hands over the texts whose parses
+it would store (:func:`hand_over`, :func:`handed`), which the server parses and stores after
+the command (:func:`keep_parsed`). Entries in memory are found by cache directory and key,
+so an entry of another text is never served and a lookup in another cache directory reads
+(and so fills) that one; at most :data:`MEMORY_CHARS` characters of source are kept, in files
+of at most :data:`ENTRY_CHARS`, oldest dropped first.
 """
 
 from __future__ import annotations
@@ -282,11 +284,12 @@ def used() -> list[tuple[str, str, str, int]]:
 
 def remember(entries) -> None:
     """Read the entries ``entries`` (as :func:`used` gives them; anything else, a directory
-    that is not an AST cache's included, is ignored) from the cache, under the checks of a lookup, and keep them in memory: later lookups of
-    their keys in this process, and in processes forked from it, are served from memory,
-    and each becomes its path's last parse. At most :data:`MEMORY_CHARS` characters of
-    source are kept, the oldest dropped first, and no file of more than :data:`ENTRY_CHARS`
-    (reading one back must not hold the server up)."""
+    that is not an AST cache's included, is ignored) from the cache, under the checks of a
+    lookup, and keep them in memory: later lookups of their keys in their directory, in this
+    process and in processes forked from it, are served from memory, and each becomes its
+    path's last parse. At most :data:`MEMORY_CHARS` characters of source are kept, the
+    oldest dropped first, and no file of more than :data:`ENTRY_CHARS` (reading one back
+    must not hold the server up)."""
     for entry in entries:
         if not (type(entry) in (tuple, list) and len(entry) == 4 and all(type(x) is str for x in entry[:3])
                 and type(entry[3]) is int and 0 <= entry[3] <= ENTRY_CHARS and _is_cache(entry[0])):
