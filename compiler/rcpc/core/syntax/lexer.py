@@ -21,6 +21,8 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
+from rcpc.core.syntax import postlex as _postlex
+from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, indent_at
 from rcpc.core.syntax.tokens import make
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -185,3 +187,158 @@ def lex(text: str, comments: list | None) -> list:
     if pos != len(text):
         raise LexError(pos)
     return out
+
+
+# The fast parser's scanner ----------------------------------------------------------------------
+# The same terminals as MASTER, tried in the same (lark's) order, but without a named group each:
+# one regex finds every token, and its terminal is told from its text (:data:`_EXACT`, then its
+# first character). Without groups, each alternative begins with a literal or a character set,
+# which Python's re tests before entering it; and ``findall`` makes no match objects.
+# tests/test_descent.py holds :func:`scan` equal to :func:`lex` and the postlexer.
+
+
+def _ungrouped(regex: str) -> str:
+    """``regex`` with each capturing group made non-capturing (the terminals' regexes have no
+    backreferences)."""
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", regex)
+
+
+def _scanner(terminals: list, ignored: set, keywords: dict):
+    """(blanks, token) pairs of :func:`re.findall`: the ignored terminals but ``COMMENT``
+    skipped as in :data:`MASTER`, then one of the other terminals, or the end (``""``)."""
+    scanned = sorted((t for t in terminals if t.string not in keywords),
+                     key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
+    skipped = [t for t in scanned if t.name in ignored and t.name != "COMMENT"]
+    prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
+    body = "|".join(_ungrouped(t.regex) for t in scanned if t not in skipped)
+    scanner = re.compile(f"({prefix})((?:{body})|\\Z)")
+    if scanner.groups != 2:
+        raise ValueError("grammar.lark: a terminal's regex has a group the scanner cannot drop")
+    return scanner
+
+
+SCANNER = _scanner(TERMINALS, IGNORED, KEYWORDS)
+# A token's terminal by its whole text: keywords and punctuation.
+_EXACT = dict(KEYWORDS)
+for _t in TERMINALS:
+    if _t.string is not None and _t.name not in IGNORED:
+        _EXACT.setdefault(_t.string, _t.name)
+for _t in TERMINALS:  # "a" | "b" terminals (COMP_OP, MUL_OP): each alternative
+    if _t.string is None and _t.regex.startswith("(?:") and re.fullmatch(r"\(\?:(?:[^()|]+\|)*[^()|]+\)", _t.regex):
+        for _alt in _t.regex[3:-1].split("|"):
+            _EXACT.setdefault(re.sub(r"\\(.)", r"\1", _alt), _t.name)
+# Otherwise by its first character (see _kind).
+_FIRST = dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdeghijklmnopqrstuvwxyz_", "NAME")
+_FIRST.update(dict.fromkeys("0123456789.", "#NUMBER"), f="#F", **{'"': "#STRING", "'": "#STRING"})
+_FIRST.update({"\n": "_NL", "\r": "_NL", "#": "COMMENT", "": "#END"})
+_TRIPLE = ('"""', "\'\'\'")
+_DEPTH = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
+_LINE_ENDS = frozenset(("_NL", "_INDENT", "_DEDENT"))
+
+
+def _kind(tok: str) -> str:
+    """The terminal of a token the scanner found that is not in :data:`_EXACT` (a name, number,
+    string, newline, comment, or the end ``#END``), as the named groups of :data:`MASTER` say."""
+    kind = _FIRST[tok[:1]]
+    if kind == "#NUMBER":
+        return "FLOAT" if "." in tok or "e" in tok or "E" in tok else "INT"
+    if kind == "#F":
+        if tok[1:2] not in ("\"", "'"):
+            return "NAME"
+        return "LONG_STRING" if tok[1:4] in _TRIPLE else "STRING"
+    if kind == "#STRING":
+        return "LONG_STRING" if tok[:3] in _TRIPLE else "STRING"
+    return kind
+
+
+def scan(text: str, comments: list | None, record: list | None, base: int) -> tuple:
+    """:func:`lex` and :func:`rcpc.core.syntax.postlex.postlex` in one loop, for the fast parser:
+    the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
+    start and end offsets in ``text``). ``comments``, ``record`` and ``base`` as in those two
+    (``COMMENT`` tokens appended to ``comments``; each token's offset in the file appended to
+    ``record``; tokens counted in ``postlex.TOKENS``).
+
+    Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
+    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do (``LexError`` at the end of the
+    text, not where no terminal matches: the fast parser only declines on it)."""
+    types: list = []
+    values: list = []
+    starts: list = []
+    ends: list = []
+    add_type, add_value, add_start, add_end = types.append, values.append, starts.append, ends.append
+    exact = _EXACT.get
+    depth_of = _DEPTH.get
+    rec = record.append if record is not None else None
+    counted = _postlex.TOKENS[0]
+    limit = _postlex.MAX_TOKENS
+    depth = 0
+    last = None  # the terminal of the last token kept (not _INDENT/_DEDENT)
+    last_start = last_end = 0
+    levels = [0]
+    pos = 0
+    for blank, tok in SCANNER.findall(text):
+        start = pos + len(blank)
+        pos = start + len(tok)
+        kind = exact(tok)
+        if kind is None:
+            kind = _kind(tok)
+            if kind == "COMMENT":
+                if comments is not None:
+                    comments.append(make((kind, tok, start, pos)))
+                continue
+            if kind == "#END":
+                continue
+            counted += 1
+            if rec is not None:
+                rec(base + start)
+            if counted > limit:
+                _postlex.TOKENS[0] = counted
+                raise TooManyTokens(start)
+            if kind == "_NL":
+                if depth == 0 and last is not None and last not in _LINE_ENDS:
+                    opens = last == "COLON"
+                    last, last_start, last_end = kind, start, pos
+                    add_type(kind), add_value(tok), add_start(start), add_end(pos)
+                    indent = indent_at(text, pos)
+                    if indent < 0:
+                        continue
+                    if opens:
+                        if indent <= levels[-1]:
+                            raise BadIndent(pos, "expected an indented block")
+                        levels.append(indent)
+                        add_type("_INDENT"), add_value(""), add_start(start), add_end(pos)
+                    elif len(levels) > 1 and indent != levels[-1]:
+                        if indent > levels[-1]:
+                            raise BadIndent(pos, "unexpected indent")
+                        while indent < levels[-1]:
+                            levels.pop()
+                            add_type("_DEDENT"), add_value(""), add_start(start), add_end(pos)
+                        if indent != levels[-1]:
+                            raise BadIndent(pos, "unindent does not match any outer indentation level")
+                continue
+        else:
+            counted += 1
+            if rec is not None:
+                rec(base + start)
+            if counted > limit:
+                _postlex.TOKENS[0] = counted
+                raise TooManyTokens(start)
+            step = depth_of(kind)
+            if step is not None:
+                if step > 0:
+                    depth += 1
+                elif depth:
+                    depth -= 1
+        last, last_start, last_end = kind, start, pos
+        add_type(kind), add_value(tok), add_start(start), add_end(pos)
+    _postlex.TOKENS[0] = counted
+    if pos != len(text):
+        raise LexError(pos)
+    if last is not None and depth == 0:
+        if last not in _LINE_ENDS:
+            add_type("_NL"), add_value("\n"), add_start(last_start), add_end(last_end)
+        while len(levels) > 1:
+            levels.pop()
+            add_type("_DEDENT"), add_value(""), add_start(last_start), add_end(last_end)
+    add_type("$END"), add_value(""), add_start(0), add_end(0)
+    return types, values, starts, ends
