@@ -229,7 +229,7 @@ for _t in TERMINALS:  # "a" | "b" terminals (COMP_OP, MUL_OP): each alternative
             _EXACT.setdefault(re.sub(r"\\(.)", r"\1", _alt), _t.name)
 # Otherwise by its first character (see _kind).
 _FIRST = dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdeghijklmnopqrstuvwxyz_", "NAME")
-_FIRST.update(dict.fromkeys("0123456789.", "#NUMBER"), f="#F", **{'"': "#STRING", "'": "#STRING"})
+_FIRST.update(dict.fromkeys("0123456789.", "#NUMBER"), f="#F", **{'"': "STRING", "'": "STRING"})
 _FIRST.update({"\n": "_NL", "\r": "_NL", "#": "COMMENT", "": "#END"})
 _TRIPLE = ('"""', "\'\'\'")
 _DEPTH = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
@@ -237,8 +237,9 @@ _LINE_ENDS = frozenset(("_NL", "_INDENT", "_DEDENT"))
 
 
 def _kind(tok: str) -> str:
-    """The terminal of a token the scanner found that is not in :data:`_EXACT` (a name, number,
-    string, newline, comment, or the end ``#END``), as the named groups of :data:`MASTER` say."""
+    """The terminal of a token the scanner found that is not in :data:`_EXACT` and not a plain
+    name, string or newline (a number, a name or string beginning with ``f``, a comment, the
+    end ``#END``), as the named groups of :data:`MASTER` say."""
     kind = _FIRST[tok[:1]]
     if kind == "#NUMBER":
         return "FLOAT" if "." in tok or "e" in tok or "E" in tok else "INT"
@@ -246,8 +247,6 @@ def _kind(tok: str) -> str:
         if tok[1:2] not in ("\"", "'"):
             return "NAME"
         return "LONG_STRING" if tok[1:4] in _TRIPLE else "STRING"
-    if kind == "#STRING":
-        return "LONG_STRING" if tok[:3] in _TRIPLE else "STRING"
     return kind
 
 
@@ -256,89 +255,90 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
     start and end offsets in ``text``). ``comments``, ``record`` and ``base`` as in those two
     (``COMMENT`` tokens appended to ``comments``; each token's offset in the file appended to
-    ``record``; tokens counted in ``postlex.TOKENS``).
+    ``record``, in no particular order; tokens counted in ``postlex.TOKENS``).
 
     Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
-    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do (``LexError`` at the end of the
-    text, not where no terminal matches: the fast parser only declines on it)."""
+    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do, but each only once the text is
+    scanned (``LexError`` and ``TooManyTokens`` at its end: the fast parser only declines on
+    them)."""
     types: list = []
     values: list = []
     starts: list = []
     ends: list = []
     add_type, add_value, add_start, add_end = types.append, values.append, starts.append, ends.append
     exact = _EXACT.get
+    first = _FIRST.get
     depth_of = _DEPTH.get
-    rec = record.append if record is not None else None
-    counted = _postlex.TOKENS[0]
-    limit = _postlex.MAX_TOKENS
+    dropped: list = []  # the offsets of the newlines not kept (read, and counted)
+    made = 0  # the _INDENT and _DEDENT tokens made (not read)
     depth = 0
-    last = None  # the terminal of the last token kept (not _INDENT/_DEDENT)
-    last_start = last_end = 0
     levels = [0]
     pos = 0
     for blank, tok in SCANNER.findall(text):
         start = pos + len(blank)
         pos = start + len(tok)
         kind = exact(tok)
-        if kind is None:
-            kind = _kind(tok)
-            if kind == "COMMENT":
-                if comments is not None:
-                    comments.append(make((kind, tok, start, pos)))
-                continue
-            if kind == "#END":
-                continue
-            counted += 1
-            if rec is not None:
-                rec(base + start)
-            if counted > limit:
-                _postlex.TOKENS[0] = counted
-                raise TooManyTokens(start)
-            if kind == "_NL":
-                if depth == 0 and last is not None and last not in _LINE_ENDS:
-                    opens = last == "COLON"
-                    last, last_start, last_end = kind, start, pos
-                    add_type(kind), add_value(tok), add_start(start), add_end(pos)
-                    indent = indent_at(text, pos)
-                    if indent < 0:
-                        continue
-                    if opens:
-                        if indent <= levels[-1]:
-                            raise BadIndent(pos, "expected an indented block")
-                        levels.append(indent)
-                        add_type("_INDENT"), add_value(""), add_start(start), add_end(pos)
-                    elif len(levels) > 1 and indent != levels[-1]:
-                        if indent > levels[-1]:
-                            raise BadIndent(pos, "unexpected indent")
-                        while indent < levels[-1]:
-                            levels.pop()
-                            add_type("_DEDENT"), add_value(""), add_start(start), add_end(pos)
-                        if indent != levels[-1]:
-                            raise BadIndent(pos, "unindent does not match any outer indentation level")
-                continue
-        else:
-            counted += 1
-            if rec is not None:
-                rec(base + start)
-            if counted > limit:
-                _postlex.TOKENS[0] = counted
-                raise TooManyTokens(start)
+        if kind is not None:
             step = depth_of(kind)
             if step is not None:
                 if step > 0:
                     depth += 1
                 elif depth:
                     depth -= 1
-        last, last_start, last_end = kind, start, pos
+        else:
+            kind = first(tok[:1])
+            if kind == "_NL":
+                last = types[-1] if types else None
+                if depth or last is None or last in _LINE_ENDS:
+                    dropped.append(start)
+                    continue
+                add_type(kind), add_value(tok), add_start(start), add_end(pos)
+                indent = indent_at(text, pos)
+                if indent < 0:
+                    continue
+                if last == "COLON":
+                    if indent <= levels[-1]:
+                        raise BadIndent(pos, "expected an indented block")
+                    levels.append(indent)
+                    made += 1
+                    add_type("_INDENT"), add_value(""), add_start(start), add_end(pos)
+                elif len(levels) > 1 and indent != levels[-1]:
+                    if indent > levels[-1]:
+                        raise BadIndent(pos, "unexpected indent")
+                    while indent < levels[-1]:
+                        levels.pop()
+                        made += 1
+                        add_type("_DEDENT"), add_value(""), add_start(start), add_end(pos)
+                    if indent != levels[-1]:
+                        raise BadIndent(pos, "unindent does not match any outer indentation level")
+                continue
+            if kind == "STRING":
+                if tok[:3] in _TRIPLE:
+                    kind = "LONG_STRING"
+            elif kind != "NAME":
+                kind = _kind(tok)
+                if kind == "COMMENT":
+                    if comments is not None:
+                        comments.append(make((kind, tok, start, pos)))
+                    continue
+                if kind == "#END":
+                    continue
         add_type(kind), add_value(tok), add_start(start), add_end(pos)
-    _postlex.TOKENS[0] = counted
     if pos != len(text):
         raise LexError(pos)
-    if last is not None and depth == 0:
-        if last not in _LINE_ENDS:
-            add_type("_NL"), add_value("\n"), add_start(last_start), add_end(last_end)
+    read = len(types) - made + len(dropped)
+    counted = _postlex.TOKENS[0] + read
+    _postlex.TOKENS[0] = counted
+    if counted > _postlex.MAX_TOKENS:
+        raise TooManyTokens(pos)
+    if record is not None:
+        record.extend([base + s for k, s in zip(types, starts) if k != "_INDENT" and k != "_DEDENT"])
+        record.extend([base + s for s in dropped])
+    if types and depth == 0:
+        if types[-1] not in _LINE_ENDS:
+            add_type("_NL"), add_value("\n"), add_start(starts[-1]), add_end(ends[-1])
         while len(levels) > 1:
             levels.pop()
-            add_type("_DEDENT"), add_value(""), add_start(last_start), add_end(last_end)
+            add_type("_DEDENT"), add_value(""), add_start(starts[-1]), add_end(ends[-1])
     add_type("$END"), add_value(""), add_start(0), add_end(0)
     return types, values, starts, ends
