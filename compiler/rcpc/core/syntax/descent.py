@@ -23,7 +23,9 @@ from __future__ import annotations
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.builder import AstBuilder
+from rcpc.core import record
 from rcpc.core.source import Span
+from rcpc.core.source import joined as _joined
 from rcpc.core.syntax.lexer import KEYWORD_NAMES, LexError, scan
 from rcpc.core.syntax.postlex import BadIndent, TooManyTokens
 from rcpc.core.syntax.tokens import make
@@ -85,12 +87,37 @@ class FastParser:
         return stmts[0].expr
 
 
-def _joined(first: Span, last: Span) -> Span:
-    """The span from ``first``'s start to ``last``'s end (the builder's ``_joined``)."""
-    return Span(first.path, first.line, first.col, last.end_line, last.end_col)
+def _setters(cls, names: tuple) -> tuple:
+    """The ``__set__`` of each slot of the record class ``cls``, for ``names``: its fields, in
+    order (checked: a changed AST class must be changed here too)."""
+    if tuple(f.name for f in record.fields(cls)) != names:
+        raise ImportError(f"rcpc.core.syntax.descent: {cls.__name__}'s fields are not {names}")
+    return tuple(next(k.__dict__[n] for k in cls.__mro__ if n in k.__dict__).__set__ for n in names)
 
 
-_Name, _StrLit, _ListLit, _DictLit = ast.Name, ast.StrLit, ast.ListLit, ast.DictLit
+# The most frequent nodes, built without their record ``__init__`` (as Source.span builds a
+# Span): a new object, each field set in order, ``parens`` its default ``()``.
+_new = object.__new__
+_StrLit, _Name = ast.StrLit, ast.Name
+_str_value, _str_raw, _str_span, _str_parens = _setters(_StrLit, ("value", "raw", "span", "parens"))
+_name_id, _name_span, _name_parens = _setters(_Name, ("id", "span", "parens"))
+
+
+def _list_or_dict(cls):
+    items, trailing, span, parens = _setters(cls, ("items", "trailing_comma", "span", "parens"))
+
+    def build(items_: tuple, trailing_: bool, span_: Span):
+        node = _new(cls)
+        items(node, items_)
+        trailing(node, trailing_)
+        span(node, span_)
+        parens(node, ())
+        return node
+
+    return build
+
+
+_list_lit, _dict_lit = _list_or_dict(ast.ListLit), _list_or_dict(ast.DictLit)
 _Assign, _ExprStmt, _BinOp, _Attr, _Call, _Keyword = ast.Assign, ast.ExprStmt, ast.BinOp, ast.Attr, ast.Call, ast.Keyword
 
 
@@ -253,7 +280,31 @@ class _Descent:
 
     # expressions ------------------------------------------------------------------------
     def expr(self):
-        """?expr: or_expr | or_expr "if" or_expr "else" expr"""
+        """?expr: or_expr | or_expr "if" or_expr "else" expr (a lone string or name, the most
+        frequent expression, built here: an end follows it, so no rule continues it)"""
+        i = self.i
+        types = self.types
+        if types[i + 1] in _ENDS:
+            kind = types[i]
+            if kind == "STRING":
+                text = self.values[i]
+                if text[0] != "f" and "\\" not in text:
+                    self.i = i + 1
+                    base = self.base
+                    node = _new(_StrLit)
+                    _str_value(node, text[1:-1])
+                    _str_raw(node, text)
+                    _str_span(node, self.span(base + self.starts[i], base + self.ends[i]))
+                    _str_parens(node, ())
+                    return node
+            elif kind == "NAME":
+                self.i = i + 1
+                base = self.base
+                node = _new(_Name)
+                _name_id(node, self.values[i])
+                _name_span(node, self.span(base + self.starts[i], base + self.ends[i]))
+                _name_parens(node, ())
+                return node
         left = self.or_expr()
         if self.types[self.i] != "IF":
             return left
@@ -396,20 +447,29 @@ class _Descent:
         kind = self.types[i]
         if kind == "NAME":
             self.i = i + 1
-            return _Name(self.values[i], self._tspan(i))
+            node = _new(_Name)
+            _name_id(node, self.values[i])
+            _name_span(node, self._tspan(i))
+            _name_parens(node, ())
+            return node
         if kind == "STRING":
             text = self.values[i]
             if text[0] != "f" and "\\" not in text:
                 self.i = i + 1
-                return _StrLit(text[1:-1], text, self._tspan(i))
+                node = _new(_StrLit)
+                _str_value(node, text[1:-1])
+                _str_raw(node, text)
+                _str_span(node, self._tspan(i))
+                _str_parens(node, ())
+                return node
         build = self.literal.get(kind)
         if build is not None:
             self.i = i + 1
             return build([make((kind, self.values[i], self.starts[i], self.ends[i]))])
         if kind == "LSQB":
-            return self._bracketed("RSQB", self.expr, _ListLit, self.b.list_comp)
+            return self._bracketed("RSQB", self.expr, _list_lit, self.b.list_comp)
         if kind == "LBRACE":
-            return self._bracketed("RBRACE", self.dict_item, _DictLit, self.b.dict_comp)
+            return self._bracketed("RBRACE", self.dict_item, _dict_lit, self.b.dict_comp)
         if kind == "LPAR":
             return self.b.atom([self._next(), self.expr(), self._take("RPAR")])
         raise Decline()
