@@ -23,6 +23,8 @@ from __future__ import annotations
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.builder import AstBuilder
+from bisect import bisect_right as _bisect_right
+
 from rcpc.core import record
 from rcpc.core.source import Span
 from rcpc.core.source import joined as _joined
@@ -101,6 +103,7 @@ _new = object.__new__
 _StrLit, _Name = ast.StrLit, ast.Name
 _str_value, _str_raw, _str_span, _str_parens = _setters(_StrLit, ("value", "raw", "span", "parens"))
 _name_id, _name_span, _name_parens = _setters(_Name, ("id", "span", "parens"))
+_set_path, _set_line, _set_col, _set_end_line, _set_end_col = _setters(Span, ("path", "line", "col", "end_line", "end_col"))
 
 
 def _list_or_dict(cls):
@@ -126,7 +129,7 @@ class _Descent:
     ``$END``) → its statements. A method per grammar rule; ``self.i`` is the index of the next
     token; ``base`` the text's offset in the file."""
 
-    __slots__ = ("types", "values", "starts", "ends", "i", "b", "literal", "span", "base")
+    __slots__ = ("types", "values", "starts", "ends", "i", "b", "literal", "span", "base", "lines", "path")
 
     def __init__(self, tokens: tuple, builder: AstBuilder, literal: dict, source, base: int):
         self.types, self.values, self.starts, self.ends = tokens
@@ -135,15 +138,31 @@ class _Descent:
         self.literal = literal
         self.span = source.span
         self.base = base
+        self.lines = source._starts  # the offset of each line's start (Source.span's table)
+        self.path = source.path
 
     def _tok(self, i: int):
         """The :class:`~rcpc.core.syntax.tokens.Token` of token ``i`` (for the builder)."""
         return make((self.types[i], self.values[i], self.starts[i], self.ends[i]))
 
     def _tspan(self, i: int) -> Span:
-        """The span of token ``i`` (the builder's ``_tspan``)."""
+        """The span of token ``i`` (the builder's ``_tspan``; :meth:`Source.span` inline for a
+        token on one line)."""
         base = self.base
-        return self.span(base + self.starts[i], base + self.ends[i])
+        start = base + self.starts[i]
+        end = base + self.ends[i]
+        lines = self.lines
+        line = _bisect_right(lines, start)
+        if line != len(lines) and end >= lines[line]:
+            return self.span(start, end)
+        first = lines[line - 1]
+        span = _new(Span)
+        _set_path(span, self.path)
+        _set_line(span, line)
+        _set_col(span, start - first + 1)
+        _set_end_line(span, line)
+        _set_end_col(span, end - first + 1)
+        return span
 
     def _take(self, kind: str):
         i = self.i
@@ -291,18 +310,46 @@ class _Descent:
                 if text[0] != "f" and "\\" not in text:
                     self.i = i + 1
                     base = self.base
+                    start = base + self.starts[i]
+                    end = base + self.ends[i]
+                    lines = self.lines
+                    line = _bisect_right(lines, start)
+                    if line != len(lines) and end >= lines[line]:
+                        span = self.span(start, end)
+                    else:
+                        first = lines[line - 1]
+                        span = _new(Span)
+                        _set_path(span, self.path)
+                        _set_line(span, line)
+                        _set_col(span, start - first + 1)
+                        _set_end_line(span, line)
+                        _set_end_col(span, end - first + 1)
                     node = _new(_StrLit)
                     _str_value(node, text[1:-1])
                     _str_raw(node, text)
-                    _str_span(node, self.span(base + self.starts[i], base + self.ends[i]))
+                    _str_span(node, span)
                     _str_parens(node, ())
                     return node
             elif kind == "NAME":
                 self.i = i + 1
                 base = self.base
+                start = base + self.starts[i]
+                end = base + self.ends[i]
+                lines = self.lines
+                line = _bisect_right(lines, start)
+                if line != len(lines) and end >= lines[line]:
+                    span = self.span(start, end)
+                else:
+                    first = lines[line - 1]
+                    span = _new(Span)
+                    _set_path(span, self.path)
+                    _set_line(span, line)
+                    _set_col(span, start - first + 1)
+                    _set_end_line(span, line)
+                    _set_end_col(span, end - first + 1)
                 node = _new(_Name)
                 _name_id(node, self.values[i])
-                _name_span(node, self.span(base + self.starts[i], base + self.ends[i]))
+                _name_span(node, span)
                 _name_parens(node, ())
                 return node
         left = self.or_expr()

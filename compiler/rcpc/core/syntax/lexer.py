@@ -203,14 +203,90 @@ def _ungrouped(regex: str) -> str:
     return re.sub(r"(?<!\\)\((?!\?)", "(?:", regex)
 
 
+# The terminals of a recipe, most frequent first (counted over the N=100 workspace of
+# bench/peers.py), each one that must be tried before another (LONG_STRING before STRING, STRING
+# before NAME, COMP_OP before EQUAL, FLOAT before INT) listed before it: the scanner tries them in
+# this order where it is free to (:func:`_scan_order`).
+_FREQUENT = ("_NL", "LONG_STRING", "STRING", "COMMA", "NAME", "COLON", "LBRACE", "RBRACE", "COMP_OP", "EQUAL",
+             "LSQB", "RSQB", "FLOAT", "INT", "PLUS", "LPAR", "RPAR", "DOT", "COMMENT", "MINUS")
+
+
+def _first_chars(items) -> tuple:
+    """(the characters a match of the parsed regex ``items`` can begin with, whether it can
+    match the empty string); ``None`` for the characters where this reader cannot tell."""
+    chars: set = set()
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chars | {chr(av)}, False
+        if name == "IN":
+            for o, a in av:
+                if str(o) == "LITERAL":
+                    chars.add(chr(a))
+                elif str(o) == "RANGE":
+                    chars.update(map(chr, range(a[0], a[1] + 1)))
+                else:
+                    return None, False
+            return chars, False
+        if name == "SUBPATTERN":
+            first, empty = _first_chars(av[-1])
+        elif name == "BRANCH":
+            parts = [_first_chars(p) for p in av[1]]
+            if any(f is None for f, _ in parts):
+                return None, False
+            first, empty = set().union(*(f for f, _ in parts)), any(e for _, e in parts)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            first, empty = _first_chars(av[2])
+            empty = empty or av[0] == 0
+        else:
+            return None, False
+        if first is None:
+            return None, False
+        chars |= first
+        if not empty:
+            return chars, False
+    return chars, True
+
+
+def _scan_order(scanned: list) -> list:
+    """``scanned`` (terminals in lark's order) reordered to try the :data:`_FREQUENT` ones first,
+    where that cannot change which one matches: a terminal moves ahead of another only if no
+    text can begin a match of both (their first characters are disjoint, and neither matches
+    the empty string)."""
+    first = {}
+    for t in scanned:
+        chars, empty = _first_chars(_sre_parse.parse(t.regex))
+        first[t.name] = None if empty else chars
+    rank = {name: n for n, name in enumerate(_FREQUENT)}
+    remaining = list(scanned)
+    out = []
+    while remaining:
+        for t in sorted(remaining, key=lambda t: rank.get(t.name, len(rank))):
+            ahead = remaining[:remaining.index(t)]
+            if all(first[t.name] is not None and first[a.name] is not None and not first[t.name] & first[a.name]
+                   for a in ahead):
+                out.append(t)
+                remaining.remove(t)
+                break
+    return out
+
+
 def _scanner(terminals: list, ignored: set, keywords: dict):
     """(blanks, token) pairs of :func:`re.findall`: the ignored terminals but ``COMMENT``
-    skipped as in :data:`MASTER`, then one of the other terminals, or the end (``""``)."""
+    skipped as in :data:`MASTER` (a run of the one ``[...]+``, then each other followed by a
+    run: the same texts), then one of the other terminals (:func:`_scan_order`), or the end
+    (``""``)."""
     scanned = sorted((t for t in terminals if t.string not in keywords),
                      key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
     skipped = [t for t in scanned if t.name in ignored and t.name != "COMMENT"]
-    prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
-    body = "|".join(_ungrouped(t.regex) for t in scanned if t not in skipped)
+    runs = [t.regex for t in skipped if re.fullmatch(r"\[[^\]]*\]\+", t.regex)]
+    if len(runs) == 1:
+        run = runs[0][:-1] + "*+"
+        others = "|".join(t.regex for t in skipped if t.regex != runs[0])
+        prefix = f"{run}(?:(?:{others}){run})*+" if others else run
+    else:
+        prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
+    body = "|".join(_ungrouped(t.regex) for t in _scan_order([t for t in scanned if t not in skipped]))
     scanner = re.compile(f"({prefix})((?:{body})|\\Z)")
     if scanner.groups != 2:
         raise ValueError("grammar.lark: a terminal's regex has a group the scanner cannot drop")
@@ -218,6 +294,9 @@ def _scanner(terminals: list, ignored: set, keywords: dict):
 
 
 SCANNER = _scanner(TERMINALS, IGNORED, KEYWORDS)
+SCAN_ORDER = [t.name for t in _scan_order([t for t in sorted(
+    (t for t in TERMINALS if t.string not in KEYWORDS), key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
+    if t.name not in IGNORED or t.name == "COMMENT"])]
 # A token's terminal by its whole text: keywords and punctuation.
 _EXACT = dict(KEYWORDS)
 for _t in TERMINALS:
