@@ -195,6 +195,130 @@ def test_skipped_blanks_begin_no_other_terminal():
                     assert re.match(t.regex, c + rest) is None, (t.name, c + rest)
 
 
+# the scanner (lexer.scan): lex + postlex in one loop ------------------------------------------
+def _lex_postlex(text: str, base: int = 7):
+    """The reference token stream of the fast parser: ``lexer.lex`` (MASTER, lark's order)
+    through the shared postlexer, as ``scan``'s four lists with ``$END``, plus the comments,
+    the recorded offsets (sorted) and the token count; or the name of the exception."""
+    postlex.TOKENS[0] = 0
+    comments: list = []
+    record: list = []
+    try:
+        toks = [tuple(t) for t in postlex.postlex(lexer.lex(text, comments), text, record, base,
+                                                   Token.new_borrow_pos)]
+    except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
+        return type(exc).__name__
+    toks.append(("$END", "", 0, 0))
+    return [list(x) for x in zip(*toks)], comments, sorted(record), postlex.TOKENS[0]
+
+
+def _scanned(text: str, base: int = 7):
+    """``lexer.scan``'s result, as :func:`_lex_postlex`'s."""
+    postlex.TOKENS[0] = 0
+    comments: list = []
+    record: list = []
+    try:
+        lists = lexer.scan(text, comments, record, base)
+    except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
+        return type(exc).__name__
+    return [list(x) for x in lists], comments, sorted(record), postlex.TOKENS[0]
+
+
+def check_scan(text: str) -> None:
+    """The scanner gives the stream (terminal names, texts, offsets), comments, recorded token
+    offsets and count that lex + postlex give, or fails too (maybe with another of their
+    exceptions: it reports a text without a token or with too many at its end, and the fast
+    parser only declines on any of them)."""
+    got, expected = _scanned(text), _lex_postlex(text)
+    if isinstance(expected, str) or isinstance(got, str):
+        assert isinstance(expected, str) and isinstance(got, str), (got, expected)
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(REPO.parent)))
+def test_scan_is_lex_and_postlex_on_every_recipe(path):
+    check_scan(path.read_text(encoding="utf-8"))
+
+
+SCAN_CORNERS = [
+    "\"a\\\"b\" 'c\\'d' f\"x{y}\" f'z' \"\"\"a\"\"b\\\"\"\"\" '''c''d''' f\"\"\"e\"\"\" f'''g'''\n",
+    "\"\" '' f\"\" \"\"\"\"\"\" X = \"a\\\nb\"\n", "\"unclosed\n", "\"\"\"unclosed\n", "f", "f1 = f\"\\x41\"\n",
+    "X = 1 ! 2\n", "X = 1 \\\n + 2 \\\r\n + 3\n", "\t\f X = .5 + 5. + 5e3 + 1_0 // 2 % 3 * 4 <= 5 != 6\n",
+    "def f():\n  if a:\n    return 1\n  return 2\n", "def f():\n    x = 1\n  return x\n", "def f():\nreturn\n",
+    "X = [\n  1,\n]\n# c\n", "X = (]\n", "X = )\n", "", "\n", "# c", "X = '\\\r\nb'\n",
+]
+
+
+@pytest.mark.parametrize("text", SCAN_CORNERS)
+def test_scan_is_lex_and_postlex_on_each_corner(text):
+    check_scan(text)
+
+
+def test_scan_counts_and_limits_tokens_as_postlex(monkeypatch):
+    monkeypatch.setattr(postlex, "MAX_TOKENS", 10)
+    check_scan("X = [1, 2]\n")
+    check_scan("X = [1, 2, 3, 4, 5]\n")
+    assert _scanned("X = [1, 2, 3, 4, 5]\n") == "TooManyTokens"
+
+
+SCAN_ALPHABET = "aef_1.0eE+-*/%<>=!(),:[]{}#\"'\\ \t\f\r\nx"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(SCAN_ALPHABET, max_size=60))
+def test_scan_is_lex_and_postlex_on_random_text(text):
+    check_scan(text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_inputs())
+def test_scan_is_lex_and_postlex_on_mutated_recipes(files_target):
+    files, _ = files_target
+    for data in files.values():
+        check_scan(data.decode("utf-8", "surrogateescape"))
+
+
+# grammar.lark's strings, unrolled: the texts of the plain form they replaced
+PLAIN_STRING = r'''f?("(?:[^"\\\n]|\\(?:\r?\n|.))*+"|'(?:[^'\\\n]|\\(?:\r?\n|.))*+')'''
+PLAIN_LONG_STRING = r'f?("""(?:[^"\\]|\\[\s\S]|"(?!""))*+"""|' + r"'''(?:[^'\\]|\\[\s\S]|'(?!''))*+''')"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("f\"'\\\r\na ", max_size=30), st.integers(0, 5))
+def test_grammar_strings_match_what_the_plain_regexes_match(text, at):
+    regexes = {t.name: t.regex for t in lexer.TERMINALS}
+    for name, plain in (("STRING", PLAIN_STRING), ("LONG_STRING", PLAIN_LONG_STRING)):
+        a, b = re.compile(plain).match(text, at), re.compile(regexes[name]).match(text, at)
+        assert (a and a.span()) == (b and b.span()), name
+
+
+def test_first_chars_cover_every_match_of_each_terminal():
+    """_first_chars (the scanner's reordering rests on it): no terminal matches a text that
+    begins outside its first characters (each scanned terminal matching some probe)."""
+    alphabet = SCAN_ALPHABET + "AZ_9"
+    rests = ("", "a", "1", '"', "'", "\n", '""', "''", '"x"', "'x'", '""x"""', "'''", "=", "/", "0")
+    probes = [c + rest for c in alphabet for rest in rests]
+    for t in lexer.TERMINALS:
+        chars, empty = lexer._first_chars(lexer._sre_parse.parse(t.regex))
+        assert chars is not None and not empty, t.name
+        starts = {p[0] for p in probes if re.match(t.regex, p)}
+        assert starts <= chars, t.name
+        assert starts or t.name not in lexer.SCAN_ORDER, t.name
+
+
+def test_the_scanner_tries_frequent_terminals_first_without_changing_any_match():
+    """Each pair of terminals the scanner tries in another order than lark's cannot begin alike."""
+    order = lexer.SCAN_ORDER
+    lark_order = [n for n in lexer.ORDER if n in order]
+    assert sorted(order) == sorted(lark_order) and order[:3] == ["_NL", "LONG_STRING", "STRING"]
+    first = {t.name: lexer._first_chars(lexer._sre_parse.parse(t.regex))[0] for t in lexer.TERMINALS}
+    for i, a in enumerate(lark_order):
+        for b in lark_order[i + 1:]:
+            if order.index(b) < order.index(a):
+                assert not first[a] & first[b], (a, b)
+
+
 # properties ------------------------------------------------------------------------------------
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(generated_inputs())

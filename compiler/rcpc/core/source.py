@@ -35,6 +35,19 @@ _set_path, _set_line, _set_col, _set_end_line, _set_end_col = (
 _bisect_right = bisect.bisect_right
 
 
+def joined(first: Span, last: Span) -> Span:
+    """The span from ``first``'s start to ``last``'s end, in ``first``'s file (built as
+    :meth:`Source.span` builds one: the parsers join the spans of a node's first and last
+    parts)."""
+    span = _new(Span)
+    _set_path(span, first.path)
+    _set_line(span, first.line)
+    _set_col(span, first.col)
+    _set_end_line(span, last.end_line)
+    _set_end_col(span, last.end_col)
+    return span
+
+
 def file_span(path: str) -> Span:
     """A span naming a whole file rather than a place in it (line 0): a diagnostic about the
     file itself (its name, where it leads) is shown as ``path: error[...]``, with no line

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.limits import INT_LIMIT
-from rcpc.core.source import Source, Span
+from rcpc.core.source import Source, Span, joined
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.tokens import TOKEN_TYPES
 
@@ -30,8 +30,7 @@ def _node_span(node) -> Span:
     return node.span
 
 
-def _joined(first: Span, last: Span) -> Span:
-    return Span(first.path, first.line, first.col, last.end_line, last.end_col)
+_joined = joined  # first's start to last's end
 
 
 _STAR = object()  # the '*' of a parameter list

@@ -2,12 +2,15 @@
 happy path; lark's LALR parser (:mod:`rcpc.core.syntax.parser`) stays the reference and
 reports every error.
 
-Tokens come from :mod:`rcpc.core.syntax.lexer` (the grammar's own terminals, one master regex)
-through the postlexer both parsers share (:mod:`rcpc.core.syntax.postlex`); the AST is built
-by the same :class:`~rcpc.core.syntax.builder.AstBuilder` methods lark calls, with child lists
-of the same shape (every token a child, as lark's ``keep_all_tokens`` gives them). Each
-choice is made on the next token (or, for ``NAME "="``, the next two), as the LALR(1) tables
-make it, so the accepted texts and their trees are lark's.
+Tokens come from :func:`rcpc.core.syntax.lexer.scan` (the grammar's own terminals, one regex,
+and the postlexer's rules, :mod:`rcpc.core.syntax.postlex`, in the same loop) as parallel lists
+of terminal names, texts and offsets: a :class:`~rcpc.core.syntax.tokens.Token` is made only
+for the :class:`~rcpc.core.syntax.builder.AstBuilder` methods lark calls too, with child lists
+of the same shape (every token a child, as lark's ``keep_all_tokens`` gives them). The most
+frequent nodes (names, plain strings, lists, dicts, assignments, calls, attributes, binary
+operators) are built here directly, as those methods build them. Each choice is made on the
+next token (or, for ``NAME "="``, the next two), as the LALR(1) tables make it, so the
+accepted texts and their trees are lark's.
 
 Whatever this parser does not accept it declines (:class:`Decline`, or an exception of
 :data:`DECLINED`: a syntax error, a bad indentation, a builder's ``CompileError``, too many
@@ -20,9 +23,14 @@ from __future__ import annotations
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.builder import AstBuilder
-from rcpc.core.syntax.lexer import KEYWORD_NAMES, LexError, lex
-from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, postlex
-from rcpc.core.syntax.tokens import Token
+from bisect import bisect_right as _bisect_right
+
+from rcpc.core import record
+from rcpc.core.source import Span
+from rcpc.core.source import joined as _joined
+from rcpc.core.syntax.lexer import KEYWORD_NAMES, LexError, scan
+from rcpc.core.syntax.postlex import BadIndent, TooManyTokens
+from rcpc.core.syntax.tokens import make
 
 
 class Decline(Exception):
@@ -33,9 +41,9 @@ class Decline(Exception):
 DECLINED = (Decline, LexError, BadIndent, TooManyTokens, CompileError, RecursionError, LookupError,
             ValueError, TypeError, AttributeError, AssertionError, ArithmeticError)
 
-_END = Token("$END", "", 0, 0)
 # Tokens that end an expression after an atom (none continues one: not an operator, '.', '[', '(')
 _ENDS = frozenset(("COMMA", "RPAR", "RSQB", "RBRACE", "COLON", "_NL", "FOR", "$END"))
+_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
 _LITERALS = {"NAME": "name", "INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit",
              "LONG_STRING": "string_lit", "TRUE_PY": "bool_lit", "TRUE_YAML": "bool_lit",
              "FALSE_PY": "bool_lit", "FALSE_YAML": "bool_lit", "NONE_PY": "none_lit", "NULL_YAML": "none_lit"}
@@ -63,9 +71,8 @@ class FastParser:
         saved = builder.base
         builder.base = base
         try:
-            toks = list(postlex(lex(text, comments), text, self.record, base, Token.new_borrow_pos))
-            toks.append(_END)
-            return _Descent(toks, builder, self._literal).module()
+            tokens = scan(text, comments, self.record, base)
+            return _Descent(tokens, builder, self._literal, self.source, base).module()
         finally:
             builder.base = saved
 
@@ -82,30 +89,92 @@ class FastParser:
         return stmts[0].expr
 
 
+def _setters(cls, names: tuple) -> tuple:
+    """The ``__set__`` of each slot of the record class ``cls``, for ``names``: its fields, in
+    order (checked: a changed AST class must be changed here too)."""
+    if tuple(f.name for f in record.fields(cls)) != names:
+        raise ImportError(f"rcpc.core.syntax.descent: {cls.__name__}'s fields are not {names}")
+    return tuple(next(k.__dict__[n] for k in cls.__mro__ if n in k.__dict__).__set__ for n in names)
+
+
+# The most frequent nodes, built without their record ``__init__`` (as Source.span builds a
+# Span): a new object, each field set in order, ``parens`` its default ``()``.
+_new = object.__new__
+_StrLit, _Name = ast.StrLit, ast.Name
+_str_value, _str_raw, _str_span, _str_parens = _setters(_StrLit, ("value", "raw", "span", "parens"))
+_name_id, _name_span, _name_parens = _setters(_Name, ("id", "span", "parens"))
+_set_path, _set_line, _set_col, _set_end_line, _set_end_col = _setters(Span, ("path", "line", "col", "end_line", "end_col"))
+
+
+def _list_or_dict(cls):
+    items, trailing, span, parens = _setters(cls, ("items", "trailing_comma", "span", "parens"))
+
+    def build(items_: tuple, trailing_: bool, span_: Span):
+        node = _new(cls)
+        items(node, items_)
+        trailing(node, trailing_)
+        span(node, span_)
+        parens(node, ())
+        return node
+
+    return build
+
+
+_list_lit, _dict_lit = _list_or_dict(ast.ListLit), _list_or_dict(ast.DictLit)
+_Assign, _ExprStmt, _BinOp, _Attr, _Call, _Keyword = ast.Assign, ast.ExprStmt, ast.BinOp, ast.Attr, ast.Call, ast.Keyword
+
+
 class _Descent:
-    """One text's tokens (ending in ``$END``) → its statements. A method per grammar rule;
-    ``self.i`` is the index of the next token."""
+    """One text's tokens (the four lists of :func:`~rcpc.core.syntax.lexer.scan`, ending in
+    ``$END``) → its statements. A method per grammar rule; ``self.i`` is the index of the next
+    token; ``base`` the text's offset in the file."""
 
-    __slots__ = ("toks", "types", "i", "b", "literal")
+    __slots__ = ("types", "values", "starts", "ends", "i", "b", "literal", "span", "base", "lines", "path")
 
-    def __init__(self, toks: list, builder: AstBuilder, literal: dict):
-        self.toks = toks
-        self.types = [t.type for t in toks]
+    def __init__(self, tokens: tuple, builder: AstBuilder, literal: dict, source, base: int):
+        self.types, self.values, self.starts, self.ends = tokens
         self.i = 0
         self.b = builder
         self.literal = literal
+        self.span = source.span
+        self.base = base
+        self.lines = source._starts  # the offset of each line's start (Source.span's table)
+        self.path = source.path
+
+    def _tok(self, i: int):
+        """The :class:`~rcpc.core.syntax.tokens.Token` of token ``i`` (for the builder)."""
+        return make((self.types[i], self.values[i], self.starts[i], self.ends[i]))
+
+    def _tspan(self, i: int) -> Span:
+        """The span of token ``i`` (the builder's ``_tspan``; :meth:`Source.span` inline for a
+        token on one line)."""
+        base = self.base
+        start = base + self.starts[i]
+        end = base + self.ends[i]
+        lines = self.lines
+        line = _bisect_right(lines, start)
+        if line != len(lines) and end >= lines[line]:
+            return self.span(start, end)
+        first = lines[line - 1]
+        span = _new(Span)
+        _set_path(span, self.path)
+        _set_line(span, line)
+        _set_col(span, start - first + 1)
+        _set_end_line(span, line)
+        _set_end_col(span, end - first + 1)
+        return span
 
     def _take(self, kind: str):
         i = self.i
         if self.types[i] != kind:
             raise Decline()
         self.i = i + 1
-        return self.toks[i]
+        return make((kind, self.values[i], self.starts[i], self.ends[i]))
 
     def _next(self):
         i = self.i
         self.i = i + 1
-        return self.toks[i]
+        return make((self.types[i], self.values[i], self.starts[i], self.ends[i]))
 
     # statements -------------------------------------------------------------------------
     def module(self) -> list:
@@ -117,7 +186,9 @@ class _Descent:
                 stmts.append(self.def_stmt())
             else:
                 stmts.append(self.stmt())
-                self._take("_NL")
+                if types[self.i] != "_NL":
+                    raise Decline()
+                self.i += 1
         return self.b.start(stmts)
 
     def stmt(self):
@@ -128,13 +199,16 @@ class _Descent:
             return self.load_stmt()
         if kind == "NAME" and self.types[i + 1] == "EQUAL":
             return self.assign()
-        return self.b.expr_stmt([self.expr()])
+        value = self.expr()
+        return _ExprStmt(value, value.span)
 
     def assign(self):
-        """assign: NAME "=" expr"""
-        name = self._next()
-        eq = self._next()
-        return self.b.assign([name, eq, self.expr()])
+        """assign: NAME "=" expr (the builder's ``assign``)"""
+        i = self.i
+        name_span = self._tspan(i)
+        self.i = i + 2
+        value = self.expr()
+        return _Assign(self.values[i], name_span, value, _joined(name_span, value.span))
 
     def load_stmt(self):
         """load_stmt: "load" "(" STRING ("," load_arg)* [","] ")" """
@@ -203,7 +277,8 @@ class _Descent:
         elif kind == "NAME" and self.types[i + 1] == "EQUAL":
             node = self.assign()
         else:
-            node = self.b.expr_stmt([self.expr()])
+            value = self.expr()
+            node = _ExprStmt(value, value.span)
         self._take("_NL")
         return node
 
@@ -224,13 +299,59 @@ class _Descent:
 
     # expressions ------------------------------------------------------------------------
     def expr(self):
-        """?expr: or_expr | or_expr "if" or_expr "else" expr"""
+        """?expr: or_expr | or_expr "if" or_expr "else" expr (a lone string or name, the most
+        frequent expression, built here: an end follows it, so no rule continues it)"""
         i = self.i
-        if self.types[i + 1] in _ENDS:  # a lone name or literal (most values): no rule to descend
-            build = self.literal.get(self.types[i])
-            if build is not None:
+        types = self.types
+        if types[i + 1] in _ENDS:
+            kind = types[i]
+            if kind == "STRING":
+                text = self.values[i]
+                if text[0] != "f" and "\\" not in text:
+                    self.i = i + 1
+                    base = self.base
+                    start = base + self.starts[i]
+                    end = base + self.ends[i]
+                    lines = self.lines
+                    line = _bisect_right(lines, start)
+                    if line != len(lines) and end >= lines[line]:
+                        span = self.span(start, end)
+                    else:
+                        first = lines[line - 1]
+                        span = _new(Span)
+                        _set_path(span, self.path)
+                        _set_line(span, line)
+                        _set_col(span, start - first + 1)
+                        _set_end_line(span, line)
+                        _set_end_col(span, end - first + 1)
+                    node = _new(_StrLit)
+                    _str_value(node, text[1:-1])
+                    _str_raw(node, text)
+                    _str_span(node, span)
+                    _str_parens(node, ())
+                    return node
+            elif kind == "NAME":
                 self.i = i + 1
-                return build([self.toks[i]])
+                base = self.base
+                start = base + self.starts[i]
+                end = base + self.ends[i]
+                lines = self.lines
+                line = _bisect_right(lines, start)
+                if line != len(lines) and end >= lines[line]:
+                    span = self.span(start, end)
+                else:
+                    first = lines[line - 1]
+                    span = _new(Span)
+                    _set_path(span, self.path)
+                    _set_line(span, line)
+                    _set_col(span, start - first + 1)
+                    _set_end_line(span, line)
+                    _set_end_col(span, end - first + 1)
+                node = _new(_Name)
+                _name_id(node, self.values[i])
+                _name_span(node, span)
+                _name_parens(node, ())
+                return node
         left = self.or_expr()
         if self.types[self.i] != "IF":
             return left
@@ -239,15 +360,21 @@ class _Descent:
         return self.b.conditional([left, if_, cond, self._take("ELSE"), self.expr()])
 
     def or_expr(self):
-        """?or_expr: and_expr | or_expr "or" and_expr"""
-        i = self.i
-        if self.types[i + 1] in _ENDS:  # as in expr
-            build = self.literal.get(self.types[i])
-            if build is not None:
-                self.i = i + 1
-                return build([self.toks[i]])
-        left = self.and_expr()
-        while self.types[self.i] == "OR":
+        """?or_expr: and_expr | or_expr "or" and_expr, and the first and_expr's
+        ``?and_expr: not_expr | and_expr "and" not_expr`` inline: unless it begins with "not",
+        its first operand is a factor (the leftmost of every rule down to it), so that is
+        read first, and the rules above it continue from it (none when an end follows)."""
+        types = self.types
+        if types[self.i] == "NOT":
+            left = self.not_expr()
+        else:
+            left = self.factor()
+            if types[self.i] in _ENDS:
+                return left
+            left = self.comparison(left)
+        while types[self.i] == "AND":
+            left = self.b.and_op([left, self._next(), self.not_expr()])
+        while types[self.i] == "OR":
             left = self.b.or_op([left, self._next(), self.and_expr()])
         return left
 
@@ -264,10 +391,10 @@ class _Descent:
             return self.b.not_op([self._next(), self.not_expr()])
         return self.comparison()
 
-    def comparison(self):
+    def comparison(self, left=None):
         """?comparison: sum | sum COMP_OP sum | sum "in" sum | sum "not" "in" sum (one operator:
-        ``a < b < c`` is a syntax error)"""
-        left = self.sum()
+        ``a < b < c`` is a syntax error). ``left``: its first factor, already read."""
+        left = self.sum(left)
         kind = self.types[self.i]
         if kind == "COMP_OP":
             return self.b.compare([left, self._next(), self.sum()])
@@ -278,19 +405,29 @@ class _Descent:
             return self.b.not_in_op([left, not_, self._take("IN"), self.sum()])
         return left
 
-    def sum(self):
-        """?sum: term | sum PLUS term | sum MINUS term"""
-        left = self.term()
+    def sum(self, left=None):
+        """?sum: term | sum PLUS term | sum MINUS term (the builder's ``binop``). ``left``: its
+        first factor, already read."""
+        left = self.term(left)
         types = self.types
         while types[self.i] in ("PLUS", "MINUS"):
-            left = self.b.binop([left, self._next(), self.term()])
+            op = self.values[self.i]
+            self.i += 1
+            right = self.term()
+            left = _BinOp(op, left, right, _joined(left.span, right.span))
         return left
 
-    def term(self):
-        """?term: factor | term MUL_OP factor"""
-        left = self.factor()
-        while self.types[self.i] == "MUL_OP":
-            left = self.b.binop([left, self._next(), self.factor()])
+    def term(self, left=None):
+        """?term: factor | term MUL_OP factor (the builder's ``binop``). ``left``: its first
+        factor, already read."""
+        if left is None:
+            left = self.factor()
+        types = self.types
+        while types[self.i] == "MUL_OP":
+            op = self.values[self.i]
+            self.i += 1
+            right = self.factor()
+            left = _BinOp(op, left, right, _joined(left.span, right.span))
         return left
 
     def factor(self):
@@ -300,77 +437,122 @@ class _Descent:
         return self.postfix()
 
     def postfix(self):
-        """?postfix: atom | postfix "." NAME | postfix "[" expr "]" | postfix "(" [arg ("," arg)* [","]] ")" """
+        """?postfix: atom | postfix "." NAME | postfix "[" expr "]" | postfix "(" [arg ("," arg)* [","]] ")"
+        (the builder's ``attr``, ``index`` and ``call``)"""
         node = self.atom()
         types = self.types
-        b = self.b
         while True:
-            kind = types[self.i]
+            i = self.i
+            kind = types[i]
             if kind == "DOT":
-                node = b.attr([node, self._next(), self._take("NAME")])
+                if types[i + 1] != "NAME":
+                    raise Decline()
+                self.i = i + 2
+                name_span = self._tspan(i + 1)
+                node = _Attr(node, self.values[i + 1], name_span, _joined(node.span, name_span))
             elif kind == "LSQB":
-                node = b.index([node, self._next(), self.expr(), self._take("RSQB")])
+                node = self.b.index([node, self._next(), self.expr(), self._take("RSQB")])
             elif kind == "LPAR":
-                c = [node, self._next()]
+                self.i = i + 1
+                positional: list = []
+                keywords: list = []
                 if types[self.i] != "RPAR":
-                    c.append(self.arg())
+                    self.arg(positional, keywords)
                     while types[self.i] == "COMMA":
-                        c.append(self._next())
+                        self.i += 1
                         if types[self.i] == "RPAR":
                             break
-                        c.append(self.arg())
-                c.append(self._take("RPAR"))
-                node = b.call(c)
+                        self.arg(positional, keywords)
+                close = self.i
+                if types[close] != "RPAR":
+                    raise Decline()
+                self.i = close + 1
+                node = _Call(node, tuple(positional), tuple(keywords), types[close - 1] == "COMMA",
+                             _joined(node.span, self._tspan(close)))
             else:
                 return node
 
-    def arg(self):
-        """arg: expr | NAME "=" expr"""
+    def arg(self, positional: list, keywords: list) -> None:
+        """arg: expr | NAME "=" expr, appended to ``positional`` or ``keywords`` (a positional
+        argument after a keyword one: the builder's error, so declined)."""
         i = self.i
-        if self.types[i] == "NAME" and self.types[i + 1] == "EQUAL":
-            name = self._next()
-            return self.b.kwarg([name, self._next(), self.expr()])
-        return self.b.arg([self.expr()])
+        types = self.types
+        if types[i] == "NAME" and types[i + 1] == "EQUAL":
+            name_span = self._tspan(i)
+            self.i = i + 2
+            keywords.append(_Keyword(self.values[i], name_span, self.expr()))
+        elif keywords:
+            raise Decline()
+        else:
+            positional.append(self.expr())
 
     def atom(self):
         """?atom: NAME | INT | FLOAT | STRING | LONG_STRING | bools | none | list_lit | list_comp |
-        dict_lit | dict_comp | "(" expr ")" """
+        dict_lit | dict_comp | "(" expr ")" (a name or a string without escapes as the
+        builder's ``name`` and ``string_lit`` build them)"""
         i = self.i
         kind = self.types[i]
+        if kind == "NAME":
+            self.i = i + 1
+            node = _new(_Name)
+            _name_id(node, self.values[i])
+            _name_span(node, self._tspan(i))
+            _name_parens(node, ())
+            return node
+        if kind == "STRING":
+            text = self.values[i]
+            if text[0] != "f" and "\\" not in text:
+                self.i = i + 1
+                node = _new(_StrLit)
+                _str_value(node, text[1:-1])
+                _str_raw(node, text)
+                _str_span(node, self._tspan(i))
+                _str_parens(node, ())
+                return node
         build = self.literal.get(kind)
         if build is not None:
             self.i = i + 1
-            return build([self.toks[i]])
+            return build([make((kind, self.values[i], self.starts[i], self.ends[i]))])
         if kind == "LSQB":
-            return self._bracketed("RSQB", self.expr, self.b.list_lit, self.b.list_comp)
+            return self._bracketed("RSQB", self.expr, _list_lit, self.b.list_comp)
         if kind == "LBRACE":
-            return self._bracketed("RBRACE", self.dict_item, self.b.dict_lit, self.b.dict_comp)
+            return self._bracketed("RBRACE", self.dict_item, _dict_lit, self.b.dict_comp)
         if kind == "LPAR":
             return self.b.atom([self._next(), self.expr(), self._take("RPAR")])
         raise Decline()
 
     def _bracketed(self, closer: str, item, literal, comprehension):
-        """ "[" [expr ("," expr)* [","]] "]" | "[" expr comp_for "]", and the same of dict_item in {}"""
-        c = [self._next()]
+        """ "[" [expr ("," expr)* [","]] "]" | "[" expr comp_for "]", and the same of dict_item
+        in {} (the builder's ``list_lit``/``dict_lit``; ``comprehension`` its method)"""
         types = self.types
+        opener = self.i
+        self.i = opener + 1
+        items = []
         if types[self.i] != closer:
-            c.append(item())
+            items.append(item())
             if types[self.i] == "FOR":
-                c.append(self.comp_for())
-                c.append(self._take(closer))
+                c = [self._tok(opener), items[0], self.comp_for(), self._take(closer)]
                 return comprehension(c)
             while types[self.i] == "COMMA":
-                c.append(self._next())
+                self.i += 1
                 if types[self.i] == closer:
                     break
-                c.append(item())
-        c.append(self._take(closer))
-        return literal(c)
+                items.append(item())
+        close = self.i
+        if types[close] != closer:
+            raise Decline()
+        self.i = close + 1
+        base = self.base
+        return literal(tuple(items), types[close - 1] == "COMMA",
+                       self.span(base + self.starts[opener], base + self.ends[close]))
 
     def dict_item(self):
-        """dict_item: expr ":" expr"""
+        """dict_item: expr ":" expr (the builder's: a (key, value) pair)"""
         key = self.expr()
-        return self.b.dict_item([key, self._take("COLON"), self.expr()])
+        if self.types[self.i] != "COLON":
+            raise Decline()
+        self.i += 1
+        return (key, self.expr())
 
     def comp_for(self):
         """comp_for: "for" NAME "in" or_expr comp_if*   (comp_if: "if" or_expr)"""

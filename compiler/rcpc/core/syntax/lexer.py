@@ -8,6 +8,12 @@ then longest pattern, then name: ``LONG_STRING.3`` before ``STRING.2`` before th
 whole, ``if``, ``True``, ``null``...) are not in it: a ``NAME`` whose whole text is one is
 retyped, as lark's ``UnlessCallback`` does. Anonymous string terminals (``"("``, ``","``) get
 lark's names (``LPAR``, ``COMMA``).
+
+The fast parser reads :func:`scan`: the same terminals as one regex without named groups
+(:data:`SCANNER`, the frequent terminals tried first where no two can begin alike), each
+token's terminal told from its text, and the postlexer's rules in the same loop, giving
+parallel lists instead of a token object each. :func:`lex` (with the postlexer) is its
+reference in tests/test_descent.py.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
+from rcpc.core.syntax import postlex as _postlex
+from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, indent_at
 from rcpc.core.syntax.tokens import make
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -185,3 +193,237 @@ def lex(text: str, comments: list | None) -> list:
     if pos != len(text):
         raise LexError(pos)
     return out
+
+
+# The fast parser's scanner ----------------------------------------------------------------------
+# The same terminals as MASTER, tried in the same (lark's) order, but without a named group each:
+# one regex finds every token, and its terminal is told from its text (:data:`_EXACT`, then its
+# first character). Without groups, each alternative begins with a literal or a character set,
+# which Python's re tests before entering it; and ``findall`` makes no match objects.
+# tests/test_descent.py holds :func:`scan` equal to :func:`lex` and the postlexer.
+
+
+def _ungrouped(regex: str) -> str:
+    """``regex`` with each capturing group made non-capturing (the terminals' regexes have no
+    backreferences)."""
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", regex)
+
+
+# The terminals of a recipe, most frequent first (counted over the N=100 workspace of
+# bench/peers.py), each one that must be tried before another (LONG_STRING before STRING, STRING
+# before NAME, COMP_OP before EQUAL, FLOAT before INT) listed before it: the scanner tries them in
+# this order where it is free to (:func:`_scan_order`).
+_FREQUENT = ("_NL", "LONG_STRING", "STRING", "COMMA", "NAME", "COLON", "LBRACE", "RBRACE", "COMP_OP", "EQUAL",
+             "LSQB", "RSQB", "FLOAT", "INT", "PLUS", "LPAR", "RPAR", "DOT", "COMMENT", "MINUS")
+
+
+def _first_chars(items) -> tuple:
+    """(the characters a match of the parsed regex ``items`` can begin with, whether it can
+    match the empty string); ``None`` for the characters where this reader cannot tell."""
+    chars: set = set()
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chars | {chr(av)}, False
+        if name == "IN":
+            for o, a in av:
+                if str(o) == "LITERAL":
+                    chars.add(chr(a))
+                elif str(o) == "RANGE":
+                    chars.update(map(chr, range(a[0], a[1] + 1)))
+                else:
+                    return None, False
+            return chars, False
+        if name == "SUBPATTERN":
+            first, empty = _first_chars(av[-1])
+        elif name == "BRANCH":
+            parts = [_first_chars(p) for p in av[1]]
+            if any(f is None for f, _ in parts):
+                return None, False
+            first, empty = set().union(*(f for f, _ in parts)), any(e for _, e in parts)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            first, empty = _first_chars(av[2])
+            empty = empty or av[0] == 0
+        else:
+            return None, False
+        if first is None:
+            return None, False
+        chars |= first
+        if not empty:
+            return chars, False
+    return chars, True
+
+
+def _scan_order(scanned: list) -> list:
+    """``scanned`` (terminals in lark's order) reordered to try the :data:`_FREQUENT` ones first,
+    where that cannot change which one matches: a terminal moves ahead of another only if no
+    text can begin a match of both (their first characters are disjoint, and neither matches
+    the empty string)."""
+    first = {}
+    for t in scanned:
+        chars, empty = _first_chars(_sre_parse.parse(t.regex))
+        first[t.name] = None if empty else chars
+    rank = {name: n for n, name in enumerate(_FREQUENT)}
+    remaining = list(scanned)
+    out = []
+    while remaining:
+        for t in sorted(remaining, key=lambda t: rank.get(t.name, len(rank))):
+            ahead = remaining[:remaining.index(t)]
+            if all(first[t.name] is not None and first[a.name] is not None and not first[t.name] & first[a.name]
+                   for a in ahead):
+                out.append(t)
+                remaining.remove(t)
+                break
+    return out
+
+
+def _scanner(terminals: list, ignored: set, keywords: dict):
+    """(blanks, token) pairs of :func:`re.findall`: the ignored terminals but ``COMMENT``
+    skipped as in :data:`MASTER` (a run of the one ``[...]+``, then each other followed by a
+    run: the same texts), then one of the other terminals (:func:`_scan_order`), or the end
+    (``""``)."""
+    scanned = sorted((t for t in terminals if t.string not in keywords),
+                     key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
+    skipped = [t for t in scanned if t.name in ignored and t.name != "COMMENT"]
+    runs = [t.regex for t in skipped if re.fullmatch(r"\[[^\]]*\]\+", t.regex)]
+    if len(runs) == 1:
+        run = runs[0][:-1] + "*+"
+        others = "|".join(t.regex for t in skipped if t.regex != runs[0])
+        prefix = f"{run}(?:(?:{others}){run})*+" if others else run
+    else:
+        prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
+    body = "|".join(_ungrouped(t.regex) for t in _scan_order([t for t in scanned if t not in skipped]))
+    scanner = re.compile(f"({prefix})((?:{body})|\\Z)")
+    if scanner.groups != 2:
+        raise ValueError("grammar.lark: a terminal's regex has a group the scanner cannot drop")
+    return scanner
+
+
+SCANNER = _scanner(TERMINALS, IGNORED, KEYWORDS)
+SCAN_ORDER = [t.name for t in _scan_order([t for t in sorted(
+    (t for t in TERMINALS if t.string not in KEYWORDS), key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
+    if t.name not in IGNORED or t.name == "COMMENT"])]
+# A token's terminal by its whole text: keywords and punctuation.
+_EXACT = dict(KEYWORDS)
+for _t in TERMINALS:
+    if _t.string is not None and _t.name not in IGNORED:
+        _EXACT.setdefault(_t.string, _t.name)
+for _t in TERMINALS:  # "a" | "b" terminals (COMP_OP, MUL_OP): each alternative
+    if _t.string is None and _t.regex.startswith("(?:") and re.fullmatch(r"\(\?:(?:[^()|]+\|)*[^()|]+\)", _t.regex):
+        for _alt in _t.regex[3:-1].split("|"):
+            _EXACT.setdefault(re.sub(r"\\(.)", r"\1", _alt), _t.name)
+# Otherwise by its first character (see _kind).
+_FIRST = dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdeghijklmnopqrstuvwxyz_", "NAME")
+_FIRST.update(dict.fromkeys("0123456789.", "#NUMBER"), f="#F", **{'"': "STRING", "'": "STRING"})
+_FIRST.update({"\n": "_NL", "\r": "_NL", "#": "COMMENT", "": "#END"})
+_TRIPLE = ('"""', "\'\'\'")
+_DEPTH = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
+_LINE_ENDS = frozenset(("_NL", "_INDENT", "_DEDENT"))
+
+
+def _kind(tok: str) -> str:
+    """The terminal of a token the scanner found that is not in :data:`_EXACT` and not a plain
+    name, string or newline (a number, a name or string beginning with ``f``, a comment, the
+    end ``#END``), as the named groups of :data:`MASTER` say."""
+    kind = _FIRST[tok[:1]]
+    if kind == "#NUMBER":
+        return "FLOAT" if "." in tok or "e" in tok or "E" in tok else "INT"
+    if kind == "#F":
+        if tok[1:2] not in ("\"", "'"):
+            return "NAME"
+        return "LONG_STRING" if tok[1:4] in _TRIPLE else "STRING"
+    return kind
+
+
+def scan(text: str, comments: list | None, record: list | None, base: int) -> tuple:
+    """:func:`lex` and :func:`rcpc.core.syntax.postlex.postlex` in one loop, for the fast parser:
+    the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
+    start and end offsets in ``text``). ``comments``, ``record`` and ``base`` as in those two
+    (``COMMENT`` tokens appended to ``comments``; each token's offset in the file appended to
+    ``record``, in no particular order; tokens counted in ``postlex.TOKENS``).
+
+    Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
+    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do, but each only once the text is
+    scanned (``LexError`` and ``TooManyTokens`` at its end: the fast parser only declines on
+    them)."""
+    types: list = []
+    values: list = []
+    starts: list = []
+    ends: list = []
+    add_type, add_value, add_start, add_end = types.append, values.append, starts.append, ends.append
+    exact = _EXACT.get
+    first = _FIRST.get
+    depth_of = _DEPTH.get
+    dropped: list = []  # the offsets of the newlines not kept (read, and counted)
+    made = 0  # the _INDENT and _DEDENT tokens made (not read)
+    depth = 0
+    levels = [0]
+    pos = 0
+    for blank, tok in SCANNER.findall(text):
+        start = pos + len(blank)
+        pos = start + len(tok)
+        kind = exact(tok)
+        if kind is not None:
+            step = depth_of(kind)
+            if step is not None:
+                if step > 0:
+                    depth += 1
+                elif depth:
+                    depth -= 1
+        else:
+            kind = first(tok[:1])
+            if kind == "_NL":
+                last = types[-1] if types else None
+                if depth or last is None or last in _LINE_ENDS:
+                    dropped.append(start)
+                    continue
+                add_type(kind), add_value(tok), add_start(start), add_end(pos)
+                indent = indent_at(text, pos)
+                if indent < 0:
+                    continue
+                if last == "COLON":
+                    if indent <= levels[-1]:
+                        raise BadIndent(pos, "expected an indented block")
+                    levels.append(indent)
+                    made += 1
+                    add_type("_INDENT"), add_value(""), add_start(start), add_end(pos)
+                elif len(levels) > 1 and indent != levels[-1]:
+                    if indent > levels[-1]:
+                        raise BadIndent(pos, "unexpected indent")
+                    while indent < levels[-1]:
+                        levels.pop()
+                        made += 1
+                        add_type("_DEDENT"), add_value(""), add_start(start), add_end(pos)
+                    if indent != levels[-1]:
+                        raise BadIndent(pos, "unindent does not match any outer indentation level")
+                continue
+            if kind == "STRING":
+                if tok[:3] in _TRIPLE:
+                    kind = "LONG_STRING"
+            elif kind != "NAME":
+                kind = _kind(tok)
+                if kind == "COMMENT":
+                    if comments is not None:
+                        comments.append(make((kind, tok, start, pos)))
+                    continue
+                if kind == "#END":
+                    continue
+        add_type(kind), add_value(tok), add_start(start), add_end(pos)
+    if pos != len(text):
+        raise LexError(pos)
+    read = len(types) - made + len(dropped)
+    counted = _postlex.TOKENS[0] + read
+    _postlex.TOKENS[0] = counted
+    if counted > _postlex.MAX_TOKENS:
+        raise TooManyTokens(pos)
+    if record is not None:
+        record.extend([base + s for k, s in zip(types, starts) if k != "_INDENT" and k != "_DEDENT"])
+        record.extend([base + s for s in dropped])
+    if types and depth == 0:
+        if types[-1] not in _LINE_ENDS:
+            add_type("_NL"), add_value("\n"), add_start(starts[-1]), add_end(ends[-1])
+        while len(levels) > 1:
+            levels.pop()
+            add_type("_DEDENT"), add_value(""), add_start(starts[-1]), add_end(ends[-1])
+    add_type("$END"), add_value(""), add_start(0), add_end(0)
+    return types, values, starts, ends
