@@ -126,15 +126,36 @@ def _get(d, *keys):
     return d if type(d) is Dict else None
 
 
+# Keys whose presence in a dict, and last path steps, that make a rule look at the dict
+# (:func:`_check_node`); any other dict only has its children visited.
+_RULE_KEYS = frozenset(("nodeSelector", "matchLabels", "env", "template", *_CONTAINER_LISTS))
+_RULE_STEPS = frozenset(("metadata", "exec", "resources"))
+
+
 def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
     """Visit every dict and list; ``meta`` is the metadata of the object whose ``spec`` ``v``
-    is (for a pod spec: its template's labels and annotations)."""
+    is (for a pod spec: its template's labels and annotations). Scalars hold nothing to
+    check and are not visited; a dict is checked only when :data:`_RULE_KEYS` or
+    :data:`_RULE_STEPS` say a rule may apply to it."""
     if type(v) is List:
         for i, x in enumerate(v.items):
-            _walk(x, path + (i,), kind, out, None, core_lists)
+            t = type(x)
+            if t is Dict or t is List:
+                _walk(x, path + (i,), kind, out, None, core_lists)
         return
     if type(v) is not Dict:
         return
+    items = v.items
+    if (path and path[-1] in _RULE_STEPS) or not _RULE_KEYS.isdisjoint(items):
+        _check_node(v, path, kind, out, meta, core_lists)
+    for k, x in items.items():
+        t = type(x)
+        if t is Dict or t is List:
+            _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+
+
+def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """The rules on one dict at ``path`` (not its children)."""
     items = v.items
     if path and path[-1] == "metadata":
         for key in ("labels", "annotations"):
@@ -155,8 +176,6 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
                 _check_quantities(items[key], path + (key,), kind, out)
     if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
         _check_job(v, path, kind, out)
-    for k, x in items.items():
-        _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:

@@ -1,0 +1,282 @@
+"""The fast paths of the render checks and emitters agree with the straightforward code they
+replace, over a value space.
+
+* :func:`rcpc.domain.kube._walk` visits only dicts and lists and checks a dict only when a
+  rule may apply (:data:`~rcpc.domain.kube._RULE_KEYS`, ``_RULE_STEPS``);
+  :func:`rcpc.domain.kube_schema._walk_lists` skips scalars and values whose schema marks
+  no list type below (:func:`~rcpc.domain.kube_schema._marks_lists`, memoized per schema
+  node). Reference: the walks as they were, visiting every value and checking every dict.
+  Manifests are drawn along the bundled JobSet schema (so that pod specs, containers, env
+  lists and list-map keys come up), with small pools of names and scalars (so that
+  duplicates, bad names and TPU requests come up), plus stray fields.
+* :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and writes plain strings without
+  going through ``_inline``. Reference: the emitter as it was.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.core.emit import yaml as Y
+from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
+from rcpc.core.source import Span
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+from rcpc.domain import kube, kube_schema
+from rcpc.domain.kube_paths import CONTAINER_LISTS
+from test_yaml_emit import DOCS
+from conftest import value_of
+
+SCHEMA = kube_schema.builtin_jobset_schema()
+
+
+# reference walks (as they were before the fast paths) -------------------------------------------
+def ref_walk(v, path, kind, out, meta, core_lists):
+    if type(v) is List:
+        for i, x in enumerate(v.items):
+            ref_walk(x, path + (i,), kind, out, None, core_lists)
+        return
+    if type(v) is not Dict:
+        return
+    kube._check_node(v, path, kind, out, meta, core_lists)  # every rule, on every dict
+    for k, x in v.items.items():
+        ref_walk(x, path + (k,), kind, out, v.items.get("metadata") if k == "spec" else None, core_lists)
+
+
+def ref_walk_lists(v, s, path, kind, out):
+    if not isinstance(s, dict):
+        return
+    if type(v) is Dict:
+        props = s.get("properties") or {}
+        extra = s.get("additionalProperties")
+        for k, x in v.items.items():
+            ref_walk_lists(x, props.get(k, extra), path + (k,), kind, out)
+    elif type(v) is List:
+        items = s.get("items")
+        list_type = s.get("x-kubernetes-list-type")
+        if list_type == "map" and (not path or path[-1] not in CONTAINER_LISTS):
+            kube_schema._list_map(v, items if isinstance(items, dict) else {},
+                                  s.get("x-kubernetes-list-map-keys") or [], path, kind, out)
+        elif list_type == "set":
+            seen: dict = {}
+            for i, x in enumerate(v.items):
+                key = kube_schema._scalar_key(x)
+                if key in seen:
+                    shown = repr(x.value) if type(x) is Str else kube_schema.text_of(x)
+                    out.append(kube_schema._diag("E1010", kind, path + (i,), f"{shown} is repeated in "
+                                                 f"{path[-1] if path else 'a list'}, a set", x.span,
+                                                 related=(("first here", seen[key]),), hint="list each item once"))
+                seen.setdefault(key, x.span)
+        for i, x in enumerate(v.items):
+            ref_walk_lists(x, items, path + (i,), kind, out)
+
+
+def with_reference(fn, *args):
+    """``fn(*args)`` with the reference walks in place of the fast ones."""
+    saved = kube._walk, kube_schema._walk_lists
+    kube._walk, kube_schema._walk_lists = ref_walk, ref_walk_lists
+    try:
+        return fn(*args)
+    finally:
+        kube._walk, kube_schema._walk_lists = saved
+
+
+def shown(diags) -> list:
+    return [(d.code, d.message, d.span, d.severity, d.hint, d.related) for d in diags]
+
+
+# manifests along the JobSet schema --------------------------------------------------------------
+def ref_marked(s, depth=0) -> bool:
+    """Whether a map or set list type is anywhere below schema ``s`` (to steer the drawing)."""
+    if not isinstance(s, dict) or depth > 40:
+        return False
+    if s.get("x-kubernetes-list-type") in ("map", "set"):
+        return True
+    below = [*(s.get("properties") or {}).values(), s.get("additionalProperties"), s.get("items")]
+    return any(ref_marked(x, depth + 1) for x in below)
+
+
+NAMES = ["main", "main", "side", "Bad_Name", "x" * 70, "", "/a", "/a", "TCP", "UDP"]
+SCALARS = st.one_of(st.sampled_from(NAMES), st.sampled_from([0, 1, 1, 2, 8, -1, 4.5, None, True]))
+LABEL_KEYS = st.sampled_from(["app", "bad key!", "cloud.google.com/gke-tpu-accelerator",
+                              "cloud.google.com/gke-tpu-topology", "google.com/tpu",
+                              "cloud.google.com/gke-tpu-slice-topology", "a/b/c", "x" * 64])
+LABEL_VALUES = st.one_of(st.sampled_from(["tpu-v5-lite-podslice", "tpu-v6e-slice", "2x4", "4x4", "1x1", "4",
+                                          "8", "ok", "bad value!", "y" * 64]), SCALARS)
+STRAY = st.sampled_from(["nodeSelector", "matchLabels", "env", "exec", "command", "template", "resources",
+                         "limits", "requests", "metadata", "labels", "annotations", "parallelism",
+                         "containers", "spec", "value", "name"])
+
+
+@st.composite
+def along(draw, s, depth=0):
+    """A plain value drawn along schema ``s``: mostly what it describes, sometimes not."""
+    if not isinstance(s, dict) or depth > 16 or draw(st.integers(0, 60)) == 0:
+        return draw(st.one_of(SCALARS, st.just({}), st.just([])))
+    props = s.get("properties") or {}
+    extra = s.get("additionalProperties")
+    if props:
+        marked = sorted(k for k, x in props.items() if ref_marked(x))
+        names = sorted(props)
+        keys = [draw(st.sampled_from(marked))] if marked else []  # on towards the list rules
+        keys += [k for k in ("name", "value", "containerPort") if k in props and draw(st.integers(0, 3))]
+        keys += [k for k in draw(st.lists(st.sampled_from(names), max_size=3, unique=True)) if k not in keys]
+        out = {k: draw(along(props[k], depth + 1)) for k in keys}
+        if draw(st.integers(0, 4)) == 0:
+            k = draw(STRAY)
+            out[k] = draw(along(props.get(k, s), depth + 1))
+        return out
+    if isinstance(extra, dict):
+        return {draw(LABEL_KEYS): draw(along(extra, depth + 1)) for _ in range(draw(st.integers(0, 3)))}
+    if s.get("type") == "array" or "items" in s:
+        return [draw(along(s.get("items"), depth + 1)) for _ in range(draw(st.integers(0, 3)))]
+    if s.get("type") == "object":
+        return {draw(LABEL_KEYS): draw(LABEL_VALUES) for _ in range(draw(st.integers(0, 3)))}
+    return draw(st.one_of(st.sampled_from(NAMES), LABEL_VALUES) if s.get("type") == "string" else SCALARS)
+
+
+def spanned(x, counter):
+    """A language value of plain data with a distinct span for every value and key."""
+    def span():
+        n = next(counter)
+        return Span("<m>", n, 1, n, 2)
+    if x is None:
+        return Null("None", span())
+    if isinstance(x, bool):
+        return Bool(x, str(x), span())
+    if isinstance(x, int):
+        return Int(x, str(x), span())
+    if isinstance(x, float):
+        return Float(x, repr(x), span())
+    if isinstance(x, str):
+        return Str(x, span())
+    if isinstance(x, list):
+        return List(tuple(spanned(i, counter) for i in x), span())
+    keys = {k: span() for k in x}
+    return Dict({k: spanned(v, counter) for k, v in x.items()}, keys, span())
+
+
+MANIFESTS = st.builds(lambda spec, md: {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                        "metadata": md, "spec": spec},
+                      along(SCHEMA["properties"]["spec"]), along(SCHEMA["properties"]["metadata"]))
+
+
+TPU_JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "j"},
+              "spec": {"replicatedJobs": [{"name": "a", "template": {"spec": {
+                  "parallelism": 1, "completions": 3, "template": {
+                      "metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": "4x4"}},
+                      "spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+                                                "cloud.google.com/gke-tpu-topology": "4x8"},
+                               "containers": [{"name": "main", "resources": {"limits": {"google.com/tpu": 2}},
+                                               "ports": [{"containerPort": 1}, {"containerPort": 1}],
+                                               "env": [{"name": "A", "value": 1}]},
+                                              {"name": "main", "command": [1]}]}}}}}]}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(MANIFESTS, st.booleans())
+@example(TPU_JOBSET, True)
+@example(TPU_JOBSET, False)
+def test_manifest_checks_agree_with_the_full_walks(plain, core_lists):
+    data = spanned(plain, itertools.count(1))
+    assert shown(kube.check_manifest(data)) == shown(with_reference(kube.check_manifest, data))
+    assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data, core_lists))
+
+
+def test_the_drawn_manifests_reach_the_rules():
+    """The value space above is not vacuous: the example manifest trips the list, pod and TPU rules."""
+    codes = {d.code for d in kube.check_manifest(spanned(TPU_JOBSET, itertools.count(1)))}
+    assert {"E1010", "E1001", "E1004", "E1006", "E1007", "E1008", "E1013"} <= codes
+
+
+# the schema memo ------------------------------------------------------------------------------
+SCHEMAS = st.recursive(
+    st.one_of(st.just({}), st.just({"type": "string"}), st.just(True),
+              st.sampled_from(["map", "set", "atomic", 1]).map(lambda t: {"x-kubernetes-list-type": t})),
+    lambda inner: st.one_of(
+        st.dictionaries(st.sampled_from("abc"), inner, max_size=3).map(lambda p: {"properties": p}),
+        inner.map(lambda x: {"items": x}),
+        inner.map(lambda x: {"additionalProperties": x}),
+        st.lists(inner, max_size=2).map(lambda x: {"items": x})),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCHEMAS)
+def test_marks_lists_is_whether_a_list_type_is_below(s):
+    if isinstance(s, dict):
+        assert kube_schema._marks_lists(s) == ref_marked(s)
+        assert kube_schema._marks_lists(s) == ref_marked(s)  # from the memo
+
+
+def test_marks_lists_on_a_cycle_of_aliases_is_in_doubt():
+    s: dict = {"properties": {}}
+    s["properties"]["self"] = s
+    assert kube_schema._marks_lists(s) is True
+
+
+# reference YAML emitter (as it was before the fast paths) ---------------------------------------
+def ref_emit(value) -> str:
+    lines: list[str] = []
+    if type(value) is Dict and value.items:
+        ref_mapping(value, 0, lines)
+    elif type(value) is List and value.items:
+        ref_sequence(value, 0, lines)
+    else:
+        after: list[str] = []
+        lines.append(Y._inline(value, 0, after))
+        lines.extend(after)
+    return "\n".join(lines) + "\n"
+
+
+def ref_key(k: str) -> str:
+    return k if plain_ok(k) else quoted(k)
+
+
+def ref_mapping(d, indent, out):
+    pad = " " * indent
+    for k, v in d.items.items():
+        t = type(v)
+        if t is Dict and v.items:
+            out.append(f"{pad}{ref_key(k)}:")
+            ref_mapping(v, indent + 2, out)
+        elif t is List and v.items:
+            out.append(f"{pad}{ref_key(k)}:")
+            ref_sequence(v, indent + 2, out)
+        else:
+            after: list[str] = []
+            out.append(f"{pad}{ref_key(k)}: {Y._inline(v, indent, after)}")
+            out.extend(after)
+
+
+def ref_sequence(items, indent, out):
+    pad = " " * indent
+    inner = indent + 2
+    for v in items.items:
+        t = type(v)
+        if (t is Dict or t is List) and v.items:
+            start = len(out)
+            (ref_mapping if t is Dict else ref_sequence)(v, inner, out)
+            out[start] = pad + "- " + out[start][inner:]
+        else:
+            after: list[str] = []
+            out.append(f"{pad}- {Y._inline(v, indent, after)}")
+            out.extend(after)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(DOCS, st.lists(DOCS, max_size=3)))
+def test_yaml_emitter_agrees_with_the_reference(doc):
+    v = value_of(doc)
+    assert Y.emit_document(v) == ref_emit(v)
+    assert Y.emit_document(v) == ref_emit(v)  # keys from the memo
+
+
+def test_yaml_key_memo_is_bounded():
+    Y._KEYS.clear()
+    for i in range(Y._KEYS_MAX + 10):
+        Y._key(f"k{i}")
+    assert len(Y._KEYS) == Y._KEYS_MAX
+    assert Y._key("a: b") == quoted("a: b") and Y._key("\n") == double_quoted("\n")
