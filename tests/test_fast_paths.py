@@ -9,6 +9,12 @@ replace, over a value space.
   Manifests are drawn along the bundled JobSet schema (so that pod specs, containers, env
   lists and list-map keys come up), with small pools of names and scalars (so that
   duplicates, bad names and TPU requests come up), plus stray fields.
+* :meth:`rcpc.core.evaluate.Evaluator._list` and ``_dict`` make literal items (and string
+  literal keys) themselves instead of through ``eval``, short of the depth limit. Reference:
+  both as they were, every item through ``eval``; compared on everything a value records
+  (spans, spellings, sizes, provenance) and on the errors (E0301, E0302, E0801).
+* :func:`rcpc.domain.launch.containers` visits only dicts and lists. Reference: the walk
+  as it was, over the same manifests.
 * :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and writes plain strings without
   going through ``_inline``. Reference: the emitter as it was.
 """
@@ -17,17 +23,22 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from rcpc.core import evaluate as E
+from rcpc.core.diagnostics import CompileError, error
 from rcpc.core.emit import yaml as Y
+from rcpc.core.limits import MAX_DEPTH
+from rcpc.core.syntax import ast
 from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
 from rcpc.core.source import Span
-from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
-from rcpc.domain import kube, kube_schema
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, text_of, type_name
+from rcpc.domain import kube, kube_schema, launch
 from rcpc.domain.kube_paths import CONTAINER_LISTS
 from test_yaml_emit import DOCS
-from conftest import value_of
+from conftest import Ws, value_of
 
 SCHEMA = kube_schema.builtin_jobset_schema()
 
@@ -280,3 +291,104 @@ def test_yaml_key_memo_is_bounded():
         Y._key(f"k{i}")
     assert len(Y._KEYS) == Y._KEYS_MAX
     assert Y._key("a: b") == quoted("a: b") and Y._key("\n") == double_quoted("\n")
+
+
+# literal items of list and dict literals ---------------------------------------------------------
+def ref_list(self, node, scope):
+    return List(tuple(self.eval(x, scope) for x in node.items), node.span)
+
+
+def ref_dict(self, node, scope):
+    items: dict = {}
+    spans: dict = {}
+    for knode, vnode in node.items:
+        key = self.eval(knode, scope)
+        if type(key) is not Str:
+            raise error("E0301", f"dict keys are strings, got {type_name(key)}", knode.span,
+                        hint=f"write the key as a string: \"{text_of(key)}\"" if text_of(key) else None)
+        k = key.value
+        if k in items:
+            raise error("E0302", f"key '{k}' appears twice in this dict", knode.span,
+                        related=(("first here", spans[k]),),
+                        hint="a repeated key in one dict is a typo; to override, add a later layer or use +")
+        items[k] = self.eval(vnode, scope)
+        spans[k] = knode.span
+    return Dict(items, spans, node.span, self.ctx.called())
+
+
+def dump(v):
+    """Everything a value records: type, value, spelling, spans, provenance."""
+    t = type(v)
+    if t is List:
+        return ("list", v.span, v.size, [dump(x) for x in v.items])
+    if t is Dict:
+        return ("dict", v.span, v.size, v.why, list(v.key_spans.items()), [(k, dump(x)) for k, x in v.items.items()])
+    return (t.__name__, getattr(v, "value", None), getattr(v, "text", None), v.span, getattr(v, "pieces", None))
+
+
+def outcome(ws, expr: str):
+    try:
+        return dump(ws.value(expr, "N = 3\ndef f(x):\n    return {\"in\": [x, 1, \"s\"]}\n"))
+    except CompileError as exc:
+        return [(d.code, d.message, d.span, d.hint, d.related) for d in exc.diagnostics]
+
+
+def evaluated_both_ways(ws, expr: str):
+    fast = outcome(ws, expr)
+    saved = dict(E._DISPATCH)
+    E._DISPATCH[ast.ListLit], E._DISPATCH[ast.DictLit] = ref_list, ref_dict
+    try:
+        return fast, outcome(ws, expr)
+    finally:
+        E._DISPATCH.update(saved)
+
+
+LEAVES = st.sampled_from(["1", "10", "1.5", "1e-6", "True", "None", '"a"', "'b'", "N", "1 + N", 'f"{N}-x"',
+                          "-2", "f(N)", '"s" + "t"', "[]", "{}"])
+KEYS = st.sampled_from(['"a"', '"b"', '"c"', "'a'", '"a" + "b"', "N", 'f"{N}"', "1", "None"])
+EXPRS = st.recursive(LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
+    st.lists(st.tuples(KEYS, inner), max_size=4).map(lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
+    inner.map(lambda x: f"[{x} for i in [1, 2]]")), max_leaves=16)
+
+
+@settings(max_examples=150, deadline=None)
+@given(EXPRS)
+def test_literal_items_agree_with_eval(tmp_path_factory, expr):
+    fast, slow = evaluated_both_ways(Ws(tmp_path_factory.mktemp("lit")), expr)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+@pytest.mark.parametrize("shape", [("[", "1", "]"), ('{"k": ', "1", "}"), ('{"k": ', "[1, N]", "}"),
+                                   ("[", '{"k": 1}', "]")])
+def test_literal_items_at_the_depth_limit(ws, depth, shape):
+    """A literal one level past MAX_DEPTH is E0801 as before (the fast path stops short of it)."""
+    opening, leaf, closing = shape
+    fast, slow = evaluated_both_ways(ws, opening * depth + leaf + closing * depth)
+    assert fast == slow
+
+
+# containers of a manifest -----------------------------------------------------------------------
+def ref_containers(data):
+    todo = [data]
+    while todo:
+        v = todo.pop()
+        if type(v) is Dict:
+            if type(v.items.get("env")) is List and "name" in v.items:
+                yield v
+            todo.extend(reversed(list(v.items.values())))
+        elif type(v) is List:
+            todo.extend(reversed(v.items))
+
+
+@settings(max_examples=200, deadline=None)
+@given(MANIFESTS)
+@example(TPU_JOBSET)
+@example({"spec": {"initContainers": [{"name": "i", "env": []}], "containers": [{"name": "c", "env": [[]]}],
+                   "sidecar": {"name": "s", "env": []}}})
+def test_containers_agree_with_the_full_walk(plain):
+    """:func:`rcpc.domain.launch.containers` visits only dicts and lists: the same containers,
+    in the same order."""
+    data = spanned(plain, itertools.count(1))
+    assert [id(c) for c in launch.containers(data)] == [id(c) for c in ref_containers(data)]
