@@ -15,6 +15,10 @@ replace, over a value space.
   (spans, spellings, sizes, provenance) and on the errors (E0301, E0302, E0801).
 * :func:`rcpc.domain.launch.containers` visits only dicts and lists. Reference: the walk
   as it was, over the same manifests.
+* :func:`rcpc.core.values._check_size` adds the items' weights in a loop. Reference:
+  ``1 + sum(weight(item))``, on every container of a value (shared ones too).
+* :func:`rcpc.domain.emit.flags.value_text` finds a lone surrogate with a regex. Reference:
+  the first one a character-by-character scan finds.
 * :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and writes plain strings without
   going through ``_inline``. Reference: the emitter as it was.
 """
@@ -34,8 +38,10 @@ from rcpc.core.limits import MAX_DEPTH
 from rcpc.core.syntax import ast
 from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
 from rcpc.core.source import Span
-from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, text_of, type_name
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, text_of, type_name, weight
 from rcpc.domain import kube, kube_schema, launch
+from rcpc.domain.emit import flags
+from rcpc.domain.tpu import tpu_slice
 from rcpc.domain.kube_paths import CONTAINER_LISTS
 from test_yaml_emit import DOCS
 from conftest import Ws, value_of
@@ -392,3 +398,57 @@ def test_containers_agree_with_the_full_walk(plain):
     in the same order."""
     data = spanned(plain, itertools.count(1))
     assert [id(c) for c in launch.containers(data)] == [id(c) for c in ref_containers(data)]
+
+
+# sizes of containers ------------------------------------------------------------------------------
+def ref_size(v) -> int:
+    """1 + :func:`rcpc.core.values.weight` of each item, containers counted in full."""
+    items = v.items.values() if type(v) is Dict else v.items
+    return 1 + sum(ref_size(x) if type(x) in (Dict, List) else weight(x) for x in items)
+
+
+def containers_of(v):
+    if type(v) in (Dict, List):
+        yield v
+        for x in (v.items.values() if type(v) is Dict else v.items):
+            yield from containers_of(x)
+
+
+LONG = st.text(st.sampled_from("ab"), min_size=0, max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(DOCS, st.lists(st.one_of(LONG, DOCS), max_size=4)),
+       st.lists(st.sampled_from([0, 15, 16, 17, 31, 32, 100]), max_size=3))
+def test_container_sizes_are_one_plus_the_weights(doc, lengths):
+    v = value_of(doc)
+    shared = List((v, v, *(Str("x" * n, v.span) for n in lengths), tpu_slice("v5e:2x4", v.span)), v.span)
+    for c in containers_of(shared):
+        assert c.size == ref_size(c)
+
+
+# lone surrogates in flag values -----------------------------------------------------------------------
+SURROGATE_TEXT = st.text(st.one_of(st.sampled_from("ab=${}?\\,:"), st.characters(), st.sampled_from(
+    ["\ud800", "\udfff", "\udc80", "\ud7ff", "\ue000", "😀", "é"])), max_size=8)
+
+
+def flag_outcome(v):
+    try:
+        return flags.value_text(v)
+    except flags.FlagValueError as exc:
+        return (exc.code, str(exc))
+
+
+@settings(max_examples=400, deadline=None)
+@given(SURROGATE_TEXT, st.booleans())
+def test_lone_surrogates_in_flag_values_and_keys(s, as_key):
+    """The first lone surrogate (U+D800..U+DFFF) of a string or key is the one reported, as a
+    character-by-character scan finds it; a string without one is not refused for it."""
+    first = next((c for c in s if 0xD800 <= ord(c) <= 0xDFFF), None)
+    got = flag_outcome(value_of({s: "v"} if as_key else s))
+    if first is not None:
+        what = "key" if as_key else "string"
+        assert got == ("E0317", f"the {what} holds the lone surrogate U+{ord(first):04X}, which MaxText's YAML "
+                                "reader refuses")
+    else:
+        assert "surrogate" not in str(got)
