@@ -6,9 +6,11 @@ replace, over a value space.
   :func:`rcpc.domain.kube_schema._walk_lists` skips scalars and values whose schema marks
   no list type below (:func:`~rcpc.domain.kube_schema._marks_lists`, memoized per schema
   node). Reference: the walks as they were, visiting every value and checking every dict.
-  Manifests are drawn along the bundled JobSet schema (so that pod specs, containers, env
-  lists and list-map keys come up), with small pools of names and scalars (so that
-  duplicates, bad names and TPU requests come up), plus stray fields.
+  Both remember large values found clean (``_CLEAN``, by identity, last path step, metadata
+  and schema node). Manifests are drawn along the bundled JobSet schema (so that pod specs,
+  containers, env lists and list-map keys come up), with small pools of names and scalars
+  (so that duplicates, bad names and TPU requests come up), plus stray fields; and drawn
+  again reusing values already drawn at other places, and checked twice.
 * :meth:`rcpc.core.evaluate.Evaluator._list` and ``_dict`` make literal items (and string
   literal keys) themselves instead of through ``eval``, short of the depth limit. Reference:
   both as they were, every item through ``eval``; compared on everything a value records
@@ -19,8 +21,10 @@ replace, over a value space.
   ``1 + sum(weight(item))``, on every container of a value (shared ones too).
 * :func:`rcpc.domain.emit.flags.value_text` finds a lone surrogate with a regex. Reference:
   the first one a character-by-character scan finds.
-* :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and writes plain strings without
-  going through ``_inline``. Reference: the emitter as it was.
+* :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and the lines of large dicts and
+  lists by identity and indent, and writes plain strings without going through ``_inline``.
+  Reference: the emitter as it was, on documents that hold one value at several places and
+  indents, emitted again (from the memos).
 """
 
 from __future__ import annotations
@@ -202,6 +206,65 @@ def test_manifest_checks_agree_with_the_full_walks(plain, core_lists):
     assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data, core_lists))
 
 
+@st.composite
+def along_shared(draw, s, pool, counter, depth=0):
+    """A language value drawn along schema ``s`` (as :func:`along`) that often reuses a value
+    drawn before (from ``pool``), wherever it lands: renders share values, under other keys,
+    schema nodes and metadata."""
+    if pool and draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(pool))
+    if not isinstance(s, dict) or depth > 16 or draw(st.integers(0, 60)) == 0:
+        return spanned(draw(st.one_of(SCALARS, st.just({}), st.just([]))), counter)
+    props = s.get("properties") or {}
+    extra = s.get("additionalProperties")
+    if props:
+        marked = sorted(k for k, x in props.items() if ref_marked(x))
+        keys = [draw(st.sampled_from(marked))] if marked else []
+        keys += [k for k in ("name", "value", "containerPort", "metadata") if k in props and draw(st.integers(0, 3))]
+        keys += [k for k in draw(st.lists(st.sampled_from(sorted(props)), max_size=3, unique=True)) if k not in keys]
+        items = {k: draw(along_shared(props[k], pool, counter, depth + 1)) for k in dict.fromkeys(keys)}
+        v = Dict(items, {k: Span("<k>", 1, 1, 1, 2) for k in items}, Span("<d>", next(counter), 1, 1, 2))
+    elif isinstance(extra, dict) or s.get("type") == "object":
+        v = spanned({draw(LABEL_KEYS): draw(LABEL_VALUES) for _ in range(draw(st.integers(0, 3)))}, counter)
+    elif s.get("type") == "array" or "items" in s:
+        v = List(tuple(draw(along_shared(s.get("items"), pool, counter, depth + 1))
+                       for _ in range(draw(st.integers(0, 3)))), Span("<l>", next(counter), 1, 1, 2))
+    else:
+        return spanned(draw(st.one_of(st.sampled_from(NAMES), LABEL_VALUES)), counter)
+    pool.append(v)
+    return v
+
+
+@st.composite
+def shared_manifests(draw):
+    """Two JobSets drawn along the schema from one pool of values (see :func:`along_shared`)."""
+    pool: list = []
+    counter = itertools.count(1)
+    out = []
+    for _ in range(2):
+        spec = draw(along_shared(SCHEMA["properties"]["spec"], pool, counter))
+        head = spanned({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}, counter)
+        md = draw(along_shared(SCHEMA["properties"]["metadata"], pool, counter))
+        out.append(Dict({**head.items, "metadata": md, "spec": spec}, {}, head.span))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(shared_manifests(), st.booleans(), st.sampled_from([1, 4, 16]))
+@example([spanned(TPU_JOBSET, itertools.count(1)), spanned(TPU_JOBSET, itertools.count(1))], True, 1)
+def test_manifest_checks_with_shared_values_agree_with_the_full_walks(pair, core_lists, shared_size):
+    """Also with the memos applied to smaller values (``_SHARED_SIZE``), so that they come up often."""
+    saved = kube._SHARED_SIZE, kube_schema._SHARED_SIZE
+    kube._SHARED_SIZE = kube_schema._SHARED_SIZE = shared_size
+    try:
+        for data in (*pair, *pair):  # again: from the memos
+            assert shown(kube.check_manifest(data)) == shown(with_reference(kube.check_manifest, data))
+            assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data,
+                                                                                       core_lists))
+    finally:
+        kube._SHARED_SIZE, kube_schema._SHARED_SIZE = saved
+
+
 def test_the_drawn_manifests_reach_the_rules():
     """The value space above is not vacuous: the example manifest trips the list, pod and TPU rules."""
     codes = {d.code for d in kube.check_manifest(spanned(TPU_JOBSET, itertools.count(1)))}
@@ -283,12 +346,31 @@ def ref_sequence(items, indent, out):
             out.extend(after)
 
 
+def sharing(v):
+    """``v`` at several places and indents of one document (as renders share a value)."""
+    return Dict({"a": v, "b": List((v, Dict({"c": v, "d": List((List((v,), v.span),), v.span)}, {}, v.span)), v.span)},
+                {}, v.span)
+
+
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(DOCS, st.lists(DOCS, max_size=3)))
-def test_yaml_emitter_agrees_with_the_reference(doc):
+@given(st.one_of(DOCS, st.lists(DOCS, max_size=3)), st.booleans())
+def test_yaml_emitter_agrees_with_the_reference(doc, shared):
     v = value_of(doc)
+    if shared:
+        v = sharing(v)
     assert Y.emit_document(v) == ref_emit(v)
-    assert Y.emit_document(v) == ref_emit(v)  # keys from the memo
+    assert Y.emit_document(v) == ref_emit(v)  # keys and blocks from the memos
+    assert Y.emit_document(sharing(v)) == ref_emit(sharing(v))
+
+
+def test_yaml_block_memo_is_bounded_and_keeps_its_values():
+    Y._BLOCKS.clear()
+    big = value_of({"k": [f"v{i}" for i in range(Y._SHARED_SIZE)]})
+    for _ in range(Y._BLOCKS_MAX + 10):
+        fresh = value_of({"z": list(range(Y._SHARED_SIZE))})
+        Y.emit_document(Dict({"x": big, "y": fresh}, {}, big.span))
+    assert 0 < len(Y._BLOCKS) <= Y._BLOCKS_MAX
+    assert all(entry[0] is not None and id(entry[0]) == key[0] for key, entry in Y._BLOCKS.items())
 
 
 def test_yaml_key_memo_is_bounded():
@@ -452,3 +534,47 @@ def test_lone_surrogates_in_flag_values_and_keys(s, as_key):
                                 "reader refuses")
     else:
         assert "surrogate" not in str(got)
+
+
+def with_shared_size(size, fn, *args):
+    saved = kube._SHARED_SIZE, kube_schema._SHARED_SIZE
+    kube._SHARED_SIZE = kube_schema._SHARED_SIZE = size
+    try:
+        return fn(*args)
+    finally:
+        kube._SHARED_SIZE, kube_schema._SHARED_SIZE = saved
+
+
+def test_a_pod_spec_shared_by_two_templates_is_checked_with_each_metadata():
+    """The clean memo of kube._walk keys on the metadata beside a spec (E1013 reads it)."""
+    counter = itertools.count(1)
+    pod = spanned({"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+                                    "cloud.google.com/gke-tpu-topology": "2x4"},
+                   "containers": [{"name": "main", "resources": {"limits": {"google.com/tpu": 8}}}]}, counter)
+
+    def job(topology):
+        md = spanned({"annotations": {"cloud.google.com/gke-tpu-slice-topology": topology}}, counter)
+        return Dict({"parallelism": spanned(1, counter), "completions": spanned(1, counter),
+                     "template": Dict({"metadata": md, "spec": pod}, {}, md.span)}, {}, md.span)
+
+    jobs = List(tuple(Dict({"name": spanned(n, counter), "template": Dict({"spec": job(t)}, {}, pod.span)},
+                           {}, pod.span) for n, t in (("a", "2x4"), ("b", "4x4"))), pod.span)
+    data = Dict({**spanned({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                            "metadata": {"name": "j"}}, counter).items,
+                 "spec": Dict({"replicatedJobs": jobs}, {}, pod.span)}, {}, pod.span)
+    fast = with_shared_size(1, lambda: shown(kube.check_manifest(data)))
+    assert fast == shown(with_reference(kube.check_manifest, data))
+    assert [d[0] for d in fast] == ["E1013"]  # the first pod is clean
+
+
+def test_a_list_shared_under_a_container_list_and_another_key_is_checked_under_each():
+    """The clean memo of _walk_lists keys on the last path step (container lists are left to E1004)."""
+    counter = itertools.count(1)
+    keyed = {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+             "items": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    twice = spanned([{"name": "a"}, {"name": "a"}], counter)
+    data = Dict({"containers": twice, "sidecars": twice}, {}, twice.span)
+    schema = {"type": "object", "additionalProperties": keyed}
+    fast = with_shared_size(1, lambda: shown(kube_schema.check_lists(data, schema, "Thing")))
+    assert fast == shown(with_reference(kube_schema.check_lists, data, schema, "Thing"))
+    assert [d[0] for d in fast] == ["E1010"]

@@ -141,7 +141,7 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
         for i, x in enumerate(v.items):
             t = type(x)
             if t is Dict or t is List:
-                _walk(x, path + (i,), kind, out, None, core_lists)
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk)(x, path + (i,), kind, out, None, core_lists)
         return
     if type(v) is not Dict:
         return
@@ -151,7 +151,32 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
     for k, x in items.items():
         t = type(x)
         if t is Dict or t is List:
-            _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+            (_walk_shared if x.size >= _SHARED_SIZE else _walk)(
+                x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+
+
+# (id(value), last path step, id(meta), kind, core_lists) -> (the value, meta): a dict or list
+# of at least _SHARED_SIZE found clean there. Renders share values (a recipe's env list in each
+# of its JobSets); what the rules find in one depends on nothing else (the path beyond its last
+# step only names a finding). Values are immutable; the entry keeps them so that their ids are
+# not reused while it lives.
+_CLEAN: dict = {}
+_CLEAN_MAX = 1 << 12
+_SHARED_SIZE = 16
+
+
+def _walk_shared(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """:func:`_walk` of a large value, skipped where it was found clean before (:data:`_CLEAN`)."""
+    key = (id(v), path[-1], id(meta), kind, core_lists)
+    hit = _CLEAN.get(key)
+    if hit is not None and hit[0] is v and hit[1] is meta:
+        return
+    found = len(out)
+    _walk(v, path, kind, out, meta, core_lists)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[key] = (v, meta)
 
 
 def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:

@@ -50,7 +50,8 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
         for k, x in v.items.items():
             t = type(x)
             if t is Dict or t is List:
-                _walk_lists(x, props.get(k, extra), path + (k,), kind, out)
+                walk = _walk_shared if x.size >= _SHARED_SIZE else _walk_lists
+                walk(x, props.get(k, extra), path + (k,), kind, out)
     elif type(v) is List:
         items = s.get("items")
         list_type = s.get("x-kubernetes-list-type")
@@ -70,7 +71,29 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
         for i, x in enumerate(v.items):
             t = type(x)
             if t is Dict or t is List:
-                _walk_lists(x, items, path + (i,), kind, out)
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk_lists)(x, items, path + (i,), kind, out)
+
+
+# (id(value), id(schema), last path step, kind) -> (the value, the schema): a dict or list of at
+# least _SHARED_SIZE found clean there (as :data:`rcpc.domain.kube._CLEAN`; the path beyond its
+# last step only names a finding). The entry keeps both so that their ids are not reused.
+_CLEAN: dict = {}
+_CLEAN_MAX = 1 << 12
+_SHARED_SIZE = 16
+
+
+def _walk_shared(v, s, path: tuple, kind: str, out: list) -> None:
+    """:func:`_walk_lists` of a large value, skipped where it was found clean before."""
+    key = (id(v), id(s), path[-1], kind)
+    hit = _CLEAN.get(key)
+    if hit is not None and hit[0] is v and hit[1] is s:
+        return
+    found = len(out)
+    _walk_lists(v, s, path, kind, out)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[key] = (v, s)
 
 
 # id(schema node) -> (the node, whether it or a schema below it marks a list type); the node

@@ -129,6 +129,32 @@ def _key(k: str) -> str:
     return text
 
 
+# (id(value), indent) -> (the value, its lines): a dict or list of at least _SHARED_SIZE that
+# renders share (a recipe's env list in each of its JobSets) is written once. Values are
+# immutable; the entry keeps its value so that the id is not reused while it lives.
+_BLOCKS: dict = {}
+_BLOCKS_MAX = 1 << 12
+_SHARED_SIZE = 16
+
+
+def _block(v, indent: int, out: list[str]) -> None:
+    """The lines of a non-empty dict or list at ``indent`` (the lines :func:`_mapping` or
+    :func:`_sequence` write), from :data:`_BLOCKS` when written before."""
+    if v.size < _SHARED_SIZE:
+        (_mapping if type(v) is Dict else _sequence)(v, indent, out)
+        return
+    key = (id(v), indent)
+    hit = _BLOCKS.get(key)
+    if hit is not None and hit[0] is v:
+        out.extend(hit[1])
+        return
+    start = len(out)
+    (_mapping if type(v) is Dict else _sequence)(v, indent, out)
+    if len(_BLOCKS) >= _BLOCKS_MAX:
+        _BLOCKS.clear()
+    _BLOCKS[key] = (v, out[start:])
+
+
 def _mapping(d: Dict, indent: int, out: list[str]) -> None:
     pad = " " * indent
     keys = _KEYS
@@ -140,15 +166,10 @@ def _mapping(d: Dict, indent: int, out: list[str]) -> None:
             if plain_ok(s):  # the common case, as _inline would write it
                 out.append(f"{pad}{key}: {s}")
                 continue
-        elif t is Dict:
+        elif t is Dict or t is List:
             if v.items:
                 out.append(f"{pad}{key}:")
-                _mapping(v, indent + 2, out)
-                continue
-        elif t is List:
-            if v.items:
-                out.append(f"{pad}{key}:")
-                _sequence(v, indent + 2, out)
+                _block(v, indent + 2, out)
                 continue
         after: list[str] = []
         out.append(f"{pad}{key}: {_inline(v, indent, after)}")
@@ -169,7 +190,7 @@ def _sequence(items: List, indent: int, out: list[str]) -> None:
                 continue
         elif (t is Dict or t is List) and v.items:
             start = len(out)
-            (_mapping if t is Dict else _sequence)(v, inner, out)
+            _block(v, inner, out)
             out[start] = dash + out[start][inner:]
             continue
         after: list[str] = []
