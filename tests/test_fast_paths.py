@@ -353,14 +353,19 @@ def sharing(v):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(DOCS, st.lists(DOCS, max_size=3)), st.booleans())
-def test_yaml_emitter_agrees_with_the_reference(doc, shared):
+@given(st.one_of(DOCS, st.lists(DOCS, max_size=3)), st.booleans(), st.sampled_from([1, 4, Y._SHARED_SIZE]))
+def test_yaml_emitter_agrees_with_the_reference(doc, shared, shared_size):
+    """Also with the block memo applied to smaller values (``_SHARED_SIZE``)."""
     v = value_of(doc)
     if shared:
         v = sharing(v)
-    assert Y.emit_document(v) == ref_emit(v)
-    assert Y.emit_document(v) == ref_emit(v)  # keys and blocks from the memos
-    assert Y.emit_document(sharing(v)) == ref_emit(sharing(v))
+    saved, Y._SHARED_SIZE = Y._SHARED_SIZE, shared_size
+    try:
+        assert Y.emit_document(v) == ref_emit(v)
+        assert Y.emit_document(v) == ref_emit(v)  # keys and blocks from the memos
+        assert Y.emit_document(sharing(v)) == ref_emit(sharing(v))
+    finally:
+        Y._SHARED_SIZE = saved
 
 
 def test_yaml_block_memo_is_bounded_and_keeps_its_values():

@@ -134,7 +134,7 @@ def _key(k: str) -> str:
 # immutable; the entry keeps its value so that the id is not reused while it lives.
 _BLOCKS: dict = {}
 _BLOCKS_MAX = 1 << 12
-_SHARED_SIZE = 16
+_SHARED_SIZE = 64  # smaller blocks cost more to look up and keep than to write again
 
 
 def _block(v, indent: int, out: list[str]) -> None:
