@@ -349,23 +349,36 @@ class Evaluator:
             return s
         return Str(_limit_str("".join(out), node.span), node.span)
 
+    # Literal items of list and dict literals are made here rather than through eval, while
+    # one level deeper is within MAX_DEPTH (where eval would make the same value).
     def _list(self, node: ast.ListLit, scope):
-        return List(tuple(self.eval(x, scope) for x in node.items), node.span)
+        if self.depth >= MAX_DEPTH:
+            return List(tuple(self.eval(x, scope) for x in node.items), node.span)
+        out = []
+        for x in node.items:
+            lit = _LITERALS.get(type(x))
+            out.append(lit(x) if lit is not None else self.eval(x, scope))
+        return List(tuple(out), node.span)
 
     def _dict(self, node: ast.DictLit, scope):
         items: dict = {}
         spans: dict = {}
+        shallow = self.depth < MAX_DEPTH
         for knode, vnode in node.items:
-            key = self.eval(knode, scope)
-            if type(key) is not Str:
-                raise error("E0301", f"dict keys are strings, got {type_name(key)}", knode.span,
-                            hint=f"write the key as a string: \"{text_of(key)}\"" if text_of(key) else None)
-            k = key.value
+            if shallow and type(knode) is ast.StrLit:
+                k = knode.value  # what eval makes of it: Str(knode.value, ...)
+            else:
+                key = self.eval(knode, scope)
+                if type(key) is not Str:
+                    raise error("E0301", f"dict keys are strings, got {type_name(key)}", knode.span,
+                                hint=f"write the key as a string: \"{text_of(key)}\"" if text_of(key) else None)
+                k = key.value
             if k in items:
                 raise error("E0302", f"key '{k}' appears twice in this dict", knode.span,
                             related=(("first here", spans[k]),),
                             hint="a repeated key in one dict is a typo; to override, add a later layer or use +")
-            items[k] = self.eval(vnode, scope)
+            lit = _LITERALS.get(type(vnode)) if shallow else None
+            items[k] = lit(vnode) if lit is not None else self.eval(vnode, scope)
             spans[k] = knode.span
         return Dict(items, spans, node.span, self.ctx.called())
 
@@ -499,6 +512,13 @@ def _limit_str(s: str, span: Span) -> str:
         raise error("E0802", f"string of {len(s)} characters is over the limit of {MAX_STRING}", span)
     return s
 
+
+# The value of each literal node (what eval makes of it: Evaluator._int, ...).
+_LITERALS = {
+    ast.IntLit: lambda n: Int(n.value, n.text, n.span), ast.FloatLit: lambda n: Float(n.value, n.text, n.span),
+    ast.BoolLit: lambda n: Bool(n.value, n.text, n.span), ast.NoneLit: lambda n: Null(n.text, n.span),
+    ast.StrLit: lambda n: Str(n.value, n.span),
+}
 
 _DISPATCH = {
     ast.Name: Evaluator._name, ast.IntLit: Evaluator._int, ast.FloatLit: Evaluator._float,

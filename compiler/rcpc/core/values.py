@@ -102,7 +102,15 @@ def weight(v) -> int:
 
 
 def _check_size(container) -> None:
-    size = 1 + sum(map(weight, container.items.values() if type(container) is Dict else container.items))
+    size = 1  # 1 + the weight of each item, weight inlined (every dict and list made pays this)
+    for v in container.items.values() if type(container) is Dict else container.items:
+        t = type(v)
+        if t is List or t is Dict:
+            size += v.size
+        elif t is Str:
+            size += 1 + len(v.value) // 16
+        else:
+            size += 1
     if size > MAX_NODES:
         from rcpc.core.diagnostics import error
 

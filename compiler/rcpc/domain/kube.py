@@ -126,15 +126,61 @@ def _get(d, *keys):
     return d if type(d) is Dict else None
 
 
+# Keys whose presence in a dict, and last path steps, that make a rule look at the dict
+# (:func:`_check_node`); any other dict only has its children visited.
+_RULE_KEYS = frozenset(("nodeSelector", "matchLabels", "env", "template", *_CONTAINER_LISTS))
+_RULE_STEPS = frozenset(("metadata", "exec", "resources"))
+
+
 def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
     """Visit every dict and list; ``meta`` is the metadata of the object whose ``spec`` ``v``
-    is (for a pod spec: its template's labels and annotations)."""
+    is (for a pod spec: its template's labels and annotations). Scalars hold nothing to
+    check and are not visited; a dict is checked only when :data:`_RULE_KEYS` or
+    :data:`_RULE_STEPS` say a rule may apply to it."""
     if type(v) is List:
         for i, x in enumerate(v.items):
-            _walk(x, path + (i,), kind, out, None, core_lists)
+            t = type(x)
+            if t is Dict or t is List:
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk)(x, path + (i,), kind, out, None, core_lists)
         return
     if type(v) is not Dict:
         return
+    items = v.items
+    if (path and path[-1] in _RULE_STEPS) or not _RULE_KEYS.isdisjoint(items):
+        _check_node(v, path, kind, out, meta, core_lists)
+    for k, x in items.items():
+        t = type(x)
+        if t is Dict or t is List:
+            (_walk_shared if x.size >= _SHARED_SIZE else _walk)(
+                x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+
+
+# (id(value), last path step, id(meta), kind, core_lists) -> (the value, meta): a dict or list
+# of at least _SHARED_SIZE found clean there. Renders share values (a recipe's env list in each
+# of its JobSets); what the rules find in one depends on nothing else (the path beyond its last
+# step only names a finding). Values are immutable; the entry keeps them so that their ids are
+# not reused while it lives.
+_CLEAN: dict = {}
+_CLEAN_MAX = 1 << 12
+_SHARED_SIZE = 16
+
+
+def _walk_shared(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """:func:`_walk` of a large value, skipped where it was found clean before (:data:`_CLEAN`)."""
+    key = (id(v), path[-1], id(meta), kind, core_lists)
+    hit = _CLEAN.get(key)
+    if hit is not None and hit[0] is v and hit[1] is meta:
+        return
+    found = len(out)
+    _walk(v, path, kind, out, meta, core_lists)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[key] = (v, meta)
+
+
+def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+    """The rules on one dict at ``path`` (not its children)."""
     items = v.items
     if path and path[-1] == "metadata":
         for key in ("labels", "annotations"):
@@ -155,8 +201,6 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
                 _check_quantities(items[key], path + (key,), kind, out)
     if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
         _check_job(v, path, kind, out)
-    for k, x in items.items():
-        _walk(x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:

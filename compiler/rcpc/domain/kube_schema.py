@@ -33,18 +33,25 @@ def check_lists(data: Dict, schema: dict, kind: str) -> list[Diagnostic]:
     at the second entry, the first as secondary span. Container lists are left to ``E1004``,
     which also compares names across them."""
     out: list[Diagnostic] = []
+    if len(_MARKS) > _MARKS_MAX:  # schemas of earlier runs of a long-lived process
+        _MARKS.clear()
     _walk_lists(data, schema, (), kind, out)
     return out
 
 
 def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
-    if not isinstance(s, dict):
+    """Check the lists of ``v`` against its schema ``s``. Scalars hold no list and are not
+    visited, nor is a value whose schema marks no list anywhere below (:func:`_marks_lists`)."""
+    if not isinstance(s, dict) or not _marks_lists(s):
         return
     if type(v) is Dict:
         props = s.get("properties") or {}
         extra = s.get("additionalProperties")
         for k, x in v.items.items():
-            _walk_lists(x, props.get(k, extra), path + (k,), kind, out)
+            t = type(x)
+            if t is Dict or t is List:
+                walk = _walk_shared if x.size >= _SHARED_SIZE else _walk_lists
+                walk(x, props.get(k, extra), path + (k,), kind, out)
     elif type(v) is List:
         items = s.get("items")
         list_type = s.get("x-kubernetes-list-type")
@@ -62,7 +69,65 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
                                      related=(("first here", seen[key]),), hint="list each item once"))
                 seen.setdefault(key, x.span)
         for i, x in enumerate(v.items):
-            _walk_lists(x, items, path + (i,), kind, out)
+            t = type(x)
+            if t is Dict or t is List:
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk_lists)(x, items, path + (i,), kind, out)
+
+
+# (id(value), id(schema), last path step, kind) -> (the value, the schema): a dict or list of at
+# least _SHARED_SIZE found clean there (as :data:`rcpc.domain.kube._CLEAN`; the path beyond its
+# last step only names a finding). The entry keeps both so that their ids are not reused.
+_CLEAN: dict = {}
+_CLEAN_MAX = 1 << 12
+_SHARED_SIZE = 16
+
+
+def _walk_shared(v, s, path: tuple, kind: str, out: list) -> None:
+    """:func:`_walk_lists` of a large value, skipped where it was found clean before."""
+    key = (id(v), id(s), path[-1], kind)
+    hit = _CLEAN.get(key)
+    if hit is not None and hit[0] is v and hit[1] is s:
+        return
+    found = len(out)
+    _walk_lists(v, s, path, kind, out)
+    if len(out) == found:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[key] = (v, s)
+
+
+# id(schema node) -> (the node, whether it or a schema below it marks a list type); the node
+# is kept so that its id is not reused while the entry lives
+_MARKS: dict = {}
+_MARKS_MAX = 1 << 16
+
+
+def _marks_lists(s: dict) -> bool:
+    """False when neither schema node ``s`` nor any schema :func:`_walk_lists` reaches from it
+    (``properties``, ``additionalProperties``, ``items``) carries ``x-kubernetes-list-type``
+    ``map`` or ``set``:
+    no value under ``s`` can break a list rule. True when in doubt (a node of unexpected
+    shape, a cycle of YAML aliases, a schema nested too deeply to look through)."""
+    memo = _MARKS.get(id(s))
+    if memo is not None and memo[0] is s:
+        return memo[1]
+    _MARKS[id(s)] = (s, True)  # while looking below: a cycle back here is in doubt
+    try:
+        found = _look_for_lists(s)
+    except RecursionError:
+        found = True
+    _MARKS[id(s)] = (s, found)
+    return found
+
+
+def _look_for_lists(s: dict) -> bool:
+    if s.get("x-kubernetes-list-type") in ("map", "set"):  # what _walk_lists acts on
+        return True
+    props = s.get("properties") or {}
+    if not isinstance(props, dict):
+        return True
+    below = [*props.values(), s.get("additionalProperties"), s.get("items")]
+    return any(isinstance(x, dict) and _marks_lists(x) for x in below)
 
 
 def _scalar_key(x):

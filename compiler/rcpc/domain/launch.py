@@ -60,16 +60,18 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
 
 
 def containers(data):
-    """Every dict in a manifest with a ``name`` and an ``env`` list (Kubernetes containers)."""
+    """Every dict in a manifest with a ``name`` and an ``env`` list (Kubernetes containers),
+    in document order. Only dicts and lists are visited (a scalar holds no container)."""
     todo = [data]
     while todo:
         v = todo.pop()
         if type(v) is Dict:
-            if type(v.items.get("env")) is List and "name" in v.items:
+            items = v.items
+            if type(items.get("env")) is List and "name" in items:
                 yield v
-            todo.extend(reversed(list(v.items.values())))
+            todo.extend([x for x in reversed(items.values()) if type(x) is Dict or type(x) is List])
         elif type(v) is List:
-            todo.extend(reversed(v.items))
+            todo.extend([x for x in reversed(v.items) if type(x) is Dict or type(x) is List])
 
 
 def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:

@@ -115,36 +115,85 @@ def _inline(v, indent: int, after: list[str]) -> str:
     raise EmitError(v)
 
 
+# key -> its YAML form: a manifest's keys are few and repeat in every render
+_KEYS: dict[str, str] = {}
+_KEYS_MAX = 1 << 14
+
+
 def _key(k: str) -> str:
-    return k if plain_ok(k) else quoted(k)
+    text = _KEYS.get(k)
+    if text is None:
+        text = k if plain_ok(k) else quoted(k)
+        if len(_KEYS) < _KEYS_MAX:
+            _KEYS[k] = text
+    return text
+
+
+# (id(value), indent) -> (the value, its lines): a dict or list of at least _SHARED_SIZE that
+# renders share (a recipe's env list in each of its JobSets) is written once. Values are
+# immutable; the entry keeps its value so that the id is not reused while it lives.
+_BLOCKS: dict = {}
+_BLOCKS_MAX = 1 << 12
+_SHARED_SIZE = 64  # smaller blocks cost more to look up and keep than to write again
+
+
+def _block(v, indent: int, out: list[str]) -> None:
+    """The lines of a non-empty dict or list at ``indent`` (the lines :func:`_mapping` or
+    :func:`_sequence` write), from :data:`_BLOCKS` when written before."""
+    if v.size < _SHARED_SIZE:
+        (_mapping if type(v) is Dict else _sequence)(v, indent, out)
+        return
+    key = (id(v), indent)
+    hit = _BLOCKS.get(key)
+    if hit is not None and hit[0] is v:
+        out.extend(hit[1])
+        return
+    start = len(out)
+    (_mapping if type(v) is Dict else _sequence)(v, indent, out)
+    if len(_BLOCKS) >= _BLOCKS_MAX:
+        _BLOCKS.clear()
+    _BLOCKS[key] = (v, out[start:])
 
 
 def _mapping(d: Dict, indent: int, out: list[str]) -> None:
     pad = " " * indent
+    keys = _KEYS
     for k, v in d.items.items():
+        key = keys.get(k) or _key(k)
         t = type(v)
-        if t is Dict and v.items:
-            out.append(f"{pad}{_key(k)}:")
-            _mapping(v, indent + 2, out)
-        elif t is List and v.items:
-            out.append(f"{pad}{_key(k)}:")
-            _sequence(v, indent + 2, out)
-        else:
-            after: list[str] = []
-            out.append(f"{pad}{_key(k)}: {_inline(v, indent, after)}")
+        if t is Str:
+            s = v.value
+            if plain_ok(s):  # the common case, as _inline would write it
+                out.append(f"{pad}{key}: {s}")
+                continue
+        elif t is Dict or t is List:
+            if v.items:
+                out.append(f"{pad}{key}:")
+                _block(v, indent + 2, out)
+                continue
+        after: list[str] = []
+        out.append(f"{pad}{key}: {_inline(v, indent, after)}")
+        if after:
             out.extend(after)
 
 
 def _sequence(items: List, indent: int, out: list[str]) -> None:
     pad = " " * indent
+    dash = pad + "- "
     inner = indent + 2
     for v in items.items:
         t = type(v)
-        if (t is Dict or t is List) and v.items:
+        if t is Str:
+            s = v.value
+            if plain_ok(s):  # the common case, as _inline would write it
+                out.append(dash + s)
+                continue
+        elif (t is Dict or t is List) and v.items:
             start = len(out)
-            (_mapping if t is Dict else _sequence)(v, inner, out)
-            out[start] = pad + "- " + out[start][inner:]
-        else:
-            after: list[str] = []
-            out.append(f"{pad}- {_inline(v, indent, after)}")
+            _block(v, inner, out)
+            out[start] = dash + out[start][inner:]
+            continue
+        after: list[str] = []
+        out.append(dash + _inline(v, indent, after))
+        if after:
             out.extend(after)

@@ -54,6 +54,7 @@ _DQ_SPECIAL = re.compile(r'[$`"\\!]')
 _INTERPOLATION = re.compile(r"(\\*)\$\{")
 # Strings OmegaConf versions read differently: 2.4 reads "\???" (backslashes, then ???) with
 # one backslash fewer (its escape of MISSING), 2.3 verbatim.
+_SURROGATE = re.compile("[\ud800-\udfff]")  # the first lone surrogate of a string
 _ESCAPED_MISSING = re.compile(r"\\+\?\?\?")
 
 
@@ -78,10 +79,10 @@ def escape_interpolations(s: str) -> str:
 
 def _readable(v) -> str:
     s = v.value
-    for c in s:
-        if 0xD800 <= ord(c) <= 0xDFFF:
-            raise FlagValueError(v, f"the string holds the lone surrogate U+{ord(c):04X}, which MaxText's YAML "
-                                 "reader refuses", "E0317")
+    lone = None if s.isascii() else _SURROGATE.search(s)
+    if lone is not None:
+        raise FlagValueError(v, f"the string holds the lone surrogate U+{ord(lone.group()):04X}, which MaxText's "
+                             "YAML reader refuses", "E0317")
     if "???" in s and _ESCAPED_MISSING.fullmatch(s):
         raise FlagValueError(v, f"OmegaConf 2.3 and 2.4 read the string {s!r} differently", "E0317")
     return escape_interpolations(s)
@@ -119,10 +120,10 @@ def _key_text(k: str, d) -> str:
     span = d.key_spans.get(k, d.span)
     if not k:
         raise FlagValueError(Str(k, span), "OmegaConf refuses an empty key in a flag value")
-    for c in k:
-        if 0xD800 <= ord(c) <= 0xDFFF:
-            raise FlagValueError(Str(k, span), f"the key holds the lone surrogate U+{ord(c):04X}, which "
-                                 "MaxText's YAML reader refuses", "E0317")
+    lone = None if k.isascii() else _SURROGATE.search(k)
+    if lone is not None:
+        raise FlagValueError(Str(k, span), f"the key holds the lone surrogate U+{ord(lone.group()):04X}, which "
+                             "MaxText's YAML reader refuses", "E0317")
     if plain_ok(k) and k not in _QUOTE_ALWAYS and "," not in k and ":" not in k:
         return k
     return quoted(k)
