@@ -277,14 +277,15 @@ def _scan_order(scanned: list) -> list:
     return out
 
 
-def _scanner(terminals: list, ignored: set, keywords: dict):
+def _scanner(terminals: list, ignored: set, keywords: dict) -> tuple:
     """(blanks, token) pairs of :func:`re.findall`: the ignored terminals but ``COMMENT``
     skipped as in :data:`MASTER` (a run of the one ``[...]+``, then each other followed by a
     run: the same texts), then one of the other terminals (:func:`_scan_order`), or the end
-    (``""``)."""
+    (``""``). Also the names of those terminals, in the scanner's order."""
     scanned = sorted((t for t in terminals if t.string not in keywords),
                      key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
     skipped = [t for t in scanned if t.name in ignored and t.name != "COMMENT"]
+    ordered = _scan_order([t for t in scanned if t not in skipped])
     runs = [t.regex for t in skipped if re.fullmatch(r"\[[^\]]*\]\+", t.regex)]
     if len(runs) == 1:
         run = runs[0][:-1] + "*+"
@@ -292,17 +293,14 @@ def _scanner(terminals: list, ignored: set, keywords: dict):
         prefix = f"{run}(?:(?:{others}){run})*+" if others else run
     else:
         prefix = "(?:%s)*+" % "|".join(t.regex for t in skipped)
-    body = "|".join(_ungrouped(t.regex) for t in _scan_order([t for t in scanned if t not in skipped]))
+    body = "|".join(_ungrouped(t.regex) for t in ordered)
     scanner = re.compile(f"({prefix})((?:{body})|\\Z)")
     if scanner.groups != 2:
         raise ValueError("grammar.lark: a terminal's regex has a group the scanner cannot drop")
-    return scanner
+    return scanner, [t.name for t in ordered]
 
 
-SCANNER = _scanner(TERMINALS, IGNORED, KEYWORDS)
-SCAN_ORDER = [t.name for t in _scan_order([t for t in sorted(
-    (t for t in TERMINALS if t.string not in KEYWORDS), key=lambda t: (-t.priority, -t.max_width, -len(t.value), t.name))
-    if t.name not in IGNORED or t.name == "COMMENT"])]
+SCANNER, SCAN_ORDER = _scanner(TERMINALS, IGNORED, KEYWORDS)
 # A token's terminal by its whole text: keywords and punctuation.
 _EXACT = dict(KEYWORDS)
 for _t in TERMINALS:
