@@ -309,21 +309,7 @@ class _Descent:
                 text = self.values[i]
                 if text[0] != "f" and "\\" not in text:
                     self.i = i + 1
-                    base = self.base
-                    start = base + self.starts[i]
-                    end = base + self.ends[i]
-                    lines = self.lines
-                    line = _bisect_right(lines, start)
-                    if line != len(lines) and end >= lines[line]:
-                        span = self.span(start, end)
-                    else:
-                        first = lines[line - 1]
-                        span = _new(Span)
-                        _set_path(span, self.path)
-                        _set_line(span, line)
-                        _set_col(span, start - first + 1)
-                        _set_end_line(span, line)
-                        _set_end_col(span, end - first + 1)
+                    span = self._tspan(i)
                     node = _new(_StrLit)
                     _str_value(node, text[1:-1])
                     _str_raw(node, text)
@@ -332,21 +318,7 @@ class _Descent:
                     return node
             elif kind == "NAME":
                 self.i = i + 1
-                base = self.base
-                start = base + self.starts[i]
-                end = base + self.ends[i]
-                lines = self.lines
-                line = _bisect_right(lines, start)
-                if line != len(lines) and end >= lines[line]:
-                    span = self.span(start, end)
-                else:
-                    first = lines[line - 1]
-                    span = _new(Span)
-                    _set_path(span, self.path)
-                    _set_line(span, line)
-                    _set_col(span, start - first + 1)
-                    _set_end_line(span, line)
-                    _set_end_col(span, end - first + 1)
+                span = self._tspan(i)
                 node = _new(_Name)
                 _name_id(node, self.values[i])
                 _name_span(node, span)
