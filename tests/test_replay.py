@@ -290,3 +290,70 @@ def test_a_retargeted_symlink_is_a_miss_for_replay_and_the_build_cache(wsr, case
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     assert warm == result()
     assert warm[0] == (1 if case is _schema_link else 0)
+
+
+def test_outputs_publish_compared_are_recorded_as_if_read_back(wsr, monkeypatch, tmp_path):
+    """A build that wrote nothing had every output compared byte for byte under the build
+    lock (rcpc.output.publish): the recorder takes their stats and hashes the renders in
+    memory instead of reading each file a second time, and records for them exactly what
+    reading them back records."""
+    (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
+    outputs = str(wsr / "rcpc-out")
+    read: list = []
+    real_read = replay.read_limited
+    monkeypatch.setattr(replay, "read_limited", lambda p, n: read.append(str(p)) or real_read(p, n))
+
+    def full_run(comment: str) -> tuple:
+        """A build that is not replayed (the recipe changed, not its renders), recorded."""
+        recipe = wsr / "recipes" / "r.rcp"
+        recipe.write_text(recipe.read_text() + f"# {comment}\n")
+        settle(wsr / "recipes")  # the outputs' stats stay as they are
+        before = record.stat().st_mtime_ns
+        assert run(["build"]) == 0
+        assert record.stat().st_mtime_ns != before  # recorded again
+        _, _, files, listings, *_ = replay.read_record(str(record))
+        return ([f for f in files if f[0].startswith(outputs)], [x for x in listings if x[0].startswith(outputs)])
+
+    compared = full_run("one")
+    assert not [p for p in read if p.startswith(outputs)] and compared[0] and compared[1]
+    note = replay.Recorder.note_outputs
+    monkeypatch.setattr(replay.Recorder, "note_outputs", lambda self, d, renders, compared=False: note(self, d, renders))
+    assert full_run("two") == compared
+    assert [p for p in read if p.startswith(outputs)]  # read back this time
+
+
+@given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=4))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_compared_output_is_noted_as_a_read_one(tmp_path_factory, texts):
+    """Over any render texts: noting outputs already compared gives the stats, digests and
+    listing that reading them gives; a file that differs from its render, read back, is
+    not recorded (the run is not replayable)."""
+    d = tmp_path_factory.mktemp("out")
+    renders = [(f"r{i}.yaml", t) for i, t in enumerate(texts)]
+    for name, text in renders:
+        (d / name).write_bytes(text.encode("utf-8"))
+    read, compared, stale = (replay.Recorder(["build"], False) for _ in range(3))
+    for recorder in (read, compared, stale):  # as if started later: the files are not racy
+        recorder._start += 2 * replay.RACY_NS
+    read.note_outputs(str(d), renders)
+    compared.note_outputs(str(d), renders, compared=True)
+    assert read._ok and compared._ok
+    assert (read._files, read._listings) == (compared._files, compared._listings)
+    stale.note_outputs(str(d), [(name, text + "x") for name, text in renders])
+    assert not stale._ok
+
+
+def test_a_run_that_cannot_be_recorded_reads_and_stats_nothing(wsr, monkeypatch):
+    """RCPC_NO_CACHE (no record will be written), or a build that wrote output (discarded):
+    the recorder neither stats nor reads what a record would hold."""
+    touched: list = []
+    monkeypatch.setattr(replay, "_stat", lambda p: touched.append(p) or os.stat(p))
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert run(["build"]) == 0
+    assert touched == []
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    (wsr / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 5"))
+    settle(wsr)
+    outputs = str(wsr / "rcpc-out")
+    assert run(["build"]) == 0
+    assert not [p for p in touched if p.startswith(outputs)]

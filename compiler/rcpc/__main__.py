@@ -54,5 +54,37 @@ def run(argv: list[str] | None = None, local: bool = False) -> int:
         return 130
 
 
+def shutdown(code: int) -> int:
+    """What the interpreter does at exit, less tearing down modules and objects: join
+    threads, run ``atexit`` handlers, flush the standard streams. Returns the exit status:
+    ``code``, or 120 when flushing stdout fails and ``code`` is 0 (as CPython)."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()
+    except Exception:
+        pass
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            if stream is sys.stdout and code == 0:
+                code = 120
+    return code
+
+
+def exit_now(code: int):
+    """End the process with status ``code`` after :func:`shutdown`, by ``os._exit``: the
+    objects of a large build are not freed one by one (~30 ms of a 100-recipe build's
+    exit, measured with ``bench/peers.py``). Files are closed by their ``with`` blocks
+    before this; the kernel releases locks and descriptors."""
+    import os
+
+    os._exit(shutdown(code))
+
+
 if __name__ == "__main__":
-    sys.exit(run())
+    exit_now(run())

@@ -199,10 +199,15 @@ class Recorder:
         self._streams = (_Tee(sys.stdout), _Tee(sys.stderr))
         sys.stdout, sys.stderr = self._streams
 
-    def _file(self, path: str, expected: bytes | str | None = None) -> None:
-        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest. A
-        file changed (mtime or ctime: a restored mtime still moves the ctime) less than
-        :data:`RACY_NS` before the command started is not trusted."""
+    def _file(self, path: str, expected: bytes | str | None = None, compared: bool = False) -> None:
+        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest.
+        ``compared``: ``expected`` (bytes) was found to be the file's content during this run
+        and need not be read again. A file changed (mtime or ctime: a restored mtime still
+        moves the ctime) less than :data:`RACY_NS` before the command started is not trusted,
+        so a file compared after the start and found unchanged since RACY_NS before it still
+        holds those bytes. Nothing is done once the run cannot be recorded."""
+        if not self._ok:
+            return
         try:
             st = _stat(path)
             if max(st[1], st[2]) > self._start - RACY_NS:
@@ -212,7 +217,7 @@ class Recorder:
             if expected is not None:
                 import hashlib
 
-                data = read_limited(path, MAX_FILE)
+                data = expected if compared else read_limited(path, MAX_FILE)
                 digest = hashlib.sha256(data).hexdigest()
                 if (digest if isinstance(expected, str) else data) != expected:
                     self._ok = False
@@ -224,6 +229,8 @@ class Recorder:
     def _tree(self, root: str, keep=None) -> None:
         """Record the listing of ``root`` and every directory under it (not following
         symlinks); ``keep(name)`` selects the files whose stat is recorded as well."""
+        if not self._ok:
+            return
         self._listings[root] = listing(root)
         for directory, dirs, names in os.walk(root):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -272,11 +279,16 @@ class Recorder:
             if os.path.realpath(path) != real:
                 self._ok = False
 
-    def note_outputs(self, directory: str, renders: list) -> None:
-        """An output directory that must hold exactly ``renders`` [(name, text)]."""
+    def note_outputs(self, directory: str, renders: list, compared: bool = False) -> None:
+        """An output directory that must hold exactly ``renders`` [(name, text)].
+        ``compared``: each file was read and found to hold its render during this run (as
+        :func:`rcpc.output.publish` does, under the build lock, before it writes nothing), so
+        only its stat is taken (:meth:`_file`)."""
+        if not self._ok:
+            return
         self._listings[directory] = tuple(sorted(name for name, _ in renders))
         for name, text in renders:
-            self._file(os.path.join(directory, name), text.encode("utf-8"))
+            self._file(os.path.join(directory, name), text.encode("utf-8"), compared)
 
     def discard(self) -> None:
         """This run's output must not be replayed (for ``build``: it wrote output, and a later

@@ -12,6 +12,8 @@ import marshal
 import os
 import sys
 
+from rcpc.__main__ import shutdown
+
 
 def run(fds: list[int], message: tuple, note: int) -> int:
     """Become the client of ``message`` (a ``run`` request, :mod:`rcpc.client`) with its
@@ -44,7 +46,7 @@ def run(fds: list[int], message: tuple, note: int) -> int:
         os.chdir(cwd)
     except OSError as exc:
         sys.stderr.write(f"rcpc: error: cannot enter the working directory: {exc}\n")
-        return _shutdown(1)
+        return shutdown(1)
     try:
         import locale
 
@@ -64,7 +66,7 @@ def run(fds: list[int], message: tuple, note: int) -> int:
     except BaseException:
         sys.excepthook(*sys.exc_info())
         code = 1
-    code = _shutdown(code)
+    code = shutdown(code)
     report(moved)
     return code
 
@@ -108,27 +110,6 @@ def _exit_status(value) -> int:
     except Exception:
         pass
     return 1
-
-
-def _shutdown(code: int) -> int:
-    """What the interpreter does at exit: join threads, run ``atexit`` handlers, flush the
-    standard streams (a failure to flush stdout: status 120, as CPython)."""
-    import atexit
-    import threading
-
-    try:
-        threading._shutdown()
-    except Exception:
-        pass
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            if stream is sys.stdout and code == 0:
-                code = 120
-    return code
 
 
 def _install(fds: list[int], targets: list[int]) -> None:

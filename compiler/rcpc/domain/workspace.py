@@ -60,12 +60,14 @@ class Workspace:
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
 
-    def real(self, raw: Path) -> Path:
+    def real(self, raw: Path, parents: dict | None = None) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
         followed, the resolution is remembered in ``links`` ({absolute path as written:
         real path}): the build cache and replay check that it still holds, as retargeting a
-        link changes what is read without changing any file that was read."""
-        return _real(raw, self.links)
+        link changes what is read without changing any file that was read. ``parents``: the
+        real paths of directories found so far ({directory: real path}), for many files of
+        a few directories (:func:`entry`)."""
+        return _real(raw, self.links, parents)
 
     def schema_path(self, text: str, base: Path | None = None) -> Path:
         """A ``kube_schemas`` entry: ``builtin:NAME`` (a schema rcpc ships), else a path
@@ -174,36 +176,38 @@ class Workspace:
             return str(path)
 
     def is_library(self, path: Path) -> bool:
-        return any(d == path or d in path.parents for d in self.library_dirs)
+        """``path`` (absolute, real) is a library directory or inside one."""
+        return any(_within(path, d) for d in self.library_dirs)
 
     def recipe_name(self, path: Path) -> str:
         """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
         for d in self.recipe_dirs:
-            if d in path.parents:
+            if path != d and _within(path, d):
                 return path.relative_to(d).as_posix()[:-len(RECIPE_SUFFIX)]
         return self.display(path)[:-len(RECIPE_SUFFIX)]
 
-    def inside(self, raw: Path) -> Path:
+    def inside(self, raw: Path, parents: dict | None = None) -> Path:
         """The real path of ``raw``, a file found in the workspace (a recipe, a library, a
         file to format), which must resolve inside it. ``E0906`` when a symlink leads out
-        (nothing is read there), ``E0907`` when it cannot be resolved (a symlink loop)."""
-        at = file_span(self.display(entry(raw)))
+        (nothing is read there), ``E0907`` when it cannot be resolved (a symlink loop).
+        ``parents`` as in :meth:`real`."""
         try:
-            real = self.real(raw)
+            real = self.real(raw, parents)
         except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's symlink loop
             why = "it is a symlink loop" if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP else exc.strerror
-            raise error("E0907", f"symlink that cannot be resolved: {why}", at,
+            raise error("E0907", f"symlink that cannot be resolved: {why}", file_span(self.display(entry(raw))),
                         hint="a symlink that points to itself, directly or through others, names no file") from None
-        if real != self.root and self.root not in real.parents:
-            raise error("E0906", "symlink to a file outside the workspace (not read)", at,
+        if not _within(real, self.root):
+            raise error("E0906", "symlink to a file outside the workspace (not read)", file_span(self.display(entry(raw))),
                         hint="recipes and the files they load must be inside the workspace (the directory of "
                              "rcp.toml); copy the file in instead of linking to it")
         return real
 
-    def _name_error(self, real: Path, shown: Path) -> Diagnostic | None:
-        """``E0905`` for a recipe whose name (from file ``real``, found as ``shown``) has a
-        part that is not one portable path component (:mod:`rcpc.core.names`), else None."""
-        name = self.recipe_name(real)
+    def _name_error(self, real: Path, shown: Path, name: str | None = None) -> Diagnostic | None:
+        """``E0905`` for a recipe whose name (from file ``real``, found as ``shown``; ``name``
+        when found already) has a part that is not one portable path component
+        (:mod:`rcpc.core.names`), else None."""
+        name = name if name is not None else self.recipe_name(real)
         for part in name.split("/"):
             why = problem(part)
             if why is not None:
@@ -223,18 +227,19 @@ class Workspace:
         found: dict[str, Path] = {}
         folded: dict[str, str] = {}   # names.fold(name) → name
         errors: list = []
+        parents: dict = {}
         for d in self.recipe_dirs:
             if d.is_dir():
                 for p in sorted(d.rglob("*" + RECIPE_SUFFIX)):
                     try:
-                        real = self.inside(p)
+                        real = self.inside(p, parents)
                     except CompileError as exc:
                         errors.extend(exc.diagnostics)
                         continue
                     if self.is_library(real) or not real.is_file():
                         continue
                     name = self.recipe_name(real)
-                    bad = self._name_error(real, p)
+                    bad = self._name_error(real, p, name)
                     if bad is not None:
                         errors.append(bad)
                         continue
@@ -273,11 +278,12 @@ class Workspace:
         that do not resolve inside the workspace: those are never read."""
         out = set()
         errors: list = []
+        parents: dict = {}
         for d in self.library_dirs:
             if d.is_dir():
                 for p in d.rglob("*" + RECIPE_SUFFIX):
                     try:
-                        real = self.inside(p)
+                        real = self.inside(p, parents)
                     except CompileError as exc:
                         errors.extend(exc.diagnostics)
                         continue
@@ -348,16 +354,34 @@ def _key_span(text: str, key: str) -> Span:
     return Span(CONFIG_NAME, 1, 1, 1, 1)
 
 
-def entry(p: Path) -> Path:
+def entry(p: Path, parents: dict | None = None) -> Path:
     """Where the directory entry ``p`` sits: its directory's real path and its own name (a
-    symlink itself is not followed): what is inside the workspace as written."""
+    symlink itself is not followed): what is inside the workspace as written. ``parents``:
+    {directory: real path} found so far, used and added to (one ``realpath`` a directory,
+    not one a file)."""
     if p.name in ("", ".", ".."):
         return Path(os.path.realpath(p))
-    return Path(os.path.realpath(p.parent)) / p.name
+    if parents is None:
+        return Path(os.path.realpath(p.parent)) / p.name
+    d = p.parent
+    real = parents.get(d)
+    if real is None:
+        real = parents[d] = Path(os.path.realpath(d))
+    return real / p.name
 
 
-def _real(raw: Path, links: dict) -> Path:
-    real = raw.resolve()
+def _within(path: Path, directory: Path) -> bool:
+    """``path`` is ``directory`` or inside it (both absolute and normalized): a prefix test
+    on the strings, as ``directory in path.parents`` but without making each parent."""
+    d = str(directory)
+    p = str(path)
+    return p == d or p.startswith(d if d.endswith(os.sep) else d + os.sep)
+
+
+def _real(raw: Path, links: dict, parents: dict | None = None) -> Path:
+    # A file that is not a symlink is its directory's real path and its name (a missing one
+    # too, as realpath gives); only its directory is resolved, once (``parents``).
+    real = raw.resolve() if parents is None or os.path.islink(raw) else entry(raw, parents)
     written = os.path.normpath(os.path.abspath(raw))
     if str(real) != written:
         links[written] = str(real)
