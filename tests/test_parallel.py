@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import output_tree
 from rcpc.cli import main
@@ -142,3 +144,22 @@ def test_the_jobs_policy_forks_only_for_enough_work(wsp, capsys, monkeypatch):
     assert output_tree(root / "out") == output_tree(root / "out2")
     paths = sorted((root / "recipes").glob("*.rcp"))
     assert not parallel._worth_workers(1, paths) and not parallel._worth_workers(2, paths[:MIN_PARALLEL - 1])
+
+
+@given(n=st.integers(0, 3000), jobs=st.integers(1, 64))
+def test_chunks_shrink_to_single_items_and_cover_every_item(n, jobs):
+    """Guided chunks: they add up to the items, never grow, stay within 1..MAX_CHUNK, and
+    the last 4 x jobs items (or all when fewer) go one at a time, so that workers finish
+    within about one recipe of each other."""
+    sizes = parallel.chunk_sizes(n, jobs)
+    assert sum(sizes) == n
+    assert all(1 <= s <= parallel.MAX_CHUNK for s in sizes)
+    assert sizes == sorted(sizes, reverse=True)
+    tail = min(n, 4 * jobs)
+    assert sizes[len(sizes) - tail:] == [1] * tail
+
+
+@pytest.mark.parametrize("n,jobs", [(5, 2), (99, 2), (131, 3)])
+def test_results_come_back_in_item_order_whatever_the_chunks(n, jobs):
+    items = [f"item-{i}" for i in range(n)]
+    assert parallel._in_workers(jobs, items, str.upper, (None, {})) == [x.upper() for x in items]

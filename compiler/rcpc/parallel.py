@@ -20,6 +20,7 @@ is killed outright (:func:`_die_with`).
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from rcpc.cache import BuildCache, compile_fresh
@@ -27,8 +28,7 @@ from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
 MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
-# Items a worker takes at a time, at most: the last worker to finish leaves the others idle
-# for about half of one chunk (a large chunk at 1,000 recipes was half a second at the end).
+# Items a worker takes at a time, at most (chunks: :func:`chunk_sizes`).
 MAX_CHUNK = 16
 
 
@@ -113,7 +113,6 @@ def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    chunk = max(1, min(MAX_CHUNK, len(items) // (jobs * 8)))
     if not _AT_FORK:
         os.register_at_fork(after_in_child=_worker_signals, after_in_parent=_forked)
         _AT_FORK.append(True)
@@ -126,10 +125,33 @@ def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
         testhook.point("pool")
         with pool:
             _hold_interrupts(False)  # a Ctrl-C that came while the pool started lands here
-            return list(pool.imap(work, items, chunk))
+            chunks, at = [], 0
+            for size in chunk_sizes(len(items), jobs):
+                chunks.append(items[at:at + size])
+                at += size
+            return [out for done in pool.imap(partial(_each, work), chunks, 1) for out in done]
     finally:
         _hold_interrupts(False)
         _FORKING[0] = False
+
+
+def chunk_sizes(n: int, jobs: int) -> list[int]:
+    """How ``n`` items are cut into the chunks workers take one at a time, in order:
+    decreasing ("guided" scheduling, as OpenMP's ``schedule(guided)``), each a quarter of
+    what is left per worker, at most :data:`MAX_CHUNK` and at least 1. Few chunks (each
+    one message each way) while much is left, single items at the end, so that the workers
+    finish within about one item of each other (a fixed chunk left the others idle for
+    half a chunk at the end). The sizes add up to ``n``."""
+    sizes = []
+    while n > 0:
+        size = max(1, min(MAX_CHUNK, n // (4 * jobs)))
+        sizes.append(size)
+        n -= size
+    return sizes
+
+
+def _each(work, items: list) -> list:
+    return [work(item) for item in items]
 
 
 _WORKER: dict = {}
