@@ -37,6 +37,7 @@ class Build:
     diagnostics: tuple
     whole: bool  # every variant of each recipe was built (no --variant or --set)
     listed: bool  # the recipes were named (not: every recipe of the workspace)
+    compared: tuple = ()  # (output directory, rcpc.output.Comparison) made while compiling, or ()
 
     @property
     def variants(self) -> list:
@@ -65,7 +66,8 @@ class Build:
             return publish(out_dir, self.variants, shown,
                            whole=set(names) if self.whole else set(),
                            known=None if self.listed else set(names),
-                           origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)})
+                           origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)},
+                           compared=self.compared[1] if self.compared and self.compared[0] == out_dir else None)
         except OSError as exc:
             raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                           hint="the previous output, if any, is unchanged")) from None
@@ -169,25 +171,40 @@ class Workspace:
         return list(dict.fromkeys(out))
 
     def build(self, recipes=(), *, variant: str | None = None, sets: list[str] | None = None,
-              jobs: int = 1) -> Build:
+              jobs: int = 1, output: str | os.PathLike | None = None) -> Build:
         """Compile ``recipes`` (default: all) for every declared variant, or only ``variant``,
         or with ``sets`` (``NAME=VALUE`` param values, built as variant ``custom``): from the
         build cache when nothing they read changed, else in ``jobs`` processes. Raises the
-        first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result."""
+        first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result.
+        ``output``: the directory it will be written to, compared with the renders as
+        workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
         from rcpc.cache import request
         from rcpc.parallel import compile_recipes
 
         ws = self.config
         cache, options = request(ws, variant, sets)
         paths = self.recipe_paths(recipes)
-        compiled = compile_recipes(ws, lambda: self.compiler, cache, options, paths, variant, sets, jobs=jobs)
+        compared: tuple = ()
+        arrived = None
+        if output is not None:
+            from rcpc.output import Comparison
+
+            compared = (Path(output), Comparison(Path(output)))
+
+            def arrived(path: Path, result: tuple) -> None:
+                name = ws.recipe_name(path)
+                for v, renders in result[0]:
+                    compared[1].add(name, v, renders)
+
+        compiled = compile_recipes(ws, lambda: self.compiler, cache, options, paths, variant, sets, jobs=jobs,
+                                   arrived=arrived)
         for result in compiled:
             if isinstance(result, CompileError):  # the first failing recipe, as without workers
                 raise result
         results = tuple((ws.recipe_name(path), *result) for path, result in zip(paths, compiled))
         found = unique(d for _, _, diags, _ in results for d in diags if d.severity != "note")
         return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
-                     listed=bool(recipes))
+                     listed=bool(recipes), compared=compared)
 
     def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None) -> Rendered:
         """The renders of one variant of ``recipe`` (default: ``default``; with ``sets``, the

@@ -445,7 +445,8 @@ def _build(args, ws, compiler) -> int:
     if args.output == "":
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
-    build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, jobs=args.jobs)
+    build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, jobs=args.jobs,
+                                     output=out_dir)
     _print_diagnostics(build.diagnostics, compiler)
     written = build.write(out_dir, args.output or ws.display(out_dir))
     if written:

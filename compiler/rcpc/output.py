@@ -60,6 +60,7 @@ import os
 import shutil
 import signal
 import stat
+import time
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
@@ -81,12 +82,14 @@ class InterruptedAfterWrite(KeyboardInterrupt):
     whole (the signal was held back until then)."""
 
 
-def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=None, origins=None) -> int:
+def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=None, origins=None,
+            compared: "Comparison | None" = None) -> int:
     """Make ``builds`` [(recipe, variant, [(render name, text)])] the output in ``out_dir``
     (``shown`` is how diagnostics name it). ``whole``: the recipes built with every declared
     variant (their other variant directories, ``custom`` aside, are dropped); ``known``: every
     recipe of the workspace when all were built (outputs of others are dropped), else None;
-    ``origins``: recipe → span of its file, for ``E0910``. Returns how many variant
+    ``origins``: recipe → span of its file, for ``E0910``; ``compared``: renders compared with
+    the output while they were compiled (:class:`Comparison`). Returns how many variant
     directories were written (0 when the output already was exactly this). Raises
     :class:`CompileError` (``E0905``, ``E0910``-``E0912``; nothing touched) or OSError."""
     for recipe, variant, renders in builds:
@@ -98,7 +101,8 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
         with open(area / "lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old_gen, old = _current(area, shown)
-            tree, changed = _plan(old_gen, old, builds, whole, known)
+            tree, changed = _plan(old_gen, old, builds, whole, known,
+                                  compared if compared is not None and compared.valid(old_gen, old) else None)
             links = set(_links(tree))
             kept = {recipe for recipe, variants in tree.items() if variants == old["recipes"].get(recipe)
                     and not any((recipe, v) in changed for v in variants)}   # their outputs stay as they are
@@ -299,9 +303,9 @@ def _listdir(path: Path) -> list[str]:
         return []
 
 
-def _plan(old_gen: Path | None, old: dict, builds: list, whole, known) -> tuple[dict, set]:
+def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=None) -> tuple[dict, set]:
     """The new generation's manifest tree, and the (recipe, variant) pairs built whose
-    renders differ from the current generation's."""
+    renders differ from the current generation's (as ``compared`` found, where it holds)."""
     tree = {recipe: dict(variants) for recipe, variants in old["recipes"].items()
             if known is None or recipe in known}
     for recipe in whole:
@@ -309,26 +313,95 @@ def _plan(old_gen: Path | None, old: dict, builds: list, whole, known) -> tuple[
     changed = set()
     for recipe, variant, renders in builds:
         tree.setdefault(recipe, {})[variant] = sorted(name for name, _ in renders)
-        if not _same(old_gen, old, recipe, variant, renders):
+        same = compared.same(recipe, variant) if compared is not None else None
+        if not (_same(old_gen, old, recipe, variant, renders) if same is None else same):
             changed.add((recipe, variant))
     return {recipe: {v: tree[recipe][v] for v in sorted(tree[recipe])} for recipe in sorted(tree)}, changed
 
 
-def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: list) -> bool:
-    """The current generation already holds exactly these renders there, byte for byte."""
+def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: list, stats=None) -> bool:
+    """The current generation already holds exactly these renders there, byte for byte.
+    ``stats``: a list to which the stat (:func:`_stat`) of the variant directory, taken
+    before it is listed, and of each file, taken before it is read, are appended."""
     if gen is None or manifest["recipes"].get(recipe, {}).get(variant) != sorted(n for n, _ in renders):
         return False
     d = gen / recipe / variant
     try:
+        if stats is not None:
+            stats.append((str(d), _stat(d)))
         if sorted(os.listdir(d)) != sorted(n for n, _ in renders):
             return False
         for name, text in renders:  # bounded: an output replaced by a FIFO or /dev/zero is no hang
             data = text.encode("utf-8")
+            if stats is not None:
+                stats.append((str(d / name), _stat(d / name)))
             if read_limited(d / name, len(data)) != data:
                 return False
     except OSError:
         return False
     return True
+
+
+def _stat(path) -> tuple:
+    """What any change to a file or directory moves: (size, mtime, ctime in ns, inode,
+    device); symlinks followed."""
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
+class Comparison:
+    """The current output of ``out_dir`` compared with renders while they are compiled,
+    without the build lock (:func:`publish` takes it later; the comparison reads, never
+    writes). :func:`publish` trusts a variant found unchanged only when the generation is
+    still the one compared and the stat of its directory and of each of its files is still
+    the one taken before they were listed and read, with a ctime and mtime older than
+    :data:`rcpc.replay.RACY_NS` before the comparison began: any later change to them moves
+    their ctime (git's "racy clean" rule, as the no-op replay applies it). A variant found
+    changed is written again whatever happened since (always safe). Anything else is
+    compared again under the lock."""
+
+    def __init__(self, out_dir: Path):
+        from rcpc.replay import RACY_NS
+
+        self._before = time.time_ns() - RACY_NS  # a stat changed after this is not trusted
+        self._found: dict = {}   # (recipe, variant) → [(path, stat)] when unchanged, else False
+        area = Path(os.path.realpath(out_dir)) / AREA
+        try:
+            number = _generation_id(area)
+        except OSError:
+            number = None
+        self._gen = area / "gen" / str(number) if number is not None and number >= 0 else None
+        self._manifest = _read_manifest(self._gen) if self._gen is not None else None
+
+    def add(self, recipe: str, variant: str, renders: list) -> None:
+        """Compare one variant's renders [(name, text)] with the current output."""
+        if self._manifest is None:
+            return
+        stats: list = []
+        self._found[(recipe, variant)] = _same(self._gen, self._manifest, recipe, variant, renders, stats) and stats
+
+    def valid(self, gen: Path | None, manifest: dict) -> bool:
+        """The comparison was made with generation ``gen`` and its ``manifest`` (the current
+        ones, read under the lock)."""
+        return gen is not None and gen == self._gen and manifest == self._manifest
+
+    def same(self, recipe: str, variant: str) -> bool | None:
+        """False: the variant changed (or was found changed); True: it is unchanged (its
+        stats verified now); None: not known (compare it again)."""
+        found = self._found.get((recipe, variant))
+        if found is None:
+            return None
+        if found is False:
+            return False
+        for path, st in found:
+            if max(st[1], st[2]) >= self._before:
+                return None
+            try:
+                if _stat(path) != st:
+                    return None
+            except OSError:
+                return None
+        return True
 
 
 def _refuse_foreign(area: Path, gen: Path, manifest: dict, kept: set, shown: str) -> None:

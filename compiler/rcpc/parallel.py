@@ -42,11 +42,14 @@ def default_jobs() -> int:
 
 def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], paths: list[Path],
                     variant: str | None = None, sets: list[str] | None = None, lint: bool = False,
-                    jobs: int = 1) -> list:
+                    jobs: int = 1, arrived=None) -> list:
     """Compile the recipes ``paths`` of workspace ``ws``: each from ``cache`` when its inputs
     are unchanged, else by :func:`rcpc.cache.compile_fresh` with ``get_compiler()`` or in
     workers. ``options`` are the request's cache options. Returns, per path, in order,
-    ``(builds, found, deps)`` or the :class:`~rcpc.core.diagnostics.CompileError` it raised."""
+    ``(builds, found, deps)`` or the :class:`~rcpc.core.diagnostics.CompileError` it raised.
+    ``arrived(path, (builds, found, deps))``: called in this process for each recipe a
+    worker compiled, as its result arrives, while the workers go on (work that would else
+    wait for the last one)."""
     results: list = [None] * len(paths)
     misses = []
     for i, path in enumerate(paths):
@@ -58,8 +61,12 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     for n, i in enumerate(misses):
         if n == 1 and _worth_workers(jobs, [paths[j] for j in misses[1:]]):
             rest = misses[1:]
+            def each(k: int, outcome: tuple) -> None:
+                if arrived is not None and outcome[0] == "ok":
+                    arrived(paths[rest[k]], outcome[1])
+
             outcomes = _in_workers(jobs, [paths[j] for j in rest], _work,
-                                   (compiler, {"args": (cache, options), "kwargs": (variant, sets, lint)}))
+                                   (compiler, {"args": (cache, options), "kwargs": (variant, sets, lint)}), each)
             for j, (kind, outcome, read) in zip(rest, outcomes):
                 results[j] = outcome if kind == "ok" else CompileError(outcome)
                 cache.note(read)  # the files as the worker read them, for later lookups
@@ -105,10 +112,11 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     return [made[kind](value) for kind, value in outcomes]
 
 
-def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
+def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
     """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
     a copy of the :class:`~rcpc.domain.recipe.Compiler` ``init[0]``, as loaded so far, and the
-    settings ``init[1]``), results in order."""
+    settings ``init[1]``), results in order; ``each(index, result)`` is called for each
+    as it arrives (in order)."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
@@ -129,7 +137,13 @@ def _in_workers(jobs: int, items: list, work, init: tuple) -> list:
             for size in chunk_sizes(len(items), jobs):
                 chunks.append(items[at:at + size])
                 at += size
-            return [out for done in pool.imap(partial(_each, work), chunks, 1) for out in done]
+            results: list = []
+            for done in pool.imap(partial(_each, work), chunks, 1):
+                for out in done:
+                    if each is not None:
+                        each(len(results), out)
+                    results.append(out)
+            return results
     finally:
         _hold_interrupts(False)
         _FORKING[0] = False
