@@ -152,9 +152,11 @@ class Server:
         self.last = time.monotonic()
         import gc
 
+        from rcpc.__main__ import GC_THRESHOLDS
+
         gc.collect()
         gc.freeze()  # what was imported is never collected: children do not scan (or touch) it
-        gc.set_threshold(50_000, 20, 20)  # as a command's (rcpc.__main__): parses kept hold no cycles
+        gc.set_threshold(*GC_THRESHOLDS)  # as a command's (rcpc.__main__): parses kept hold no cycles
         self.log(f"listening on {where['socket']} (pid {os.getpid()}, {len(self.loaded)} files watched)")
 
     def log(self, line: str) -> None:

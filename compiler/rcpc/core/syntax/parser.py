@@ -159,12 +159,15 @@ def parse(source: Source, token_at: list | None = None) -> ast.Module:
     """
     _TOKENS[0] = 0
     found: list = []
+    fast = FastParser(source, token_at)
     try:
-        stmts = FastParser(source, token_at).statements(source.text, 0, found)
+        stmts = fast.statements(source.text, 0, found)
     except DECLINED:
         if token_at is not None:
             del token_at[:]
         return _parse_lark(source, token_at)
+    finally:
+        fast.close()
     if token_at is not None:
         token_at.sort()
     comments = tuple(_comment(source, tok) for tok in found)
@@ -203,10 +206,13 @@ def parse_lines(source: Source, start: int, end: int) -> tuple[tuple, tuple, int
     recovery into later statements)."""
     _TOKENS[0] = 0
     found: list = []
+    fast = FastParser(source)
     try:
-        stmts = FastParser(source).statements(source.text[start:end], start, found)
+        stmts = fast.statements(source.text[start:end], start, found)
     except DECLINED:
         return _parse_lines_lark(source, start, end)
+    finally:
+        fast.close()
     return tuple(stmts), tuple(_comment(source, tok, start) for tok in found), _TOKENS[0]
 
 
