@@ -846,6 +846,9 @@ try:
 finally:
     with open(timing, "w") as f:
         f.write(repr(time.perf_counter() - t0))
+if target == "rcpc":  # as the rcpc command ends (compiler/bin/rcpc)
+    from rcpc.__main__ import exit_now
+    exit_now(code)
 sys.exit(code)
 '''
 

@@ -73,3 +73,12 @@ def test_a_stdout_that_cannot_be_flushed_exits_120_as_python_does():
     assert status("import sys; sys.stdout.write('x')") == 120
     assert status("import sys; from rcpc.__main__ import exit_now; sys.stdout.write('x'); exit_now(0)") == 120
     assert status("import sys; from rcpc.__main__ import exit_now; sys.stdout.write('x'); exit_now(4)") == 4
+
+
+def test_a_profiler_still_gets_its_results(tmp_path, big):
+    """``python -m cProfile -m rcpc`` writes its statistics after rcpc returns: under a
+    profiler (or a tracer) the command exits the usual way."""
+    stats = tmp_path / "out.prof"
+    r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "rcpc", "render", "r"], cwd=big,
+                       env={**BUFFERED, "RCPC_NO_CACHE": "1", "RCPC_NO_SERVER": "1"}, capture_output=True, timeout=120)
+    assert r.returncode == 0 and stats.stat().st_size > 0
