@@ -163,3 +163,38 @@ def test_chunks_shrink_to_single_items_and_cover_every_item(n, jobs):
 def test_results_come_back_in_item_order_whatever_the_chunks(n, jobs):
     items = [f"item-{i}" for i in range(n)]
     assert parallel._in_workers(jobs, items, str.upper, (None, {})) == [x.upper() for x in items]
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_the_files_workers_read_are_noted_as_one_process_notes_them(tmp_path, monkeypatch, jobs):
+    """Each worker sends the digests of the files it read first since its previous result
+    (not all of them again each time: quadratic at 1,000 recipes); the main process ends up
+    knowing every file read, with the digest it had, as with -j 1."""
+    from rcpc.api import Workspace
+    from rcpc.cache import request
+    from rcpc.parallel import compile_recipes
+
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "ws"
+    (root / "recipes" / "lib").mkdir(parents=True)
+    (root / "rcp.toml").write_text("")
+    for k in range(5):
+        (root / "recipes" / "lib" / f"l{k}.rcp").write_text(f"V{k} = {k}\n")
+    for k in range(14):  # each loads two libraries, some loaded first by a later recipe
+        a, b = k % 5, (k % 5 + 1 + k % 4) % 5
+        (root / "recipes" / f"r{k:02}.rcp").write_text(
+            f'load("//recipes/lib/l{a}.rcp", "V{a}")\nload("//recipes/lib/l{b}.rcp", "V{b}")\n'
+            f'flag_file(name = "t", flags = maxtext_flags({{"steps": V{a} + V{b} + {k}}}))\n')
+
+    def seen(j: int) -> dict:
+        ws = Workspace(root)
+        cache, options = request(ws.config, None, None)
+        cache.enabled = False  # compile every recipe, note what was read
+        results = compile_recipes(ws.config, lambda: ws.compiler, cache, options, ws.recipe_paths([]), jobs=j)
+        assert not [r for r in results if isinstance(r, Exception)]
+        return cache.seen
+
+    one = seen(1)
+    assert len(one) == 14 + 5 and seen(jobs) == one

@@ -325,17 +325,18 @@ def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: 
     before it is listed, and of each file, taken before it is read, are appended."""
     if gen is None or manifest["recipes"].get(recipe, {}).get(variant) != sorted(n for n, _ in renders):
         return False
-    d = gen / recipe / variant
+    d = os.path.join(gen, recipe, variant)
     try:
         if stats is not None:
-            stats.append((str(d), _stat(d)))
+            stats.append((d, _stat(d)))
         if sorted(os.listdir(d)) != sorted(n for n, _ in renders):
             return False
         for name, text in renders:  # bounded: an output replaced by a FIFO or /dev/zero is no hang
             data = text.encode("utf-8")
+            path = os.path.join(d, name)
             if stats is not None:
-                stats.append((str(d / name), _stat(d / name)))
-            if read_limited(d / name, len(data)) != data:
+                stats.append((path, _stat(path)))
+            if read_limited(path, len(data)) != data:
                 return False
     except OSError:
         return False

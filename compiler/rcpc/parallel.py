@@ -223,7 +223,7 @@ def _start_worker(parent: int, compiler, settings: dict) -> None:
     from rcpc import testhook
 
     testhook.point("worker")
-    _WORKER.update(compiler=compiler, **settings)
+    _WORKER.update(compiler=compiler, read=0 if compiler is None else compiler.files_read(), **settings)
 
 
 def _format_work(path: Path) -> tuple:
@@ -272,10 +272,18 @@ def _die_with(parent: int) -> None:
 
 def _work(path: Path) -> tuple:
     """("ok", (builds, found, deps), read) or ("error", diagnostics, read), ``read`` being the
-    digests of the files the worker read (:meth:`~rcpc.domain.recipe.Compiler.read_digests`): an
+    digests of the files the worker read first since its previous result (:func:`_read`): an
     exception is not sent, as :class:`CompileError` does not survive pickling."""
     compiler = _WORKER["compiler"]
     try:
-        return "ok", compile_fresh(compiler, *_WORKER["args"], path, *_WORKER["kwargs"]), compiler.read_digests()
+        return "ok", compile_fresh(compiler, *_WORKER["args"], path, *_WORKER["kwargs"]), _read(compiler)
     except CompileError as exc:
-        return "error", exc.diagnostics, compiler.read_digests()
+        return "error", exc.diagnostics, _read(compiler)
+
+
+def _read(compiler) -> dict:
+    """The digests of the files this worker read since its last result (the main process
+    notes the others already: each result sent all of them, a quadratic cost at 1,000
+    recipes) or since it was forked (what the main process had read before it)."""
+    since, _WORKER["read"] = _WORKER["read"], compiler.files_read()
+    return compiler.read_digests(since)

@@ -13,6 +13,7 @@ spans back to the recipe.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 from rcpc.core import astcache
@@ -289,9 +290,17 @@ class Compiler:
         kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
         return out | self.schema_files | kube
 
-    def read_digests(self) -> dict[str, str]:
-        """{path: SHA-256 hex} of every file read in this run (with one version)."""
-        return {str(p): d for p, d in self.digests.items() if d is not None}
+    def read_digests(self, since: int = 0) -> dict[str, str]:
+        """{path: SHA-256 hex} of every file read in this run (with one version); ``since``:
+        only the files first read after the first ``since`` (a count :meth:`files_read` gave)."""
+        items = self.digests.items()
+        if since:
+            items = itertools.islice(items, since, None)
+        return {str(p): d for p, d in items if d is not None}
+
+    def files_read(self) -> int:
+        """How many files this run has read so far (for :meth:`read_digests`)."""
+        return len(self.digests)
 
     def dependency_digests(self, real: Path) -> dict[str, str] | None:
         """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
@@ -309,7 +318,7 @@ class Compiler:
 
     def release(self, real: Path) -> None:
         """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation
-        and its trace, renders kept by identity)
+        and its trace, renders kept by identity, render texts found clean)
         once its results are taken, so memory stays flat over a large workspace. What it
         loaded stays cached; it is parsed again if it is asked for again."""
         self.sources.pop(self.workspace.display(real), None)
@@ -318,6 +327,7 @@ class Compiler:
         self._base_exports.pop(real, None)
         self._traces.pop(real, None)
         self._emitted, self._containers = {}, {}
+        self._clean.clear()
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:
         """Warnings (and notes) found so far in this run, each once, in order found."""
