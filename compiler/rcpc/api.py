@@ -37,7 +37,7 @@ class Build:
     diagnostics: tuple
     whole: bool  # every variant of each recipe was built (no --variant or --set)
     listed: bool  # the recipes were named (not: every recipe of the workspace)
-    compared: tuple = ()  # (output directory, rcpc.output.Comparison) made while compiling, or ()
+    compared: object = None  # the rcpc.output.Comparison made while compiling, or None
 
     @property
     def variants(self) -> list:
@@ -67,7 +67,7 @@ class Build:
                            whole=set(names) if self.whole else set(),
                            known=None if self.listed else set(names),
                            origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)},
-                           compared=self.compared[1] if self.compared and self.compared[0] == out_dir else None)
+                           compared=self.compared if self.compared and self.compared.out_dir == out_dir else None)
         except OSError as exc:
             raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
                                           hint="the previous output, if any, is unchanged")) from None
@@ -184,17 +184,15 @@ class Workspace:
         ws = self.config
         cache, options = request(ws, variant, sets)
         paths = self.recipe_paths(recipes)
-        compared: tuple = ()
-        arrived = None
+        compared = arrived = None
         if output is not None:
             from rcpc.output import Comparison
 
-            compared = (Path(output), Comparison(Path(output)))
+            compared = Comparison(Path(output))
 
             def arrived(path: Path, result: tuple) -> None:
-                name = ws.recipe_name(path)
                 for v, renders in result[0]:
-                    compared[1].add(name, v, renders)
+                    compared.add(ws.recipe_name(path), v, renders)
 
         compiled = compile_recipes(ws, lambda: self.compiler, cache, options, paths, variant, sets, jobs=jobs,
                                    arrived=arrived)

@@ -43,6 +43,10 @@ spelling of it, symlinks included, takes the same lock):
    links, switches ``current``, then removes the links, the generation and the outputs no
    longer used.
 
+Whether a variant's renders "differ from the current generation's" (step 1) is found by
+reading its files back, or, for renders compared while workers were still compiling
+(:class:`Comparison`), from that comparison where every stat it took still holds.
+
 Ctrl-C or SIGTERM before the first link of step 4 leaves the previous output (what was
 staged is removed); from then on, the signals are held back until the end and then raise
 :class:`InterruptedAfterWrite` (the CLI then says the new output was written).
@@ -364,6 +368,7 @@ class Comparison:
     def __init__(self, out_dir: Path):
         from rcpc.replay import RACY_NS
 
+        self.out_dir = out_dir
         self._before = time.time_ns() - RACY_NS  # a stat changed after this is not trusted
         self._found: dict = {}   # (recipe, variant) → [(path, stat)] when unchanged, else False
         area = Path(os.path.realpath(out_dir)) / AREA

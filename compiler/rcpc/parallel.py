@@ -61,6 +61,7 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     for n, i in enumerate(misses):
         if n == 1 and _worth_workers(jobs, [paths[j] for j in misses[1:]]):
             rest = misses[1:]
+
             def each(k: int, outcome: tuple) -> None:
                 if arrived is not None and outcome[0] == "ok":
                     arrived(paths[rest[k]], outcome[1])
