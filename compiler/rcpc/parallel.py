@@ -127,9 +127,6 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
         _AT_FORK.append(True)
     _FORKING[0] = True
     _hold_interrupts(True)
-    import gc
-
-    gc.freeze()  # what the workers inherit is never scanned by their collector (nor its pages copied)
     try:
         pool = ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init))
         from rcpc import testhook
@@ -149,7 +146,6 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
                     results.append(out)
             return results
     finally:
-        gc.unfreeze()
         _hold_interrupts(False)
         _FORKING[0] = False
 
