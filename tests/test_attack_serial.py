@@ -5,6 +5,7 @@ outputs): each test states one kind of wrong outcome that must not happen."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -78,3 +79,40 @@ def test_an_output_replaced_after_publish_compared_it_is_not_recorded_as_compare
     for rel, text in renders.items():
         assert (out / "r" / rel).read_text() != text  # the output no longer holds the renders
     assert replay.serve(["build"], replay.stderr_color()) is None  # so nothing is replayed
+
+
+SCRIPT = Path(__file__).resolve().parents[1] / "compiler" / "bin" / "rcpc"
+FORMS = {"script": [sys.executable, str(SCRIPT)], "module": [sys.executable, "-m", "rcpc"]}
+# (argv, the standard descriptors closed, the exit status): what the command does with a
+# closed stream is what it does with one that fails (stdout: an error, exit 1; stdin and
+# stderr: nothing read, nothing shown), and never a traceback.
+CLOSED_CASES = [
+    (["render", "recipes/r.rcp"], (1,), 1),
+    (["render", "recipes/r.rcp"], (0, 2), 0),
+    (["build"], (1,), 0),
+    (["check"], (0, 1, 2), 0),
+    (["render", "recipes/nope.rcp"], (1,), 2),
+    (["build"], (2,), 0),
+]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("argv,closed,status", CLOSED_CASES)
+def test_a_closed_standard_stream_is_no_traceback(cached_ws, form, argv, closed, status):
+    """``rcpc render r >&-`` (stdout closed by the caller): Python makes ``sys.stdout``
+    None and rcpc crashed with an AttributeError traceback in every command (``build`` and
+    ``check`` too, at their closing flush)."""
+    import subprocess
+
+    def close():
+        for fd in closed:
+            os.close(fd)
+
+    env = {**os.environ, "RCPC_NO_SERVER": "1", "PYTHONFAULTHANDLER": ""}
+    r = subprocess.run([*FORMS[form], *argv], cwd=cached_ws, env=env, preexec_fn=close, timeout=120,
+                       **({} if 1 in closed else {"stdout": subprocess.PIPE}),
+                       **({} if 2 in closed else {"stderr": subprocess.PIPE}))
+    err = r.stderr or b""
+    assert r.returncode == status and b"Traceback" not in err, err.decode()
+    if 1 in closed and status == 1:
+        assert b"rcpc: error:" in err
