@@ -116,3 +116,30 @@ def test_a_closed_standard_stream_is_no_traceback(cached_ws, form, argv, closed,
     assert r.returncode == status and b"Traceback" not in err, err.decode()
     if 1 in closed and status == 1:
         assert b"rcpc: error:" in err
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_workers_leave_what_was_frozen_before_them_frozen():
+    """The build server freezes its imports (gc.freeze) so that its children's collector
+    never scans them; a -j build in such a child ran ``gc.unfreeze()`` after its pool,
+    which thaws every frozen object, the server's too. What was frozen before a pool is
+    frozen after it; a process that froze nothing is left with nothing frozen."""
+    import gc
+
+    from rcpc import parallel
+
+    square = _square
+    gc.unfreeze()
+    assert parallel._in_workers(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
+    assert gc.get_freeze_count() == 0
+    kept = [object() for _ in range(10)]  # noqa: F841 (alive while frozen)
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        assert parallel._in_workers(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
+        assert gc.get_freeze_count() >= before
+    finally:
+        gc.unfreeze()

@@ -129,7 +129,11 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
     _hold_interrupts(True)
     import gc
 
-    gc.freeze()  # what the workers inherit is never scanned by their collector (nor its pages copied)
+    # What the workers inherit is never scanned by their collector (nor its pages copied).
+    # Objects frozen before (the build server froze its imports; its children run this)
+    # stay frozen: unfreeze() thaws every frozen object, not only these.
+    frozen = gc.get_freeze_count()
+    gc.freeze()
     try:
         pool = ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init))
         from rcpc import testhook
@@ -149,7 +153,8 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
                     results.append(out)
             return results
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()
         _hold_interrupts(False)
         _FORKING[0] = False
 
