@@ -143,3 +143,42 @@ def test_workers_leave_what_was_frozen_before_them_frozen():
         assert gc.get_freeze_count() >= before
     finally:
         gc.unfreeze()
+
+
+DYING_WORKER = """
+import os, sys
+from rcpc import parallel
+real = parallel._work
+def work(path):
+    if path.name == "r7.rcp":
+        os._exit(9)   # as a worker killed (OOM killer, kill -9) in the middle of a recipe
+    return real(path)
+parallel._work = work
+parallel.MIN_PARALLEL_BYTES = 0
+from rcpc.__main__ import exit_now, run
+exit_now(run(["build", "-j", "2"]))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="multiprocessing.Pool replaces a worker that died but never "
+                                       "returns the chunk it had taken: imap waits forever (pre-existing; "
+                                       "the fix is a pool that notices a dead worker, e.g. "
+                                       "concurrent.futures' BrokenProcessPool)")
+def test_a_worker_dying_mid_recipe_ends_the_build_with_an_error(tmp_path):
+    """A -j worker that dies while it compiles (killed, out of memory) must end the build
+    with an error and the previous output unchanged, never a build that waits forever."""
+    import subprocess
+
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    for k in range(12):
+        (tmp_path / "recipes" / f"r{k}.rcp").write_text(
+            f'flag_file(name = "t", flags = maxtext_flags({{"steps": {k}}}))\nvariant("default")\n')
+    env = {**os.environ, "RCPC_NO_SERVER": "1", "RCPC_NO_CACHE": "1"}
+    try:  # a guard against the hang, not a timing: the build takes well under a second
+        r = subprocess.run([sys.executable, "-c", DYING_WORKER], cwd=tmp_path, env=env, capture_output=True,
+                           timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the build hung after a worker died")
+    assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr.decode()
+    assert not (tmp_path / "rcpc-out").exists()
