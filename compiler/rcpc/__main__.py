@@ -9,7 +9,7 @@ serve is sent to it (:mod:`rcpc.client`) before the CLI is imported here.
 
 import sys
 
-from rcpc.interrupts import ignore_interrupts, interrupts, utf8_streams
+from rcpc.interrupts import closed_streams, ignore_interrupts, interrupts, utf8_streams
 
 
 # A compile allocates many small objects that reference counting frees (ASTs and values hold
@@ -28,6 +28,8 @@ def run(argv: list[str] | None = None, local: bool = False) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         interrupts()
+        if sys.stdout is None or sys.stderr is None or sys.stdin is None:
+            closed_streams()
         utf8_streams()
         if local:  # SIGINT and SIGTERM, held since the server forked this child, are let through
             import signal

@@ -456,8 +456,10 @@ def _build(args, ws, compiler) -> int:
         _RECORDER.note_dependencies(deps)
     _RECORDER.note_links(ws.links)
     variants = build.variants
+    verified = build.compared.verified if build.compared is not None and not written else {}
     for recipe, variant, renders in variants:
-        _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders, compared=not written)
+        _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders,
+                               compared=verified.get((recipe, variant)))
     count = sum(len(renders) for _, _, renders in variants)
     _REPORT.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
                    f"({written} of {len(variants)} variant director{'y' if len(variants) == 1 else 'ies'} written)")

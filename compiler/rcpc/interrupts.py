@@ -48,6 +48,55 @@ def restore_interrupts(previous: dict) -> None:
         signal.signal(sig, handler)
 
 
+def closed_streams() -> None:
+    """A standard stream whose descriptor (0, 1 or 2) the caller closed (``rcpc render >&-``)
+    is ``None`` in Python, and ``sys.stdout.write`` a traceback: its descriptor is taken by
+    ``/dev/null`` (so no file rcpc opens lands on it and receives what a child process
+    writes there), stdin reads as empty, stderr discards, and writing to stdout fails with
+    ``EBADF`` as it does in C (``rcpc: error: Bad file descriptor``, exit 1)."""
+    import io
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: the lowest free descriptor is this one, lower ones open
+            os.open(os.devnull, os.O_RDWR)
+        if name == "stdout":
+            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(_Closed()), encoding="utf-8"))
+        else:
+            setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
+
+
+class _Closed:
+    """A raw stream every write to which fails as on a closed descriptor."""
+
+    closed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def write(self, data) -> int:
+        import errno
+        import os
+
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def close(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
 def utf8_streams() -> None:
     """rcpc writes UTF-8 whatever the locale says: renders, diffs and JSON are UTF-8 like the
     files it writes (a stdout encoding that cannot hold them, e.g. ``PYTHONIOENCODING=ascii``,

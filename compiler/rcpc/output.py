@@ -105,8 +105,11 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
         with open(area / "lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old_gen, old = _current(area, shown)
+            if compared is not None:
+                compared.verified = {}
             tree, changed = _plan(old_gen, old, builds, whole, known,
-                                  compared if compared is not None and compared.valid(old_gen, old) else None)
+                                  compared if compared is not None and compared.valid(old_gen, old) else None,
+                                  None if compared is None else compared.verified)
             links = set(_links(tree))
             kept = {recipe for recipe, variants in tree.items() if variants == old["recipes"].get(recipe)
                     and not any((recipe, v) in changed for v in variants)}   # their outputs stay as they are
@@ -307,9 +310,12 @@ def _listdir(path: Path) -> list[str]:
         return []
 
 
-def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=None) -> tuple[dict, set]:
+def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=None,
+          verified: dict | None = None) -> tuple[dict, set]:
     """The new generation's manifest tree, and the (recipe, variant) pairs built whose
-    renders differ from the current generation's (as ``compared`` found, where it holds)."""
+    renders differ from the current generation's (as ``compared`` found, where it holds).
+    ``verified``: a dict given the stats of the files of each variant found unchanged
+    ({(recipe, variant): {render name: stat}}, :attr:`Comparison.verified`)."""
     tree = {recipe: dict(variants) for recipe, variants in old["recipes"].items()
             if known is None or recipe in known}
     for recipe in whole:
@@ -318,8 +324,14 @@ def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=
     for recipe, variant, renders in builds:
         tree.setdefault(recipe, {})[variant] = sorted(name for name, _ in renders)
         same = compared.same(recipe, variant) if compared is not None else None
-        if not (_same(old_gen, old, recipe, variant, renders) if same is None else same):
+        stats = compared._found.get((recipe, variant)) if same else None
+        if same is None:
+            stats = [] if verified is not None else None
+            same = _same(old_gen, old, recipe, variant, renders, stats)
+        if not same:
             changed.add((recipe, variant))
+        elif verified is not None:  # the directory's stat first, then each file's
+            verified[(recipe, variant)] = {os.path.basename(path): st for path, st in stats[1:]}
     return {recipe: {v: tree[recipe][v] for v in sorted(tree[recipe])} for recipe in sorted(tree)}, changed
 
 
@@ -371,6 +383,10 @@ class Comparison:
         self.out_dir = out_dir
         self._before = time.time_ns() - RACY_NS  # a stat changed after this is not trusted
         self._found: dict = {}   # (recipe, variant) → [(path, stat)] when unchanged, else False
+        # Set by publish: (recipe, variant) → {render name: stat} of each variant it found
+        # unchanged, the stat taken before the bytes were compared (those files held their
+        # renders then; the replay recorder trusts that only while the stat is the same).
+        self.verified: dict = {}
         area = Path(os.path.realpath(out_dir)) / AREA
         try:
             number = _generation_id(area)

@@ -100,6 +100,12 @@ def _stat(path: str) -> tuple:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
+def _stat5(path: str) -> tuple:
+    """:func:`rcpc.output._stat` (size, mtime, ctime, inode, device; symlinks followed)."""
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
 def listing(directory: str) -> tuple | None:
     """The sorted entry names of ``directory`` (a symlink as ``name -> target``), or None
     when it does not exist or is not a directory."""
@@ -199,10 +205,12 @@ class Recorder:
         self._streams = (_Tee(sys.stdout), _Tee(sys.stderr))
         sys.stdout, sys.stderr = self._streams
 
-    def _file(self, path: str, expected: bytes | str | None = None, compared: bool = False) -> None:
+    def _file(self, path: str, expected: bytes | str | None = None, compared: tuple | None = None) -> None:
         """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest.
-        ``compared``: ``expected`` (bytes) was found to be the file's content during this run
-        and need not be read again. A file changed (mtime or ctime: a restored mtime still
+        ``compared``: the stat (:func:`rcpc.output._stat`: size, mtime, ctime, inode,
+        device) of a file found to hold ``expected`` (bytes) during this run: it is not read
+        again while ``path`` still leads to that file with that stat (a link swapped since
+        leads elsewhere: read). A file changed (mtime or ctime: a restored mtime still
         moves the ctime) less than :data:`RACY_NS` before the command started is not trusted,
         so a file compared after the start and found unchanged since RACY_NS before it still
         holds those bytes. Nothing is done once the run cannot be recorded."""
@@ -217,7 +225,7 @@ class Recorder:
             if expected is not None:
                 import hashlib
 
-                data = expected if compared else read_limited(path, MAX_FILE)
+                data = expected if compared is not None and _stat5(path) == compared else read_limited(path, MAX_FILE)
                 digest = hashlib.sha256(data).hexdigest()
                 if (digest if isinstance(expected, str) else data) != expected:
                     self._ok = False
@@ -279,16 +287,17 @@ class Recorder:
             if os.path.realpath(path) != real:
                 self._ok = False
 
-    def note_outputs(self, directory: str, renders: list, compared: bool = False) -> None:
+    def note_outputs(self, directory: str, renders: list, compared: dict | None = None) -> None:
         """An output directory that must hold exactly ``renders`` [(name, text)].
-        ``compared``: each file was read and found to hold its render during this run (as
-        :func:`rcpc.output.publish` does, under the build lock, before it writes nothing), so
-        only its stat is taken (:meth:`_file`)."""
+        ``compared``: {render name: stat} of the files found to hold their renders during
+        this run (:attr:`rcpc.output.Comparison.verified`, as :func:`rcpc.output.publish`
+        found them before it wrote nothing): one whose stat is still that is not read again
+        (:meth:`_file`)."""
         if not self._ok:
             return
         self._listings[directory] = tuple(sorted(name for name, _ in renders))
         for name, text in renders:
-            self._file(os.path.join(directory, name), text.encode("utf-8"), compared)
+            self._file(os.path.join(directory, name), text.encode("utf-8"), (compared or {}).get(name))
 
     def discard(self) -> None:
         """This run's output must not be replayed (for ``build``: it wrote output, and a later
