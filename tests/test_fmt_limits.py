@@ -2,7 +2,8 @@
 
 The rule: what ``rcpc check`` accepts, ``rcpc fmt`` formats, and what it writes ``rcpc check``
 accepts again. The token limit counts no layout (line breaks, trailing commas: exactly what the
-formatter adds or removes), so a file and its canonical text have the same count; the size
+formatter adds or removes), so a file and its canonical text have the same count (fewer, when
+the file has a line break after a form feed or backslash-newline: those count); the size
 limit counts bytes, and the canonical layout can genuinely need more than the input (one
 element a line, 4 spaces a level): only then does ``rcpc fmt`` refuse the file, with ``E0951``
 located at the statement that crosses it, never a "bug in rcpc fmt".
@@ -41,7 +42,9 @@ def _box(draw, open_: str, close: str, items: list, commas: bool = True) -> str:
         last = i == len(items) - 1
         comment = "  # c" if draw(st.integers(0, 5)) == 0 else ""
         lines.append(it + ("," if not last or trailing or comment else "") + comment)
-    return open_ + "\n" + "\n".join(lines) + "\n" + close
+    # a line break after a backslash-newline or a form feed is counted (the formatter drops them)
+    breaks = draw(st.sampled_from(["\n"] * 6 + [" \\\n\n", "\n\f\n"]))
+    return open_ + "\n" + breaks.join(lines) + "\n" + close
 
 
 LEAVES = st.sampled_from(["1", '"s"', "22", "'q'", "x"])
@@ -129,12 +132,13 @@ def assert_fmt_agrees_with_check(text: str, canonical: str, count: int, size: in
         return
     assert not over and got == canonical
     assert check_verdict(got, size) == "ok"  # what fmt writes, check reads
-    assert _count(got) == count  # the rule: layout is not counted
+    # the rule: layout is not counted (a line break after a form feed or backslash-newline is)
+    assert _count(got) == count if not any(c in text for c in "\f\\") else _count(got) <= count
     assert fmt.format_source(got, "t.rcp") == got
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(text=recipes(), token_delta=st.sampled_from(range(-3, 4)), size_delta=st.sampled_from(range(-6, 13)))
+@given(text=recipes(), token_delta=st.sampled_from(range(-2, 4)), size_delta=st.sampled_from(range(-4, 17)))
 @example(text="X = [" + "1, " * 30 + "]\n", token_delta=0, size_delta=8)  # the reported case, small
 @example(text="X = [" + "1, " * 30 + "1]\n", token_delta=0, size_delta=8)  # exploded by width alone
 @example(text="X = f(" + "[0, [1, 2]], " * 12 + "a = {'k': 1})", token_delta=0, size_delta=-1)

@@ -30,8 +30,9 @@ hold the same comments. A difference would be a bug in the formatter, reported a
 
 Limits (docs/language.md, "Limits"): the result is read back with the compiler's limits, so
 what ``rcpc fmt`` writes, ``rcpc check`` reads. The token limit counts no layout (line
-breaks, trailing commas: what the formatter adds or removes), so the canonical text of a file
-within it is within it too; crossing it there would be a bug like any other. The size limit
+breaks, trailing commas: what the formatter adds or removes; :mod:`rcpc.core.syntax.postlex`),
+so the canonical text of a file within it is within it too; crossing it there would be a bug
+like any other. The size limit
 (:data:`~rcpc.core.limits.MAX_FILE_BYTES`) counts bytes, and the canonical layout may need
 more of them than the input (one element a line, 4 spaces of indentation a level): then, and
 only then, ``rcpc fmt`` refuses the file, ``E0951`` at the statement whose text crosses the

@@ -317,6 +317,7 @@ _FIRST.update({"\n": "_NL", "\r": "_NL", "#": "COMMENT", "": "#END"})
 _TRIPLE = ('"""', "\'\'\'")
 _DEPTH = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
 _LINE_ENDS = frozenset(("_NL", "_INDENT", "_DEDENT"))
+_BREAKS = ("\f", "\n")  # the last blank before a line break that makes it counted
 _UNCOUNTED = frozenset(("_NL", "_INDENT", "_DEDENT", "#TRAILING"))  # layout: not counted as tokens
 
 
@@ -341,7 +342,8 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     (``COMMENT`` tokens appended to ``comments``; the offset in the file of each token counted
     appended to ``record``, in no particular order; tokens counted in ``postlex.TOKENS`` as
     :func:`~rcpc.core.syntax.postlex.postlex` and the parser's comment callback count them:
-    not line breaks, not a trailing comma, comments included).
+    not a line break unless after a form feed or backslash-newline, not a trailing comma,
+    comments included).
 
     Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
     :class:`~rcpc.core.syntax.postlex.BadIndent` as they do, but each only once the text is
@@ -357,6 +359,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     depth_of = _DEPTH.get
     trailing: list = []  # the indices in ``types`` of the trailing commas (not counted)
     remarks = 0  # the comments (counted)
+    broken = 0  # the line breaks after a form feed or backslash-newline (counted)
     made = 0  # the _INDENT and _DEDENT tokens made (not read)
     depth = 0
     levels = [0]
@@ -378,6 +381,10 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
         else:
             kind = first(tok[:1])
             if kind == "_NL":
+                if blank and blank.rstrip(" \t")[-1:] in _BREAKS:  # (postlex.after_blank_break)
+                    broken += 1
+                    if record is not None:
+                        record.append(base + start)
                 last = types[-1] if types else None
                 if depth or last is None or last in _LINE_ENDS:
                     continue
@@ -418,7 +425,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
         add_type(kind), add_value(tok), add_start(start), add_end(pos)
     if pos != len(text):
         raise LexError(pos)
-    read = len(types) - made - types.count("_NL") - len(trailing) + remarks
+    read = len(types) - made - types.count("_NL") - len(trailing) + remarks + broken
     counted = _postlex.TOKENS[0] + read
     _postlex.TOKENS[0] = counted
     if counted > _postlex.MAX_TOKENS:

@@ -10,13 +10,14 @@ indentation means nothing. The tokens read are counted (:data:`TOKENS`) against
 the size in bytes, is what bounds it.
 
 What is counted is what a file says, not how it is laid out (docs/language.md, "Limits"):
-every token read, comments included (the parser's comment callback counts those), but not
-line breaks and not a trailing comma (a comma just before a closing bracket). ``rcpc fmt``
-adds and removes exactly those, so a file and its canonical layout have the same count: what
-``rcpc check`` accepts, ``rcpc fmt`` can write back (as with Black, gofmt or jsonnetfmt, the
-layout never decides whether a file is valid). Line breaks stay bounded: a run of them is one
-token, so each needs a counted token or a comment between it and the next (or a
-backslash-newline, which the size limit bounds).
+every token read, comments included (the parser's comment callback counts those), but not a
+line break and not a trailing comma (a comma just before a closing bracket). ``rcpc fmt``
+adds and removes exactly those, so the canonical layout of a file has its count (or fewer,
+see below): what ``rcpc check`` accepts, ``rcpc fmt`` can write back (as with Black, gofmt or
+jsonnetfmt, the layout never decides whether a file is valid). Line breaks stay bounded by
+the tokens: a run of them (blank lines, indentation) is one token, and one that follows a
+form feed or a backslash-newline (which could otherwise separate runs two bytes apart, with
+no token between) is counted (:func:`after_blank_break`); the formatter writes neither.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
     for tok in stream:
         kind = tok.type
         if kind == "_NL":
+            if text and after_blank_break(text, tok.start_pos):
+                _count(tok, record, base)
             if depth == 0 and last is not None and last.type not in _LINE_ENDS:
                 if comma is not None:
                     _count(comma, record, base)
@@ -116,6 +119,17 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
         while len(levels) > 1:
             levels.pop()
             yield new_token("_DEDENT", "", last)
+
+
+def after_blank_break(text: str, pos: int) -> bool:
+    """Whether the blanks just before offset ``pos`` of ``text`` (a line break's start) hold a
+    form feed or a backslash-newline: that line break is counted as a token. (Spaces and tabs
+    aside, what precedes a line break is a token, a comment, the start, or those: a ``\\n``
+    there can only end a backslash-newline, as a run of line breaks is one token.)"""
+    i = pos - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    return i >= 0 and text[i] in "\f\n"
 
 
 def _count(tok, record: list | None, base: int) -> None:
