@@ -115,8 +115,10 @@ def test_a_file_has_at_most_max_tokens_tokens(ws, monkeypatch):
     real = parser._parse_text
     monkeypatch.setattr(parser, "_parse_text", lambda *a: parses.append(1) or real(*a))
     f = ws.fails("X = [\n" + "    1,\n" * (MAX_TOKENS // 2) + "]\nY = (\n")
-    # 4 tokens on line 1 (X = [ and a newline, which the lexer reads too), 3 on each line after
-    assert [d.code for d in f.diags] == ["E0809"] and f.diag.span.line == (MAX_TOKENS - 4) // 3 + 2
+    # 3 tokens on line 1 (X = [: a line break is layout, not counted), 2 on each line after: the
+    # one over the limit is the comma of line (MAX_TOKENS - 2) // 2 + 1
+    assert [d.code for d in f.diags] == ["E0809"]
+    assert (f.diag.span.line, f.diag.span.col) == ((MAX_TOKENS - 2) // 2 + 1, 6)
     assert len(parses) == 1
     parses.clear()
     fields = "{" + "+".join(["A"] * 1000) + "}"  # tokens inside f-string fields count too

@@ -238,6 +238,8 @@ CATALOG = [
             before=("build",), then={"recipes/r.rcp": 'variant("more")\n', "rcpc-out/.rcpc/gen/1/.manifest": "{}\n"}),
     Example("E0950", "output cannot be written", 'variant("default")\n',
             files={"out": "a file, not a directory\n"}, argv=("build", "-o", "out")),
+    Example("E0951", "formatted file over the size limit",
+            "X = " + "[0, " * 30 + "[" + "1, " * 45000 + "]" + "]" * 30 + "\n", argv=("fmt",)),
     # Kubernetes -----------------------------------------------------------------------------------
     Example("E1001", "env value that is not a string",
             'jobset(name = "js", spec = {"containers": [{"name": "c", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),

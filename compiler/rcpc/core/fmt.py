@@ -27,12 +27,23 @@ The result is checked before it is returned, unless it is the input itself: it m
 the same syntax tree (spans and spellings of the same value aside; loads compared as sets) and
 hold the same comments. A difference would be a bug in the formatter, reported as
 :class:`FormatterBug`, never a silently changed recipe.
+
+Limits (docs/language.md, "Limits"): the result is read back with the compiler's limits, so
+what ``rcpc fmt`` writes, ``rcpc check`` reads. The token limit counts no layout (line
+breaks, trailing commas: what the formatter adds or removes; :mod:`rcpc.core.syntax.postlex`),
+so the canonical text of a file within it is within it too; crossing it there would be a bug
+like any other. The size limit
+(:data:`~rcpc.core.limits.MAX_FILE_BYTES`) counts bytes, and the canonical layout may need
+more of them than the input (one element a line, 4 spaces of indentation a level): then, and
+only then, ``rcpc fmt`` refuses the file, ``E0951`` at the statement whose text crosses the
+limit, the file left as it is.
 """
 
 from __future__ import annotations
 
 from rcpc.core.diagnostics import error
-from rcpc.core.source import Source
+from rcpc.core.limits import MAX_FILE_BYTES
+from rcpc.core.source import Source, Span
 from rcpc.core.syntax import ast, comments
 from rcpc.core.syntax.parser import parse
 
@@ -50,7 +61,8 @@ def format_source(text: str, path: str) -> str:
     """The canonical form of recipe source ``text`` (``path`` is used in diagnostics only).
 
     Raises :class:`~rcpc.core.diagnostics.CompileError` for a syntax error, as the compiler does
-    (and ``E0801`` for nesting too deep to format, a few hundred levels).
+    (and ``E0801`` for nesting too deep to format, a few hundred levels; ``E0951`` when the
+    canonical text would be over the size limit of a source file).
     The result ends with one newline (or is empty for a file of nothing but whitespace)."""
     return format_module(parse(Source(path, text)))
 
@@ -72,13 +84,41 @@ def format_module(module: ast.Module) -> str:
     against it as :func:`format_source` says."""
     source = module.source
     try:
-        out = _Printer(module).run()
+        printer = _Printer(module)
+        out = printer.run()
         if out != source.text:  # (text already in canonical form needs no proof)
+            _check_size(printer, out)
             _verify(module, out, source.path)
     except RecursionError:
         raise error("E0801", "expression nested too deeply to format", source.span(0, 0),
                     hint="split it into several named values") from None
     return out
+
+
+def _check_size(printer: _Printer, out: str) -> None:
+    """Raise ``E0951`` when ``out``, the canonical text of ``printer``'s module, is more than
+    :data:`~rcpc.core.limits.MAX_FILE_BYTES` bytes in UTF-8 (as ``rcpc fmt`` writes it, and
+    as the compiler reads it: ``E0803``), at the statement whose text crosses the limit."""
+    if len(out) * 4 <= MAX_FILE_BYTES:  # (4 bytes a character at most)
+        return
+    size = len(out.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FILE_BYTES:
+        return
+    module = printer.module
+    total = 0
+    at = None
+    for node, text in printer.printed_stmts:
+        total += len(text.encode("utf-8", "surrogatepass")) + 1
+        if total > MAX_FILE_BYTES:
+            at = node
+            break
+    if at is None:  # (the comments after the last statement cross it)
+        at = module.stmts[-1] if module.stmts else None
+    span = at.span if at is not None else Span(module.source.path, 1, 1, 1, 1)
+    raise error("E0951", f"formatted, this file would be {size} bytes, over the limit of {MAX_FILE_BYTES} "
+                "for a source file", Span(span.path, span.line, span.col, span.line, span.col + 1),
+                hint="the canonical layout puts one element a line, 4 spaces deeper a level: nest this "
+                "value less deeply, or split it into several files")
 
 
 def normalize_string(text: str) -> str:
@@ -111,7 +151,7 @@ class _Item:
     """One element of a bracket pair (or a statement) as printed: its document and comments.
     ``sort`` orders loads and load names."""
 
-    __slots__ = ("doc", "leading", "trailing", "blank", "sort")
+    __slots__ = ("doc", "leading", "trailing", "blank", "sort", "node")
 
     def __init__(self, doc, leading: list, trailing: str | None, blank: bool, sort=None):
         self.doc = doc
@@ -119,6 +159,7 @@ class _Item:
         self.trailing = trailing
         self.blank = blank
         self.sort = sort
+        self.node = None  # the statement, for a top-level one
 
 
 _OPS = (ast.BinOp, ast.BoolOp, ast.Compare)
@@ -147,7 +188,14 @@ class _Printer:
 
     # statements --------------------------------------------------------------------------
     def run(self) -> str:
-        stmts = [self.item(id(s), self.stmt(s), s.path if type(s) is ast.Load else None) for s in self.module.stmts]
+        """The module's canonical text; each statement's text (its comments not included)
+        kept in :attr:`printed_stmts`, with the statement, in print order."""
+        stmts = []
+        for s in self.module.stmts:
+            it = self.item(id(s), self.stmt(s), s.path if type(s) is ast.Load else None)
+            it.node = s
+            stmts.append(it)
+        self.printed_stmts: list = []
         header, order = _order(stmts)
         out: list[str] = []
 
@@ -165,6 +213,7 @@ class _Printer:
             if st.trailing is not None:
                 text += "  " + st.trailing
             put(text, st.blank)
+            self.printed_stmts.append((st.node, text))
         for c in self.printed(self.attached.end):
             put(c.text, c.blank)
         return "\n".join(out) + "\n" if out else ""
@@ -551,16 +600,48 @@ _LAYOUT = frozenset(("span", "name_span", "var_span", "path_span", "local_span",
                      "trailing_comma", "end"))
 
 
-def shape(node):
-    """A syntax tree without positions and layout (for comparing two parses); parentheses
-    count."""
-    if isinstance(node, (tuple, list)):
-        return tuple(shape(x) for x in node)
-    fields = getattr(type(node), "__record_fields__", None)
-    if fields is None:
-        return node
-    return (type(node).__name__, *(len(getattr(node, f.name)) if f.name == "parens" else shape(getattr(node, f.name))
-                                   for f in fields if f.name not in _LAYOUT))
+_SEQ, _PARENS = object(), object()  # markers of shape(): a tuple's length, a node's parentheses
+
+
+def shape(node) -> list:
+    """A syntax tree without positions and layout (for comparing two parses; parentheses
+    count), flat: the tree's nodes in pre-order, each record as its class (then its fields),
+    each tuple or list as ``(_SEQ, its length)`` (then its items), each other value as itself.
+    Iterative, so as deep a tree as the parser builds has one (``rcpc check`` accepts nesting
+    up to :data:`~rcpc.core.limits.MAX_DEPTH`; ``rcpc fmt`` must format it)."""
+    out: list = []
+    add = out.append
+    stack = [node]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        x = pop()
+        fields = _shape_fields(type(x))
+        if fields is None:
+            if isinstance(x, (tuple, list)):
+                add((_SEQ, len(x)))
+                push(reversed(x))
+            else:
+                add(x)
+            continue
+        cls, names = fields
+        add(cls)
+        push([(_PARENS, len(x.parens)) if n == "parens" else getattr(x, n) for n in reversed(names)])
+    return out
+
+
+_FIELDS: dict = {}
+
+
+def _shape_fields(cls) -> tuple | None:
+    """(the class, the fields :func:`shape` keeps) of a record class, found once; ``None``
+    for any other class."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        fields = getattr(cls, "__record_fields__", None)
+        found = None if fields is None else (cls, tuple(f.name for f in fields if f.name not in _LAYOUT))
+        _FIELDS[cls] = found
+        return found
 
 
 def module_shape(module: ast.Module):

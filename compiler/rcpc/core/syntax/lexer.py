@@ -317,6 +317,8 @@ _FIRST.update({"\n": "_NL", "\r": "_NL", "#": "COMMENT", "": "#END"})
 _TRIPLE = ('"""', "\'\'\'")
 _DEPTH = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1}
 _LINE_ENDS = frozenset(("_NL", "_INDENT", "_DEDENT"))
+_BREAKS = ("\f", "\n")  # the last blank before a line break that makes it counted
+_UNCOUNTED = frozenset(("_NL", "_INDENT", "_DEDENT", "#TRAILING"))  # layout: not counted as tokens
 
 
 def _kind(tok: str) -> str:
@@ -337,8 +339,11 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     """:func:`lex` and :func:`rcpc.core.syntax.postlex.postlex` in one loop, for the fast parser:
     the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
     start and end offsets in ``text``). ``comments``, ``record`` and ``base`` as in those two
-    (``COMMENT`` tokens appended to ``comments``; each token's offset in the file appended to
-    ``record``, in no particular order; tokens counted in ``postlex.TOKENS``).
+    (``COMMENT`` tokens appended to ``comments``; the offset in the file of each token counted
+    appended to ``record``, in no particular order; tokens counted in ``postlex.TOKENS`` as
+    :func:`~rcpc.core.syntax.postlex.postlex` and the parser's comment callback count them:
+    not a line break unless after a form feed or backslash-newline, not a trailing comma,
+    comments included).
 
     Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
     :class:`~rcpc.core.syntax.postlex.BadIndent` as they do, but each only once the text is
@@ -352,7 +357,9 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     exact = _EXACT.get
     first = _FIRST.get
     depth_of = _DEPTH.get
-    dropped: list = []  # the offsets of the newlines not kept (read, and counted)
+    trailing: list = []  # the indices in ``types`` of the trailing commas (not counted)
+    remarks = 0  # the comments (counted)
+    broken = 0  # the line breaks after a form feed or backslash-newline (counted)
     made = 0  # the _INDENT and _DEDENT tokens made (not read)
     depth = 0
     levels = [0]
@@ -366,14 +373,20 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
             if step is not None:
                 if step > 0:
                     depth += 1
-                elif depth:
-                    depth -= 1
+                else:
+                    if depth:
+                        depth -= 1
+                    if types and types[-1] == "COMMA":
+                        trailing.append(len(types) - 1)
         else:
             kind = first(tok[:1])
             if kind == "_NL":
+                if blank and blank.rstrip(" \t")[-1:] in _BREAKS:  # (postlex.after_blank_break)
+                    broken += 1
+                    if record is not None:
+                        record.append(base + start)
                 last = types[-1] if types else None
                 if depth or last is None or last in _LINE_ENDS:
-                    dropped.append(start)
                     continue
                 add_type(kind), add_value(tok), add_start(start), add_end(pos)
                 indent = indent_at(text, pos)
@@ -401,22 +414,28 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
             elif kind != "NAME":
                 kind = _kind(tok)
                 if kind == "COMMENT":
+                    remarks += 1
                     if comments is not None:
                         comments.append(make((kind, tok, start, pos)))
+                    if record is not None:
+                        record.append(base + start)
                     continue
                 if kind == "#END":
                     continue
         add_type(kind), add_value(tok), add_start(start), add_end(pos)
     if pos != len(text):
         raise LexError(pos)
-    read = len(types) - made + len(dropped)
+    read = len(types) - made - types.count("_NL") - len(trailing) + remarks + broken
     counted = _postlex.TOKENS[0] + read
     _postlex.TOKENS[0] = counted
     if counted > _postlex.MAX_TOKENS:
         raise TooManyTokens(pos)
     if record is not None:
-        record.extend([base + s for k, s in zip(types, starts) if k != "_INDENT" and k != "_DEDENT"])
-        record.extend([base + s for s in dropped])
+        for i in trailing:
+            types[i] = "#TRAILING"  # (put back below)
+        record.extend([base + s for k, s in zip(types, starts) if k not in _UNCOUNTED])
+        for i in trailing:
+            types[i] = "COMMA"
     if types and depth == 0:
         if types[-1] not in _LINE_ENDS:
             add_type("_NL"), add_value("\n"), add_start(starts[-1]), add_end(ends[-1])

@@ -34,6 +34,7 @@ from rcpc.core.syntax import ast
 from rcpc.core.syntax.postlex import TOKENS as _TOKENS
 from rcpc.core.syntax.postlex import BadIndent as _BadIndent
 from rcpc.core.syntax.postlex import TooManyTokens as _TooManyTokens
+from rcpc.core.syntax import postlex as _postlex_module
 from rcpc.core.syntax.postlex import postlex
 from rcpc.core.syntax.descent import DECLINED, FastParser
 from rcpc.core.syntax.lexer import KEYWORD_NAMES
@@ -105,12 +106,19 @@ def _cache_path(grammar: str, options: dict) -> str | None:
 class _CommentSink:
     """The lexer callback for ``COMMENT`` (an ignored terminal): collects the comments of the
     parse in progress, by offset (a token seen twice, as when an error is retried, counts once); ``None`` while
-    parsing text that is not the file itself (an f-string's replacement field)."""
+    parsing text that is not the file itself (an f-string's replacement field). Counts each
+    comment read as a token, as the postlexer counts the others
+    (:func:`rcpc.core.syntax.postlex.postlex`: raises its ``TooManyTokens`` past the limit)."""
 
     def __init__(self):
         self.found: dict | None = None
 
     def __call__(self, tok) -> None:
+        _TOKENS[0] += 1
+        if _TOKEN_AT[0] is not None:
+            _TOKEN_AT[0].append(_BUILDER.base + tok.start_pos)
+        if _TOKENS[0] > _postlex_module.MAX_TOKENS:
+            raise _TooManyTokens(tok.start_pos)
         if self.found is not None:
             self.found.setdefault(tok.start_pos, tok)
 

@@ -5,9 +5,19 @@ stream in, the stream the grammar (``grammar.lark``) reads out.
 Newlines inside (), [] and {} and at the start are dropped, runs of them merged, and the file
 ends with one; indentation after a line ending in ``:`` becomes ``_INDENT`` and back
 ``_DEDENT`` (a function's, ``if``'s or ``for``'s block); elsewhere at the top level,
-indentation means nothing. Every token read is counted (:data:`TOKENS`) against
+indentation means nothing. The tokens read are counted (:data:`TOKENS`) against
 :data:`~rcpc.core.limits.MAX_TOKENS`: a parse costs microseconds a token, so the count, not
 the size in bytes, is what bounds it.
+
+What is counted is what a file says, not how it is laid out (docs/language.md, "Limits"):
+every token read, comments included (the parser's comment callback counts those), but not a
+line break and not a trailing comma (a comma just before a closing bracket). ``rcpc fmt``
+adds and removes exactly those, so the canonical layout of a file has its count (or fewer,
+see below): what ``rcpc check`` accepts, ``rcpc fmt`` can write back (as with Black, gofmt or
+jsonnetfmt, the layout never decides whether a file is valid). Line breaks stay bounded by
+the tokens: a run of them (blank lines, indentation) is one token, and one that follows a
+form feed or a backslash-newline (which could otherwise separate runs two bytes apart, with
+no token between) is counted (:func:`after_blank_break`); the formatter writes neither.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ _BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
 _BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
 _LINE_ENDS = ("_NL", "_INDENT", "_DEDENT")
 
-TOKENS = [0]  # tokens of the file being parsed, f-string fields included
+TOKENS = [0]  # tokens of the file being parsed, f-string fields included (see above: which count)
 
 
 class TooManyTokens(Exception):
@@ -65,19 +75,21 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
     ``Token.new_borrow_pos`` or :meth:`rcpc.core.syntax.tokens.Token.new_borrow_pos`).
 
     Raises :class:`TooManyTokens` past :data:`~rcpc.core.limits.MAX_TOKENS` (counted in
-    :data:`TOKENS`, across the f-string fields of the file), :class:`BadIndent`."""
+    :data:`TOKENS`, across the f-string fields of the file: every token but a line break or a
+    trailing comma, see the module's docstring), :class:`BadIndent`."""
     depth = 0
     last = None  # the last token yielded; tokens must not be held back (contextual lexer)
     levels = [0]  # indentation of the enclosing blocks
+    comma = None  # a comma yielded but not counted yet: counted unless a closing bracket follows
     for tok in stream:
-        TOKENS[0] += 1
-        if record is not None:
-            record.append(base + tok.start_pos)
-        if TOKENS[0] > MAX_TOKENS:
-            raise TooManyTokens(tok.start_pos)
         kind = tok.type
         if kind == "_NL":
+            if text and after_blank_break(text, tok.start_pos):
+                _count(tok, record, base)
             if depth == 0 and last is not None and last.type not in _LINE_ENDS:
+                if comma is not None:
+                    _count(comma, record, base)
+                    comma = None
                 opens = last.type == "COLON"
                 last = tok
                 yield tok
@@ -85,10 +97,21 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
             continue
         if kind in _BRACKETS_OPEN:
             depth += 1
-        elif kind in _BRACKETS_CLOSE and depth:
-            depth -= 1
+        elif kind in _BRACKETS_CLOSE:
+            if depth:
+                depth -= 1
+            comma = None  # a trailing comma: layout, not counted
+        if comma is not None:
+            _count(comma, record, base)
+            comma = None
+        if kind == "COMMA":
+            comma = tok
+        else:
+            _count(tok, record, base)
         last = tok
         yield tok
+    if comma is not None:
+        _count(comma, record, base)
     if last is not None and depth == 0:
         if last.type not in _LINE_ENDS:
             last = new_token("_NL", "\n", last)
@@ -96,6 +119,28 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
         while len(levels) > 1:
             levels.pop()
             yield new_token("_DEDENT", "", last)
+
+
+def after_blank_break(text: str, pos: int) -> bool:
+    """Whether the blanks just before offset ``pos`` of ``text`` (a line break's start) hold a
+    form feed or a backslash-newline: that line break is counted as a token. (Spaces and tabs
+    aside, what precedes a line break is a token, a comment, the start, or those: a ``\\n``
+    there can only end a backslash-newline, as a run of line breaks is one token.)"""
+    i = pos - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    return i >= 0 and text[i] in "\f\n"
+
+
+def _count(tok, record: list | None, base: int) -> None:
+    """Count ``tok`` (read at its ``start_pos`` in the text, ``base`` in the file) in
+    :data:`TOKENS`, its offset in the file appended to ``record`` (unless ``None``); raise
+    :class:`TooManyTokens` past the limit."""
+    TOKENS[0] += 1
+    if record is not None:
+        record.append(base + tok.start_pos)
+    if TOKENS[0] > MAX_TOKENS:
+        raise TooManyTokens(tok.start_pos)
 
 
 def _indentation(tok, text: str, levels: list, opens: bool, new_token):
