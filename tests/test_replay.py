@@ -336,7 +336,7 @@ def test_a_compared_output_is_noted_as_a_read_one(tmp_path_factory, texts):
     for recorder in (read, compared, stale):  # as if started later: the files are not racy
         recorder._start += 2 * replay.RACY_NS
     read.note_outputs(str(d), renders)
-    compared.note_outputs(str(d), renders, compared={n: replay._stat5(str(d / n)) for n, _ in renders})
+    compared.note_outputs(str(d), renders, compared={n: replay.identity(str(d / n)) for n, _ in renders})
     assert read._ok and compared._ok
     assert (read._files, read._listings) == (compared._files, compared._listings)
     stale.note_outputs(str(d), [(name, text + "x") for name, text in renders])

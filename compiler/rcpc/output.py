@@ -68,6 +68,7 @@ import time
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_MANIFEST_BYTES
 from rcpc.core.names import problem
@@ -337,7 +338,7 @@ def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=
 
 def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: list, stats=None) -> bool:
     """The current generation already holds exactly these renders there, byte for byte.
-    ``stats``: a list to which the stat (:func:`_stat`) of the variant directory, taken
+    ``stats``: a list to which the stat (:func:`rcpc.core.files.identity`) of the variant directory, taken
     before it is listed, and of each file, taken before it is read, are appended."""
     if gen is None or manifest["recipes"].get(recipe, {}).get(variant) != sorted(n for n, _ in renders):
         return False
@@ -357,13 +358,6 @@ def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: 
     except OSError:
         return False
     return True
-
-
-def _stat(path) -> tuple:
-    """What any change to a file or directory moves: (size, mtime, ctime in ns, inode,
-    device); symlinks followed."""
-    st = os.stat(path)
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
 
 
 class Comparison:

@@ -45,7 +45,7 @@ import os
 import sys
 import time
 
-from rcpc.core.files import read_limited
+from rcpc.core.files import identity, read_limited
 from rcpc.core.usercache import cache_dir, write_atomic
 
 COMMANDS = ("build", "check")
@@ -98,12 +98,6 @@ def _record_path(key: str) -> str:
 def _stat(path: str) -> tuple:
     st = os.stat(path)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _stat5(path: str) -> tuple:
-    """:func:`rcpc.output._stat` (size, mtime, ctime, inode, device; symlinks followed)."""
-    st = os.stat(path)
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
 
 
 def listing(directory: str) -> tuple | None:
@@ -207,7 +201,7 @@ class Recorder:
 
     def _file(self, path: str, expected: bytes | str | None = None, compared: tuple | None = None) -> None:
         """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest.
-        ``compared``: the stat (:func:`rcpc.output._stat`: size, mtime, ctime, inode,
+        ``compared``: the stat (:func:`rcpc.core.files.identity`: size, mtime, ctime, inode,
         device) of a file found to hold ``expected`` (bytes) during this run: it is not read
         again while ``path`` still leads to that file with that stat (a link swapped since
         leads elsewhere: read). A file changed (mtime or ctime: a restored mtime still
@@ -225,7 +219,7 @@ class Recorder:
             if expected is not None:
                 import hashlib
 
-                data = expected if compared is not None and _stat5(path) == compared else read_limited(path, MAX_FILE)
+                data = expected if compared is not None and identity(path) == compared else read_limited(path, MAX_FILE)
                 digest = hashlib.sha256(data).hexdigest()
                 if (digest if isinstance(expected, str) else data) != expected:
                     self._ok = False

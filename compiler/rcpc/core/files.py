@@ -33,6 +33,13 @@ class NotRegular(OSError):
         super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
+def identity(path: str | os.PathLike) -> tuple:
+    """What any change to a file or directory moves, symlinks followed: (size, mtime and
+    ctime in ns, inode, device). Raises OSError."""
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
 def read_limited(path: str | os.PathLike, limit: int) -> bytes:
     """The bytes of the regular file ``path`` (symlinks followed), which must hold at most
     ``limit`` bytes. At most ``limit + 1`` bytes are read, and a FIFO is never opened for
