@@ -160,13 +160,6 @@ exit_now(run(["build", "-j", "2"]))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="multiprocessing.Pool replaces a worker that died but never "
-                                       "returns the chunk it had taken: imap waits forever, and SIGTERM or "
-                                       "Ctrl-C then hangs in Pool.terminate too (only SIGKILL ends it; "
-                                       "pre-existing, as before the serial branch); the fix is a pool "
-                                       "that notices a dead worker (concurrent.futures' BrokenProcessPool, "
-                                       "or imap polled with a timeout and the workers' exit codes checked) "
-                                       "and a diagnostic code for it")
 def test_a_worker_dying_mid_recipe_ends_the_build_with_an_error(tmp_path):
     """A -j worker that dies while it compiles (killed, out of memory) must end the build
     with an error and the previous output unchanged, never a build that waits forever."""
@@ -184,4 +177,5 @@ def test_a_worker_dying_mid_recipe_ends_the_build_with_an_error(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("the build hung after a worker died")
     assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr.decode()
+    assert b"recipes/r7.rcp: error[E0952]" in r.stderr and b"(exit status 9)" in r.stderr
     assert not (tmp_path / "rcpc-out").exists()

@@ -198,3 +198,85 @@ def test_the_files_workers_read_are_noted_as_one_process_notes_them(tmp_path, mo
 
     one = seen(1)
     assert len(one) == 14 + 5 and seen(jobs) == one
+
+
+# a worker that ends (killed, crashed) ---------------------------------------------------------
+def _named(path):
+    return "ok", path.name
+
+
+@given(n=st.integers(1, 24), jobs=st.integers(2, 4), data=st.data())
+def test_a_worker_that_ends_loses_only_the_item_it_was_on(n, jobs, data):
+    """Any set of items whose worker is killed (SIGKILL as the out-of-memory killer sends,
+    injected with RCPC_TEST_KILL) as it starts them, every worker of the pool included: each
+    of those items, and only those, gets ``lost``'s result naming the signal; every other item
+    its result; all in order, each passed to ``each`` once, in order; no worker left behind
+    (multiprocessing.Pool waited forever for the chunk of a worker that died)."""
+    import multiprocessing
+    from pathlib import Path
+
+    items = [Path(f"f{i}.rcp") for i in range(n)]
+    killed = data.draw(st.sets(st.sampled_from(items)))
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RCPC_TEST_KILL", ",".join(p.name for p in killed))
+        got = parallel._in_workers(jobs, items, _named, (None, {}), lambda i, out: seen.append((i, out)),
+                                   lambda item, status: ("lost", item.name, status))
+    assert got == [("lost", p.name, "killed by SIGKILL") if p in killed else ("ok", p.name) for p in items]
+    assert seen == list(enumerate(got))
+    assert not multiprocessing.active_children()
+
+
+def _exits(path):
+    import os
+
+    if path.name == "f3.rcp":
+        os._exit(9)  # a crash: the reported case (the build then waited forever)
+    return "ok", path.name
+
+
+def test_a_worker_that_exits_loses_its_item_with_its_exit_status(monkeypatch):
+    from pathlib import Path
+
+    items = [Path(f"f{i}.rcp") for i in range(8)]
+    got = parallel._in_workers(2, items, _exits, (None, {}), None, lambda item, status: ("lost", status))
+    assert got[3] == ("lost", "exit status 9") and [g for g in got if g[0] == "lost"] == [got[3]]
+
+
+class Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("no")
+
+
+def _fails(item):
+    if item == "b":
+        raise KeyError("a bug")
+    if item == "c":
+        raise Unpicklable("c")
+    return "ok", item
+
+
+@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError)])
+def test_an_exception_in_a_worker_is_raised_here_with_its_traceback(item, kind):
+    """A bug in a worker is not a lost item: the main process raises it (as multiprocessing.Pool
+    did), the worker's traceback as its cause; one that cannot be pickled as RuntimeError."""
+    import multiprocessing
+
+    with pytest.raises(kind) as info:
+        parallel._in_workers(2, ["a", item, "d", "e"], _fails, (None, {}))
+    assert "_fails" in str(info.value.__cause__)
+    assert not multiprocessing.active_children()
+
+
+def test_a_killed_worker_fails_its_recipe_with_e0952_and_the_build_writes_nothing(wsp, capsys, monkeypatch):
+    """Through the CLI: the recipe whose worker was killed is an error (E0952, located at the
+    recipe file), the other recipes are still compiled (`check` reports them all), `build`
+    exits 1 and writes nothing."""
+    monkeypatch.setenv("RCPC_TEST_KILL", "r3.rcp,r4.rcp")
+    assert main(["build", "-j", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "recipes/r3.rcp: error[E0952]" in err and "killed by SIGKILL" in err
+    assert not (wsp[0] / "rcpc-out").exists()
+    assert main(["check", "-j", "3"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("error[E0952]") == 2 and "recipes/r4.rcp: error[E0952]" in err

@@ -53,7 +53,7 @@ spec:
 @attrs.frozen
 class Example:
     """One diagnostic's example: its ``code`` and ``title``, the workspace, the command line
-    (``argv``) and the exit code it gives."""
+    (``argv``), the environment variables set for it (``env``) and the exit code it gives."""
 
     code: str
     title: str
@@ -64,6 +64,7 @@ class Example:
     links: dict = attrs.Factory(dict)
     before: tuple = ()
     then: dict = attrs.Factory(dict)
+    env: dict = attrs.Factory(dict)
 
     def workspace(self) -> dict:
         """Path → text of every file of the example's workspace."""
@@ -240,6 +241,10 @@ CATALOG = [
             files={"out": "a file, not a directory\n"}, argv=("build", "-o", "out")),
     Example("E0951", "formatted file over the size limit",
             "X = " + "[0, " * 30 + "[" + "1, " * 45000 + "]" + "]" * 30 + "\n", argv=("fmt",)),
+    Example("E0952", "a -j worker process ended before it was done", 'variant("default")\n',
+            files={f"recipes/r{k}.rcp": 'variant("default")\n' for k in range(1, 5)}
+            | {"recipes/r5.rcp": 'variant("default")\n' + "# enough source for the -j policy to start workers\n" * 1300},
+            argv=("build", "-j", "2"), env={"RCPC_TEST_KILL": "r3.rcp"}),
     # Kubernetes -----------------------------------------------------------------------------------
     Example("E1001", "env value that is not a string",
             'jobset(name = "js", spec = {"containers": [{"name": "c", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),

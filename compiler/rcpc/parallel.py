@@ -14,14 +14,16 @@ modules imported, libraries parsed and evaluated once, in the parent. Results co
 the order of the recipes given, whatever order they finish in, so output and diagnostics are
 the same as with ``-j 1``. Workers ignore SIGINT: Ctrl-C reaches the main process, which stops
 them (SIGTERM) and writes nothing. A worker ends when the main process does, even when that
-is killed outright (:func:`_die_with`).
+is killed outright (:func:`_die_with`). A worker that ends before it is done fails only the
+item it was working on (``E0952``; :func:`_in_workers`).
 """
 
 from __future__ import annotations
 
 import os
-from functools import partial
 from pathlib import Path
+
+import attrs
 
 from rcpc.cache import BuildCache, compile_fresh
 from rcpc.core.diagnostics import CompileError
@@ -67,7 +69,8 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
                     arrived(paths[rest[k]], outcome[1])
 
             outcomes = _in_workers(jobs, [paths[j] for j in rest], _work,
-                                   (compiler, {"args": (cache, options), "kwargs": (variant, sets, lint)}), each)
+                                   (compiler, {"args": (cache, options), "kwargs": (variant, sets, lint)}), each,
+                                   lambda path, status: ("error", [_lost(ws, path, status, "compiling")], {}))
             for j, (kind, outcome, read) in zip(rest, outcomes):
                 results[j] = outcome if kind == "ok" else CompileError(outcome)
                 cache.note(read)  # the files as the worker read them, for later lookups
@@ -79,6 +82,19 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
             results[i] = exc
         cache.note(compiler.read_digests())
     return results
+
+
+def _lost(ws, path: Path, status: str, doing: str):
+    """``E0952``: the -j worker ``doing`` (compiling, formatting) the file ``path`` ended
+    (``status``: :func:`_ended`) before it gave a result."""
+    from rcpc.core.diagnostics import Diagnostic
+    from rcpc.core.source import file_span
+
+    return Diagnostic("E0952", f"the -j worker process {doing} this file ended before it was done ({status})",
+                      file_span(ws.display(path)),
+                      hint="the kernel's out-of-memory killer (see `dmesg`) or a `kill` ends a process so; the "
+                           "other files were done by the other workers. With `-j 1` the file is done in rcpc's "
+                           "own process")
 
 
 def _worth_workers(jobs: int, paths: list[Path]) -> bool:
@@ -104,7 +120,8 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     if _worth_workers(jobs, paths):
         from rcpc.domain.recipe import Compiler
 
-        outcomes = _in_workers(jobs, paths, _format_work, (Compiler(ws), {}))
+        outcomes = _in_workers(jobs, paths, _format_work, (Compiler(ws), {}), None,
+                               lambda path, status: ("error", [_lost(ws, path, status, "formatting")]))
     else:
         outcomes = [_format_one(get_compiler(), path) for path in paths]
     from rcpc.core.fmt import FormatterBug
@@ -113,41 +130,209 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     return [made[kind](value) for kind, value in outcomes]
 
 
-def _in_workers(jobs: int, items: list, work, init: tuple, each=None) -> list:
+def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None) -> list:
     """``work(item)`` for each item in ``min(jobs, len(items))`` forked workers (each with
     a copy of the :class:`~rcpc.domain.recipe.Compiler` ``init[0]``, as loaded so far, and the
     settings ``init[1]``), results in order; ``each(index, result)`` is called for each
-    as it arrives (in order)."""
+    as it arrives (in order).
+
+    A worker that ends while it has items (killed by the kernel's out-of-memory killer or a
+    ``kill``, or crashed) does not stop the others: the item it was working on gets
+    ``lost(item, status)`` as its result (``status``: how the process ended, as
+    :func:`_ended`; without ``lost``, :class:`ChildProcessError` is raised), its other
+    items go to a worker started in its place (each loss takes one item, so this ends). ``multiprocessing.Pool`` could not be used for this: it
+    replaces a dead worker but never returns the items it held, and waits for them forever
+    (CPython issue 22393, open since 2014)."""
     import multiprocessing
+    from collections import deque
+    from multiprocessing.connection import wait
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     if not _AT_FORK:
         os.register_at_fork(after_in_child=_worker_signals, after_in_parent=_forked)
         _AT_FORK.append(True)
-    _FORKING[0] = True
+    pending = deque()   # chunks not given to a worker yet: lists of item indexes
+    at = 0
+    for size in chunk_sizes(len(items), jobs):
+        pending.append(list(range(at, at + size)))
+        at += size
+    workers: dict = {}  # the results pipe's connection → _Worker
+    results: list = [None] * len(items)
+    got = [False] * len(items)
+    released = 0
+
+    def start() -> None:  # with SIGINT and SIGTERM held (_worker_signals)
+        _FORKING[0] = True
+        try:
+            tasks_r, tasks_w = ctx.Pipe(duplex=False)
+            results_r, results_w = ctx.Pipe(duplex=False)
+            process = ctx.Process(target=_serve, args=(tasks_r, results_w, work, os.getpid(), *init), daemon=True)
+            process.start()
+            tasks_r.close()   # the worker's ends: once it ends, reading its results gives EOF
+            results_w.close()
+            workers[results_r] = _Worker(process, tasks_w, deque())
+        finally:
+            _FORKING[0] = False
+
+    def feed(w: _Worker) -> None:  # two chunks ahead: a worker never waits for the next one
+        while pending and len(w.chunks) < 2:
+            chunk = pending.popleft()
+            w.chunks.append(deque(chunk))
+            try:
+                w.tasks.send([(i, items[i]) for i in chunk])
+            except OSError:  # it has ended: its sentinel says so (ended below)
+                pass
+
+    def arrived(index: int, out) -> None:
+        nonlocal released
+        results[index], got[index] = out, True
+        while released < len(items) and got[released]:
+            if each is not None:
+                each(released, results[released])
+            released += 1
+
+    def received(conn) -> None:  # one result (EOFError: the worker has ended)
+        index, out, raised = conn.recv()
+        w = workers[conn]
+        w.chunks[0].popleft()
+        if not w.chunks[0]:
+            w.chunks.popleft()
+            feed(w)
+        if raised is not None:
+            raise _raised(*raised)
+        arrived(index, out)
+
+    def ended(conn) -> None:
+        w = workers.pop(conn)
+        w.process.join()
+        left = [i for chunk in w.chunks for i in chunk]
+        if left:
+            status = _ended(w.process.exitcode)
+            if lost is None:
+                raise ChildProcessError(f"a -j worker ended before it was done ({status})")
+            arrived(left[0], lost(items[left[0]], status))
+            if left[1:]:
+                pending.appendleft(left[1:])
+        conn.close()
+        w.tasks.close()
+        if pending:
+            _hold_interrupts(True)
+            try:
+                start()
+            finally:
+                _hold_interrupts(False)
+            for c in workers:
+                feed(workers[c])
+
     _hold_interrupts(True)
     try:
-        pool = ctx.Pool(min(jobs, len(items)), _start_worker, (os.getpid(), *init))
+        for _ in range(min(jobs, len(items))):
+            start()
         from rcpc import testhook
 
         testhook.point("pool")
-        with pool:
-            _hold_interrupts(False)  # a Ctrl-C that came while the pool started lands here
-            chunks, at = [], 0
-            for size in chunk_sizes(len(items), jobs):
-                chunks.append(items[at:at + size])
-                at += size
-            results: list = []
-            for done in pool.imap(partial(_each, work), chunks, 1):
-                for out in done:
-                    if each is not None:
-                        each(len(results), out)
-                    results.append(out)
-            return results
+        _hold_interrupts(False)  # a Ctrl-C that came while the pool started lands here
+        for w in workers.values():
+            feed(w)
+        while released < len(items):
+            by_sentinel = {w.process.sentinel: conn for conn, w in workers.items()}
+            for ready in wait([*workers, *by_sentinel]):
+                conn = by_sentinel.get(ready, ready)
+                if conn not in workers:
+                    continue  # ended already, in this round
+                try:
+                    if ready is conn:
+                        received(conn)
+                        continue
+                    while conn.poll():  # its process ended: what it sent first
+                        received(conn)
+                except EOFError:
+                    pass
+                ended(conn)
+        return results
     finally:
-        _hold_interrupts(False)
-        _FORKING[0] = False
+        _hold_interrupts(True)  # a Ctrl-C now must not leave a worker behind
+        try:
+            for w in workers.values():
+                if w.process.exitcode is None:
+                    w.process.terminate()
+            for conn, w in workers.items():
+                w.process.join()
+                conn.close()
+                w.tasks.close()
+        finally:
+            _hold_interrupts(False)
+
+
+@attrs.define
+class _Worker:
+    """A worker process of :func:`_in_workers`, the pipe it takes items from and the chunks
+    of item indexes it holds (the first being worked on), in order."""
+
+    process: object
+    tasks: object
+    chunks: object
+
+
+def _ended(code: int) -> str:
+    """How a process with exit code ``code`` (``multiprocessing.Process.exitcode``: minus the
+    signal number when a signal ended it) ended, in words: ``killed by SIGKILL``,
+    ``exit status 9``."""
+    import signal
+
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def _serve(tasks, results, work, parent: int, compiler, settings: dict) -> None:
+    """A worker's life: set up (:func:`_start_worker`), then ``work(item)`` for each item of
+    each chunk it takes from ``tasks``, one result sent on ``results`` per item, so the main
+    process knows which item a worker that ended was working on. An exception that is not
+    a result (a bug) is sent as such and raised in the main process (:func:`_raised`)."""
+    _start_worker(parent, compiler, settings)
+    from rcpc import testhook
+
+    while True:
+        try:
+            chunk = tasks.recv()
+        except EOFError:
+            return
+        for index, item in chunk:
+            testhook.kill(getattr(item, "name", None))
+            out = raised = None
+            try:
+                out = work(item)
+            except Exception as exc:
+                import traceback
+
+                raised = (exc, traceback.format_exc())
+            try:
+                results.send((index, out, raised))
+            except Exception:  # something that does not pickle: a traceback, as text
+                import traceback
+
+                results.send((index, None, (None, raised[1] if raised else traceback.format_exc())))
+
+
+def _raised(exc: BaseException | None, text: str) -> BaseException:
+    """The exception ``exc`` a worker raised (None: one that could not be sent), to raise in
+    the main process with the worker's traceback ``text`` as its cause (as
+    ``multiprocessing.Pool`` does)."""
+    exc = exc if exc is not None else RuntimeError("a -j worker failed")
+    exc.__cause__ = _RemoteTraceback(text)
+    return exc
+
+
+class _RemoteTraceback(Exception):
+    """A worker's traceback, shown as the cause of the exception it raised."""
+
+    def __str__(self) -> str:
+        return "\n\n" + self.args[0]
 
 
 def chunk_sizes(n: int, jobs: int) -> list[int]:
@@ -163,10 +348,6 @@ def chunk_sizes(n: int, jobs: int) -> list[int]:
         sizes.append(size)
         n -= size
     return sizes
-
-
-def _each(work, items: list) -> list:
-    return [work(item) for item in items]
 
 
 _WORKER: dict = {}

@@ -10,6 +10,11 @@ knows where the process is and chooses when it goes on.
 inside ``Pool()``), ``pool`` (the main process has made its pool of workers, before it
 uses it), ``served`` (the build server's child for a request is about to run the command,
 :mod:`rcpc.server`; the client forwards these two descriptors to it). Without the variables :func:`point` does nothing.
+
+``RCPC_TEST_KILL=<file name>`` (several separated by commas): a ``-j`` worker kills itself
+(SIGKILL) when it is about to compile or format a file of that name (:func:`kill`), as the
+kernel's out-of-memory killer would: a fault injected where a test (and the diagnostics
+catalog's example of ``E0952``) wants it.
 """
 
 from __future__ import annotations
@@ -23,3 +28,11 @@ def point(name: str) -> None:
         return
     os.write(int(os.environ["RCPC_TEST_STOP_FD"]), f"{name} {os.getpid()}\n".encode())
     os.read(int(os.environ["RCPC_TEST_GO_FD"]), 1)
+
+
+def kill(name: str | None) -> None:
+    """SIGKILL this process when a test named file ``name`` in ``RCPC_TEST_KILL``."""
+    if name and name in os.environ.get("RCPC_TEST_KILL", "").split(","):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
