@@ -58,8 +58,7 @@ MAX_NOTE = 1 << 18             # bytes of a child's report (the pipe's size; a l
 # imported but the language server and the pytest plugin; a name that is not installed is
 # skipped.
 PRELOAD = ("argparse", "ast", "atexit", "ctypes", "datetime", "decimal", "difflib", "fractions", "gc", "hashlib",
-           "io", "json", "locale", "multiprocessing.pool", "multiprocessing.connection", "multiprocessing.popen_fork",
-           "multiprocessing.queues", "multiprocessing.synchronize", "pathlib", "pickle",
+           "io", "json", "locale", "multiprocessing.connection", "multiprocessing.popen_fork", "pathlib", "pickle",
            "shlex", "shutil", "subprocess", "tempfile", "textwrap", "threading", "tomllib", "traceback",
            "unicodedata", "uuid", "zipfile", "attrs", "lark", "yaml", "jsonschema", "referencing",
            "jsonschema_specifications", "shtab")
