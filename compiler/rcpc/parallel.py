@@ -193,7 +193,10 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
             released += 1
 
     def received(conn) -> None:  # one result (EOFError: the worker has ended)
-        index, out, raised = conn.recv()
+        try:
+            index, out, raised = conn.recv()
+        except OSError as exc:  # "got end of file during message": it ended while sending it
+            raise EOFError from exc
         w = workers[conn]
         w.chunks[0].popleft()
         if not w.chunks[0]:

@@ -1,0 +1,59 @@
+"""Attacks on the ``-j`` worker pool (:func:`rcpc.parallel._in_workers`) as a reviewer who
+did not write it: a worker that ends at any byte of a result it is sending."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rcpc import parallel
+
+ITEMS = [f"f{i}" for i in range(6)]
+
+
+def _cut_worker(victim: str, size: int, cut_at: float):
+    """A ``work`` whose result for ``victim`` is ``size`` bytes of text, and whose worker
+    writes only part of that result's message (``cut_at``: the fraction of its bytes, the
+    4-byte length header included) before it is SIGKILLed, as the out-of-memory killer or
+    a ``kill -9`` ends a worker blocked writing a result larger than the pipe holds."""
+    from multiprocessing import connection
+    from multiprocessing.reduction import ForkingPickler
+
+    def work(item):
+        if item != victim:
+            return "ok", item
+        out = ("ok", "x" * size)
+
+        def send(self, obj):
+            body = bytes(ForkingPickler.dumps(obj))
+            message = struct.pack("!i", len(body)) + body
+            part = memoryview(message)[:int(len(message) * cut_at)]
+            while part:  # blocks while the pipe is full, until the main process reads
+                part = part[os.write(self._handle, part):]
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        connection.Connection.send = send  # in this worker only (a forked copy)
+        return out
+
+    return work
+
+
+@settings(max_examples=30, deadline=None)
+@given(victim=st.sampled_from(ITEMS), size=st.sampled_from([10, 20_000, 300_000]),
+       cut_at=st.floats(0, 1, exclude_max=True), jobs=st.integers(2, 3))
+def test_a_worker_killed_while_sending_a_result_loses_only_that_item(victim, size, cut_at, jobs):
+    """Whatever part of a result's message a worker wrote before it was killed (none, part
+    of the length header, part of a result larger than a pipe holds), that item, and only
+    it, is lost (E0952 in the CLI); the others are done. The main process used to raise
+    ``OSError: got end of file during message`` from ``Connection.recv``, ending the whole
+    build with an unlocated "rcpc: error: got end of file during message"."""
+    import multiprocessing
+
+    got = parallel._in_workers(jobs, ITEMS, _cut_worker(victim, size, cut_at), (None, {}), None,
+                               lambda item, status: ("lost", item, status))
+    assert got == [("lost", i, "killed by SIGKILL") if i == victim else ("ok", i) for i in ITEMS]
+    assert not multiprocessing.active_children()
