@@ -7,6 +7,7 @@ import os
 import signal
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,3 +58,60 @@ def test_a_worker_killed_while_sending_a_result_loses_only_that_item(victim, siz
                                lambda item, status: ("lost", item, status))
     assert got == [("lost", i, "killed by SIGKILL") if i == victim else ("ok", i) for i in ITEMS]
     assert not multiprocessing.active_children()
+
+
+STOPPED_WORKER = """
+import multiprocessing, os, signal, sys
+from rcpc import parallel
+
+moment, sig = sys.argv[1], getattr(signal, sys.argv[2])
+stopping_r, stopping_w = os.pipe()
+
+def stopped(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:  # not Linux: no /proc
+        return True
+
+def work(item):
+    if moment == "working" and item == "f1":  # the first worker's second item (chunks of one)
+        os.write(stopping_w, b"%d," % os.getpid())
+        os.kill(os.getpid(), sig)
+    return item
+
+def each(index, out):
+    if moment == "idle" and index == 5:  # every result is in: the workers wait for more
+        for child in multiprocessing.active_children():
+            os.kill(child.pid, sig)
+            while not stopped(child.pid):
+                pass
+    if moment == "working" and index == 0:
+        pid = int(os.read(stopping_r, 32).split(b",")[0])
+        while not stopped(pid):
+            pass
+        raise KeyboardInterrupt  # a Ctrl-C while that worker is stopped
+try:
+    print(parallel._in_workers(2, [f"f{i}" for i in range(6)], work, (None, {}), each))
+except KeyboardInterrupt:
+    print("interrupted")
+print(multiprocessing.active_children())
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGSTOP", "SIGTSTP"])
+@pytest.mark.parametrize("moment", ["idle", "working"])
+def test_a_stopped_worker_does_not_keep_the_pool_from_ending(moment, sig):
+    """A worker stopped (SIGSTOP, SIGTSTP, a debugger) when the pool ends, done (``idle``:
+    every result in) or interrupted (``working``: Ctrl-C while the worker is stopped in an
+    item), is ended all the same: a stopped process keeps the pool's SIGTERM pending until it
+    is continued, and the pool waited for it forever, Ctrl-C held."""
+    import subprocess
+    import sys
+
+    try:  # a guard against the hang, not a timing: this takes well under a second
+        r = subprocess.run([sys.executable, "-c", STOPPED_WORKER, moment, sig], capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the pool waited forever for a stopped worker")
+    assert r.returncode == 0, r.stderr.decode()
+    done = "['f0', 'f1', 'f2', 'f3', 'f4', 'f5']" if moment == "idle" else "interrupted"
+    assert r.stdout.decode().split("\n")[:2] == [done, "[]"]

@@ -259,13 +259,27 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
         try:
             for w in workers.values():
                 if w.process.exitcode is None:
-                    w.process.terminate()
+                    _stop(w.process.pid)
             for conn, w in workers.items():
                 w.process.join()
                 conn.close()
                 w.tasks.close()
         finally:
             _hold_interrupts(False)
+
+
+def _stop(pid: int) -> None:
+    """End the worker process ``pid``: SIGTERM, then SIGCONT, as a shell's ``kill`` does for
+    a stopped job: a stopped process (SIGSTOP, SIGTSTP, a debugger) keeps a SIGTERM pending
+    until it is continued, and the pool, waiting for it to end with interrupts held, waited
+    forever. Nothing when it has ended already."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGCONT):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:  # ended (a zombie still takes signals): nothing to do
+            return
 
 
 @attrs.define
