@@ -249,7 +249,14 @@ class Unpicklable(Exception):
         raise TypeError("no")
 
 
+class Unloadable(Exception):
+    def __init__(self, a, b):  # pickles as Unloadable("ab"): fails to unpickle
+        super().__init__(f"{a}{b}")
+
+
 def _fails(item):
+    if item == "e":
+        raise Unloadable("a", "b")
     if item == "b":
         raise KeyError("a bug")
     if item == "c":
@@ -257,10 +264,11 @@ def _fails(item):
     return "ok", item
 
 
-@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError)])
+@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError), ("e", RuntimeError)])
 def test_an_exception_in_a_worker_is_raised_here_with_its_traceback(item, kind):
     """A bug in a worker is not a lost item: the main process raises it (as multiprocessing.Pool
-    did), the worker's traceback as its cause; one that cannot be pickled as RuntimeError."""
+    did), the worker's traceback as its cause; one that cannot be pickled, or unpickled, as
+    RuntimeError."""
     import multiprocessing
 
     with pytest.raises(kind) as info:

@@ -327,13 +327,28 @@ def _serve(tasks, results, work, parent: int, compiler, settings: dict) -> None:
             except Exception as exc:
                 import traceback
 
-                raised = (exc, traceback.format_exc())
+                raised = (_portable(exc), traceback.format_exc())
             try:
                 results.send((index, out, raised))
             except Exception:  # something that does not pickle: a traceback, as text
                 import traceback
 
                 results.send((index, None, (None, raised[1] if raised else traceback.format_exc())))
+
+
+def _portable(exc: BaseException) -> BaseException | None:
+    """``exc`` when the main process can rebuild it from its pickle, else None (sent as its
+    traceback's text, :func:`_raised`): an exception whose ``__init__`` takes other arguments
+    than its ``args`` (``class E(Exception): def __init__(self, a, b)``) pickles but fails
+    to unpickle, and the main process raised that ``TypeError`` from ``Connection.recv``,
+    the worker's traceback lost."""
+    from multiprocessing.reduction import ForkingPickler
+
+    try:
+        ForkingPickler.loads(ForkingPickler.dumps(exc))
+    except Exception:
+        return None
+    return exc
 
 
 def _raised(exc: BaseException | None, text: str) -> BaseException:
