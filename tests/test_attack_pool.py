@@ -115,3 +115,31 @@ def test_a_stopped_worker_does_not_keep_the_pool_from_ending(moment, sig):
     assert r.returncode == 0, r.stderr.decode()
     done = "['f0', 'f1', 'f2', 'f3', 'f4', 'f5']" if moment == "idle" else "interrupted"
     assert r.stdout.decode().split("\n")[:2] == [done, "[]"]
+
+
+@pytest.mark.parametrize("fails", [1, 2, 5])
+def test_a_results_pipe_that_fails_loses_that_workers_item_and_does_not_hang(fails, monkeypatch):
+    """A read of a worker's results that fails (``OSError``: EIO; the ``fails``-th read of
+    the pool) while the worker lives: that worker is ended and its item in progress lost,
+    the others done; the pool waited forever to join the live worker."""
+    import errno
+    import multiprocessing
+    from multiprocessing import connection
+
+    real, reads, here = connection.Connection.recv, [], os.getpid()
+
+    def recv(self):
+        if os.getpid() != here:  # a worker (forked with this patch)
+            return real(self)
+        reads.append(self)
+        if len(reads) == fails:
+            raise OSError(errno.EIO, "I/O error")
+        return real(self)
+
+    monkeypatch.setattr(connection.Connection, "recv", recv)
+    got = parallel._in_workers(2, ITEMS, lambda item: ("ok", item), (None, {}), None,
+                               lambda item, status: ("lost", item, status))
+    lost = [g for g in got if g[0] == "lost"]
+    assert len(lost) == 1 and lost[0][2] in ("killed by SIGTERM", "killed by SIGCONT")
+    assert [g for g in got if g[0] == "ok"] == [("ok", i) for i in ITEMS if i != lost[0][1]]
+    assert not multiprocessing.active_children()

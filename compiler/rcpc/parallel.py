@@ -206,8 +206,10 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
             raise _raised(*raised)
         arrived(index, out)
 
-    def ended(conn) -> None:
+    def ended(conn) -> None:  # its results pipe ended, its process ended (or is ending)
         w = workers.pop(conn)
+        if w.process.exitcode is None:  # a pipe that failed (EIO) with the worker alive: the
+            _stop(w.process.pid)        # join below waited forever; an ending one keeps its status
         w.process.join()
         left = [i for chunk in w.chunks for i in chunk]
         if left:
