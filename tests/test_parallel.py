@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import output_tree
@@ -205,6 +205,7 @@ def _named(path):
     return "ok", path.name
 
 
+@settings(deadline=None)  # one fork per killed item: no timed assertion on a shared machine
 @given(n=st.integers(1, 24), jobs=st.integers(2, 4), data=st.data())
 def test_a_worker_that_ends_loses_only_the_item_it_was_on(n, jobs, data):
     """Any set of items whose worker is killed (SIGKILL as the out-of-memory killer sends,
@@ -248,7 +249,14 @@ class Unpicklable(Exception):
         raise TypeError("no")
 
 
+class Unloadable(Exception):
+    def __init__(self, a, b):  # pickles as Unloadable("ab"): fails to unpickle
+        super().__init__(f"{a}{b}")
+
+
 def _fails(item):
+    if item == "e":
+        raise Unloadable("a", "b")
     if item == "b":
         raise KeyError("a bug")
     if item == "c":
@@ -256,10 +264,11 @@ def _fails(item):
     return "ok", item
 
 
-@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError)])
+@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError), ("e", RuntimeError)])
 def test_an_exception_in_a_worker_is_raised_here_with_its_traceback(item, kind):
     """A bug in a worker is not a lost item: the main process raises it (as multiprocessing.Pool
-    did), the worker's traceback as its cause; one that cannot be pickled as RuntimeError."""
+    did), the worker's traceback as its cause; one that cannot be pickled, or unpickled, as
+    RuntimeError."""
     import multiprocessing
 
     with pytest.raises(kind) as info:

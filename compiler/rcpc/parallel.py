@@ -193,7 +193,10 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
             released += 1
 
     def received(conn) -> None:  # one result (EOFError: the worker has ended)
-        index, out, raised = conn.recv()
+        try:
+            index, out, raised = conn.recv()
+        except OSError as exc:  # "got end of file during message": it ended while sending it
+            raise EOFError from exc
         w = workers[conn]
         w.chunks[0].popleft()
         if not w.chunks[0]:
@@ -203,8 +206,10 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
             raise _raised(*raised)
         arrived(index, out)
 
-    def ended(conn) -> None:
+    def ended(conn) -> None:  # its results pipe ended, its process ended (or is ending)
         w = workers.pop(conn)
+        if w.process.exitcode is None:  # a pipe that failed (EIO) with the worker alive: the
+            _stop(w.process.pid)        # join below waited forever; an ending one keeps its status
         w.process.join()
         left = [i for chunk in w.chunks for i in chunk]
         if left:
@@ -256,13 +261,27 @@ def _in_workers(jobs: int, items: list, work, init: tuple, each=None, lost=None)
         try:
             for w in workers.values():
                 if w.process.exitcode is None:
-                    w.process.terminate()
+                    _stop(w.process.pid)
             for conn, w in workers.items():
                 w.process.join()
                 conn.close()
                 w.tasks.close()
         finally:
             _hold_interrupts(False)
+
+
+def _stop(pid: int) -> None:
+    """End the worker process ``pid``: SIGTERM, then SIGCONT, as a shell's ``kill`` does for
+    a stopped job: a stopped process (SIGSTOP, SIGTSTP, a debugger) keeps a SIGTERM pending
+    until it is continued, and the pool, waiting for it to end with interrupts held, waited
+    forever. Nothing when it has ended already."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGCONT):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:  # ended (a zombie still takes signals): nothing to do
+            return
 
 
 @attrs.define
@@ -310,13 +329,28 @@ def _serve(tasks, results, work, parent: int, compiler, settings: dict) -> None:
             except Exception as exc:
                 import traceback
 
-                raised = (exc, traceback.format_exc())
+                raised = (_portable(exc), traceback.format_exc())
             try:
                 results.send((index, out, raised))
             except Exception:  # something that does not pickle: a traceback, as text
                 import traceback
 
                 results.send((index, None, (None, raised[1] if raised else traceback.format_exc())))
+
+
+def _portable(exc: BaseException) -> BaseException | None:
+    """``exc`` when the main process can rebuild it from its pickle, else None (sent as its
+    traceback's text, :func:`_raised`): an exception whose ``__init__`` takes other arguments
+    than its ``args`` (``class E(Exception): def __init__(self, a, b)``) pickles but fails
+    to unpickle, and the main process raised that ``TypeError`` from ``Connection.recv``,
+    the worker's traceback lost."""
+    from multiprocessing.reduction import ForkingPickler
+
+    try:
+        ForkingPickler.loads(ForkingPickler.dumps(exc))
+    except Exception:
+        return None
+    return exc
 
 
 def _raised(exc: BaseException | None, text: str) -> BaseException:
