@@ -1,4 +1,4 @@
-"""Attacks on the ``-j`` worker pool (:func:`rcpc.parallel._in_workers`) as a reviewer who
+"""Attacks on the ``-j`` worker pool (:func:`rcpc.pool.run`) as a reviewer who
 did not write it: a worker that ends at any byte of a result it is sending."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcpc import parallel
+from rcpc import pool
 
 ITEMS = [f"f{i}" for i in range(6)]
 
@@ -54,15 +54,15 @@ def test_a_worker_killed_while_sending_a_result_loses_only_that_item(victim, siz
     build with an unlocated "rcpc: error: got end of file during message"."""
     import multiprocessing
 
-    got = parallel._in_workers(jobs, ITEMS, _cut_worker(victim, size, cut_at), (None, {}), None,
-                               lambda item, status: ("lost", item, status))
+    got = pool.run(jobs, ITEMS, _cut_worker(victim, size, cut_at), (None, {}), None,
+                   lambda item, status: ("lost", item, status))
     assert got == [("lost", i, "killed by SIGKILL") if i == victim else ("ok", i) for i in ITEMS]
     assert not multiprocessing.active_children()
 
 
 STOPPED_WORKER = """
 import multiprocessing, os, signal, sys
-from rcpc import parallel
+from rcpc import pool
 
 moment, sig = sys.argv[1], getattr(signal, sys.argv[2])
 stopping_r, stopping_w = os.pipe()
@@ -91,7 +91,7 @@ def each(index, out):
             pass
         raise KeyboardInterrupt  # a Ctrl-C while that worker is stopped
 try:
-    print(parallel._in_workers(2, [f"f{i}" for i in range(6)], work, (None, {}), each))
+    print(pool.run(2, [f"f{i}" for i in range(6)], work, (None, {}), each))
 except KeyboardInterrupt:
     print("interrupted")
 print(multiprocessing.active_children())
@@ -137,8 +137,8 @@ def test_a_results_pipe_that_fails_loses_that_workers_item_and_does_not_hang(fai
         return real(self)
 
     monkeypatch.setattr(connection.Connection, "recv", recv)
-    got = parallel._in_workers(2, ITEMS, lambda item: ("ok", item), (None, {}), None,
-                               lambda item, status: ("lost", item, status))
+    got = pool.run(2, ITEMS, lambda item: ("ok", item), (None, {}), None,
+                   lambda item, status: ("lost", item, status))
     lost = [g for g in got if g[0] == "lost"]
     assert len(lost) == 1 and lost[0][2] in ("killed by SIGTERM", "killed by SIGCONT")
     assert [g for g in got if g[0] == "ok"] == [("ok", i) for i in ITEMS if i != lost[0][1]]

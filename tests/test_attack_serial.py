@@ -129,17 +129,17 @@ def test_workers_leave_what_was_frozen_before_them_frozen():
     frozen after it; a process that froze nothing is left with nothing frozen."""
     import gc
 
-    from rcpc import parallel
+    from rcpc import pool
 
     square = _square
     gc.unfreeze()
-    assert parallel._in_workers(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
+    assert pool.run(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
     assert gc.get_freeze_count() == 0
     kept = [object() for _ in range(10)]  # noqa: F841 (alive while frozen)
     gc.freeze()
     try:
         before = gc.get_freeze_count()
-        assert parallel._in_workers(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
+        assert pool.run(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
         assert gc.get_freeze_count() >= before
     finally:
         gc.unfreeze()

@@ -234,10 +234,10 @@ def test_an_interrupt_while_workers_compile_exits_130(workspace, tmp_path, sig):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("points, expect", [("fork,worker", 2), ("pool,worker", 3)])
 def test_an_interrupt_while_the_pool_starts_exits_130(workspace, tmp_path, sig, points, expect):
-    """The signal comes while the main process makes its pool (``fork``: inside ``Pool()``,
-    after a worker is forked) or right after (``pool``): an interrupt inside ``Pool()`` left
-    a pool whose handler replaced the workers ``multiprocessing`` stopped at exit, and a
-    replacement printed a BrokenPipeError traceback (once in about ten runs under load).
+    """The signal comes while the main process makes its pool (``fork``: after a worker is
+    forked) or right after (``pool``): an interrupt inside ``multiprocessing.Pool()``, used
+    before, left a pool whose handler replaced the workers ``multiprocessing`` stopped at
+    exit, and a replacement printed a BrokenPipeError traceback (once in ten runs under load).
     ``fork``: the first worker and the main process report (the second is not forked yet);
     ``pool``: both workers and the main process."""
     _interrupted_with_workers(workspace, tmp_path, sig, points, expect)

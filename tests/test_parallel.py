@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import output_tree
 from rcpc.cli import main
-from rcpc import parallel
+from rcpc import parallel, pool
 from rcpc.parallel import MIN_PARALLEL
 
 RECIPE = '''N = param(int, default = {k})
@@ -151,9 +151,9 @@ def test_chunks_shrink_to_single_items_and_cover_every_item(n, jobs):
     """Guided chunks: they add up to the items, never grow, stay within 1..MAX_CHUNK, and
     the last 4 x jobs items (or all when fewer) go one at a time, so that workers finish
     within about one recipe of each other."""
-    sizes = parallel.chunk_sizes(n, jobs)
+    sizes = pool.chunk_sizes(n, jobs)
     assert sum(sizes) == n
-    assert all(1 <= s <= parallel.MAX_CHUNK for s in sizes)
+    assert all(1 <= s <= pool.MAX_CHUNK for s in sizes)
     assert sizes == sorted(sizes, reverse=True)
     tail = min(n, 4 * jobs)
     assert sizes[len(sizes) - tail:] == [1] * tail
@@ -162,7 +162,7 @@ def test_chunks_shrink_to_single_items_and_cover_every_item(n, jobs):
 @pytest.mark.parametrize("n,jobs", [(5, 2), (99, 2), (131, 3)])
 def test_results_come_back_in_item_order_whatever_the_chunks(n, jobs):
     items = [f"item-{i}" for i in range(n)]
-    assert parallel._in_workers(jobs, items, str.upper, (None, {})) == [x.upper() for x in items]
+    assert pool.run(jobs, items, str.upper, (None, {})) == [x.upper() for x in items]
 
 
 @pytest.mark.parametrize("jobs", [2, 3])
@@ -221,7 +221,7 @@ def test_a_worker_that_ends_loses_only_the_item_it_was_on(n, jobs, data):
     seen = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RCPC_TEST_KILL", ",".join(p.name for p in killed))
-        got = parallel._in_workers(jobs, items, _named, (None, {}), lambda i, out: seen.append((i, out)),
+        got = pool.run(jobs, items, _named, (None, {}), lambda i, out: seen.append((i, out)),
                                    lambda item, status: ("lost", item.name, status))
     assert got == [("lost", p.name, "killed by SIGKILL") if p in killed else ("ok", p.name) for p in items]
     assert seen == list(enumerate(got))
@@ -240,7 +240,7 @@ def test_a_worker_that_exits_loses_its_item_with_its_exit_status(monkeypatch):
     from pathlib import Path
 
     items = [Path(f"f{i}.rcp") for i in range(8)]
-    got = parallel._in_workers(2, items, _exits, (None, {}), None, lambda item, status: ("lost", status))
+    got = pool.run(2, items, _exits, (None, {}), None, lambda item, status: ("lost", status))
     assert got[3] == ("lost", "exit status 9") and [g for g in got if g[0] == "lost"] == [got[3]]
 
 
@@ -272,7 +272,7 @@ def test_an_exception_in_a_worker_is_raised_here_with_its_traceback(item, kind):
     import multiprocessing
 
     with pytest.raises(kind) as info:
-        parallel._in_workers(2, ["a", item, "d", "e"], _fails, (None, {}))
+        pool.run(2, ["a", item, "d", "e"], _fails, (None, {}))
     assert "_fails" in str(info.value.__cause__)
     assert not multiprocessing.active_children()
 
