@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 
-import attrs
-
 # Items a worker takes at a time, at most (chunks: :func:`chunk_sizes`).
 MAX_CHUNK = 16
 
@@ -209,14 +207,15 @@ class _Pool:
             _hold_interrupts(False)
 
 
-@attrs.define
 class _Worker:
     """A worker process of a :class:`_Pool`, the pipe it takes items from and the chunks
-    of item indexes it holds (the first being worked on), in order."""
+    of item indexes it holds (the first being worked on), in order. (Not an attrs class:
+    ``rcpc build`` imports attrs only through jsonschema, tests/test_startup_imports.py.)"""
 
-    process: object
-    tasks: object
-    chunks: object
+    __slots__ = ("process", "tasks", "chunks")
+
+    def __init__(self, process, tasks, chunks):
+        self.process, self.tasks, self.chunks = process, tasks, chunks
 
 
 def _stop(pid: int) -> None:
