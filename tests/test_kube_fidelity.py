@@ -382,6 +382,37 @@ def test_parallelism_left_out_is_one_pod(ws):
     ws.build(TPU.format(spec='"tpu7x:2x2x1"', tpu=4, par="None"))
 
 
+POD = ('{{"template": {{"spec": {{"nodeSelector": S.node_selector, "containers": [{{"name": "main", "image": "img", '
+       '"resources": {{"limits": {{"google.com/tpu": S.chips_per_host}}}}}}]}}}}{fields}}}')
+JOBS = {  # a JobSpec (POD) where each kind has it, and its pods on slice S
+    "JobSet": 'jobset(name = "js", spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": ' + POD + '}}}}]}})',
+    "Job": 'manifest(name = "j", apiVersion = "batch/v1", kind = "Job", metadata = {{"name": "j"}}, spec = ' + POD + ')',
+    "CronJob": 'manifest(name = "c", apiVersion = "batch/v1", kind = "CronJob", metadata = {{"name": "c"}}, '
+               'spec = {{"schedule": "0 * * * *", "jobTemplate": {{"spec": ' + POD + '}}}})',
+}
+
+
+@SETTINGS
+@given(kind=st.sampled_from(sorted(JOBS)), topology=st.sampled_from(["2x2x1", "2x2x2", "4x4x4", "4x4x8"]),
+       par=st.one_of(st.none(), st.just("None"), st.integers(1, 64)), completions=st.booleans())
+@example(kind="JobSet", topology="4x4x8", par=None, completions=False)  # the new user's JobSet: 1 pod of 32
+def test_a_tpu_job_runs_one_pod_a_host_whatever_fields_it_writes(tmp_path_factory, kind, topology, par, completions):
+    """E1007 on every JobSpec of a Job, CronJob or JobSet whose pods run on a multi-host
+    slice, also one that writes none of the Job fields (Kubernetes' default parallelism is
+    1: it ran 1 pod of 32, and check said nothing); ``par`` None: parallelism left out,
+    "None": written as null; ``completions``: written, as parallelism."""
+    from rcpc.domain.tpu import tpu_slice
+
+    hosts = tpu_slice(f"tpu7x:{topology}", None).hosts
+    fields = "" if par is None else f', "parallelism": {par}'
+    if completions and type(par) is int:
+        fields += f', "completions": {par}'
+    text = f'S = tpu_slice("tpu7x:{topology}")\n' + JOBS[kind].format(fields=fields) + "\n"
+    found = [d.code for d in codes(fresh(tmp_path_factory), text)]
+    wrong = 0 if (par == hosts or hosts == 1 and par in (None, "None", 1)) else 1 + (completions and type(par) is int)
+    assert found == ["E1007"] * wrong, text
+
+
 EXIT_CODES = """jobset(name = "js", metadata = {{"name": "js"}}, spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{
     "podFailurePolicy": {{"rules": [{{"action": "FailJob", "onExitCodes": {{"operator": "NotIn", "values": {values}}}}}]}},
     "template": {{"spec": {{"restartPolicy": "Never", "containers": [{{"name": "main", "image": "img"}}]}}}},

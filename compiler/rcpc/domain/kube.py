@@ -50,6 +50,10 @@ _QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
                "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
 _JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
+# Kinds whose every ``spec`` holding a ``template`` is a batch/v1 JobSpec (a Job's spec, a
+# CronJob's jobTemplate.spec, a JobSet's replicatedJobs[].template.spec), even with none of
+# the fields above (their top ``spec`` holds no ``template``; a pod's spec holds none).
+_JOB_KINDS = ("Job", "CronJob", "JobSet")
 # Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
 _STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
@@ -199,7 +203,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
         for key in ("limits", "requests"):
             if type(items.get(key)) is Dict:
                 _check_quantities(items[key], path + (key,), kind, out)
-    if type(items.get("template")) is Dict and any(k in items for k in _JOB_FIELDS):
+    if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
+                                                 or (kind in _JOB_KINDS and path[-1:] == ("spec",))):
         _check_job(v, path, kind, out)
 
 
