@@ -103,6 +103,25 @@ class Rendered:
         return {r.name: r.text for r in self.renders}
 
 
+def _no_recipe(ws, name: str) -> str:
+    """The message for ``name``, which names no recipe of workspace ``ws``: the closest
+    recipe name, else one of them, and what a recipe is."""
+    from rcpc.core.diagnostics import did_you_mean
+    from rcpc.domain.workspace import RECIPE_SUFFIX
+
+    try:
+        known = [ws.recipe_name(r) for r in ws.recipes()]
+    except CompileError:  # reported when the workspace is built
+        known = []
+    word = Path(name).as_posix().removesuffix(RECIPE_SUFFIX)
+    near = did_you_mean(word, known) or did_you_mean(Path(word).name, known)
+    example = f" ({near})" if near else f" (a recipe is a name such as {known[0]})" if known else ""
+    dirs = ", ".join(ws.display(d) for d in ws.recipe_dirs)
+    return (f"no recipe {name!r} in this workspace{example}: recipes are the .rcp files under {dirs}, named by "
+            f"their path there without .rcp (a .rcp file elsewhere is not one; library files are loaded by "
+            f"recipes, not built)")
+
+
 def with_options(config, maxtext_schema: str | None = None, kube_schemas: list[str] | None = None,
                  strict_crd: bool = False):
     """Workspace settings ``config`` with the schema options of :class:`Workspace` applied
@@ -164,9 +183,7 @@ class Workspace:
         for n in names:
             p = ws.find_recipe(n)
             if p is None:
-                raise UsageError(f"no recipe {n!r} in this workspace (give a name such as rl/qwen35_397b_256_v7x, "
-                                 "or the path of a .rcp file under the recipe directories; library files are "
-                                 "loaded by recipes, not built)")
+                raise UsageError(_no_recipe(ws, n))
             out.append(p)
         return list(dict.fromkeys(out))
 

@@ -294,13 +294,18 @@ class Workspace:
         return sorted(out)
 
     def find_recipe(self, name: str) -> Path | None:
-        """A recipe by name (``rl/x``) or by file path inside the workspace (not a library);
-        None when there is none. Raises ``E0905``-``E0907`` as :meth:`recipes` does for it."""
+        """A recipe by name (``rl/x``) or by the path of its file: one :meth:`recipes` lists
+        (under a recipe directory, not a library); None when there is none (a ``.rcp`` file
+        elsewhere in the workspace is no recipe: its name would be its path, which another
+        recipe's output may hold). Raises ``E0905``-``E0907`` as :meth:`recipes` does for it."""
         p = Path(name)
         cands = [p] if p.suffix == RECIPE_SUFFIX else [d / (name + RECIPE_SUFFIX) for d in self.recipe_dirs]
         for cand in cands:
-            if not os.path.lexists(cand) or self.root not in entry(cand).parents:
-                continue  # a path outside the workspace names no recipe of it
+            if not os.path.lexists(cand):
+                continue
+            at = entry(cand)
+            if not any(at != d and _within(at, d) for d in self.recipe_dirs):
+                continue  # outside the recipe directories (or the workspace): no recipe of it
             real = self.inside(cand)
             if not real.is_file() or self.is_library(real):
                 continue

@@ -1,0 +1,89 @@
+"""A recipe named on the command line (``rcpc build PATH``, ``check``, ``render``, the API's
+``recipe_paths``) is one the whole workspace's build builds, or a usage error: never a ``.rcp``
+file elsewhere in the workspace.
+
+The reported fault (a new user, a kind of issue 12's "names that are paths"): with a stray
+``demo.rcp`` at the workspace's top next to ``recipes/demo.rcp``, ``rcpc build demo.rcp``
+compiled the stray file under the name ``demo`` and replaced ``rcpc-out/demo/`` (the real
+recipe's variants gone); ``other/out.rcp`` built as ``other/out``, which the next whole build
+removed as stale."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.api import UsageError, Workspace
+from rcpc.cli import main
+from rcpc.core.diagnostics import CompileError
+
+PLACES = ["recipes/demo.rcp", "recipes/sub/b.rcp", "recipes/lib/l.rcp", "demo.rcp", "other/out.rcp",
+          "other/recipes/demo.rcp", "recipes2/demo.rcp", "recipes/sub/lib/c.rcp"]
+LINKS = {"recipes/ln.rcp": "../other/out.rcp", "recipes/up.rcp": "../demo.rcp", "other/in.rcp": "../recipes/demo.rcp"}
+RECIPE = 'flag_file(name = "{name}", flags = maxtext_flags({{"steps": 1}}))\nvariant("default")\n'
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sets(st.sampled_from(PLACES), min_size=1), st.sets(st.sampled_from(sorted(LINKS))))
+@example({"recipes/demo.rcp", "demo.rcp"}, set())
+@example({"recipes/demo.rcp", "other/out.rcp"}, {"recipes/ln.rcp"})
+def test_a_named_recipe_is_one_the_whole_build_builds(tmp_path_factory, places, links):
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text("")
+    for place in places:
+        (root / place).parent.mkdir(parents=True, exist_ok=True)
+        (root / place).write_text(RECIPE.format(name=Path(place).stem))
+    for link in links:
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(LINKS[link], root / link)
+    ws = Workspace(root)
+    try:
+        every = set(ws.recipe_paths([]))
+    except UsageError:  # no recipe at all
+        every = set()
+    except CompileError:  # two recipes of one name (a link named by its target): not this test's
+        assume(False)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        for place in sorted(places | links):
+            for name in (place, place.removeprefix("recipes/").removesuffix(".rcp")):
+                try:
+                    got = ws.recipe_paths([name])
+                except UsageError:
+                    continue
+                assert set(got) <= every, (name, got)
+    finally:
+        os.chdir(cwd)
+
+
+def test_building_a_stray_file_is_a_usage_error_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """The reported case through the CLI: exit 2, the message names the real recipe, the
+    output as before."""
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "demo.rcp").write_text(RECIPE.format(name="trainer") + 'variant("tuned")\n')
+    (tmp_path / "demo.rcp").write_text(RECIPE.format(name="evil"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RCPC_NO_SERVER", "1")
+    assert main(["build"]) == 0
+    before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "rcpc-out").rglob("*"))
+    capsys.readouterr()
+    for command in (["build", "demo.rcp"], ["check", "demo.rcp"], ["render", "demo.rcp"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "no recipe 'demo.rcp' in this workspace (did you mean 'demo'?)" in err
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "rcpc-out").rglob("*")) == before
+
+
+@pytest.mark.parametrize("name", ["dmeo", "recipes/dmeo.rcp"])
+def test_a_misspelt_recipe_gets_a_did_you_mean(tmp_path, name):
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "demo.rcp").write_text(RECIPE.format(name="t"))
+    with pytest.raises(UsageError, match="did you mean 'demo'"):
+        Workspace(tmp_path).recipe_paths([name])
