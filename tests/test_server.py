@@ -485,3 +485,20 @@ def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
         s.listener.close()
         for fd in (s.lock, s.wake_r, s.wake_w):
             os.close(fd)
+
+
+@pytest.mark.parametrize("runtime", [False, True])
+@pytest.mark.parametrize("op, code", [("status", 1), ("stop", 0)])
+def test_status_and_stop_where_no_server_ever_ran_say_none_is_running(tmp_path, op, code, runtime):
+    """A fresh machine (a new user's first `rcpc server status`): the server's directory does
+    not exist yet. That is "no build server is running", not an error telling the user to
+    remove a directory that is not there; and nothing is created."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), HOME=str(tmp_path / "home"))
+    if runtime:
+        env["XDG_RUNTIME_DIR"] = str(tmp_path / "run")
+        (tmp_path / "run").mkdir(mode=0o700)
+    r = subprocess.run([sys.executable, "-m", "rcpc", "server", op], env=env, capture_output=True, timeout=60)
+    assert r.returncode == code and b"no build server is running" in r.stdout + r.stderr, r
+    assert b"error" not in r.stderr and b"Traceback" not in r.stderr
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "run" / "rcpc").exists()

@@ -42,12 +42,15 @@ def command(args) -> int:
 
 def _where(create: bool = False) -> dict:
     """The server's paths (:func:`rcpc.client.paths`), its directory checked (and created
-    0700 when ``create``). Raises ServerError."""
+    0700 when ``create``; without, a directory that does not exist is returned unchecked: no
+    server listens in it). Raises ServerError."""
     where = client.paths()
     if where is None:
         raise ServerError("no directory for the build server's socket: set XDG_RUNTIME_DIR or HOME")
     d = where["dir"]
-    if create and not os.path.lexists(d):
+    if not os.path.lexists(d):
+        if not create:  # no server ever ran here: none is running (status, stop)
+            return where
         os.makedirs(os.path.dirname(d), exist_ok=True)
         try:
             os.mkdir(d, 0o700)
