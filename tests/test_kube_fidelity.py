@@ -382,13 +382,13 @@ def test_parallelism_left_out_is_one_pod(ws):
     ws.build(TPU.format(spec='"tpu7x:2x2x1"', tpu=4, par="None"))
 
 
-POD = ('{{"template": {{"spec": {{"nodeSelector": S.node_selector, "containers": [{{"name": "main", "image": "img", '
-       '"resources": {{"limits": {{"google.com/tpu": S.chips_per_host}}}}}}]}}}}{fields}}}')
-JOBS = {  # a JobSpec (POD) where each kind has it, and its pods on slice S
-    "JobSet": 'jobset(name = "js", spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": ' + POD + '}}}}]}})',
-    "Job": 'manifest(name = "j", apiVersion = "batch/v1", kind = "Job", metadata = {{"name": "j"}}, spec = ' + POD + ')',
+JOB_SPEC = ('{{"template": {{"spec": {{"nodeSelector": S.node_selector, "containers": [{{"name": "main", "image": "img", '
+            '"resources": {{"limits": {{"google.com/tpu": S.chips_per_host}}}}}}]}}}}{fields}}}')
+JOBS = {  # a JobSpec (JOB_SPEC) where each kind has it, and its pods on slice S
+    "JobSet": 'jobset(name = "js", spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": ' + JOB_SPEC + '}}}}]}})',
+    "Job": 'manifest(name = "j", apiVersion = "batch/v1", kind = "Job", metadata = {{"name": "j"}}, spec = ' + JOB_SPEC + ')',
     "CronJob": 'manifest(name = "c", apiVersion = "batch/v1", kind = "CronJob", metadata = {{"name": "c"}}, '
-               'spec = {{"schedule": "0 * * * *", "jobTemplate": {{"spec": ' + POD + '}}}})',
+               'spec = {{"schedule": "0 * * * *", "jobTemplate": {{"spec": ' + JOB_SPEC + '}}}})',
 }
 
 

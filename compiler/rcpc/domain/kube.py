@@ -50,10 +50,10 @@ _QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
                "Namespace": ("an RFC 1123 label", kv.dns1123_label)}
 _JOB_FIELDS = ("parallelism", "completions", "completionMode", "backoffLimit", "podFailurePolicy")  # batch/v1 JobSpec
-# Kinds whose every ``spec`` holding a ``template`` is a batch/v1 JobSpec (a Job's spec, a
-# CronJob's jobTemplate.spec, a JobSet's replicatedJobs[].template.spec), even with none of
-# the fields above (their top ``spec`` holds no ``template``; a pod's spec holds none).
-_JOB_KINDS = ("Job", "CronJob", "JobSet")
+# Where a kind holds a batch/v1 JobSpec, by the last two steps of its path (a Job's spec, a
+# CronJob's jobTemplate.spec, a JobSet's replicatedJobs[].template.spec): one there is a
+# JobSpec even when it writes none of the fields above (a pod's spec holds no ``template``).
+_JOB_SPECS = {"Job": ("spec",), "CronJob": ("jobTemplate", "spec"), "JobSet": ("template", "spec")}
 # Objects whose data maps hold strings (core/v1 ConfigMap data, binaryData; Secret data, stringData).
 _STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
@@ -159,10 +159,10 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
                 x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
 
 
-# (id(value), last path step, id(meta), kind, core_lists) -> (the value, meta): a dict or list
-# of at least _SHARED_SIZE found clean there. Renders share values (a recipe's env list in each
-# of its JobSets); what the rules find in one depends on nothing else (the path beyond its last
-# step only names a finding). Values are immutable; the entry keeps them so that their ids are
+# (id(value), last two path steps, id(meta), kind, core_lists) -> (the value, meta): a dict or
+# list of at least _SHARED_SIZE found clean there. Renders share values (a recipe's env list in
+# each of its JobSets); what the rules find in one depends on nothing else (the path beyond its
+# last two steps, which place a JobSpec (_JOB_SPECS), only names a finding). Values are immutable; the entry keeps them so that their ids are
 # not reused while it lives.
 _CLEAN: dict = {}
 _CLEAN_MAX = 1 << 12
@@ -171,7 +171,7 @@ _SHARED_SIZE = 16
 
 def _walk_shared(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
     """:func:`_walk` of a large value, skipped where it was found clean before (:data:`_CLEAN`)."""
-    key = (id(v), path[-1], id(meta), kind, core_lists)
+    key = (id(v), path[-2:], id(meta), kind, core_lists)
     hit = _CLEAN.get(key)
     if hit is not None and hit[0] is v and hit[1] is meta:
         return
@@ -204,7 +204,7 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
             if type(items.get(key)) is Dict:
                 _check_quantities(items[key], path + (key,), kind, out)
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
-                                                 or (kind in _JOB_KINDS and path[-1:] == ("spec",))):
+                                                 or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
 
 
