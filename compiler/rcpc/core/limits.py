@@ -6,7 +6,7 @@ MAX_STRING = 1_000_000       # characters of a string, and items of a list built
 MAX_NODES = 2_000_000        # weight of one value, shared parts counted each time, and of all
                              # the renders of one recipe, every variant counted (E0802)
 MAX_LAYERS = 10_000          # layers of one flag set (E0802)
-MAX_DEPTH = 200              # nesting depth of expressions evaluated (E0801)
+MAX_DEPTH = 200              # nesting depth of expressions, evaluated or not, and of values (E0801)
 MAX_STEPS = 5_000_000        # comprehension iterations of one file's evaluation (E0804)
 MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file or rcp.toml (E0803); of a file as fmt writes it (E0951)
 MAX_TOKENS = 100_000         # tokens of one source file, f-string fields and comments included;

@@ -6,7 +6,10 @@
   built in: an unknown name is ``E0101`` with a did-you-mean; a name bound only later in the
   file is ``E0103``. An unknown name that a file this one loads exports is reported once, at
   that ``load()`` (where the fix goes), with its uses as secondary spans.
-* An expression nested deeper than Python's stack allows to walk is ``E0801``.
+* An expression nested deeper than :data:`~rcpc.core.limits.MAX_DEPTH` levels (each node of
+  its tree one level, as evaluation counts them) is ``E0801``, whether or not it is ever
+  evaluated (a branch not taken, a function never called), so that what ``check`` accepts
+  ``fmt`` formats; statements nested deeper than Python's stack allows to walk are too.
 
 All errors of a file are collected and raised together, up to :data:`~rcpc.core.limits.MAX_ERRORS`
 (then ``E0808``): each unknown name looks for a suggestion among every name bound, so a file
@@ -35,7 +38,7 @@ from typing import Iterator
 
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean
-from rcpc.core.limits import MAX_ERRORS
+from rcpc.core.limits import MAX_DEPTH, MAX_ERRORS
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import Visitor
@@ -115,9 +118,12 @@ def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> 
     for stmt in chain(module.stmts, _Deferred(resolver)):  # the defs' bodies last
         try:
             resolver.statement(stmt)
-        except RecursionError:  # the first walk of each tree: nesting deeper than Python's stack
-            resolver.diags.append(Diagnostic("E0801", "expression nested too deeply", stmt.span,
+        except _TooDeep as deep:
+            resolver.diags.append(Diagnostic("E0801", f"expression nested deeper than {MAX_DEPTH} levels", deep.span,
                                              hint="split it into several named values"))
+        except RecursionError:  # statements (if, for) nested deeper than Python's stack
+            resolver.diags.append(Diagnostic("E0801", "statements nested too deeply", stmt.span,
+                                             hint="split it into several functions"))
         except _TooMany as stop:
             resolver.diags.append(Diagnostic("E0808", f"more than {MAX_ERRORS} errors in this file; the rest are "
                                              "not reported", stop.span, hint="fix the errors above first"))
@@ -177,6 +183,19 @@ class _TooMany(Exception):
         self.span = span
 
 
+class _TooDeep(Exception):
+    """An expression node at level :data:`~rcpc.core.limits.MAX_DEPTH` + 1, at ``span``."""
+
+    def __init__(self, span):
+        self.span = span
+
+
+# The nodes evaluation counts as a level (rcpc.core.evaluate.Evaluator.eval): expressions.
+_EXPRESSIONS = frozenset((ast.IntLit, ast.FloatLit, ast.BoolLit, ast.NoneLit, ast.StrLit, ast.FString, ast.ListLit,
+                          ast.DictLit, ast.Comprehension, ast.BinOp, ast.Neg, ast.BoolOp, ast.Not, ast.Compare,
+                          ast.Conditional, ast.Index, ast.Attr, ast.Call))  # and ast.Name: visit_Name
+
+
 def _is_param(value) -> bool:
     return type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "param"
 
@@ -196,6 +215,7 @@ class _Resolver(Visitor):
         self.locals: dict[str, Binding] = {}  # the arguments and locals of the def being resolved
         self.deferred: list = []             # defs whose bodies are still to be resolved
         self.later: dict[str, Span] = {}     # every top-level name, where first bound
+        self.depth = 0                       # expression levels around the node being visited
         for stmt in module.stmts:
             if type(stmt) is ast.Assign:
                 self.later.setdefault(stmt.name, stmt.name_span)
@@ -209,6 +229,7 @@ class _Resolver(Visitor):
         self.diags.append(d)
 
     def statement(self, stmt) -> None:
+        self.depth = 0
         t = type(stmt)
         if t is ast.Assign:
             self.visit(stmt.value)
@@ -273,7 +294,26 @@ class _Resolver(Visitor):
     def leave_scope(self, node: ast.Comprehension) -> None:
         self.scopes.pop()
 
+    def generic_visit(self, node) -> None:
+        if type(node) in _EXPRESSIONS:
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(node.span)
+            Visitor.generic_visit(self, node)
+            self.depth -= 1
+        else:
+            Visitor.generic_visit(self, node)
+
+    def visit_Comprehension(self, node: ast.Comprehension) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _TooDeep(node.span)
+        Visitor.visit_Comprehension(self, node)
+        self.depth -= 1
+
     def visit_Name(self, node: ast.Name) -> None:
+        if self.depth >= MAX_DEPTH:
+            raise _TooDeep(node.span)
         n = node.id
         for b in reversed(self.scopes):
             if b.name == n:
