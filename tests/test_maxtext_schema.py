@@ -216,7 +216,7 @@ def test_f3_bool_spelled_as_text_becomes_the_bool_with_a_warning(sws, spelling):
     assert out["default"]["f.flags"] == f"enable_checkpointing={spelling}\n"
     (w,) = [d for d in warnings_of(sws) if d.code == "W0321"]
     assert w.severity == "warning" and str(w.span) == "recipes/r.rcp:1:44"
-    assert w.hint == f"write {spelling} without quotes"
+    assert w.hint == f"write {spelling} without quotes (a param that holds it is then a param(bool, ...))"
     parsed = OmegaConf.to_container(OmegaConf.from_cli(["enable_checkpointing=" + spelling]))
     assert parsed["enable_checkpointing"] is (spelling.lower() == "true")
 

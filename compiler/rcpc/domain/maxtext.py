@@ -285,7 +285,8 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
             typed = spelled[1](py, value.span)
             found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: the string {py!r} is written as the "
                                     f"{want} {typed.text}", value.span, WARNING,
-                                    hint=f"write {typed.text} without quotes"))
+                                    hint=f"write {typed.text} without quotes (a param that holds it is then a "
+                                         f"param({want}, ...))"))
             return record.evolve(e, value=typed), found
         found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: MaxText reads the string {py!r} as "
                                 f"{_py_text(got)}", value.span, WARNING, hint=f"write {_py_text(got)}"))
