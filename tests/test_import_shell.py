@@ -356,3 +356,20 @@ def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
     renders = proof.build(compiler, out, {k: v for k, v in {"A": "a1", "B": "b2"}.items() if k in params})
     if "launch.sh" in renders:
         assert proof.run_stubbed(renders["launch.sh"], ["xpk"]) == theirs
+
+
+@pytest.mark.parametrize("kind", ["shell", "manifest"])
+@pytest.mark.parametrize("missing", ["nope.sh", "no/such/dir/x.yaml", "dangling"])
+def test_importing_a_file_that_does_not_exist_is_a_usage_error(kind, missing, tmp_path, monkeypatch, capsys):
+    """A path that names no file is the command line's mistake (exit 2, "no such file"), as for
+    rcpc fmt: not E1201, "shell file that bash cannot parse" (a new user's typo). A dangling
+    symlink is a file that cannot be read: E1201/E1200 as before."""
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "dangling").symlink_to("gone")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["import", kind, missing], capsys)
+    if missing == "dangling":
+        assert code == 1 and "cannot read dangling" in err
+    else:
+        assert code == 2 and err.strip() == f"rcpc: no such file: {missing}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "rcp.toml"]

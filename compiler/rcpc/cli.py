@@ -717,6 +717,8 @@ def _import(args, ws, compiler) -> int:
 
     source = Path(args.file)
     shown = args.file
+    if not os.path.lexists(source):  # as rcpc fmt: a usage error (exit 2), not an E12xx of the file
+        raise _Usage(f"no such file: {shown}")
     out = args.output
     if out is not None:
         target = Path(out)
