@@ -81,13 +81,14 @@ def _section(example, output: str) -> str:
 
 def test_docs_table_is_rendered_from_the_catalog(tmp_path_factory, monkeypatch, capsys, snapshot, request):
     sections = []
+    severity = {}  # as the example prints it (an L finding is a warning or a note)
     for example in CATALOG:
         root = tmp_path_factory.mktemp(example.code)
         _, err = run_example(example, root, monkeypatch, capsys)
         sections.append(_section(example, err))
+        severity[example.code] = re.search(rf"(error|warning|note)\[{example.code}\]", err).group(1)
     table = "\n".join(f"| [{e.code}](#{e.code.lower()}-{re.sub(r'[^a-z0-9 -]', '', e.title.lower()).replace(' ', '-')}) "
-                      f"| {'error' if e.code[0] == 'E' else 'note' if e.code[0] == 'N' else 'warning'} | {e.title} |"
-                      for e in CATALOG)
+                      f"| {severity[e.code]} | {e.title} |" for e in CATALOG)
     doc = ("# Diagnostics\n\nEvery diagnostic rcpc prints has a stable code: `E` errors (exit 1), `W` "
            "warnings, `N` notes (`rcpc check --notes`) and `L` lint findings (`rcpc lint`, also in "
            "`rcpc check`). `--diagnostics json` prints the same data as "

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.core.diagnostics import CompileError
+from rcpc.domain.tpu import ALIASES
 from tests.conftest import Ws
 
 LOWER, DIGITS = string.ascii_lowercase, string.digits
@@ -411,6 +412,36 @@ def test_a_tpu_job_runs_one_pod_a_host_whatever_fields_it_writes(tmp_path_factor
     found = [d.code for d in codes(fresh(tmp_path_factory), text)]
     wrong = 0 if (par == hosts or hosts == 1 and par in (None, "None", 1)) else 1 + (completions and type(par) is int)
     assert found == ["E1007"] * wrong, text
+
+
+SELECTED = """jobset(name = "js", spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{"template": {{"spec": {{
+    "nodeSelector": {{"cloud.google.com/gke-tpu-accelerator": {value}}},
+    "containers": [{{"name": "main", "image": "img"}}],
+}}}}}}}}}}]}})
+"""
+
+
+@SETTINGS
+@given(value=st.one_of(st.sampled_from(sorted(set(ALIASES) | {"tpu-v7x", "TPU7X", "v6e-slice", ""})),
+                       st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,18}[a-z0-9])?", fullmatch=True)))  # valid label values
+@example(value="tpu-v7x")  # the new user's (Ironwood is tpu7x): the pods were never scheduled, check said ok
+def test_a_tpu_accelerator_no_gke_node_has_is_a_warning(tmp_path_factory, value):
+    """W1002 exactly for the values GKE labels no TPU node with, the accelerator names rcpc
+    takes in tpu_slice() ("v7x") included."""
+    from rcpc.domain.tpu import GKE_ACCELERATORS
+
+    found = [d for d in codes_and_warnings(fresh(tmp_path_factory), SELECTED.format(value=rcp(value)))
+             if d.code == "W1002"]
+    assert len(found) == (value not in GKE_ACCELERATORS)
+
+
+def codes_and_warnings(ws: Ws, text: str) -> list:
+    """The errors of building ``text``, or its warnings when it builds."""
+    try:
+        ws.build(text)
+    except CompileError as exc:
+        return exc.diagnostics
+    return ws.last_compiler.diagnostics()
 
 
 EXIT_CODES = """jobset(name = "js", metadata = {{"name": "js"}}, spec = {{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{

@@ -283,6 +283,10 @@ CATALOG = [
     Example("W1001", "env var defined twice in a pod (the API server warns)",
             'manifest(name = "p", apiVersion = "v1", kind = "Pod", spec = {"containers": [{"name": "c", "image": "i", '
             '"env": [{"name": "X", "value": "1"}, {"name": "X", "value": "2"}]}]})\n', exit=0),
+    Example("W1002", "TPU accelerator label no GKE node has",
+            'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {\n'
+            '    "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v7x"},\n'
+            '    "containers": [{"name": "main", "image": "img"}],\n}}}}}]})\n', exit=0),
     Example("E1101", "schema violation", 'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", immutable = "yes")\n',
             files={"rcp.toml": 'kube_schemas = ["cm.json"]\n',
                    "cm.json": '{"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", '

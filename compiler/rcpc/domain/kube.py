@@ -37,8 +37,9 @@ import re
 
 from rcpc.domain import kube_validation as kv
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
-from rcpc.core.diagnostics import Diagnostic
-from rcpc.domain.tpu import ACCELERATOR_LABEL, ALIASES, SLICE_TOPOLOGY_ANNOTATION, TOPOLOGY_LABEL, tpu_slice
+from rcpc.core.diagnostics import Diagnostic, did_you_mean
+from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
+                             TOPOLOGY_LABEL, tpu_slice)
 from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of, type_name
 
 TPU_RESOURCE = "google.com/tpu"
@@ -359,6 +360,8 @@ def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None)
     and they differ."""
     sel = pod.items.get("nodeSelector")
     acc = sel.items.get(ACCELERATOR_LABEL) if type(sel) is Dict else None
+    if type(acc) is Str and acc.value not in GKE_ACCELERATORS and out is not None:
+        _unknown_accelerator(acc, path, kind, out)
     if type(acc) is not Str or acc.value not in ALIASES:
         return None
     topo = sel.items.get(TOPOLOGY_LABEL)
@@ -374,6 +377,17 @@ def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None)
     if type(topo) is not Str:
         return None
     return tpu_slice(f"{acc.value}:{topo.value}", topo.span)
+
+
+def _unknown_accelerator(acc: Str, path: tuple, kind: str, out: list) -> None:
+    """``W1002``: a node selector asking for a TPU accelerator that no GKE node is labelled
+    with (the pods never schedule; the API server accepts it)."""
+    gen = GENERATIONS.get(ALIASES.get(acc.value, ""))
+    hint = (f"GKE labels {gen.name} nodes {gen.accelerator}" if gen is not None
+            else did_you_mean(acc.value, GKE_ACCELERATORS) or "GKE's values: " + ", ".join(sorted(GKE_ACCELERATORS)))
+    out.append(_diag("W1002", kind, path + ("nodeSelector", ACCELERATOR_LABEL),
+                     f"no GKE node is labelled {ACCELERATOR_LABEL}={acc.value}: the pods would never be scheduled",
+                     acc.span, severity="warning", hint=hint))
 
 
 def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> None:

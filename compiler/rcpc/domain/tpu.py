@@ -66,6 +66,9 @@ GENERATIONS = {
                                 "2x4": ("ct6e-standard-8t", 8)}),
     )
 }
+# The values GKE labels TPU nodes with (cloud.google.com/gke-tpu-accelerator).
+GKE_ACCELERATORS = frozenset(g.accelerator for g in GENERATIONS.values())
+
 # Spellings accepted before the ':' (GKE accelerator labels and Cloud TPU version names).
 ALIASES = {
     "v4": "v4", "tpu-v4-podslice": "v4",
