@@ -315,12 +315,6 @@ def test_bad_shell_is_located_and_writes_nothing(text, code, tmp_path, monkeypat
     assert not out.exists()
 
 
-def test_missing_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(REPO)
-    rc, _, err = _run(["import", "shell", str(tmp_path / "none.sh")], capsys)
-    assert rc == 1 and "error[E1201]" in err
-
-
 # Words of a command line as a shell author writes them: plain text, single quotes, double
 # quotes with escapes, backslashes, $NAME and ${NAME} of the script's params.
 _PLAIN = st.text(alphabet="abcXYZ019-_=:,./+@%", min_size=1, max_size=6)
