@@ -98,10 +98,13 @@ print(multiprocessing.active_children())
 """
 
 
-@pytest.mark.parametrize("sig", ["SIGSTOP", "SIGTSTP"])
+# SIGSTOP only: the kernel discards SIGTSTP sent to a process of an orphaned process group
+# (POSIX; a CI job started under setsid/nohup), the worker never stopped and the test's wait
+# for it spun until the 60 s guard (found in a .ci/run). A stopped worker is a stopped worker.
+@pytest.mark.parametrize("sig", ["SIGSTOP"])
 @pytest.mark.parametrize("moment", ["idle", "working"])
 def test_a_stopped_worker_does_not_keep_the_pool_from_ending(moment, sig):
-    """A worker stopped (SIGSTOP, SIGTSTP, a debugger) when the pool ends, done (``idle``:
+    """A worker stopped (SIGSTOP, as SIGTSTP or a debugger stop it) when the pool ends, done (``idle``:
     every result in) or interrupted (``working``: Ctrl-C while the worker is stopped in an
     item), is ended all the same: a stopped process keeps the pool's SIGTERM pending until it
     is continued, and the pool waited for it forever, Ctrl-C held."""

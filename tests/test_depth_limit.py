@@ -23,9 +23,11 @@ from rcpc.core.limits import MAX_DEPTH
 # One sub-expression each, always evaluated (no branch not taken, no short circuit): evaluation
 # reaches the innermost node before it can fail on anything else (a type error is raised on
 # the way out), so "E0801 or not" is well defined for evaluation too.
-WRAPPERS = ["[{}]", '{{"k": {}}}', "({})", "-{}", "not {}", "{} + 1", "1 + {}", "{} if True else 0",
-            "0 if False else {}", "[{}][0]", "len([{}])", 'f"{{{}}}"', "[x for x in [{}]]", "{} == 1",
-            '{{"a": {}}}.get("a")', "str({})", "[i for i in range(1) if {}]", "dict(a = {})",
+# Operands are parenthesized (no level): without, "-{}" around "0 if False else 1" made
+# "(-0) if False else 1", a deeper branch never taken (found by this test in CI).
+WRAPPERS = ["[{}]", '{{"k": {}}}', "({})", "-({})", "not ({})", "({}) + 1", "1 + ({})", "({}) if True else 0",
+            "0 if False else ({})", "[{}][0]", "len([{}])", 'f"{{{}}}"', "[x for x in [{}]]", "({}) == 1",
+            '{{"a": {}}}.get("a")', "str({})", "[i for i in range(1) if ({})]", "dict(a = {})",
             "{{k: v for k, v in {{1: {}}}.items()}}"]
 LEAVES = ["1", '"s"', "True", "None", "Y", "1.5", "[]"]
 
@@ -63,7 +65,8 @@ def _first_refused(tmp_path_factory, lifted, prefix: list, leaf: str) -> int:
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.sampled_from(WRAPPERS), max_size=12), st.sampled_from(LEAVES))
 @example([], "1")
-@example(["[x for x in [{}]]", "dict(a = {})", "{}.x"], "Y")
+@example(["[x for x in [{}]]", "dict(a = {})", "({}).x"], "Y")
+@example(["-({})", "0 if False else ({})"], "1")
 def test_resolution_limits_nesting_exactly_where_evaluation_did(tmp_path_factory, prefix, leaf):
     """Around any chain of constructs every level of which is evaluated, resolution's check
     alone (evaluation's lifted) refuses from exactly the nesting where evaluation's alone
