@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -98,21 +99,25 @@ class Workspace:
 
     @classmethod
     def _load(cls, root: Path, cfg: Path) -> "Workspace":
-        span = Span(CONFIG_NAME, 1, 1, 1, 1)
         links: dict = {}
         try:
             raw = read_limited(cfg, MAX_FILE_BYTES)
             text = raw.decode("utf-8")
             data = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {exc}", span) from None
+        except tomllib.TOMLDecodeError as exc:
+            why, where = _toml_error(exc, raw)
+            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {why}", where,
+                        hint="rcp.toml is TOML 1.0 (toml.io); its keys are listed in docs/cli.md, Workspace") from None
+        except UnicodeDecodeError as exc:
+            where = _offset_span(raw, exc.start)
+            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: it is not UTF-8 ({exc.reason})", where) from None
         except OSError as exc:
             raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
 
         def strings(key, default):
             value = data.get(key, default)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", span)
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", _key_span(text, key))
             return value
 
         def path(key, value):
@@ -141,18 +146,18 @@ class Workspace:
         def one_dir(key, default):
             value = data.get(key, default)
             if not isinstance(value, str):
-                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", span)
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", _key_span(text, key))
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
                  "kube_schemas"]
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", span,
+            raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", _key_span(text, unknown[0]),
                         hint=did_you_mean(unknown[0], known))
         if "maxtext_schema" in data and "maxtext_base" in data:
             raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
-                        "its older spelling)", span)
+                        "its older spelling)", _key_span(text, "maxtext_base"))
         ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                  one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
                  config_bytes=raw)
@@ -351,12 +356,44 @@ class Workspace:
 
 
 def _key_span(text: str, key: str) -> Span:
-    """Where ``key`` is set in rcp.toml's ``text`` (line 1 when it is not found)."""
+    """Where ``key`` is set in rcp.toml's ``text``: a line ``key =``, ``"key" =`` or
+    ``'key' =``, or a table header ``[key]`` (TOML 1.0, keys and tables); line 1 when none is
+    found (a key set by a dotted key or an inline table)."""
+    forms = (key, f'"{key}"', f"'{key}'")
     for n, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith(key) and line.lstrip()[len(key):].lstrip().startswith("="):
-            col = len(line) - len(line.lstrip()) + 1
-            return Span(CONFIG_NAME, n, col, n, col + len(key))
+        stripped = line.lstrip()
+        col = len(line) - len(stripped) + 1
+        for form in forms:
+            if stripped.startswith(form) and stripped[len(form):].lstrip().startswith("="):
+                return Span(CONFIG_NAME, n, col, n, col + len(form))
+            if stripped.startswith("[") and stripped[1:].lstrip().startswith(form) \
+                    and stripped[1:].lstrip()[len(form):].lstrip().startswith("]"):
+                return Span(CONFIG_NAME, n, col, n, col + len(stripped.split("]")[0]) + 1)
     return Span(CONFIG_NAME, 1, 1, 1, 1)
+
+
+def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
+    """tomllib's reason for refusing rcp.toml and where: its ``lineno``/``colno`` (Python
+    3.14+), else the ``(at line L, column C)`` or ``(at end of document)`` that Python 3.11's
+    tomllib ends its message with (both 1-based, columns in characters)."""
+    message = str(exc)
+    found = re.search(r" \(at (?:line (\d+), column (\d+)|end of document)\)$", message)
+    why = message[:found.start()] if found else message
+    line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    if line is None and found and found.group(1):
+        line, col = int(found.group(1)), int(found.group(2))
+    if line is None:  # at the end of the document
+        lines = raw.decode("utf-8").split("\n")
+        line, col = len(lines), len(lines[-1]) + 1
+    return why, Span(CONFIG_NAME, line, col, line, col + 1)
+
+
+def _offset_span(raw: bytes, offset: int) -> Span:
+    """The place of byte ``offset`` of rcp.toml (column in bytes of its line: the line is
+    not text)."""
+    line = raw.count(b"\n", 0, offset) + 1
+    col = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+    return Span(CONFIG_NAME, line, col, line, col + 1)
 
 
 def entry(p: Path, parents: dict | None = None) -> Path:

@@ -1,0 +1,94 @@
+"""A fault in ``rcp.toml`` is reported at its own line (E0901), as every other diagnostic is
+(DESIGN.md §6: file:line:col and a hint), whatever its kind: TOML that tomllib refuses (its
+message names the place; Python 3.11's tomllib only in the text), a key rcpc does not know,
+a value of the wrong type. A new user once got ``rcp.toml:1:1`` for a fault on line 4."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.core.diagnostics import CompileError
+from rcpc.domain.workspace import Workspace
+
+# Settings that are valid on their own (no directory needs to exist)
+VALID = {
+    "recipe_dirs": 'recipe_dirs = ["recipes"]',
+    "library_dirs": "library_dirs = ['recipes/lib']",
+    "output_dir": 'output_dir = "out"',
+    "golden_dir": '"golden_dir" = "g"',
+    "kube_schemas": 'kube_schemas = ["builtin:jobset"]',
+}
+FILLER = ["", "# a comment", "   # indented comment"]
+
+# (fault line, key it sets or None, what the message says): each found on its own line
+FAULTS = [
+    ("oops", None, "not valid TOML"),
+    ("output_dir = ", "output_dir", "not valid TOML"),
+    ('golden_dir = "open', "golden_dir", "not valid TOML"),
+    ("= 1", None, "not valid TOML"),
+    ("recipe_dirs = 1 2", "recipe_dirs", "not valid TOML"),
+    ('recipe_dir = ["recipes"]', None, "unknown key 'recipe_dir'"),
+    ("'outputdir' = 'x'", None, "unknown key 'outputdir'"),
+    ("output_dir = 3", "output_dir", "'output_dir' must be a string"),
+    ('"golden_dir" = []', "golden_dir", "'golden_dir' must be a string"),
+    ("kube_schemas = 'builtin:jobset'", "kube_schemas", "'kube_schemas' must be a list of strings"),
+    ("recipe_dirs = [1]", "recipe_dirs", "'recipe_dirs' must be a list of strings"),
+    ("[library_dirs]", "library_dirs", "'library_dirs' must be a list of strings"),
+]
+
+
+@st.composite
+def configs(draw):
+    """(rcp.toml text, 1-based line of the fault, expected message part)."""
+    fault, key, says = draw(st.sampled_from(FAULTS))
+    keys = draw(st.lists(st.sampled_from(sorted(k for k in VALID if k != key)), unique=True))
+    lines = [VALID[k] for k in keys] + draw(st.lists(st.sampled_from(FILLER), max_size=4))
+    lines = draw(st.permutations(lines))
+    at = draw(st.integers(0, len(lines)))
+    if fault.startswith("["):  # a table takes every key after it: it goes last
+        at = len(lines)
+    lines = lines[:at] + [fault] + lines[at:]
+    return "\n".join(lines) + "\n", at + 1, says
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=configs())
+@example(case=('a = 1\nkube_schemas = [\n  "x",\n  oops\n]\n', 4, "not valid TOML"))  # the report
+def test_a_fault_in_rcp_toml_is_reported_at_its_line(case, tmp_path_factory):
+    text, line, says = case
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text(text)
+    with pytest.raises(CompileError) as info:
+        Workspace.find(root)
+    d = info.value.diagnostics[0]
+    assert d.code == "E0901" and says in d.message
+    assert d.span.path == "rcp.toml" and d.span.line == line, (text, d.span)
+    assert "(at line" not in d.message  # the place is in the span, not left in the text
+    if "not valid TOML" in says:
+        assert d.hint and "docs/cli.md" in d.hint
+
+
+@pytest.mark.parametrize("text", ["x = [1,\n", "x = [1,", 'x = """open'])
+def test_a_fault_at_the_end_of_rcp_toml_is_at_its_end(text, tmp_path):
+    """tomllib finds these at the next line or at the end of the document (no line in its
+    message): the place is where the text ends."""
+    (tmp_path / "rcp.toml").write_text(text)
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads(text)
+    with pytest.raises(CompileError) as info:
+        Workspace.find(tmp_path)
+    span = info.value.diagnostics[0].span
+    lines = text.split("\n")
+    assert (span.line, span.col) in {(len(lines), len(lines[-1]) + 1), (len(lines), 1)}
+
+
+def test_rcp_toml_that_is_not_utf8_is_located_at_the_byte(tmp_path):
+    (tmp_path / "rcp.toml").write_bytes(b'output_dir = "out"\ngolden_dir = "\xff"\n')
+    with pytest.raises(CompileError) as info:
+        Workspace.find(tmp_path)
+    d = info.value.diagnostics[0]
+    assert d.code == "E0901" and "not UTF-8" in d.message and (d.span.line, d.span.col) == (2, 15)
