@@ -364,3 +364,46 @@ def test_maxtext_keys_as_dict_keywords(workspace):
         assert "STEPS" in labels and "per_device_batch_size" not in labels
 
     run(workspace, scenario)
+
+
+def _frame(method: str, id: int | None = None, params=None) -> bytes:
+    import json
+
+    body = {"jsonrpc": "2.0", "method": method, **({"id": id} if id is not None else {}),
+            **({"params": params} if params is not None else {})}
+    data = json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+@pytest.mark.parametrize("messages, status", [
+    (["shutdown", "exit"], 0),
+    (["exit"], 1),            # exit without shutdown: the protocol's error status
+    (["shutdown"], 0),        # then stdin ends: the client went away after shutdown
+    ([], 1),                  # stdin ends: the client went away
+    (["shutdown", "exit", "exit"], 0),
+])
+@pytest.mark.parametrize("reader", ["reads", "closed"])
+def test_the_exit_status_is_the_protocols(messages, status, reader, tmp_path):
+    """LSP 3.17, exit notification: status 0 when shutdown came first, else 1; never 120 (a
+    flush of the standard output pygls closed), whether the client still reads stdout or
+    closed it after its last message."""
+    import subprocess
+
+    init = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+    data = _frame("initialize", 1, init) + _frame("initialized", params={})
+    for i, m in enumerate(messages):
+        data += _frame(m, 10 + i if m == "shutdown" else None)
+    proc = subprocess.Popen([sys.executable, "-m", "rcpc", "lsp"], cwd=tmp_path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(data)
+    proc.stdin.close()
+    if reader == "closed":
+        proc.stdout.close()
+    else:
+        proc.stdout.read()
+    assert proc.wait(timeout=60) == status
+    err = proc.stderr.read().decode()
+    assert "Traceback" not in err
+    proc.stderr.close()
+    if reader == "reads":
+        proc.stdout.close()

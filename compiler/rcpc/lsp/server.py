@@ -46,6 +46,7 @@ class RcpServer(LanguageServer):
         self.sessions: dict[Path, Session] = {}
         self.variant: str | None = None
         self._pending: dict[str, asyncio.Task] = {}
+        self.shut_down = False   # the client sent shutdown (LSP: exit then ends with status 0, else 1)
 
     def session(self, real: Path) -> Session:
         from rcpc.domain.workspace import Workspace
@@ -173,6 +174,11 @@ def _initialize(ls: RcpServer, params: T.InitializeParams) -> None:
     opts = params.initialization_options
     if isinstance(opts, dict) and isinstance(opts.get("variant"), str):
         ls.variant = opts["variant"]
+
+
+@server.feature(T.SHUTDOWN)
+def _shutdown(ls: RcpServer, params) -> None:
+    ls.shut_down = True
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
@@ -334,6 +340,43 @@ def _code_actions(ls: RcpServer, params: T.CodeActionParams):
 
 
 def serve() -> int:
-    """Serve LSP over stdin/stdout until the client says exit."""
-    server.start_io()
-    return 0
+    """Serve LSP over stdin/stdout until the client says exit (or closes stdin). The exit
+    status is the protocol's: 0 when the client sent ``shutdown`` first, else 1 (LSP 3.17,
+    *exit notification*). Standard output belongs to the protocol, and pygls may have closed
+    it: nothing is flushed there afterwards."""
+    import sys
+
+    server.start_io(sys.stdin.buffer, _ClientOut(sys.stdout.buffer))
+    sys.stdout = None
+    return 0 if server.shut_down else 1
+
+
+
+class _ClientOut:
+    """The standard output the protocol writes to. A client that closed it (it went away,
+    or stopped reading after its exit notification) ends nothing but this stream: what is
+    written after that is dropped, and the server ends when its input does."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.gone = False
+
+    def write(self, data: bytes) -> None:
+        if not self.gone:
+            try:
+                self.raw.write(data)
+            except (BrokenPipeError, ValueError):  # ValueError: closed already
+                self.gone = True
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.raw.flush()
+            except (BrokenPipeError, ValueError):
+                self.gone = True
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except OSError:
+            pass
