@@ -620,3 +620,37 @@ def test_numbered_directories_are_new_and_past_every_number(tmp_path_factory, ex
         assert int(d.name) not in seen and int(d.name) > last and d.is_dir()
         seen.add(int(d.name))
         last = int(d.name)
+
+
+@SETTINGS
+@given(depth=st.integers(1, 3), at=st.integers(0, 2), kind=st.sampled_from(["file", "fifo", "link to file"]),
+       via=st.sampled_from(["-o", "output_dir"]))
+@example(depth=1, at=0, kind="file", via="-o")   # the report: `rcpc build -o afile` said "File exists"
+def test_an_output_path_through_a_file_says_which_file(tmp_path_factory, depth, at, kind, via):
+    """An output directory whose path runs into something that is not a directory (at any
+    depth, given by -o or output_dir) fails with E0950 naming that path as not a directory,
+    exit 1, the thing itself untouched; not the system's bare "File exists"."""
+    at = min(at, depth - 1)
+    parts = [f"p{i}" for i in range(depth)]
+    root = workspace(tmp_path_factory.mktemp("ws"), {"recipes/r.rcp": 'variant("default")\n'})
+    if via == "output_dir":
+        (root / "rcp.toml").write_text(f'output_dir = "{"/".join(parts)}"\n')
+    blocker = root.joinpath(*parts[:at + 1])
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(blocker)
+    elif kind == "file":
+        blocker.write_text("mine\n")
+    else:
+        (root / "target").write_text("mine\n")
+        blocker.symlink_to(root / "target")
+    def entries():  # (type, bytes of a regular file): a FIFO is not read
+        return {p: (stat.S_IFMT(p.lstat().st_mode), p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+                for p in root.rglob("*")}
+
+    before = entries()
+    code, err = run(root, "build", *(["-o", "/".join(parts)] if via == "-o" else []))
+    shown = "/".join(parts[:at + 1])
+    assert code == 1 and "error[E0950]" in err and f"{shown} is a " in err and ", not a directory" in err, err
+    assert "File exists" not in err and "Traceback" not in err
+    assert entries() == before

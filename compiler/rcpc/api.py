@@ -69,8 +69,26 @@ class Build:
                            origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)},
                            compared=self.compared if self.compared and self.compared.out_dir == out_dir else None)
         except OSError as exc:
-            raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {exc.strerror or exc}", None,
+            raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {_why_not(out_dir, exc)}", None,
                                           hint="the previous output, if any, is unchanged")) from None
+
+
+def _why_not(out_dir: Path, exc: OSError) -> str:
+    """Why the output directory cannot be written, in the user's terms: the path on the
+    way to it that exists but is no directory (EEXIST, ENOTDIR), else the system's reason."""
+    import errno
+    import stat
+
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        for p in reversed((out_dir, *out_dir.parents)):
+            try:
+                mode = os.stat(p).st_mode
+            except OSError:
+                break
+            if not stat.S_ISDIR(mode):
+                kind = "a file" if stat.S_ISREG(mode) else "a special file"
+                return f"{p} is {kind}, not a directory (-o and output_dir name the output directory)"
+    return exc.strerror or str(exc)
 
 
 @record.frozen
