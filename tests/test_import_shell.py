@@ -14,15 +14,16 @@ from pathlib import Path
 
 import bashlex
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.cli import main
+from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.domain.lint import lint
 from rcpc.domain.maxtext import argv as flag_argv
 from rcpc.domain.workspace import Workspace
-from rcpc.importer import proof, shell, shell_library
+from rcpc.importer import bash, proof, shell, shell_library
 from rcpc.importer.command import split
 from rcpc.importer.driver import import_shell
 
@@ -330,6 +331,8 @@ WORDS = st.lists(st.lists(st.one_of(_PLAIN, _SQ, _DQ, _BS, _REF), min_size=1, ma
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=WORDS)
+# bashlex looped on this one and the test process grew to 23 GB (the words of the report)
+@example(words=["${B}\\\\${B}'$'", "=_", "\\'${B}\\\"'b=${b?'", "'?'X09/aa'\\*?\\{-',%"])
 def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
     """The importer's quote removal is bash's: for any quoting of the words (params A and B
     as $A and ${B}), the recipe's command line is the one bash runs (the import proves it;
@@ -342,7 +345,11 @@ def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
         theirs = proof.run_stubbed(src.read_text(), ["xpk"])
     except subprocess.CalledProcessError:
         return  # not a command bash runs
-    imported = import_shell(Workspace.find(REPO), src, "w.sh")
+    try:
+        imported = import_shell(Workspace.find(REPO), src, "w.sh")
+    except CompileError as exc:  # a word bashlex loops on: refused, located (tests/test_import_bash.py)
+        assert exc.diagnostics[0].code == "E1201" and exc.diagnostics[0].message.endswith(bash.STUCK)
+        return
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)
     compiler = proof.fresh_compiler(REPO)

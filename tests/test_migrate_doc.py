@@ -151,7 +151,12 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
         "  as shell text, with a `TODO(import)`. A placeholder that YAML reads as a number after envsubst",
         "  (`replicas: ${N}`) cannot be a `str` param: the import says so (E1203).",
         "* The shell is parsed with bashlex, which does not read every bash construct (a backquote",
-        "  inside single quotes, for one); such a file is E1201 at the place bashlex stops.",
+        "  inside single quotes, for one); such a file is E1201 at the place bashlex stops. On some",
+        "  words bash accepts, bashlex never stops (a single-quoted `${` right after an escape, as in",
+        "  `\\\"'${X'`): rcpc bounds its work by the file's length and reports E1201 at that word",
+        "  (\"does not finish on this word\") after about a second; in a manifest's startup command",
+        "  the command is kept as text (W1200). Command substitutions nested more than about 50 deep",
+        "  are refused the same way (`compiler/rcpc/importer/bash.py`).",
         "",
     ])
     request.node.golden_path = DOC

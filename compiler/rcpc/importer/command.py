@@ -61,10 +61,11 @@ def _walk(nodes):
 
 def parse_commands(text: str):
     """The simple commands of shell ``text`` (bashlex nodes, in order). Raises
-    ``bashlex.errors.ParsingError`` (or another bashlex error) for text bash cannot parse."""
-    import bashlex
+    ``bashlex.errors.ParsingError`` (or another bashlex error) for text bash cannot parse, or
+    that bashlex does not finish parsing (:func:`rcpc.importer.bash.parse`)."""
+    from rcpc.importer import bash
 
-    return _walk(bashlex.parse(text))
+    return _walk(bash.parse(text))
 
 
 def split(text: str) -> tuple[Trainer | None, LibtpuArgs | None]:

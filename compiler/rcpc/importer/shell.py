@@ -82,6 +82,7 @@ def read(path, shown: str) -> Script:
     import bashlex
 
     from rcpc.core.files import read_limited
+    from rcpc.importer import bash
     from rcpc.core.limits import MAX_FILE_BYTES
 
     try:
@@ -90,7 +91,7 @@ def read(path, shown: str) -> Script:
         raise CompileError(Diagnostic("E1201", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}",
                                       None)) from None
     try:
-        nodes = bashlex.parse(text) if text.strip() else []
+        nodes = bash.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex.errors.ParsingError, and others on input it does not support
         pos = getattr(exc, "position", None)
         if "EOF" in str(getattr(exc, "message", "")):  # bashlex's offset of an early end is not reliable
@@ -99,9 +100,12 @@ def read(path, shown: str) -> Script:
             Span(shown, 1, 1, 1, 1)
         message = getattr(exc, "message", None) if isinstance(exc, bashlex.errors.ParsingError) else None
         message = message or f"the shell parser stopped ({type(exc).__name__})"
+        hint = ("bash accepts this word, bashlex loops on it: quote it another way, or import the part "
+                "that parses") if message == bash.STUCK else ("rcpc import reads the shell bash runs (bashlex); fix "
+                                                              "the syntax (bash -n FILE shows it) or import the part "
+                                                              "that parses")
         raise CompileError(Diagnostic("E1201", f"{shown} cannot be parsed as bash: {message}", span,
-                                      hint="rcpc import reads the shell bash runs (bashlex); fix the syntax "
-                                      "(bash -n FILE shows it) or import the part that parses")) from None
+                                      hint=hint)) from None
     script = Script(shown, text, [], {}, [])
     for node in nodes:
         _statement(script, node)

@@ -1,0 +1,66 @@
+"""bashlex's parser, bounded: every shell text the importer reads is parsed here.
+
+bashlex 0.18 never returns on some words bash accepts: a single-quoted ``${`` right after an
+escape (``\\"'${b'``, ``\\\\'${b'``) makes its word expansion (``bashlex.subst``) restart the
+word forever, growing a string, until the machine runs out of memory. :func:`parse` counts
+the Python calls the parser makes and stops it at :func:`budget` calls, proportional to the
+text's length, as :class:`bashlex.errors.ParsingError` located at the word being expanded.
+On the 15 XPK recipes of ``../shared/data`` the parser makes at most ~9 calls per character
+(``tests/test_import_bash.py``); the budget allows 100 per character and 50,000 more.
+"""
+
+from __future__ import annotations
+
+import sys
+
+CALLS_PER_CHAR = 100
+BASE_CALLS = 100_000
+STUCK = "the shell parser (bashlex) does not finish on this word"
+
+
+def budget(text: str) -> int:
+    """How many Python calls parsing ``text`` may take."""
+    return BASE_CALLS + CALLS_PER_CHAR * len(text)
+
+
+def parse(text: str) -> list:
+    """``bashlex.parse(text)``: its nodes. Raises what bashlex raises for text it cannot
+    parse, and ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the
+    offset of the word it was expanding, else 0) past :func:`budget` calls. A trace
+    function set before (a debugger, coverage) is suspended meanwhile and restored."""
+    import bashlex
+
+    limit = budget(text)
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += 1
+        if calls > limit:
+            sys.settrace(None)
+            raise bashlex.errors.ParsingError(STUCK, text, _word_offset(frame, text))
+        return None  # no line events: calls only
+
+    before = sys.gettrace()
+    sys.settrace(count)
+    try:
+        return bashlex.parse(text)
+    finally:
+        sys.settrace(before)
+
+
+def _word_offset(frame, text: str) -> int:
+    """The offset in ``text`` of the word bashlex was expanding: the outermost ``_expandword``
+    up the stack from ``frame`` (a command substitution's words are offsets in its own text),
+    plus the offset at which ``bashlex.parse`` started the command being parsed (its local
+    ``index``; it parses one command at a time, each from 0). 0 when no word is found."""
+    pos = start = None
+    while frame is not None:
+        local = frame.f_locals
+        if frame.f_code.co_name == "_expandword":
+            pos = getattr(local.get("tokenword"), "lexpos", pos)
+        elif frame.f_code.co_name == "parse" and local.get("s") is text:
+            start = local.get("index", 0)
+        frame = frame.f_back
+    offset = (pos or 0) + (start or 0) if isinstance(pos, int) and isinstance(start, int) else 0
+    return offset if 0 <= offset < len(text) else 0

@@ -1,0 +1,127 @@
+"""The importer's shell parser always ends (:mod:`rcpc.importer.bash`): bashlex loops forever
+on some words bash accepts (a single-quoted ``${`` right after an escape), growing memory
+until the machine kills the process; this once took a test run to 23 GB. Parsing is bounded
+by a budget of calls proportional to the text, refused as E1201 at the word (``rcpc import
+shell``) or kept as text with W1200 (a manifest's startup command)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import bashlex
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.core.diagnostics import CompileError
+from rcpc.domain.workspace import Workspace
+from rcpc.importer import bash
+from rcpc.importer.driver import import_manifest, import_shell
+
+REPO = Path(__file__).resolve().parent.parent
+XPK = sorted((REPO.parent / "shared" / "data").rglob("*.sh"))
+STUCK_WORDS = ["\\\"'${b'", "\\\\'${b'", "a\\\"'b=${b?'"]
+# the word of the hypothesis example that grew the test process to 23 GB
+REPORTED = ('export A="a1"\nexport B="b2"\n'
+            "xpk ${B}\\\\${B}'$' =_ \\'${B}\\\"'b=${b?' '?'X09/aa'\\*?\\{-',%\n")
+
+
+@contextmanager
+def guard(seconds: int = 120):
+    """A parse that does not end fails the test instead of hanging the run (the bound makes
+    the stuck parses above end in about a second)."""
+    def stop(signum, frame):
+        raise AssertionError(f"the parse did not end in {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def calls(text: str) -> int:
+    """How many Python calls bashlex makes parsing ``text``."""
+    n = 0
+
+    def count(frame, event, arg):
+        nonlocal n
+        n += 1
+
+    sys.settrace(count)
+    try:
+        bashlex.parse(text)
+    finally:
+        sys.settrace(None)
+    return n
+
+
+def test_the_budget_is_ten_times_what_real_recipes_take():
+    assert len(XPK) == 15
+    for path in XPK:
+        text = path.read_text()
+        assert calls(text) * 10 <= bash.budget(text), path.name
+        assert bash.parse(text) == bashlex.parse(text)  # the same nodes (bashlex's node equality)
+
+
+@pytest.mark.parametrize("depth", [1, 4, 20, 50])  # docs/migrate.md: about 50 levels
+def test_nested_command_substitutions_within_the_documented_depth_parse(depth):
+    text = "a " + "$(b " * depth + "c" + ")" * depth + "\n"
+    assert len(bash.parse(text)) == 1
+
+
+PIECES = ["a", "b", "$", "{", "}", "${b", "${b}", "'", '"', "\\", '\\"', "\\\\", "?", " ", "=", "-", "$("]
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=st.lists(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join), min_size=1, max_size=3))
+@example(words=[STUCK_WORDS[0]])
+def test_any_word_parses_or_fails_located_and_the_parse_ends(words):
+    text = "xpk " + " ".join(words) + "\n"
+    with guard():
+        try:
+            bash.parse(text)
+        except bashlex.errors.ParsingError as exc:
+            assert 0 <= exc.position <= len(text)
+        except Exception:  # bashlex's other errors (NotImplementedError, its tokenizer's): refused, as before
+            pass
+
+
+@pytest.mark.parametrize("word", STUCK_WORDS)
+def test_a_word_bashlex_loops_on_is_e1201_at_the_word(word, tmp_path):
+    src = tmp_path / "launch.sh"
+    src.write_text(f"export A=1\nxpk {word} --x\n")
+    with guard(), pytest.raises(CompileError) as info:
+        import_shell(Workspace.find(REPO), src, "launch.sh")
+    d = info.value.diagnostics[0]
+    assert d.code == "E1201" and d.message.endswith(bash.STUCK)
+    assert (d.span.line, d.span.col) == (2, 5) and "bashlex loops" in d.hint
+
+
+def test_the_reported_script_is_refused_in_bounded_time(tmp_path):
+    src = tmp_path / "w.sh"
+    src.write_text(REPORTED)
+    with guard(), pytest.raises(CompileError) as info:
+        import_shell(Workspace.find(REPO), src, "w.sh")
+    assert info.value.diagnostics[0].message.endswith(bash.STUCK)
+    assert info.value.diagnostics[0].span.line == 3
+
+
+def test_a_manifest_startup_command_bashlex_loops_on_is_kept_as_text(tmp_path):
+    """``rcpc import manifest``: the container's ``bash -c`` text is split with the same
+    parser; one it does not finish is kept whole, with W1200, and the import goes on."""
+    cmd = f"python3 -m MaxText.train MaxText/configs/base.yml steps=1 && echo {STUCK_WORDS[1]}"
+    src = tmp_path / "job.yaml"
+    src.write_text(
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: j\nspec:\n  replicatedJobs:\n"
+        "  - name: w\n    template:\n      spec:\n        template:\n          spec:\n            containers:\n"
+        "            - name: c\n              image: i\n              command: [bash, -c, " + repr(cmd) + "]\n"
+        "            restartPolicy: Never\n")
+    with guard():
+        imported = import_manifest(Workspace.find(REPO), src, "job.yaml", {}, None)
+    assert any(n.code == "W1200" and "kept as text" in n.message for n in imported.notes)
