@@ -34,6 +34,43 @@ from rcpc.core.source import Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python
 from rcpc.domain.workspace import Workspace
 
+# A test whose memory runs away fails with MemoryError where it allocates, its traceback in the
+# report, instead of the kernel's OOM killer ending the whole run with no trace (a loop in
+# bashlex grew a test process to 23 GB, tests/test_import_bash.py). RLIMIT_DATA (Linux >= 4.7)
+# counts the heap and private writable mappings, not reserved address space (node's), and is
+# inherited by the commands tests start. The heaviest test takes about 750 MB (E0804's example).
+MAX_TEST_DATA = 4 << 30
+
+
+def _bound_memory() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft == resource.RLIM_INFINITY or soft > MAX_TEST_DATA:
+        resource.setrlimit(resource.RLIMIT_DATA, (MAX_TEST_DATA, hard))
+
+
+_bound_memory()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """After a test that ran out of memory is reported, what it allocated is freed (its
+    frames, which pytest keeps for post-mortem debugging, are dropped), so the tests after
+    it have their memory back."""
+    report = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(MemoryError):
+        import gc
+        import sys
+        import traceback
+
+        traceback.clear_frames(call.excinfo.tb)
+        call.excinfo.value.__traceback__ = None
+        call.excinfo = None
+        sys.last_type = sys.last_value = sys.last_traceback = None
+        gc.collect()
+    return report
+
 RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
 RECIPE = "recipes/r.rcp"
 LIB = "recipes/lib/consts.rcp"
