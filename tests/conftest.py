@@ -71,6 +71,7 @@ def pytest_runtest_makereport(item, call):
         gc.collect()
     return report
 
+
 RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
 RECIPE = "recipes/r.rcp"
 LIB = "recipes/lib/consts.rcp"
