@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from rcpc.cli import main
 
@@ -213,3 +215,55 @@ def test_contract_provenance_sees_through_calls(ws, cli):
         "  2. 99  at recipes/lib/f.rcp:2:13  (layer 2: made in layer() called as `layer(tuned)` at "
         "recipes/lib/f.rcp:5:44; made in trainer() called as `trainer(10, tuned = T)` at recipes/r.rcp:3:5; "
         "`tuned` is true at recipes/lib/f.rcp:2:29 with tuned=True)")
+
+
+# Flags before the changed ones, any number: a contract's answer must not depend on how many
+# tokens come first (a set of token indices iterated out of list order once an index was >= 8
+# made the first token of a key look like its last: correct contracts failed, broken ones passed)
+FILLER = [("steps", "100"), ("log_period", "10"), ("learning_rate", "3e-4"), ("run_name", '"x"'),
+          ("enable_checkpointing", "False"), ("dataset_type", '"synthetic"'), ("max_target_length", "2048"),
+          ("eval_interval", "-1"), ("checkpoint_period", "1000"), ("base_emb_dim", "2048"),
+          ("base_num_decoder_layers", "16"), ("base_mlp_dim", "8192"), ("base_num_query_heads", "16"),
+          ("base_num_kv_heads", "16"), ("head_dim", "128"), ("vocab_size", "32000")]
+
+
+def _flags_recipe(before: int, after: int, effective: bool, render: str) -> str:
+    first, last = ("2", "4") if effective else ("4 if TUNED else 2", "2")
+    keys = FILLER[:before] + [("per_device_batch_size", first)] + FILLER[before:][:after]
+    layer = ", ".join(f'"{k}": {v}' for k, v in keys)
+    carrier = ('flag_file(name = "trainer", flags = FLAGS)\n' if render == "trainer" else
+               'manifest(name = "pod", apiVersion = "v1", kind = "Pod", metadata = {"name": "p"},\n'
+               '    spec = {"containers": [{"name": "m", "image": "x", "args": FLAGS.argv}]})\n')
+    return (f'TUNED = param(bool, default = False)\n'
+            f'FLAGS = maxtext_flags({{{layer}}},\n'
+            f'    {{"remat_policy": "full", "per_device_batch_size": {last}}} if TUNED else {{}})\n'
+            f'{carrier}variant("default")\n'
+            f'variant("tuned", set = {{"TUNED": True}}, against = "default",\n'
+            f'        changes = {{"{render}": ["per_device_batch_size", "remat_policy"]}})\n')
+
+
+@given(before=st.integers(0, len(FILLER)), after=st.integers(0, 4), render=st.sampled_from(["trainer", "pod"]),
+       effective=st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(before=6, after=0, render="trainer", effective=True)   # the report: 9 tokens, a correct contract failed
+@example(before=6, after=0, render="pod", effective=False)      # and a broken one passed
+def test_a_contract_s_answer_does_not_depend_on_how_many_flags_come_first(tmp_path_factory, before, after,
+                                                                        render, effective):
+    """The tuned layer sets per_device_batch_size from 2 to 4 or, when ``effective`` is
+    false, back to the 2 of the default variant after the first layer made it 4 (its tokens
+    change, its value does not): the contract holds exactly when ``effective``."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text("")
+    (root / "recipes").mkdir()
+    (root / "recipes" / "r.rcp").write_text(_flags_recipe(before, after, effective, render))
+    err = io.StringIO()
+    with contextlib.chdir(root), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["check"])
+    if effective:
+        assert code == 0, err.getvalue()
+    else:
+        assert code == 1 and "error[E0612]" in err.getvalue() and \
+            "the tokens of flag 'per_device_batch_size' change" in err.getvalue(), err.getvalue()

@@ -358,8 +358,8 @@ class _Walk:
         if self.keys and any(type(x) is Str and x.pieces for x in (*a, *b)):
             # a declared flag's own items may differ: compare the rest
             sa, sb = self._flag_items(a, b), self._flag_items(b, a)
-            self._sites([t for i in sa for t in tokens_of(a[i], self.keys)],
-                        [t for j in sb for t in tokens_of(b[j], self.keys)], path)
+            self._sites([t for i in sorted(sa) for t in tokens_of(a[i], self.keys)],  # in list order: the
+                        [t for j in sorted(sb) for t in tokens_of(b[j], self.keys)], path)  # last token wins
             ia = [i for i in ia if i not in sa]
             ib = [j for j in ib if j not in sb]
         ka, kb = [deep_key(a[i]) for i in ia], [deep_key(b[j]) for j in ib]
