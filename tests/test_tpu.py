@@ -111,8 +111,9 @@ def test_v7x_slice_matches_the_published_jobset(ws):
     ("tpu7x:1x4x4", "TPU v7x has no topology '1x4x4': multi-host 3-D slices are at least 2 in every dimension"),
     ("v4:32x32x32", "TPU v4 has no topology '32x32x32': the largest v4 slice has 4096 chips"),
     ("v5e:32x32", "TPU v5e has no topology '32x32': the largest v5e slice has 256 chips"),
-    ("v5e:2x8", "TPU v5e has no topology '2x8': multi-host v5e/v6e slices are at least 4x4"),
-    ("v6e:4x2", "TPU v6e has no topology '4x2': multi-host v5e/v6e slices are at least 4x4"),
+    ("v5e:2x8", "TPU v5e has no topology '2x8': GKE's multi-host v5e/v6e slices are 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("v6e:4x2", "TPU v6e has no topology '4x2': GKE's multi-host v5e/v6e slices are 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("v6e:8x4", "TPU v6e has no topology '8x4': GKE's multi-host v5e/v6e slices are"),  # a new user's
     ("v5e:1x2", "TPU v5e has no topology '1x2'"),
 ])
 def test_bad_slices_are_errors(spec, fragment):
@@ -144,3 +145,24 @@ def test_slice_from_a_param(ws):
     assert data["hosts"] == 8 and data["sel"][TOPOLOGY_LABEL] == "2x2x8"
     f = ws.fails(src, sets=["SLICE=tpu7x:2x2x3"])
     assert f.code == "E0401"
+
+
+@pytest.mark.parametrize("gen", ["v5e", "v6e"])
+@pytest.mark.parametrize("a", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize("b", [1, 2, 4, 8, 16, 32])
+def test_a_2d_slice_is_one_gke_offers(gen, a, b):
+    """Every power-of-two 2-D topology up to 32x32: accepted exactly when GKE offers it
+    ("Plan TPUs in GKE": 1x1, 2x2, 2x4 on one host; 4x4, 4x8, 8x8, 8x16, 16x16), with the
+    larger dimension second as in the node label (a node selector of '8x4' matches no node
+    pool, and its pods stay Pending)."""
+    offered = {(1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)}
+    spec = f"{gen}:{a}x{b}"
+    if (a, b) in offered:
+        assert tpu_slice(spec, SPAN).chips == a * b
+        return
+    with pytest.raises(CompileError) as info:
+        tpu_slice(spec, SPAN)
+    d = info.value.diagnostics[0]
+    assert d.code == "E0401" and f"has no topology '{a}x{b}'" in d.message
+    if (b, a) in offered:
+        assert d.hint == f"the smaller dimension comes first: '{b}x{a}'"

@@ -9,7 +9,8 @@ system-architecture pages):
 * v5p: ``tpu-v5p-slice``, ``ct5p-hightpu-4t``, 4 chips a host, one device a chip, 3-D.
 * v5e: ``tpu-v5-lite-podslice``, 2-D topologies; single-host ``1x1`` (``ct5lp-hightpu-1t``),
   ``2x2`` (``ct5lp-hightpu-4t``), ``2x4`` (``ct5lp-hightpu-8t``); multi-host slices use
-  ``ct5lp-hightpu-4t`` (4 chips a host) up to ``16x16``.
+  ``ct5lp-hightpu-4t`` (4 chips a host): ``4x4``, ``4x8``, ``8x8``, ``8x16`` and ``16x16``
+  only (:data:`MULTI_HOST_2D`).
 * v6e (Trillium): ``tpu-v6e-slice``, as v5e with ``ct6e-standard-{1,4,8}t``.
 * v7x (Ironwood): ``tpu7x``, ``tpu7x-standard-4t``, 4 chips a host, two devices (TensorCores
   exposed separately) a chip, 3-D topologies (reference/rl-397b-v7x.md: 4x4x8 = 128 chips =
@@ -79,6 +80,9 @@ ALIASES = {
 }
 
 
+# The multi-host 2-D topologies GKE offers for v5e and v6e ("Plan TPUs in GKE", the v5e/v6e
+# tables): the first dimension is the smaller one, as in the label ('8x4' selects no node).
+MULTI_HOST_2D = ((4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
 _TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
 
 
@@ -121,7 +125,7 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
         machine, chips_per_host = single[0] or gen.machine_type, single[1]
         hosts = 1
     else:
-        problem = None
+        problem = hint = None
         if not all(_pow2(d) for d in dims):
             problem = "every dimension must be a power of two"
         elif gen.dims == 3 and list(dims) != sorted(dims):
@@ -133,10 +137,15 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
         elif gen.dims == 3 and min(dims) < 2:
             # GKE's 3-D topologies are 2x2x1 (one host) and then 2x2x2, 2x2x4, 2x4x4, ...
             problem = "multi-host 3-D slices are at least 2 in every dimension (single-host: 2x2x1)"
-        elif gen.dims == 2 and min(dims) < 4:
-            problem = "multi-host v5e/v6e slices are at least 4x4 (single-host: 1x1, 2x2, 2x4)"
+        elif gen.dims == 2 and dims not in MULTI_HOST_2D:
+            shown = ", ".join("x".join(map(str, d)) for d in MULTI_HOST_2D)
+            problem = f"GKE's multi-host v5e/v6e slices are {shown} (single-host: 1x1, 2x2, 2x4)"
+            if tuple(sorted(dims)) in MULTI_HOST_2D or "x".join(map(str, sorted(dims))) in gen.single_host:
+                hint = f"the smaller dimension comes first: '{'x'.join(map(str, sorted(dims)))}'"
+            else:
+                hint = "more chips than one slice has are several slices: num_slices, a JobSet's replicas"
         if problem:
-            raise error("E0401", f"TPU {gen.name} has no topology {topology!r}: {problem}", span)
+            raise error("E0401", f"TPU {gen.name} has no topology {topology!r}: {problem}", span, hint=hint)
         machine, chips_per_host = gen.machine_type, gen.chips_per_host
         hosts = chips // chips_per_host
     return TpuSlice(gen.name, gen.accelerator, topology, dims, chips, hosts, chips_per_host,
