@@ -55,3 +55,38 @@ def test_a_parser_used_before_parses_as_a_new_one():
     for argv in ARGVS + BAD + [[c, "--help"] for c in COMMANDS]:
         fresh = cli._build_parser(cli._invoked(argv))
         assert run(cli._parser(cli._invoked(argv)), argv) == run(fresh, argv)
+
+
+# A command's positionals after its options (`rcpc render R --variant V trainer.flags`, as
+# git and bazel take them, and as shell completion offers them): argparse alone gave its
+# positionals the first run of words only ("unrecognized arguments: trainer.flags").
+INTERMIXED = [  # (command, positionals, option words)
+    ("render", ["r", "trainer.flags"], ["--variant", "v"]),
+    ("render", ["r", "trainer.flags"], ["--set", "A=1"]),
+    ("build", ["a", "b", "c"], ["--variant", "v"]),
+    ("build", ["a", "b"], ["-o", "out", "-j", "1"]),
+    ("check", ["recipes/a.rcp", "recipes/b.rcp"], ["--notes", "-j", "2"]),
+    ("diff", ["a", "b"], ["--variant", "v", "--stat"]),
+    ("fmt", ["x.rcp", "y.rcp"], ["--check"]),
+    ("lint", ["x.rcp", "y.rcp"], ["--diagnostics", "json"]),
+    ("validate", ["a.yaml", "b.yaml"], ["--strict-crd"]),
+    ("explain", ["r", "F", "steps"], ["--variant", "v"]),
+]
+
+
+@pytest.mark.parametrize("command, positionals, options", INTERMIXED)
+def test_options_may_come_between_positionals(command, positionals, options):
+    """Every place the options can go among the positionals parses to what options first do."""
+    expected = vars(cli._parse([command, *options, *positionals]))
+    for at in range(len(positionals) + 1):
+        argv = [command, *positionals[:at], *options, *positionals[at:]]
+        assert vars(cli._parse(argv)) == expected, argv
+
+
+@pytest.mark.parametrize("argv", [["render", "r", "--variant", "v", "trainer.flags", "extra"],
+                                  ["build", "a", "--nope", "b"], ["render", "r", "--variant"]])
+def test_what_no_parse_takes_is_a_usage_error_of_the_command(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
+        cli._parse(argv)
+    assert info.value.code == 2 and f"rcpc {argv[0]}: error:" in err.getvalue()

@@ -60,6 +60,27 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _parse(argv: list[str]):
+    """``argv`` parsed, with a command's positionals allowed after its options (``rcpc render
+    R --variant V trainer.flags``), as ``git`` and ``bazel`` take them: argparse gives its
+    positionals the first run of words only, and a subparser cannot be parsed intermixed
+    from the top, so the command's own parser parses the words after the command again
+    (``parse_intermixed_args``) when the first parse leaves words over. Exits 2 (argparse's
+    usage error, from the command's parser) on what neither parse takes."""
+    parser = _parser(_invoked(argv))
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args
+    command = parser._subparsers._group_actions[0].choices.get(args.command)
+    if command is None or args.command not in argv:
+        return parser.parse_args(argv)
+    try:
+        rest = command.parse_intermixed_args(argv[argv.index(args.command) + 1:])
+    except TypeError:  # arguments parse_intermixed_args does not support
+        return parser.parse_args(argv)
+    return argparse.Namespace(**{**vars(args), **vars(rest)})
+
+
 def prepare_parsers() -> None:
     """Build every command's parser (and the full one), as the build server does once."""
     full = _parser(None)
@@ -240,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
-    args = _parser(_invoked(argv)).parse_args(argv)
+    args = _parse(argv)
     previous = interrupts() if threading.current_thread() is threading.main_thread() else None
     global _RECORDER
     _PROGRESS[0] = "nothing was written"
