@@ -275,6 +275,9 @@ CATALOG = [
             'jobset(name = "js", spec = {"failurePolicy": {"rules": [{"action": "FailJobSet"}]}, "replicatedJobs": [\n'
             '    {"name": "w", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}},\n'
             ']})\n', files={"rcp.toml": 'kube_schemas = ["builtin:jobset"]\n'}, argv=("check", "--strict-crd")),
+    Example("E1014", "pod or Job spec Kubernetes' core validation refuses",
+            'POD = {"restartPolicy": "Always", "containers": [{"name": "c", "image": "i"}]}\n'
+            'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": POD}}}}]})\n'),
     Example("E1013", "TPU topology given twice, differently",
             'jobset(name = "js", spec = {"template": {"metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": '
             '"4x4x4"}}, "spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", '

@@ -12,7 +12,8 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
   ``E1008`` strings where Kubernetes wants strings (``command``/``args`` items, ConfigMap and
   Secret data); ``E1009`` label and annotation keys, annotations' total size; for kinds
   without a schema, Kubernetes' pod rules on duplicates (``E1010`` volumes, mount paths;
-  ``W1001`` env names, ports, which the API server only warns about);
+  ``W1001`` env names, ports, which the API server only warns about); ``E1014`` Kubernetes'
+  core validation of pod and Job specs (:mod:`rcpc.domain.kube_pod`);
 * the JobSet webhook (:mod:`rcpc.domain.jobset`);
 * list types (:func:`rcpc.domain.kube_schema.check_lists`): ``E1010`` two entries of one key in a list the schema
   marks ``x-kubernetes-list-type: map`` (keyed by ``x-kubernetes-list-map-keys``) or
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from rcpc.domain import kube_validation as kv
+from rcpc.domain import kube_pod, kube_validation as kv
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
@@ -200,6 +201,7 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
         _want_strings(items["command"], path + ("command",), kind, out)
     if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
         _check_pod(v, path, kind, out, meta, core_lists)
+        kube_pod.check_pod(v, path, kind, kind in _JOB_SPECS and path[-2:] == ("template", "spec"), out)
     if path and path[-1] == "resources":
         for key in ("limits", "requests"):
             if type(items.get(key)) is Dict:
@@ -207,6 +209,7 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
+        kube_pod.check_job(v, path, kind, out)
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
