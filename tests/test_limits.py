@@ -373,3 +373,75 @@ def test_expanded_size_counts_shared_parts_each_time():
         cur.append([])
         cur = cur[0]
     assert files.expanded_size(deep, 10 ** 6) == 100_001
+
+
+def _merge_bomb(fan: int, depth: int, keys: int = 3) -> tuple[str, int]:
+    """Mapping lines ``m0: &m0 {k0: 0, ...}``, ``mI: &mI {<<: [*mI-1 x fan], zI: I}`` and the
+    number of values they expand to, a merge key's value counted like any other value (keys
+    not counted). PyYAML copies every merged mapping's pairs into the merging one, so building
+    ``mI`` copies ``fan`` times the pairs of ``mI-1``: that many pairs for a dict of
+    ``keys + I`` keys."""
+    lines = ["m0: &m0 {" + ", ".join(f"k{j}: {j}" for j in range(keys)) + "}"]
+    weight = total = 1 + keys
+    for i in range(1, depth + 1):
+        lines.append(f"m{i}: &m{i} {{<<: [" + ", ".join([f"*m{i - 1}"] * fan) + f"], z{i}: {i}}}")
+        weight = 1 + (1 + fan * weight) + 1  # the mapping, the merge list and its aliases, zI
+        total += weight
+    return "\n".join(lines) + "\n", total
+
+
+@pytest.mark.parametrize("reader", ["validate", "schema jobset", "kube_schemas", "maxtext base.yml"])
+@settings(max_examples=25, deadline=None)
+@given(fan=st.integers(1, 6), depth=st.integers(0, 6))
+@example(fan=6, depth=6)  # the shape of the report: `<<: [*m0 x 100,000]` of a 20,000-key &m0, past 60 s
+def test_yaml_merge_keys_expand_within_a_bound(tmp_path_factory, reader, fan, depth):
+    """A ``--kube-schema``, ``--maxtext-schema`` base.yml or ``rcpc schema jobset`` CRD of
+    ``<<: [*m, *m, ...]`` merges was weighed only once built, and PyYAML builds a merge by
+    copying the merged pairs (a 660 kB file ran past 60 s, growing): the dict it ends with is
+    small, so it passed the bound after minutes. Every YAML reader weighs the composed
+    document, a merge key's aliases counted each time, before building it, as aliases."""
+    from rcpc.core.files import yaml_node_limit
+
+    bomb, expanded = _merge_bomb(fan, depth)
+    text = "apiVersion: v1\nkind: ConfigMap\n" + bomb
+    expanded += 3  # the document, apiVersion, kind
+    limit = yaml_node_limit(len(text))
+    assume(expanded <= 20_000 or expanded > limit)  # a build of 100,000 values takes seconds
+    path = tmp_path_factory.mktemp("yaml") / "x.yaml"
+    path.write_text(text)
+    try:
+        _read_as(reader, path)
+        message = ""
+    except CompileError as exc:
+        message = exc.diagnostics[0].message
+    assert ("expands to more than" in message) == (expanded > limit), (expanded, limit, message)
+
+
+@st.composite
+def _shared_lists(draw):
+    """A document of lists sharing parts (as YAML aliases share their anchor's value): node i
+    holds nodes j < i, any of them any number of times; the document is the last node."""
+    nodes: list = []
+    for _ in range(draw(st.integers(1, 8))):
+        picks = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=12)) if nodes else []
+        nodes.append([nodes[j] for j in picks] + ["leaf"])
+    return nodes[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=_shared_lists())
+@example(doc=[list(range(2000))] * 2000)  # `[*a x N]` of a big `&a`: listed N times, quadratic (hours)
+def test_expanded_size_lists_each_distinct_node_once(doc):
+    """``expanded_size`` listed a shared node's children at every use before finding it
+    weighed, so ``[*a, *a, ...]`` of a big ``&a`` cost uses x size (``rcpc validate`` of
+    ``<<: [*m x 50,000]`` with a 2,000-key ``&m``: 17 s; a 1 MB ``--kube-schema``: past 60 s).
+    It lists each distinct node's children once, whatever the sharing."""
+    listed: list = []  # the lists whose children were asked for (a scalar's are None: cheap)
+
+    def children(node):
+        if isinstance(node, list):
+            listed.append(id(node))
+        return files._children(node)
+
+    files.expanded_size(doc, 10 ** 9, children)
+    assert len(listed) == len(set(listed))
