@@ -29,7 +29,7 @@ import rcpc.core.evaluate
 import rcpc.core.resolve
 from rcpc.core import files
 from rcpc.core.diagnostics import CompileError
-from rcpc.core.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
+from rcpc.core.limits import MAX_DEPTH, MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
 from rcpc.core.syntax.parser import GRAMMAR_PATH
 
 REPO = Path(__file__).resolve().parents[1]
@@ -445,3 +445,79 @@ def test_expanded_size_lists_each_distinct_node_once(doc):
 
     files.expanded_size(doc, 10 ** 9, children)
     assert len(listed) == len(set(listed))
+
+
+def _nested(depth: int, leaf: str = '"x"') -> str:
+    """JSON (and so YAML flow) text of ``depth`` mappings ``{"a": ...}`` around ``leaf``."""
+    return '{"a": ' * depth + leaf + "}" * depth
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(1, 995))
+@example(depth=600)  # a RecursionError in rcpc validate and rcpc import manifest (the checks' walk)
+@example(depth=990)
+@example(depth=MAX_DEPTH - 1)
+@example(depth=MAX_DEPTH)
+def test_a_manifest_nests_at_most_max_depth_levels(tmp_path_factory, depth):
+    """libyaml reads 1,000 levels and the Kubernetes checks walk a manifest recursively: a
+    ConfigMap nested 600 deep was rcpc's bare 'too deeply nested (RecursionError)', with no
+    file named. A manifest nests at most as deep as a recipe's value (MAX_DEPTH levels, the
+    document being level 1); deeper is E1103 at the node that crossed it."""
+    from rcpc.api import Workspace
+
+    root = tmp_path_factory.mktemp("ws")
+    path = root / "m.yaml"  # the document (level 1), then spec's `depth` mappings: 1 + depth levels
+    path.write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "spec": '
+                    + _nested(depth) + "}\n")
+    try:
+        _, diags = Workspace(root).validate([path])
+    except CompileError as exc:
+        diags = exc.diagnostics
+    deep = [d for d in diags if "nests more than" in d.message]
+    assert bool(deep) == (1 + depth > MAX_DEPTH), (depth, [d.message for d in diags][:3])
+    assert all(d.code == "E1103" and d.span.line == 1 for d in deep)
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 5000), array=st.booleans())
+@example(depth=100_000, array=True)  # `[[[...` : the bare catch-all, no file named
+@example(depth=1000, array=False)
+def test_a_deep_json_kube_schema_is_e1102(tmp_path_factory, depth, array):
+    """A ``--kube-schema`` .json nested past what ``json.loads`` recurses into is E1102 at
+    the file, as any unreadable schema; a shallower one reads (and holds no schema)."""
+    from rcpc.domain.kube_schema import SchemaIndex
+
+    path = tmp_path_factory.mktemp("schema") / "s.json"
+    path.write_text("[" * depth + "]" * depth if array else _nested(depth, "1"))
+    with pytest.raises(CompileError) as caught:
+        SchemaIndex([path])
+    (diag,) = caught.value.diagnostics
+    assert diag.code == "E1102" and str(path) in diag.message
+
+
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(1, 490))
+@example(depth=480)  # 960 YAML levels: rcpc schema jobset's walk was a RecursionError
+def test_a_deep_crd_derives_or_is_e1102(tmp_path_factory, depth):
+    """``rcpc schema jobset`` of a CRD whose openAPIV3Schema nests deeper than Python
+    recurses is E1102 naming the file, never rcpc's bare RecursionError catch-all."""
+    from rcpc.domain.crd import derive_schema
+
+    schema = '{"type": "string"}'
+    for _ in range(depth):
+        schema = '{"type": "object", "properties": {"a": ' + schema + "}}"
+    path = tmp_path_factory.mktemp("crd") / "crd.yaml"
+    path.write_text('{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": '
+                    '{"group": "ex.com", "names": {"kind": "Foo"}, "versions": [{"name": "v1", "served": true, '
+                    '"storage": true, "schema": {"openAPIV3Schema": ' + schema + "}}]}}\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # the CLI's, Python's default (Hypothesis raises it while a test runs)
+    try:
+        text = derive_schema(path, "x")
+    except CompileError as exc:
+        (diag,) = exc.diagnostics
+        assert diag.code == "E1102" and str(path) in diag.message
+    else:
+        assert '"Foo"' in text
+    finally:
+        sys.setrecursionlimit(limit)

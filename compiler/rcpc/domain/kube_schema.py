@@ -193,6 +193,9 @@ class SchemaIndex:
         except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None) from None
+        except RecursionError:  # json.loads of `[[[...` a thousand deep; it was rcpc's bare catch-all
+            raise error("E1102", f"cannot read the Kubernetes schema {shown}: nested too deeply for the JSON "
+                        "reader", span, hint="a schema nests its arrays and objects a few dozen levels") from None
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):
