@@ -11,6 +11,7 @@ name, for every unknown name), a 4 MB list literal (454 s, 2.8 GB) and 4 MB of b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -510,14 +511,69 @@ def test_a_deep_crd_derives_or_is_e1102(tmp_path_factory, depth):
     path.write_text('{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": '
                     '{"group": "ex.com", "names": {"kind": "Foo"}, "versions": [{"name": "v1", "served": true, '
                     '"storage": true, "schema": {"openAPIV3Schema": ' + schema + "}}]}}\n")
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)  # the CLI's, Python's default (Hypothesis raises it while a test runs)
     try:
-        text = derive_schema(path, "x")
+        with _cli_recursion_limit():
+            text = derive_schema(path, "x")
     except CompileError as exc:
         (diag,) = exc.diagnostics
         assert diag.code == "E1102" and str(path) in diag.message
     else:
         assert '"Foo"' in text
+
+
+@contextlib.contextmanager
+def _cli_recursion_limit():
+    """Python's default recursion limit, the CLI's (Hypothesis raises it while a test runs)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _rcp_toml_fault(tmp_path_factory, text: str):
+    """The E0901 diagnostic of an rcp.toml of ``text`` (None when it reads)."""
+    from rcpc.domain.workspace import Workspace as Config
+
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text(text)
+    try:
+        with _cli_recursion_limit():
+            Config.find(root)
+    except CompileError as exc:
+        (diag,) = exc.diagnostics
+        assert diag.code == "E0901" and diag.span is not None, diag
+        return diag
+    return None
+
+
+@settings(max_examples=30, deadline=None)
+@given(parts=st.integers(1, 2500), shape=st.sampled_from(["pair", "table", "inline"]))
+@example(parts=20_000, shape="pair")  # tomllib: 8 s (quadratic; 200,000 parts, a 400 kB file: past 60 s)
+def test_rcp_toml_dotted_keys_are_bounded(tmp_path_factory, parts, shape):
+    """Python's tomllib takes time quadratic in the parts of a dotted key; rcp.toml's keys
+    are top-level names, so its dotted keys and table headers hold at most MAX_KEY_DOTS dots
+    (E0901 at the key that crosses it); below that, the key is unknown (E0901 too)."""
+    from rcpc.domain.workspace import MAX_KEY_DOTS
+
+    key = ".".join(["x"] * parts)
+    text = {"pair": f"{key} = 1\n", "table": f"[{key}]\n", "inline": f"t = {{{key} = 1}}\n"}[shape]
+    diag = _rcp_toml_fault(tmp_path_factory, text)
+    assert ("more than" in diag.message) == (parts - 1 > MAX_KEY_DOTS), diag.message
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 3000), table=st.booleans())
+@example(depth=100_000, table=False)  # rcpc's bare 'too deeply nested (RecursionError)', no file named
+@example(depth=500, table=True)
+def test_rcp_toml_nesting_is_e0901(tmp_path_factory, depth, table):
+    """tomllib recurses into arrays and inline tables: an rcp.toml nesting them past the
+    stack is E0901 at rcp.toml, as any TOML it cannot read; shallower, a value of the wrong
+    type (E0901 too)."""
+    value = "{a = " * depth + "1" + "}" * depth if table else "[" * depth + "]" * depth
+    diag = _rcp_toml_fault(tmp_path_factory, f"recipe_dirs = {value}\n")
+    if value == "[]":
+        assert diag is None  # an empty list of recipe directories
+    else:
+        assert diag.message.startswith("rcp.toml"), diag.message
