@@ -125,3 +125,34 @@ def test_a_manifest_startup_command_bashlex_loops_on_is_kept_as_text(tmp_path):
     with guard():
         imported = import_manifest(Workspace.find(REPO), src, "job.yaml", {}, None)
     assert any(n.code == "W1200" and "kept as text" in n.message for n in imported.notes)
+
+
+RESTARTS = 100_000  # word expansions restarted (bashlex.subst._paramexpand calls) one parse may make
+
+
+@settings(max_examples=6, deadline=None)
+@given(word=st.sampled_from(STUCK_WORDS), pad=st.integers(0, 40_000),
+       kind=st.sampled_from(["comment", "commands", "word"]))
+@example(word=STUCK_WORDS[0], pad=200_000, kind="comment")  # 1 MB of it: past 150 s, 400 MB and growing
+def test_a_stuck_word_is_stopped_at_its_own_budget_whatever_precedes_it(word, pad, kind):
+    """The budget of the whole text let a stuck word after a long script restart its
+    expansion ~100 times per character before it: `rcpc import shell` of a 1 MB comment then
+    the word ran past 150 s, growing. Each word's expansion has the budget of its own length:
+    the restarts are as many wherever the word stands (counted, so the test fails instead of
+    running on)."""
+    restarts = 0
+    expand = bashlex.subst._paramexpand
+
+    def counting(*args, **kwargs):
+        nonlocal restarts
+        restarts += 1
+        assert restarts <= RESTARTS, "the stuck word was not stopped at its own budget"
+        return expand(*args, **kwargs)
+
+    before = {"comment": "#" + "x" * pad + "\n", "commands": "echo a\n" * (pad // 7),
+              "word": "echo " + "x" * pad + "\n"}[kind]
+    text = before + f"xpk {word}\n"
+    with pytest.MonkeyPatch.context() as patch, guard(), pytest.raises(bashlex.errors.ParsingError) as info:
+        patch.setattr(bashlex.subst, "_paramexpand", counting)
+        bash.parse(text)
+    assert str(info.value).startswith(bash.STUCK) and info.value.position == len(before) + 4

@@ -11,6 +11,7 @@ name, for every unknown name), a 4 MB list literal (454 s, 2.8 GB) and 4 MB of b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -29,7 +30,7 @@ import rcpc.core.evaluate
 import rcpc.core.resolve
 from rcpc.core import files
 from rcpc.core.diagnostics import CompileError
-from rcpc.core.limits import MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
+from rcpc.core.limits import MAX_DEPTH, MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_TOKENS
 from rcpc.core.syntax.parser import GRAMMAR_PATH
 
 REPO = Path(__file__).resolve().parents[1]
@@ -373,3 +374,206 @@ def test_expanded_size_counts_shared_parts_each_time():
         cur.append([])
         cur = cur[0]
     assert files.expanded_size(deep, 10 ** 6) == 100_001
+
+
+def _merge_bomb(fan: int, depth: int, keys: int = 3) -> tuple[str, int]:
+    """Mapping lines ``m0: &m0 {k0: 0, ...}``, ``mI: &mI {<<: [*mI-1 x fan], zI: I}`` and the
+    number of values they expand to, a merge key's value counted like any other value (keys
+    not counted). PyYAML copies every merged mapping's pairs into the merging one, so building
+    ``mI`` copies ``fan`` times the pairs of ``mI-1``: that many pairs for a dict of
+    ``keys + I`` keys."""
+    lines = ["m0: &m0 {" + ", ".join(f"k{j}: {j}" for j in range(keys)) + "}"]
+    weight = total = 1 + keys
+    for i in range(1, depth + 1):
+        lines.append(f"m{i}: &m{i} {{<<: [" + ", ".join([f"*m{i - 1}"] * fan) + f"], z{i}: {i}}}")
+        weight = 1 + (1 + fan * weight) + 1  # the mapping, the merge list and its aliases, zI
+        total += weight
+    return "\n".join(lines) + "\n", total
+
+
+@pytest.mark.parametrize("reader", ["validate", "schema jobset", "kube_schemas", "maxtext base.yml"])
+@settings(max_examples=25, deadline=None)
+@given(fan=st.integers(1, 6), depth=st.integers(0, 6))
+@example(fan=6, depth=6)  # the shape of the report: `<<: [*m0 x 100,000]` of a 20,000-key &m0, past 60 s
+def test_yaml_merge_keys_expand_within_a_bound(tmp_path_factory, reader, fan, depth):
+    """A ``--kube-schema``, ``--maxtext-schema`` base.yml or ``rcpc schema jobset`` CRD of
+    ``<<: [*m, *m, ...]`` merges was weighed only once built, and PyYAML builds a merge by
+    copying the merged pairs (a 660 kB file ran past 60 s, growing): the dict it ends with is
+    small, so it passed the bound after minutes. Every YAML reader weighs the composed
+    document, a merge key's aliases counted each time, before building it, as aliases."""
+    from rcpc.core.files import yaml_node_limit
+
+    bomb, expanded = _merge_bomb(fan, depth)
+    text = "apiVersion: v1\nkind: ConfigMap\n" + bomb
+    expanded += 3  # the document, apiVersion, kind
+    limit = yaml_node_limit(len(text))
+    assume(expanded <= 20_000 or expanded > limit)  # a build of 100,000 values takes seconds
+    path = tmp_path_factory.mktemp("yaml") / "x.yaml"
+    path.write_text(text)
+    try:
+        _read_as(reader, path)
+        message = ""
+    except CompileError as exc:
+        message = exc.diagnostics[0].message
+    assert ("expands to more than" in message) == (expanded > limit), (expanded, limit, message)
+
+
+@st.composite
+def _shared_lists(draw):
+    """A document of lists sharing parts (as YAML aliases share their anchor's value): node i
+    holds nodes j < i, any of them any number of times; the document is the last node."""
+    nodes: list = []
+    for _ in range(draw(st.integers(1, 8))):
+        picks = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=12)) if nodes else []
+        nodes.append([nodes[j] for j in picks] + ["leaf"])
+    return nodes[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=_shared_lists())
+@example(doc=[list(range(2000))] * 2000)  # `[*a x N]` of a big `&a`: listed N times, quadratic (hours)
+def test_expanded_size_lists_each_distinct_node_once(doc):
+    """``expanded_size`` listed a shared node's children at every use before finding it
+    weighed, so ``[*a, *a, ...]`` of a big ``&a`` cost uses x size (``rcpc validate`` of
+    ``<<: [*m x 50,000]`` with a 2,000-key ``&m``: 17 s; a 1 MB ``--kube-schema``: past 60 s).
+    It lists each distinct node's children once, whatever the sharing."""
+    listed: list = []  # the lists whose children were asked for (a scalar's are None: cheap)
+
+    def children(node):
+        if isinstance(node, list):
+            listed.append(id(node))
+        return files._children(node)
+
+    files.expanded_size(doc, 10 ** 9, children)
+    assert len(listed) == len(set(listed))
+
+
+def _nested(depth: int, leaf: str = '"x"') -> str:
+    """JSON (and so YAML flow) text of ``depth`` mappings ``{"a": ...}`` around ``leaf``."""
+    return '{"a": ' * depth + leaf + "}" * depth
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(1, 995))
+@example(depth=600)  # a RecursionError in rcpc validate and rcpc import manifest (the checks' walk)
+@example(depth=990)
+@example(depth=MAX_DEPTH - 1)
+@example(depth=MAX_DEPTH)
+def test_a_manifest_nests_at_most_max_depth_levels(tmp_path_factory, depth):
+    """libyaml reads 1,000 levels and the Kubernetes checks walk a manifest recursively: a
+    ConfigMap nested 600 deep was rcpc's bare 'too deeply nested (RecursionError)', with no
+    file named. A manifest nests at most as deep as a recipe's value (MAX_DEPTH levels, the
+    document being level 1); deeper is E1103 at the node that crossed it."""
+    from rcpc.api import Workspace
+
+    root = tmp_path_factory.mktemp("ws")
+    path = root / "m.yaml"  # the document (level 1), then spec's `depth` mappings: 1 + depth levels
+    path.write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "spec": '
+                    + _nested(depth) + "}\n")
+    try:
+        _, diags = Workspace(root).validate([path])
+    except CompileError as exc:
+        diags = exc.diagnostics
+    deep = [d for d in diags if "nests more than" in d.message]
+    assert bool(deep) == (1 + depth > MAX_DEPTH), (depth, [d.message for d in diags][:3])
+    assert all(d.code == "E1103" and d.span.line == 1 for d in deep)
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 5000), array=st.booleans())
+@example(depth=100_000, array=True)  # `[[[...` : the bare catch-all, no file named
+@example(depth=1000, array=False)
+def test_a_deep_json_kube_schema_is_e1102(tmp_path_factory, depth, array):
+    """A ``--kube-schema`` .json nested past what ``json.loads`` recurses into is E1102 at
+    the file, as any unreadable schema; a shallower one reads (and holds no schema)."""
+    from rcpc.domain.kube_schema import SchemaIndex
+
+    path = tmp_path_factory.mktemp("schema") / "s.json"
+    path.write_text("[" * depth + "]" * depth if array else _nested(depth, "1"))
+    with pytest.raises(CompileError) as caught:
+        SchemaIndex([path])
+    (diag,) = caught.value.diagnostics
+    assert diag.code == "E1102" and str(path) in diag.message
+
+
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(1, 490))
+@example(depth=480)  # 960 YAML levels: rcpc schema jobset's walk was a RecursionError
+def test_a_deep_crd_derives_or_is_e1102(tmp_path_factory, depth):
+    """``rcpc schema jobset`` of a CRD whose openAPIV3Schema nests deeper than Python
+    recurses is E1102 naming the file, never rcpc's bare RecursionError catch-all."""
+    from rcpc.domain.crd import derive_schema
+
+    schema = '{"type": "string"}'
+    for _ in range(depth):
+        schema = '{"type": "object", "properties": {"a": ' + schema + "}}"
+    path = tmp_path_factory.mktemp("crd") / "crd.yaml"
+    path.write_text('{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "spec": '
+                    '{"group": "ex.com", "names": {"kind": "Foo"}, "versions": [{"name": "v1", "served": true, '
+                    '"storage": true, "schema": {"openAPIV3Schema": ' + schema + "}}]}}\n")
+    try:
+        with _cli_recursion_limit():
+            text = derive_schema(path, "x")
+    except CompileError as exc:
+        (diag,) = exc.diagnostics
+        assert diag.code == "E1102" and str(path) in diag.message
+    else:
+        assert '"Foo"' in text
+
+
+@contextlib.contextmanager
+def _cli_recursion_limit():
+    """Python's default recursion limit, the CLI's (Hypothesis raises it while a test runs)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _rcp_toml_fault(tmp_path_factory, text: str):
+    """The E0901 diagnostic of an rcp.toml of ``text`` (None when it reads)."""
+    from rcpc.domain.workspace import Workspace as Config
+
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text(text)
+    try:
+        with _cli_recursion_limit():
+            Config.find(root)
+    except CompileError as exc:
+        (diag,) = exc.diagnostics
+        assert diag.code == "E0901" and diag.span is not None, diag
+        return diag
+    return None
+
+
+@settings(max_examples=30, deadline=None)
+@given(parts=st.integers(1, 2500), shape=st.sampled_from(["pair", "table", "inline"]))
+@example(parts=20_000, shape="pair")  # tomllib: 8 s (quadratic; 200,000 parts, a 400 kB file: past 60 s)
+def test_rcp_toml_dotted_keys_are_bounded(tmp_path_factory, parts, shape):
+    """Python's tomllib takes time quadratic in the parts of a dotted key; rcp.toml's keys
+    are top-level names, so its dotted keys and table headers hold at most MAX_KEY_DOTS dots
+    (E0901 at the key that crosses it); below that, the key is unknown (E0901 too)."""
+    from rcpc.domain.workspace import MAX_KEY_DOTS
+
+    key = ".".join(["x"] * parts)
+    text = {"pair": f"{key} = 1\n", "table": f"[{key}]\n", "inline": f"t = {{{key} = 1}}\n"}[shape]
+    diag = _rcp_toml_fault(tmp_path_factory, text)
+    assert ("more than" in diag.message) == (parts - 1 > MAX_KEY_DOTS), diag.message
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 3000), table=st.booleans())
+@example(depth=100_000, table=False)  # rcpc's bare 'too deeply nested (RecursionError)', no file named
+@example(depth=500, table=True)
+def test_rcp_toml_nesting_is_e0901(tmp_path_factory, depth, table):
+    """tomllib recurses into arrays and inline tables: an rcp.toml nesting them past the
+    stack is E0901 at rcp.toml, as any TOML it cannot read; shallower, a value of the wrong
+    type (E0901 too)."""
+    value = "{a = " * depth + "1" + "}" * depth if table else "[" * depth + "]" * depth
+    diag = _rcp_toml_fault(tmp_path_factory, f"recipe_dirs = {value}\n")
+    if value == "[]":
+        assert diag is None  # an empty list of recipe directories
+    else:
+        assert diag.message.startswith("rcp.toml"), diag.message

@@ -76,7 +76,8 @@ def expanded_size(value, limit: int, children=None) -> int:
     not counted) with every shared part counted each time it is used, as a reader that walks
     or copies the document meets it: a YAML alias repeats its anchor's value. ``children(node)``
     gives a node's child nodes, or None for a scalar (default: a dict's values, a list's
-    items). Computed in time linear in the *distinct* nodes (each is weighed once), capped at
+    items). Computed in time linear in the *distinct* nodes and their uses (``children`` is called
+once a distinct node; a repeated use is one look-up), capped at
     ``limit + 1``; so ``expanded_size(doc, limit) > limit`` says that the document is a
     "billion laughs" (nine aliases of nine aliases ... in an 800-byte file) before anything
     walks it; a document that holds itself (``&a [*a]``) is endless, ``limit + 1``.
@@ -88,11 +89,13 @@ def expanded_size(value, limit: int, children=None) -> int:
     while stack:
         node, kids = stack.pop()
         if kids is None:
-            kids = children(node)
-            if kids is None or id(node) in weights:
-                continue
+            if id(node) in weights:  # weighed: a use of a shared node costs one look-up, not its children
+                continue  # (listing them first made `[*a, *a, ...]` of a big `&a` quadratic: hours)
             if id(node) in open_nodes:  # `&a [*a]`: endless to a reader that walks it
                 return limit + 1
+            kids = children(node)
+            if kids is None:
+                continue
             open_nodes.add(id(node))
             stack.append((node, kids))
             stack.extend((x, None) for x in kids)
@@ -164,3 +167,50 @@ def write_output(path: str | os.PathLike, data: bytes) -> None:
 
         discard(tmp)
         raise
+
+
+def yaml_node_children(node):
+    """A composed YAML node's children (a mapping's values, a merge key's ``<<`` value
+    included; a sequence's items), None for a scalar: the ``children`` of
+    :func:`expanded_size` for PyYAML nodes."""
+    if isinstance(node.value, list):
+        return [v for _, v in node.value] if node.id == "mapping" else node.value
+    return None
+
+
+class ExpandsTooFar(ValueError):
+    """A YAML stream whose documents expand past the limit (see :func:`load_yaml_bounded`);
+    ``document`` is the 1-based number of the document that crossed it."""
+
+    def __init__(self, document: int):
+        super().__init__(f"document {document} expands past the limit")
+        self.document = document
+
+
+def load_yaml_bounded(text: str, loader, limit: int, single: bool = False) -> list:
+    """The documents of YAML ``text`` as ``loader`` (a PyYAML Loader class) constructs them,
+    each composed and weighed (:func:`expanded_size` over its nodes, every alias and every
+    merge key ``<<`` counted each time it is used) *before* it is constructed. Weighing the
+    constructed data is too late: PyYAML copies the pairs of every mapping a ``<<`` names into
+    the merging mapping, so ``<<: [*m, *m, ...]`` of a big ``&m`` (or a chain of merges)
+    built hundreds of millions of pairs (minutes, gigabytes) that collapse into one small
+    dict. ``single``: exactly one document (``yaml.load``'s rule; an empty stream is
+    ``[None]``). Raises :class:`ExpandsTooFar` when the documents together weigh more than
+    ``limit``, ``yaml.YAMLError`` for text that does not read."""
+    reader = loader(text)
+    try:
+        if single:
+            node = reader.get_single_node()
+            nodes = iter([node])
+        else:
+            nodes = iter(lambda: reader.get_node() if reader.check_node() else None, None)
+        docs, total = [], 0
+        for i, node in enumerate(nodes, 1):
+            if node is not None:
+                total += expanded_size(node, limit, yaml_node_children)
+                if total > limit:
+                    raise ExpandsTooFar(i)
+            docs.append(None if node is None else reader.construct_document(node))
+        return docs
+    finally:
+        reader.dispose()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
 from rcpc.domain import schemacache
-from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
+from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span, file_span
@@ -193,6 +193,9 @@ class SchemaIndex:
         except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None) from None
+        except RecursionError:  # json.loads of `[[[...` a thousand deep; it was rcpc's bare catch-all
+            raise error("E1102", f"cannot read the Kubernetes schema {shown}: nested too deeply for the JSON "
+                        "reader", span, hint="a schema nests its arrays and objects a few dozen levels") from None
         found = 0
         for doc in docs:
             if not isinstance(doc, dict):
@@ -281,15 +284,14 @@ def _yaml_documents(text: str, shown: str) -> list:
     the reader's message) for a YAML error."""
     import yaml
 
-    try:
-        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    limit = yaml_node_limit(len(text))
+    try:  # weighed before it is built: a merge-key bomb costs its weight to build (load_yaml_bounded)
+        return load_yaml_bounded(text, getattr(yaml, "CSafeLoader", yaml.SafeLoader), limit)
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from None
-    limit = yaml_node_limit(len(text))
-    if expanded_size(docs, limit) > limit:
+    except ExpandsTooFar:
         raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
-                    "aliases repeat their anchor's value each time)", None)
-    return docs
+                    "aliases repeat their anchor's value each time)", None) from None
 
 
 def crd_schemas(doc: dict) -> dict:

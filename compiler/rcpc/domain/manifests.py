@@ -36,9 +36,20 @@ class _Builder:
         self.constructor = yaml.constructor.SafeConstructor()
         self.problems: list[Diagnostic] = []
 
-    def value(self, node):
+    def value(self, node, depth: int = 1):
+        """The value of ``node`` at nesting level ``depth`` (the document is level 1). A
+        mapping or sequence deeper than :data:`~rcpc.core.limits.MAX_DEPTH` levels, as deep
+        as a recipe's value may be, is ``E1103`` at that node (and read as null): the checks
+        walk a manifest recursively, and libyaml reads 1,000 levels (a 600-level ConfigMap
+        was a RecursionError in ``rcpc validate`` and ``rcpc import manifest``)."""
+        from rcpc.core.limits import MAX_DEPTH
+
         yaml = self.yaml
         span = _span(self.path, node)
+        if depth > MAX_DEPTH and isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            self.problems.append(Diagnostic("E1103", f"the document nests more than {MAX_DEPTH} levels here",
+                                            span, hint=f"a manifest nests a few dozen levels; at most {MAX_DEPTH}"))
+            return Null("null", span)
         if isinstance(node, yaml.MappingNode):
             self.constructor.flatten_mapping(node)
             items, keys = {}, {}
@@ -48,11 +59,11 @@ class _Builder:
                     self.problems.append(Diagnostic("E1103", f"key {key!r} is repeated in one mapping",
                                                     _span(self.path, k), related=(("first here", keys[key]),),
                                                     hint="kubectl refuses a repeated key: keep one"))
-                items[key] = self.value(v)
+                items[key] = self.value(v, depth + 1)
                 keys.setdefault(key, _span(self.path, k))
             return Dict(items, keys, span)
         if isinstance(node, yaml.SequenceNode):
-            return List(tuple(self.value(x) for x in node.value), span)
+            return List(tuple(self.value(x, depth + 1) for x in node.value), span)
         tag = node.tag.rsplit(":", 1)[-1]
         if tag in ("null", "bool", "int", "float"):
             v = self.constructor.construct_object(node)

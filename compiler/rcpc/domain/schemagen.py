@@ -37,7 +37,7 @@ from pathlib import Path
 
 from rcpc import __version__
 from rcpc.core.diagnostics import error
-from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
+from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
 
@@ -445,14 +445,14 @@ def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> di
         raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
                     span, hint="maxtext_schema in rcp.toml (or --maxtext-schema) names the schema: "
                     f"{BUILTIN}, a .json schema, or MaxText's base.yml") from None
-    try:
-        data = yaml.load(text, Loader=yaml_loader())
+    limit = yaml_node_limit(len(text))
+    try:  # weighed before it is built: a merge-key bomb costs its weight to build (load_yaml_bounded)
+        data = load_yaml_bounded(text, yaml_loader(), limit, single=True)[0]
     except yaml.YAMLError as exc:
         raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
-    limit = yaml_node_limit(len(text))
-    if expanded_size(data, limit) > limit:
+    except ExpandsTooFar:
         raise error("E0320", f"the MaxText schema {shown} expands to more than {limit} values (YAML aliases "
-                    "repeat their anchor's value each time)", span)
+                    "repeat their anchor's value each time)", span) from None
     if not isinstance(data, dict):
         raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
     return data

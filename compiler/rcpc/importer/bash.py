@@ -4,7 +4,9 @@ bashlex 0.18 never returns on some words bash accepts: a single-quoted ``${`` ri
 escape (``\\"'${b'``, ``\\\\'${b'``) makes its word expansion (``bashlex.subst``) restart the
 word forever, growing a string, until the machine runs out of memory. :func:`parse` counts
 the Python calls the parser makes and stops it at :func:`budget` calls, proportional to the
-text's length, as :class:`bashlex.errors.ParsingError` located at the word being expanded.
+text's length, as :class:`bashlex.errors.ParsingError` located at the word being expanded;
+and each word's expansion at :func:`budget` calls of that word's length (a budget of the whole
+text alone let that word after 1 MB of script run past 60 s).
 On the 15 XPK recipes of ``../shared/data`` the parser makes at most ~9 calls per character
 (``tests/test_import_bash.py``); the budget allows 100 per character and 50,000 more.
 """
@@ -32,14 +34,24 @@ def parse(text: str) -> list:
 
     limit = budget(text)
     calls = 0
+    word = None  # (the outermost _expandword frame, the call count it may reach)
 
     def count(frame, event, arg):
-        nonlocal calls
+        nonlocal calls, word
         calls += 1
-        if calls > limit:
+        if calls > limit or word is not None and calls > word[1]:
             sys.settrace(None)
             raise bashlex.errors.ParsingError(STUCK, text, _word_offset(frame, text))
+        if word is None and frame.f_code.co_name == "_expandword":
+            word = (frame, calls + budget(getattr(frame.f_locals.get("tokenword"), "value", None) or ""))
+            return leave  # its return event ends the word's budget
         return None  # no line events: calls only
+
+    def leave(frame, event, arg):
+        nonlocal word
+        if event == "return" and word is not None and frame is word[0]:
+            word = None
+        return leave
 
     before = sys.gettrace()
     sys.settrace(count)
