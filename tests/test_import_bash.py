@@ -81,13 +81,18 @@ PIECES = ["a", "b", "$", "{", "}", "${b", "${b}", "'", '"', "\\", '\\"', "\\\\",
 @settings(max_examples=60, deadline=None)
 @given(words=st.lists(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join), min_size=1, max_size=3))
 @example(words=[STUCK_WORDS[0]])
+# bashlex's own "unexpected EOF" for this one gives the length of a text parsed before in the
+# process (its EOF token keeps the last lexer that set it): not a place; rcpc.importer.shell
+# reports an early end at the text's end
+@example(words=["\\"])
 def test_any_word_parses_or_fails_located_and_the_parse_ends(words):
     text = "xpk " + " ".join(words) + "\n"
     with guard():
         try:
             bash.parse(text)
         except bashlex.errors.ParsingError as exc:
-            assert 0 <= exc.position <= len(text)
+            if exc.message == bash.STUCK:  # the bound's own position: a word of the text
+                assert 0 <= exc.position < len(text) and text[exc.position] not in " \n"
         except Exception:  # bashlex's other errors (NotImplementedError, its tokenizer's): refused, as before
             pass
 
