@@ -155,6 +155,9 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
     if "tpu_slice" in a:
         slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
         num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
+        if num.value < 1:
+            raise error("E0306", f"num_slices is {num.value}: a job runs on at least 1 slice", num.span,
+                        hint="give the number of slices, 1 or more")
         for d in maxtext.check_mesh(fs, slice_, num.value, span):
             ctx.report(d)
     ctx.collect(fs)

@@ -355,7 +355,7 @@ def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
                              value.span, hint='write a number or a string such as "4", "500m", "16Gi"'))
 
 
-def _pod_slice(pod: Dict, meta, path: tuple, kind: str, out: list | None = None):
+def pod_slice(pod: Dict, meta, path: tuple = (), kind: str = "", out: list | None = None):
     """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
     its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
     writes it, its template's ``cloud.google.com/gke-tpu-slice-topology`` annotation. None
@@ -394,7 +394,7 @@ def _unknown_accelerator(acc: Str, path: tuple, kind: str, out: list) -> None:
 
 
 def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> None:
-    slice_ = _pod_slice(pod, meta, path, kind, out)
+    slice_ = pod_slice(pod, meta, path, kind, out)
     if slice_ is None:
         return
     total = 0
@@ -434,7 +434,7 @@ def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
     ``parallelism`` left out (or null) is Kubernetes' default, 1."""
     template = _get(job, "template")
     pod = _get(template, "spec")
-    slice_ = _pod_slice(pod, template.items.get("metadata"), (), kind) if pod else None
+    slice_ = pod_slice(pod, template.items.get("metadata"), (), kind) if pod else None
     if slice_ is None:
         return
     parallelism = job.items.get("parallelism")

@@ -12,15 +12,22 @@ or its ``shell`` form inside one of their strings). Findings:
   both on the command line and in the environment), or one the model config sets;
 * ``E0319`` — an ``M_<KEY>`` value MaxText cannot parse as the key's type (``int()``,
   ``float()``, ``str2bool``), or for a key whose value is None or a list;
-* ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored).
+* ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored);
+* ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
+  selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
+  of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
+  a Job or a Pod): MaxText builds its mesh from the devices it finds (``create_device_mesh``),
+  whatever ``tpu_slice`` the recipe named.
 """
 
 from __future__ import annotations
 
-from rcpc.core.diagnostics import WARNING, Diagnostic, did_you_mean
+from rcpc.core import record
+from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
-from rcpc.domain.maxtext import argv, resolved
-from rcpc.core.values import Dict, List, Str, to_python
+from rcpc.domain.kube import pod_slice
+from rcpc.domain.maxtext import argv, check_mesh, resolved
+from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.values import FlagFile, FlagSet, Manifest
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
@@ -49,14 +56,82 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
         elif type(r) is Manifest:
             kept = found.get(id(r))
             if kept is None or kept[0] is not r:
-                kept = found[id(r)] = (r, tuple(containers(r.data)))
+                kept = found[id(r)] = (r, tuple(containers(r.data)), tuple(slice_pods(r.data)))
             for container in kept[1]:
                 carried = carried_flag_sets(container, flag_sets, forms)
                 for fs in carried:
                     model(fs)
                 if carried:
                     out.extend(check_env(container, carried))
+            for pod, slice_, slices, where in kept[2]:
+                for container in pod_containers(pod):
+                    for fs in carried_flag_sets(container, flag_sets, forms):
+                        if (id(fs), id(pod)) not in checked:
+                            checked.add((id(fs), id(pod)))
+                            out.extend(_pod_mesh(fs, slice_, slices, where, container))
     return out
+
+
+def slice_pods(data: Dict):
+    """(pod spec, :class:`TpuSlice`, number of slices, replicas value or None) for each pod
+    of a ``JobSet`` (each replicated job's pod template; its ``replicas``, default 1, are the
+    slices), ``Job`` (``spec.template``) or ``Pod`` manifest that selects a valid TPU slice
+    (:func:`rcpc.domain.kube.pod_slice`). A topology no slice has is the Kubernetes checks'
+    to report (``E0401``); such a pod is left out here."""
+    kind = data.items.get("kind")
+    kind = kind.value if type(kind) is Str else None
+    spec = data.items.get("spec")
+    if type(spec) is not Dict:
+        return
+    if kind == "Pod":
+        templates = [(data, None)]
+    elif kind == "Job":
+        templates = [(spec.items.get("template"), None)]
+    elif kind == "JobSet":
+        jobs = spec.items.get("replicatedJobs")
+        templates = []
+        for rj in jobs.items if type(jobs) is List else ():
+            job = _at(rj, "template", "spec")
+            if job is not None:
+                replicas = rj.items.get("replicas")
+                templates.append((job.items.get("template"), replicas if type(replicas) is Int else None))
+    else:
+        return
+    for template, replicas in templates:
+        pod = _at(template, "spec")
+        if pod is None:
+            continue
+        try:
+            slice_ = pod_slice(pod, template.items.get("metadata"))
+        except CompileError:
+            continue
+        slices = replicas.value if replicas is not None else 1
+        if slice_ is not None and slices >= 1:  # 0 replicas run no pod
+            yield pod, slice_, slices, replicas
+
+
+def _at(d, *keys):
+    for k in keys:
+        d = d.items.get(k) if type(d) is Dict else None
+    return d if type(d) is Dict else None
+
+
+def pod_containers(pod: Dict):
+    """The dicts of a pod spec's ``containers`` list."""
+    group = pod.items.get("containers")
+    return [c for c in (group.items if type(group) is List else ()) if type(c) is Dict]
+
+
+def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> list[Diagnostic]:
+    """``E0340`` of :func:`rcpc.domain.maxtext.check_mesh` against the slice a pod runs on,
+    showing where the pod selects it."""
+    name = container.items.get("name")
+    who = f"container {name.value!r}" if type(name) is Str else "the container"
+    where = ((f"{who} runs on {slice_.accelerator}:{slice_.topology} "
+              f"({slice_.devices} devices): the pod selects it here", slice_.span),)
+    if replicas is not None:
+        where += ((f"{slices} slice{'' if slices == 1 else 's'}: the replicated job's replicas", replicas.span),)
+    return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span)]
 
 
 def containers(data):
