@@ -49,6 +49,8 @@ def test_example_output_is_exact(example, tmp_path, monkeypatch, capsys, snapsho
     assert code == example.exit
     assert f"[{example.code}]" in err
     assert "Traceback" not in err
+    if example.code.startswith("E"):  # an error says what to do (a help: line)
+        assert "\nhelp: " in err
     request.node.golden_path = GOLDEN / f"{example.code}.txt"
     assert snapshot(extension_class=GoldenExtension) == err
 

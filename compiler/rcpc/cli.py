@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, to_json
+from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, io_hint, to_json
 from rcpc.replay import Recorder, stderr_color
 
 
@@ -652,7 +652,8 @@ def _schema(args) -> int:
     except BrokenPipeError:  # -o /dev/stdout, its reader gone: as for stdout (_run)
         raise
     except OSError as exc:
-        raise CompileError(Diagnostic("E0950", f"cannot write {args.output}: {exc.strerror or exc}", None)) from None
+        raise CompileError(Diagnostic("E0950", f"cannot write {args.output}: {exc.strerror or exc}", None,
+                                      hint=io_hint(exc))) from None
     _REPORT.status(f"rcpc: wrote the {args.kind} schema of {args.path} to {args.output}")
     return 0
 
@@ -770,14 +771,15 @@ def _import(args, ws, compiler) -> int:
         try:
             write_output(out, imported.text.encode("utf-8"))
         except OSError as exc:
-            raise CompileError(Diagnostic("E1202", f"cannot write {out}: {exc.strerror or exc}", None)) from None
+            raise CompileError(Diagnostic("E1202", f"cannot write {out}: {exc.strerror or exc}", None,
+                                          hint=io_hint(exc))) from None
         _PROGRESS[0] = f"{out} was written"
         from rcpc.importer.proof import fresh_compiler
 
         found = imported.check(fresh_compiler(ws.root), Path(out).resolve())
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
-                                      notes=tuple(found[1:4])))
+                                      notes=tuple(found[1:4]), hint=driver.IMPORT_BUG_HINT))
     todo = sum(1 for d in imported.notes if d.severity == "warning")
     _REPORT.status(f"rcpc: import {args.kind} {shown}: equal ({imported.how})"
                    + (f"; {todo} TODO(import) item(s) listed above" if todo else "")

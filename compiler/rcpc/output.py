@@ -149,7 +149,8 @@ def _check_names(recipe: str, variant: str, renders: list) -> None:
     for part in [*recipe.split("/"), variant, *renders]:
         why = problem(part)
         if why is not None:
-            raise error("E0905", f"cannot write {recipe}/{variant}: {part!r} {why}", None)
+            raise error("E0905", f"cannot write {recipe}/{variant}: {part!r} {why}", None,
+                        hint="rename the recipe file, variant or render")
 
 
 def _claim(out_dir: Path, shown: str, links: set, origins: dict) -> Path:

@@ -369,7 +369,8 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
                 diffs.extend(compare(old[v].renders if v in old else None, new[v].renders if v in new else None,
                                      "a/", "b/", name, v))
         if not seen_variant:
-            raise error("E0607", f"no recipe compared has a variant '{variant}'", None)
+            raise error("E0607", f"no recipe compared has a variant '{variant}'", None,
+                        hint="rcpc list shows each recipe's variants")
         own = revision.own_files_differ(rev)
     return RevisionDiff(rev, own, diffs, [((_relabelled(d, rev.rev), _relabelled_sources(c, rev.rev))
                                            if c is compilers[0] else (d, c.sources)) for d, c in errors])

@@ -183,7 +183,8 @@ def materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
     try:
         return _materialise(rev, dest.resolve(), live)
     except _GitFailed as exc:
-        raise error("E0615", f"--rev {rev.rev}: git cannot read the revision", None, notes=(str(exc),)) from None
+        raise error("E0615", f"--rev {rev.rev}: git cannot read the revision", None, notes=(str(exc),),
+                    hint="name a commit, branch or tag of this repository (git rev-parse REV)") from None
 
 
 def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:

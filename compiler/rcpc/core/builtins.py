@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from rcpc.core import record
-from rcpc.core.diagnostics import did_you_mean, error
+from rcpc.core.diagnostics import did_you_mean, did_you_mean_or_list, error
 from rcpc.core.emit.json import JsonError, to_json
-from rcpc.core.limits import INT_LIMIT, MAX_STRING
+from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_STRING
 from rcpc.core.source import Span
 from rcpc.core.values import (Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, concat, equal,
                               join, text_of, type_name, type_name_of, weight)
@@ -42,21 +42,24 @@ def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, r
     known = set(positional) | required | optional
     for name, (v, name_span) in kwargs.items():
         if name in out:
-            raise error("E0306", f"{fname}() got argument '{name}' twice", name_span)
+            raise error("E0306", f"{fname}() got argument '{name}' twice", name_span,
+                        hint="give each argument once")
         if name not in known and not extra_kwargs:
             raise error("E0306", f"{fname}() has no argument '{name}'", name_span,
                         hint=did_you_mean(name, known) or f"arguments: {', '.join(sorted(known))}")
         out[name] = (v, name_span)
     missing = [n for n in sorted(required) if n not in out]
     if missing:
-        raise error("E0306", f"{fname}() is missing argument '{missing[0]}'", span)
+        raise error("E0306", f"{fname}() is missing argument '{missing[0]}'", span,
+                    hint=f"give {missing[0]} = ... in the call")
     return {k: v for k, (v, _) in out.items()}
 
 
 def _expect(value, types, what: str):
     if type(value) not in types:
         names = " or ".join(sorted({type_name_of(t) for t in types}))
-        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span)
+        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span,
+                    hint=f"give {_article(names)} here")
     return value
 
 
@@ -69,7 +72,8 @@ def bool_text(value: bool, like: str) -> str:
 
 def _int(value: int, span: Span) -> Int:
     if not -INT_LIMIT <= value < INT_LIMIT:
-        raise error("E0806", "integer result is out of the 64-bit range", span)
+        raise error("E0806", "integer result is out of the 64-bit range", span,
+                    hint="ints are 64-bit signed, as Kubernetes and YAML readers take them")
     return Int(value, str(value), span)
 
 
@@ -81,13 +85,14 @@ def _article(word: str) -> str:
 def _range(ctx, fn, span, args, kwargs):
     _bind("range", span, [], kwargs, (), set())
     if not 1 <= len(args) <= 3:
-        raise error("E0306", "range() takes 1 to 3 ints", span)
+        raise error("E0306", "range() takes 1 to 3 ints", span, hint="range(n), range(a, b) or range(a, b, step)")
     nums = [_expect(x, (Int,), "range() argument").value for x in args]
     r = range(*nums) if nums[-1] != 0 or len(nums) < 3 else None
     if r is None:
-        raise error("E0303", "range() step must not be zero", args[2].span)
+        raise error("E0303", "range() step must not be zero", args[2].span,
+                    hint="count up with a positive step, down with a negative one")
     if len(r) > MAX_STRING:
-        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_STRING}", span)
+        raise error("E0802", f"range of {len(r)} items is over the limit of {MAX_STRING}", span, hint=LIMIT_HINT)
     return List(tuple(_int(i, span) for i in r), span)
 
 
@@ -106,7 +111,8 @@ def _len(ctx, fn, span, args, kwargs):
         return _int(len(x.items), span)
     if type(x) is Str:
         return _int(len(x.value), span)
-    raise error("E0301", f"len() of a {type_name(x)}", x.span)
+    raise error("E0301", f"len() of a {type_name(x)}", x.span, hint="len() counts a list's or dict's items or a "
+                "string's characters")
 
 
 def _str(ctx, fn, span, args, kwargs):
@@ -120,15 +126,16 @@ def _str(ctx, fn, span, args, kwargs):
 def _json(ctx, fn, span, args, kwargs):
     a = _bind("json", span, args, kwargs, ("x",), {"x"})
     if weight(a["x"]) * 16 * 6 > MAX_STRING * 16:  # a character can take 6 in JSON (\uXXXX)
-        raise error("E0802", "json() of a value this large would exceed the string limit", span)
+        raise error("E0802", "json() of a value this large would exceed the string limit", span, hint=LIMIT_HINT)
     try:
         text = to_json(a["x"])
         if len(text) > MAX_STRING:
             raise error("E0802", f"json() would make a string of {len(text)} characters, over the limit "
-                        f"of {MAX_STRING}", span)
+                        f"of {MAX_STRING}", span, hint=LIMIT_HINT)
         return Str(text, span)
     except JsonError as exc:
-        raise error("E0301", str(exc), exc.value.span) from None
+        raise error("E0301", str(exc), exc.value.span, hint="json() writes strings, numbers, bools, None, lists and "
+                    "dicts") from None
 
 
 def _require(ctx, fn, span, args, kwargs):
@@ -136,7 +143,8 @@ def _require(ctx, fn, span, args, kwargs):
     cond = _expect(a["condition"], (Bool,), "require() condition")
     message = _expect(a["message"], (Str,), "require() message")
     if not cond.value:
-        raise error("E0790", f"requirement failed: {message.value}", span)
+        raise error("E0790", f"requirement failed: {message.value}", span,
+                    hint="the recipe's author asks for this; change the values the condition reads")
     return Null("None", span)
 
 
@@ -209,20 +217,20 @@ def binop(op: str, left, right, span: Span):
     if tl is Int and tr is Int:
         a, b = left.value, right.value
         if op in ("//", "%") and b == 0:
-            raise error("E0303", "division by zero", right.span)
+            raise error("E0303", "division by zero", right.span, hint="divide by a value that is not 0")
         value = {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0}[op]
         return _int(value, span)
     if op == "+" and tl is tr:
         if tl is Str:
             if len(left.value) + len(right.value) > MAX_STRING:
                 raise error("E0802", f"string of {len(left.value) + len(right.value)} characters is over "
-                            "the limit", span)
+                            "the limit", span, hint=LIMIT_HINT)
             if left.pieces or right.pieces:  # flag tokens keep their provenance
                 return concat([left, right], span)
             return Str(left.value + right.value, span)
         if tl is List:
             if len(left.items) + len(right.items) > MAX_STRING:
-                raise error("E0802", "list over the size limit", span)
+                raise error("E0802", "list over the size limit", span, hint=LIMIT_HINT)
             return List(left.items + right.items, span)
         if tl is Dict:
             return Dict({**left.items, **right.items}, {**left.key_spans, **right.key_spans}, span,
@@ -231,7 +239,15 @@ def binop(op: str, left, right, span: Span):
         raise error("E0301", f"no float arithmetic ('{op}'): write the value you mean", span,
                     hint="float values keep their source spelling; computing them would not")
     raise error("E0301", f"unsupported operand types for {op}: {type_name(left)} and {type_name(right)}",
-                span)
+                span, hint=_operands_hint(op, tl, tr))
+
+
+def _operands_hint(op: str, tl, tr) -> str:
+    if op == "+" and Str in (tl, tr):
+        return 'to put a value into a string, write an f-string (f"{X}-suffix") or str(X) + "-suffix"'
+    if op == "+":
+        return "'+' joins two strings, two lists or two dicts, or adds two ints"
+    return f"'{op}' computes on two ints"
 
 
 def compare(op: str, left, right, span: Span) -> Bool:
@@ -248,12 +264,13 @@ def compare(op: str, left, right, span: Span) -> Bool:
             found = left.value in right.value
         else:
             raise error("E0301", f"'{op}' needs a list, dict or string on the right, got {type_name(right)}",
-                        right.span)
+                        right.span, hint=f"test membership in a list, a dict's keys or a string: X {op} [...]")
         result = found == (op == "in")
     else:
         numeric = (Int, Float)
         if not (type(left) in numeric and type(right) in numeric or type(left) is type(right) is Str):
-            raise error("E0301", f"cannot order {type_name(left)} and {type_name(right)}", span)
+            raise error("E0301", f"cannot order {type_name(left)} and {type_name(right)}", span,
+                        hint="order two numbers or two strings")
         a, b = left.value, right.value
         result = {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
     return Bool(result, "True" if result else "False", span)
@@ -268,15 +285,18 @@ def index(obj, idx, span: Span):
         seq = obj.items if t is List else obj.value
         i = idx.value
         if not -len(seq) <= i < len(seq):
-            raise error("E0305", f"index {i} out of range for {type_name(obj)} of length {len(seq)}", idx.span)
+            raise error("E0305", f"index {i} out of range for {type_name(obj)} of length {len(seq)}", idx.span,
+                        hint=f"indexes run from 0 to {len(seq) - 1}, or from -{len(seq)} counting from the end"
+                        if seq else f"the {type_name(obj)} is empty")
         return seq[i] if t is List else Str(seq[i], span)
     if t is Dict:
         _expect(idx, (Str,), "dict key")
         if idx.value not in obj.items:
             raise error("E0305", f"key '{idx.value}' not in dict", idx.span,
-                        hint=did_you_mean(idx.value, obj.items))
+                        hint=did_you_mean_or_list(idx.value, obj.items, "keys"))
         return obj.items[idx.value]
-    raise error("E0301", f"a {type_name(obj)} cannot be indexed", span)
+    raise error("E0301", f"a {type_name(obj)} cannot be indexed", span,
+                hint="index a list or string with an int, a dict with a string key")
 
 
 # attributes -------------------------------------------------------------------------------
@@ -290,7 +310,8 @@ def _str_join(ctx, fn, span, args, kwargs):
     for x in items.items:
         _expect(x, (Str,), "each item joined")
     if sum(len(x.value) for x in items.items) + len(fn.receiver.value) * len(items.items) > MAX_STRING:
-        raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span)
+        raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span,
+                    hint=LIMIT_HINT)
     return join(fn.receiver.value, items.items, span)
 
 
@@ -300,7 +321,8 @@ def _str_replace(ctx, fn, span, args, kwargs):
     s = fn.receiver.value
     grows = len(new) - len(old)
     if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_STRING:
-        raise error("E0802", f"replace() would make a string over the limit of {MAX_STRING} characters", span)
+        raise error("E0802", f"replace() would make a string over the limit of {MAX_STRING} characters", span,
+                    hint=LIMIT_HINT)
     return Str(s.replace(old, new), span)
 
 

@@ -71,6 +71,20 @@ def by_place(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(diags, key=lambda d: (0, d.span.path, d.span.line, d.span.col) if d.span else (1, "", 0, 0))
 
 
+def io_hint(exc: BaseException) -> str:
+    """What to check when a file cannot be read or written, from the ``OSError``'s errno (any
+    other exception: a damaged file)."""
+    import errno
+
+    return {errno.ENOENT: "check the path: no such file or directory",
+            errno.EACCES: "check the file's permissions (ls -l)", errno.EPERM: "check the file's permissions (ls -l)",
+            errno.EISDIR: "name a file, not a directory",
+            errno.ENOTDIR: "a part of the path is a file, not a directory",
+            errno.ELOOP: "a symlink on the path leads to itself", errno.ENAMETOOLONG: "use a shorter path",
+            errno.ENOSPC: "free space on the disk", errno.EROFS: "the file system is read-only"}.get(
+        getattr(exc, "errno", None), "check that the file exists and is readable text")
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None.
     Words and candidates longer than :data:`MAX_SUGGEST` characters are not compared (difflib
@@ -79,6 +93,14 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
         return None
     close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= MAX_SUGGEST], n=1)
     return f"did you mean '{close[0]}'?" if close else None
+
+
+def did_you_mean_or_list(word: str, candidates: Iterable[str], what: str) -> str:
+    """:func:`did_you_mean`, or else ``what`` and the first 12 candidates (``what: none`` when
+    there are none): a hint that is always given."""
+    candidates = list(candidates)
+    shown = ", ".join(candidates[:12]) + (", ..." if len(candidates) > 12 else "")
+    return did_you_mean(word, candidates) or f"{what}: {shown or 'none'}"
 
 
 QUOTE_WIDTH = 160   # characters of a source line quoted at most: an excerpt around the span

@@ -24,12 +24,14 @@ from rcpc.core import builtins as B
 from rcpc.core import functions as F
 from rcpc.core import record
 from rcpc.core import trace as T
-from rcpc.core.limits import INT_LIMIT, MAX_DEPTH, MAX_STEPS, MAX_STRING
-from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error
+from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_DEPTH, MAX_STEPS, MAX_STRING
+from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.resolve import LOCAL
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, text_of, type_name
+
+_BOOLS_HINT = "compare explicitly, e.g. X != 0 or X != \"\""
 
 NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 
@@ -192,8 +194,9 @@ class Evaluator:
                     errors.append(Diagnostic("E0203", f"'{ln.remote}' is private to {stmt.path}", ln.span,
                                              hint="names starting with '_' are not exported"))
                 elif ln.remote not in exports:
+                    public = [k for k in exports if not k.startswith("_")]
                     errors.append(Diagnostic("E0203", f"{stmt.path} has no name '{ln.remote}'", ln.span,
-                                             hint=did_you_mean(ln.remote, [k for k in exports if not k.startswith("_")])))
+                                             hint=did_you_mean_or_list(ln.remote, public, "its names")))
                 else:
                     self.env[ln.local] = exports[ln.remote]
             if errors:
@@ -266,7 +269,8 @@ class Evaluator:
         elif type(iterable) is Dict:
             seq = tuple(Str(k, iterable.key_spans.get(k, iterable.span)) for k in iterable.items)
         else:
-            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", span)
+            raise error("E0301", f"cannot iterate over a {type_name(iterable)}", span,
+                        hint="iterate over a list, a dict (its keys) or range(n)")
         ctx = self.ctx
         ctx.steps += len(seq)
         if ctx.steps > MAX_STEPS:
@@ -289,7 +293,8 @@ class Evaluator:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.depth -= 1  # the finally below does not run for this frame
-            raise error("E0801", f"expression nested deeper than {MAX_DEPTH} levels", node.span)
+            raise error("E0801", f"expression nested deeper than {MAX_DEPTH} levels", node.span,
+                        hint="name the inner parts: X = ... then use X")
         try:
             return _DISPATCH[type(node)](self, node, scope)
         finally:
@@ -398,10 +403,11 @@ class Evaluator:
             else:
                 key = self.eval(node.key, inner)
                 if type(key) is not Str:
-                    raise error("E0301", f"dict keys are strings, got {type_name(key)}", node.key.span)
+                    raise error("E0301", f"dict keys are strings, got {type_name(key)}", node.key.span,
+                                hint="make the key a string: str(...) or an f-string")
                 if key.value in keys:
                     raise error("E0302", f"key '{key.value}' is produced twice by this comprehension",
-                                node.key.span)
+                                node.key.span, hint="make the key expression give each item its own key")
                 keys[key.value] = self.eval(node.elt, inner)
                 spans[key.value] = key.span
         if node.key is None:
@@ -412,7 +418,7 @@ class Evaluator:
         v = self.eval(node, scope)
         if type(v) is not Bool:
             raise error("E0301", f"a condition must be a bool, got {type_name(v)}", node.span,
-                        hint="compare explicitly, e.g. X != 0 or X != \"\"")
+                        hint=_BOOLS_HINT)
         return v.value
 
     def _binop(self, node: ast.BinOp, scope):
@@ -431,23 +437,25 @@ class Evaluator:
                 raise error("E0806", "integer result is out of the 64-bit range", node.span,
                             hint=f"ints lie between -{INT_LIMIT} and {INT_LIMIT - 1}")
             return type(v)(-v.value, text, node.span)
-        raise error("E0301", f"cannot negate a {type_name(v)}", node.span)
+        raise error("E0301", f"cannot negate a {type_name(v)}", node.span, hint="'-' negates an int or a float")
 
     def _boolop(self, node: ast.BoolOp, scope):
         left = self.eval(node.left, scope)
         if type(left) is not Bool:
-            raise error("E0301", f"'{node.op}' needs bools, got {type_name(left)}", node.left.span)
+            raise error("E0301", f"'{node.op}' needs bools, got {type_name(left)}", node.left.span,
+                        hint=_BOOLS_HINT)
         if (node.op == "and") != left.value:
             return left
         right = self.eval(node.right, scope)
         if type(right) is not Bool:
-            raise error("E0301", f"'{node.op}' needs bools, got {type_name(right)}", node.right.span)
+            raise error("E0301", f"'{node.op}' needs bools, got {type_name(right)}", node.right.span,
+                        hint=_BOOLS_HINT)
         return right
 
     def _not(self, node: ast.Not, scope):
         v = self.eval(node.operand, scope)
         if type(v) is not Bool:
-            raise error("E0301", f"'not' needs a bool, got {type_name(v)}", node.operand.span)
+            raise error("E0301", f"'not' needs a bool, got {type_name(v)}", node.operand.span, hint=_BOOLS_HINT)
         return Bool(not v.value, B.bool_text(not v.value, v.text), node.span)
 
     def _compare(self, node: ast.Compare, scope):
@@ -491,7 +499,8 @@ class Evaluator:
     def _call(self, node: ast.Call, scope):
         func = self.eval(node.func, scope)
         if type(func) is not Builtin and type(func) is not F.Function:
-            raise error("E0301", f"a {type_name(func)} is not callable", node.func.span)
+            raise error("E0301", f"a {type_name(func)} is not callable", node.func.span,
+                        hint="call a def or a built-in; drop the parentheses to use the value")
         declaration = self.universe.declarations.get(func.name) if type(func) is Builtin else None
         if declaration is not None:
             raise error("E0501", f"{func.name}() must be assigned directly to a top-level name", node.span,
@@ -500,7 +509,8 @@ class Evaluator:
         kwargs = {}
         for kw in node.kwargs:
             if kw.name in kwargs:
-                raise error("E0306", f"argument '{kw.name}' given twice", kw.name_span)
+                raise error("E0306", f"argument '{kw.name}' given twice", kw.name_span,
+                            hint="give each argument once")
             kwargs[kw.name] = (self.eval(kw.value, scope), kw.name_span)
         if type(func) is F.Function:
             return func.evaluator.call_function(func, node, args, kwargs)
@@ -509,7 +519,7 @@ class Evaluator:
 
 def _limit_str(s: str, span: Span) -> str:
     if len(s) > MAX_STRING:
-        raise error("E0802", f"string of {len(s)} characters is over the limit of {MAX_STRING}", span)
+        raise error("E0802", f"string of {len(s)} characters is over the limit of {MAX_STRING}", span, hint=LIMIT_HINT)
     return s
 
 

@@ -71,7 +71,7 @@ def bind_arguments(fn: Function, call: ast.Call, args: list, kwargs: dict) -> di
                         hint=did_you_mean(name, names) or f"parameters: {', '.join(names) or 'none'}")
         if name in scope:
             raise error("E0651", f"{fn.name}() got argument '{name}' twice (by position and by name)", name_span,
-                        related=defined)
+                        related=defined, hint="give it by position or by name, not both")
         scope[name] = value
     missing = [p.name for p in params if p.name not in scope and p.default is None]
     if missing:

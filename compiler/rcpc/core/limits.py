@@ -1,6 +1,9 @@
 """Every limit rcpc puts on input, in one place. Each is reported as a diagnostic with the
 span that crossed it (E08xx), never as a crash or a hang (DESIGN.md §6)."""
 
+# The help of a limit's error: values this large are mistakes, not recipes.
+LIMIT_HINT = ("rcpc's limits are in docs/language.md (Limits); a value this large is a mistake "
+              "(a loop over the wrong list?)")
 INT_LIMIT = 2 ** 63          # ints are 64-bit signed, as in Kubernetes and YAML readers (E0806)
 MAX_STRING = 1_000_000       # characters of a string, and items of a list built by + or range (E0802)
 MAX_NODES = 2_000_000        # weight of one value, shared parts counted each time, and of all

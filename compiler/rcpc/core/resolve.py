@@ -255,7 +255,8 @@ class _Resolver(Visitor):
         for p in node.params:
             if p.name in self.locals:
                 self.report(Diagnostic("E0653", f"parameter '{p.name}' appears twice in {node.name}()", p.span,
-                                       related=(("first here", self.locals[p.name].span),)))
+                                       related=(("first here", self.locals[p.name].span),),
+                                       hint="give each parameter its own name"))
                 continue
             b = self.locals[p.name] = Binding(ARGUMENT, p.name, p.span)
             self.bindings.defs.append(b)

@@ -35,9 +35,9 @@ from typing import Callable
 from rcpc.core import names
 from rcpc.core import record
 from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
-from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
-from rcpc.core.limits import INT_LIMIT, MAX_NAME
+from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
@@ -80,7 +80,8 @@ def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
     if type(ptype) is Builtin and ptype.name == "str":
         ptype = TypeName("str", ptype.span)
     if type(ptype) is not TypeName:
-        raise error("E0502", "param() needs a type: bool, int, float or str", ptype.span)
+        raise error("E0502", "param() needs a type: bool, int, float or str", ptype.span,
+                    hint="write e.g. param(int, default = 8)")
     default = a.get("default")
     if type(default) is Null:
         default = None
@@ -99,10 +100,12 @@ def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
 def check_param_value(ptype: str, value, name: str, choices) -> None:
     """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
     if type(value) not in PARAM_TYPES[ptype]:
-        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span)
+        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span,
+                    hint=f"give {_article(ptype)} value, or change the param's type")
     if choices is not None and not any(equal(value, c) for c in choices):
         allowed = ", ".join(text_of(c) or "?" for c in choices)
-        raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span)
+        raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span,
+                    hint="give one of the choices, or add it to choices = [...]")
 
 
 _BOOL_TEXT = ("true", "True", "false", "False")
@@ -130,7 +133,8 @@ def param_value_from_text(param: Param, text: str):
         raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
     if param.choices is not None and not any(equal(value, c) for c in param.choices):
         allowed = ", ".join(text_of(c) or "?" for c in param.choices)
-        raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span)
+        raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span,
+                    hint=did_you_mean(text, [text_of(c) or "" for c in param.choices]) or f"write one of: {allowed}")
     return value
 
 
@@ -150,7 +154,8 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
     if unknown is not None:
         _expect(unknown, (List,), "unknown_keys")
     if "num_slices" in a and "tpu_slice" not in a:
-        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span)
+        raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span,
+                    hint='give the slice too: tpu_slice = tpu_slice("tpu7x:4x4x8")')
     fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report)
     if "tpu_slice" in a:
         slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
@@ -174,13 +179,15 @@ def _variant(ctx, fn, span, args, kwargs):
     a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
     name = _expect(a["name"], (Str,), "variant name")
     if names.fold(name.value) == "custom":
-        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span)
+        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span,
+                    hint="choose another name")
     if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
         raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
                     hint="use letters, digits, '.', '-' and '_'")
     why = names.problem(name.value)
     if why is not None:
-        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span)
+        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span,
+                    hint="use letters, digits, '.', '-' and '_'")
     sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
     against = a.get("against")
     if against is not None:
@@ -197,7 +204,7 @@ def _variant(ctx, fn, span, args, kwargs):
 def _flagset_plus(ctx, left: FlagSet, right: FlagSet, span: Span) -> FlagSet:
     """``a + b`` of flag sets: ``b``'s layers after ``a``'s (MaxText's last key wins)."""
     if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
-        raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span)
+        raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span, hint=LIMIT_HINT)
     joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
     maxtext.check_weight(joined)
     problems = maxtext.merge_problems(joined)
@@ -239,7 +246,7 @@ def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
     for k in keys.items:
         if k.value not in present:
             raise error("E0656", f"shell_quoted(): the flag set has no flag '{k.value}'", k.span,
-                        hint=did_you_mean(k.value, present))
+                        hint=did_you_mean_or_list(k.value, present, "its flags"))
     return provenance.shell_value(fn.receiver, span, frozenset(k.value for k in keys.items))
 
 

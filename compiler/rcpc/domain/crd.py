@@ -19,7 +19,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from rcpc.core.diagnostics import error
+from rcpc.core.diagnostics import error, io_hint
 
 SOURCE_REPO = "kubernetes-sigs/jobset"
 SOURCE_FILE = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
@@ -52,16 +52,18 @@ def derive_schema(crd: Path, commit: str, repo: str = SOURCE_REPO, file: str = S
         docs = [d for d in load_yaml_bounded(data.decode("utf-8"), loader, limit) if isinstance(d, dict)]
     except ExpandsTooFar:
         raise error("E1102", f"the CRD {crd} expands to more than {limit} values (YAML aliases repeat their "
-                    "anchor's value each time)", None) from None
+                    "anchor's value each time)", None, hint="give the CRD as the cluster has it: kubectl get crd "
+                    "NAME -o yaml") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise error("E1102", f"cannot read the CRD {crd}: {getattr(exc, 'strerror', None) or exc}", None) from None
+        raise error("E1102", f"cannot read the CRD {crd}: {getattr(exc, 'strerror', None) or exc}", None,
+                    hint=io_hint(exc)) from None
     doc = next((d for d in docs if d.get("kind") == "CustomResourceDefinition"), None)
     spec = (doc or {}).get("spec") or {}
     versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served", True)
                 and (v.get("schema") or {}).get("openAPIV3Schema")]
     if not versions:
         raise error("E1102", f"{crd} holds no CustomResourceDefinition with a served version's openAPIV3Schema",
-                    None)
+                    None, hint="give the CRD as the cluster has it: kubectl get crd NAME -o yaml")
     version = next((v for v in versions if v.get("storage")), versions[0])
     try:  # walked recursively (here and by json.dumps); libyaml reads 1,000 levels, Python recurses ~1,000 deep
         schema = _strip(version["schema"]["openAPIV3Schema"])

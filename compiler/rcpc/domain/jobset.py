@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from rcpc.domain import kube_validation as kv
-from rcpc.core.diagnostics import Diagnostic
+from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.core.values import Dict, Int, List, Str
 
 # jobset_webhook.go validOnJobFailureReasons (batch/v1 JobReason*).
@@ -170,7 +170,9 @@ def check(data: Dict, path_of) -> list[Diagnostic]:
     if managed is not None:
         problems = kv.domain_prefixed_path(managed.value) + kv.too_long(managed.value, MANAGED_BY_MAX)
         if problems:
-            found.add("E1011", ("spec", "managedBy"), f"{managed.value!r} {problems[0]}", managed.span)
+            found.add("E1011", ("spec", "managedBy"), f"{managed.value!r} {problems[0]}", managed.span,
+                      hint="leave managedBy out for the JobSet controller, or name a controller as "
+                           "example.com/controller")
     return found.out
 
 
@@ -190,13 +192,15 @@ def _names(found: _Findings, name: str, name_span, name_at, jobs, subdomain_v) -
         group = _str(rj, "groupName")
         if group is not None and kv.dns1035_label(group.value):
             found.add("E1002", at + ("groupName",), f"group name {group.value!r} "
-                      f"{kv.dns1035_label(group.value)[0]}", group.span)
+                      f"{kv.dns1035_label(group.value)[0]}", group.span,
+                      hint="a group name is a lower-case letter, then letters, digits and '-'")
         replicas = _int(rj, "replicas", 1)
         jspec = _get(_get(rj, "template"), "spec")
         parallelism = _int(jspec, "parallelism", 1)
         if replicas * parallelism > MAX_INT32:
             found.add("E1011", at + ("replicas",), f"replicas × parallelism is {replicas * parallelism}, over "
-                      f"{MAX_INT32}", (_get(rj, "replicas") or rj).span)
+                      f"{MAX_INT32}", (_get(rj, "replicas") or rj).span,
+                      hint="Kubernetes counts pods in 32 bits: use fewer replicas or pods")
         longest = job_name(name, rj_name.value, replicas - 1)
         problems = kv.dns1035_label(longest)
         if problems:
@@ -242,7 +246,8 @@ def _policies(found: _Findings, spec: Dict, jobs: list) -> None:
         depends = _dicts(rj, "dependsOn")
         if i == 0 and _get(rj, "dependsOn") is not None:
             found.add("E1011", ("spec", "replicatedJobs", 0, "dependsOn"), "the first replicated job cannot "
-                      "have dependsOn", _get(rj, "dependsOn").span)
+                      "have dependsOn", _get(rj, "dependsOn").span,
+                      hint="a replicated job depends on earlier ones: move it after what it depends on")
         rj_name = _str(rj, "name")
         for k, dep in enumerate(depends):
             target = _str(dep, "name")
@@ -266,16 +271,19 @@ def _policies(found: _Findings, spec: Dict, jobs: list) -> None:
         if not 1 <= len(name) <= RULE_NAME_MAX or not _RULE_NAME.match(name):
             found.add("E1011", at + ("name",), f"failure policy rule name {name[:80]!r} is not valid: at most "
                       f"{RULE_NAME_MAX} characters, a letter first, then letters, digits, '_', ',' or ':', "
-                      "ending with a letter, digit or '_'", span)
+                      "ending with a letter, digit or '_'", span,
+                      hint="for example 'failJobSetOnPodFailure'")
         if name in seen:
             found.add("E1011", at + ("name",), f"failure policy rule name {name!r} is used twice", span,
-                      related=(("first used here", seen[name]),))
+                      related=(("first used here", seen[name]),), hint="give each rule its own name")
         seen.setdefault(name, span)
         _targets(found, rule, at, names)
         for k, reason in enumerate(_list(rule, "onJobFailureReasons")):
             if type(reason) is Str and reason.value not in JOB_FAILURE_REASONS:
                 found.add("E1011", at + ("onJobFailureReasons", k), f"{reason.value!r} is not a job failure "
-                          f"reason ({', '.join(JOB_FAILURE_REASONS)})", reason.span)
+                          f"reason ({', '.join(JOB_FAILURE_REASONS)})", reason.span,
+                          hint=did_you_mean(reason.value, JOB_FAILURE_REASONS) or "write one of the reasons listed; "
+                          "a pod's own failure reaches the JobSet as PodFailurePolicy")
 
 
 def _targets(found: _Findings, d, at: tuple, names: list) -> None:
@@ -295,7 +303,8 @@ def _coordinator(found: _Findings, spec: Dict, jobs: list, name: str, name_span,
     rj = next((r for r in jobs if _str(r, "name") is not None and _str(r, "name").value == target.value), None)
     if rj is None:
         found.add("E1011", at + ("replicatedJob",), f"coordinator replicated job {target.value!r} does not exist",
-                  target.span)
+                  target.span, hint=did_you_mean(target.value, [n.value for n in (_str(r, "name") for r in jobs) if n])
+                  or "name one of spec.replicatedJobs")
         return
     job_index, pod_index = _int(coord, "jobIndex", 0), _int(coord, "podIndex", 0)
     jspec = _get(_get(rj, "template"), "spec")
@@ -303,13 +312,15 @@ def _coordinator(found: _Findings, spec: Dict, jobs: list, name: str, name_span,
     mode = _str(jspec, "completionMode")
     if not 0 <= job_index < _int(rj, "replicas", 1):
         found.add("E1011", at + ("jobIndex",), f"coordinator job index {job_index} is not a job of "
-                  f"{target.value!r}", (_get(coord, "jobIndex") or coord).span)
+                  f"{target.value!r}", (_get(coord, "jobIndex") or coord).span,
+                  hint=f"job indexes run from 0 to replicas - 1 ({_int(rj, 'replicas', 1) - 1})")
     elif completions is None or (mode is not None and mode.value != "Indexed"):
         found.add("E1011", at, "the coordinator's job must be Indexed with completions set",
-                  coord.span)
+                  coord.span, hint='set completionMode: "Indexed" and completions in its Job spec')
     elif not 0 <= pod_index < completions:
         found.add("E1011", at + ("podIndex",), f"coordinator pod index {pod_index} is not a pod of "
-                  f"{target.value!r}", (_get(coord, "podIndex") or coord).span)
+                  f"{target.value!r}", (_get(coord, "podIndex") or coord).span,
+                  hint=f"pod indexes run from 0 to completions - 1 ({completions - 1})")
     subdomain = subdomain_v.value if subdomain_v is not None and subdomain_v.value else name
     endpoint = f"{pod_name(name, target.value, job_index, pod_index)}.{subdomain}"
     problems = kv.label_value(endpoint)
@@ -350,10 +361,11 @@ def _volume_claims(found: _Findings, spec: Dict, jobs: list) -> None:
             at = ("spec", "volumeClaimPolicies", p, "templates", t, "metadata", "name")
             if claim.value in names:
                 found.add("E1011", at, f"volume claim template name {claim.value!r} is used twice", claim.span,
-                          related=(("first used here", names[claim.value]),))
+                          related=(("first used here", names[claim.value]),), hint="give each template its own name")
             names.setdefault(claim.value, claim.span)
             if kv.dns1123_subdomain(claim.value):
-                found.add("E1002", at, f"{claim.value!r} {kv.dns1123_subdomain(claim.value)[0]}", claim.span)
+                found.add("E1002", at, f"{claim.value!r} {kv.dns1123_subdomain(claim.value)[0]}", claim.span,
+                          hint="lower-case letters, digits, '-' and '.'")
             mounted = False
             for i, rj in enumerate(jobs):
                 pod = _get(_get(_get(_get(rj, "template"), "spec"), "template"), "spec")
@@ -363,7 +375,8 @@ def _volume_claims(found: _Findings, spec: Dict, jobs: list) -> None:
                         found.add("E1011", ("spec", "replicatedJobs", i, "template", "spec", "template", "spec",
                                             "volumes", v, "name"), f"volume {claim.value!r} conflicts with the "
                                   "volume claim template of that name", vname.span,
-                                  related=(("volume claim template", claim.span),))
+                                  related=(("volume claim template", claim.span),),
+                                  hint="rename the volume or the template")
                 for c in _dicts(pod, "initContainers") + _dicts(pod, "containers"):
                     mounted = mounted or any(_str(m, "name") is not None and _str(m, "name").value == claim.value
                                              for m in _dicts(c, "volumeMounts"))

@@ -262,13 +262,19 @@ def _check_labels(d: Dict, path: tuple, kind: str, is_labels: bool, out: list) -
                              value.span, hint=f'write "{text}"' if text is not None else None))
         elif is_labels and kv.label_value(value.value):
             out.append(_diag("E1003", kind, path + (k,), f"label value {value.value[:100]!r} is not valid: "
-                             f"{kv.label_value(value.value)[0]}", value.span))
+                             f"{kv.label_value(value.value)[0]}", value.span,
+                             hint=_for_example(kv.as_label_value(value.value))))
     if not is_labels:
         plain = {k: v.value for k, v in d.items.items() if type(v) is Str}
         size = kv.annotations_size(plain)
         if size > kv.ANNOTATIONS_TOTAL_MAX:
             out.append(_diag("E1009", kind, path, f"annotations hold {size} bytes, over the limit of "
-                             f"{kv.ANNOTATIONS_TOTAL_MAX}", d.span))
+                             f"{kv.ANNOTATIONS_TOTAL_MAX}", d.span,
+                             hint="keep large data in a ConfigMap and mount it"))
+
+
+def _for_example(fixed: str) -> str:
+    return f"for example {fixed!r}" if fixed else "use letters and digits"
 
 
 def _named(items, key: str):
@@ -287,11 +293,13 @@ def _check_pod(pod: Dict, path: tuple, kind: str, out: list, meta, core_lists: b
             where = path + (key, i, "name")
             if kv.dns1123_label(name.value):
                 out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not an RFC 1123 label: "
-                                 f"{kv.dns1123_label(name.value)[0]}", name.span))
+                                 f"{kv.dns1123_label(name.value)[0]}", name.span,
+                                 hint=_for_example(kv.as_dns1123_label(name.value))))
             if name.value in seen:
                 out.append(Diagnostic("E1004", f"{kind} {manifest_path(where)}: container name "
                                       f"{name.value!r} is used twice in one pod", name.span,
-                                      related=(("first used here", seen[name.value]),)))
+                                      related=(("first used here", seen[name.value]),),
+                                      hint="give each container of a pod its own name"))
             seen.setdefault(name.value, name.span)
             for k in ("command", "args"):
                 if type(c.items.get(k)) is List:

@@ -106,7 +106,7 @@ def _check_container(c: Dict, path: tuple, kind: str, volumes: set, out: list) -
         elif cap is not None and extended(name) and want != cap:
             out.append(diag("E1014", kind, where, f"the {name} request must equal its limit (an extended "
                             "resource cannot be overcommitted)", value.span,
-                            related=(("limit", limits[name].span),)))
+                            related=(("limit", limits[name].span),), hint="give the request and the limit one value"))
         elif cap is not None and want > cap:
             out.append(diag("E1014", kind, where, f"the {name} request is more than its limit", value.span,
                             related=(("limit", limits[name].span),), hint="a request is at most its limit"))
@@ -118,7 +118,7 @@ def check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
         v = job.items.get(key)
         if type(v) is Int and v.value < 0:
             out.append(diag("E1014", kind, path + (key,), f"{key} is {v.value}: it must not be negative",
-                            v.span))
+                            v.span, hint=f"give 0 or more, or leave {key} out for Kubernetes' default"))
     v = job.items.get("activeDeadlineSeconds")
     if type(v) is Int and v.value <= 0:
         out.append(diag("E1014", kind, path + ("activeDeadlineSeconds",), f"activeDeadlineSeconds is {v.value}: "

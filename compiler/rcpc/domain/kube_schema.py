@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
-from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
 from rcpc.domain import schemacache
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
@@ -192,7 +193,7 @@ class SchemaIndex:
             docs = [json.loads(text)] if path.suffix == ".json" else _yaml_documents(text, shown)
         except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
-                        f"{getattr(exc, 'strerror', None) or exc}", None) from None
+                        f"{getattr(exc, 'strerror', None) or exc}", None, hint=io_hint(exc)) from None
         except RecursionError:  # json.loads of `[[[...` a thousand deep; it was rcpc's bare catch-all
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: nested too deeply for the JSON "
                         "reader", span, hint="a schema nests its arrays and objects a few dozen levels") from None
@@ -210,7 +211,9 @@ class SchemaIndex:
                 self._origin[(api, gvk["kind"])] = shown
                 found += 1
         if not found:
-            raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span)
+            raise error("E1102", f"{shown} holds no CRD and no schema with x-kubernetes-group-version-kind", span,
+                        hint="give a CustomResourceDefinition (kubectl get crd NAME -o yaml) or a JSON schema "
+                             "with x-kubernetes-group-version-kind (kubectl get --raw /openapi/v2)")
 
     def schema(self, api_version: str, kind: str) -> dict | None:
         """The schema of ``apiVersion``/``kind`` as written (``openAPIV3Schema``), or None."""
@@ -291,7 +294,8 @@ def _yaml_documents(text: str, shown: str) -> list:
         raise ValueError(str(exc)) from None
     except ExpandsTooFar:
         raise error("E1102", f"the Kubernetes schema {shown} expands to more than {limit} values (YAML "
-                    "aliases repeat their anchor's value each time)", None) from None
+                    "aliases repeat their anchor's value each time)", None,
+                    hint="give the schema as the cluster has it: kubectl get crd NAME -o yaml") from None
 
 
 def crd_schemas(doc: dict) -> dict:
@@ -517,13 +521,43 @@ def _schema_diags(rec: list, data: Dict, kind: str):
         for k in node.items:
             if k not in allowed:
                 yield _diag("E1101", kind, path + (k,), f"unknown field '{k}'", node.key_spans.get(k, span),
-                            hint=did_you_mean(k, allowed))
+                            hint=did_you_mean(k, allowed) or _fields_hint(allowed))
         return
+    hint = _schema_hint(validator, message)
     if validator == "required":
         message = f"missing required field {message.split(' is a required property')[0]}"
     elif validator in ("type", "anyOf") and len(message) > 200:
         message = message[:200] + "..."
-    yield _diag("E1101", kind, path, message, span)
+    yield _diag("E1101", kind, path, message, span, hint=hint)
+
+
+_TYPE_WORDS = {"integer": "an integer (no quotes)", "number": "a number (no quotes)", "string": "a string (quoted)",
+               "boolean": "true or false (no quotes)", "object": "a dict", "array": "a list", "null": "None"}
+
+
+def _fields_hint(allowed: list) -> str:
+    shown = ", ".join(sorted(allowed)[:12]) + (", ..." if len(allowed) > 12 else "")
+    return f"the schema's fields here: {shown}" if allowed else "the schema allows no field here"
+
+
+def _schema_hint(validator: str, message: str) -> str:
+    """What to write instead, from a jsonschema violation's validator and message (JSON Schema
+    Draft 7 keywords, as jsonschema words them)."""
+    if validator == "type":
+        wanted = re.findall(r"'(integer|number|string|boolean|object|array|null)'",
+                            message.rpartition(" is not of type ")[2])
+        if wanted:
+            return "write " + " or ".join(_TYPE_WORDS[w] for w in wanted)
+    if validator == "enum":
+        return "write one of the values the message lists (case matters)"
+    if validator == "required":
+        return "add the field; the API server refuses the object without it"
+    if validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+                     "minItems", "maxItems", "minProperties", "maxProperties"):
+        return f"the schema bounds this value ({validator})"
+    if validator == "pattern":
+        return "write a value the pattern matches"
+    return f"the schema's '{validator}' rule refuses this value"
 
 
 def _locate(data: Dict, path: tuple):

@@ -119,3 +119,16 @@ def domain_prefixed_path(value: str) -> list[str]:
     if not _HTTP_PATH.match(path):
         out.append("the path after the domain may hold letters, digits and /-._~%!$&'()*+,;=: only")
     return out
+
+
+def as_dns1123_label(value: str) -> str:
+    """A name close to ``value`` that :func:`dns1123_label` accepts (lower-cased, other
+    characters as ``-``, trimmed to 63 characters, alphanumeric at both ends), for a hint; ``""``
+    when nothing of ``value`` is left."""
+    return re.sub(r"[^a-z0-9-]", "-", value.lower())[:DNS1123_LABEL_MAX].strip("-")
+
+
+def as_label_value(value: str) -> str:
+    """A value close to ``value`` that :func:`label_value` accepts (other characters as ``-``,
+    trimmed to 63 characters, alphanumeric at both ends), for a hint."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", value)[:LABEL_VALUE_MAX].strip("-_.")

@@ -33,6 +33,8 @@ from rcpc.domain.values import FlagFile, FlagSet, Manifest
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
 _TRUE = ("y", "yes", "t", "true", "1")     # maxtext.inference.inference_utils.str2bool
 _FALSE = ("n", "no", "f", "false", "0")
+_READABLE = {"bool": "y/yes/t/true/1 or n/no/f/false/0 (any case)", "int": "write decimal digits (Python's int())",
+             "float": "write a number Python's float() reads, such as 1e-5"}
 
 
 def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnostic]:
@@ -297,11 +299,11 @@ def _env_against_schema(fs, cli, name, value, span, cname) -> list[Diagnostic]:
     if ok is None:
         return [Diagnostic("E0319", f"MaxText cannot take '{key}' from {name}: its value there is "
                            f"{_yaml_text(original)}, and MaxText reads M_ variables only for strings, numbers "
-                           "and bools", value.span)]
+                           "and bools", value.span, hint=f"set '{key}' in the flags instead of the environment")]
     if not ok:
         kind = "bool" if type(original) is bool else type(original).__name__
         return [Diagnostic("E0319", f"MaxText cannot read {name}={value.value!r} as {kind} '{key}'", value.span,
-                           hint="y/yes/t/true/1 or n/no/f/false/0 (any case)" if kind == "bool" else None)]
+                           hint=_READABLE[kind])]
     return []
 
 

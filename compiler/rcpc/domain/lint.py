@@ -139,7 +139,8 @@ def _files(ws, paths: list) -> list:
         else:
             found = ws.find_recipe(str(p))
             if found is None:
-                out.append(Diagnostic("E0201", f"cannot lint {p}: no such file, directory or recipe", None))
+                out.append(Diagnostic("E0201", f"cannot lint {p}: no such file, directory or recipe", None,
+                                      hint="name a .rcp file, a directory or a recipe (rcpc list shows them)"))
             else:
                 out.append(found)
     return list(dict.fromkeys(out))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, error, io_hint
 from rcpc.core.source import Source, Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
 
@@ -94,7 +94,8 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     try:  # bounded, and never a FIFO or a device (rcpc validate /dev/zero exhausted memory)
         text = read_limited(real, MAX_SCHEMA_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None) from None
+        raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None,
+                    hint=io_hint(exc)) from None
     source = Source(shown, text, str(real))
     limit = yaml_node_limit(len(text))
     builder = _Builder(shown)
@@ -111,14 +112,16 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
             value = builder.value(node)
             if type(value) is not Dict:
                 builder.problems.append(Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object "
-                                                   "(a mapping)", value.span))
+                                                   "(a mapping)", value.span,
+                                                   hint="each document (between --- lines) is one object"))
                 continue
             docs.append(value)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         span = Span(shown, mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 2) if mark else None
         raise CompileError(Diagnostic("E1103", f"{shown} is not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                                      span)) from None
+                                      span, hint="YAML indents with spaces; quote values holding ': ' or '#'")
+                           ) from None
     if builder.problems:
         raise CompileError(builder.problems)
     return source, docs

@@ -13,8 +13,9 @@ import re
 
 from rcpc.core import record
 from rcpc.domain import lax
-from rcpc.core.limits import MAX_LAYERS, MAX_NODES
-from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic, did_you_mean, error, unique
+from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS, MAX_NODES
+from rcpc.core.diagnostics import (NOTE, WARNING, CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error,
+                                   unique)
 from rcpc.domain.emit.flags import FlagValueError, token, value_text
 from rcpc.core.source import Span
 from rcpc.core.values import (Bool, Dict, Float, Int, List, Null, Str, equal, text_of, to_python,
@@ -84,7 +85,7 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
         elif t is FlagSet:
             out.extend(layer.layers)
             if len(out) > MAX_LAYERS:
-                raise error("E0802", f"flag set of more than {MAX_LAYERS} layers", span)
+                raise error("E0802", f"flag set of more than {MAX_LAYERS} layers", span, hint=LIMIT_HINT)
         else:
             problems.append(Diagnostic("E0301", f"a maxtext_flags layer must be a dict, got {type_name(layer)}",
                                        layer.span, hint="write the layer as {\"key\": value, ...}"))
@@ -129,7 +130,8 @@ def check_weight(fs: FlagSet) -> None:
     """``E0802`` when a flag set would render more than the value limit."""
     total = flags_weight(fs)
     if total > MAX_NODES:
-        raise error("E0802", f"flag set of more than {MAX_NODES} items (counting repeated layers)", fs.span)
+        raise error("E0802", f"flag set of more than {MAX_NODES} items (counting repeated layers)", fs.span,
+                    hint=LIMIT_HINT)
 
 
 def merge_problems(fs: FlagSet) -> list[Diagnostic]:
@@ -212,7 +214,8 @@ def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
     used = {e.key for layer in layers for e in layer.entries}
     for item in unknown_keys.items:
         if type(item) is not Str:
-            raise error("E0301", f"unknown_keys holds key names (strings), got {type_name(item)}", item.span)
+            raise error("E0301", f"unknown_keys holds key names (strings), got {type_name(item)}", item.span,
+                        hint='write the key quoted: unknown_keys = ["use_gdn_kernel"]')
         if item.value.split(".")[0] in schema:
             warn(Diagnostic("W0323", f"'{item.value}' is in the MaxText schema; it needs no acknowledgement",
                             item.span, WARNING, hint="remove it from unknown_keys"))
@@ -353,7 +356,8 @@ def _type_at(t: dict, rest: str, e: FlagEntry):
             if f is None:
                 if t["extra"] == "forbid":
                     return None, Diagnostic("E0310", f"unknown MaxText key '{e.key}': {lax.describe(t)} has no "
-                                            f"key '{seg}'", e.key_span, hint=did_you_mean(seg, t["fields"]))
+                                            f"key '{seg}'", e.key_span,
+                                            hint=did_you_mean_or_list(seg, t["fields"], "its keys"))
                 return None, Diagnostic("W0314", f"MaxText ignores '{e.key}': {lax.describe(t)} has no key '{seg}'",
                                         e.key_span, WARNING, hint=did_you_mean(seg, t["fields"]))
             t = f["type"]
@@ -375,7 +379,7 @@ def _invalid(e: FlagEntry, t: dict, py, exc: "lax.Invalid", schema) -> Diagnosti
     shown = value_text(value)
     if exc.kind == lax.EXTRA:
         return Diagnostic("E0310", f"unknown MaxText key '{where}': {exc.expected} has no key {exc.path[-1]!r}",
-                          value.span, notes=notes)
+                          value.span, notes=notes, hint="check the key's spelling against the schema")
     if py is None and not exc.path:
         return Diagnostic("E0314", f"'{e.key}' cannot be None: it is {_a(lax.describe(t))}", value.span,
                           hint=_default_hint(schema, e.key), notes=notes)
@@ -492,7 +496,8 @@ def check_mesh(fs: FlagSet, tpu_slice, num_slices: int, span: Span) -> list[Diag
         for k, e in res.items():
             if k.startswith(prefix + "_") and k.endswith("_parallelism"):
                 if type(e.value) is not Int:
-                    out.append(Diagnostic("E0340", f"'{k}' must be an int, got {type_name(e.value)}", e.value.span))
+                    out.append(Diagnostic("E0340", f"'{k}' must be an int, got {type_name(e.value)}", e.value.span,
+                                          hint="write a whole number, or -1 for the rest"))
                     bad = True
                     continue
                 axes[k] = (e.value.value, e)
@@ -511,7 +516,8 @@ def check_mesh(fs: FlagSet, tpu_slice, num_slices: int, span: Span) -> list[Diag
         related = tuple((f"{e.key} = {value_text(e.value)} set here", e.value.span) for e in set_here if e is not last)
         if len(fill) > 1:
             out.append(Diagnostic("E0340", f"{prefix} mesh has {len(fill)} axes set to -1 ({', '.join(fill)}); at most "
-                                  "one may be", where, related=related, notes=(f"{prefix} axes: {shown}",)))
+                                  "one may be", where, related=related, notes=(f"{prefix} axes: {shown}",),
+                                  hint="give every axis but one a number"))
         elif (fill and (product <= 0 or total % product)) or (not fill and product != total):
             out.append(Diagnostic("E0340", f"{prefix} mesh product {product} does not fit the {total} {what}", where,
                                   related=related, notes=(f"{prefix} axes: {shown}",),

@@ -57,7 +57,8 @@ def merge(values: list, span: Span) -> Dict:
     ``merge(merge(a, b), c)``. ``E0655`` for a non-dict argument or a keyed list that cannot
     be merged by its key."""
     if len(values) < 2:
-        raise error("E0655", f"merge() takes a base and at least one patch, got {len(values)} value(s)", span)
+        raise error("E0655", f"merge() takes a base and at least one patch, got {len(values)} value(s)", span,
+                    hint="write merge(BASE, PATCH, ...)")
     for v in values:
         if type(v) is not Dict:
             raise error("E0655", f"merge() merges dicts, got {'a replace()' if type(v) is Replace else type_name(v)}",
@@ -136,7 +137,8 @@ def _keys(field: str, key: str, lst: List) -> list:
                         "or write replace([...]) to replace the list whole")
         if k.value in seen:
             raise error("E0655", f"cannot merge '{field}' by '{key}': {k.value!r} appears twice", k.span,
-                        related=(("first here", seen[k.value]),))
+                        related=(("first here", seen[k.value]),),
+                        hint=f"each item of a list merged by '{key}' has its own '{key}'")
         seen[k.value] = k.span
         keys.append(k.value)
     return keys

@@ -19,8 +19,9 @@ from pathlib import Path
 from rcpc.core import astcache
 from rcpc.core import record
 from rcpc.domain import builtins as B
-from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
-from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_mean, error, unique
+from rcpc.core.limits import LIMIT_HINT, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
+from rcpc.core.diagnostics import (CompileError, Diagnostic, by_place, did_you_mean, did_you_mean_or_list, error,
+                                   io_hint, unique)
 from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
 from rcpc.core.names import fold
@@ -122,14 +123,16 @@ class Compiler:
                 data = self.read(real, MAX_FILE_BYTES)
             except TooLarge as exc:
                 raise error("E0803", f"{display} is {exc.size} bytes, over the limit of {MAX_FILE_BYTES}",
-                            Span(display, 1, 1, 1, 1)) from None
+                            Span(display, 1, 1, 1, 1),
+                            hint="split it into files loaded with load() (docs/language.md, Limits)") from None
             except OSError as exc:
-                raise error("E0201", f"cannot read {display}: {exc.strerror}", None) from None
+                raise error("E0201", f"cannot read {display}: {exc.strerror}", None, hint=io_hint(exc)) from None
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 line = data[:exc.start].count(b"\n") + 1
-                raise error("E0003", f"{display} is not UTF-8 text", Span(display, line, 1, line, 1)) from None
+                raise error("E0003", f"{display} is not UTF-8 text", Span(display, line, 1, line, 1),
+                            hint="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8 converts Latin-1)") from None
             src = self.sources[display] = Source(display, text, str(real))
         return src
 
@@ -481,7 +484,8 @@ class Compiler:
                             hint="give each jobset/manifest/flag_file a distinct name")
             seen[fold(fname)] = (fname, value.span)
             if len(seen) > MAX_RENDERS:
-                raise error("E0805", f"more than {MAX_RENDERS} renders", value.span)
+                raise error("E0805", f"more than {MAX_RENDERS} renders", value.span,
+                            hint="a recipe this large is a mistake (a loop over too long a list?): split it")
             # each value is bounded (MAX_NODES), but one can be rendered many times
             self._rendered += kind.weight(value)
             if self._rendered > MAX_NODES:
@@ -495,7 +499,7 @@ class Compiler:
                 try:
                     text = kind.emit(value)
                 except RecursionError:
-                    raise error("E0801", "value nested too deeply to write", value.span) from None
+                    raise error("E0801", "value nested too deeply to write", value.span, hint=LIMIT_HINT) from None
                 self._emitted[id(value)] = (value, text)
             problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
             renders.append(Render(fname, text, value))
@@ -527,7 +531,8 @@ def _check_variants(variants: list, params: dict) -> tuple:
             twice = "is declared twice" if first.name == v.name else \
                 f"and variant '{first.name}' are one directory where case is ignored (macOS, Windows)"
             raise error("E0603", f"variant '{v.name}' {twice}", v.span,
-                        related=(("first declared here", first.span),))
+                        related=(("first declared here", first.span),),
+                        hint="give each variant its own name (names differ in more than case)")
         seen[v.name] = folded[fold(v.name)] = v
         for key, value in v.sets.items.items():
             if key not in params:
@@ -539,7 +544,7 @@ def _check_variants(variants: list, params: dict) -> tuple:
     for v in variants:
         if v.against is not None and v.against not in seen:
             raise error("E0605", f"variant '{v.name}' is against '{v.against}', which is not declared",
-                        v.span, hint=did_you_mean(v.against, seen))
+                        v.span, hint=did_you_mean_or_list(v.against, seen, "variants"))
     return tuple(variants)
 
 
@@ -551,7 +556,8 @@ def parse_sets(sets: list[str]) -> dict[str, str]:
     for item in sets:
         name, eq, text = item.partition("=")
         if not eq or not name:
-            raise error("E0608", f"--set {item!r} is not NAME=VALUE", None)
+            raise error("E0608", f"--set {item!r} is not NAME=VALUE", None,
+                        hint="write --set NAME=VALUE, e.g. --set MAX_STEPS=100")
         if any("\ud800" <= c <= "\udfff" for c in item):  # bytes argv could not decode
             raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
                         hint="values are written into UTF-8 renders")

@@ -76,7 +76,8 @@ def _render_name(v) -> str:
                     hint=f"use at most {MAX_NAME} letters, digits, '.', '-' and '_' (no '/', no '..')")
     why = names.problem(v.value)
     if why is not None:
-        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span)
+        raise error("E0701", f"render name {v.value!r} is not a portable file name: it {why}", v.span,
+                    hint="use letters, digits, '.', '-' and '_'")
     return v.value
 
 
@@ -118,7 +119,8 @@ def _command_file(ctx, fn, span, args, kwargs):
     for word in argv.items:
         _expect(word, (Str,), "an argv word")
         if "\0" in word.value:
-            raise error("E1206", "an argv word holds a NUL character, which no command line can pass", word.span)
+            raise error("E1206", "an argv word holds a NUL character, which no command line can pass", word.span,
+                        hint="remove the \\0 from the word")
     return CommandFile(_render_name(a["name"]), argv, span)
 
 

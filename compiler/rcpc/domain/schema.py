@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import error
+from rcpc.core.diagnostics import error, io_hint
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
@@ -111,10 +111,10 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
             return made
         except (OSError, UnicodeDecodeError) as exc:
             raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",
-                        span) from None
+                        span, hint=io_hint(exc)) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise error("E0320", f"the MaxText schema {shown} is not a schema written by `rcpc schema maxtext`: "
-                        f"{exc}", span) from None
+                        f"{exc}", span, hint="write it again with rcpc schema maxtext BASE_YML") from None
     from rcpc.domain.schemagen import derive
 
     read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span

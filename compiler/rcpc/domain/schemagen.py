@@ -145,7 +145,8 @@ def _read(path: Path, read) -> ast.Module:
     try:
         return ast.parse(read(path, MAX_SCHEMA_BYTES).decode("utf-8"), str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
-        raise error("E0321", f"cannot read {path}: {exc}", None) from None
+        raise error("E0321", f"cannot read {path}: {exc}", None,
+                    hint="give MaxText's own types.py (src/MaxText/configs/types.py)") from None
 
 
 def _git_head(root: Path) -> str:
@@ -449,10 +450,13 @@ def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> di
     try:  # weighed before it is built: a merge-key bomb costs its weight to build (load_yaml_bounded)
         data = load_yaml_bounded(text, yaml_loader(), limit, single=True)[0]
     except yaml.YAMLError as exc:
-        raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span) from None
+        raise error("E0320", f"the MaxText schema {shown} is not valid YAML: {exc}", span,
+                    hint="give MaxText's own base.yml (src/MaxText/configs/base.yml)") from None
     except ExpandsTooFar:
         raise error("E0320", f"the MaxText schema {shown} expands to more than {limit} values (YAML aliases "
-                    "repeat their anchor's value each time)", span) from None
+                    "repeat their anchor's value each time)", span,
+                    hint="give MaxText's own base.yml (src/MaxText/configs/base.yml)") from None
     if not isinstance(data, dict):
-        raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span)
+        raise error("E0320", f"the MaxText schema {shown} is not a YAML mapping", span,
+                    hint="give MaxText's own base.yml (src/MaxText/configs/base.yml)")
     return data

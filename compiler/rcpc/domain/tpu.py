@@ -86,6 +86,13 @@ MULTI_HOST_2D = ((4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
 _TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
 
 
+def _cube(chips: int) -> str:
+    """The 3-D topology of ``chips`` (a power of two, at least 8) closest to a cube, smallest
+    dimension first (``16`` → ``2x2x4``)."""
+    k = chips.bit_length() - 1
+    return "x".join(str(2 ** (k // 3 + (i >= 3 - k % 3))) for i in range(3))
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -126,17 +133,23 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
         hosts = 1
     else:
         problem = hint = None
+        several = "more chips than one slice has are several slices: num_slices, a JobSet's replicas"
         if not all(_pow2(d) for d in dims):
             problem = "every dimension must be a power of two"
+            hint = "write each dimension as 1, 2, 4, 8, 16, ..."
         elif gen.dims == 3 and list(dims) != sorted(dims):
             problem = f"dimensions are written smallest first ('{'x'.join(map(str, sorted(dims)))}')"
+            hint = f"write '{'x'.join(map(str, sorted(dims)))}'"
         elif chips % gen.chips_per_host:
             problem = f"a multi-host slice is a whole number of {gen.chips_per_host}-chip hosts"
+            hint = f"single-host topologies of {gen.name}: {', '.join(gen.single_host)}"
         elif chips > gen.max_chips:
             problem = f"the largest {gen.name} slice has {gen.max_chips} chips"
+            hint = several
         elif gen.dims == 3 and min(dims) < 2:
             # GKE's 3-D topologies are 2x2x1 (one host) and then 2x2x2, 2x2x4, 2x4x4, ...
             problem = "multi-host 3-D slices are at least 2 in every dimension (single-host: 2x2x1)"
+            hint = f"{chips} chips are '{_cube(chips)}'" if chips >= 8 else "write 2x2x1 for one host"
         elif gen.dims == 2 and dims not in MULTI_HOST_2D:
             shown = ", ".join("x".join(map(str, d)) for d in MULTI_HOST_2D)
             problem = f"GKE's multi-host v5e/v6e slices are {shown} (single-host: 1x1, 2x2, 2x4)"

@@ -24,7 +24,7 @@ import tomllib
 from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error
+from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error, io_hint
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.names import fold, problem
@@ -115,20 +115,22 @@ class Workspace:
                         hint="rcp.toml is TOML 1.0 (toml.io); its keys are listed in docs/cli.md, Workspace") from None
         except UnicodeDecodeError as exc:
             where = _offset_span(raw, exc.start)
-            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: it is not UTF-8 ({exc.reason})", where) from None
+            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: it is not UTF-8 ({exc.reason})", where,
+                        hint="save rcp.toml as UTF-8") from None
         except OSError as exc:
-            raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None) from None
+            raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None, hint=io_hint(exc)) from None
 
         def strings(key, default):
             value = data.get(key, default)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", _key_span(text, key))
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", _key_span(text, key),
+                            hint=f'write {key} = ["recipes"]')
             return value
 
         def path(key, value):
             if "\0" in value:
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' contains a NUL character, which no path can hold",
-                            _key_span(text, key))
+                            _key_span(text, key), hint="remove the \\0 from the path")
             return root / value
 
         def resolved(key, value):
@@ -136,7 +138,7 @@ class Workspace:
                 return _real(path(key, value), links)
             except (OSError, RuntimeError):  # a symlink loop
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' entry {value!r} cannot be resolved (a symlink "
-                            f"loop)", _key_span(text, key)) from None
+                            f"loop)", _key_span(text, key), hint="a symlink on the path leads to itself") from None
 
         def dirs(key, default):
             out = []
@@ -151,7 +153,8 @@ class Workspace:
         def one_dir(key, default):
             value = data.get(key, default)
             if not isinstance(value, str):
-                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", _key_span(text, key))
+                raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", _key_span(text, key),
+                            hint=f'write {key} = "path"')
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
@@ -159,10 +162,10 @@ class Workspace:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", _key_span(text, unknown[0]),
-                        hint=did_you_mean(unknown[0], known))
+                        hint=did_you_mean_or_list(unknown[0], known, "rcp.toml's keys"))
         if "maxtext_schema" in data and "maxtext_base" in data:
             raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
-                        "its older spelling)", _key_span(text, "maxtext_base"))
+                        "its older spelling)", _key_span(text, "maxtext_base"), hint="remove maxtext_base")
         ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
                  one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
                  config_bytes=raw)
@@ -331,13 +334,15 @@ class Workspace:
         before checking that the file is inside the workspace. Errors: ``E0204`` escaping the
         workspace, ``E0201`` missing file, ``E0205`` not a ``.rcp`` path."""
         if not target.endswith(RECIPE_SUFFIX):
-            raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span)
+            raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span,
+                        hint=f"load() reads recipe files: end the path with {RECIPE_SUFFIX}")
         return self.resolve_path(target, from_file, span)
 
     def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
         """The real path of a file named in a recipe (as :meth:`resolve_load`, any file)."""
         if "\0" in target:
-            raise error("E0201", f"cannot {verb} {target[:80]!r}: a path cannot contain a NUL character", span)
+            raise error("E0201", f"cannot {verb} {target[:80]!r}: a path cannot contain a NUL character", span,
+                        hint="remove the \\0 from the path")
         if target.startswith("//"):
             raw = self.root / target[2:]
         elif target.startswith("/"):
@@ -350,7 +355,7 @@ class Workspace:
             is_file = real.is_file()
         except (OSError, RuntimeError) as exc:  # name too long, symlink loop
             raise error("E0201", f"cannot {verb} {target[:80]!r}: {getattr(exc, 'strerror', None) or exc}",
-                        span) from None
+                        span, hint=io_hint(exc)) from None
         if real != self.root and self.root not in real.parents:
             raise error("E0204", f"load path {target!r} leaves the workspace", span,
                         hint="recipes may only read files inside their workspace (the directory of rcp.toml)")

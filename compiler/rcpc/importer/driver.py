@@ -14,6 +14,9 @@ import attrs
 
 from rcpc.core.diagnostics import CompileError, Diagnostic
 
+# E1203: the import's own proof failed, which is rcpc's fault, not the input's.
+IMPORT_BUG_HINT = "this is a fault of rcpc import: please report it with the input file"
+
 
 @attrs.frozen
 class Imported:
@@ -168,7 +171,7 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
     text, found = attempt(None)
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
-                                      notes=tuple(found[1:4])))
+                                      notes=tuple(found[1:4]), hint=IMPORT_BUG_HINT))
     how = "a command_file render" + (f" (no library function builds it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, tuple(shell.notes(script)), check)
 

@@ -24,7 +24,7 @@ import textwrap
 
 import attrs
 
-from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.diagnostics import CompileError, Diagnostic, io_hint
 from rcpc.core.source import Span
 from rcpc.importer.command import flag_list
 from rcpc.importer.literals import Ref, flag_value, fstring, joined, string
@@ -89,7 +89,7 @@ def read(path, shown: str) -> Script:
         text = read_limited(path, MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CompileError(Diagnostic("E1201", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}",
-                                      None)) from None
+                                      None, hint=io_hint(exc))) from None
     try:
         nodes = bash.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex.errors.ParsingError, and others on input it does not support

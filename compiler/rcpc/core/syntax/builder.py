@@ -231,7 +231,8 @@ class AstBuilder:
         tok = c[0]
         value = float(tok.value.replace("_", ""))
         if value in (float("inf"), float("-inf")):
-            raise error("E0806", f"float {tok.value[:24]} is out of range", self._tspan(tok))
+            raise error("E0806", f"float {tok.value[:24]} is out of range", self._tspan(tok),
+                        hint="floats are 64-bit: at most about 1.8e308")
         return ast.FloatLit(value, tok.value, self._tspan(tok))
 
     def bool_lit(self, c):

@@ -313,7 +313,7 @@ def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):
     stmts = _parse_text(parser, builder, source, inner, at)
     if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
         raise error("E0001", "an f-string replacement field must hold one expression",
-                    source.span(at, at + len(inner)))
+                    source.span(at, at + len(inner)), hint="compute the value first (X = ...) and write {X}")
     return stmts[0].expr
 
 
@@ -378,7 +378,8 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
             hint = "is a ',' missing before this?"
         msg = f"unexpected {found}; expected " + _words(expected)
         return CompileError(Diagnostic("E0001", msg, source.span(start, end), hint=hint, related=related))
-    return CompileError(Diagnostic("E0001", "unexpected end of file", source.span(start, start)))
+    return CompileError(Diagnostic("E0001", "unexpected end of file", source.span(start, start),
+                                   hint="close every (, [, { and string the file opens"))
 
 
 # Terminals listed first in "expected ...": what usually fixes the error.
