@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urljoin, urlsplit
 
 import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rcpc.findings import _escape_data, _escape_property
+from rcpc.findings import _escape_data, _escape_property, artifact
 
 # The SARIF 2.1.0 schema (the OASIS standard's final JSON schema, rtm.5) as npm's
 # @microsoft/jest-sarif ships it; tests/js is installed by .ci/run (npm ci).
@@ -58,6 +59,29 @@ def test_sarif_is_valid_and_says_what_the_text_says(ws, cli):
     log = json.loads(linted.out)
     jsonschema.Draft4Validator(sarif_schema()).validate(log)
     assert [(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]] == [("L0001", "warning")]
+
+
+_SEGMENT = st.text(st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)), min_size=1, max_size=8)
+
+
+@given(parts=st.lists(_SEGMENT.filter(lambda p: p not in (".", "..")), min_size=1, max_size=4),
+       absolute=st.booleans())
+def test_a_sarif_artifact_location_names_its_file(parts, absolute):
+    """A diagnostic's path, relative to the workspace root or absolute (``rcpc validate
+    /abs/file.yaml`` used to give ``"uri": "/abs/file.yaml"`` under ``%SRCROOT%``), is a URI
+    that resolves to that file: relative ones against the root's URI, absolute ones alone;
+    any character of a file name percent-encoded (RFC 3986)."""
+    root = PurePosixPath("/ws/root dir")
+    path = PurePosixPath("/", *parts) if absolute else PurePosixPath(*parts)
+    loc = artifact(str(path))
+    if absolute:
+        assert "uriBaseId" not in loc
+        resolved = loc["uri"]
+    else:
+        assert loc["uriBaseId"] == "%SRCROOT%" and not urlsplit(loc["uri"]).scheme
+        resolved = urljoin(Path(root).as_uri() + "/", loc["uri"])
+    assert resolved.startswith("file:///")
+    assert unquote(urlsplit(resolved).path) == str(path if absolute else root / path)
 
 
 def test_sarif_of_a_clean_run_and_of_a_diagnostic_without_a_place(ws, cli):

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from rcpc.core.diagnostics import ERROR, NOTE, WARNING, Diagnostic
 from rcpc.core.source import Span
@@ -35,8 +36,19 @@ def _message(d: Diagnostic) -> str:
     return "\n".join([d.message, *d.notes, *([f"help: {d.hint}"] if d.hint else [])])
 
 
+def artifact(path: str) -> dict:
+    """A SARIF ``artifactLocation`` for a diagnostic's path: a path relative to the workspace
+    root as a relative URI reference under ``%SRCROOT%`` (percent-encoded, RFC 3986); a path
+    outside it (``rcpc validate /abs/file.yaml``) as an absolute ``file:`` URI, with no base
+    (SARIF 2.1.0 §3.4.3: with ``uriBaseId``, ``uri`` is relative)."""
+    p = Path(path)
+    if p.is_absolute():
+        return {"uri": p.as_uri()}
+    return {"uri": quote(p.as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
 def _location(span: Span, message: str | None = None) -> dict:
-    physical: dict = {"artifactLocation": {"uri": Path(span.path).as_posix(), "uriBaseId": "%SRCROOT%"}}
+    physical: dict = {"artifactLocation": artifact(span.path)}
     if span.line > 0:
         physical["region"] = {"startLine": span.line, "startColumn": span.col,
                               "endLine": span.end_line, "endColumn": max(span.end_col, 1)}
