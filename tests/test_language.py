@@ -147,8 +147,9 @@ def test_set_overrides_params_keeping_spelling(ws, sets, expect):
     (["REPLICAS=1.5"], "E0602", "--set REPLICAS=1.5: not an int", "write decimal digits"),
     (["REPLICAS="], "E0602", "--set REPLICAS=: not an int", "write decimal digits"),
     (["LR=fast"], "E0602", "--set LR=fast: not a float", "write a number such as 0.5 or 1e-6"),
-    (["MODE=z"], "E0602", "--set MODE=z: not one of the choices (x, y)", None),
-    (["TUNED"], "E0608", "--set 'TUNED' is not NAME=VALUE", None),
+    (["MODE=z"], "E0602", "--set MODE=z: not one of the choices (x, y)", "write one of: x, y"),
+    (["TUNED"], "E0608", "--set 'TUNED' is not NAME=VALUE",
+     "write --set NAME=VALUE, e.g. --set MAX_STEPS=100"),
 ])
 def test_set_errors(ws, sets, code, message, hint):
     f = ws.fails(PARAMS + M, sets=sets)
