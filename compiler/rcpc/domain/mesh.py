@@ -206,7 +206,8 @@ def _fill(v: _Values, prefix: str, names, total: int, what: str, span: Span, got
     if values.count(-1) > 1:
         where, related = _place(got, span, {w for k, x, w in got if x == -1})
         return [Diagnostic("E0340", f"{prefix} mesh has {values.count(-1)} axes set to -1 ({', '.join(fill)}); at "
-                           "most one may be", where, related=related, notes=(f"{prefix} axes: {shown}",))]
+                           "most one may be", where, related=related, notes=(f"{prefix} axes: {shown}",),
+                           hint="give every axis but one a number")]
     if (fill and (known <= 0 or total % known)) or (not fill and known != total):
         where, related = _place(got, span)
         return [Diagnostic("E0340", f"{prefix} mesh product {known} does not fit the {total} {what}", where,
@@ -242,7 +243,9 @@ def _dcn(v: _Values, axes, slices: int, benchmark: bool, span: Span) -> list[Dia
         if other <= 0 or slices % other or not minus:
             where, related = _place(got + ([] if diloco else [("dcn_diloco_parallelism", -1, d_where)]), span)
             return out + [Diagnostic("E0340", f"dcn_diloco_parallelism = -1 cannot take the rest of the {slices} "
-                                     f"slices: the other dcn axes' product is {other}", where, related=related)]
+                                     f"slices: the other dcn axes' product is {other}", where, related=related,
+                                     hint="make the other dcn axes' product divide the slices, or give "
+                                     "dcn_diloco_parallelism a number")]
         k, _, w = got[minus[0]]
         got[minus[0]] = (k, slices // other, w)
     if slices > 1 and not benchmark:
