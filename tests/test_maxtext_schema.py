@@ -335,7 +335,7 @@ def test_mesh_that_fills_the_slice(sws):
 @pytest.mark.parametrize("layer, message, note", [
     ('{"ici_fsdp_parallelism": 16, "ici_expert_parallelism": 2, "ici_context_parallelism": 4}',
      "ici mesh product 128 does not fit the 256 devices of tpu7x:4x4x8",
-     "ici axes: ici_context_parallelism=4 * ici_expert_parallelism=2 * ici_fsdp_parallelism=16"),
+     "ici axes: ici_fsdp_parallelism=16 * ici_context_parallelism=4 * ici_expert_parallelism=2"),  # mesh_axes order
     ('{"ici_tensor_parallelism": -1}', "ici mesh has 2 axes set to -1 (ici_fsdp_parallelism, "
      "ici_tensor_parallelism); at most one may be", None),
     ('{"ici_fsdp_parallelism": -1, "ici_tensor_parallelism": 3}',

@@ -41,7 +41,7 @@ from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
-from rcpc.domain import maxtext, provenance
+from rcpc.domain import maxtext, mesh, provenance
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
@@ -163,7 +163,7 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
         if num.value < 1:
             raise error("E0306", f"num_slices is {num.value}: a job runs on at least 1 slice", num.span,
                         hint="give the number of slices, 1 or more")
-        for d in maxtext.check_mesh(fs, slice_, num.value, span):
+        for d in mesh.check_mesh(fs, slice_, num.value, span):
             ctx.report(d)
     ctx.collect(fs)
     return fs

@@ -16,8 +16,9 @@ or its ``shell`` form inside one of their strings). Findings:
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
   selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
   of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
-  a Job or a Pod): MaxText builds its mesh from the devices it finds (``create_device_mesh``),
-  whatever ``tpu_slice`` the recipe named.
+  a Job or a Pod), with the container's ``M_`` variables (:func:`rcpc.domain.mesh.check_mesh`):
+  MaxText builds its mesh from the devices it finds (``create_device_mesh``), whatever
+  ``tpu_slice`` the recipe named.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
 from rcpc.domain.kube import pod_slice
-from rcpc.domain.maxtext import argv, check_mesh, resolved
+from rcpc.domain.maxtext import argv, resolved
+from rcpc.domain.mesh import check_mesh
 from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.values import FlagFile, FlagSet, Manifest
 
@@ -125,7 +127,7 @@ def pod_containers(pod: Dict):
 
 
 def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> list[Diagnostic]:
-    """``E0340`` of :func:`rcpc.domain.maxtext.check_mesh` against the slice a pod runs on,
+    """``E0340`` of :func:`rcpc.domain.mesh.check_mesh` against the slice a pod runs on,
     showing where the pod selects it."""
     name = container.items.get("name")
     who = f"container {name.value!r}" if type(name) is Str else "the container"
@@ -133,7 +135,11 @@ def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> li
               f"({slice_.devices} devices): the pod selects it here", slice_.span),)
     if replicas is not None:
         where += ((f"{slices} slice{'' if slices == 1 else 's'}: the replicated job's replicas", replicas.span),)
-    return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span)]
+    env = {}
+    if type(container.items.get("env")) is List:
+        for name_, value, item in env_overrides(container):  # a later entry wins, as in the kubelet
+            env[name_] = (value, value.span if value is not None else item.span)
+    return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span, env)]
 
 
 def containers(data):
@@ -238,7 +244,7 @@ def check_model_config(fs: FlagSet) -> list[Diagnostic]:
             out.append(Diagnostic(
                 "E0315", f"'{key}' is {value_text(entry.value)} here, but models/{name}.yml sets it to "
                 f"{_yaml_text(model_value)}", entry.value.span, related=related,
-                hint=f"MaxText stops when a flag and the model config disagree: drop the flag, or add "
+                hint="MaxText stops when a flag and the model config disagree: drop the flag, or add "
                 "\"override_model_config\": True to the flag set",
                 notes=(f"schema: {fs.schema.path}",)))
     return out

@@ -18,7 +18,7 @@ from rcpc.core.diagnostics import (NOTE, WARNING, CompileError, Diagnostic, did_
                                    unique)
 from rcpc.domain.emit.flags import FlagValueError, token, value_text
 from rcpc.core.source import Span
-from rcpc.core.values import (Bool, Dict, Float, Int, List, Null, Str, equal, text_of, to_python,
+from rcpc.core.values import (Bool, Dict, Float, Int, List, Str, equal, text_of, to_python,
                               type_name, weight)
 from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
@@ -472,57 +472,6 @@ def _is_default(value, default) -> bool:
     except TypeError:
         return False
     return type(py) is type(default) and py == default
-
-
-def check_mesh(fs: FlagSet, tpu_slice, num_slices: int, span: Span) -> list[Diagnostic]:
-    """MaxText's mesh rule: the product of ``ici_*_parallelism`` is the devices of one slice
-    and the product of ``dcn_*_parallelism`` the number of slices, with at most one ``-1`` in
-    each group standing for the rest (MaxText ``max_utils.fill_unspecified_mesh_axes``).
-    Unset keys take their schema defaults when a schema is known. Returns ``E0340`` findings
-    showing the numbers, each at the entry of the flag set that set an axis last (the value
-    that made the product wrong, not a default it overrides), the group's other settings as
-    related spans."""
-    res = resolved(fs)
-    order = {e.key: i for i, e in enumerate(entries(fs))}
-    out = []
-    for prefix, total, what in (("ici", tpu_slice.devices, f"devices of {tpu_slice.accelerator}:{tpu_slice.topology}"),
-                                ("dcn", num_slices, "slices")):
-        axes: dict = {}
-        if fs.schema is not None:
-            for k, v in fs.schema.defaults.items():
-                if k.startswith(prefix + "_") and k.endswith("_parallelism") and type(v) is int:
-                    axes[k] = (v, None)
-        bad = False
-        for k, e in res.items():
-            if k.startswith(prefix + "_") and k.endswith("_parallelism"):
-                if type(e.value) is not Int:
-                    out.append(Diagnostic("E0340", f"'{k}' must be an int, got {type_name(e.value)}", e.value.span,
-                                          hint="write a whole number, or -1 for the rest"))
-                    bad = True
-                    continue
-                axes[k] = (e.value.value, e)
-        if not axes or bad:
-            continue
-        fill = [k for k, (v, _) in axes.items() if v == -1]
-        product = 1
-        for k, (v, _) in axes.items():
-            if v != -1:
-                product *= v
-        shown = " * ".join(f"{k}={v}" for k, (v, _) in axes.items() if v != 1) or "all 1"
-        set_here = sorted((e for _, e in axes.values() if e is not None), key=lambda e: order[e.key])
-        candidates = [e for e in set_here if e.key in fill] if len(fill) > 1 else set_here
-        last = candidates[-1] if candidates else None
-        where = last.value.span if last is not None else span
-        related = tuple((f"{e.key} = {value_text(e.value)} set here", e.value.span) for e in set_here if e is not last)
-        if len(fill) > 1:
-            out.append(Diagnostic("E0340", f"{prefix} mesh has {len(fill)} axes set to -1 ({', '.join(fill)}); at most "
-                                  "one may be", where, related=related, notes=(f"{prefix} axes: {shown}",),
-                                  hint="give every axis but one a number"))
-        elif (fill and (product <= 0 or total % product)) or (not fill and product != total):
-            out.append(Diagnostic("E0340", f"{prefix} mesh product {product} does not fit the {total} {what}", where,
-                                  related=related, notes=(f"{prefix} axes: {shown}",),
-                                  hint="the product of the axes must equal it (one axis may be -1 to take the rest)"))
-    return out
 
 
 def entries(fs: FlagSet):
