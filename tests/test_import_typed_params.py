@@ -193,7 +193,7 @@ def test_the_schema_has_typed_fields():
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(typed=st.sampled_from(TYPED), style=st.sampled_from(["plain", "quoted", "part"]))
+@given(typed=st.sampled_from(TYPED), style=st.sampled_from(["plain", "bare", "quoted", "part"]))
 @example(typed=(("spec", "replicatedJobs", 0, "replicas"), "integer"), style="plain")
 @example(typed=(("spec", "replicatedJobs", 0, "template", "spec", "parallelism"), "integer"), style="plain")
 def test_every_typed_field_of_the_jobset_schema(typed, style, tmp_path_factory):
@@ -203,7 +203,8 @@ def test_every_typed_field_of_the_jobset_schema(typed, style, tmp_path_factory):
     from rcpc.core.diagnostics import CompileError
 
     path, field = typed
-    value = {"plain": "${P}", "quoted": '"${P}"', "part": "1${P}"}[style]
+    value = {"plain": "${P}", "bare": "$P", "quoted": '"${P}"', "part": "1${P}"}[style]
+    style = "plain" if style == "bare" else style  # envsubst replaces $P as it does ${P}
     f = tmp_path_factory.mktemp("f") / "t.yaml"
     f.write_text(_yaml_at(path, value))
     source, (doc,) = load_manifests(f, "t.yaml")

@@ -86,7 +86,8 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
         tried.append(f"{cand.shape}: {found[0]}")
     text, found = attempt(manifest.literal)
     if found:
-        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
+        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}",
+                                      _difference_span(template, found[0]),
                                       notes=tuple(found[1:4]),
                                       hint="a placeholder in a field no schema in kube_schemas types is a str param, "
                                       "and YAML may read its value as a number or bool after envsubst: quote it in the "
@@ -94,6 +95,17 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
     template, text = _valid(root, template, manifest.literal, text)
     how = "a data literal" + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, template.notes, check)
+
+
+def _difference_span(template, difference: str):
+    """The template's span of the node a proof difference names (``with A=1: $.spec.x: ...``,
+    :func:`rcpc.importer.proof.differences`), else of the whole object."""
+    from rcpc.importer import relocate
+
+    at = difference.find(": $")
+    found = relocate.at_path(template.value, difference[at + 3:].removeprefix(".")) \
+        if at >= 0 and template.value is not None else None
+    return found or (template.value.span if template.value is not None else None)
 
 
 def _schemas(ws):

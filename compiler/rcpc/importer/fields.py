@@ -5,7 +5,7 @@ envsubst writes a value's text into the YAML, and the YAML reader types it (kube
 YAML 1.1 scalars: :mod:`rcpc.domain.manifests`): ``replicas: ${N}`` with ``N=3`` is the
 integer 3. A ``str`` param renders the string ``"3"`` there, which the schema refuses
 (``E1101``) and which is not the template's data. So a placeholder that stands alone and
-unquoted (a plain scalar ``${NAME}``) as the value of a field whose schema type is
+unquoted (a plain scalar ``${NAME}``, or ``$NAME``) as the value of a field whose schema type is
 
 * ``integer``, or integer-or-string (``x-kubernetes-int-or-string``: a quantity such as
   ``google.com/tpu``, a probe's port): an ``int`` param (``--set`` reads decimal digits,
@@ -105,7 +105,7 @@ def typed_places(doc, text: str, schema, names) -> list:
 
     def plain(span: Span) -> bool:  # the scalar starts with its text: no quote, no block indicator
         line = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
-        return line[span.col - 1:span.col + 1] == "${"
+        return line[span.col - 1:span.col] == "$"
 
     def walk(v, path: tuple) -> None:
         t = type(v)
@@ -121,7 +121,7 @@ def typed_places(doc, text: str, schema, names) -> list:
             field = field_type(schema, path) if refs else None
             if field not in TYPES:
                 return
-            whole = len(pieces) == 1 and v.value == "${" + refs[0].text + "}"
+            whole = len(pieces) == 1 and isinstance(pieces[0], Ref)  # ${NAME} or $NAME, as envsubst reads both
             if whole and plain(v.span):
                 out.append(Place(refs[0].text, path, v.span, field, field_schema(schema, path)))
             elif field != "int-or-string":  # a string is valid there: the placeholder stays str

@@ -75,10 +75,10 @@ class Places:
         head = f"{kind} "
         if not message.startswith(head) or ": " not in message:
             return None
-        return _at_path(self.doc, message[len(head):], message)
+        return at_path(self.doc, message[len(head):], message)
 
 
-def _at_path(doc, rest: str, message: str) -> Span | None:
+def at_path(doc, rest: str, message: str = "") -> Span | None:
     """The span of the deepest node of ``doc`` that a manifest path at the start of
     ``rest`` (``spec.replicatedJobs[0].replicas: ...``) reaches, its keys matched against
     the node's own (a key may hold dots: ``cloud.google.com/gke-tpu-topology``); an unknown
@@ -127,6 +127,8 @@ def relocate(diagnostics, places: Places, note: str, hint: str) -> list:
             span = found
         related = []
         for label, s in d.related:
+            if s is not None and s.path.startswith("<"):  # the import's own --set values: no place
+                continue
             if places.ours(s):
                 s = places.of_line(s.line)
                 if s is None or s == span:
