@@ -161,3 +161,43 @@ def test_a_stuck_word_is_stopped_at_its_own_budget_whatever_precedes_it(word, pa
         patch.setattr(bashlex.subst, "_paramexpand", counting)
         bash.parse(text)
     assert str(info.value).startswith(bash.STUCK) and info.value.position == len(before) + 4
+
+
+LONGER = "echo " + "a" * 200 + " \""  # an early end at offset 207: what bashlex keeps
+
+
+@settings(max_examples=80, deadline=None)
+@given(words=st.lists(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join), min_size=1, max_size=3),
+       first=st.sampled_from([LONGER, "x" * 50 + " (", "\\"]))
+@example(words=["\\"], first=LONGER)      # 'xpk \\' after a 207-character text: bashlex said position 207
+@example(words=["&& (b"], first=LONGER)
+@example(words=['"unclosed'], first=LONGER)
+def test_w1200_quotes_no_stale_position(words, first):
+    """W1200 (a startup command kept as text) quotes the offset in the command where bashlex
+    stopped, never the one its "unexpected EOF" carries over from a text parsed earlier in
+    the process (rcpc.importer.bash.stopped_at): an early end is at the command's end, any
+    offset within the command, and the message holds no "(position N)" of bashlex's."""
+    import re
+
+    from rcpc.core.source import Span
+    from rcpc.importer.manifest import split_startup
+
+    text = "xpk " + " ".join(words)
+    with guard():
+        try:
+            bash.parse(first)  # sets bashlex's shared EOF token
+        except Exception:
+            pass
+        _, notes = split_startup(text, set(), lambda words: Span("t.yaml", 1, 1, 1, 1))
+    kept = [n for n in notes if "bash cannot parse it" in n.message]
+    if not kept:
+        return
+    (note,) = kept
+    assert "(position" not in note.message  # bashlex's own, stale after a longer text
+    assert note.code == "W1200" and note.hint
+    at = re.search(r" at offset (\d+) of (\d+) characters\)$", note.message)
+    if at:
+        offset = int(at.group(1))
+        assert int(at.group(2)) == len(text) and 0 <= offset <= len(text)
+        if "EOF" in note.message:
+            assert offset == len(text.rstrip("\n"))

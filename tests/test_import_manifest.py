@@ -232,7 +232,7 @@ def test_a_placeholder_that_yaml_types_differently_is_not_equal(tmp_path, monkey
     t = tmp_path / "t.yaml"
     t.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  n: ${N}\n")
     rc, out, err = _run(["import", "manifest", str(t), "--set", "N=3"], capsys)
-    assert rc == 1 and "error[E1203]" in err and "$.data.n" in err
+    assert rc == 1 and f"{t}:6:6: error[E1203]" in err and "$.data.n" in err  # at the value
     assert out == ""
 
 

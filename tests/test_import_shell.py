@@ -374,3 +374,26 @@ def test_importing_a_file_that_does_not_exist_is_a_usage_error(kind, missing, tm
     else:
         assert code == 2 and err.strip() == f"rcpc: no such file: {missing}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "rcp.toml"]
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("per_device_batch_size=2", "per_device_batch_size=abc", "per_device_batch_size="),  # not a number
+    ("max_target_length=8192", "max_target_length=8192 no_such_key_q=1", None),           # acknowledged, not an error
+])
+def test_errors_of_the_import_build_are_at_the_shell_file(old, new, where, tmp_path, monkeypatch, capsys):
+    """An error of the recipe rcpc import shell builds (a MaxText value the schema refuses)
+    is at the shell file's word, with a hint; nothing names the temporary recipe."""
+    monkeypatch.chdir(REPO)
+    text = (XPK / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh").read_text()
+    assert old in text
+    src = tmp_path / "launch.sh"
+    src.write_text(text.replace(old, new, 1))
+    code, _, err = _run(["import", "shell", str(src)], capsys)
+    assert "rcpc-import-" not in err and "imported.rcp" not in err
+    if where is None:
+        assert code == 0, err
+        return
+    lines = src.read_text().splitlines()
+    line = next(i for i, ln in enumerate(lines, 1) if where in ln)
+    assert code == 1 and f"{src}:{line}:{lines[line - 1].index(where) + 1}: error[E0311]" in err, err
+    assert "\nhelp: " in err

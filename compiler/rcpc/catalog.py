@@ -49,6 +49,32 @@ spec:
               - python3 -m MaxText.train MaxText/configs/base.yml steps=10 run_name="a b"
 """
 
+# a TPU JobSet template with placeholders in integer fields (int params, rcpc.importer.fields)
+IMPORT_TYPED = """apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: ${NAME}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: ${SLICES}
+    template:
+      spec:
+        parallelism: ${HOSTS}
+        completions: 2
+        template:
+          spec:
+            nodeSelector:
+              cloud.google.com/gke-tpu-accelerator: tpu7x
+              cloud.google.com/gke-tpu-topology: 2x2x2
+            containers:
+            - name: main
+              image: ${IMAGE}
+              resources:
+                limits:
+                  google.com/tpu: 4
+"""
+
 
 @attrs.frozen
 class Example:
@@ -311,6 +337,11 @@ CATALOG = [
             argv=("import", "manifest", "t.yaml", "--set", "N=3")),
     Example("E1205", "--set of a name that is no placeholder", files={"t.yaml": IMPORT_CM},
             argv=("import", "manifest", "t.yaml", "--set", "M=1")),
+    Example("E1207", "placeholder of a typed field that cannot be a typed param",
+            files={"t.yaml": IMPORT_TYPED.replace("replicas: ${SLICES}", 'replicas: "${SLICES}"')},
+            argv=("import", "manifest", "t.yaml")),
+    Example("W1201", "typed param whose default the import chose is not valid (TODO(import))",
+            files={"t.yaml": IMPORT_TYPED}, argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},
             argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     # lint -----------------------------------------------------------------------------------------

@@ -65,6 +65,26 @@ def parse(text: str) -> list:
         sys.settrace(before)
 
 
+def stopped_at(exc: Exception, text: str) -> int | None:
+    """The offset in ``text`` where bashlex stopped parsing it (``exc`` what :func:`parse`
+    raised), or None when ``exc`` gives no place in ``text``. An early end (bashlex's
+    "unexpected EOF", "unexpected EOF while looking for matching ...") is at the text's end,
+    its final newlines left out: bashlex 0.18's ``position`` for it is not of this text but
+    the length of the text its lexer read last in the process (its EOF token keeps the lexer
+    that set it), so a short text parsed after a long one was reported past its own end."""
+    pos = getattr(exc, "position", None)
+    if "EOF" in str(getattr(exc, "message", "")):
+        pos = len(text.rstrip("\n"))
+    return pos if isinstance(pos, int) and not isinstance(pos, bool) and 0 <= pos <= len(text) else None
+
+
+def problem(exc: Exception) -> str:
+    """What bashlex says of ``exc`` without its ``(position N)`` (:func:`stopped_at` gives
+    the place): its message, else the exception's type."""
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) and message else f"the shell parser stopped ({type(exc).__name__})"
+
+
 def _word_offset(frame, text: str) -> int:
     """The offset in ``text`` of the word bashlex was expanding: the outermost ``_expandword``
     up the stack from ``frame`` (a command substitution's words are offsets in its own text),

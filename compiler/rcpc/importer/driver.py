@@ -1,9 +1,14 @@
 """``rcpc import``: choose the recipe an input becomes, and prove it equal.
 
 For a manifest, each library candidate (:data:`rcpc.importer.library.CANDIDATES`) that
-extracts a call is built and compared with the template; the first equal one is the import,
-else the data literal, which must be equal itself. The recipe text is ``rcpc fmt``'s
-canonical form of what the stages wrote.
+extracts a call is rendered and compared with the template (:mod:`.proof`: the renders as
+written, before the Kubernetes and TPU rules); the first equal one is the import, else the
+data literal, which must be equal itself. The chosen recipe is then built with its defaults,
+as ``rcpc build`` would: an error there is the template's (the recipe is the template as
+data), reported at the template (:mod:`.relocate`), except one at a typed param whose
+default the import chose, a ``W1201`` ``TODO(import)``. The recipe text is ``rcpc fmt``'s
+canonical form of what the stages wrote. No diagnostic names the temporary recipe file the
+import builds: each is moved to the input file.
 """
 
 from __future__ import annotations
@@ -41,14 +46,16 @@ def canonical(text: str) -> str:
 def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Imported:
     """The recipe of manifest template ``path`` (see :func:`rcpc.importer.manifest.read` for
     the arguments and errors), proven equal to it in the workspace ``ws``. Raises
-    :class:`CompileError` ``E1203`` when no recipe is equal (the first differences)."""
+    :class:`CompileError` ``E1203`` when no recipe is equal (the first differences), and the
+    errors of the recipe's build at the template."""
     from rcpc.importer import library, manifest, proof
 
-    template = manifest.read(path, shown, sets, variables)
+    template = manifest.read(path, shown, sets, variables, _schemas(ws))
     root = ws.root
+    types = {n: template.type_of(n) for n in template.params}
 
     def check(compiler, recipe: Path) -> list:
-        return proof.manifest_differences(compiler, recipe, template.text, template.params)
+        return proof.manifest_differences(compiler, recipe, template.text, template.params, types)
 
     def attempt(make):
         """(recipe text, differences) of ``make(template)``; keys the MaxText schema does not
@@ -56,13 +63,14 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
         nonlocal template
         while True:
             text = canonical(make(template))
-            outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p)))
+            outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p), root, p))
             if isinstance(outcome, list):
                 return text, outcome
-            exc, keys = outcome
+            exc, keys, recipe_shown = outcome
             s = template.startup
             if not keys or s is None or s.flags is None or set(keys) <= set(s.unknown_keys):
-                raise exc
+                raise CompileError(_at_template(template, text, recipe_shown, exc.diagnostics,
+                                                "found evaluating the recipe rcpc import made"))
             note = _unknown_note(keys, manifest.locate(template.shown, template.text, f"{keys[0]}="))
             template = attrs.evolve(template, notes=template.notes + (note,),
                                     startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
@@ -76,16 +84,109 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
         except CompileError as exc:
             found = [f"the call does not build: {exc.diagnostics[0].message}"]
         if not found:
+            template, text = _valid(root, template, cand.extract, text)
             return Imported(text, f"a call of {cand.shape}", template.notes, check)
         tried.append(f"{cand.shape}: {found[0]}")
     text, found = attempt(manifest.literal)
     if found:
-        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
+        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}",
+                                      _difference_span(template, found[0]),
                                       notes=tuple(found[1:4]),
-                                      hint="a placeholder that YAML reads as a number or bool after envsubst is imported as a str "
-                                      "param: quote it in the template, or make the param typed by hand"))
+                                      hint="a placeholder in a field no schema in kube_schemas types is a str param, "
+                                      "and YAML may read its value as a number or bool after envsubst: quote it in the "
+                                      "template, add the object's schema to kube_schemas, or make the param typed by hand"))
+    template, text = _valid(root, template, manifest.literal, text)
     how = "a data literal" + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, template.notes, check)
+
+
+def _difference_span(template, difference: str):
+    """The template's span of the node a proof difference names (``with A=1: $.spec.x: ...``,
+    :func:`rcpc.importer.proof.differences`), else of the whole object."""
+    from rcpc.importer import relocate
+
+    at = difference.find(": $")
+    found = relocate.at_path(template.value, difference[at + 3:].removeprefix(".")) \
+        if at >= 0 and template.value is not None else None
+    return found or (template.value.span if template.value is not None else None)
+
+
+def _schemas(ws):
+    """``schema_of(apiVersion, kind)``: the schema of the workspace's ``kube_schemas`` for
+    the object, else of rcpc's built-in JobSet schema, else None (the types of placeholders,
+    :mod:`rcpc.importer.fields`)."""
+    from rcpc.domain.kube_schema import SchemaIndex
+
+    indexes = []
+
+    def schema_of(api: str, kind: str):
+        if not indexes:
+            indexes.extend(SchemaIndex([p], ws.display) for p in (*ws.kube_schemas, ws.schema_path("builtin:jobset")))
+        return next((s for s in (i.schema(api, kind) for i in indexes) if s is not None), None)
+
+    return schema_of
+
+
+def _valid(root: Path, template, make, text: str):
+    """``(template, text)`` once the recipe ``text`` (``make(template)``) is built with its
+    defaults, as ``rcpc build`` would: every error at the template (:func:`_at_template`). An
+    error at the place of a typed param whose default the import chose (``1`` for
+    ``parallelism`` on a slice of 16 hosts) is a ``W1201`` note instead, and the recipe is made
+    again with it (a ``TODO(import)`` comment); any other error is raised, a
+    :class:`CompileError`."""
+    from rcpc.importer import proof, relocate
+
+    def run(path: Path):
+        compiler = proof.fresh_compiler(root)
+        try:
+            compiler.build(path)
+        except CompileError as exc:
+            return exc.diagnostics, _shown(compiler, path)
+        return [], ""
+
+    errors, shown = proof.with_recipe(text, run)
+    if not errors:
+        return template, text
+    defaults = ", ".join(f"{n}={v}" for n, v in template.params.items())
+    found = _at_template(template, text, shown, errors, "found building the recipe rcpc import made, with its "
+                         "defaults" + (f" ({defaults})" if defaults else ""))
+    chosen = {template.places[n].span: n for n in template.chosen}
+    if not all(any(s in chosen for s in relocate.spans(d)) for d in found):
+        raise CompileError([d for d in found if not any(s in chosen for s in relocate.spans(d))])
+    notes = []
+    for d in found:
+        name = next(chosen[s] for s in relocate.spans(d) if s in chosen)
+        notes.append(Diagnostic("W1201", f"TODO(import): {name} = {template.params[name]}, the default rcpc import "
+                                f"chose, is not valid here: {d.message} ({d.code})", template.places[name].span,
+                                severity="warning", related=tuple((lb, s) for lb, s in d.related if s != d.span),
+                                hint=f"import again with --set {name}=VALUE (the value the template is run with), "
+                                "or change the param's default"))
+    template = attrs.evolve(template, notes=template.notes + tuple(notes))
+    return template, canonical(make(template))
+
+
+def _at_template(template, text: str, shown: str, diagnostics, how: str) -> list:
+    """``diagnostics`` of the import's recipe ``text`` (shown as ``shown``) at the template
+    (:func:`rcpc.importer.relocate.relocate`): a param at its first placeholder, a flag at its
+    ``key=`` word, a Kubernetes finding at its path, anything else at the object's first
+    line; ``how`` the note saying how the recipe was built."""
+    from rcpc.core.source import Span
+    from rcpc.importer import manifest, relocate
+
+    def placeholder(name: str):
+        place = template.places.get(name)
+        if place is not None:
+            return place.span
+        return manifest.locate(template.shown, template.text, "${" + name + "}") \
+            if "${" + name + "}" in template.text else None
+
+    def word(key: str):
+        return manifest.locate(template.shown, template.text, f"{key}=") if f"{key}=" in template.text else None
+
+    first = template.value.span if template.value is not None else Span(template.shown, 1, 1, 1, 1)
+    places = relocate.Places(text, shown, template.value, placeholder, word, first)
+    return relocate.relocate(diagnostics, places, how, hint="the recipe is the template as data: fix the template "
+                             "(rcpc validate shows it after envsubst) and import again")
 
 
 def _unknown_note(keys, span) -> Diagnostic:
@@ -96,13 +197,21 @@ def _unknown_note(keys, span) -> Diagnostic:
                       hint="check them against the MaxText version you run")
 
 
-def _outcome(run):
-    """``run()``'s differences, or ``(CompileError, unknown MaxText keys)`` when the recipe
-    does not build (read while the recipe file still exists)."""
+def _outcome(run, root: Path, path: Path):
+    """``run()``'s differences, or ``(CompileError, unknown MaxText keys, the recipe's path
+    as diagnostics show it)`` when the recipe at ``path`` does not build in the workspace at
+    ``root`` (read while the recipe file still exists)."""
+    from rcpc.importer import proof
+
     try:
         return run()
     except CompileError as exc:
-        return exc, _unknown_keys(exc)
+        return exc, _unknown_keys(exc), _shown(proof.fresh_compiler(root), path)
+
+
+def _shown(compiler, path: Path) -> str:
+    """How the diagnostics of ``compiler`` show the recipe file ``path``."""
+    return compiler.workspace.display(path)
 
 
 def _unknown_keys(exc: CompileError) -> tuple:
@@ -149,12 +258,12 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
         does not know are acknowledged (``unknown_keys``, a TODO) and the recipe made again."""
         while True:
             text = canonical(shell.recipe(script, launch))
-            outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p)))
+            outcome = proof.with_recipe(text, lambda p: _outcome(lambda: check(proof.fresh_compiler(root), p), root, p))
             if isinstance(outcome, list):
                 return text, outcome
-            exc, keys = outcome
+            exc, keys, recipe_shown = outcome
             if not keys or not shell.add_unknown_keys(script, keys):
-                raise exc
+                raise CompileError(_at_script(script, text, recipe_shown, exc.diagnostics))
 
     tried = []
     for cand in shell_library.SHELL_CANDIDATES:
@@ -174,6 +283,26 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
                                       notes=tuple(found[1:4]), hint=IMPORT_BUG_HINT))
     how = "a command_file render" + (f" (no library function builds it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, tuple(shell.notes(script)), check)
+
+
+def _at_script(script, text: str, shown: str, diagnostics) -> list:
+    """``diagnostics`` of the import's recipe ``text`` (shown as ``shown``) at the shell file
+    (:func:`rcpc.importer.relocate.relocate`): a param at its assignment, a flag at its
+    ``key=`` word, anything else at the file's first line."""
+    from rcpc.core.source import Span
+    from rcpc.importer import manifest, relocate, shell
+
+    def placeholder(name: str):
+        b = script.bindings.get(name)
+        pos = getattr(getattr(b, "node", None), "pos", None)
+        return shell._span(script.shown, script.text, pos) if pos is not None else None
+
+    def word(key: str):
+        return manifest.locate(script.shown, script.text, f"{key}=") if f"{key}=" in script.text else None
+
+    places = relocate.Places(text, shown, None, placeholder, word, Span(script.shown, 1, 1, 1, 1))
+    return relocate.relocate(diagnostics, places, "found building the recipe rcpc import made",
+                             hint="the recipe says what the shell file says: fix the shell file and import again")
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:

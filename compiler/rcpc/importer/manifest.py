@@ -1,7 +1,8 @@
 """``rcpc import manifest``: a manifest template with ``${VAR}`` placeholders (an envsubst
 template, as the published TPU recipes are) → recipe source.
 
-Each placeholder becomes a ``str`` param. A container's startup command that runs MaxText's
+Each placeholder becomes a param: ``int``, ``bool`` or ``float`` where it is the whole value
+of a field the Kubernetes schema types so (:mod:`.fields`), else ``str``. A container's startup command that runs MaxText's
 trainer is split (:mod:`.command`): its flag words become a ``maxtext_flags`` set (each value
 in the spelling the template has), its ``LIBTPU_INIT_ARGS`` a list of XLA flags, and the
 shell around them is kept as text. The manifest itself is a call of a shared library
@@ -68,8 +69,11 @@ class Startup:
 @attrs.frozen
 class Template:
     """A manifest template read for import: ``doc`` its data (placeholders as written),
-    ``params`` name → default value, ``startup`` the split startup command (or None),
-    ``notes`` what was not converted (warnings to list)."""
+    ``params`` name → default value (its ``--set`` text), ``startup`` the split startup
+    command (or None), ``notes`` what was not converted (warnings to list), ``places`` name →
+    the first :class:`~rcpc.importer.fields.Place` of a typed param (an ``int``, ``bool`` or
+    ``float``; the others are ``str``), ``chosen`` the typed params whose default the import
+    chose (no ``--set``), ``value`` the document as values with spans (where each node is)."""
 
     shown: str
     text: str
@@ -77,6 +81,14 @@ class Template:
     params: dict
     startup: Startup | None
     notes: tuple
+    places: dict = attrs.field(factory=dict)
+    chosen: frozenset = frozenset()
+    value: object = None
+
+    def type_of(self, name: str) -> str:
+        """The param type of placeholder ``name``."""
+        place = self.places.get(name)
+        return place.type if place is not None else "str"
 
 
 def containers(doc) -> list:
@@ -110,8 +122,7 @@ def split_startup(text: str, names, span_of) -> tuple[Startup, list]:
     try:
         trainer, libtpu = cmd.split(text)
     except Exception as exc:  # bashlex raises its own errors and, on some input, others
-        notes.append(Diagnostic("W1200", f"TODO(import): the startup command is kept as text: bash cannot "
-                                f"parse it ({exc})", span_of(text[:40]), severity="warning"))
+        notes.append(_unparsed(exc, text, span_of))
         trainer = libtpu = None
     flags = layers = None
     quoted: list = []
@@ -165,6 +176,20 @@ def split_startup(text: str, names, span_of) -> tuple[Startup, list]:
                    schema=schema), notes
 
 
+def _unparsed(exc: Exception, text: str, span_of) -> Diagnostic:
+    """``W1200`` for a startup command ``text`` bashlex cannot parse (``exc``), at the
+    command's first words: bashlex's message and the offset in the command where it stopped
+    (:func:`rcpc.importer.bash.stopped_at`: an early end at the command's end, never the stale
+    offset bashlex gives it), or no offset when it gives none in this text."""
+    from rcpc.importer import bash
+
+    pos = bash.stopped_at(exc, text)
+    at = f" at offset {pos} of {len(text)} characters" if pos is not None else ""
+    return Diagnostic("W1200", f"TODO(import): the startup command is kept as text: bash cannot parse it "
+                      f"({bash.problem(exc)}{at})", span_of(text[:40]), severity="warning",
+                      hint="the command is one string in the recipe: split it by hand once reviewed")
+
+
 def is_maxtext(program: str) -> bool:
     """Whether the trainer ``program`` (``python3 -m MODULE CONFIG``) runs a module of MaxText
     (``MaxText.*``, or ``maxtext.*`` since MaxText's package move), whose flags its schema
@@ -174,12 +199,16 @@ def is_maxtext(program: str) -> bool:
     return module.split(".", 1)[0] in ("MaxText", "maxtext")
 
 
-def read(path, shown: str, sets: dict, variables) -> Template:
+def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     """The template of file ``path`` for import. ``sets``: param defaults (``--set``);
     ``variables``: the placeholders that become params (None: every ``${NAME}`` but
-    :data:`RUNTIME_VARIABLES`). Raises :class:`~rcpc.core.diagnostics.CompileError`: ``E1103``
-    (not readable YAML), ``E1200`` (not one Kubernetes object), ``E1205`` (a ``--set`` name
-    that is not a placeholder)."""
+    :data:`RUNTIME_VARIABLES`); ``schema_of(apiVersion, kind)``: the object's schema, or None
+    (typed params, :mod:`rcpc.importer.fields`). Raises
+    :class:`~rcpc.core.diagnostics.CompileError`: ``E1103`` (not readable YAML), ``E1200``
+    (not one Kubernetes object), ``E1205`` (a ``--set`` name that is not a placeholder),
+    ``E1207`` (a placeholder of a typed field that cannot be a typed param)."""
+    from rcpc.importer import fields
+
     import yaml
 
     from rcpc.core.diagnostics import CompileError
@@ -206,12 +235,21 @@ def read(path, shown: str, sets: dict, variables) -> Template:
         if name not in variables:
             raise CompileError(Diagnostic("E1205", f"--set {name}: the template has no placeholder ${{{name}}}",
                                           None, hint=f"placeholders: {', '.join(variables) or 'none'}"))
-    params = {n: sets.get(n, visible_default(n)) for n in variables}
+    api, kind = doc.get("apiVersion"), doc.get("kind")
+    schema = schema_of(api, kind) if schema_of is not None and isinstance(api, str) and isinstance(kind, str) \
+        else None
+    places = fields.param_types(fields.typed_places(value, text, schema, set(variables))) if schema else {}
+    for name, text_set in sets.items():
+        if name in places:
+            fields.check_set(places[name], text_set)
+    params = {n: sets[n] if n in sets else fields.default_text(places[n]) if n in places else visible_default(n)
+              for n in variables}
     startup, notes = None, []
     command = startup_command(doc)
     if command is not None:
         startup, notes = split_startup(command, set(params), lambda words: locate(shown, text, words))
-    return Template(shown, text, doc, params, startup, tuple(notes))
+    return Template(shown, text, doc, params, startup, tuple(notes), places,
+                    frozenset(n for n in places if n not in sets), value)
 
 
 def locate(shown: str, text: str, words: str):
@@ -259,7 +297,13 @@ def header(t: Template, how: str) -> list:
                                                            break_on_hyphens=False) + [""]
     lines[-1:-1] = [f"# {n.message}" for n in t.notes]
     for name, default in t.params.items():
-        lines.append(f"{name} = param(str, default = {string(default)}, doc = {string('${' + name + '} in the template.')})")
+        place = t.places.get(name)
+        if place is None:
+            lines.append(f"{name} = param(str, default = {string(default)}, "
+                         f"doc = {string('${' + name + '} in the template.')})")
+        else:
+            doc = f"${{{name}}} in the template, in {place.where()}."
+            lines.append(f"{name} = param({place.type}, default = {default}, doc = {string(doc)})")
     return lines + [""]
 
 

@@ -7,7 +7,10 @@
   (:mod:`rcpc.importer.shell`).
 
 Two sets of values are used: the recipe's defaults, and :func:`other_values` (each value
-different), so a param the recipe ignored cannot pass by its default matching.
+different; for a typed param, :func:`rcpc.importer.fields.other_text`), so a param the
+recipe ignored cannot pass by its default matching. A manifest's renders are compared as
+written (:func:`renders`), before the Kubernetes and TPU rules: a second value may be one
+they refuse (``parallelism`` is the slice's host count), and equality is about data.
 """
 
 from __future__ import annotations
@@ -76,17 +79,48 @@ def with_recipe(text: str, run):
         return run(path)
 
 
-def manifest_differences(compiler, recipe: Path, template_text: str, defaults: dict) -> list:
-    """The differences between the recipe's one render and the template after envsubst,
-    for the defaults and for :func:`other_values`; empty when equal. Raises
-    :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not build."""
+def renders(compiler, recipe: Path, values: dict) -> dict:
+    """The renders (name → text) of ``recipe`` evaluated with ``values`` as ``--set`` text,
+    as written before any check of what they hold: the proof compares data, for values the
+    Kubernetes and TPU rules may refuse (``parallelism`` = 2 on a slice of 16 hosts is not
+    valid, and is still rendered as envsubst writes it). Raises
+    :class:`~rcpc.core.diagnostics.CompileError` for the errors of the evaluation itself
+    (a MaxText key the schema does not know, a value not of its param's type)."""
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.domain.renders import kind_of
+
+    result = compiler.evaluate(recipe, dict(values))
+    if result.errors:
+        raise CompileError(result.errors)
+    out = {}
+    for value in result.renders:
+        kind = kind_of(value)
+        out[kind.file_name(value)] = kind.emit(value)
+    return out
+
+
+def typed_other_values(defaults: dict, types: dict) -> dict:
+    """A second value (``--set`` text) of each param: :func:`other_values` for the ``str``
+    params, :func:`rcpc.importer.fields.other_text` for those ``types`` names ``int``,
+    ``bool`` or ``float``."""
+    from rcpc.importer.fields import other_text
+
+    strings = other_values({k: v for k, v in defaults.items() if types.get(k, "str") == "str"})
+    return {k: strings[k] if k in strings else other_text(types[k], v) for k, v in defaults.items()}
+
+
+def manifest_differences(compiler, recipe: Path, template_text: str, defaults: dict, types: dict | None = None) -> list:
+    """The differences between the recipe's one render (:func:`renders`) and the template
+    after envsubst, for the defaults (``--set`` text) and for :func:`typed_other_values`
+    (``types``: name → param type, ``str`` when not named); empty when equal. Raises
+    :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not evaluate."""
     import yaml
 
-    for values in (defaults, other_values(defaults)):
-        renders = build(compiler, recipe, values)
-        if len(renders) != 1:
-            return [f"the recipe has {len(renders)} renders, the template one manifest"]
-        (text,) = renders.values()
+    for values in (defaults, typed_other_values(defaults, types or {})):
+        renders_ = renders(compiler, recipe, values)
+        if len(renders_) != 1:
+            return [f"the recipe has {len(renders_)} renders, the template one manifest"]
+        (text,) = renders_.values()
         found = list(differences(yaml.safe_load(text), yaml.safe_load(envsubst(template_text, values))))
         if found:
             shown = ", ".join(f"{k}={v}" for k, v in values.items())

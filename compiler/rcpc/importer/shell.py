@@ -93,13 +93,10 @@ def read(path, shown: str) -> Script:
     try:
         nodes = bash.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex.errors.ParsingError, and others on input it does not support
-        pos = getattr(exc, "position", None)
-        if "EOF" in str(getattr(exc, "message", "")):  # bashlex's offset of an early end is not reliable
-            pos = len(text.rstrip("\n"))
-        span = _span(shown, text, (pos, pos + 1)) if isinstance(pos, int) and 0 <= pos <= len(text) else \
-            Span(shown, 1, 1, 1, 1)
-        message = getattr(exc, "message", None) if isinstance(exc, bashlex.errors.ParsingError) else None
-        message = message or f"the shell parser stopped ({type(exc).__name__})"
+        pos = bash.stopped_at(exc, text)  # bashlex's offset of an early end is not this text's
+        span = _span(shown, text, (pos, pos + 1)) if pos is not None else Span(shown, 1, 1, 1, 1)
+        message = bash.problem(exc) if isinstance(exc, bashlex.errors.ParsingError) else \
+            f"the shell parser stopped ({type(exc).__name__})"
         hint = ("bash accepts this word, bashlex loops on it: quote it another way, or import the part "
                 "that parses") if message == bash.STUCK else ("rcpc import reads the shell bash runs (bashlex); fix "
                                                               "the syntax (bash -n FILE shows it) or import the part "
