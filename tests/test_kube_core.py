@@ -131,3 +131,70 @@ def test_the_new_users_job_has_seven_faults(tmp_path):
     with contextlib.chdir(tmp_path), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = main(["validate", "job.yaml"])
     assert code == 1 and err.getvalue().count("error[E1014]") == 7, err.getvalue()
+
+
+_ABSENT = object()
+
+
+def _with(d: dict, **fields) -> dict:
+    return {**d, **{k: v for k, v in fields.items() if v is not _ABSENT}}
+
+
+@settings(max_examples=150)
+@given(in_jobset=st.booleans(), mode=st.sampled_from([_ABSENT, "Indexed", "NonIndexed"]),
+       parallelism=st.sampled_from([_ABSENT, 4]), completions=st.sampled_from([_ABSENT, None, 4]),
+       failure_policy=st.booleans(), restart=st.sampled_from([_ABSENT, "Never", "OnFailure"]))
+@example(in_jobset=True, mode=_ABSENT, parallelism=4, completions=_ABSENT, failure_policy=False,
+         restart="Never")  # the report: an Indexed Job without completions, created by no controller
+@example(in_jobset=True, mode=_ABSENT, parallelism=4, completions=4, failure_policy=True,
+         restart=_ABSENT)  # the report: the webhook's OnFailure with a podFailurePolicy
+def test_what_the_job_controller_is_refused(in_jobset, mode, parallelism, completions, failure_policy, restart):
+    """Kubernetes' batch validation of the Job a JobSet's controller creates from a replicated
+    job (after the JobSet webhook's defaults: completionMode Indexed, restartPolicy OnFailure)
+    or of a Job itself (after Kubernetes' defaults: parallelism and completions 1 when neither
+    is set, a pod's restartPolicy Always): an Indexed Job needs completions, a podFailurePolicy
+    needs restartPolicy Never, a Job's pods restart OnFailure or Never. A new user's JobSets
+    broke the first two and passed ``rcpc validate``; their Jobs were never created."""
+    pod = _with({"containers": [CONTAINER]}, restartPolicy=restart)
+    spec = _with({"template": {"spec": pod}}, completionMode=mode, parallelism=parallelism, completions=completions)
+    if failure_policy:
+        spec["podFailurePolicy"] = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]}
+    manifest = ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+                 "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": spec}}]}} if in_jobset else
+                {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": spec})
+    # the values Kubernetes validates, defaults applied
+    mode_ = mode if mode is not _ABSENT else ("Indexed" if in_jobset else "NonIndexed")
+    completions_ = 1 if completions in (_ABSENT, None) and parallelism is _ABSENT else completions
+    restart_ = restart if restart is not _ABSENT else ("OnFailure" if in_jobset else "Always")
+    refused = []
+    if mode_ == "Indexed" and completions_ in (_ABSENT, None):
+        refused.append("completions")
+    if restart_ == "Always":
+        refused.append("restartPolicy")
+    elif failure_policy and restart_ != "Never":
+        refused.append("podFailurePolicy")
+    found = e1014(manifest)
+    assert len(found) == len(refused), (refused, found)
+    for what, message in zip(refused, found):
+        assert {"completions": "an Indexed Job needs completions", "restartPolicy": "gives no restartPolicy",
+                "podFailurePolicy": "a Job with a podFailurePolicy runs its pods with restartPolicy Never"}[what] \
+            in message
+
+
+_TPU_SPELLINGS = st.sampled_from([lambda n: n, str, lambda n: f"{n * 1000}m", lambda n: f"{n}e0",
+                                  lambda n: f"{n}.0", lambda n: f"{n / 1000:g}k"])
+
+
+@given(chips=st.sampled_from([1, 2, 4, 8]), spell=_TPU_SPELLINGS, half=st.booleans())
+@example(chips=4, spell=lambda n: f"{n * 1000}m", half=False)  # the report: 4000m refused as "request 0"
+def test_a_tpu_request_is_any_spelling_of_a_whole_number(chips, spell, half):
+    """``google.com/tpu`` in any quantity spelling the API server reads (``4``, ``"4000m"``,
+    ``"4e0"``) counts as that many chips (E1006 compares it with the host's 4); a fraction of a
+    chip (``"4500m"``) is refused (an extended resource is a whole number: E1014)."""
+    amount = spell(chips) if not half else f"{chips * 1000 + 500}m"
+    pod = {"restartPolicy": "Never", "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                                                      "cloud.google.com/gke-tpu-topology": "2x2x1"},
+           "containers": [{**CONTAINER, "resources": {"limits": {"google.com/tpu": amount}}}]}
+    found = [(d.code, d.message) for d in check_rules(value_of(jobset(pod)))]
+    assert [c for c, _ in found if c == "E1014"] == (["E1014"] if half else []), found
+    assert any(c == "E1006" for c, _ in found) == (half or chips != 4), found

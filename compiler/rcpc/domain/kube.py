@@ -209,7 +209,7 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
-        kube_pod.check_job(v, path, kind, out)
+        kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"))
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
@@ -430,11 +430,9 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
 
 
 def _quantity_int(v) -> int | None:
-    if type(v) is Int:
-        return v.value
-    if type(v) is Str and v.value.isascii() and v.value.isdigit() and len(v.value) <= 18:
-        return int(v.value)
-    return None
+    """A whole resource quantity's number (``4``, ``"4"``, ``"4000m"``, ``"4e0"``), else None."""
+    q = kube_pod.quantity(v)
+    return int(q) if q is not None and q.denominator == 1 else None
 
 
 def _check_job(job: Dict, path: tuple, kind: str, out: list) -> None:

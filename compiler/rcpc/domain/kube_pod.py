@@ -12,11 +12,20 @@ Rules (Kubernetes ``pkg/apis/core/validation`` and ``pkg/apis/batch/validation``
 * a container's resource request is at most its limit (``ValidateResourceRequirements``); an
   extended resource (a name with a domain outside ``kubernetes.io``, as ``google.com/tpu``)
   cannot be overcommitted: its limit is set and equal to its request (``validateContainerResourceName``,
-  ``ValidateResourceRequirements``: "must be equal to ... limit", "Limit must be set");
+  ``ValidateResourceRequirements``: "must be equal to ... limit", "Limit must be set"), and it
+  is a whole number (``validateResourceQuantityValue``: "must be an integer"; ``4000m`` is 4);
 * a volume mount names a volume of the pod (``ValidateVolumeMounts``: not found);
 * a Job's ``parallelism``, ``completions`` and ``backoffLimit`` are not negative,
   ``activeDeadlineSeconds`` is positive, ``completionMode`` is ``NonIndexed`` or ``Indexed``
-  (``validateJobSpec``).
+  (``validateJobSpec``); an ``Indexed`` Job sets ``completions`` ("when completion mode is
+  Indexed"; with neither ``parallelism`` nor ``completions`` set, Kubernetes' defaulting sets
+  both to 1, ``SetDefaults_Job``); a Job with a ``podFailurePolicy`` runs its pods with ``restartPolicy: Never``
+  (``validatePodFailurePolicy``); a Job's pod template gives a ``restartPolicy`` (the pod
+  default, ``Always``, is not one a Job's pods may have).
+
+For the Job template of a JobSet's replicated job, the values are those the JobSet webhook
+gives before the controller creates the Jobs (``jobset_webhook.go`` ``Default``): an unset
+``completionMode`` is ``Indexed`` and an unset ``restartPolicy`` ``OnFailure``.
 
 Values of the wrong type are left to the schema (``E1101``) or to other rules.
 """
@@ -26,7 +35,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from rcpc.core.values import Dict, Float, Int, List, Str
+from rcpc.core.values import Dict, Float, Int, List, Str, text_of
 from rcpc.domain.kube_paths import CONTAINER_LISTS, diag
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -94,6 +103,12 @@ def _check_container(c: Dict, path: tuple, kind: str, volumes: set, out: list) -
     limits = res.items.get("limits") if type(res) is Dict else None
     requests = res.items.get("requests") if type(res) is Dict else None
     limits = limits.items if type(limits) is Dict else {}
+    for group, amounts in (("limits", limits), ("requests", requests.items if type(requests) is Dict else {})):
+        for name, value in amounts.items():
+            q = quantity(value)
+            if q is not None and extended(name) and q.denominator != 1:
+                out.append(diag("E1014", kind, path + ("resources", group, name), f"{name} is {text_of(value)}: an "
+                                "extended resource is a whole number", value.span, hint="give a whole number"))
     for name, value in (requests.items.items() if type(requests) is Dict else ()):
         want, cap = quantity(value), quantity(limits.get(name))
         where = path + ("resources", "requests", name)
@@ -112,8 +127,9 @@ def _check_container(c: Dict, path: tuple, kind: str, volumes: set, out: list) -
                             related=(("limit", limits[name].span),), hint="a request is at most its limit"))
 
 
-def check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
-    """The rules on one Job spec at ``path`` (its pod template is checked by :func:`check_pod`)."""
+def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False) -> None:
+    """The rules on one Job spec at ``path`` (its pod template is checked by :func:`check_pod`);
+    ``jobset``: the Job template of a JobSet's replicated job (the webhook's defaults apply)."""
     for key in ("parallelism", "completions", "backoffLimit"):
         v = job.items.get(key)
         if type(v) is Int and v.value < 0:
@@ -124,6 +140,30 @@ def check_job(job: Dict, path: tuple, kind: str, out: list) -> None:
         out.append(diag("E1014", kind, path + ("activeDeadlineSeconds",), f"activeDeadlineSeconds is {v.value}: "
                         "it must be positive", v.span, hint="leave it out for no deadline"))
     _one_of(job, "completionMode", COMPLETION_MODES, path, kind, out, None)
+    mode = job.items.get("completionMode")
+    indexed = mode.value == "Indexed" if type(mode) is Str else jobset
+    if indexed and type(job.items.get("completions")) is not Int and type(job.items.get("parallelism")) is Int:
+        why = "" if type(mode) is Str else ": the JobSet webhook makes a replicated job's Job Indexed"
+        out.append(diag("E1014", kind, path + ("completions",), f"an Indexed Job needs completions{why}",
+                        (mode if type(mode) is Str else job.items["parallelism"]).span,
+                        hint="set completions (for a TPU slice: one pod a host, completions = parallelism)"))
+    template = job.items.get("template")
+    pod = template.items.get("spec") if type(template) is Dict else None
+    if type(pod) is not Dict:
+        return
+    restart = pod.items.get("restartPolicy")
+    at = path + ("template", "spec", "restartPolicy")
+    if type(restart) is not Str and not jobset:
+        out.append(diag("E1014", kind, at, "the pod template gives no restartPolicy: a pod's default, Always, "
+                        "is not one a Job's pods may have", pod.span, hint='set restartPolicy: "Never" (or "OnFailure")'))
+        return
+    policy = job.items.get("podFailurePolicy")
+    effective = restart.value if type(restart) is Str else "OnFailure"
+    if type(policy) is Dict and effective != "Never":
+        why = "" if type(restart) is Str else " (the JobSet webhook sets OnFailure when it is unset)"
+        out.append(diag("E1014", kind, at, f"a Job with a podFailurePolicy runs its pods with restartPolicy Never, "
+                        f"not {effective}{why}", (restart if type(restart) is Str else policy).span,
+                        related=(("podFailurePolicy", policy.span),), hint='set restartPolicy: "Never"'))
 
 
 def _one_of(d: Dict, key: str, allowed: tuple, path: tuple, kind: str, out: list, why: str | None) -> None:
