@@ -161,6 +161,42 @@ def test_env_overrides(sws, key, value, code, line):
                 if d.code.startswith(("E", "W"))]
 
 
+# what MaxText's pydantic config accepts for each key (types.py at the pinned commit)
+_ACCEPTS = {
+    "DTYPE": lambda t: t in ("bfloat16", "float32", "float16"),                # DType enum, types.py:438
+    "OPT_TYPE": lambda t: t in ("adamw", "adam_pax", "sgd", "muon"),           # OptimizerType, types.py:1862
+    "LOCAL_CHECKPOINT_PERIOD": lambda t: _int(t) is not None and _int(t) >= 0,  # NonNegativeInt, types.py:409
+    "STEPS": lambda t: _int(t) is not None and _int(t) >= -1,                  # ge=-1, types.py:1719
+}
+
+
+def _int(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(sorted(_ACCEPTS)),
+       text=st.sampled_from(["bfloat16", "float17", "adamw", "lion", "none", "None", "0", "-1", "-3", "7", "x"]))
+@example(key="DTYPE", text="float17")  # the reports: parsed, then refused by pydantic
+@example(key="OPT_TYPE", text="lion")
+@example(key="LOCAL_CHECKPOINT_PERIOD", text="-3")
+@example(key="DTYPE", text="none")
+def test_an_env_override_is_checked_against_the_schema(tmp_path_factory, key, text):
+    """An ``M_<KEY>`` value MaxText parses (``int()``, ``str``) and then refuses in its config
+    (an enum, a bound, ``none`` made None) is E0319 at the value, as the same value given as a
+    flag would be refused; one it accepts is no finding."""
+    ws = Ws(tmp_path_factory.mktemp("env"))
+    (ws.root / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
+    jobset = JOBSET.replace('"steps": 10, ', "") if key == "STEPS" else JOBSET
+    found = [d for d in diags_of(ws, jobset.format(key=key, value=text)) if d.code.startswith(("E031", "W031"))]
+    accepted = _ACCEPTS[key](text) and text.lower() != "none"
+    assert [d.code for d in found] == ([] if accepted else ["E0319"]), found
+    assert all(d.span.line == 8 for d in found)
+
+
 def test_env_conflict_through_a_shell_command(sws):
     text = ('F = maxtext_flags({"steps": 10})\n'
             'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", '

@@ -11,7 +11,9 @@ or its ``shell`` form inside one of their strings). Findings:
 * ``E0316`` — a container env ``M_<KEY>`` for a key its flags set (MaxText refuses a key set
   both on the command line and in the environment), or one the model config sets;
 * ``E0319`` — an ``M_<KEY>`` value MaxText cannot parse as the key's type (``int()``,
-  ``float()``, ``str2bool``), or for a key whose value is None or a list;
+  ``float()``, ``str2bool``), or for a key whose value is None or a list, or a value it parses
+  and its config then refuses (the schema's type: an enum's other value, a bound, ``none``
+  made None by ``_prepare_for_pydantic``);
 * ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored);
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
   selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
@@ -26,6 +28,7 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
+from rcpc.domain import lax
 from rcpc.domain.kube import pod_slice
 from rcpc.domain.maxtext import argv, resolved
 from rcpc.domain.mesh import check_mesh
@@ -310,7 +313,25 @@ def _env_against_schema(fs, cli, name, value, span, cname) -> list[Diagnostic]:
         kind = "bool" if type(original) is bool else type(original).__name__
         return [Diagnostic("E0319", f"MaxText cannot read {name}={value.value!r} as {kind} '{key}'", value.span,
                            hint=_READABLE[kind])]
+    if key not in schema.fields:
+        return []
+    parsed = _parsed(original, value.value)
+    try:
+        lax.validate(schema.type_of(key), parsed)
+    except lax.Invalid as exc:
+        return [Diagnostic("E0319", f"MaxText refuses {name}={value.value!r}: '{key}' must be "
+                           f"{exc.expected}", value.span, notes=(f"schema: {schema.path}",),
+                           hint=f"write {lax.describe(schema.type_of(key))}")]
     return []
+
+
+def _parsed(original, text: str):
+    """What ``pyconfig`` makes of an ``M_`` variable's ``text`` for a key whose value was
+    ``original`` (its parser by the value's type; a string ``none`` in any case is None,
+    ``_prepare_for_pydantic``)."""
+    t = type(original)
+    value = text.lower() in _TRUE if t is bool else t(text)
+    return None if type(value) is str and value.lower() == "none" else value
 
 
 def _parses(original, text: str) -> bool | None:
