@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from conftest import SPAN
 from rcpc.core.diagnostics import CompileError
@@ -166,3 +168,31 @@ def test_a_2d_slice_is_one_gke_offers(gen, a, b):
     assert d.code == "E0401" and f"has no topology '{a}x{b}'" in d.message
     if (b, a) in offered:
         assert d.hint == f"the smaller dimension comes first: '{b}x{a}'"
+
+
+_V5P_DIMS = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32])
+
+
+@given(a=_V5P_DIMS, b=_V5P_DIMS, c=_V5P_DIMS)
+@example(a=16, b=16, c=24)  # the report: the largest v5p slice was refused
+@example(a=4, b=4, c=12)
+@example(a=16, b=16, c=32)  # 8,192 chips: more than a slice has (the pod's 8,960 is no slice)
+def test_a_v5p_slice_is_one_cloud_tpu_offers(a, b, c):
+    """v5p ("TPU v5p", Configurations): one host 2x2x1; below a cube, powers of two of at
+    least 2 (2x2x2, 2x2x4, 2x4x4); from one cube (4x4x4) on, whole cubes (every dimension a
+    multiple of 4) up to 16x16x24, 6,144 chips; smallest dimension first."""
+    dims = (a, b, c)
+    chips = a * b * c
+    if min(dims) >= 4:
+        offered = all(d % 4 == 0 for d in dims) and chips <= 6144
+    else:
+        offered = dims == (2, 2, 1) or (min(dims) >= 2 and all(d & (d - 1) == 0 for d in dims))
+    offered = offered and (dims == (2, 2, 1) or list(dims) == sorted(dims))
+    spec = f"v5p:{a}x{b}x{c}"
+    if offered:
+        s = tpu_slice(spec, SPAN)
+        assert (s.chips, s.hosts) == (chips, max(chips // 4, 1))
+        return
+    with pytest.raises(CompileError) as info:
+        tpu_slice(spec, SPAN)
+    assert info.value.diagnostics[0].code == "E0401"

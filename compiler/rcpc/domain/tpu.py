@@ -6,7 +6,10 @@ system-architecture pages):
 
 * v4: accelerator label ``tpu-v4-podslice``, machine ``ct4p-hightpu-4t``, 4 chips a host,
   one JAX device a chip (megacore), 3-D topologies ``AxBxC``.
-* v5p: ``tpu-v5p-slice``, ``ct5p-hightpu-4t``, 4 chips a host, one device a chip, 3-D.
+* v5p: ``tpu-v5p-slice``, ``ct5p-hightpu-4t``, 4 chips a host, one device a chip, 3-D; a
+  slice of a cube (4x4x4) or more is whole cubes, each dimension a multiple of 4 (``4x4x12``),
+  up to ``16x16x24`` (6,144 chips, the largest slice of the 8,960-chip pod; "TPU v5p",
+  Configurations).
 * v5e: ``tpu-v5-lite-podslice``, 2-D topologies; single-host ``1x1`` (``ct5lp-hightpu-1t``),
   ``2x2`` (``ct5lp-hightpu-4t``), ``2x4`` (``ct5lp-hightpu-8t``); multi-host slices use
   ``ct5lp-hightpu-4t`` (4 chips a host): ``4x4``, ``4x8``, ``8x8``, ``8x16`` and ``16x16``
@@ -51,13 +54,14 @@ class Generation:
     dims: int
     max_chips: int
     single_host: dict = record.field(factory=dict)
+    cubes: bool = False  # a slice of 4x4x4 or more is whole cubes: dimensions multiples of 4
 
 
 _3D = dict(dims=3, single_host={"2x2x1": (None, 4)})
 GENERATIONS = {
     g.name: g for g in (
         Generation("v4", "tpu-v4-podslice", "ct4p-hightpu-4t", 4, 1, max_chips=4096, **_3D),
-        Generation("v5p", "tpu-v5p-slice", "ct5p-hightpu-4t", 4, 1, max_chips=8960, **_3D),
+        Generation("v5p", "tpu-v5p-slice", "ct5p-hightpu-4t", 4, 1, max_chips=6144, cubes=True, **_3D),
         Generation("v7x", "tpu7x", "tpu7x-standard-4t", 4, 2, max_chips=9216, **_3D),
         Generation("v5e", "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", 4, 1, dims=2, max_chips=256,
                    single_host={"1x1": ("ct5lp-hightpu-1t", 1), "2x2": ("ct5lp-hightpu-4t", 4),
@@ -134,7 +138,11 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
     else:
         problem = hint = None
         several = "more chips than one slice has are several slices: num_slices, a JobSet's replicas"
-        if not all(_pow2(d) for d in dims):
+        whole_cubes = gen.cubes and min(dims) >= 4
+        if whole_cubes and any(d % 4 for d in dims):
+            problem = "a slice of a cube (4x4x4) or more is whole cubes: every dimension a multiple of 4"
+            hint = "write each dimension as 4, 8, 12, 16, ..."
+        elif not whole_cubes and not all(_pow2(d) for d in dims):
             problem = "every dimension must be a power of two"
             hint = "write each dimension as 1, 2, 4, 8, 16, ..."
         elif gen.dims == 3 and list(dims) != sorted(dims):
