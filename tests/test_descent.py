@@ -271,6 +271,8 @@ SCAN_ALPHABET = "aef_1.0eE+-*/%<>=!(),:[]{}#\"'\\ \t\f\r\nx"
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(SCAN_ALPHABET, max_size=60))
+@example("#\f\n")  # CI found it: a comment ending with a form feed, then a line break (counted)
+@example("X = 1 # a\f \n")
 def test_scan_is_lex_and_postlex_on_random_text(text):
     check_scan(text)
 

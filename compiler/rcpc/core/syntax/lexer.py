@@ -359,6 +359,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     depth_of = _DEPTH.get
     trailing: list = []  # the indices in ``types`` of the trailing commas (not counted)
     remarks = 0  # the comments (counted)
+    remark = (-1, "")  # the last comment's end and text (a form feed may end it)
     broken = 0  # the line breaks after a form feed or backslash-newline (counted)
     made = 0  # the _INDENT and _DEDENT tokens made (not read)
     depth = 0
@@ -381,7 +382,10 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
         else:
             kind = first(tok[:1])
             if kind == "_NL":
-                if blank and blank.rstrip(" \t")[-1:] in _BREAKS:  # (postlex.after_blank_break)
+                before = blank.rstrip(" \t")
+                if not before and remark[0] == start - len(blank):  # a comment's end is just before
+                    before = remark[1].rstrip(" \t")
+                if before[-1:] in _BREAKS:  # (postlex.after_blank_break)
                     broken += 1
                     if record is not None:
                         record.append(base + start)
@@ -415,6 +419,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
                 kind = _kind(tok)
                 if kind == "COMMENT":
                     remarks += 1
+                    remark = (pos, tok)
                     if comments is not None:
                         comments.append(make((kind, tok, start, pos)))
                     if record is not None:
