@@ -31,13 +31,11 @@ from rcpc.domain.emit.flags import shell_form, value_text
 from rcpc.domain import lax
 from rcpc.domain.kube import pod_slice
 from rcpc.domain.maxtext import argv, resolved
-from rcpc.domain.mesh import check_mesh
+from rcpc.domain.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.values import FlagFile, FlagSet, Manifest
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
-_TRUE = ("y", "yes", "t", "true", "1")     # maxtext.inference.inference_utils.str2bool
-_FALSE = ("n", "no", "f", "false", "0")
 _READABLE = {"bool": "y/yes/t/true/1 or n/no/f/false/0 (any case)", "int": "write decimal digits (Python's int())",
              "float": "write a number Python's float() reads, such as 1e-5"}
 
@@ -326,26 +324,22 @@ def _env_against_schema(fs, cli, name, value, span, cname) -> list[Diagnostic]:
 
 
 def _parsed(original, text: str):
-    """What ``pyconfig`` makes of an ``M_`` variable's ``text`` for a key whose value was
-    ``original`` (its parser by the value's type; a string ``none`` in any case is None,
+    """What MaxText validates of an ``M_`` variable's ``text`` that its parser reads
+    (:func:`rcpc.domain.mesh.env_value`; a string ``none`` in any case is None,
     ``_prepare_for_pydantic``)."""
-    t = type(original)
-    value = text.lower() in _TRUE if t is bool else t(text)
+    value = env_value(original, text)
     return None if type(value) is str and value.lower() == "none" else value
 
 
 def _parses(original, text: str) -> bool | None:
     """Whether MaxText's parser for ``original``'s type reads ``text``; None when it has none."""
-    t = type(original)
-    if t is bool:
-        return text.lower() in _TRUE or text.lower() in _FALSE
-    if t in (int, float):
-        try:
-            t(text)
-        except ValueError:
-            return False
-        return True
-    return True if t is str else None
+    try:
+        env_value(original, text)
+    except ValueError:
+        return False
+    except TypeError:
+        return None
+    return True
 
 
 def _yaml_text(v) -> str:

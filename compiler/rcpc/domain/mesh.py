@@ -50,8 +50,24 @@ ONE_SLICE_DCN = ("data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "cont
                  "tensor", "tensor_sequence", "expert", "context_autoregressive", "autoregressive")
 ENV_PREFIX = "M_"
 _UNKNOWN = object()  # a value rcpc cannot know (or that MaxText refuses, reported elsewhere)
+# maxtext.inference.inference_utils.str2bool, pyconfig's parser of a bool M_ variable
 _STR2BOOL = {"y": True, "yes": True, "t": True, "true": True, "1": True,
              "n": False, "no": False, "f": False, "false": False, "0": False}
+
+
+def env_value(start, text: str):
+    """What ``pyconfig`` makes of an ``M_<KEY>`` variable's ``text`` for a key whose value was
+    ``start``: the parser of that value's type (``str2bool`` in any case for a bool, ``int()``,
+    ``float()``, ``str``). Raises ValueError when the parser refuses the text, TypeError when
+    the type has none (None, a list: pyconfig's own TypeError)."""
+    t = type(start)
+    if t is bool:
+        if text.lower() not in _STR2BOOL:
+            raise ValueError(text)
+        return _STR2BOOL[text.lower()]
+    if t in (int, float, str):
+        return t(text)
+    raise TypeError(t.__name__)
 
 
 class _Values:
@@ -99,15 +115,10 @@ class _Values:
             return start, None  # MaxText cannot override it (TypeError): E0319
         if type(value) is not Str or start is _UNKNOWN:
             return _UNKNOWN, where
-        text = value.value
         try:
-            if type(start) is bool:
-                return _STR2BOOL[text.lower()], where
-            if type(start) in (int, float, str):
-                return type(start)(text), where
-        except (ValueError, KeyError):
-            pass
-        return _UNKNOWN, where  # E0319 (rcpc.domain.launch)
+            return env_value(start, value.value), where
+        except ValueError:
+            return _UNKNOWN, where  # E0319 (rcpc.domain.launch)
 
     def typed(self, key: str, kind: str):
         """(pydantic's value for type ``kind`` or ``_UNKNOWN``, where); a value pydantic
