@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 from typing import Annotated, Any, Literal, Union
 
 import pydantic
@@ -127,12 +128,29 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.di
                       max_leaves=6)
 
 
+# pydantic-core reads "0-1" as -1 and "+0-_1" as -1 (its second reading of an int drops the
+# leading zeros and then takes a '-'); rcpc refuses such text (rcpc.domain.lax._without_leading_zeros),
+# which no recipe means as a number. The only divergence allowed: rcpc refusing it.
+_QUIRK = re.compile(r"\s*[+-]?0[0_]*-.*", re.S)
+
+
+def _has_quirk(value) -> bool:
+    if type(value) is str:
+        return bool(_QUIRK.fullmatch(value))
+    if type(value) is list:
+        return any(_has_quirk(x) for x in value)
+    if type(value) is dict:
+        return any(_has_quirk(x) for x in value.values())
+    return False
+
+
 def check(t: dict, value) -> None:
     ok, want = pydantic_reads(t, value)
     try:
         got = lax.validate(t, value)
     except lax.Invalid:
-        assert not ok, f"rcpc refuses what pydantic reads as {want!r}: {lax.describe(t)} <- {value!r}"
+        assert not ok or _has_quirk(value), \
+            f"rcpc refuses what pydantic reads as {want!r}: {lax.describe(t)} <- {value!r}"
         return
     assert ok, f"rcpc accepts what pydantic refuses: {lax.describe(t)} <- {value!r} (rcpc: {got!r})"
     assert same(plain(got), want), (lax.describe(t), value, got, want)
@@ -146,6 +164,8 @@ def check(t: dict, value) -> None:
 @example({"type": "bool"}, "yes")
 @example({"type": "int"}, 2.0)
 @example({"type": "int", "gt": 0}, "0")
+@example({"type": "union", "of": [{"type": "list", "items": {"type": "int"}}, {"type": "none"}]}, ["0__0"])  # CI
+@example({"type": "int"}, "-00__1.0")
 def test_rcpc_reads_values_as_pydantic_lax_mode_does(t, value):
     check(t, value)
 

@@ -116,9 +116,26 @@ def _int(v, path):
         return int(v)
     if t is str:
         s = v.strip(_WHITE_SPACE)
-        if _INT_TEXT.fullmatch(s):
+        if not _INT_TEXT.fullmatch(s):
+            s = _without_leading_zeros(s)
+        if s is not None and _INT_TEXT.fullmatch(s):
             return int(s.split(".")[0].replace("_", ""))
     raise Invalid(TYPE, "int", path)
+
+
+def _without_leading_zeros(s: str) -> str | None:
+    """pydantic-core's second reading of an int's text: after the sign, a run of zeros and
+    underscores that starts with a zero goes (``"0__0"`` is 0, ``"-0__1"`` -1, ``"0__"`` is
+    refused), keeping the last zero before a ``.`` or at the end. None when the text does not
+    start so. (pydantic-core also reads ``"0-1"`` as -1; rcpc refuses that.)"""
+    sign, body = (s[0], s[1:]) if s[:1] in ("+", "-") else ("", s)
+    if body[:1] != "0":
+        return None
+    i = 1
+    while i < len(body) and body[i] in "0_":
+        i += 1
+    rest = body[-1] if i == len(body) else body[i - 1:] if body[i] == "." else body[i:]
+    return sign + rest if rest[:1] not in ("+", "-") else None
 
 
 def _float(v, path):
