@@ -53,6 +53,21 @@ def _bound_memory() -> None:
 _bound_memory()
 
 
+def _hypothesis_profile() -> None:
+    """``RCPC_HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``): every property draws the same
+    examples on every run (Hypothesis ``derandomize``, seeded from the test), so a CI run's
+    result is its commit's, never the luck of its draw. Other runs draw new examples (random
+    text found a lexer and a pydantic-reading fault in CI runs of one session): exploring is
+    theirs, and each fault they find becomes an ``@example``."""
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True)
+    settings.load_profile(os.environ.get("RCPC_HYPOTHESIS_PROFILE", "default"))
+
+
+_hypothesis_profile()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """After a test that ran out of memory is reported, what it allocated is freed (its
