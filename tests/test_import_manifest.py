@@ -230,9 +230,9 @@ def test_a_placeholder_that_yaml_types_differently_is_not_equal(tmp_path, monkey
     """The template's `replicas: ${N}` is a number after envsubst; the param is a string."""
     monkeypatch.chdir(REPO)
     t = tmp_path / "t.yaml"
-    t.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  n: ${N}\n")
+    t.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  count: ${N}\n")
     rc, out, err = _run(["import", "manifest", str(t), "--set", "N=3"], capsys)
-    assert rc == 1 and f"{t}:6:6: error[E1203]" in err and "$.data.n" in err  # at the value
+    assert rc == 1 and f"{t}:6:10: error[E1203]" in err and "$.data.count" in err  # at the value
     assert out == ""
 
 

@@ -62,10 +62,15 @@ ENV = st.lists(st.tuples(st.sampled_from(["A", "B", "LIBTPU_INIT_ARGS"]),
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(env=ENV, flow=st.booleans(), indent=st.sampled_from([2, 4]))
 @example(env=[("LIBTPU_INIT_ARGS", "x"), ("LIBTPU_INIT_ARGS", "y")], flow=False, indent=2)
+@example(env=[("A", "019"), ("B", "1 ")], flow=True, indent=2)
 def test_located_by_node_marks(cli, ws, env, flow, indent):
-    """Env faults in any YAML layout: E1001 for a non-string value, E1010 for a repeated name,
-    each at the line:col ruamel.yaml (an independent parser) gives that node."""
+    """Env faults in any YAML layout: E1001 for a value kubectl does not read as a string (a
+    number, a bool, or a string PyYAML writes plain that go-yaml reads as another type, such
+    as ``y`` or ``019``), E1010 for a repeated name, each at the line:col ruamel.yaml (an
+    independent parser) gives that node."""
     from ruamel.yaml import YAML
+
+    from rcpc.core import goyaml
 
     doc = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
            "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {"containers": [
@@ -79,7 +84,8 @@ def test_located_by_node_marks(cli, ws, env, flow, indent):
     expected = []
     names = [n for n, _ in env]
     for i, (n, v) in enumerate(env):
-        if not isinstance(v, str):
+        plain = isinstance(v, str) and not yaml.safe_dump(v).startswith(("'", '"'))
+        if not isinstance(v, str) or plain and goyaml.resolve(v)[0] != "str":
             line, col = items[i].lc.value("value")
             expected.append(("E1001", line + 1, col + 1))
         if n in names[:i]:

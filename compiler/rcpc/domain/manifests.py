@@ -3,21 +3,45 @@ document becomes a :class:`~rcpc.core.values.Dict` whose every value carries the
 ``file:line:col`` span of its YAML node, so the Kubernetes, JobSet and TPU rules
 (:func:`rcpc.domain.kube.check_manifest`) report where the file says it.
 
-The YAML is read as kubectl reads it (sigs.k8s.io/yaml, YAML 1.1 scalars: PyYAML's safe
-resolver): nodes are composed with their marks (never found by searching the text), scalars
-typed by their resolved tag (``yes`` is a bool, ``0755`` an int, a timestamp stays a
-string), mapping keys are strings, ``<<`` merges are applied. ``E1103`` for a file that
-cannot be read, is not YAML, repeats a key in one mapping (kubectl refuses that too), or holds
-a document that is not a mapping.
+The YAML is read as kubectl reads it (sigs.k8s.io/yaml over go-yaml v2,
+:mod:`rcpc.core.goyaml`): nodes are composed with their marks (never found by searching the
+text), plain scalars typed as go-yaml types them (``y`` and ``yes`` are bools, ``0755`` and
+``0X1F`` ints, ``1e-5`` a float, ``1:30`` and a timestamp strings), mapping keys made JSON
+keys as sigs.k8s.io/yaml makes them (``yes:`` is the key ``true``), ``<<`` merges applied.
+``E1103`` for a file that cannot be read, is not YAML, repeats a key in one mapping (kubectl
+refuses that too), holds a document that is not a mapping, or holds what kubectl cannot turn
+into JSON (a null or too large key, a NaN or infinite number, a value its tag cannot have).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+from rcpc.core import goyaml
 from rcpc.core.diagnostics import CompileError, Diagnostic, error, io_hint
 from rcpc.core.source import Source, Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+
+
+_PLAIN = "rcpc:plain"  # the tag composition gives a plain, untagged scalar: go-yaml resolves it
+_YAML_TAG = "tag:yaml.org,2002:"
+
+
+def _loader():
+    """PyYAML's (C) safe loader composing nodes, with every plain untagged scalar (but ``<<``,
+    the merge key) tagged :data:`_PLAIN` instead of PyYAML's YAML 1.1 resolution."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):
+        def resolve(self, kind, value, implicit):
+            if kind is yaml.ScalarNode and implicit[0] and value != "<<":
+                return _PLAIN
+            return super().resolve(kind, value, implicit)
+
+    return Loader
 
 
 def _span(path: str, node) -> Span:
@@ -54,7 +78,9 @@ class _Builder:
             self.constructor.flatten_mapping(node)
             items, keys = {}, {}
             for k, v in node.value:
-                key = str(k.value)
+                key = self.key(k)
+                if key is None:
+                    continue
                 if key in items:
                     self.problems.append(Diagnostic("E1103", f"key {key!r} is repeated in one mapping",
                                                     _span(self.path, k), related=(("first here", keys[key]),),
@@ -64,15 +90,54 @@ class _Builder:
             return Dict(items, keys, span)
         if isinstance(node, yaml.SequenceNode):
             return List(tuple(self.value(x, depth + 1) for x in node.value), span)
-        tag = node.tag.rsplit(":", 1)[-1]
-        if tag in ("null", "bool", "int", "float"):
-            v = self.constructor.construct_object(node)
-            if v is None:
-                return Null(node.value or "null", span)
-            if isinstance(v, bool):
-                return Bool(v, node.value, span)
-            return (Int if isinstance(v, int) else Float)(v, node.value, span)
-        return Str(node.value, span)  # str, timestamp, binary: the text
+        kind, v = self.scalar(node)
+        if kind == goyaml.NULL:
+            return Null(node.value or "null", span)
+        if kind == goyaml.BOOL:
+            return Bool(v, node.value, span)
+        if kind == goyaml.INT:
+            return Int(v, node.value, span)
+        if kind == goyaml.FLOAT:
+            if math.isnan(v) or math.isinf(v):
+                self.problems.append(Diagnostic(
+                    "E1103", f"{node.value} is not a number JSON can hold: kubectl cannot send this document", span,
+                    hint="Kubernetes fields take finite numbers; quote it if a string is meant"))
+            return Float(v, node.value, span)
+        return Str(node.value, span)
+
+    def scalar(self, node) -> tuple[str, object]:
+        """(kind, value) of a scalar node as go-yaml reads it (:mod:`rcpc.core.goyaml`): plain
+        and untagged by :func:`~rcpc.core.goyaml.resolve`, quoted and block scalars as
+        strings, a tagged one as its tag says (``E1103`` when the text cannot have the tag,
+        read as its text)."""
+        tag = node.tag
+        if tag == _PLAIN:
+            return goyaml.resolve(node.value)
+        short = tag[len(_YAML_TAG):] if tag.startswith(_YAML_TAG) else None
+        if short not in (goyaml.STR, goyaml.INT, goyaml.FLOAT, goyaml.BOOL, goyaml.NULL, "binary"):
+            return goyaml.STR, node.value  # a timestamp, or a tag of an application: its text
+        found = goyaml.resolve_tagged(short, node.value)
+        if found is None:
+            self.problems.append(Diagnostic("E1103", f"cannot read {node.value!r} as a !!{short} (kubectl refuses "
+                                            "it too)", _span(self.path, node),
+                                            hint=f"drop the !!{short} tag, or write a value that is one"))
+            return goyaml.STR, node.value
+        return found
+
+    def key(self, node) -> str | None:
+        """The JSON key kubectl makes of a mapping key node (``yes`` is ``true``, ``0x10`` is
+        ``16``: :func:`rcpc.core.goyaml.json_key`); None, with ``E1103``, for one it refuses."""
+        if not isinstance(node, self.yaml.ScalarNode):
+            self.problems.append(Diagnostic("E1103", "a mapping or a list as a key: JSON keys are strings",
+                                            _span(self.path, node), hint="write the key as a string"))
+            return None
+        kind, value = self.scalar(node)
+        key = goyaml.json_key(kind, value)
+        if key is None:
+            self.problems.append(Diagnostic("E1103", f"kubectl cannot make a JSON key of {node.value!r} "
+                                            f"(a {kind} key)", _span(self.path, node),
+                                            hint="quote the key: JSON keys are strings"))
+        return key
 
 
 def _node_children(node):
@@ -86,9 +151,7 @@ def _node_children(node):
 def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     """The source of YAML file ``real`` (shown as ``shown``) and its documents as values
     (empty documents skipped). Raises :class:`CompileError` (``E1103``)."""
-    import yaml
-
-    from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
+    from rcpc.core.files import read_limited
     from rcpc.core.limits import MAX_SCHEMA_BYTES
 
     try:  # bounded, and never a FIFO or a device (rcpc validate /dev/zero exhausted memory)
@@ -96,13 +159,23 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None,
                     hint=io_hint(exc)) from None
-    source = Source(shown, text, str(real))
+    return Source(shown, text, str(real)), parse_manifests(text, shown)
+
+
+def parse_manifests(text: str, shown: str) -> list[Dict]:
+    """The documents of YAML ``text`` (named ``shown`` in spans) as values, read as kubectl
+    reads them (module docstring; empty documents skipped). Raises :class:`CompileError`
+    (``E1103``)."""
+    import yaml
+
+    from rcpc.core.files import expanded_size, yaml_node_limit
+
     limit = yaml_node_limit(len(text))
     builder = _Builder(shown)
     docs = []
     try:
-        for i, node in enumerate(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), 1):
-            if node is None or isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        for i, node in enumerate(yaml.compose_all(text, Loader=_loader()), 1):
+            if node is None or isinstance(node, yaml.ScalarNode) and builder.scalar(node)[0] == goyaml.NULL:
                 continue  # an empty document, as kubectl skips it
             if expanded_size(node, limit, _node_children) > limit:  # a billion laughs hung rcpc validate
                 raise CompileError(Diagnostic(
@@ -124,4 +197,4 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
                            ) from None
     if builder.problems:
         raise CompileError(builder.problems)
-    return source, docs
+    return docs

@@ -209,10 +209,9 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     ``E1207`` (a placeholder of a typed field that cannot be a typed param)."""
     from rcpc.importer import fields
 
-    import yaml
-
     from rcpc.core.diagnostics import CompileError
     from rcpc.core.source import Span
+    from rcpc.core.values import to_python
     from rcpc.domain.manifests import load_manifests
 
     source, docs = load_manifests(path, shown)
@@ -227,7 +226,7 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
             raise CompileError(Diagnostic("E1200", f"{shown} is not a Kubernetes object: it has no {key}",
                                           value.span, hint="a manifest has apiVersion, kind and metadata"))
     text = source.text
-    doc = yaml.safe_load(text)
+    doc = to_python(value)  # as kubectl reads it
     found = _placeholder_names(text)
     if variables is None:
         variables = [n for n in found if n not in RUNTIME_VARIABLES]
@@ -283,8 +282,12 @@ def _placeholder_names(text: str) -> list:
 def visible_default(name: str) -> str:
     """A param's default when ``--set`` gives none: the variable's name in lowercase with
     dashes (``WORKLOAD_NAME`` → ``workload-name``), visible in every render and valid where
-    the templates put it (a DNS-1123 name, an image reference, a path)."""
-    return name.lower().replace("_", "-")
+    the templates put it (a DNS-1123 name, an image reference, a path), and a string as
+    kubectl reads it after envsubst (``N`` is ``n-value``: ``n`` is go-yaml's false)."""
+    from rcpc.core import goyaml
+
+    text = name.lower().replace("_", "-")
+    return text if goyaml.resolve(text)[0] == goyaml.STR else f"{text}-value"
 
 
 def header(t: Template, how: str) -> list:

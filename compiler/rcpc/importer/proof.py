@@ -114,14 +114,19 @@ def manifest_differences(compiler, recipe: Path, template_text: str, defaults: d
     after envsubst, for the defaults (``--set`` text) and for :func:`typed_other_values`
     (``types``: name → param type, ``str`` when not named); empty when equal. Raises
     :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not evaluate."""
-    import yaml
+    from rcpc.core.values import to_python
+    from rcpc.domain.manifests import parse_manifests
+
+    def read(text: str, shown: str):  # as kubectl reads it (go-yaml), not PyYAML: `n:` is the key "false"
+        docs = parse_manifests(text, shown)
+        return to_python(docs[0]) if len(docs) == 1 else [to_python(d) for d in docs]
 
     for values in (defaults, typed_other_values(defaults, types or {})):
         renders_ = renders(compiler, recipe, values)
         if len(renders_) != 1:
             return [f"the recipe has {len(renders_)} renders, the template one manifest"]
         (text,) = renders_.values()
-        found = list(differences(yaml.safe_load(text), yaml.safe_load(envsubst(template_text, values))))
+        found = list(differences(read(text, "the render"), read(envsubst(template_text, values), "the input")))
         if found:
             shown = ", ".join(f"{k}={v}" for k, v in values.items())
             return [f"with {shown}: {d}" for d in found]

@@ -8,7 +8,9 @@ string:
   bools ``yes/no/on/off/true/false`` in three casings, ints with ``0b``/``0x``/octal/``_``/
   sexagesimal forms, floats needing a ``.``, ``.inf``/``.nan``, nulls ``~``/``null``,
   timestamps, ``<<`` (merge) and ``=`` (value);
-* YAML 1.1 as Kubernetes reads it (go-yaml v2): also ``y``/``n``, and floats such as ``1e3``;
+* YAML 1.1 as Kubernetes reads it (go-yaml v2, :mod:`rcpc.core.goyaml`, asked for every
+  string): also ``y``/``n``, floats such as ``1e3`` and ``08``, ints such as ``0X1F`` and
+  ``0_x1F`` (Go's ``strconv`` after the underscores are dropped);
 * YAML 1.2 core schema: ``0o17``, ``1e3``, ``.5``;
 * OmegaConf's extra float resolver (``1e-5``, ``1_000.5``).
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import re
+
+from rcpc.core import goyaml
 
 _AMBIGUOUS = re.compile(r"""^(?:
     # booleans (YAML 1.1 incl. go-yaml's y/n) and nulls
@@ -65,7 +69,7 @@ def plain_ok(s: str) -> bool:
         return False
     if ": " in s or " #" in s:
         return False
-    return not _AMBIGUOUS.fullmatch(s)
+    return not _AMBIGUOUS.fullmatch(s) and goyaml.resolve(s)[0] == goyaml.STR
 
 
 def single_quoted(s: str) -> str:

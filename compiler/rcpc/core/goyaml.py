@@ -1,0 +1,205 @@
+"""YAML scalars as Kubernetes reads them: go-yaml v2, through sigs.k8s.io/yaml.
+
+``kubectl`` (apimachinery's YAML decoder) and the API server turn YAML into JSON with
+``sigs.k8s.io/yaml`` ``YAMLToJSON``, which unmarshals with its fork of go-yaml v2
+(``goyaml.v2/resolve.go`` ``resolve``) into ``interface{}`` and converts the keys
+(``yaml.go`` ``convertToJSONableObject``). Its YAML 1.1 differs from PyYAML's in ways that
+change a manifest's meaning:
+
+* bools are ``y Y yes Yes YES true True TRUE on On ON`` and ``n N no No NO false False FALSE
+  off Off OFF`` (PyYAML has no ``y``/``n``); nulls ``~ null Null NULL`` and the empty scalar;
+* a plain scalar starting with a digit or a sign is, after its underscores are dropped, an
+  int when Go's ``strconv.ParseInt(s, 0, 64)`` (or ``ParseUint``) reads it: ``0x1F``,
+  ``0X1F``, ``0o17``, ``0O17``, ``0b101``, ``0777`` (octal), ``0_x1F``; else a float when it
+  matches ``^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$`` and is in range:
+  ``1e-5``, ``1e3``, ``08`` (8.0), a decimal beyond 64 bits; else, when the int was only
+  out of range, a big int (``0x`` and 17 hex digits);
+* a plain scalar starting with ``.`` is a float when ``strconv.ParseFloat`` reads it (no
+  underscores): ``.5``, ``.5e3``; ``.inf``/``.nan`` spellings as in YAML 1.1;
+* no base-60 numbers (``1:30`` is a string), and a timestamp stays its text (go-yaml v2 keeps
+  timestamp-like scalars as strings when decoding into ``interface{}``);
+* quoted and block scalars are strings; a scalar with an explicit tag is resolved as the tag
+  says (``!!float 1`` is 1.0), and a tag the text cannot have is an error.
+
+A mapping key becomes a JSON key: a string as is, an int in decimal, a bool ``true`` or
+``false``, a float in Go's shortest ``float32`` ``%g`` form (``1e+06``); a null, a big int or
+an unsigned 64-bit key is an error. A NaN or infinite value cannot be written as JSON
+(``encoding/json``: unsupported value), so such a manifest never reaches the server.
+
+What rcpc writes (:mod:`rcpc.core.emit.scalars`) is plain only when :func:`resolve` reads it
+back as the same string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+STR, INT, FLOAT, BOOL, NULL = "str", "int", "float", "bool", "null"
+
+_MAP = {**{w: True for w in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
+        **{w: False for w in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")},
+        **{w: None for w in ("", "~", "null", "Null", "NULL")},
+        **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
+        **{w: math.inf for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
+        **{w: -math.inf for w in ("-.inf", "-.Inf", "-.INF")}}
+_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")  # what ParseFloat reads of a text opening with '.'
+_DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
+_RANGE, _SYNTAX = "range", "syntax"
+INT64 = (-(1 << 63), (1 << 63) - 1)
+UINT64 = (1 << 64) - 1
+
+
+def _parse_uint(s: str, base: int) -> int | str:
+    """Go's ``strconv.ParseUint(s, base, 64)`` for a ``s`` without underscores: the value, or
+    ``_SYNTAX``/``_RANGE``. Base 0 reads a ``0b``/``0o``/``0x`` prefix (any case) or a leading
+    ``0`` (octal), else decimal."""
+    if not s:
+        return _SYNTAX
+    if base == 0:
+        base = 10
+        if s[0] == "0":
+            prefix = s[1:2].lower() if len(s) >= 3 else ""
+            base = {"b": 2, "o": 8, "x": 16}.get(prefix, 8)
+            s = s[2:] if prefix in ("b", "o", "x") else s[1:]
+            if not s:
+                return 0  # "0", and "00" reads the second 0 as octal
+    digits = _DIGITS[base]
+    if not all(c in digits for c in s):
+        return _SYNTAX
+    n = int(s, base)
+    return n if n <= UINT64 else _RANGE
+
+
+def _parse_int(s: str, base: int = 0) -> int | str:
+    """Go's ``strconv.ParseInt(s, base, 64)``: an optional sign, then :func:`_parse_uint`."""
+    if not s:
+        return _SYNTAX
+    sign = -1 if s[0] == "-" else 1
+    u = _parse_uint(s[1:] if s[0] in "+-" else s, base)
+    if type(u) is str:
+        return u
+    n = sign * u
+    return n if INT64[0] <= n <= INT64[1] else _RANGE
+
+
+def _float(s: str) -> float | None:
+    """``strconv.ParseFloat(s, 64)`` of a decimal text already matched by a pattern: the value,
+    or None when it is out of range (ParseFloat's ErrRange; an underflow reads as 0)."""
+    x = float(s)
+    return None if math.isinf(x) else x
+
+
+def _big(s: str) -> int | None:
+    """``big.Int.SetString(s, 0)``: a sign, then a ``0b``/``0o``/``0x``/``0`` prefix or decimal."""
+    sign = -1 if s[:1] == "-" else 1
+    body = s[1:] if s[:1] in "+-" else s
+    base = 10
+    if body[:1] == "0" and len(body) > 1:
+        prefix = body[1].lower()
+        base = {"b": 2, "o": 8, "x": 16}.get(prefix, 8)
+        body = body[2:] if prefix in ("b", "o", "x") else body[1:]
+    if not body or not all(c in _DIGITS[base] for c in body):
+        return None
+    return sign * int(body, base)
+
+
+def resolve(text: str) -> tuple[str, object]:
+    """(kind, value) of the plain, untagged scalar ``text`` as go-yaml v2 reads it into
+    ``interface{}``: ``("bool", True)``, ``("null", None)``, ``("int", 31)``, ``("float", 1e-05)``
+    or ``("str", text)``. The rules are the module docstring's."""
+    if text in _MAP:
+        v = _MAP[text]
+        return (BOOL if type(v) is bool else NULL if v is None else FLOAT), v
+    first = text[0]
+    if first == ".":
+        return (FLOAT, _float(text)) if _DOT_FLOAT.fullmatch(text) and _float(text) is not None else (STR, text)
+    if not (first in "+-" or "0" <= first <= "9"):
+        return STR, text  # the letters of the bools and nulls were looked up above
+    plain = text.replace("_", "")
+    n = _parse_int(plain)
+    if type(n) is int:
+        return INT, n
+    u = _parse_uint(plain, 0)
+    if type(u) is int:
+        return INT, u
+    if _STYLE_FLOAT.fullmatch(plain):
+        x = _float(plain)
+        if x is not None:
+            return FLOAT, x
+    for prefix, sign in (("0b", ""), ("-0b", "-")):
+        if plain.startswith(prefix):
+            b = _parse_int(sign + plain[len(prefix):], 2)
+            if type(b) is int:
+                return INT, b
+            b = _parse_uint(plain[len(prefix):], 2) if not sign else b
+            if type(b) is int:
+                return INT, b
+            break
+    if u == _RANGE:  # ParseUint's error decides, as the last one go-yaml keeps
+        big = _big(plain)
+        if big is not None:
+            return INT, big
+    return STR, text
+
+
+def resolve_tagged(tag: str, text: str) -> tuple[str, object] | None:
+    """(kind, value) of a scalar with the explicit YAML tag ``tag`` (``str``, ``int``,
+    ``float``, ``bool``, ``null`` of ``tag:yaml.org,2002:``); None when go-yaml refuses it
+    ("cannot decode !!str `x` as a !!int"). ``!!str`` (and ``!!binary``, kept as its text) take
+    any text; ``!!float`` takes an int too."""
+    if tag in (STR, "binary"):
+        return STR, text
+    kind, value = resolve(text)
+    if kind == tag:
+        return kind, value
+    if tag == FLOAT and kind == INT:
+        return FLOAT, float(value)
+    return None
+
+
+def json_key(kind: str, value) -> str | None:
+    """The JSON object key ``sigs.k8s.io/yaml`` makes of a mapping key read as (``kind``,
+    ``value``); None for a key it refuses (null, or an int outside ``int64``)."""
+    if kind == STR:
+        return value
+    if kind == BOOL:
+        return "true" if value else "false"
+    if kind == INT:
+        return str(value) if INT64[0] <= value <= INT64[1] else None
+    if kind == FLOAT:
+        return float32_g(value)
+    return None
+
+
+def float32_g(x: float) -> str:
+    """Go's ``strconv.FormatFloat(x, 'g', -1, 32)`` with go-yaml's names for the infinities and
+    NaN: the shortest decimal that reads back as the same ``float32``, in ``%e`` form when its
+    exponent is below -4 or at least 6 (``1e+06``, ``1e-05``, ``100000``, ``0.5``)."""
+    if math.isnan(x):
+        return ".nan"
+    try:
+        f = struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        f = math.copysign(math.inf, x)
+    if math.isinf(f):
+        return ".inf" if f > 0 else "-.inf"
+    if f == 0:
+        return "-0" if math.copysign(1, f) < 0 else "0"
+    for p in range(1, 10):
+        s = f"{f:.{p - 1}e}"
+        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == f:
+            break
+    mantissa, _, exp_text = s.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+    exp = int(exp_text)
+    if exp < -4 or exp >= 6:
+        tail = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{tail}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if exp >= 0:
+        whole, frac = digits[:exp + 1].ljust(exp + 1, "0"), digits[exp + 1:]
+        return sign + whole + (f".{frac}" if frac else "")
+    return f"{sign}0.{'0' * (-exp - 1)}{digits}"

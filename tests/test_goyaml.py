@@ -1,0 +1,216 @@
+"""YAML as Kubernetes reads it (go-yaml v2 through sigs.k8s.io/yaml, :mod:`rcpc.core.goyaml`):
+the resolver against Go's rules, ``rcpc validate`` reading manifests that way, and the YAML
+emitter writing nothing plain that kubectl would read as another type.
+
+No Go toolchain is at hand, so the oracles are written from the Go source
+(``goyaml.v2/resolve.go`` ``resolve``, ``strconv.ParseInt``/``ParseUint``/``ParseFloat``,
+``math/big`` ``SetString``, ``yaml.go`` ``convertToJSONableObject``): a table of cases worked
+out by hand, and a second formulation of Go's integer grammar as one regular expression."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.core import goyaml
+from rcpc.core.emit.scalars import plain_ok
+from rcpc.core.emit.yaml import emit_document
+from rcpc.core.values import to_python
+
+# (text, kind, value): each worked out from the Go source by hand
+CASES = [
+    ("y", "bool", True), ("Y", "bool", True), ("yes", "bool", True), ("on", "bool", True), ("ON", "bool", True),
+    ("n", "bool", False), ("NO", "bool", False), ("off", "bool", False), ("False", "bool", False),
+    ("oN", "str", "oN"), ("tRUE", "str", "tRUE"), ("t", "str", "t"), ("f", "str", "f"),
+    ("~", "null", None), ("", "null", None), ("Null", "null", None), ("nULL", "str", "nULL"),
+    ("0", "int", 0), ("00", "int", 0), ("-0", "int", 0), ("+7", "int", 7), ("0777", "int", 511),
+    ("0x1F", "int", 31), ("0X1F", "int", 31), ("+0X1F", "int", 31), ("-0x1f", "int", -31),
+    ("0o17", "int", 15), ("0O17", "int", 15), ("0b101", "int", 5), ("0B101", "int", 5), ("-0b101", "int", -5),
+    ("0_x1F", "int", 31), ("1_000", "int", 1000), ("1__0", "int", 10), ("+_1", "int", 1), ("0b+1", "int", 1),
+    ("0b-1", "int", -1), ("9223372036854775807", "int", 2 ** 63 - 1), ("18446744073709551615", "int", 2 ** 64 - 1),
+    ("-9223372036854775808", "int", -2 ** 63), ("0x" + "F" * 17, "int", 16 ** 17 - 1),
+    ("0b" + "1" * 65, "int", 2 ** 65 - 1),
+    ("08", "float", 8.0), ("0999", "float", 999.0), ("1e5", "float", 1e5), ("1E5", "float", 1e5),
+    ("1e-5", "float", 1e-5), ("1.0e5", "float", 1e5), ("1.", "float", 1.0), ("+.5", "float", 0.5),
+    ("-.5e1", "float", -5.0), (".5", "float", 0.5), (".5e-3", "float", 0.0005), ("1_000.5", "float", 1000.5),
+    ("1_e5", "float", 1e5), ("18446744073709551616", "float", 2.0 ** 64), ("-9223372036854775809", "float", -2.0 ** 63),
+    ("0" + "7" * 30, "float", float("7" * 30)), ("1e-400", "float", 0.0),
+    (".inf", "float", math.inf), ("+.Inf", "float", math.inf), ("-.INF", "float", -math.inf),
+    ("1:30", "str", "1:30"), ("190:20:30", "str", "190:20:30"), ("1e400", "str", "1e400"), (".5e400", "str", ".5e400"),
+    (".5_0", "str", ".5_0"), ("._5", "str", "._5"), (".", "str", "."), (".e1", "str", ".e1"), ("+", "str", "+"),
+    ("-", "str", "-"), ("0x", "str", "0x"), ("0b", "str", "0b"), ("0b2", "str", "0b2"), ("0xZ", "str", "0xZ"),
+    ("-0x" + "F" * 17, "str", "-0x" + "F" * 17), ("+.nan", "str", "+.nan"), ("1.2.3", "str", "1.2.3"),
+    ("2001-12-14", "str", "2001-12-14"), ("0x1p-2", "str", "0x1p-2"), ("inf", "str", "inf"), ("_1", "str", "_1"),
+    ("<<", "str", "<<"), ("=", "str", "="), ("v1", "str", "v1"), ("1e3x", "str", "1e3x"),
+]
+
+
+@pytest.mark.parametrize("text, kind, value", CASES)
+def test_resolve_as_go_yaml(text, kind, value):
+    assert goyaml.resolve(text) == (kind, value)
+    if kind == "float" and math.isnan(value):
+        assert math.isnan(goyaml.resolve(text)[1])
+
+
+def test_nan():
+    for text in (".nan", ".NaN", ".NAN"):
+        kind, value = goyaml.resolve(text)
+        assert kind == "float" and math.isnan(value)
+
+
+# Go's base-0 integer grammar (strconv: a sign, then 0b/0o/0x in any case, or a leading 0 for
+# octal, else decimal), as one expression: a second formulation of what _parse_int reads
+_GO_INT = re.compile(r"([+-]?)(?:0([bB])([01]+)|0([oO])([0-7]+)|0([xX])([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))")
+
+
+def _oracle_int(plain: str):
+    m = _GO_INT.fullmatch(plain)
+    if m is None:
+        return None
+    sign, b, bd, o, od, x, xd, octal, dec = m.groups()
+    n = int(bd, 2) if b else int(od, 8) if o else int(xd, 16) if x else int(octal, 8) if octal else int(dec)
+    return -n if sign == "-" else n
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(st.sampled_from(list("0123456789abfxoXOB_.+-eE")), min_size=1, max_size=12))
+@example("0_x1F")
+@example("0X1F")
+def test_ints_are_go_strconv_ints(text):
+    """Whenever Go's grammar reads the text (underscores dropped) as a 64-bit int, go-yaml's
+    resolve gives that int; whatever it gives as an int is such an int, or a 0b form, or a
+    big int beyond 64 bits."""
+    kind, value = goyaml.resolve(text)
+    if text[0] not in "+-0123456789":
+        assert kind != "int"
+        return
+    plain = text.replace("_", "")
+    n = _oracle_int(plain)
+    if n is not None and (-2 ** 63 <= n < 2 ** 63 or n < 2 ** 64 and plain[0] not in "+-"):  # ParseInt, ParseUint
+        assert (kind, value) == ("int", n), text
+    elif kind == "int":
+        assert plain.lstrip("-").startswith("0b") or abs(value) >= 2 ** 63, text
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(st.sampled_from(list("0123456789abxoXOB_.+-eEyYnN~:")), max_size=10))
+@example("0X1F")
+@example("0_x1F")
+@example("08")
+@example("1e5")
+@example("y")
+def test_what_rcpc_writes_plain_kubectl_reads_as_that_string(text):
+    """A string the YAML emitter writes unquoted is one go-yaml keeps a string."""
+    doc = emit_document(_value({"k": text}))
+    if doc == f"k: {text}\n":
+        assert goyaml.resolve(text) == ("str", text)
+    assert plain_ok(text) <= (goyaml.resolve(text) == ("str", text))
+
+
+def _value(data):
+    from conftest import value_of
+
+    return value_of(data)
+
+
+@pytest.mark.parametrize("x, text", [
+    (1e6, "1e+06"), (100000.0, "100000"), (1e-5, "1e-05"), (0.0001, "0.0001"), (1.5, "1.5"), (0.1, "0.1"),
+    (123456.7, "123456.7"), (16777217.0, "1.6777216e+07"), (3.4e38, "3.4e+38"), (1e39, ".inf"), (-1e39, "-.inf"),
+    (0.0, "0"), (-0.0, "-0"), (-2.5, "-2.5"), (1e-45, "1e-45"), (math.nan, ".nan"),
+])
+def test_float_keys_as_go_formats_them(x, text):
+    assert goyaml.float32_g(x) == text
+
+
+# --- rcpc validate reads as kubectl ---------------------------------------------------------
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  labels:
+    app: x
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: img
+    env:
+    - name: A
+      value: {value}
+"""
+
+
+@pytest.mark.parametrize("value, kind", [("1e-5", "float"), ("y", "bool"), ("0X1F", "int"), ("08", "float"),
+                                         ("on", "bool"), ("0o17", "int")])
+def test_env_values_kubectl_reads_as_other_types(cli, ws, value, kind):
+    """The attacker's ``value: 1e-5`` passed (PyYAML reads a string); kubectl sends a number."""
+    (ws.root / "p.yaml").write_text(POD.format(value=value))
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and f"got {kind}" in r.err and "p.yaml:14:14: error[E1001]" in r.err, r.err
+    (ws.root / "p.yaml").write_text(POD.format(value=f'"{value}"'))
+    assert cli("validate", "p.yaml").code == 0
+
+
+@pytest.mark.parametrize("value", ["1:30", "2001-12-14", "1.2.3", "abc", "'1e-5'", "|\n        1e-5"])
+def test_env_values_kubectl_reads_as_strings(cli, ws, value):
+    (ws.root / "p.yaml").write_text(POD.format(value=value))
+    r = cli("validate", "p.yaml")
+    assert r.code == 0, r.err
+
+
+def test_keys_become_json_keys(cli, ws):
+    """``yes:`` is the key ``true``; two keys kubectl makes one are a repeated key; a null key
+    and a NaN value are refused as kubectl refuses them."""
+    text = POD.format(value='"v"').replace("    app: x\n", "    yes: a\n    true: b\n")
+    (ws.root / "p.yaml").write_text(text)
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "key 'true' is repeated" in r.err and "p.yaml:7:5" in r.err, r.err
+    (ws.root / "p.yaml").write_text(POD.format(value='"v"').replace("    app: x\n", "    ~: a\n"))
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "E1103" in r.err and "null key" in r.err and "p.yaml:6:5" in r.err, r.err
+    (ws.root / "p.yaml").write_text(POD.format(value='"v"') + "  priority: .nan\n")
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "not a number JSON can hold" in r.err, r.err
+
+
+def test_explicit_tags(cli, ws):
+    (ws.root / "p.yaml").write_text(POD.format(value="!!str 1e-5"))
+    assert cli("validate", "p.yaml").code == 0
+    (ws.root / "p.yaml").write_text(POD.format(value="!!int abc"))
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "cannot read 'abc' as a !!int" in r.err and "help:" in r.err, r.err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(st.sampled_from(list("0123456789abxX_.+-eyYn~:")), min_size=1, max_size=6),
+                       st.text(st.sampled_from(list("0123456789abxX_.+-eyYn~:")), max_size=6), max_size=5))
+@example({"yes": "0X1F", "0_x1F": "y", "1e3": "08"})
+def test_kubectl_reads_back_what_rcpc_writes(tmp_path_factory, data):
+    """Every string document the emitter writes reads back, as kubectl reads it, as the same
+    strings (keys included)."""
+    from rcpc.domain.manifests import load_manifests
+
+    value = _value({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
+    path = tmp_path_factory.getbasetemp() / "kubectl-reads-back.yaml"
+    path.write_text(emit_document(value))
+    _, docs = load_manifests(path, "m.yaml")
+    assert to_python(docs[0]) == to_python(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(r"\A[A-Z_][A-Z0-9_]{0,3}\Z"))
+@example("N")
+@example("Y")
+@example("ON")
+@example("NULL")
+def test_an_imported_placeholder_default_is_a_string_to_kubectl(name):
+    """``rcpc import manifest`` proves its recipe with placeholder defaults put into the
+    template; ``${N}`` as ``n`` would be go-yaml's false, and the proof (rightly) unequal."""
+    from rcpc.importer.manifest import visible_default
+
+    assert goyaml.resolve(visible_default(name))[0] == "str"
