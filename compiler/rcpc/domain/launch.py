@@ -43,38 +43,52 @@ _READABLE = {"bool": "y/yes/t/true/1 or n/no/f/false/0 (any case)", "int": "writ
 def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnostic]:
     """Findings of the module docstring for a variant's renders (Manifest | FlagFile values);
     ``flag_sets`` are the flag sets its evaluation could have put into containers. ``found``
-    keeps each manifest's containers by the value's identity, across calls (variants share
-    render values: :mod:`rcpc.core.trace`)."""
+    keeps, across calls, what is derived from values alone, by the values' identity (variants
+    share render values, :mod:`rcpc.core.trace`, and values are immutable): each manifest's
+    containers, the flag sets a container carries, and each check's findings."""
     found = {} if found is None else found
     out: list = []
     checked: set = set()
-    forms: dict = {}
+    forms = found.setdefault("forms", {})
 
     def model(fs):
         if id(fs) not in checked:
             checked.add(id(fs))
-            out.extend(check_model_config(fs))
+            out.extend(_kept(found, "model", (fs,), lambda: check_model_config(fs)))
 
     for r in renders:
         if type(r) is FlagFile:
             model(r.flags)
         elif type(r) is Manifest:
-            kept = found.get(id(r))
-            if kept is None or kept[0] is not r:
-                kept = found[id(r)] = (r, tuple(containers(r.data)), tuple(slice_pods(r.data)))
-            for container in kept[1]:
-                carried = carried_flag_sets(container, flag_sets, forms)
+            cs, pods = _kept(found, "manifest", (r,), lambda: (tuple(containers(r.data)), tuple(slice_pods(r.data))))
+            for container in cs:
+                carried = _carried(found, container, flag_sets, forms)
                 for fs in carried:
                     model(fs)
                 if carried:
-                    out.extend(check_env(container, carried))
-            for pod, slice_, slices, where in kept[2]:
+                    out.extend(_kept(found, "env", (container, *carried), lambda: check_env(container, carried)))
+            for pod, slice_, slices, where in pods:
                 for container in pod_containers(pod):
-                    for fs in carried_flag_sets(container, flag_sets, forms):
+                    for fs in _carried(found, container, flag_sets, forms):
                         if (id(fs), id(pod)) not in checked:
                             checked.add((id(fs), id(pod)))
-                            out.extend(_pod_mesh(fs, slice_, slices, where, container))
+                            out.extend(_kept(found, "mesh", (fs, pod, container),
+                                             lambda: _pod_mesh(fs, slice_, slices, where, container)))
     return out
+
+
+def _kept(found: dict, kind: str, values: tuple, make):
+    """``make()``, kept in ``found`` under ``kind`` and the identities of ``values`` (held with
+    the result, so no identity is reused while it is kept)."""
+    key = (kind, *map(id, values))
+    hit = found.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], values)):
+        hit = found[key] = (values, make())
+    return hit[1]
+
+
+def _carried(found: dict, container: Dict, flag_sets, forms: dict) -> list:
+    return _kept(found, "carried", (container, *flag_sets), lambda: carried_flag_sets(container, flag_sets, forms))
 
 
 def slice_pods(data: Dict):
