@@ -387,13 +387,13 @@ def test_a_schema_jsonschema_cannot_apply_is_a_diagnostic_at_its_file(tmp_path, 
     (on main too: a traceback): E1102 at the schema file, saying where in the schema."""
     (tmp_path / "s.yaml").write_text(
         "x-kubernetes-group-version-kind: [{group: ex.io, version: v1, kind: T}]\n"
-        f"type: object\nproperties:\n  n: {field}\n")
+        f"type: object\nproperties:\n  count: {field}\n")  # not `n`: kubectl reads that key as "false"
     index = SchemaIndex([tmp_path / "s.yaml"], lambda p: p.name)
-    data = manifest(tmp_path, f"apiVersion: ex.io/v1\nkind: T\nmetadata: {{name: m}}\nn: {value}\n")
+    data = manifest(tmp_path, f"apiVersion: ex.io/v1\nkind: T\nmetadata: {{name: m}}\ncount: {value}\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RCPC_NO_CACHE", "1")
         with pytest.raises(CompileError) as got:
             check_schema(data, index)
     (d,) = got.value.diagnostics
     assert d.code == "E1102" and str(d.span) == "s.yaml:0:0", d
-    assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/n/" in d.message
+    assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/count/" in d.message
