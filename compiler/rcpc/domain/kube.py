@@ -209,7 +209,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
-        kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"))
+        kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"),
+                           core_lists=core_lists)
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
