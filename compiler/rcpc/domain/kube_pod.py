@@ -7,21 +7,31 @@ Rules (Kubernetes ``pkg/apis/core/validation`` and ``pkg/apis/batch/validation``
 
 * a pod's ``restartPolicy`` is ``Always``, ``OnFailure`` or ``Never``; a Job's pods' is
   ``OnFailure`` or ``Never`` (``ValidateRestartPolicy``, ``validatePodTemplateSpec`` of a Job);
-* a container's ``imagePullPolicy`` is ``Always``, ``Never`` or ``IfNotPresent``
-  (``validatePullPolicy``);
-* a container's resource request is at most its limit (``ValidateResourceRequirements``); an
-  extended resource (a name with a domain outside ``kubernetes.io``, as ``google.com/tpu``)
-  cannot be overcommitted: its limit is set and equal to its request (``validateContainerResourceName``,
-  ``ValidateResourceRequirements``: "must be equal to ... limit", "Limit must be set"), and it
-  is a whole number (``validateResourceQuantityValue``: "must be an integer"; ``4000m`` is 4);
-* a volume mount names a volume of the pod (``ValidateVolumeMounts``: not found);
-* a Job's ``parallelism``, ``completions`` and ``backoffLimit`` are not negative,
+* each container: :mod:`rcpc.domain.kube_container` (name and image required, ports, env,
+  ``imagePullPolicy``, resources, volume mounts);
+* no two ports of the pod's containers (or of one init container) share a protocol, host IP
+  and host port (``checkHostPortConflicts``);
+* a Job's ``parallelism``, ``completions``, ``backoffLimit``, ``backoffLimitPerIndex``,
+  ``maxFailedIndexes`` and ``ttlSecondsAfterFinished`` are not negative,
   ``activeDeadlineSeconds`` is positive, ``completionMode`` is ``NonIndexed`` or ``Indexed``
   (``validateJobSpec``); an ``Indexed`` Job sets ``completions`` ("when completion mode is
   Indexed"; with neither ``parallelism`` nor ``completions`` set, Kubernetes' defaulting sets
-  both to 1, ``SetDefaults_Job``); a Job with a ``podFailurePolicy`` runs its pods with ``restartPolicy: Never``
-  (``validatePodFailurePolicy``); a Job's pod template gives a ``restartPolicy`` (the pod
-  default, ``Always``, is not one a Job's pods may have).
+  both to 1, ``SetDefaults_Job``); ``backoffLimitPerIndex`` and ``maxFailedIndexes`` need the
+  ``Indexed`` mode ("requires indexed completion mode"), ``maxFailedIndexes`` needs
+  ``backoffLimitPerIndex``; a Job's pod template gives a ``restartPolicy`` (the pod default,
+  ``Always``, is not one a Job's pods may have);
+* a Job's ``podFailurePolicy`` (``validatePodFailurePolicy``): runs its pods with
+  ``restartPolicy: Never``; has at most 20 rules; each rule (``validatePodFailurePolicyRule``)
+  has an ``action`` (``Count``, ``FailIndex``, ``FailJob``, ``Ignore``; ``FailIndex`` only with
+  ``backoffLimitPerIndex``) and exactly one of ``onExitCodes`` (set) and ``onPodConditions``
+  (a non-empty list: XPK's ``onPodConditions: []`` beside ``onExitCodes`` is accepted);
+  ``onExitCodes`` (``validatePodFailurePolicyRuleOnExitCodes``) has an operator ``In`` or
+  ``NotIn``, a ``containerName`` (when given) of one of the template's containers or init
+  containers, 1 to 255 ``values``, unique ("Duplicate value"; for a JobSet its CRD's list type
+  reports it, E1010), ascending ("must be ordered"), no 0 with ``In``;
+  ``onPodConditions`` (``validatePodFailurePolicyRuleOnPodConditions``) has at most 20
+  patterns, each a ``type`` that is a qualified name and a ``status`` ``True``, ``False`` or
+  ``Unknown`` (empty: ``True``, ``SetDefaults_Job``).
 
 For the Job template of a JobSet's replicated job, the values are those the JobSet webhook
 gives before the controller creates the Jobs (``jobset_webhook.go`` ``Default``): an unset
@@ -57,6 +67,7 @@ def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> Non
     volumes = pod.items.get("volumes")
     names = {v.items["name"].value for v in (volumes.items if type(volumes) is List else ())
              if type(v) is Dict and type(v.items.get("name")) is Str}
+    _check_host_ports(pod, path, kind, out)
     host_network = pod.items.get("hostNetwork")
     host_network = type(host_network) is Bool and host_network.value
     for key in CONTAINER_LISTS:
@@ -66,6 +77,33 @@ def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> Non
                 check_container(c, path + (key, i), kind, names, host_network, out)
 
 
+def _check_host_ports(pod: Dict, path: tuple, kind: str, out: list) -> None:
+    """``checkHostPortConflicts``: no two ports with one protocol (empty: ``TCP``), host IP and
+    host port (other than 0) among the pod's containers, nor within one init container (init
+    containers run one by one)."""
+    groups = [("containers", None)]
+    init = pod.items.get("initContainers")
+    groups += [("initContainers", i) for i in range(len(init.items) if type(init) is List else 0)]
+    for key, only in groups:
+        group = pod.items.get(key)
+        seen: dict = {}
+        for i, c in enumerate(group.items if type(group) is List else ()):
+            ports = c.items.get("ports") if type(c) is Dict and (only is None or i == only) else None
+            for j, port in enumerate(ports.items if type(ports) is List else ()):
+                host = port.items.get("hostPort") if type(port) is Dict else None
+                if type(host) is not Int or host.value == 0:
+                    continue
+                proto, ip = port.items.get("protocol"), port.items.get("hostIP")
+                at = ((proto.value or "TCP") if type(proto) is Str else "TCP", ip.value if type(ip) is Str else "",
+                      host.value)
+                if at in seen:
+                    out.append(diag("E1014", kind, path + (key, i, "ports", j, "hostPort"), f"host port "
+                                    f"{at[0]}/{at[1]}/{at[2]} is used twice in the pod (Duplicate value)", host.span,
+                                    related=(("first used here", seen[at]),),
+                                    hint="give each port a host port of its own, or leave hostPort out"))
+                seen.setdefault(at, host.span)
+
+
 def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False, core_lists: bool = True) -> None:
     """The rules on one Job spec at ``path`` (its pod template is checked by :func:`check_pod`);
     ``jobset``: the Job template of a JobSet's replicated job (the webhook's defaults apply);
@@ -73,7 +111,8 @@ def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False
     policy = job.items.get("podFailurePolicy")
     if type(policy) is Dict and type(policy.items.get("rules")) is List:
         _check_failure_policy(job, policy.items["rules"], path + ("podFailurePolicy", "rules"), kind, core_lists, out)
-    for key in ("parallelism", "completions", "backoffLimit"):
+    for key in ("parallelism", "completions", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
+                "ttlSecondsAfterFinished"):
         v = job.items.get(key)
         if type(v) is Int and v.value < 0:
             out.append(diag("E1014", kind, path + (key,), f"{key} is {v.value}: it must not be negative",
@@ -85,6 +124,15 @@ def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False
     _one_of(job, "completionMode", COMPLETION_MODES, path, kind, out, None)
     mode = job.items.get("completionMode")
     indexed = mode.value == "Indexed" if type(mode) is Str else jobset
+    for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+        v = job.items.get(key)
+        if type(v) is Int and not indexed and (type(mode) is not Str or mode.value in COMPLETION_MODES):
+            out.append(diag("E1014", kind, path + (key,), f"{key} requires the Indexed completion mode",
+                            v.span, hint='set completionMode: "Indexed" (and completions)'))
+    if type(job.items.get("maxFailedIndexes")) is Int and _absent(job, "backoffLimitPerIndex"):
+        out.append(diag("E1014", kind, path + ("backoffLimitPerIndex",), "maxFailedIndexes requires "
+                        "backoffLimitPerIndex to be set", job.items["maxFailedIndexes"].span,
+                        hint="set backoffLimitPerIndex, or leave maxFailedIndexes out"))
     if indexed and type(job.items.get("completions")) is not Int and type(job.items.get("parallelism")) is Int:
         why = "" if type(mode) is Str else ": the JobSet webhook makes a replicated job's Job Indexed"
         out.append(diag("E1014", kind, path + ("completions",), f"an Indexed Job needs completions{why}",
