@@ -29,9 +29,9 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 ABSENT = object()
 
 
-def validate(manifest: dict) -> list[str]:
-    """The E1014 messages of ``rcpc validate`` on ``manifest`` written as a YAML file (JSON is
-    YAML's flow style)."""
+def run(manifest: dict) -> str:
+    """What ``rcpc validate`` prints on ``manifest`` written as a YAML file (JSON is YAML's
+    flow style; block style is the published manifests' test, tests/test_validate.py)."""
     from rcpc.cli import main
 
     with tempfile.TemporaryDirectory() as d:
@@ -39,7 +39,12 @@ def validate(manifest: dict) -> list[str]:
         err = io.StringIO()
         with contextlib.chdir(d), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             main(["validate", "m.yaml"])
-    return [line.split("error[E1014]: ", 1)[1] for line in err.getvalue().splitlines() if "error[E1014]" in line]
+    return err.getvalue()
+
+
+def validate(manifest: dict) -> list[str]:
+    """The E1014 messages of ``rcpc validate`` on ``manifest``."""
+    return [line.split("error[E1014]: ", 1)[1] for line in run(manifest).splitlines() if "error[E1014]" in line]
 
 
 def put(d: dict, **fields) -> dict:
@@ -166,20 +171,13 @@ def test_container_names(init, main):
     def containers(names):
         return [put({"image": "i"}, name=n) for n in names]
 
-    manifest = job({"initContainers": containers(init), "containers": containers(main)})
-    from rcpc.cli import main as cli
-
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "m.yaml").write_text(json.dumps(manifest) + "\n")
-        err = io.StringIO()
-        with contextlib.chdir(d), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            cli(["validate", "m.yaml"])
-    found = re.findall(r"error\[(E\d+)\]", err.getvalue())
+    err = run(job({"initContainers": containers(init), "containers": containers(main)}))
+    found = re.findall(r"error\[(E\d+)\]", err)
     given_ = [n for n in init + main if n is not ABSENT]
     want = (["E1014"] * (len(init + main) - len(given_))
             + ["E1002"] * sum(re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) is None for n in given_)
             + ["E1004"] * (len(given_) - len(set(given_))))
-    assert sorted(found) == sorted(want), (init, main, err.getvalue())
+    assert sorted(found) == sorted(want), (init, main, err)
 
 
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u3000\u2009"   # some of Go's unicode.IsSpace

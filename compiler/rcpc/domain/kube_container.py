@@ -147,7 +147,8 @@ def _check_ports(ports: List, path: tuple, kind: str, host_network: bool, out: l
                                      "or 'grpc-1'"))
             elif name.value in names:
                 out.append(diag("E1014", kind, at + ("name",), f"port name {name.value!r} is used twice in the "
-                                "container (Duplicate value)", name.span, related=(("first used here", names[name.value]),),
+                                "container (Duplicate value)", name.span,
+                                related=(("first used here", names[name.value]),),
                                 hint="give each port of a container its own name"))
             else:
                 names[name.value] = name.span

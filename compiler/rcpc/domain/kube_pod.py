@@ -11,9 +11,10 @@ Rules (Kubernetes ``pkg/apis/core/validation`` and ``pkg/apis/batch/validation``
   ``imagePullPolicy``, resources, volume mounts);
 * no two ports of the pod's containers (or of one init container) share a protocol, host IP
   and host port (``checkHostPortConflicts``);
-* a Job's ``parallelism``, ``completions``, ``backoffLimit``, ``backoffLimitPerIndex``,
-  ``maxFailedIndexes`` and ``ttlSecondsAfterFinished`` are not negative,
-  ``activeDeadlineSeconds`` is positive, ``completionMode`` is ``NonIndexed`` or ``Indexed``
+* a Job's ``parallelism``, ``completions``, ``activeDeadlineSeconds``, ``backoffLimit``,
+  ``backoffLimitPerIndex``, ``maxFailedIndexes`` and ``ttlSecondsAfterFinished`` are not
+  negative (``ValidateNonnegativeField``: the API reference calls ``activeDeadlineSeconds``
+  "positive", and the API server accepts 0), ``completionMode`` is ``NonIndexed`` or ``Indexed``
   (``validateJobSpec``); an ``Indexed`` Job sets ``completions`` ("when completion mode is
   Indexed"; with neither ``parallelism`` nor ``completions`` set, Kubernetes' defaulting sets
   both to 1, ``SetDefaults_Job``); ``backoffLimitPerIndex`` and ``maxFailedIndexes`` need the
@@ -111,16 +112,12 @@ def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False
     policy = job.items.get("podFailurePolicy")
     if type(policy) is Dict and type(policy.items.get("rules")) is List:
         _check_failure_policy(job, policy.items["rules"], path + ("podFailurePolicy", "rules"), kind, core_lists, out)
-    for key in ("parallelism", "completions", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
-                "ttlSecondsAfterFinished"):
+    for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex",
+                "maxFailedIndexes", "ttlSecondsAfterFinished"):
         v = job.items.get(key)
         if type(v) is Int and v.value < 0:
             out.append(diag("E1014", kind, path + (key,), f"{key} is {v.value}: it must not be negative",
                             v.span, hint=f"give 0 or more, or leave {key} out for Kubernetes' default"))
-    v = job.items.get("activeDeadlineSeconds")
-    if type(v) is Int and v.value <= 0:
-        out.append(diag("E1014", kind, path + ("activeDeadlineSeconds",), f"activeDeadlineSeconds is {v.value}: "
-                        "it must be positive", v.span, hint="leave it out for no deadline"))
     _one_of(job, "completionMode", COMPLETION_MODES, path, kind, out, None)
     mode = job.items.get("completionMode")
     indexed = mode.value == "Indexed" if type(mode) is Str else jobset
