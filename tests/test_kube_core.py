@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import SPAN, value_of
 from rcpc.core.values import Str
 from rcpc.domain.kube import check_rules
-from rcpc.domain.kube_pod import quantity
+from rcpc.domain.kube_container import quantity
 
 CONTAINER = {"name": "c", "image": "i"}
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from rcpc.domain import kube_pod, kube_validation as kv
+from rcpc.domain import kube_container, kube_pod, kube_validation as kv
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
@@ -432,7 +432,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
 
 def _quantity_int(v) -> int | None:
     """A whole resource quantity's number (``4``, ``"4"``, ``"4000m"``, ``"4e0"``), else None."""
-    q = kube_pod.quantity(v)
+    q = kube_container.quantity(v)
     return int(q) if q is not None and q.denominator == 1 else None
 
 

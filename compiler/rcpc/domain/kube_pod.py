@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from rcpc.core.values import Bool, Dict, Int, List, Null, Str
 from rcpc.domain import kube_validation as kv
-from rcpc.domain.kube_container import check_container, extended, quantity  # noqa: F401 (quantity: kube.py's)
+from rcpc.domain.kube_container import check_container
 from rcpc.domain.kube_paths import CONTAINER_LISTS, diag
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
