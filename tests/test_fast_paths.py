@@ -555,7 +555,7 @@ def test_a_pod_spec_shared_by_two_templates_is_checked_with_each_metadata():
     counter = itertools.count(1)
     pod = spanned({"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
                                     "cloud.google.com/gke-tpu-topology": "2x4"},
-                   "containers": [{"name": "main", "resources": {"limits": {"google.com/tpu": 8}}}]}, counter)
+                   "containers": [{"name": "main", "image": "i", "resources": {"limits": {"google.com/tpu": 8}}}]}, counter)
 
     def job(topology):
         md = spanned({"annotations": {"cloud.google.com/gke-tpu-slice-topology": topology}}, counter)

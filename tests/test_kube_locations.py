@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 LIB = 'ENV = [{"name": "X", "value": 0}]\nOTHER = 1\n'
 RECIPE = '''load("//recipes/lib/l.rcp", "ENV")
 N = param(int, default = 1)
-[jobset(name = f"js{{i}}", metadata = {{"name": f"js{{i}}"}}, spec = {{"containers": [{{"name": "c", "env": ENV}}]}}) for i in range(N)]
+[jobset(name = f"js{{i}}", metadata = {{"name": f"js{{i}}"}}, spec = {{"containers": [{{"name": "c", "image": "i", "env": ENV}}]}}) for i in range(N)]
 {variants}
 '''
 

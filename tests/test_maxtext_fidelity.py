@@ -199,7 +199,7 @@ def test_an_env_override_is_checked_against_the_schema(tmp_path_factory, key, te
 
 def test_env_conflict_through_a_shell_command(sws):
     text = ('F = maxtext_flags({"steps": 10})\n'
-            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", '
+            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", "image": "i", '
             '"command": ["bash", "-c", "python3 train.py " + F.shell],\n'
             '  "env": [{"name": "M_STEPS", "value": "5"}]}]}}})\n')
     (d,) = diags_of(sws, text)
@@ -211,7 +211,7 @@ def test_env_conflict_through_a_shell_command(sws):
 def test_env_conflict_through_a_shell_command_with_quoted_values(sws, form):
     """A command that quotes chosen values (``shell_quoted``) still carries the flag set."""
     text = ('F = maxtext_flags({"steps": 10, "run_name": "a,b"})\n'
-            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", '
+            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", "image": "i", '
             f'"command": ["bash", "-c", "python3 train.py " + {form}],\n'
             '  "env": [{"name": "M_STEPS", "value": "5"}]}]}}})\n')
     (d,) = diags_of(sws, text)
@@ -241,7 +241,7 @@ def test_six_unknown_keys_in_one_run(sws):
 
 def test_a_schema_error_does_not_hide_kubernetes_errors(sws):
     text = ('F = maxtext_flags({"stepz": 1})\n' + FLAGS +
-            'jobset(name = "js", spec = {"containers": [{"name": "c", "args": F.argv, '
+            'jobset(name = "js", spec = {"containers": [{"name": "c", "image": "i", "args": F.argv, '
             '"env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n')
     assert sorted(d.code for d in diags_of(sws, text)) == ["E0310", "E1001"]
 
@@ -277,7 +277,7 @@ def test_check_of_a_fresh_workspace_catches_every_kind_at_its_line_in_one_run(tm
     "base_emb_dim": 1024,
 })
 jobset(name = "js", spec = {"template": {"spec": {"containers": [{
-    "name": "main",
+    "name": "main", "image": "img",
     "args": F.argv,
     "env": [{"name": "M_STEPS", "value": "3"}],
 }]}}})

@@ -128,7 +128,7 @@ def test_f10_in_a_recipe(ws):
     text = ws.render("""\
         jobset(name = "j", spec = {"template": {"spec": {
             "nodeSelector": {"cloud.google.com/gke-spot": "true", "x": "no"},
-            "containers": [{"env": [{"name": "ENABLE", "value": "on"}, {"name": "D", "value": "off"}]}],
+            "containers": [{"name": "c", "image": "i", "env": [{"name": "ENABLE", "value": "on"}, {"name": "D", "value": "off"}]}],
         }}})
     """, "j.yaml")
     assert "cloud.google.com/gke-spot: 'true'\n" in text and "x: 'no'\n" in text

@@ -20,7 +20,7 @@ BASE_YML = "steps: 150_001\nenable_checkpointing: true\nper_device_batch_size: 1
 SCHEMA_TOML = 'maxtext_base = "base.yml"\n'
 BUILTIN = {"rcp.toml": 'maxtext_schema = "builtin:maxtext"\n'}
 ENV_JOBSET = ('jobset(name = "js", spec = {"template": {"spec": {"containers": [{\n'
-              '    "name": "main",\n    "args": F.argv,\n    "env": [{"name": "%s", "value": "%s"}],\n}]}}})\n')
+              '    "name": "main",\n    "image": "img",\n    "args": F.argv,\n    "env": [{"name": "%s", "value": "%s"}],\n}]}}})\n')
 JOBSET_TPU = '''S = tpu_slice("tpu7x:2x2x4")
 jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {
     "parallelism": PARALLELISM, "completions": S.hosts,
@@ -43,6 +43,7 @@ spec:
           spec:
             containers:
             - name: main
+              image: img
               command:
               - bash
               - -c
@@ -273,12 +274,12 @@ CATALOG = [
             argv=("build", "-j", "2"), env={"RCPC_TEST_KILL": "r3.rcp"}),
     # Kubernetes -----------------------------------------------------------------------------------
     Example("E1001", "env value that is not a string",
-            'jobset(name = "js", spec = {"containers": [{"name": "c", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),
+            'jobset(name = "js", spec = {"containers": [{"name": "c", "image": "i", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),
     Example("E1002", "bad Kubernetes name", 'jobset(name = "js", metadata = {"name": "Demo_Train"}, spec = {})\n'),
     Example("E1003", "label value that is not a string",
             'jobset(name = "js", metadata = {"name": "js", "labels": {"id": 356136738}}, spec = {})\n'),
     Example("E1004", "container name used twice in a pod",
-            'jobset(name = "js", spec = {"containers": [{"name": "main"}, {"name": "main"}]})\n'),
+            'jobset(name = "js", spec = {"containers": [{"name": "main", "image": "i"}, {"name": "main", "image": "i"}]})\n'),
     Example("E1005", "bad resource quantity",
             'jobset(name = "js", spec = {"resources": {"limits": {"memory": "16GB"}}})\n'),
     Example("E1006", "TPU request that does not match the host",
@@ -286,7 +287,7 @@ CATALOG = [
     Example("E1007", "parallelism that does not match the hosts",
             'S = tpu_slice("tpu7x:2x2x4")\nPARALLELISM = 8\nTPU = 4\n' + JOBSET_TPU.split("\n", 1)[1]),
     Example("E1008", "string field given another type",
-            'jobset(name = "js", spec = {"containers": [{"name": "c", "args": ["--timeout", 2592000]}]})\n'),
+            'jobset(name = "js", spec = {"containers": [{"name": "c", "image": "i", "args": ["--timeout", 2592000]}]})\n'),
     Example("E1009", "bad label or annotation key",
             'jobset(name = "js", metadata = {"name": "js", "labels": {"a/b/c": "x"}}, spec = {})\n'),
     Example("E1010", "two entries with one key in a keyed list",
@@ -307,7 +308,7 @@ CATALOG = [
     Example("E1013", "TPU topology given twice, differently",
             'jobset(name = "js", spec = {"template": {"metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": '
             '"4x4x4"}}, "spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", '
-            '"cloud.google.com/gke-tpu-topology": "4x4x8"}, "containers": [{"name": "c", "resources": {"limits": '
+            '"cloud.google.com/gke-tpu-topology": "4x4x8"}, "containers": [{"name": "c", "image": "i", "resources": {"limits": '
             '{"google.com/tpu": 4}}}]}}})\n'),
     Example("W1001", "env var defined twice in a pod (the API server warns)",
             'manifest(name = "p", apiVersion = "v1", kind = "Pod", spec = {"containers": [{"name": "c", "image": "i", '

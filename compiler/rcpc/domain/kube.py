@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from rcpc.domain import kube_pod, kube_validation as kv
+from rcpc.domain import kube_container, kube_pod, kube_validation as kv
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
@@ -209,7 +209,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
-        kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"))
+        kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"),
+                           core_lists=core_lists)
 
 
 def _want_strings(items: List, path: tuple, kind: str, out: list) -> None:
@@ -434,7 +435,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
 
 def _quantity_int(v) -> int | None:
     """A whole resource quantity's number (``4``, ``"4"``, ``"4000m"``, ``"4e0"``), else None."""
-    q = kube_pod.quantity(v)
+    q = kube_container.quantity(v)
     return int(q) if q is not None and q.denominator == 1 else None
 
 

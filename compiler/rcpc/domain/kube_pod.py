@@ -7,21 +7,32 @@ Rules (Kubernetes ``pkg/apis/core/validation`` and ``pkg/apis/batch/validation``
 
 * a pod's ``restartPolicy`` is ``Always``, ``OnFailure`` or ``Never``; a Job's pods' is
   ``OnFailure`` or ``Never`` (``ValidateRestartPolicy``, ``validatePodTemplateSpec`` of a Job);
-* a container's ``imagePullPolicy`` is ``Always``, ``Never`` or ``IfNotPresent``
-  (``validatePullPolicy``);
-* a container's resource request is at most its limit (``ValidateResourceRequirements``); an
-  extended resource (a name with a domain outside ``kubernetes.io``, as ``google.com/tpu``)
-  cannot be overcommitted: its limit is set and equal to its request (``validateContainerResourceName``,
-  ``ValidateResourceRequirements``: "must be equal to ... limit", "Limit must be set"), and it
-  is a whole number (``validateResourceQuantityValue``: "must be an integer"; ``4000m`` is 4);
-* a volume mount names a volume of the pod (``ValidateVolumeMounts``: not found);
-* a Job's ``parallelism``, ``completions`` and ``backoffLimit`` are not negative,
-  ``activeDeadlineSeconds`` is positive, ``completionMode`` is ``NonIndexed`` or ``Indexed``
+* each container: :mod:`rcpc.domain.kube_container` (name and image required, ports, env,
+  ``imagePullPolicy``, resources, volume mounts);
+* no two ports of the pod's containers (or of one init container) share a protocol, host IP
+  and host port (``checkHostPortConflicts``);
+* a Job's ``parallelism``, ``completions``, ``activeDeadlineSeconds``, ``backoffLimit``,
+  ``backoffLimitPerIndex``, ``maxFailedIndexes`` and ``ttlSecondsAfterFinished`` are not
+  negative (``ValidateNonnegativeField``: the API reference calls ``activeDeadlineSeconds``
+  "positive", and the API server accepts 0), ``completionMode`` is ``NonIndexed`` or ``Indexed``
   (``validateJobSpec``); an ``Indexed`` Job sets ``completions`` ("when completion mode is
   Indexed"; with neither ``parallelism`` nor ``completions`` set, Kubernetes' defaulting sets
-  both to 1, ``SetDefaults_Job``); a Job with a ``podFailurePolicy`` runs its pods with ``restartPolicy: Never``
-  (``validatePodFailurePolicy``); a Job's pod template gives a ``restartPolicy`` (the pod
-  default, ``Always``, is not one a Job's pods may have).
+  both to 1, ``SetDefaults_Job``); ``backoffLimitPerIndex`` and ``maxFailedIndexes`` need the
+  ``Indexed`` mode ("requires indexed completion mode"), ``maxFailedIndexes`` needs
+  ``backoffLimitPerIndex``; a Job's pod template gives a ``restartPolicy`` (the pod default,
+  ``Always``, is not one a Job's pods may have);
+* a Job's ``podFailurePolicy`` (``validatePodFailurePolicy``): runs its pods with
+  ``restartPolicy: Never``; has at most 20 rules; each rule (``validatePodFailurePolicyRule``)
+  has an ``action`` (``Count``, ``FailIndex``, ``FailJob``, ``Ignore``; ``FailIndex`` only with
+  ``backoffLimitPerIndex``) and exactly one of ``onExitCodes`` (set) and ``onPodConditions``
+  (a non-empty list: XPK's ``onPodConditions: []`` beside ``onExitCodes`` is accepted);
+  ``onExitCodes`` (``validatePodFailurePolicyRuleOnExitCodes``) has an operator ``In`` or
+  ``NotIn``, a ``containerName`` (when given) of one of the template's containers or init
+  containers, 1 to 255 ``values``, unique ("Duplicate value"; for a JobSet its CRD's list type
+  reports it, E1010), ascending ("must be ordered"), no 0 with ``In``;
+  ``onPodConditions`` (``validatePodFailurePolicyRuleOnPodConditions``) has at most 20
+  patterns, each a ``type`` that is a qualified name and a ``status`` ``True``, ``False`` or
+  ``Unknown`` (empty: ``True``, ``SetDefaults_Job``).
 
 For the Job template of a JobSet's replicated job, the values are those the JobSet webhook
 gives before the controller creates the Jobs (``jobset_webhook.go`` ``Default``): an unset
@@ -32,47 +43,21 @@ Values of the wrong type are left to the schema (``E1101``) or to other rules.
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
-
-from rcpc.core.values import Dict, Float, Int, List, Str, text_of
+from rcpc.core.values import Bool, Dict, Int, List, Null, Str
+from rcpc.domain import kube_validation as kv
+from rcpc.domain.kube_container import check_container
 from rcpc.domain.kube_paths import CONTAINER_LISTS, diag
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
-PULL_POLICIES = ("Always", "Never", "IfNotPresent")
 COMPLETION_MODES = ("NonIndexed", "Indexed")
-_SUFFIX = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
-           "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000), "": 1,
-           "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
-
-
-def quantity(v) -> Fraction | None:
-    """The amount of a resource quantity (``4``, ``"500m"``, ``"16Gi"``, ``"1e3"``;
-    apimachinery ``resource.ParseQuantity``), exactly; None when ``v`` is not one."""
-    if type(v) is Int:
-        return Fraction(v.value)
-    if type(v) is Float:
-        return Fraction(v.value)
-    if type(v) is not Str:
-        return None
-    m = _QUANTITY.fullmatch(v.value)
-    if m is None:
-        return None
-    number, suffix = Fraction(m.group(1)), m.group(2) or ""
-    if suffix[:1] in ("e", "E"):
-        exponent = int(suffix[1:])
-        return number * Fraction(10) ** exponent if abs(exponent) <= 64 else None
-    return number * _SUFFIX[suffix]
-
-
-def extended(resource: str) -> bool:
-    """Whether ``resource`` is an extended resource (a domain-prefixed name outside
-    ``kubernetes.io``, such as ``google.com/tpu``): never overcommitted."""
-    domain, slash, _ = resource.partition("/")
-    return bool(slash) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io") \
-        and not resource.startswith("requests.")
+# batch validation: validatePodFailurePolicy and its rules
+FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+EXIT_CODE_OPERATORS = ("In", "NotIn")
+CONDITION_STATUSES = ("False", "True", "Unknown")
+MAX_FAILURE_RULES = 20          # maxPodFailurePolicyRules
+MAX_EXIT_CODES = 255            # maxPodFailurePolicyOnExitCodesValues
+MAX_CONDITION_PATTERNS = 20     # maxPodFailurePolicyOnPodConditionsPatterns
 
 
 def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> None:
@@ -83,65 +68,68 @@ def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> Non
     volumes = pod.items.get("volumes")
     names = {v.items["name"].value for v in (volumes.items if type(volumes) is List else ())
              if type(v) is Dict and type(v.items.get("name")) is Str}
+    _check_host_ports(pod, path, kind, out)
+    host_network = pod.items.get("hostNetwork")
+    host_network = type(host_network) is Bool and host_network.value
     for key in CONTAINER_LISTS:
         group = pod.items.get(key)
         for i, c in enumerate(group.items if type(group) is List else ()):
             if type(c) is Dict:
-                _check_container(c, path + (key, i), kind, names, out)
+                check_container(c, path + (key, i), kind, names, host_network, out)
 
 
-def _check_container(c: Dict, path: tuple, kind: str, volumes: set, out: list) -> None:
-    _one_of(c, "imagePullPolicy", PULL_POLICIES, path, kind, out, None)
-    mounts = c.items.get("volumeMounts")
-    for i, m in enumerate(mounts.items if type(mounts) is List else ()):
-        name = m.items.get("name") if type(m) is Dict else None
-        if type(name) is Str and name.value not in volumes:
-            out.append(diag("E1014", kind, path + ("volumeMounts", i, "name"), f"volume mount {name.value!r} "
-                            "names no volume of the pod", name.span,
-                            hint=f'add {{"name": "{name.value}", ...}} to the pod\'s volumes'))
-    res = c.items.get("resources")
-    limits = res.items.get("limits") if type(res) is Dict else None
-    requests = res.items.get("requests") if type(res) is Dict else None
-    limits = limits.items if type(limits) is Dict else {}
-    for group, amounts in (("limits", limits), ("requests", requests.items if type(requests) is Dict else {})):
-        for name, value in amounts.items():
-            q = quantity(value)
-            if q is not None and extended(name) and q.denominator != 1:
-                out.append(diag("E1014", kind, path + ("resources", group, name), f"{name} is {text_of(value)}: an "
-                                "extended resource is a whole number", value.span, hint="give a whole number"))
-    for name, value in (requests.items.items() if type(requests) is Dict else ()):
-        want, cap = quantity(value), quantity(limits.get(name))
-        where = path + ("resources", "requests", name)
-        if want is None:
-            continue
-        if extended(name) and name not in limits:
-            out.append(diag("E1014", kind, where, f"{name} is requested without a limit: an extended resource "
-                            "cannot be overcommitted, its limit must be set", value.span,
-                            hint=f"set resources.limits {name} to the same value (or only the limit)"))
-        elif cap is not None and extended(name) and want != cap:
-            out.append(diag("E1014", kind, where, f"the {name} request must equal its limit (an extended "
-                            "resource cannot be overcommitted)", value.span,
-                            related=(("limit", limits[name].span),), hint="give the request and the limit one value"))
-        elif cap is not None and want > cap:
-            out.append(diag("E1014", kind, where, f"the {name} request is more than its limit", value.span,
-                            related=(("limit", limits[name].span),), hint="a request is at most its limit"))
+def _check_host_ports(pod: Dict, path: tuple, kind: str, out: list) -> None:
+    """``checkHostPortConflicts``: no two ports with one protocol (empty: ``TCP``), host IP and
+    host port (other than 0) among the pod's containers, nor within one init container (init
+    containers run one by one)."""
+    groups = [("containers", None)]
+    init = pod.items.get("initContainers")
+    groups += [("initContainers", i) for i in range(len(init.items) if type(init) is List else 0)]
+    for key, only in groups:
+        group = pod.items.get(key)
+        seen: dict = {}
+        for i, c in enumerate(group.items if type(group) is List else ()):
+            ports = c.items.get("ports") if type(c) is Dict and (only is None or i == only) else None
+            for j, port in enumerate(ports.items if type(ports) is List else ()):
+                host = port.items.get("hostPort") if type(port) is Dict else None
+                if type(host) is not Int or host.value == 0:
+                    continue
+                proto, ip = port.items.get("protocol"), port.items.get("hostIP")
+                at = ((proto.value or "TCP") if type(proto) is Str else "TCP", ip.value if type(ip) is Str else "",
+                      host.value)
+                if at in seen:
+                    out.append(diag("E1014", kind, path + (key, i, "ports", j, "hostPort"), f"host port "
+                                    f"{at[0]}/{at[1]}/{at[2]} is used twice in the pod (Duplicate value)", host.span,
+                                    related=(("first used here", seen[at]),),
+                                    hint="give each port a host port of its own, or leave hostPort out"))
+                seen.setdefault(at, host.span)
 
 
-def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False) -> None:
+def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False, core_lists: bool = True) -> None:
     """The rules on one Job spec at ``path`` (its pod template is checked by :func:`check_pod`);
-    ``jobset``: the Job template of a JobSet's replicated job (the webhook's defaults apply)."""
-    for key in ("parallelism", "completions", "backoffLimit"):
+    ``jobset``: the Job template of a JobSet's replicated job (the webhook's defaults apply);
+    ``core_lists``: report a repeated exit code (for a JobSet, its CRD's list type does: E1010)."""
+    policy = job.items.get("podFailurePolicy")
+    if type(policy) is Dict and type(policy.items.get("rules")) is List:
+        _check_failure_policy(job, policy.items["rules"], path + ("podFailurePolicy", "rules"), kind, core_lists, out)
+    for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex",
+                "maxFailedIndexes", "ttlSecondsAfterFinished"):
         v = job.items.get(key)
         if type(v) is Int and v.value < 0:
             out.append(diag("E1014", kind, path + (key,), f"{key} is {v.value}: it must not be negative",
                             v.span, hint=f"give 0 or more, or leave {key} out for Kubernetes' default"))
-    v = job.items.get("activeDeadlineSeconds")
-    if type(v) is Int and v.value <= 0:
-        out.append(diag("E1014", kind, path + ("activeDeadlineSeconds",), f"activeDeadlineSeconds is {v.value}: "
-                        "it must be positive", v.span, hint="leave it out for no deadline"))
     _one_of(job, "completionMode", COMPLETION_MODES, path, kind, out, None)
     mode = job.items.get("completionMode")
     indexed = mode.value == "Indexed" if type(mode) is Str else jobset
+    for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+        v = job.items.get(key)
+        if type(v) is Int and not indexed and (type(mode) is not Str or mode.value in COMPLETION_MODES):
+            out.append(diag("E1014", kind, path + (key,), f"{key} requires the Indexed completion mode",
+                            v.span, hint='set completionMode: "Indexed" (and completions)'))
+    if type(job.items.get("maxFailedIndexes")) is Int and _absent(job, "backoffLimitPerIndex"):
+        out.append(diag("E1014", kind, path + ("backoffLimitPerIndex",), "maxFailedIndexes requires "
+                        "backoffLimitPerIndex to be set", job.items["maxFailedIndexes"].span,
+                        hint="set backoffLimitPerIndex, or leave maxFailedIndexes out"))
     if indexed and type(job.items.get("completions")) is not Int and type(job.items.get("parallelism")) is Int:
         why = "" if type(mode) is Str else ": the JobSet webhook makes a replicated job's Job Indexed"
         out.append(diag("E1014", kind, path + ("completions",), f"an Indexed Job needs completions{why}",
@@ -164,6 +152,135 @@ def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False
         out.append(diag("E1014", kind, at, f"a Job with a podFailurePolicy runs its pods with restartPolicy Never, "
                         f"not {effective}{why}", (restart if type(restart) is Str else policy).span,
                         related=(("podFailurePolicy", policy.span),), hint='set restartPolicy: "Never"'))
+
+
+def _check_failure_policy(job: Dict, rules: List, path: tuple, kind: str, core_lists: bool, out: list) -> None:
+    """``validatePodFailurePolicy``: at most 20 rules, each checked by :func:`_check_failure_rule`
+    against the names of the pod template's containers and init containers."""
+    if len(rules.items) > MAX_FAILURE_RULES:
+        out.append(diag("E1014", kind, path, f"podFailurePolicy has {len(rules.items)} rules: at most "
+                        f"{MAX_FAILURE_RULES} are allowed", rules.span, hint="merge rules with the same action"))
+    template = job.items.get("template")
+    pod = template.items.get("spec") if type(template) is Dict else None
+    names = set()
+    for key in ("containers", "initContainers"):
+        group = pod.items.get(key) if type(pod) is Dict else None
+        for c in group.items if type(group) is List else ():
+            name = c.items.get("name") if type(c) is Dict else None
+            names.add(name.value if type(name) is Str else "")
+    per_index = not _absent(job, "backoffLimitPerIndex")
+    for i, rule in enumerate(rules.items):
+        if type(rule) is Dict:
+            _check_failure_rule(rule, path + (i,), kind, names, per_index, core_lists, out)
+
+
+def _check_failure_rule(rule: Dict, path: tuple, kind: str, names: set, per_index: bool, core_lists: bool,
+                        out: list) -> None:
+    """``validatePodFailurePolicyRule``: the action, and exactly one of ``onExitCodes`` (set)
+    and ``onPodConditions`` (a non-empty list)."""
+    action = rule.items.get("action")
+    if _absent(rule, "action") or (type(action) is Str and not action.value):
+        out.append(diag("E1014", kind, path + ("action",), "the rule has no action (Required)",
+                        action.span if type(action) is Str else rule.span,
+                        hint=f"give one of {', '.join(FAILURE_ACTIONS)}"))
+    elif type(action) is Str and action.value == "FailIndex" and not per_index:
+        out.append(diag("E1014", kind, path + ("action",), "action FailIndex requires backoffLimitPerIndex to be set",
+                        action.span, hint="set backoffLimitPerIndex in the Job spec, or use FailJob"))
+    elif type(action) is Str and action.value not in FAILURE_ACTIONS:
+        out.append(diag("E1014", kind, path + ("action",), f"action {action.value!r} is not one of "
+                        f"{', '.join(FAILURE_ACTIONS)}", action.span, hint=f"write one of {', '.join(FAILURE_ACTIONS)}"))
+    codes = rule.items.get("onExitCodes")
+    conditions = rule.items.get("onPodConditions")
+    has_codes = not _absent(rule, "onExitCodes")
+    has_conditions = type(conditions) is List and len(conditions.items) > 0
+    if type(codes) is Dict:
+        _check_exit_codes(codes, path + ("onExitCodes",), kind, names, core_lists, out)
+    if has_conditions:
+        _check_conditions(conditions, path + ("onPodConditions",), kind, out)
+    if has_codes and has_conditions:
+        out.append(diag("E1014", kind, path, "specifying both onExitCodes and onPodConditions is not supported",
+                        rule.span, hint="split it into two rules"))
+    elif not has_codes and not has_conditions and (conditions is None or type(conditions) in (Null, List)):
+        out.append(diag("E1014", kind, path, "the rule needs one of onExitCodes and onPodConditions (a rule "
+                        "with neither, or with an empty onPodConditions, is refused)", rule.span,
+                        hint='add onExitCodes: {"operator": "In", "values": [...]} or onPodConditions'))
+
+
+def _check_exit_codes(codes: Dict, path: tuple, kind: str, names: set, core_lists: bool, out: list) -> None:
+    """``validatePodFailurePolicyRuleOnExitCodes``: operator In or NotIn; a containerName of the
+    pod; 1 to 255 values, unique, ascending, no 0 with In."""
+    op = codes.items.get("operator")
+    if _absent(codes, "operator") or (type(op) is Str and not op.value):
+        out.append(diag("E1014", kind, path + ("operator",), "onExitCodes has no operator (Required)",
+                        op.span if type(op) is Str else codes.span, hint="give In or NotIn"))
+    elif type(op) is Str and op.value not in EXIT_CODE_OPERATORS:
+        out.append(diag("E1014", kind, path + ("operator",), f"operator {op.value!r} is not one of In, NotIn",
+                        op.span, hint="write In or NotIn"))
+    name = codes.items.get("containerName")
+    if type(name) is Str and name.value not in names:
+        known = ", ".join(sorted(n for n in names if n)) or "none"
+        out.append(diag("E1014", kind, path + ("containerName",), f"containerName {name.value!r} names no container "
+                        "or init container of the pod template", name.span,
+                        hint=f"name one of the pod's containers ({known}), or leave containerName out for any"))
+    values = codes.items.get("values")
+    if _absent(codes, "values") or (type(values) is List and not values.items):
+        out.append(diag("E1014", kind, path + ("values",), "onExitCodes needs at least one value",
+                        values.span if type(values) is List else codes.span, hint="list the exit codes, such as [1]"))
+        return
+    if type(values) is not List:
+        return
+    if len(values.items) > MAX_EXIT_CODES:
+        out.append(diag("E1014", kind, path + ("values",), f"onExitCodes has {len(values.items)} values: at most "
+                        f"{MAX_EXIT_CODES} are allowed", values.span, hint="use the other operator with fewer values"))
+    seen: dict = {}
+    ordered = True
+    previous = None
+    for j, v in enumerate(values.items):
+        if type(v) is not Int:
+            previous = None
+            continue
+        if v.value == 0 and type(op) is Str and op.value == "In":
+            out.append(diag("E1014", kind, path + ("values", j), "exit code 0 must not be listed with the In "
+                            "operator", v.span, hint="a pod that exits 0 succeeded; leave 0 out"))
+        if v.value in seen and core_lists:
+            out.append(diag("E1014", kind, path + ("values", j), f"exit code {v.value} is listed twice (Duplicate "
+                            "value)", v.span, related=(("first listed here", seen[v.value]),),
+                            hint="list each exit code once"))
+        seen.setdefault(v.value, v.span)
+        if previous is not None and previous > v.value:
+            ordered = False
+        previous = v.value
+    if not ordered:
+        out.append(diag("E1014", kind, path + ("values",), "onExitCodes values must be ordered (ascending)",
+                        values.span, hint=f"write {sorted(seen)}"))
+
+
+def _check_conditions(patterns: List, path: tuple, kind: str, out: list) -> None:
+    """``validatePodFailurePolicyRuleOnPodConditions``: at most 20 patterns, each a condition
+    type that is a qualified name and a status True, False or Unknown (empty: True,
+    ``SetDefaults_Job``)."""
+    if len(patterns.items) > MAX_CONDITION_PATTERNS:
+        out.append(diag("E1014", kind, path, f"onPodConditions has {len(patterns.items)} patterns: at most "
+                        f"{MAX_CONDITION_PATTERNS} are allowed", patterns.span, hint="split the rule"))
+    for j, p in enumerate(patterns.items):
+        if type(p) is not Dict:
+            continue
+        t = p.items.get("type")
+        problems = kv.qualified_name(t.value) if type(t) is Str else ["is required"] if _absent(p, "type") else []
+        if problems:
+            out.append(diag("E1014", kind, path + (j, "type"), f"condition type {getattr(t, 'value', '')!r} is not "
+                            f"valid: {problems[0]}", t.span if type(t) is Str else p.span,
+                            hint="give a pod condition type, such as DisruptionTarget"))
+        status = p.items.get("status")
+        if type(status) is Str and status.value and status.value not in CONDITION_STATUSES:
+            out.append(diag("E1014", kind, path + (j, "status"), f"status {status.value!r} is not one of "
+                            f"{', '.join(CONDITION_STATUSES)}", status.span,
+                            hint=f"write one of {', '.join(CONDITION_STATUSES)}"))
+
+
+def _absent(d: Dict, key: str) -> bool:
+    v = d.items.get(key)
+    return v is None or type(v) is Null
 
 
 def _one_of(d: Dict, key: str, allowed: tuple, path: tuple, kind: str, out: list, why: str | None) -> None:

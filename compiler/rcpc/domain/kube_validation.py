@@ -24,6 +24,7 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_PORT_NAME = re.compile(r"[-a-z0-9]+\Z")
 _HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z")
 
 
@@ -119,6 +120,38 @@ def domain_prefixed_path(value: str) -> list[str]:
     if not _HTTP_PATH.match(path):
         out.append("the path after the domain may hold letters, digits and /-._~%!$&'()*+,;=: only")
     return out
+
+
+def port_number(port: int) -> list[str]:
+    """``IsValidPortNum``: 1 to 65535 (a container's ``containerPort``, a set ``hostPort``)."""
+    return [] if 1 <= port <= 65535 else ["must be between 1 and 65535, inclusive"]
+
+
+def port_name(value: str) -> list[str]:
+    """``IsValidPortName`` (an IANA_SVC_NAME, RFC 6335): at most 15 characters of
+    ``[a-z0-9-]``, at least one letter, no ``--``, no ``-`` at either end."""
+    out = too_long(value, 15)
+    if not _PORT_NAME.match(value):
+        out.append("must contain only lower-case letters, digits and '-'")
+    if not re.search("[a-z]", value):
+        out.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        out.append("must not contain consecutive hyphens")
+    if value[:1] == "-" or value[-1:] == "-":
+        out.append("must not begin or end with a hyphen")
+    return out
+
+
+def env_var_name(value: str) -> list[str]:
+    """``IsRelaxedEnvVarName``, the rule of ``ValidateEnv`` since Kubernetes 1.32 (feature gate
+    ``RelaxedEnvironmentVariableValidation``: beta and on by default in 1.32, GA and locked on
+    in 1.34): not empty, and only printable ASCII characters (space to ``~``) other than ``=``.
+    (1.31 and older: ``IsEnvVarName``, ``[-._a-zA-Z][-._a-zA-Z0-9]*``.)"""
+    if not value:
+        return ["environment variable name must be non-empty"]
+    if any(not " " <= ch <= "~" or ch == "=" for ch in value):
+        return ["a valid environment variable name must consist only of printable ASCII characters other than '='"]
+    return []
 
 
 def as_dns1123_label(value: str) -> str:
