@@ -147,17 +147,76 @@ def resolve(text: str) -> tuple[str, object]:
 
 def resolve_tagged(tag: str, text: str) -> tuple[str, object] | None:
     """(kind, value) of a scalar with the explicit YAML tag ``tag`` (``str``, ``int``,
-    ``float``, ``bool``, ``null`` of ``tag:yaml.org,2002:``); None when go-yaml refuses it
-    ("cannot decode !!str `x` as a !!int"). ``!!str`` (and ``!!binary``, kept as its text) take
-    any text; ``!!float`` takes an int too."""
-    if tag in (STR, "binary"):
+    ``float``, ``bool``, ``null``, ``binary``, ``timestamp`` of ``tag:yaml.org,2002:``); None
+    when go-yaml refuses it (``resolve``'s deferred check: "cannot decode !!str `x` as a
+    !!int"; ``decoder.scalar``: "!!binary value contains invalid base64 data"). ``!!str``
+    takes any text; ``!!binary`` is base64 and reads as the bytes it encodes (Go's
+    ``base64.StdEncoding.DecodeString``, line breaks ignored; bytes that are not UTF-8 become
+    U+FFFD as ``encoding/json`` writes them); ``!!timestamp`` keeps its text when
+    :func:`parse_timestamp` reads it; ``!!float`` takes an int that fits Go's ``int`` (an
+    ``int64``) too, not a ``uint64`` or a big int (the deferred check switches on ``int64`` and
+    ``int`` only)."""
+    if tag == STR:
         return STR, text
+    if tag == "binary":
+        data = _base64(text)
+        return None if data is None else (STR, data.decode("utf-8", errors="replace"))
+    if tag == "timestamp":
+        return (STR, text) if parse_timestamp(text) else None
     kind, value = resolve(text)
     if kind == tag:
         return kind, value
-    if tag == FLOAT and kind == INT:
+    if tag == FLOAT and kind == INT and INT64[0] <= value <= INT64[1]:
         return FLOAT, float(value)
     return None
+
+
+_B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _base64(text: str) -> bytes | None:
+    """Go's ``base64.StdEncoding.DecodeString(text)``: ``\\r`` and ``\\n`` are skipped, then
+    the text is padded standard base64 (any other character, a missing or extra ``=``, is an
+    error: None)."""
+    import base64
+
+    body = text.replace("\r", "").replace("\n", "")
+    if not _B64.fullmatch(body):
+        return None
+    return base64.b64decode(body)
+
+
+# go-yaml v2 resolve.go allowedTimestampFormats, as Go's time.Parse reads each layout: a 4-digit
+# year; a month, day, hour, minute, second of one or two digits; an optional fraction of a
+# second after '.' or ','; 'Z' or a ±hh:mm offset
+_TIMESTAMPS = (
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)[Tt](\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?(?:Z|[-+](\d\d):(\d\d))"),
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?) (\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?"),
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)"),
+)
+
+
+def parse_timestamp(s: str) -> bool:
+    """go-yaml v2 ``parseTimestamp``: True when one of ``allowedTimestampFormats``
+    (``2006-1-2T15:4:5.999999999Z07:00``, the same with ``t``, ``2006-1-2 15:4:5.999999999``,
+    ``2006-1-2``) reads ``s`` with Go's ``time.Parse``, whose ranges apply: month 1-12, a day
+    of that month (29 February in leap years), hour < 24, minute and second < 60, a zone offset
+    of at most 24 hours and 60 minutes."""
+    import calendar
+
+    for pattern in _TIMESTAMPS:
+        m = pattern.fullmatch(s)
+        if m is None:
+            continue
+        year, month, day, *rest = (None if g is None else int(g) for g in m.groups())
+        if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:  # year 0 is leap
+            continue
+        if rest and (rest[0] >= 24 or rest[1] >= 60 or rest[2] >= 60):
+            continue
+        if len(rest) > 3 and rest[3] is not None and (rest[3] > 24 or rest[4] > 60):
+            continue
+        return True
+    return False
 
 
 def json_key(kind: str, value) -> str | None:
