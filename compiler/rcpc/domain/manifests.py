@@ -233,42 +233,28 @@ def _at(shown: str, text: str, index: int) -> Span:
     return Span(shown, line, col, line, col + 1)
 
 
-def kubectl_stream(text: str, shown: str) -> list[str]:
-    """The texts kubectl reads as YAML documents of ``text`` (``k8s.io/apimachinery/pkg/util/
-    yaml``, ``NewYAMLOrJSONDecoder`` as ``kubectl apply -f`` reads a file; the file's BOM
-    dropped as ``FileVisitor`` drops it). Raises :class:`CompileError` (``E1103``) for what
-    kubectl refuses in how the file is cut, before any YAML is read:
-
-    * a file whose first 4,096 bytes open, after white space, with ``{`` is a stream of JSON
-      values (``GuessJSONStream``/``hasJSONPrefix``) read by ``encoding/json``: a YAML flow
-      mapping ``{kind: Pod}``, a comment, a trailing comma or ``NaN`` is a syntax error there.
-      Each value is returned as a text of its own (the rest blanked, so that marks stay);
-    * otherwise the whole text, which ``YAMLReader.Read`` cuts at every line that starts with
-      ``---``, refusing such a line with anything but white space or a comment after the
-      ``---`` (``--- {a: 1}``, ``--- |``, ``----``: "invalid Yaml document separator");
-    * so a ``%YAML`` or ``%TAG`` directive is cut from the ``---`` that must follow it, and
-      go-yaml refuses the directive alone ("did not find expected <document start>")."""
-    import json
-    import re
-
+def json_start(text: str) -> int | None:
+    """Where kubectl's JSON stream starts in ``text`` (past a BOM, which ``FileVisitor``
+    drops), or None when kubectl reads it as YAML: ``NewYAMLOrJSONDecoder`` reads a file as
+    JSON when its first 4,096 bytes open, after white space (Go's ``unicode.IsSpace``), with
+    ``{`` (``GuessJSONStream``/``hasJSONPrefix``); :mod:`rcpc.domain.manifest_json` reads it."""
     start = 1 if text.startswith("\ufeff") else 0
     head = text[start:].encode("utf-8")[:4096].decode("utf-8", errors="ignore")
-    if head.lstrip(_GO_SPACE).startswith("{"):
-        decoder, i, n, pieces = json.JSONDecoder(parse_constant=_not_json), start, len(text), []
-        while True:
-            while i < n and text[i] in " \t\r\n":
-                i += 1
-            if i == n:
-                return pieces
-            try:
-                _, end = decoder.raw_decode(text, i)
-            except ValueError as exc:
-                raise CompileError(Diagnostic(
-                    "E1103", f"kubectl reads {shown} as JSON (it opens with '{{') and cannot: "
-                    f"{getattr(exc, 'msg', exc)}", _at(shown, text, getattr(exc, "pos", i)),
-                    hint="write the file as JSON, or as block YAML (not opening with '{')")) from None
-            pieces.append(re.sub(r"[^\n]", " ", text[:i]) + text[i:end])
-            i = end
+    return start if head.lstrip(_GO_SPACE).startswith("{") else None
+
+
+def check_yaml_cuts(text: str, shown: str) -> None:
+    """What kubectl refuses in how a YAML file is cut into documents, before any YAML is read
+    (``k8s.io/apimachinery/pkg/util/yaml`` ``YAMLReader.Read``). Raises
+    :class:`CompileError` (``E1103``):
+
+    * the documents are cut at every line that starts with ``---``, and such a line with
+      anything but white space or a comment after the ``---`` is refused (``--- {a: 1}``,
+      ``--- |``, ``----``: "invalid Yaml document separator");
+    * so a ``%YAML`` or ``%TAG`` directive is cut from the ``---`` that must follow it, and
+      go-yaml refuses the directive alone ("did not find expected <document start>")."""
+    import re
+
     offset = 0
     for line in text.split("\n"):
         if line.startswith("---"):
@@ -291,11 +277,17 @@ def kubectl_stream(text: str, shown: str) -> list[str]:
             raise error("E1103", "kubectl cuts the directive from the '---' after it and cannot read it",
                         _at(shown, text, directive.start()),
                         hint="drop the %YAML/%TAG directive (kubectl reads YAML 1.1 without it)")
-    return [text]
 
 
-def _not_json(name: str):
-    raise ValueError(f"{name} is not JSON")
+def _objects(values: list, shown: str) -> list[Dict]:
+    """The Kubernetes objects of a JSON stream's ``values``: a null skipped (kubectl skips
+    ``null``), anything else that is not an object ``E1103``."""
+    problems = [Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object (a JSON object)", v.span,
+                           hint="each JSON value of the file is one object")
+                for i, v in enumerate(values, 1) if type(v) not in (Dict, Null)]
+    if problems:
+        raise CompileError(problems)
+    return [v for v in values if type(v) is Dict]
 
 
 def parse_manifests(text: str, shown: str) -> list[Dict]:
@@ -306,13 +298,17 @@ def parse_manifests(text: str, shown: str) -> list[Dict]:
 
     from rcpc.core.files import expanded_size, yaml_node_limit
 
-    texts = kubectl_stream(text, shown)
+    start = json_start(text)
+    if start is not None:
+        from rcpc.domain.manifest_json import read_json_stream
+
+        return _objects(read_json_stream(text, start, shown), shown)
+    check_yaml_cuts(text, shown)
     limit = yaml_node_limit(len(text))
     builder = _Builder(shown, text)
     docs = []
     try:
-        nodes = (node for piece in texts for node in yaml.compose_all(piece, Loader=_loader()))
-        for i, node in enumerate(nodes, 1):
+        for i, node in enumerate(yaml.compose_all(text, Loader=_loader()), 1):
             if node is None or isinstance(node, yaml.ScalarNode) and builder.scalar(node)[0] == goyaml.NULL:
                 continue  # an empty document, as kubectl skips it
             if expanded_size(node, limit, _node_children) > limit:  # a billion laughs hung rcpc validate
