@@ -19,7 +19,9 @@ change a manifest's meaning:
 * no base-60 numbers (``1:30`` is a string), and a timestamp stays its text (go-yaml v2 keeps
   timestamp-like scalars as strings when decoding into ``interface{}``);
 * quoted and block scalars are strings; a scalar with an explicit tag is resolved as the tag
-  says (``!!float 1`` is 1.0), and a tag the text cannot have is an error.
+  says (``!!float 1`` is 1.0, ``!!binary`` is decoded from base64, :func:`resolve_tagged`),
+  and a tag the text cannot have is an error; a scalar with the non-specific tag ``!`` or a
+  tag of an application is its text (``resolvableTag``).
 
 A mapping key becomes a JSON key: a string as is, an int in decimal, a bool ``true`` or
 ``false``, a float in Go's shortest ``float32`` ``%g`` form (``1e+06``); a null, a big int or

@@ -7,10 +7,14 @@ The YAML is read as kubectl reads it (sigs.k8s.io/yaml over go-yaml v2,
 :mod:`rcpc.core.goyaml`): nodes are composed with their marks (never found by searching the
 text), plain scalars typed as go-yaml types them (``y`` and ``yes`` are bools, ``0755`` and
 ``0X1F`` ints, ``1e-5`` a float, ``1:30`` and a timestamp strings), mapping keys made JSON
-keys as sigs.k8s.io/yaml makes them (``yes:`` is the key ``true``), ``<<`` merges applied.
-``E1103`` for a file that cannot be read, is not YAML, repeats a key in one mapping (kubectl
-refuses that too), holds a document that is not a mapping, or holds what kubectl cannot turn
-into JSON (a null or too large key, a NaN or infinite number, a value its tag cannot have).
+keys as sigs.k8s.io/yaml makes them (``yes:`` is the key ``true``), ``<<`` merges applied in
+go-yaml v2's order (:meth:`_Builder.mapping`: a key written before ``<<`` is overwritten),
+``! 123`` a string, ``!!binary`` decoded. The file is cut into documents as kubectl cuts it
+(:func:`check_yaml_cuts`), and one that opens with ``{`` is read as JSON
+(:func:`json_start`, :mod:`rcpc.domain.manifest_json`). ``E1103`` for a file that cannot be
+read, is not YAML, repeats a key in one mapping (go-yaml's strict reading refuses it; kubectl
+keeps the last silently), holds a document that is not a mapping, or holds what kubectl cannot
+turn into JSON (a null or too large key, a NaN or infinite number, a value its tag cannot have).
 """
 
 from __future__ import annotations
