@@ -390,3 +390,51 @@ def test_kubectl_reads_every_document_rcpc_writes(data):
     value = _value({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
     docs = parse_manifests(emit_document(value), "m.yaml")
     assert to_python(docs[0]) == to_python(value)
+
+
+def _f32_nearest(q, bits):
+    """True when the exact decimal ``q`` rounds to the float32 with bit pattern ``bits`` (its
+    neighbours checked: nearer one wins, a tie goes to the even mantissa)."""
+    import struct
+    from fractions import Fraction
+
+    def val(b):  # past the largest float32: 2**128, where rounding overflows to infinity
+        return Fraction(2 ** 128) if b == 0x7F800000 else Fraction(struct.unpack("<f", struct.pack("<I", b))[0])
+
+    me = val(bits)
+    for other in (bits - 1, bits + 1):
+        if 0 <= other <= 0x7F800000:
+            d_me, d_other = abs(q - me), abs(q - val(other))
+            if d_other < d_me or d_other == d_me and other % 2 == 0:
+                return False
+    return True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(1, 0x7F7FFFFF) | st.integers(1, 254).map(lambda e: e << 23))
+@example(0x0F800000)  # 2**-96: Go writes 1.2621775e-29 (8 digits, above it: the interval is wider there)
+def test_float_keys_are_the_shortest_float32_decimal(bits):
+    """``float32_g`` against the contract of Go's shortest ``FormatFloat(x, 'g', -1, 32)``:
+    the text reads back as the same float32, no decimal of fewer digits does, and no other of
+    as many digits is nearer."""
+    import struct
+    from decimal import Decimal
+    from fractions import Fraction
+
+    x = struct.unpack("<f", struct.pack("<I", bits))[0]
+    text = goyaml.float32_g(x)
+    q = Fraction(Decimal(text))
+    assert _f32_nearest(q, bits), text
+    digits = Decimal(text).normalize().as_tuple()
+    p, exp = len(digits.digits), digits.exponent
+    for n in range(1, p):  # fewer digits: the two decimals around x at n digits
+        scale = Fraction(10) ** (exp + p - n)
+        below = int(Fraction(x) / scale)
+        assert not any(_f32_nearest(m * scale, bits) for m in (below, below + 1) if m > 0), (text, n)
+    unit = Fraction(10) ** exp
+    for m in (q - unit, q + unit):
+        assert not (_f32_nearest(m, bits) and abs(m - Fraction(x)) < abs(q - Fraction(x))), text
+    if exp + p - 1 < -4 or exp + p - 1 >= 6:
+        assert "e" in text
+    else:
+        assert "e" not in text

@@ -237,8 +237,14 @@ def json_key(kind: str, value) -> str | None:
 
 def float32_g(x: float) -> str:
     """Go's ``strconv.FormatFloat(x, 'g', -1, 32)`` with go-yaml's names for the infinities and
-    NaN: the shortest decimal that reads back as the same ``float32``, in ``%e`` form when its
-    exponent is below -4 or at least 6 (``1e+06``, ``1e-05``, ``100000``, ``0.5``)."""
+    NaN: the shortest decimal that reads back as the same ``float32`` (of those, the nearest),
+    in ``%e`` form when its exponent is below -4 or at least 6 (``1e+06``, ``1e-05``,
+    ``100000``, ``0.5``). "Reads back" is lying in the ``float32``'s rounding interval, which
+    is narrower below a power of two (Go's shortest formatting, ``ryuFtoaShortest``, allows
+    for it: 2**-96 is ``1.2621775e-29``, not the correctly rounded ``1.2621774e-29``'s
+    9-digit neighbour)."""
+    from fractions import Fraction
+
     if math.isnan(x):
         return ".nan"
     try:
@@ -249,14 +255,27 @@ def float32_g(x: float) -> str:
         return ".inf" if f > 0 else "-.inf"
     if f == 0:
         return "-0" if math.copysign(1, f) < 0 else "0"
+    sign = "-" if f < 0 else ""
+    bits = struct.unpack("<I", struct.pack("<f", abs(f)))[0]
+    exact = Fraction(abs(f))
+    up = Fraction(struct.unpack("<f", struct.pack("<I", bits + 1))[0]) if bits + 1 < 0x7F800000 else \
+        exact + (exact - Fraction(struct.unpack("<f", struct.pack("<I", bits - 1))[0]))
+    down = Fraction(struct.unpack("<f", struct.pack("<I", bits - 1))[0]) if bits > 1 else Fraction(0)
+    lo, hi, even = (down + exact) / 2, (exact + up) / 2, bits % 2 == 0
+
+    def reads_back(q: Fraction) -> bool:  # rounds to this float32 (ties to the even mantissa)
+        return lo <= q <= hi if even else lo < q < hi
+
     for p in range(1, 10):
-        s = f"{f:.{p - 1}e}"
-        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == f:
+        mantissa, _, exp_text = f"{abs(f):.{p - 1}e}".partition("e")
+        nearest, exp = int(mantissa.replace(".", "")), int(exp_text) - (p - 1)
+        scale = Fraction(10) ** exp
+        fits = [m for m in (nearest - 1, nearest, nearest + 1) if m > 0 and reads_back(m * scale)]
+        if fits:
+            m = min(fits, key=lambda m: (abs(m * scale - exact), m % 2))
             break
-    mantissa, _, exp_text = s.partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    exp = int(exp_text)
+    digits = str(m).rstrip("0")
+    exp = exp + len(str(m)) - 1  # of the first digit
     if exp < -4 or exp >= 6:
         tail = f".{digits[1:]}" if len(digits) > 1 else ""
         return f"{sign}{digits[0]}{tail}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
