@@ -438,3 +438,21 @@ def test_float_keys_are_the_shortest_float32_decimal(bits):
         assert "e" in text
     else:
         assert "e" not in text
+
+
+def test_validate_reports_kubectl_document_cuts_located(cli, ws):
+    """``rcpc validate`` of a Pod written as a YAML flow mapping (kubectl: a JSON syntax
+    error), after ``--- `` on the separator line, and with a merge overriding a written key:
+    located E1103 or the merged value checked, never a traceback."""
+    flow = "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: i}]}}\n"
+    (ws.root / "p.yaml").write_text(flow)
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "p.yaml:1:2: error[E1103]" in r.err and "as JSON" in r.err and "help:" in r.err, r.err
+    (ws.root / "p.yaml").write_text("--- " + flow)
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "p.yaml:1:4: error[E1103]" in r.err and "'---'" in r.err, r.err
+    merged = POD.format(value='"v"').replace("    - name: A\n      value: \"v\"\n",
+                                              "    - name: A\n      value: \"v\"\n      <<: {value: 1e-5}\n")
+    (ws.root / "p.yaml").write_text(merged)
+    r = cli("validate", "p.yaml")
+    assert r.code == 1 and "got float" in r.err, r.err
