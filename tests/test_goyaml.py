@@ -353,7 +353,7 @@ def test_a_file_opening_with_a_brace_is_read_as_json(objects, gaps, indent):
     _refused(text.replace('"', "", 2) if '"' in texts[0] else "{a: 1}")
 
 
-@pytest.mark.parametrize("text", ["--- {a: 1}\n", "a: 1\n--- |\n  x\n", "a: 1\n----\nb: 2\n", "a: 1\n---x\n",
+@pytest.mark.parametrize("text", ["--- {a: 1}\n", "\ufeff--- {a: 1}\n", "a: 1\n--- |\n  x\n", "a: 1\n----\nb: 2\n", "a: 1\n---x\n",
                                   "%YAML 1.1\n---\na: 1\n", "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
                                   "{a: 1}\n", '{"a": 1} # c\n', '{"a": 1,}\n', '{"a": NaN}\n'])
 def test_document_cuts_kubectl_refuses(text):

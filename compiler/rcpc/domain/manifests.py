@@ -259,8 +259,8 @@ def check_yaml_cuts(text: str, shown: str) -> None:
       go-yaml refuses the directive alone ("did not find expected <document start>")."""
     import re
 
-    offset = 0
-    for line in text.split("\n"):
+    offset = 1 if text.startswith("\ufeff") else 0  # FileVisitor drops the BOM
+    for line in text[offset:].split("\n"):
         if line.startswith("---"):
             rest = line[3:].strip(_GO_SPACE)
             if rest and rest[0] != "#":
