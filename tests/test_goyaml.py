@@ -265,7 +265,7 @@ def test_merges_as_go_yaml_v2_sets_them(pairs):
     assert _read(text)[0]["m"] == expect
 
 
-@pytest.mark.parametrize("text", ["a: 1\n<<: 5\n", "a: 1\n<<: [{b: 1}, 2]\n", "a: 1\na: 2\n", "1: a\n0x1: b\n",
+@pytest.mark.parametrize("text", ["a: 1\n<<: 5\n", "a: 1\n<<: [{b: 1}, 2]\n", "s: &s [{b: 1}]\nm:\n  <<: *s\n", "a: 1\na: 2\n", "1: a\n0x1: b\n",
                                   "a: &x {p: 1}\nb: {<<: *x, p: 2, p: 3}\n"])
 def test_merges_and_keys_kubectl_refuses(text):
     _refused(text)

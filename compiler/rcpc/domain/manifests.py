@@ -115,7 +115,8 @@ class _Builder:
         written: set[str] = set()
         for k, v in node.value:
             if k.tag == _MERGE_TAG and k.value == "<<":  # isMerge: plain, '!' or !!merge '<<'
-                self.merge(v, items, keys, depth)
+                # an alias is composed as its anchor's node, which starts before this key
+                self.merge(v, items, keys, depth, alias=v.start_mark.index < k.start_mark.index)
                 continue
             key = self.key(k)
             if key is None:
@@ -129,14 +130,17 @@ class _Builder:
             items[key] = self.value(v, depth + 1)
             keys[key] = _span(self.path, k)
 
-    def merge(self, node, items: dict, keys: dict, depth: int) -> None:
+    def merge(self, node, items: dict, keys: dict, depth: int, alias: bool = False) -> None:
         """go-yaml v2 ``decoder.merge``: a mapping (or an alias of one) is set in as
-        :meth:`mapping` sets it; a list of them is set in from its last item to its first (the
-        earlier win); anything else is ``E1103`` ("map merge requires map or sequence of maps
-        as the value"), and so is a mapping that merges itself ("anchor value contains
-        itself")."""
+        :meth:`mapping` sets it; a list of them written there is set in from its last item to
+        its first (the earlier win); anything else, an ``alias`` of a list included, is
+        ``E1103`` ("map merge requires map or sequence of maps as the value"), and so is a
+        mapping that merges itself ("anchor value contains itself")."""
         yaml = self.yaml
-        parts = node.value[::-1] if isinstance(node, yaml.SequenceNode) else [node]
+        if alias and isinstance(node, yaml.SequenceNode):
+            parts = [node]  # go-yaml merges an alias only when its anchor is a mapping
+        else:
+            parts = node.value[::-1] if isinstance(node, yaml.SequenceNode) else [node]
         for part in parts:
             if not isinstance(part, yaml.MappingNode):
                 self.problems.append(Diagnostic("E1103", "'<<' merges a mapping or a list of mappings, not this",
