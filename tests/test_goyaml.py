@@ -265,7 +265,8 @@ def test_merges_as_go_yaml_v2_sets_them(pairs):
     assert _read(text)[0]["m"] == expect
 
 
-@pytest.mark.parametrize("text", ["a: 1\n<<: 5\n", "a: 1\n<<: [{b: 1}, 2]\n", "s: &s [{b: 1}]\nm:\n  <<: *s\n", "a: 1\na: 2\n", "1: a\n0x1: b\n",
+@pytest.mark.parametrize("text", ["a: 1\n<<: 5\n", "a: 1\n<<: [{b: 1}, 2]\n", "s: &s [{b: 1}]\nm:\n  <<: *s\n",
+                                  "a: 1\na: 2\n", "1: a\n0x1: b\n",
                                   "a: &x {p: 1}\nb: {<<: *x, p: 2, p: 3}\n"])
 def test_merges_and_keys_refused(text):
     """A merge of what is not a mapping (or a written list of them) kubectl refuses
@@ -276,7 +277,8 @@ def test_merges_and_keys_refused(text):
 
 
 @pytest.mark.parametrize("text, value", [
-    ("a: ! 123", "123"), ("a: ! true", "true"), ("a: &n ! ~", "~"), ("! 0x10: x", {"0x10": "x"}),  # resolvableTag('!') is false
+    # resolvableTag('!') is false: the text is a string
+    ("a: ! 123", "123"), ("a: ! true", "true"), ("a: &n ! ~", "~"), ("! 0x10: x", {"0x10": "x"}),
     ("a: !!binary aGVsbG8=", "hello"), ("a: !!binary |\n  aGVs\n  bG8=", "hello"),  # decoder.scalar: base64
     ("a: !!timestamp 2001-12-14", "2001-12-14"), ("a: !!timestamp 2001-12-14t21:59:43.10-05:00",
                                                    "2001-12-14t21:59:43.10-05:00"),
@@ -337,7 +339,8 @@ def test_timestamps_as_go_time_parse(year, month, day, hour, minute, second, fra
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 63, 2 ** 63 - 1) | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                      max_leaves=8)
 
 
@@ -357,7 +360,8 @@ def test_a_file_opening_with_a_brace_is_read_as_json(objects, gaps, indent):
     _refused(text.replace('"', "", 2) if '"' in texts[0] else "{a: 1}")
 
 
-@pytest.mark.parametrize("text", ["--- {a: 1}\n", "\ufeff--- {a: 1}\n", "a: 1\n--- |\n  x\n", "a: 1\n----\nb: 2\n", "a: 1\n---x\n",
+@pytest.mark.parametrize("text", ["--- {a: 1}\n", "\ufeff--- {a: 1}\n", "a: 1\n--- |\n  x\n", "a: 1\n----\nb: 2\n",
+                                  "a: 1\n---x\n",
                                   "%YAML 1.1\n---\na: 1\n", "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
                                   "{a: 1}\n", '{"a": 1} # c\n', '{"a": 1,}\n', '{"a": NaN}\n'])
 def test_document_cuts_kubectl_refuses(text):
@@ -376,7 +380,8 @@ def test_document_cuts_kubectl_reads(text):
 _LEAF = (st.text(max_size=12) | st.integers(-2 ** 63, 2 ** 63 - 1) | st.booleans() | st.none()
          | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(["k" * 1030, "0x1F\n", " #a: b", "---"]))
 _TREE = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(st.text(max_size=8) | st.sampled_from(["q" * 1100, "<<", "y"]), inner, max_size=3),
+                     | st.dictionaries(st.text(max_size=8) | st.sampled_from(["q" * 1100, "<<", "y"]), inner,
+                                       max_size=3),
                      max_leaves=12)
 
 
