@@ -19,7 +19,9 @@ change a manifest's meaning:
 * no base-60 numbers (``1:30`` is a string), and a timestamp stays its text (go-yaml v2 keeps
   timestamp-like scalars as strings when decoding into ``interface{}``);
 * quoted and block scalars are strings; a scalar with an explicit tag is resolved as the tag
-  says (``!!float 1`` is 1.0), and a tag the text cannot have is an error.
+  says (``!!float 1`` is 1.0, ``!!binary`` is decoded from base64, :func:`resolve_tagged`),
+  and a tag the text cannot have is an error; a scalar with the non-specific tag ``!`` or a
+  tag of an application is its text (``resolvableTag``).
 
 A mapping key becomes a JSON key: a string as is, an int in decimal, a bool ``true`` or
 ``false``, a float in Go's shortest ``float32`` ``%g`` form (``1e+06``); a null, a big int or
@@ -147,17 +149,76 @@ def resolve(text: str) -> tuple[str, object]:
 
 def resolve_tagged(tag: str, text: str) -> tuple[str, object] | None:
     """(kind, value) of a scalar with the explicit YAML tag ``tag`` (``str``, ``int``,
-    ``float``, ``bool``, ``null`` of ``tag:yaml.org,2002:``); None when go-yaml refuses it
-    ("cannot decode !!str `x` as a !!int"). ``!!str`` (and ``!!binary``, kept as its text) take
-    any text; ``!!float`` takes an int too."""
-    if tag in (STR, "binary"):
+    ``float``, ``bool``, ``null``, ``binary``, ``timestamp`` of ``tag:yaml.org,2002:``); None
+    when go-yaml refuses it (``resolve``'s deferred check: "cannot decode !!str `x` as a
+    !!int"; ``decoder.scalar``: "!!binary value contains invalid base64 data"). ``!!str``
+    takes any text; ``!!binary`` is base64 and reads as the bytes it encodes (Go's
+    ``base64.StdEncoding.DecodeString``, line breaks ignored; bytes that are not UTF-8 become
+    U+FFFD as ``encoding/json`` writes them); ``!!timestamp`` keeps its text when
+    :func:`parse_timestamp` reads it; ``!!float`` takes an int that fits Go's ``int`` (an
+    ``int64``) too, not a ``uint64`` or a big int (the deferred check switches on ``int64`` and
+    ``int`` only)."""
+    if tag == STR:
         return STR, text
+    if tag == "binary":
+        data = _base64(text)
+        return None if data is None else (STR, data.decode("utf-8", errors="replace"))
+    if tag == "timestamp":
+        return (STR, text) if parse_timestamp(text) else None
     kind, value = resolve(text)
     if kind == tag:
         return kind, value
-    if tag == FLOAT and kind == INT:
+    if tag == FLOAT and kind == INT and INT64[0] <= value <= INT64[1]:
         return FLOAT, float(value)
     return None
+
+
+_B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _base64(text: str) -> bytes | None:
+    """Go's ``base64.StdEncoding.DecodeString(text)``: ``\\r`` and ``\\n`` are skipped, then
+    the text is padded standard base64 (any other character, a missing or extra ``=``, is an
+    error: None)."""
+    import base64
+
+    body = text.replace("\r", "").replace("\n", "")
+    if not _B64.fullmatch(body):
+        return None
+    return base64.b64decode(body)
+
+
+# go-yaml v2 resolve.go allowedTimestampFormats, as Go's time.Parse reads each layout: a 4-digit
+# year; a month, day, hour, minute, second of one or two digits; an optional fraction of a
+# second after '.' or ','; 'Z' or a ±hh:mm offset
+_TIMESTAMPS = (
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)[Tt](\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?(?:Z|[-+](\d\d):(\d\d))"),
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?) (\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?"),
+    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)"),
+)
+
+
+def parse_timestamp(s: str) -> bool:
+    """go-yaml v2 ``parseTimestamp``: True when one of ``allowedTimestampFormats``
+    (``2006-1-2T15:4:5.999999999Z07:00``, the same with ``t``, ``2006-1-2 15:4:5.999999999``,
+    ``2006-1-2``) reads ``s`` with Go's ``time.Parse``, whose ranges apply: month 1-12, a day
+    of that month (29 February in leap years), hour < 24, minute and second < 60, a zone offset
+    of at most 24 hours and 60 minutes."""
+    import calendar
+
+    for pattern in _TIMESTAMPS:
+        m = pattern.fullmatch(s)
+        if m is None:
+            continue
+        year, month, day, *rest = (None if g is None else int(g) for g in m.groups())
+        if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:  # year 0 is leap
+            continue
+        if rest and (rest[0] >= 24 or rest[1] >= 60 or rest[2] >= 60):
+            continue
+        if len(rest) > 3 and rest[3] is not None and (rest[3] > 24 or rest[4] > 60):
+            continue
+        return True
+    return False
 
 
 def json_key(kind: str, value) -> str | None:
@@ -176,8 +237,14 @@ def json_key(kind: str, value) -> str | None:
 
 def float32_g(x: float) -> str:
     """Go's ``strconv.FormatFloat(x, 'g', -1, 32)`` with go-yaml's names for the infinities and
-    NaN: the shortest decimal that reads back as the same ``float32``, in ``%e`` form when its
-    exponent is below -4 or at least 6 (``1e+06``, ``1e-05``, ``100000``, ``0.5``)."""
+    NaN: the shortest decimal that reads back as the same ``float32`` (of those, the nearest),
+    in ``%e`` form when its exponent is below -4 or at least 6 (``1e+06``, ``1e-05``,
+    ``100000``, ``0.5``). "Reads back" is lying in the ``float32``'s rounding interval, which
+    is narrower below a power of two (Go's shortest formatting, ``ryuFtoaShortest``, allows
+    for it: 2**-96 is ``1.2621775e-29``, not the correctly rounded ``1.2621774e-29``'s
+    9-digit neighbour)."""
+    from fractions import Fraction
+
     if math.isnan(x):
         return ".nan"
     try:
@@ -188,14 +255,27 @@ def float32_g(x: float) -> str:
         return ".inf" if f > 0 else "-.inf"
     if f == 0:
         return "-0" if math.copysign(1, f) < 0 else "0"
+    sign = "-" if f < 0 else ""
+    bits = struct.unpack("<I", struct.pack("<f", abs(f)))[0]
+    exact = Fraction(abs(f))
+    up = Fraction(struct.unpack("<f", struct.pack("<I", bits + 1))[0]) if bits + 1 < 0x7F800000 else \
+        exact + (exact - Fraction(struct.unpack("<f", struct.pack("<I", bits - 1))[0]))
+    down = Fraction(struct.unpack("<f", struct.pack("<I", bits - 1))[0]) if bits > 1 else Fraction(0)
+    lo, hi, even = (down + exact) / 2, (exact + up) / 2, bits % 2 == 0
+
+    def reads_back(q: Fraction) -> bool:  # rounds to this float32 (ties to the even mantissa)
+        return lo <= q <= hi if even else lo < q < hi
+
     for p in range(1, 10):
-        s = f"{f:.{p - 1}e}"
-        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == f:
+        mantissa, _, exp_text = f"{abs(f):.{p - 1}e}".partition("e")
+        nearest, exp = int(mantissa.replace(".", "")), int(exp_text) - (p - 1)
+        scale = Fraction(10) ** exp
+        fits = [m for m in (nearest - 1, nearest, nearest + 1) if m > 0 and reads_back(m * scale)]
+        if fits:
+            m = min(fits, key=lambda m: (abs(m * scale - exact), m % 2))
             break
-    mantissa, _, exp_text = s.partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    exp = int(exp_text)
+    digits = str(m).rstrip("0")
+    exp = exp + len(str(m)) - 1  # of the first digit
     if exp < -4 or exp >= 6:
         tail = f".{digits[1:]}" if len(digits) > 1 else ""
         return f"{sign}{digits[0]}{tail}e{'-' if exp < 0 else '+'}{abs(exp):02d}"

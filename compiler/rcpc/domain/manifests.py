@@ -7,10 +7,14 @@ The YAML is read as kubectl reads it (sigs.k8s.io/yaml over go-yaml v2,
 :mod:`rcpc.core.goyaml`): nodes are composed with their marks (never found by searching the
 text), plain scalars typed as go-yaml types them (``y`` and ``yes`` are bools, ``0755`` and
 ``0X1F`` ints, ``1e-5`` a float, ``1:30`` and a timestamp strings), mapping keys made JSON
-keys as sigs.k8s.io/yaml makes them (``yes:`` is the key ``true``), ``<<`` merges applied.
-``E1103`` for a file that cannot be read, is not YAML, repeats a key in one mapping (kubectl
-refuses that too), holds a document that is not a mapping, or holds what kubectl cannot turn
-into JSON (a null or too large key, a NaN or infinite number, a value its tag cannot have).
+keys as sigs.k8s.io/yaml makes them (``yes:`` is the key ``true``), ``<<`` merges applied in
+go-yaml v2's order (:meth:`_Builder.mapping`: a key written before ``<<`` is overwritten),
+``! 123`` a string, ``!!binary`` decoded. The file is cut into documents as kubectl cuts it
+(:func:`check_yaml_cuts`), and one that opens with ``{`` is read as JSON
+(:func:`json_start`, :mod:`rcpc.domain.manifest_json`). ``E1103`` for a file that cannot be
+read, is not YAML, repeats a key in one mapping (go-yaml's strict reading refuses it; kubectl
+keeps the last silently), holds a document that is not a mapping, or holds what kubectl cannot
+turn into JSON (a null or too large key, a NaN or infinite number, a value its tag cannot have).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
 
 _PLAIN = "rcpc:plain"  # the tag composition gives a plain, untagged scalar: go-yaml resolves it
 _YAML_TAG = "tag:yaml.org,2002:"
+_MERGE_TAG = _YAML_TAG + "merge"
 
 
 def _loader():
@@ -52,13 +57,15 @@ def _span(path: str, node) -> Span:
 class _Builder:
     """Composed YAML nodes → values with spans (one file)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, text: str = ""):
         import yaml
 
         self.path = path
+        self.text = text
         self.yaml = yaml
-        self.constructor = yaml.constructor.SafeConstructor()
         self.problems: list[Diagnostic] = []
+        self.merging: set[int] = set()  # ids of the mapping nodes being merged (a cycle is refused)
+        self.reported: set[int] = set()  # ids of the key nodes already reported repeated
 
     def value(self, node, depth: int = 1):
         """The value of ``node`` at nesting level ``depth`` (the document is level 1). A
@@ -75,18 +82,8 @@ class _Builder:
                                             span, hint=f"a manifest nests a few dozen levels; at most {MAX_DEPTH}"))
             return Null("null", span)
         if isinstance(node, yaml.MappingNode):
-            self.constructor.flatten_mapping(node)
             items, keys = {}, {}
-            for k, v in node.value:
-                key = self.key(k)
-                if key is None:
-                    continue
-                if key in items:
-                    self.problems.append(Diagnostic("E1103", f"key {key!r} is repeated in one mapping",
-                                                    _span(self.path, k), related=(("first here", keys[key]),),
-                                                    hint="kubectl refuses a repeated key: keep one"))
-                items[key] = self.value(v, depth + 1)
-                keys.setdefault(key, _span(self.path, k))
+            self.mapping(node, items, keys, depth)
             return Dict(items, keys, span)
         if isinstance(node, yaml.SequenceNode):
             return List(tuple(self.value(x, depth + 1) for x in node.value), span)
@@ -103,7 +100,77 @@ class _Builder:
                     "E1103", f"{node.value} is not a number JSON can hold: kubectl cannot send this document", span,
                     hint="Kubernetes fields take finite numbers; quote it if a string is meant"))
             return Float(v, node.value, span)
-        return Str(node.value, span)
+        return Str(v, span)
+
+    def mapping(self, node, items: dict, keys: dict, depth: int) -> None:
+        """Set the pairs of mapping ``node`` into ``items`` (JSON key → value) and ``keys`` (JSON
+        key → span of the key), as go-yaml v2 ``decoder.mapping`` sets them into a Go map: in
+        the order written, each pair overwriting what was set before, and a ``<<`` key merging
+        its value there and then (``decoder.merge``). So a key written *before* ``<<`` is
+        overwritten by the merged mapping's, one written after it overwrites the merged one
+        (PyYAML's and YAML 1.1's rule, that written keys always win, is not go-yaml v2's), and
+        of a list of merged mappings the earlier win (merged last to first). A key written twice
+        in one mapping is ``E1103`` (go-yaml's ``UnmarshalStrict`` refuses it; kubectl's
+        non-strict reading keeps the last silently)."""
+        written: set[str] = set()
+        for k, v in node.value:
+            if k.tag == _MERGE_TAG and k.value == "<<":  # isMerge: plain, '!' or !!merge '<<'
+                # an alias is composed as its anchor's node, which starts before this key
+                self.merge(v, items, keys, depth, alias=v.start_mark.index < k.start_mark.index)
+                continue
+            key = self.key(k)
+            if key is None:
+                continue
+            if key in written and id(k) not in self.reported:
+                self.reported.add(id(k))
+                self.problems.append(Diagnostic("E1103", f"key {key!r} is repeated in one mapping",
+                                                _span(self.path, k), related=(("first here", keys[key]),),
+                                                hint="kubectl keeps only the last one, silently: keep one"))
+            written.add(key)
+            items[key] = self.value(v, depth + 1)
+            keys[key] = _span(self.path, k)
+
+    def merge(self, node, items: dict, keys: dict, depth: int, alias: bool = False) -> None:
+        """go-yaml v2 ``decoder.merge``: a mapping (or an alias of one) is set in as
+        :meth:`mapping` sets it; a list of them written there is set in from its last item to
+        its first (the earlier win); anything else, an ``alias`` of a list included, is
+        ``E1103`` ("map merge requires map or sequence of maps as the value"), and so is a
+        mapping that merges itself ("anchor value contains itself")."""
+        yaml = self.yaml
+        if alias and isinstance(node, yaml.SequenceNode):
+            parts = [node]  # go-yaml merges an alias only when its anchor is a mapping
+        else:
+            parts = node.value[::-1] if isinstance(node, yaml.SequenceNode) else [node]
+        for part in parts:
+            if not isinstance(part, yaml.MappingNode):
+                self.problems.append(Diagnostic("E1103", "'<<' merges a mapping or a list of mappings, not this",
+                                                _span(self.path, part),
+                                                hint="write '<<: *anchor' with an anchor of a mapping"))
+                continue
+            if id(part) in self.merging:
+                self.problems.append(Diagnostic("E1103", "this mapping merges itself ('<<' of its own anchor)",
+                                                _span(self.path, part), hint="merge another mapping's anchor"))
+                continue
+            self.merging.add(id(part))
+            try:
+                self.mapping(part, items, keys, depth)
+            finally:
+                self.merging.discard(id(part))
+
+    def non_specific(self, node) -> bool:
+        """True when plain scalar ``node`` carries the non-specific tag ``!`` (``! 123``):
+        PyYAML resolves it as an untagged plain scalar, go-yaml v2 keeps the tag ``!``, which
+        ``resolve`` does not resolve (``resolvableTag``), so the text is a string. The node's
+        properties (an ``&anchor``, the tag) come before its text."""
+        text, i = self.text, node.start_mark.index
+        while i < len(text) and text[i] in "&!":
+            if text[i] == "!":
+                return True
+            while i < len(text) and text[i] not in " \t\r\n":
+                i += 1
+            while i < len(text) and text[i] in " \t\r\n":
+                i += 1
+        return False
 
     def scalar(self, node) -> tuple[str, object]:
         """(kind, value) of a scalar node as go-yaml reads it (:mod:`rcpc.core.goyaml`): plain
@@ -112,13 +179,14 @@ class _Builder:
         read as its text)."""
         tag = node.tag
         if tag == _PLAIN:
-            return goyaml.resolve(node.value)
+            return (goyaml.STR, node.value) if self.non_specific(node) else goyaml.resolve(node.value)
         short = tag[len(_YAML_TAG):] if tag.startswith(_YAML_TAG) else None
-        if short not in (goyaml.STR, goyaml.INT, goyaml.FLOAT, goyaml.BOOL, goyaml.NULL, "binary"):
-            return goyaml.STR, node.value  # a timestamp, or a tag of an application: its text
+        if short not in (goyaml.STR, goyaml.INT, goyaml.FLOAT, goyaml.BOOL, goyaml.NULL, "binary", "timestamp"):
+            return goyaml.STR, node.value  # !!merge on another text, or a tag of an application: its text
         found = goyaml.resolve_tagged(short, node.value)
         if found is None:
-            self.problems.append(Diagnostic("E1103", f"cannot read {node.value!r} as a !!{short} (kubectl refuses "
+            what = "base64" if short == "binary" else f"a !!{short}"
+            self.problems.append(Diagnostic("E1103", f"cannot read {node.value!r} as {what} (kubectl refuses "
                                             "it too)", _span(self.path, node),
                                             hint=f"drop the !!{short} tag, or write a value that is one"))
             return goyaml.STR, node.value
@@ -162,6 +230,74 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     return Source(shown, text, str(real)), parse_manifests(text, shown)
 
 
+# Go's unicode.IsSpace (bytes.TrimLeftFunc in hasJSONPrefix, strings.TrimSpace in YAMLReader)
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _at(shown: str, text: str, index: int) -> Span:
+    line = text.count("\n", 0, index) + 1
+    col = index - (text.rfind("\n", 0, index) + 1) + 1
+    return Span(shown, line, col, line, col + 1)
+
+
+def json_start(text: str) -> int | None:
+    """Where kubectl's JSON stream starts in ``text`` (past a BOM, which ``FileVisitor``
+    drops), or None when kubectl reads it as YAML: ``NewYAMLOrJSONDecoder`` reads a file as
+    JSON when its first 4,096 bytes open, after white space (Go's ``unicode.IsSpace``), with
+    ``{`` (``GuessJSONStream``/``hasJSONPrefix``); :mod:`rcpc.domain.manifest_json` reads it."""
+    start = 1 if text.startswith("\ufeff") else 0
+    head = text[start:].encode("utf-8")[:4096].decode("utf-8", errors="ignore")
+    return start if head.lstrip(_GO_SPACE).startswith("{") else None
+
+
+def check_yaml_cuts(text: str, shown: str) -> None:
+    """What kubectl refuses in how a YAML file is cut into documents, before any YAML is read
+    (``k8s.io/apimachinery/pkg/util/yaml`` ``YAMLReader.Read``). Raises
+    :class:`CompileError` (``E1103``):
+
+    * the documents are cut at every line that starts with ``---``, and such a line with
+      anything but white space or a comment after the ``---`` is refused (``--- {a: 1}``,
+      ``--- |``, ``----``: "invalid Yaml document separator");
+    * so a ``%YAML`` or ``%TAG`` directive is cut from the ``---`` that must follow it, and
+      go-yaml refuses the directive alone ("did not find expected <document start>")."""
+    import re
+
+    offset = 1 if text.startswith("\ufeff") else 0  # FileVisitor drops the BOM
+    for line in text[offset:].split("\n"):
+        if line.startswith("---"):
+            rest = line[3:].strip(_GO_SPACE)
+            if rest and rest[0] != "#":
+                raise error("E1103", f"kubectl cuts documents at lines starting with '---' and refuses "
+                                  f"{rest[:20]!r} after it", _at(shown, text, offset + 3),
+                            hint="put the document on the lines after a bare '---'")
+        offset += len(line) + 1
+    directive = re.search(r"(?m)^%", text)
+    if directive is not None:
+        import yaml
+
+        try:
+            events = yaml.parse(text, Loader=_loader())
+            found = any(isinstance(e, yaml.DocumentStartEvent) and (e.version or e.tags) for e in events)
+        except yaml.YAMLError:
+            found = False  # the YAML reading reports it
+        if found:
+            raise error("E1103", "kubectl cuts the directive from the '---' after it and cannot read it",
+                        _at(shown, text, directive.start()),
+                        hint="drop the %YAML/%TAG directive (kubectl reads YAML 1.1 without it)")
+
+
+def _objects(values: list, shown: str) -> list[Dict]:
+    """The Kubernetes objects of a JSON stream's ``values``: a null skipped (kubectl skips
+    ``null``), anything else that is not an object ``E1103``."""
+    problems = [Diagnostic("E1103", f"document {i} of {shown} is not a Kubernetes object (a JSON object)", v.span,
+                           hint="each JSON value of the file is one object")
+                for i, v in enumerate(values, 1) if type(v) not in (Dict, Null)]
+    if problems:
+        raise CompileError(problems)
+    return [v for v in values if type(v) is Dict]
+
+
 def parse_manifests(text: str, shown: str) -> list[Dict]:
     """The documents of YAML ``text`` (named ``shown`` in spans) as values, read as kubectl
     reads them (module docstring; empty documents skipped). Raises :class:`CompileError`
@@ -170,8 +306,14 @@ def parse_manifests(text: str, shown: str) -> list[Dict]:
 
     from rcpc.core.files import expanded_size, yaml_node_limit
 
+    start = json_start(text)
+    if start is not None:
+        from rcpc.domain.manifest_json import read_json_stream
+
+        return _objects(read_json_stream(text, start, shown), shown)
+    check_yaml_cuts(text, shown)
     limit = yaml_node_limit(len(text))
-    builder = _Builder(shown)
+    builder = _Builder(shown, text)
     docs = []
     try:
         for i, node in enumerate(yaml.compose_all(text, Loader=_loader()), 1):

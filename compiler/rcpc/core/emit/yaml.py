@@ -155,11 +155,20 @@ def _block(v, indent: int, out: list[str]) -> None:
     _BLOCKS[key] = (v, out[start:])
 
 
+# YAML readers (libyaml, so PyYAML's C loader; go-yaml's scanner) take a simple (implicit) key
+# of at most 1024 characters ("could not find expected ':'"); a longer one is written as an
+# explicit '? key' line, its value on a ': ' line
+_SIMPLE_KEY_MAX = 1000
+
+
 def _mapping(d: Dict, indent: int, out: list[str]) -> None:
     pad = " " * indent
     keys = _KEYS
     for k, v in d.items.items():
         key = keys.get(k) or _key(k)
+        if len(key) > _SIMPLE_KEY_MAX:
+            out.append(f"{pad}? {key}")
+            key = ""
         t = type(v)
         if t is Str:
             s = v.value
