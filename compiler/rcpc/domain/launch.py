@@ -15,6 +15,8 @@ or its ``shell`` form inside one of their strings). Findings:
   and its config then refuses (the schema's type: an enum's other value, a bound, ``none``
   made None by ``_prepare_for_pydantic``);
 * ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored);
+* ``E0350`` — a config one of MaxText's cross-field refusals (types.py's model validators)
+  refuses (:func:`rcpc.domain.crossfield.check_refusals`), once a flag set;
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
   selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
   of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
@@ -45,15 +47,19 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
     ``flag_sets`` are the flag sets its evaluation could have put into containers. ``found``
     keeps each manifest's containers by the value's identity, across calls (variants share
     render values: :mod:`rcpc.core.trace`)."""
+    from rcpc.domain.crossfield import check_refusals
+
     found = {} if found is None else found
     out: list = []
     checked: set = set()
     forms: dict = {}
+    refused: dict = {}  # id(flag set) -> (flag set, the M_ names of containers carrying it)
 
-    def model(fs):
+    def model(fs, env=()):
         if id(fs) not in checked:
             checked.add(id(fs))
             out.extend(check_model_config(fs))
+        refused.setdefault(id(fs), (fs, set()))[1].update(env)
 
     for r in renders:
         if type(r) is FlagFile:
@@ -64,8 +70,9 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
                 kept = found[id(r)] = (r, tuple(containers(r.data)), tuple(slice_pods(r.data)))
             for container in kept[1]:
                 carried = carried_flag_sets(container, flag_sets, forms)
+                env = [name for name, _, _ in env_overrides(container)] if carried else ()
                 for fs in carried:
-                    model(fs)
+                    model(fs, env)
                 if carried:
                     out.extend(check_env(container, carried))
             for pod, slice_, slices, where in kept[2]:
@@ -74,6 +81,9 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
                         if (id(fs), id(pod)) not in checked:
                             checked.add((id(fs), id(pod)))
                             out.extend(_pod_mesh(fs, slice_, slices, where, container))
+    for fs, env in refused.values():  # once a flag set, with every container's M_ variables
+        keys = {k for k in (fs.schema.fields if fs.schema is not None else ()) if ENV_PREFIX + k.upper() in env}
+        out.extend(check_refusals(fs, keys))
     return out
 
 
