@@ -6,6 +6,7 @@ the flags are written (E0350, rcpc/domain/crossfield.py)."""
 from __future__ import annotations
 
 import ast
+import enum
 import math
 import types as pytypes
 from pathlib import Path
@@ -31,6 +32,20 @@ BY_LINE = {n.lineno: n for n in ast.walk(TREE) if isinstance(n, (ast.If, ast.Ass
 FUNCS = [n for n in ast.walk(TREE) if isinstance(n, ast.FunctionDef)]
 
 
+def _enum_classes() -> dict:
+    """types.py's own Enum classes, made from its source (what pydantic gives the validators)."""
+    out: dict = {}
+    for node in TREE.body:
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(b).split(".")[-1] in ("Enum", "IntEnum") for b in node.bases):
+            ns: dict = {"Enum": enum.Enum, "enum": enum}
+            exec(compile(ast.Module([node], []), str(TYPES_PY), "exec"), ns)
+            out[node.name] = ns[node.name]
+    return out
+
+
+ENUMS = _enum_classes()
+
+
 # (a) MaxText's own code is the oracle ---------------------------------------------------------
 def oracle_code(r: dict) -> tuple[str, str]:
     """(source, parameter name): the refusal's ``if`` (or ``assert``) statement of types.py,
@@ -48,12 +63,23 @@ def oracle_code(r: dict) -> tuple[str, str]:
     return "\n".join(lines), fn.args.args[0].arg
 
 
+def as_pydantic(t: dict, v):
+    """The value pydantic gives a validator: an enum's member for an enum's value."""
+    for x in (t["of"] if t["type"] == "union" else [t]):
+        if x["type"] == "enum" and v is not None and v in x["values"]:
+            return ENUMS[x["name"]](v)
+    return v
+
+
 def maxtext_raises(r: dict, values: dict):
     """True / False: MaxText's statement raises ValueError (AssertionError) / does not;
     the exception type when Python fails otherwise deciding it."""
     src, param = oracle_code(r)
+    config = {}
+    for k, v in values.items():  # an enum field holds the enum's member, as pydantic makes it
+        config[k] = as_pydantic(SCHEMA.type_of(k), v)
     try:
-        exec(compile(src, str(TYPES_PY), "exec"), {"ValueError": ValueError}, {param: pytypes.SimpleNamespace(**values)})
+        exec(compile(src, str(TYPES_PY), "exec"), {"ValueError": ValueError}, {param: pytypes.SimpleNamespace(**config)})
     except (ValueError, AssertionError):
         return True
     except Exception as exc:  # noqa: BLE001 - the oracle's other failures are compared too
@@ -170,9 +196,26 @@ def extracted(body: str) -> list[int]:
     ('if self.a > n:\n  raise ValueError("x")', []),                          # a local name
     ('if self.a > 1:\n  raise TypeError("x")', []),
     ('if self.a > 1:\n  log()\n  raise ValueError("x")', []),
+    ('if self.b:\n  f(self)\nif self.a > 1:\n  raise ValueError("x")', [3]),      # decided where b is false
+    ('if g():\n  f(self)\nif self.a > 1:\n  raise ValueError("x")', []),
+    ('def h():\n  self.a = 1\nif self.a > 1:\n  raise ValueError("x")', [3]),     # h never runs
+    ('def h():\n  self.a = 1\nh()\nif self.a > 1:\n  raise ValueError("x")', []),
+    ('if self.rules == [1]:\n  raise ValueError("x")', []),    # pyconfig may make a list a tuple
+    ('if len(self.rules) > 1 or self.rules:\n  raise ValueError("x")', [1]),
+    ('if self.a is 1:\n  raise ValueError("x")', []),
+    ('if self.a is not None:\n  raise ValueError("x")', [1]),
 ])
 def test_extraction_is_conservative(body, lines):
     assert extracted(body) == lines
+
+
+def test_a_branch_that_may_change_anything_guards_what_follows():
+    src = ("class M(BaseModel):\n  @model_validator(mode=\"after\")\n  def v(self):\n"
+           "    if self.b:\n      f(self)\n    if self.a > 1:\n      raise ValueError(\"x\")\n")
+    tree = ast.parse(src)
+    (r,) = extract(tree, _Module(tree), "M", FIELDS)[0]
+    assert r["guards"] == [[4, False]] and r["reads"] == ["a", "b"]
+    assert holds(r["when"], {"a": 2, "b": False}) and not holds(r["when"], {"a": 2, "b": True})
 
 
 # (b) end to end -------------------------------------------------------------------------------

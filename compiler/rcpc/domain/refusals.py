@@ -78,11 +78,14 @@ def extract(tree: ast.Module, mod, root: str, fields: dict) -> tuple[list[dict],
     for cls in reversed(mod.mro(root)):
         for fn in _validators(mod.classes[cls]):
             mode = _mode(fn)
+            ex.local = {}
             if mode == "after":
                 ex.walk(fn.body, [], state, _param(fn), f"{cls}.{fn.name}", 0)
             elif not _noop(fn):
                 state.poisoned = True
-    return ex.out, len(ex.found)
+    found = sum(1 for cls in mod.mro(root) for stmt in mod.classes[cls].body if isinstance(stmt, ast.FunctionDef)
+                for n in ast.walk(stmt) if isinstance(n, ast.Assert) or (isinstance(n, ast.Raise) and _value_error(n)))
+    return ex.out, found
 
 
 def _validators(cls: ast.ClassDef):
@@ -154,7 +157,7 @@ class _Extractor:
                     self.methods[stmt.name] = (cls, stmt)
         self.functions = {}
         self.out: list[dict] = []
-        self.found: set[int] = set()
+        self.local: dict[str, ast.FunctionDef] = {}  # nested functions of the validator walked
         self.field_validated = set()
         for cls in mod.mro(root):
             for node in ast.walk(mod.classes[cls]):
@@ -167,7 +170,6 @@ class _Extractor:
         undecidable, line, truth) of the conditions it runs under."""
         guards = list(guards)
         for stmt in body:
-            self._count(stmt)
             if isinstance(stmt, ast.If):
                 self._if(stmt, guards, state, p, where, depth)
                 try:
@@ -208,7 +210,6 @@ class _Extractor:
         if len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise) and _value_error(stmt.body[0]):
             exc = stmt.body[0].exc
             msg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
-            self._count(stmt.body[0])
             self._refusal(stmt, stmt.test, msg, guards, state, p, where)
         else:
             try:
@@ -217,7 +218,6 @@ class _Extractor:
                 cond = None
             inner = state.copy()
             self.walk(stmt.body, [*guards, (cond, stmt.lineno, True)], inner, p, where, depth)
-        self._mutations_of(stmt.test, p, state, depth)
         if stmt.orelse:
             try:
                 cond = self.expression(stmt.test, p)
@@ -225,28 +225,7 @@ class _Extractor:
                 cond = None
             inner = state.copy()
             self.walk(stmt.orelse, [*guards, (cond, stmt.lineno, False)], inner, p, where, depth)
-        try:
-            cond = self.expression(stmt.test, p)
-        except Undecidable:
-            cond = None
-        for branch, truth in ((stmt.body, True), (stmt.orelse, False)):  # what a branch may change
-            inner = state.copy()
-            for part in branch:
-                self._mutations(part, p, inner, depth)
-            state.assigned |= inner.assigned
-            if inner.poisoned and not state.poisoned:
-                if cond is not None and not (_reads(cond) & state.assigned):
-                    state.unless.append((cond, stmt.lineno, not truth))
-                else:
-                    state.poisoned = True
-
-    def _count(self, stmt) -> None:
-        if isinstance(stmt, ast.Assert) or (isinstance(stmt, ast.Raise) and _value_error(stmt)):
-            self.found.add(stmt.lineno)
-        if isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)):
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Assert) or (isinstance(n, ast.Raise) and _value_error(n)):
-                    self.found.add(n.lineno)
+        self._mutations_of(stmt, p, state, depth)  # what either branch may change, for what follows
 
     def _refusal(self, stmt, test, msg, guards, state, p, where) -> None:
         if state.poisoned or any(g[0] is None for g in guards):
@@ -265,12 +244,16 @@ class _Extractor:
                          "message": self._message(msg, p), "guards": [[g[1], g[2]] for g in guards]})
 
     # expressions -----------------------------------------------------------------------
-    def expression(self, node, p: str) -> dict:
+    def expression(self, node, p: str, ctx: str = "bool") -> dict:
         """The tree of a condition (``Undecidable`` when it reads anything but typed fields
         and constants): ``{"field": k}``, ``{"const": v}`` (``"kind"`` tuple/list/set for a
         literal collection), ``{"not": e}``, ``{"neg": e}``, ``{"and": [e...]}``, ``{"or":
         [e...]}``, ``{"compare": e, "ops": [[op, e]...]}`` (ops ``== != < <= > >= in
-        not in is is not``), ``{"op": "+ - * / // % **", "args": [e, e]}``, ``{"len": e}``."""
+        not in is is not``; ``is`` only with None, True or False), ``{"op": "+ - * / // % **",
+        "args": [e, e]}``, ``{"len": e}``. A list or dict field is read only where its value
+        decides as pydantic's list and pyconfig's tuple alike (``ctx``: a truth value, the
+        argument of ``len``, the right of ``in``); an enum field only when its class is a
+        ``str`` or ``int`` enum of types.py (its members compare as their values)."""
         if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (bool, int, float, str)):
             return {"const": node.value}
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -286,20 +269,43 @@ class _Extractor:
                 raise Undecidable(node.attr)
             if "base" not in f and "default" not in f:
                 raise Undecidable(node.attr)
+            if not self._comparable(f["type"]) or (ctx == "value" and not _immutable(f["type"])):
+                raise Undecidable(node.attr)
             return {"field": node.attr}
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
-            return {"not" if isinstance(node.op, ast.Not) else "neg": self.expression(node.operand, p)}
+            if isinstance(node.op, ast.Not):
+                return {"not": self.expression(node.operand, p, "bool")}
+            return {"neg": self.expression(node.operand, p, "value")}
         if isinstance(node, ast.BoolOp):
-            return {"and" if isinstance(node.op, ast.And) else "or": [self.expression(v, p) for v in node.values]}
+            return {"and" if isinstance(node.op, ast.And) else "or": [self.expression(v, p, ctx) for v in node.values]}
         if isinstance(node, ast.Compare) and all(type(o) in _CMP for o in node.ops):
-            return {"compare": self.expression(node.left, p),
-                    "ops": [[_CMP[type(o)], self.expression(c, p)] for o, c in zip(node.ops, node.comparators)]}
+            ops = []
+            for o, c in zip(node.ops, node.comparators):
+                if isinstance(o, (ast.Is, ast.IsNot)) and not (isinstance(c, ast.Constant) and c.value in (None, True, False)
+                                                                and type(c.value) in (type(None), bool)):
+                    raise Undecidable(ast.unparse(node))
+                ops.append([_CMP[type(o)], self.expression(c, p, "container" if isinstance(o, (ast.In, ast.NotIn)) else "value")])
+            return {"compare": self.expression(node.left, p, "value"), "ops": ops}
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-            return {"op": _BIN[type(node.op)], "args": [self.expression(node.left, p), self.expression(node.right, p)]}
+            return {"op": _BIN[type(node.op)], "args": [self.expression(node.left, p, "value"),
+                                                        self.expression(node.right, p, "value")]}
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
                 and len(node.args) == 1 and not node.keywords):
-            return {"len": self.expression(node.args[0], p)}
+            return {"len": self.expression(node.args[0], p, "container")}
         raise Undecidable(ast.unparse(node))
+
+    def _comparable(self, t: dict) -> bool:
+        """Whether pydantic's value of type ``t`` decides as rcpc's does: an enum must be one
+        of types.py's ``str``/``int`` enums (an imported one's values are unknown)."""
+        if t["type"] == "union":
+            return all(self._comparable(x) for x in t["of"])
+        if t["type"] in ("list", "dict"):
+            return self._comparable(t.get("items") or t.get("values"))
+        if t["type"] == "enum":
+            name = t.get("name")
+            return (t.get("values") is not None and name in self.mod.classes
+                    and any(b.split(".")[-1] in ("str", "int", "StrEnum", "IntEnum") for b in self.mod.bases(name)))
+        return True
 
     def _message(self, msg, p: str) -> list:
         if msg is None:
@@ -325,33 +331,72 @@ class _Extractor:
         self._mutations_of(stmt, p, state, depth)
 
     def _mutations_of(self, node, p: str, state: _State, depth: int, seen: frozenset = frozenset()) -> None:
+        """Record in ``state`` what running ``node`` may change (module docstring). A branch
+        of a decidable ``if`` that may change any field adds an ``unless`` guard (not
+        taking that branch is enough for nothing unknown to have changed)."""
         loops: dict[str, list] = {}  # loop variable -> the literal strings it takes
         for n in ast.walk(node):
             if (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List))
                     and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.iter.elts)):
                 loops[n.target.id] = [e.value for e in n.iter.elts]
-        for n in ast.walk(node):
-            if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                target = n.value if isinstance(n, ast.Subscript) else n
-                while isinstance(target, ast.Subscript):
-                    target = target.value
-                if isinstance(n, ast.Attribute) and _is(n.value, p):
-                    state.assigned.add(n.attr)
-                elif isinstance(target, ast.Attribute) and _is(target.value, p):
-                    state.assigned.add(target.attr)
-                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and _is(target.value.value, p):
-                    state.assigned.add(target.value.attr)
-            elif isinstance(n, ast.Attribute) and _is(n.value, p) and n.attr == "__dict__":
-                state.poisoned = True
-            elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is(n.value, p):
-                state.poisoned = True  # an alias of self
-            elif (isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(n.value, ast.Attribute)
-                  and _is(n.value.value, p)):  # an alias of a field's list or dict
-                f = self.fields.get(n.value.attr)
-                if f is None or not _immutable(f["type"]):
-                    state.assigned.add(n.value.attr)
-            elif isinstance(n, ast.Call):
-                self._call(n, p, state, depth, loops, seen)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in seen:
+            node = ast.Module(body=node.body, type_ignores=[])  # a helper's body, as it runs
+        self._scan(node, p, state, depth, seen, loops)
+
+    def _scan(self, n, p, state, depth, seen, loops, top=False) -> None:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not top:
+            self.local[n.name] = n  # a nested function runs when it is named (called)
+            return
+        if isinstance(n, ast.If):
+            self._scan(n.test, p, state, depth, seen, loops)
+            try:
+                cond = self.expression(n.test, p)
+            except Undecidable:
+                cond = None
+            if cond is not None and _reads(cond) & state.assigned:
+                cond = None
+            for branch, truth in ((n.body, True), (n.orelse, False)):
+                inner = state.copy()
+                inner.poisoned = False
+                for part in branch:
+                    self._scan(part, p, inner, depth, seen, loops)
+                state.assigned |= inner.assigned
+                state.unless.extend(u for u in inner.unless if u not in state.unless)
+                if inner.poisoned:
+                    if cond is not None:
+                        state.unless.append((cond, n.lineno, not truth))
+                    else:
+                        state.poisoned = True
+            return
+        self._effect(n, p, state, depth, seen, loops)
+        if isinstance(n, ast.Name) and n.id in self.local and n.id not in seen and depth < _MAX_DEPTH:
+            self._scan(self.local[n.id], p, state, depth + 1, seen | {n.id}, loops, True)
+        for child in ast.iter_child_nodes(n):
+            self._scan(child, p, state, depth, seen, loops)
+
+    def _effect(self, n, p, state, depth, seen, loops) -> None:
+        """What one node itself may change (its children are scanned apart)."""
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            target = n.value if isinstance(n, ast.Subscript) else n
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(n, ast.Attribute) and _is(n.value, p):
+                state.assigned.add(n.attr)
+            elif isinstance(target, ast.Attribute) and _is(target.value, p):
+                state.assigned.add(target.attr)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and _is(target.value.value, p):
+                state.assigned.add(target.value.attr)
+        elif isinstance(n, ast.Attribute) and _is(n.value, p) and n.attr == "__dict__":
+            state.poisoned = True
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is(n.value, p):
+            state.poisoned = True  # an alias of self
+        elif (isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(n.value, ast.Attribute)
+              and _is(n.value.value, p)):  # an alias of a field's list or dict
+            f = self.fields.get(n.value.attr)
+            if f is None or not _immutable(f["type"]):
+                state.assigned.add(n.value.attr)
+        elif isinstance(n, ast.Call):
+            self._call(n, p, state, depth, loops, seen)
 
     def _call(self, n: ast.Call, p, state, depth, loops, seen) -> None:
         fname = _name(n.func)

@@ -128,8 +128,8 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
         "types": "from types.py" if "types.py" in files else "from base.yml defaults (no types.py)",
     }
     if tree is not None:
-        provenance["refusals"] = (f"{len(refusals)} of the {found} refusals (raise ValueError, assert) of "
-                                  "MaxTextConfig's after-validators decidable from the config values "
+        provenance["refusals"] = (f"{len(refusals)} of the {found} refusals (raise ValueError, assert) in the "
+                                  "methods of MaxTextConfig's classes decidable from the config values "
                                   "(rcpc/domain/refusals.py)")
     return {"provenance": provenance, "fields": dict(sorted(fields.items())),
             "models": {name: models[name] for name in sorted(models)}, "refusals": refusals}
