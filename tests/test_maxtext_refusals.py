@@ -274,3 +274,11 @@ def test_check_reports_it_with_exit_1(sws, cli):
     r = cli("check")
     assert r.code == 1 and "recipes/r.rcp:3:24: error[E0350]" in r.err and "types.py:2020" in r.err
     assert "Traceback" not in r.err
+
+
+def test_a_value_of_the_model_config_is_read(sws):
+    text = 'F = maxtext_flags({\n    "model_name": "qwen3-vl-4b",\n    "scan_layers": True,\n})\n' + FLAGS
+    (d,) = errors_of(sws, text)
+    assert (d.code, str(d.span)) == ("E0350", "recipes/r.rcp:3:20") and "types.py:3277" in d.message
+    assert "'deepstack_visual_indexes_for_vit' is [5, 11, 17] (models/qwen3-vl-4b.yml)" in d.notes
+    assert errors_of(sws, text.replace('"scan_layers": True', '"scan_layers": False')) == []
