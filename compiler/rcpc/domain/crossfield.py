@@ -17,23 +17,24 @@ from __future__ import annotations
 from rcpc.core.diagnostics import Diagnostic
 from rcpc.domain import lax
 from rcpc.domain.emit.flags import value_text
-from rcpc.domain.launch import command_line, model_of
 from rcpc.domain.refusal_eval import Undecided, holds, message
 from rcpc.domain.values import FlagSet
 
 _MISSING = object()
 
 
-def check_refusals(fs: FlagSet, env_keys=frozenset()) -> list[Diagnostic]:
+def check_refusals(fs: FlagSet, cli: dict, model_name: str | None, model: dict | None,
+                   env_keys=frozenset()) -> list[Diagnostic]:
     """``E0350`` for each refusal of ``fs.schema.refusals`` (types.py's model validators)
     whose condition holds on the config the flag set resolves to (module docstring), at the
-    flag (of those the condition reads) set last, the others as related locations.
-    ``env_keys``: keys an ``M_`` variable of a container carrying the set overrides."""
+    flag (of those the condition reads) set last, the others as related locations. ``cli``:
+    the set's top-level config with the entry that set each key
+    (:func:`rcpc.domain.launch.command_line`); ``model_name``, ``model``: the model config
+    ``model_name`` loads (:func:`rcpc.domain.launch.model_of`); ``env_keys``: keys an ``M_``
+    variable of a container carrying the set overrides."""
     schema = fs.schema
     if schema is None or not schema.refusals:
         return []
-    cli = command_line(fs)
-    model_name, model = model_of(fs, cli)
     model = model or {}
     order = {id(e): i for i, e in enumerate(e for layer in fs.layers for e in layer.entries)}
     cache: dict = {}

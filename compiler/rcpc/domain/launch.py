@@ -31,6 +31,7 @@ from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
 from rcpc.domain import lax
+from rcpc.domain.crossfield import check_refusals
 from rcpc.domain.kube import pod_slice
 from rcpc.domain.maxtext import argv, resolved
 from rcpc.domain.mesh import check_mesh, env_value
@@ -47,8 +48,6 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
     ``flag_sets`` are the flag sets its evaluation could have put into containers. ``found``
     keeps each manifest's containers by the value's identity, across calls (variants share
     render values: :mod:`rcpc.core.trace`)."""
-    from rcpc.domain.crossfield import check_refusals
-
     found = {} if found is None else found
     out: list = []
     checked: set = set()
@@ -82,8 +81,11 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
                             checked.add((id(fs), id(pod)))
                             out.extend(_pod_mesh(fs, slice_, slices, where, container))
     for fs, env in refused.values():  # once a flag set, with every container's M_ variables
-        keys = {k for k in (fs.schema.fields if fs.schema is not None else ()) if ENV_PREFIX + k.upper() in env}
-        out.extend(check_refusals(fs, keys))
+        if fs.schema is None or not fs.schema.refusals:
+            continue
+        keys = {k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env}
+        cli = command_line(fs)
+        out.extend(check_refusals(fs, cli, *model_of(fs, cli), keys))
     return out
 
 
