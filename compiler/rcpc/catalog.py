@@ -165,6 +165,8 @@ CATALOG = [
     Example("E0340", "mesh does not fit the TPU slice",
             'F = maxtext_flags({"ici_fsdp_parallelism": 16}, tpu_slice = tpu_slice("tpu7x:4x4x8"))\n',
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}),
+    Example("E0350", "config one of MaxText's cross-field validators refuses",
+            'F = maxtext_flags({"num_moe_token_chunks": 2})\n' + FLAGS, files=BUILTIN),
     Example("E0321", "MaxText sources cannot be read", argv=("schema", "maxtext", "no-maxtext-here")),
     Example("W0312", "OmegaConf's MISSING marker", 'F = maxtext_flags({"steps": "???"})\n' + FLAGS, files=BUILTIN,
             exit=0),

@@ -15,6 +15,8 @@ or its ``shell`` form inside one of their strings). Findings:
   and its config then refuses (the schema's type: an enum's other value, a bound, ``none``
   made None by ``_prepare_for_pydantic``);
 * ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored);
+* ``E0350`` — a config one of MaxText's cross-field refusals (types.py's model validators)
+  refuses (:func:`rcpc.domain.crossfield.check_refusals`), once a flag set;
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
   selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
   of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
@@ -29,6 +31,7 @@ from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
 from rcpc.domain.emit.flags import shell_form, value_text
 from rcpc.domain import lax
+from rcpc.domain.crossfield import check_refusals
 from rcpc.domain.kube import pod_slice
 from rcpc.domain.maxtext import argv, resolved
 from rcpc.domain.mesh import check_mesh, env_value
@@ -50,11 +53,13 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
     out: list = []
     checked: set = set()
     forms = found.setdefault("forms", {})
+    refused: dict = {}  # id(flag set) -> (flag set, the M_ names of containers carrying it)
 
-    def model(fs):
+    def model(fs, env=()):
         if id(fs) not in checked:
             checked.add(id(fs))
             out.extend(_kept(found, "model", (fs,), lambda: check_model_config(fs)))
+        refused.setdefault(id(fs), (fs, set()))[1].update(env)
 
     for r in renders:
         if type(r) is FlagFile:
@@ -63,8 +68,9 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
             cs, pods = _kept(found, "manifest", (r,), lambda: (tuple(containers(r.data)), tuple(slice_pods(r.data))))
             for container in cs:
                 carried = _carried(found, container, flag_sets, forms)
+                env = [name for name, _, _ in env_overrides(container)] if carried else ()
                 for fs in carried:
-                    model(fs)
+                    model(fs, env)
                 if carried:
                     out.extend(_kept(found, "env", (container, *carried), lambda: check_env(container, carried)))
             for pod, slice_, slices, where in pods:
@@ -74,6 +80,12 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
                             checked.add((id(fs), id(pod)))
                             out.extend(_kept(found, "mesh", (fs, pod, container),
                                              lambda: _pod_mesh(fs, slice_, slices, where, container)))
+    for fs, env in refused.values():  # once a flag set, with every container's M_ variables
+        if fs.schema is None or not fs.schema.refusals:
+            continue
+        keys = {k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env}
+        cli = command_line(fs)
+        out.extend(check_refusals(fs, cli, *model_of(fs, cli), keys))
     return out
 
 

@@ -39,12 +39,15 @@ class MaxTextSchema:
     """``fields``: key → {"type": type node, "base": base.yml value (when base.yml has the
     key), "default" / "default_expr": types.py's default, "source": "types.py:LINE"};
     ``models``: model name → {key: value} of ``models/<name>.yml``; ``provenance``: where the
-    schema came from; ``path``: how to name it in messages."""
+    schema came from; ``refusals``: the cross-field refusals of types.py's model validators
+    that rcpc decides (:mod:`rcpc.domain.refusals`); ``path``: how to name it in messages."""
 
     path: str
     fields: dict
     models: dict = record.field(factory=dict)
     provenance: dict = record.field(factory=dict)
+    #: MaxText's decidable cross-field refusals (rcpc/domain/refusals.py), in validator order
+    refusals: list = record.field(factory=list)
     #: key → the value MaxText starts from (base.yml's, else types.py's literal default);
     #: keys with neither are left out. Made once: flag checks read it for every flag set.
     defaults: dict = record.field(init=False, eq=False, repr=False)
@@ -105,7 +108,8 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
             made = _MADE.get(key)
             if made is None:
                 doc = json.loads(raw.decode("utf-8"))
-                made = MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}))
+                made = MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}),
+                                     doc.get("refusals", []))
                 if len(_MADE) < 8:
                     _MADE[key] = made
             return made
@@ -119,4 +123,4 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
 
     read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span
     doc = derive(path.parent, commit="", base_yml=path, read=read)
-    return MaxTextSchema(shown, doc["fields"], doc["models"], doc["provenance"])
+    return MaxTextSchema(shown, doc["fields"], doc["models"], doc["provenance"], doc["refusals"])

@@ -40,6 +40,7 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
+from rcpc.domain.refusals import extract
 
 BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by this module)
 REPOSITORY = "AI-Hypercomputer/maxtext"
@@ -89,9 +90,10 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
     try:
         if os.path.lexists(types_path):  # a FIFO or device is an error, not a missing file
             files["types.py"] = types_path
-            fields = _fields_of(_read(types_path, once), "MaxTextConfig")
+            tree = _read(types_path, once)
+            fields = _fields_of(tree, "MaxTextConfig")
         else:
-            fields = None
+            tree = fields = None
         base = read_yaml(files["base.yml"], "base.yml", read=once)
         models = {}
         for p in sorted((cdir / "models").glob("*.yml")) if (cdir / "models").is_dir() else ():
@@ -107,6 +109,13 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
         if key not in fields:  # a base.yml key types.py lacks: MaxText refuses to start with it
             fields[key] = {"type": _type_of_default(value), "source": "base.yml only"}
         fields[key]["base"] = value
+    refusals: list = []
+    if tree is not None:  # MaxText's cross-field refusals (rcpc/domain/refusals.py)
+        try:
+            refusals, found = extract(tree, _Module(tree), "MaxTextConfig", fields)
+        except _Unsupported as exc:
+            raise error("E0321", f"cannot read {types_path}: {exc}", None,
+                        hint="this MaxText uses a type rcpc does not know yet; please report it") from None
     if commit is None:
         commit = _git_head(root)
     provenance = {
@@ -118,13 +127,17 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
         "regenerate": "rcpc schema maxtext PATH_TO_MAXTEXT -o compiler/rcpc/domain/schemas/maxtext.json",
         "types": "from types.py" if "types.py" in files else "from base.yml defaults (no types.py)",
     }
+    if tree is not None:
+        provenance["refusals"] = (f"{len(refusals)} of the {found} refusals (raise ValueError, assert) in the "
+                                  "methods of MaxTextConfig's classes decidable from the config values "
+                                  "(rcpc/domain/refusals.py)")
     return {"provenance": provenance, "fields": dict(sorted(fields.items())),
-            "models": {name: models[name] for name in sorted(models)}}
+            "models": {name: models[name] for name in sorted(models)}, "refusals": refusals}
 
 
 def dumps(doc: dict) -> str:
-    """The canonical text of a schema document: the provenance, then one field and one model
-    a line (reviewable diffs), keys sorted, UTF-8, LF, one final newline."""
+    """The canonical text of a schema document: the provenance, then one field, one model and
+    one refusal a line (reviewable diffs), keys sorted, UTF-8, LF, one final newline."""
     def one(v) -> str:
         return json.dumps(v, ensure_ascii=False, sort_keys=True, allow_nan=False)
 
@@ -134,7 +147,12 @@ def dumps(doc: dict) -> str:
         lines.append(f' "{section}": {{')
         for i, (k, v) in enumerate(items):
             lines.append(f"  {one(k)}: {one(v)}" + ("," if i + 1 < len(items) else ""))
-        lines.append(" }" + ("," if section == "fields" else ""))
+        lines.append(" },")
+    refusals = doc.get("refusals", [])
+    lines.append(' "refusals": [')
+    for i, r in enumerate(refusals):
+        lines.append(f"  {one(r)}" + ("," if i + 1 < len(refusals) else ""))
+    lines.append(" ]")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
