@@ -262,7 +262,7 @@ def test_values_are_read_as_pydantic_reads_them(sws):
 def test_a_field_an_env_variable_overrides_is_not_decided(sws):
     text = ('F = maxtext_flags({"num_moe_token_chunks": 2})\n'
             'jobset(name = "js", spec = {"template": {"spec": {"containers": [{\n'
-            '    "name": "main",\n    "args": F.argv,\n'
+            '    "name": "main",\n    "image": "i",\n    "args": F.argv,\n'
             '    "env": [{"name": "M_USE_RING_OF_EXPERTS", "value": "true"}],\n}]}}})\n')
     assert [d.code for d in errors_of(sws, text)] == []
 

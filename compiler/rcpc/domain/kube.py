@@ -417,7 +417,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
             q = _get(res, key)
             v = q.items.get(TPU_RESOURCE) if q else None
             if v is not None:
-                q = kube_pod.quantity(v)
+                q = kube_container.quantity(v)
                 if q is not None and q.denominator != 1:
                     return  # a fraction of a chip is E1014's; a sum of whole chips would mislead
                 n = _quantity_int(v)
