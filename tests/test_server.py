@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import output_tree
+from conftest import area_leftovers, output_tree
 from rcpc.servercmd import wait_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the build server is Linux-only")
@@ -82,6 +82,17 @@ class Server:
 
     def served(self) -> int:
         return self.status()[1]
+
+    def settled(self, timeout: float = 60) -> None:
+        """Wait until no request's child runs any more (a child answers its client before its
+        deferred work, :mod:`rcpc.core.deferred`; the server stores what it handed over once
+        it has ended). The bound is for a hang."""
+        import time
+
+        end = time.monotonic() + timeout
+        while "0 running" not in self.rcpc("server", "status").stdout.decode():
+            assert time.monotonic() < end, "a request's child never ended"
+            time.sleep(0.01)
 
     def stop(self) -> None:
         pid, _ = self.status()
@@ -336,6 +347,56 @@ class Waiting:
         return self.proc.returncode, out.decode(), err.decode()
 
 
+def _cache_files(server: Server, kind: str) -> set:
+    return {p for p in (server.cache / "rcpc" / kind).rglob("*") if p.is_file()}
+
+
+def test_the_client_has_its_answer_before_the_deferred_work(server, tmp_path):
+    """A request's child answers its client as soon as the command has ended and let go of
+    the client's streams: the client has its exit status and its whole output (its stdout
+    reaches end of file) while the child still holds its deferred work (test hook
+    ``deferred``): the build cache entry, the validation cache entries and the removal of
+    the generation it replaced. Then that work is done, and what was built is what an
+    in-process build makes. Without the early answer the client would wait for a child that
+    waits for the test: ``communicate`` would hang (bounded)."""
+    ws = workspace(tmp_path / "ws")
+    assert server.rcpc("build", RL, cwd=ws).returncode == 0  # a generation to replace
+    server.settled()
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    text = recipe.read_text()
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 7.25,', text))
+    builds, schemas = _cache_files(server, "builds"), _cache_files(server, "schema")
+    report_r, report_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env = {**server.env, "RCPC_TEST_STOP": "deferred", "RCPC_TEST_STOP_FD": str(report_w),
+           "RCPC_TEST_GO_FD": str(go_r)}
+    proc = subprocess.Popen([RCPC, "build", RL], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            pass_fds=(report_w, go_r))
+    os.close(report_w)
+    os.close(go_r)
+    try:
+        out, err = proc.communicate(timeout=300)
+        with os.fdopen(report_r) as reports:
+            point, pid = reports.readline().split()
+            assert point == "deferred"
+            assert proc.returncode == 0, err.decode()
+            assert b"of 4 variant directories written" in err
+            assert not _gone(int(pid), 0)  # still held at the hook
+            assert _cache_files(server, "builds") == builds and _cache_files(server, "schema") == schemas
+            assert area_leftovers(ws / "rcpc-out")  # the replaced generation is still there
+    finally:
+        os.close(go_w)
+    assert _gone(int(pid))
+    server.settled()
+    assert len(_cache_files(server, "builds")) > len(builds) and len(_cache_files(server, "schema")) > len(schemas)
+    assert area_leftovers(ws / "rcpc-out") == []
+    served = output_tree(ws / "rcpc-out")
+    local = workspace(tmp_path / "local")
+    (local / "recipes" / f"{RL}.rcp").write_text(recipe.read_text())
+    assert server.rcpc("build", RL, cwd=local, served=False).returncode == 0
+    assert output_tree(local / "rcpc-out") == served
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_is_forwarded_to_the_child(server, tmp_path, sig):
     ws = workspace(tmp_path / "ws")
@@ -430,7 +491,7 @@ def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
             assert not TRACEBACK.search(r.stderr.decode()), r.stderr.decode()
             seen.append(outcome(r, ws))
         runs.append(seen)
-        server.served()  # the server answers once it has stored what the last child handed over
+        server.settled()  # the server has stored what the last child handed over
         ast = server.cache / "rcpc" / "ast"
         caches.append({p.relative_to(ast).as_posix(): p.read_bytes() if p.parent.name == "last" else None
                        for p in ast.rglob("*") if p.is_file()})

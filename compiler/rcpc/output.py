@@ -67,6 +67,7 @@ import stat
 import time
 from pathlib import Path
 
+from rcpc.core import deferred
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_limited
@@ -129,7 +130,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             try:  # the swap and the clean-up run to the end
                 _swap(out, gen, links)
                 staged = []
-                _clean(out, links, old_gen, old, new)
+                _under_lock(lock, lambda: _clean(out, links, old_gen, old, new))
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
@@ -587,6 +588,23 @@ def _swap(out: Path, gen: Path, links: set) -> None:
         for name in made:
             os.unlink(out / name)
         raise
+
+
+def _under_lock(lock, work) -> None:
+    """Run ``work`` (no arguments) under the build lock held on file ``lock``: now, or after
+    the client's answer (:mod:`rcpc.core.deferred`), the lock held until then through a
+    duplicate of its descriptor (flock(2) locks belong to the open file, not the descriptor)."""
+    if not deferred.holding():
+        work()
+        return
+    held = os.dup(lock.fileno())
+
+    def later() -> None:
+        try:
+            work()
+        finally:
+            os.close(held)
+    deferred.defer(later)
 
 
 def _clean(out: Path, links: set, old_gen: Path | None, old: dict, new: dict) -> None:

@@ -102,11 +102,14 @@ def main(argv: list[str]) -> None:
 
 class _Request:
     """A running request: its child ``pid`` and ``pidfd``, the client connection ``conn``
-    (None once the client went away), and the read end ``note`` of the pipe on which the
-    child says what it learnt (:func:`rcpc.serverchild.report`)."""
+    (None once the client has its answer or went away), and the read end ``note`` of the pipe
+    on which the child gives its exit status as soon as the command has ended
+    (:func:`rcpc.serverchild.answer`), then says what it learnt
+    (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far."""
 
     def __init__(self, pid: int, pidfd: int, conn, what: str, note: int):
         self.pid, self.pidfd, self.conn, self.what, self.note = pid, pidfd, conn, what, note
+        self.heard = b""
 
 
 class Server:
@@ -143,6 +146,7 @@ class Server:
         self.socket_id = (st.st_dev, st.st_ino)
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.requests: dict[int, _Request] = {}     # pidfd -> request
+        self.notes: dict[int, _Request] = {}        # note pipe fd -> request, until its answer
         self.conns: dict[int, _Request] = {}        # connection fd -> request
         self.waiting: list = []                     # "stop" connections, closed when the server exits
         self.closing: str | None = None
@@ -189,6 +193,8 @@ class Server:
                     self._signalled()
                 elif fd in self.requests:
                     self._reap(self.requests[fd])
+                elif fd in self.notes:
+                    self._noted(self.notes[fd])
                 elif fd in self.conns:
                     self._client_event(self.conns[fd])
                 elif self.listener is not None and fd == self.listener.fileno():
@@ -336,6 +342,9 @@ class Server:
         self.poll.register(request.pidfd, select.POLLIN)
         self.conns[conn.fileno()] = request
         self.poll.register(conn.fileno(), select.POLLIN)
+        os.set_blocking(note_r, False)
+        self.notes[note_r] = request
+        self.poll.register(note_r, select.POLLIN)
         try:  # the client knows the child before the child may do anything it would see
             conn.sendall(client.frame(("pid", pid)))
             os.write(go_w, b"g")
@@ -373,23 +382,57 @@ class Server:
         request.conn.close()
         request.conn = None
 
-    def _reap(self, request: _Request) -> None:
-        """The child has ended: its exit status (a signal death as 128 + signal) to its client."""
-        _, status = os.waitpid(request.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            code = 128 - code
-        self.log(f"pid {request.pid} (rcpc {request.what}) exited {code}")
+    def _noted(self, request: _Request) -> None:
+        """The child's note pipe is readable: when its first message, the command's exit
+        status, is in, the client has its answer (the child may still be finishing deferred
+        work, :mod:`rcpc.core.deferred`); at end of file (the child died before it
+        answered) the answer waits for :meth:`_reap`."""
+        try:
+            chunk = os.read(request.note, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        request.heard += chunk
+        try:
+            frames, _ = _frames(request.heard)
+        except (ValueError, EOFError, TypeError):
+            frames = None
+        first = frames[0] if frames else None
+        if type(first) is tuple and len(first) == 2 and first[0] == "exit" and type(first[1]) is int:
+            self.log(f"pid {request.pid} (rcpc {request.what}) answered {first[1]}")
+            self._answer(request, first[1])
+        elif chunk and frames == [] and len(request.heard) <= MAX_NOTE:
+            return  # the rest of the message is on its way
+        self._stop_hearing(request)
+
+    def _stop_hearing(self, request: _Request) -> None:
+        if self.notes.pop(request.note, None) is not None:
+            self.poll.unregister(request.note)
+
+    def _answer(self, request: _Request, code: int) -> None:
+        """Send the client its exit status ``code``, if it is still there and has none yet."""
         if request.conn is not None:
             try:
                 request.conn.sendall(client.frame(("exit", code)))
             except OSError:
                 pass
             self._drop_conn(request)
+
+    def _reap(self, request: _Request) -> None:
+        """The child has ended: its exit status (a signal death as 128 + signal) to its
+        client, unless it answered before."""
+        _, status = os.waitpid(request.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0:
+            code = 128 - code
+        self.log(f"pid {request.pid} (rcpc {request.what}) exited {code}")
+        self._stop_hearing(request)
+        self._answer(request, code)
         self.poll.unregister(request.pidfd)
         os.close(request.pidfd)
         del self.requests[request.pidfd]
-        learnt = learn(request.note)
+        learnt = learn(request.note, request.heard)
         if learnt:
             self.log(f"kept {learnt} AST cache entries in memory")
         self.last = time.monotonic()
@@ -438,34 +481,49 @@ class Server:
         finally:
             os._exit(code)
 
-def learn(note: int) -> int:
-    """Keep what an ended child reported on ``note`` (closed here;
-    :func:`rcpc.serverchild.report`): the texts whose parses it handed over, parsed and
+def learn(note: int, heard: bytes = b"") -> int:
+    """Keep what an ended child reported on ``note`` (closed here; ``heard``: what was read
+    from it before, :meth:`Server._noted`; :func:`rcpc.serverchild.report`, after its exit
+    status, :func:`rcpc.serverchild.answer`): the texts whose parses it handed over, parsed and
     stored here (:func:`rcpc.core.astcache.keep_parsed`), and the AST cache entries it used,
     read again under the cache's checks (:func:`rcpc.core.astcache.remember`), so later
     children inherit them in memory. A report that is missing, cut or malformed is ignored
     (the child then stored its parses itself). The number of entries reported."""
     try:
         os.set_blocking(note, False)
-        data = b""
-        while len(data) <= MAX_NOTE:
+        data = heard
+        while len(data) <= 2 * MAX_NOTE:
             chunk = os.read(note, 65536)
             if not chunk:
                 break
             data += chunk
-        if 4 <= len(data) <= MAX_NOTE and int.from_bytes(data[:4], "big") == len(data) - 4:
+        frames, rest = _frames(data)
+        report = frames[-1] if frames and not rest else None
+        if type(report) is dict and type(report.get("parsed")) is list and type(report.get("ast")) is list:
             from rcpc.core import astcache
 
-            report = marshal.loads(data[4:])
-            if type(report) is dict and type(report.get("parsed")) is list and type(report.get("ast")) is list:
-                astcache.keep_parsed(report["parsed"])
-                astcache.remember(report["ast"])
-                return len(report["ast"])
+            astcache.keep_parsed(report["parsed"])
+            astcache.remember(report["ast"])
+            return len(report["ast"])
     except Exception:  # whatever a report holds, the server goes on
         pass
     finally:
         _close(note)
     return 0
+
+
+def _frames(data: bytes) -> tuple[list, bytes]:
+    """The whole messages at the start of ``data`` (each a 4-byte big-endian length and a
+    :mod:`marshal` payload, :func:`rcpc.serverchild.note_frame`) and what follows them;
+    ValueError or EOFError for a payload marshal cannot read."""
+    frames = []
+    while len(data) >= 4:
+        size = int.from_bytes(data[:4], "big")
+        if size > MAX_NOTE or len(data) < 4 + size:
+            break
+        frames.append(marshal.loads(data[4:4 + size]))
+        data = data[4 + size:]
+    return frames, data
 
 
 def _close(fd: int) -> None:

@@ -2,7 +2,10 @@
 becomes the client's process (environment, working directory, umask, CPU affinity, file
 descriptors, standard streams as Python makes them at start-up), runs the command as
 :func:`rcpc.__main__.run` does in-process, and ends as the interpreter would (threads
-joined, ``atexit`` handlers run, standard streams flushed), with the same exit status.
+joined, ``atexit`` handlers run, standard streams flushed), with the same exit status. The
+client has that status as soon as the streams are flushed and let go (:func:`answer`); the
+work the command deferred (:mod:`rcpc.core.deferred`: cache writes, removing an old output
+generation) and tearing down the process come after.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ def run(fds: list[int], message: tuple, note: int) -> int:
 
     moved = fcntl.fcntl(note, fcntl.F_DUPFD_CLOEXEC, max(note, *fds, *targets) + 1)  # out of _install's way
     os.close(note)
-    from rcpc.core import astcache
+    from rcpc.core import astcache, deferred
 
     astcache.hand_over()  # the server stores this command's new parses, after it (report)
+    deferred.hold()  # run after the client has its answer
     _install(fds, targets)
     _streams()
     os.environb.clear()
@@ -67,14 +71,41 @@ def run(fds: list[int], message: tuple, note: int) -> int:
         sys.excepthook(*sys.exc_info())
         code = 1
     code = shutdown(code)
+    answer(moved, code)
+    from rcpc import testhook
+
+    testhook.point("deferred")
+    deferred.run()
     report(moved)
     return code
 
 
+def note_frame(message) -> bytes:
+    """One message on the note pipe: a 4-byte big-endian length, then its :mod:`marshal`."""
+    data = marshal.dumps(message)
+    return len(data).to_bytes(4, "big") + data
+
+
+def answer(note: int, code: int) -> None:
+    """Let go of the client's standard streams (descriptors 0, 1 and 2 then read and write
+    ``/dev/null``: a reader of the client's output sees its end) and give the server exit
+    status ``code`` for the client, on ``note`` (:meth:`rcpc.server.Server._noted`)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+    except OSError:  # the client's streams stay open; it is answered all the same
+        pass
+    try:
+        os.write(note, note_frame(("exit", code)))
+    except OSError:  # the server reads the status at the end instead
+        pass
+
+
 def report(note: int) -> None:
     """Tell the server what this process learnt that later requests can use, on ``note``
-    (closed): a 4-byte big-endian length, then a :mod:`marshal` of ``{"parsed": texts,
-    "ast": entries}``: the texts whose parses it handed over instead of storing them
+    (closed): a message (:func:`note_frame`) ``{"parsed": texts, "ast": entries}``: the texts whose parses it handed over instead of storing them
     (:func:`rcpc.core.astcache.handed`; the server parses and stores them) and the AST cache
     entries it used (:func:`rcpc.core.astcache.used`). Written without blocking: a report
     that does not fit in the pipe is cut, the server ignores it, and the parses handed over
@@ -83,8 +114,7 @@ def report(note: int) -> None:
 
     sent = False
     try:
-        data = marshal.dumps({"parsed": astcache.handed(), "ast": astcache.used()})
-        data = len(data).to_bytes(4, "big") + data
+        data = note_frame({"parsed": astcache.handed(), "ast": astcache.used()})
         os.set_blocking(note, False)
         sent = os.write(note, data) == len(data)
     except Exception:

@@ -34,6 +34,7 @@ import json
 import os
 import sys
 
+from rcpc.core import deferred
 from rcpc.core.files import read_limited
 from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
 
@@ -41,6 +42,7 @@ MAGIC = b"rcpc-schema 1\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
 _KEY_BASE: list[str] = []  # computed once a process
+_HELD: dict[str, dict] = {}  # key -> result whose write is held back (rcpc.core.deferred)
 
 
 def _key_base() -> str:
@@ -119,6 +121,8 @@ def lookup(k: str | None) -> dict | None:
     directory = _directory()
     if directory is None or k is None:
         return None
+    if k in _HELD:
+        return _HELD[k]
     try:
         data = read_limited(_path(directory, k), MAX_ENTRY)
         if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
@@ -138,13 +142,24 @@ def lookup(k: str | None) -> dict | None:
 
 
 def store(k: str | None, result: dict) -> None:
-    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``."""
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k`` (written now, or
+    after the client's answer, :mod:`rcpc.core.deferred`)."""
     directory = _directory()
     if directory is None or k is None:
         return
     try:
         payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
-        os.makedirs(os.path.dirname(_path(directory, k)), exist_ok=True)
-        write_atomic(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
-    except (OSError, ValueError, TypeError, RecursionError):
+    except (ValueError, TypeError, RecursionError):
+        return
+    if deferred.holding():  # read back from memory until it is written
+        _HELD[k] = json.loads(payload)
+    deferred.defer(lambda: _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
+                                  + payload))
+
+
+def _write(path: str, data: bytes) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, data)
+    except OSError:
         pass
