@@ -397,6 +397,53 @@ def test_the_client_has_its_answer_before_the_deferred_work(server, tmp_path):
     assert output_tree(local / "rcpc-out") == served
 
 
+def _spare(server: Server, timeout: float = 60) -> int:
+    """The pid of the server's spare child (forked while it is idle, for the next request),
+    once there is one; the bound is for a hang."""
+    import time
+
+    pid, _ = server.status()
+    end = time.monotonic() + timeout
+    while True:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if len(children) == 1:
+            return int(children[0])
+        assert time.monotonic() < end, f"no spare child: {children}"
+        time.sleep(0.01)
+
+
+def test_a_request_is_served_by_the_child_forked_before_it(server, tmp_path):
+    """While idle, the server has forked the child for the next request: the request's
+    child is that process, and another is forked for the next once it has ended."""
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    w = Waiting(server, ws, ("render", RL))
+    assert w.child == spare
+    code, out, err = w.end()
+    assert code == 0, err
+    assert out == server.rcpc("render", RL, cwd=ws, served=False).stdout.decode()
+    assert _gone(spare)
+    assert _spare(server) != spare
+
+
+def test_a_spare_child_killed_is_replaced_and_requests_go_on(server, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    os.kill(spare, signal.SIGKILL)
+    before = server.served()
+    r = server.rcpc("render", RL, cwd=ws)
+    assert r.returncode == 0 and not TRACEBACK.search(r.stderr.decode()), r.stderr.decode()
+    assert r.stdout == server.rcpc("render", RL, cwd=ws, served=False).stdout
+    assert server.served() == before + 1
+    assert _spare(server) != spare
+
+
+def test_stopping_the_server_ends_its_spare_child(server):
+    spare = _spare(server)
+    server.rcpc("server", "stop")
+    assert _gone(spare)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_is_forwarded_to_the_child(server, tmp_path, sig):
     ws = workspace(tmp_path / "ws")
@@ -502,8 +549,8 @@ def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
 
 
 def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
-    """The request's pipes are closed when fork (or a pipe) fails; the request fails alone
-    (the accept loop answers it "refused")."""
+    """The child's socket pair and pipe are closed when fork (or the pipe, or the socket
+    pair) fails; the request fails alone (the accept loop answers it "refused")."""
     import socket
 
     from rcpc import client, server as srv
@@ -520,17 +567,12 @@ def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
     gc.set_threshold(*threshold)
     try:
         before = sorted(os.listdir("/proc/self/fd"))
-        for failing in ("fork", "pipe"):
-            calls = []
+        for failing in ("fork", "pipe", "socketpair"):  # the socket pair is made first, then the pipe
+            def fail(*args):
+                raise OSError(11, "Resource temporarily unavailable")
 
-            def fail(*args, real=getattr(os, failing), calls=calls):
-                calls.append(1)
-                if failing == "fork" or len(calls) == 2:  # the second pipe: one made already
-                    raise OSError(11, "Resource temporarily unavailable")
-                return real(*args)
-
-            monkeypatch.setattr(os, failing, fail)
             a, b = socket.socketpair()
+            monkeypatch.setattr(socket if failing == "socketpair" else os, failing, fail)
             message = (client.PROTOCOL, "run", client.identity(), client.interpreter(), "rcpc", ["build"],
                        os.getcwdb(), dict(os.environb), 0o022, [], [0, 1, 2])
             fds = [os.dup(0), os.dup(1), os.dup(2)]

@@ -7,6 +7,13 @@ modules, what every command finds the same way (:func:`_prepare`), and parses fo
 their exact text: each child reports the AST cache entries it used, which the server reads
 again under the cache's checks and keeps, :func:`learn`).
 
+The child for the next request is forked while the server is idle (a *spare*, as a
+pre-forking server keeps one): a request hands it its message and descriptors over a socket
+pair, so fork's cost (a few milliseconds for the warm process) is not on its path; a request
+that finds none (another still runs) forks its own. The child answers its client as soon as
+the command has ended (:func:`rcpc.serverchild.answer`) and does the command's deferred work
+after (:mod:`rcpc.core.deferred`).
+
 ``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
 (a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
 which runs :func:`main`, and returns once it listens; ``rcpc server stop`` asks it to stop
@@ -112,6 +119,37 @@ class _Request:
         self.heard = b""
 
 
+class _Spare:
+    """A forked child waiting for a request: its ``pid`` and ``pidfd``, the server's end
+    ``chan`` of the socket pair on which it receives the request and then its go, and the
+    read end ``note`` of its note pipe (:class:`_Request`)."""
+
+    def __init__(self, pid: int, pidfd: int, chan, note: int):
+        self.pid, self.pidfd, self.chan, self.note = pid, pidfd, chan, note
+
+    def give(self, message, fds: list[int]) -> None:
+        """Send the request ``message`` (:mod:`marshal`, after its 4-byte length) with the
+        descriptors ``fds`` (``SCM_RIGHTS``). Raises OSError (the child is gone)."""
+        data = client.frame(message)
+        sent = self.chan.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
+        self.chan.sendall(data[sent:])
+
+    def end(self) -> None:
+        """Close the server's ends (a child still waiting reads end of file and exits),
+        terminate the child and reap it."""
+        self.chan.close()
+        _close(self.note)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        _close(self.pidfd)
+
+
 class Server:
     """The listening server of ``where`` (:func:`rcpc.client.paths`): holds the lock,
     imports what commands need, records what it loaded, listens. Raises ServerError."""
@@ -147,6 +185,7 @@ class Server:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.requests: dict[int, _Request] = {}     # pidfd -> request
         self.notes: dict[int, _Request] = {}        # note pipe fd -> request, until its answer
+        self.spare: _Spare | None = None            # the child forked for the next request
         self.conns: dict[int, _Request] = {}        # connection fd -> request
         self.waiting: list = []                     # "stop" connections, closed when the server exits
         self.closing: str | None = None
@@ -182,6 +221,8 @@ class Server:
         self.poll.register(self.listener.fileno(), select.POLLIN)
         self.poll.register(self.wake_r, select.POLLIN)
         while not (self.closing and not self.requests):
+            if self.spare is None and not self.requests and not self.closing:
+                self._fork_spare()
             timeout = None
             if not self.closing and not self.requests:
                 timeout = max(0.0, self.last + self.idle_timeout - time.monotonic()) * 1000
@@ -195,10 +236,15 @@ class Server:
                     self._reap(self.requests[fd])
                 elif fd in self.notes:
                     self._noted(self.notes[fd])
+                elif self.spare is not None and fd == self.spare.pidfd:
+                    self._spare_ended()
                 elif fd in self.conns:
                     self._client_event(self.conns[fd])
                 elif self.listener is not None and fd == self.listener.fileno():
                     self._accept()
+        if self.spare is not None:
+            self.spare.end()
+            self.spare = None
         for conn in self.waiting:
             conn.close()
         self.log("exiting")
@@ -305,12 +351,71 @@ class Server:
                 and type(env) is dict and type(umask) is int and type(targets) is list
                 and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
             raise ValueError("malformed run request")
-        pipes: list[int] = []
+        spare = self._take_spare(conn, message, fds)
+        for fd in fds:
+            _close(fd)
+        fds.clear()
+        self.served += 1
+        what = argv[0] if argv else ""
+        self.log(f"request {self.served}: pid {spare.pid}: rcpc {what}")
+        request = _Request(spare.pid, spare.pidfd, conn, what, spare.note)
+        self.requests[request.pidfd] = request
+        self.poll.register(request.pidfd, select.POLLIN)
+        self.conns[conn.fileno()] = request
+        self.poll.register(conn.fileno(), select.POLLIN)
+        self.notes[spare.note] = request
+        self.poll.register(spare.note, select.POLLIN)
+        try:  # the client knows the child before the child may do anything it would see
+            conn.sendall(client.frame(("pid", spare.pid)))
+            spare.chan.sendall(b"g")
+        except OSError:
+            self._client_gone(request)
+        finally:
+            spare.chan.close()
+
+    def _take_spare(self, conn, message, fds: list[int]) -> "_Spare":
+        """A child holding the request ``message`` of ``conn`` and descriptors ``fds``
+        (still the caller's), waiting for its go: the spare forked beforehand (:meth:`_fork_spare`),
+        else, or when it cannot take the request (it died), one forked now. Raises OSError
+        (no pipe, no fork: nothing leaks)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self.poll.unregister(spare.pidfd)
+            try:
+                spare.give(message, fds)
+                return spare
+            except OSError:
+                self.log(f"the spare child {spare.pid} could not take a request: forking another")
+                spare.end()
+        spare = self._fork(conn, fds)
         try:
-            go_r, go_w = os.pipe()
-            pipes += (go_r, go_w)
+            spare.give(message, fds)
+        except BaseException:
+            spare.end()
+            raise
+        return spare
+
+    def _fork_spare(self) -> None:
+        """Fork the child for the next request now, while nothing runs (fork's cost, a few
+        milliseconds for a warm server, is then off the request's path); it inherits what
+        the server has learnt so far. A failure is logged: requests then fork their own."""
+        try:
+            self.spare = self._fork()
+        except OSError as exc:
+            self.log(f"cannot fork a spare child: {exc}")
+            return
+        self.poll.register(self.spare.pidfd, select.POLLIN)
+
+    def _fork(self, conn=None, fds=()) -> "_Spare":
+        """Fork a child that waits for a request (:meth:`_child`); ``conn`` and ``fds``: a
+        request's connection and descriptors in hand, which the child closes. Raises OSError
+        (no socket pair, pipe or fork; nothing leaks)."""
+        made: list = []
+        try:
+            chan, child_chan = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            made += (chan, child_chan)
             note_r, note_w = os.pipe()
-            pipes += (note_r, note_w)
+            made += (note_r, note_w)
             try:  # room for a report of a few files' texts (Linux's default pipe holds 64 KiB)
                 fcntl.fcntl(note_w, fcntl.F_SETPIPE_SZ, MAX_NOTE)
             except OSError:
@@ -320,38 +425,26 @@ class Server:
             try:
                 pid = os.fork()
                 if pid == 0:
-                    os.close(go_w)
+                    _close(chan.detach())
                     os.close(note_r)
-                    self._child(conn, fds, message, go_r, note_w)
+                    self._child(child_chan, note_w, [conn] if conn is not None else [], fds)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-        except BaseException:  # no pipe, no fork: the request fails (the caller answers), nothing leaks
-            for fd in pipes:
-                _close(fd)
+        except BaseException:
+            for x in made:
+                x.close() if isinstance(x, socket.socket) else _close(x)
             raise
-        os.close(go_r)
+        child_chan.close()
         os.close(note_w)
-        for fd in fds:
-            _close(fd)
-        fds.clear()
-        self.served += 1
-        what = argv[0] if argv else ""
-        self.log(f"request {self.served}: pid {pid}: rcpc {what}")
-        request = _Request(pid, os.pidfd_open(pid), conn, what, note_r)  # the child is not reaped yet: cannot fail
-        self.requests[request.pidfd] = request
-        self.poll.register(request.pidfd, select.POLLIN)
-        self.conns[conn.fileno()] = request
-        self.poll.register(conn.fileno(), select.POLLIN)
         os.set_blocking(note_r, False)
-        self.notes[note_r] = request
-        self.poll.register(note_r, select.POLLIN)
-        try:  # the client knows the child before the child may do anything it would see
-            conn.sendall(client.frame(("pid", pid)))
-            os.write(go_w, b"g")
-        except OSError:
-            self._client_gone(request)
-        finally:
-            os.close(go_w)
+        return _Spare(pid, os.pidfd_open(pid), chan, note_r)  # not reaped yet: cannot fail
+
+    def _spare_ended(self) -> None:
+        """The spare child ended before any request (killed, say): reaped, to be forked again."""
+        spare, self.spare = self.spare, None
+        self.poll.unregister(spare.pidfd)
+        self.log(f"the spare child {spare.pid} ended")
+        spare.end()
 
     def _client_event(self, request: _Request) -> None:
         """The client's connection is readable: it went away (a client sends nothing after
@@ -437,27 +530,34 @@ class Server:
             self.log(f"kept {learnt} AST cache entries in memory")
         self.last = time.monotonic()
 
-    def _drop_own(self, conn) -> None:
-        """In a child: close the server's descriptors (sockets detached first, so that no
-        socket object can later close a descriptor number the command reuses)."""
-        sockets = [conn, *self.waiting, *(r.conn for r in self.requests.values() if r.conn is not None)]
+    def _drop_own(self, sockets: list, fds) -> None:
+        """In a child: close the server's descriptors, and ``sockets`` and ``fds`` it had in
+        hand (sockets detached first, so that no socket object can later close a descriptor
+        number the command reuses)."""
+        sockets = [*sockets, *self.waiting, *(r.conn for r in self.requests.values() if r.conn is not None)]
         if self.listener is not None:
             sockets.append(self.listener)
+        if self.spare is not None:
+            sockets.append(self.spare.chan)
+            fds = [*fds, self.spare.pidfd, self.spare.note]
         for sock in sockets:
             _close(sock.detach())
-        for fd in (self.lock, self.wake_r, self.wake_w, *self.requests, *(r.note for r in self.requests.values())):
+        for fd in (self.lock, self.wake_r, self.wake_w, *self.requests, *(r.note for r in self.requests.values()),
+                   *fds):
             _close(fd)
 
-    def _child(self, conn, fds: list[int], message, go: int, note: int) -> None:
-        """The child for one request: waits until the server has told the client its pid (a
-        byte on pipe ``go``; end of file: the client or the server went away, so it ends
-        unseen), then becomes the client's process and runs the command; never returns.
-        SIGINT and SIGTERM stay held (blocked) until the command's own handlers are set
+    def _child(self, chan, note: int, sockets: list, fds) -> None:
+        """A child forked for a request (:meth:`_fork`): closes what the server had open
+        (``sockets`` and ``fds`` it had in hand too), receives the request and the client's
+        descriptors on ``chan``, waits until the server has told the client its pid (a byte
+        on ``chan``; end of file: the client or the server went away, so it ends unseen),
+        then becomes the client's process and runs the command; never returns. SIGINT and
+        SIGTERM stay held (blocked) until the command's own handlers are set
         (:func:`rcpc.__main__.run`, ``local``)."""
         code = 1
         try:
             signal.set_wakeup_fd(-1)
-            self._drop_own(conn)
+            self._drop_own(sockets, fds)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -465,9 +565,14 @@ class Server:
                 os._exit(1)
             if os.getppid() != self.pid:
                 os._exit(1)  # the server died before that took effect
-            if os.read(go, 1) != b"g":
+            try:
+                message, fds = _given(chan)
+                go = chan.recv(1)
+            except (OSError, EOFError, ValueError):
                 os._exit(1)
-            os.close(go)
+            if go != b"g":
+                os._exit(1)
+            _close(chan.detach())
             from rcpc import serverchild
 
             code = serverchild.run(fds, message, note)
@@ -533,14 +638,32 @@ def _close(fd: int) -> None:
         pass
 
 
-def _receive(conn) -> tuple:
-    """One request on ``conn``: (message, descriptors received)."""
-    data, ancillary, flags, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(MAX_FDS * 4))
+def _rights(ancillary) -> list[int]:
+    """The descriptors received in ``ancillary`` data (``SCM_RIGHTS``)."""
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds += [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
                     for i in range(0, len(payload) - len(payload) % 4, 4)]
+    return fds
+
+
+def _given(chan) -> tuple:
+    """In a child: the request its server gave it on ``chan`` (:meth:`_Spare.give`) and the
+    descriptors that came with it, reading no byte past the request (the go that follows).
+    Raises OSError, EOFError or ValueError."""
+    data, ancillary, flags, _ = chan.recvmsg(4, socket.CMSG_SPACE(MAX_FDS * 4))
+    fds = _rights(ancillary)
+    if flags & socket.MSG_CTRUNC:
+        raise ValueError("too many descriptors")
+    data += client.read_exactly(chan, 4 - len(data))
+    return marshal.loads(client.read_exactly(chan, int.from_bytes(data, "little"))), fds
+
+
+def _receive(conn) -> tuple:
+    """One request on ``conn``: (message, descriptors received)."""
+    data, ancillary, flags, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(MAX_FDS * 4))
+    fds = _rights(ancillary)
     try:
         if flags & socket.MSG_CTRUNC:
             raise ValueError("too many descriptors")
