@@ -181,6 +181,17 @@ def ws(tmp_path) -> Ws:
     return Ws(tmp_path)
 
 
+SCHEMA_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\nmaxtext_schema = "builtin:maxtext"\n'
+
+
+@pytest.fixture
+def sws(tmp_path) -> Ws:
+    """A workspace with MaxText's derived schema configured (``builtin:maxtext``)."""
+    ws = Ws(tmp_path)
+    (tmp_path / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
+    return ws
+
+
 # A recipe loading a library constant, with two variants (for cache, replay and -j tests).
 CACHED_RECIPE = '''load("//recipes/lib/l.rcp", "LR")
 N = param(int, default = 2)

@@ -13,21 +13,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import Ws
+from conftest import SCHEMA_TOML, Ws
 from rcpc.domain.schema import BUILTIN_PATH, load_schema
 from rcpc.domain.schemagen import BUILTIN
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
-SCHEMA_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\nmaxtext_schema = "builtin:maxtext"\n'
 FLAGS = 'flag_file(name = "f", flags = F)\n'
-
-
-@pytest.fixture
-def sws(tmp_path) -> Ws:
-    ws = Ws(tmp_path)
-    (tmp_path / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
-    return ws
 
 
 def diags_of(ws, text: str) -> list:

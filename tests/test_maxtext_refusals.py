@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Ws
+from conftest import SCHEMA_TOML
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.refusal_eval import Undecided, holds
 from rcpc.domain.refusals import extract
@@ -25,7 +25,6 @@ from rcpc.domain.schemagen import BUILTIN, _Module
 REPO = Path(__file__).resolve().parents[1]
 TYPES_PY = REPO.parent / "shared" / "data" / "maxtext" / "types.py"
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
-SCHEMA_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\nmaxtext_schema = "builtin:maxtext"\n'
 FLAGS = 'flag_file(name = "f", flags = F)\n'
 TREE = ast.parse(TYPES_PY.read_text(encoding="utf-8"))
 BY_LINE = {n.lineno: n for n in ast.walk(TREE) if isinstance(n, (ast.If, ast.Assert))}
@@ -219,13 +218,6 @@ def test_a_branch_that_may_change_anything_guards_what_follows():
 
 
 # (b) end to end -------------------------------------------------------------------------------
-@pytest.fixture
-def sws(tmp_path) -> Ws:
-    ws = Ws(tmp_path)
-    (tmp_path / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
-    return ws
-
-
 def errors_of(ws, text: str) -> list:
     ws.write("recipes/r.rcp", text, dedent=False)
     try:

@@ -207,24 +207,20 @@ class _Extractor:
                 guards.append((None, stmt.lineno, True))
 
     def _if(self, stmt: ast.If, guards, state, p, where, depth) -> None:
-        if len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise) and _value_error(stmt.body[0]):
+        refusal = len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise) and _value_error(stmt.body[0])
+        if refusal:
             exc = stmt.body[0].exc
             msg = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
             self._refusal(stmt, stmt.test, msg, guards, state, p, where)
-        else:
+        branches = [(body, taken) for body, taken in ((stmt.body, True), (stmt.orelse, False))
+                    if body and not (refusal and taken)]
+        if branches:  # the condition, computed once for both
             try:
                 cond = self.expression(stmt.test, p)
             except Undecidable:
                 cond = None
-            inner = state.copy()
-            self.walk(stmt.body, [*guards, (cond, stmt.lineno, True)], inner, p, where, depth)
-        if stmt.orelse:
-            try:
-                cond = self.expression(stmt.test, p)
-            except Undecidable:
-                cond = None
-            inner = state.copy()
-            self.walk(stmt.orelse, [*guards, (cond, stmt.lineno, False)], inner, p, where, depth)
+            for body, taken in branches:
+                self.walk(body, [*guards, (cond, stmt.lineno, taken)], state.copy(), p, where, depth)
         self._mutations_of(stmt, p, state, depth)  # what either branch may change, for what follows
 
     def _refusal(self, stmt, test, msg, guards, state, p, where) -> None:
