@@ -83,7 +83,7 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
     for fs, env in refused.values():  # once a flag set, with every container's M_ variables
         if fs.schema is None or not fs.schema.refusals:
             continue
-        keys = {k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env}
+        keys = {k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env} if env else set()
         cli = command_line(fs)
         out.extend(check_refusals(fs, cli, *model_of(fs, cli), keys))
     return out
