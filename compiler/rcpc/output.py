@@ -41,7 +41,8 @@ spelling of it, symlinks included, takes the same lock):
 4. writes a new ``outputs/<n>`` for each recipe whose output changed (renders that did not
    change hard-linked from the old one), the new generation and its manifest, makes the new
    links, switches ``current``, then removes the links, the generation and the outputs no
-   longer used.
+   longer used (in the build server's child, after its client has the exit status, still
+   holding the lock: :mod:`rcpc.core.deferred`).
 
 Whether a variant's renders "differ from the current generation's" (step 1) is found by
 reading its files back, or, for renders compared while workers were still compiling
