@@ -71,7 +71,7 @@ from pathlib import Path
 from rcpc.core import deferred
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.files import identity as _stat
-from rcpc.core.files import read_limited
+from rcpc.core.files import read_fd, read_limited
 from rcpc.core.limits import MAX_MANIFEST_BYTES
 from rcpc.core.names import problem
 
@@ -575,14 +575,7 @@ def _link_same(src: str, dst: str, data: bytes, mode: int) -> bool:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
             return False
-        left, chunks = len(data) + 1, []
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        if b"".join(chunks) != data:
+        if read_fd(fd, len(data) + 1) != data:
             return False
         os.link(src, dst, follow_symlinks=False)
         return True

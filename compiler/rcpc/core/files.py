@@ -56,19 +56,25 @@ def read_limited(path: str | os.PathLike, limit: int) -> bytes:
             raise NotRegular(path)
         if st.st_size > limit:
             raise TooLarge(path, st.st_size, limit)
-        chunks = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        if left <= 0:  # grew past the limit while being read
+        data = read_fd(fd, limit + 1)
+        if len(data) > limit:  # grew past the limit while being read
             raise TooLarge(path, limit + 1, limit)
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, most: int) -> bytes:
+    """The bytes of open file ``fd`` from its offset to its end, or its first ``most``
+    bytes. Raises OSError."""
+    chunks = []
+    while most > 0:
+        chunk = os.read(fd, min(most, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        most -= len(chunk)
+    return b"".join(chunks)
 
 
 def expanded_size(value, limit: int, children=None) -> int:
