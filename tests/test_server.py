@@ -438,6 +438,59 @@ def test_a_spare_child_killed_is_replaced_and_requests_go_on(server, tmp_path):
     assert _spare(server) != spare
 
 
+def _populate_works() -> bool:
+    """Whether this kernel has madvise(2) MADV_POPULATE_WRITE (Linux 5.14): asked of a page
+    of a buffer (populating changes no byte)."""
+    import ctypes
+    import mmap
+
+    from rcpc.server import MADV_POPULATE_WRITE
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    buf = ctypes.create_string_buffer(2 * mmap.PAGESIZE)
+    page = -(-ctypes.addressof(buf) // mmap.PAGESIZE) * mmap.PAGESIZE
+    return libc.madvise(page, mmap.PAGESIZE, MADV_POPULATE_WRITE) == 0
+
+
+def test_populate_makes_memory_private_and_stops_when_asked():
+    """:func:`rcpc.server.populate` breaks copy-on-write in a forked child (its pages become
+    private: ``Private_Dirty`` of ``/proc/self/smaps_rollup``), and does nothing once the
+    request has come; on a kernel without MADV_POPULATE_WRITE it does nothing at all."""
+    import ctypes
+
+    from rcpc.server import populate
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    block = bytearray(8 << 20)  # dirty memory this process shares with the child after fork
+    block[::4096] = b"x" * len(block[::4096])
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            def private() -> int:
+                text = Path("/proc/self/smaps_rollup").read_text()
+                return int(re.search(r"^Private_Dirty:\s+(\d+) kB", text, re.M)[1])
+
+            before = private()
+            none = populate(libc, lambda: True)
+            done = populate(libc, lambda: False)
+            os.write(w, f"{before} {none} {done} {private()}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    before, none, done, after = map(int, os.read(r, 100).split())
+    os.close(r)
+    assert status == 0 and none == 0
+    if _populate_works():
+        assert done >= len(block) and after - before >= len(block) // 1024, (before, after)
+    else:
+        assert done == 0
+
+
 def test_stopping_the_server_ends_its_spare_child(server):
     spare = _spare(server)
     server.rcpc("server", "stop")
