@@ -397,3 +397,39 @@ def test_a_schema_jsonschema_cannot_apply_is_a_diagnostic_at_its_file(tmp_path, 
     (d,) = got.value.diagnostics
     assert d.code == "E1102" and str(d.span) == "s.yaml:0:0", d
     assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/count/" in d.message
+
+
+# the build server's memory of entries with no findings (rcpc.server.learn) -------------------
+JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=70)),
+                    lambda inner: st.lists(inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(report=st.lists(st.one_of(JUNK, st.sampled_from(["valid", "findings", "damaged", "missing", "other dir"])),
+                       max_size=6))
+def test_the_server_keeps_only_entries_that_read_back_as_no_findings(cache, monkeypatch, report):
+    """Whatever a child reports, :func:`schemacache.remember` keeps exactly the
+    ``[directory, key]`` pairs whose entry reads back, under lookup's checks, as no
+    findings; a kept key is then found without its file, in its directory only."""
+    monkeypatch.setattr(schemacache, "_KEPT", {})
+    directory = schemacache._directory()
+    keys = {name: f"{i:064x}" for i, name in enumerate(["valid", "findings", "damaged", "missing", "other dir"])}
+    schemacache.store(keys["valid"], schemacache.NO_FINDINGS)
+    schemacache.store(keys["findings"], {"before": [], "final": [[["spec"], "type", "bad", None]]})
+    schemacache.store(keys["damaged"], schemacache.NO_FINDINGS)
+    with open(schemacache._path(directory, keys["damaged"]), "r+b") as f:
+        f.seek(-2, 2)
+        f.write(b"]]")
+    schemacache.store(keys["other dir"], schemacache.NO_FINDINGS)
+    entries = [[directory + "x" if x == "other dir" else directory, keys[x]] if isinstance(x, str) and x in keys else x
+               for x in report]
+    kept = schemacache.remember(entries)
+    want = {(directory, keys["valid"])} if "valid" in report else set()
+    assert set(schemacache._KEPT) == want and kept == sum(1 for x in report if x == "valid")
+    if want:
+        import os
+
+        os.unlink(schemacache._path(directory, keys["valid"]))
+        assert schemacache.lookup(keys["valid"]) == schemacache.NO_FINDINGS
+        monkeypatch.setenv("XDG_CACHE_HOME", directory + "-elsewhere")
+        assert schemacache.lookup(keys["valid"]) is None

@@ -597,8 +597,34 @@ def test_an_edit_loop_through_the_server_is_the_edit_loop_in_process(server):
                        for p in ast.rglob("*") if p.is_file()})
     assert runs[0] == runs[1]
     assert [c[0] for c in runs[0]] == [0, 1, 0, 0, 0]
-    assert "AST cache entries in memory" in Path(server.log()).read_text()
+    assert "AST and validation cache entries in memory" in Path(server.log()).read_text()
     assert caches[0] and caches[1] == caches[0]  # the parses the child handed over were stored
+
+
+def test_validation_results_are_kept_in_the_servers_memory(server, tmp_path):
+    """Each child reports the validation cache entries with no findings it found or stored;
+    the server reads them back and keeps them, so the next child does not validate those
+    renders again, even with the cache's files gone (it stores only what is new), and builds
+    what an in-process build makes."""
+    ws = workspace(tmp_path / "ws")
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    assert server.rcpc("build", RL, cwd=ws).returncode == 0
+    server.settled()
+    schema = server.cache / "rcpc" / "schema"
+    first = {p.name for p in schema.rglob("*") if p.is_file()}
+    assert first
+    shutil.rmtree(schema)
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 6.5,', recipe.read_text()))
+    r = server.rcpc("build", RL, cwd=ws)
+    assert r.returncode == 0, r.stderr.decode()
+    server.settled()
+    again = {p.name for p in schema.rglob("*") if p.is_file()}
+    assert again and not again & first  # the trainer's new renders only
+    local = workspace(tmp_path / "local")
+    (local / "recipes" / f"{RL}.rcp").write_text(recipe.read_text())
+    assert server.rcpc("build", RL, cwd=local, served=False).returncode == 0
+    assert output_tree(local / "rcpc-out") == output_tree(ws / "rcpc-out")
+    assert "AST and validation cache entries in memory" in Path(server.log()).read_text()
 
 
 def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):

@@ -529,7 +529,7 @@ class Server:
         del self.requests[request.pidfd]
         learnt = learn(request.note, request.heard)
         if learnt:
-            self.log(f"kept {learnt} AST cache entries in memory")
+            self.log(f"kept {learnt} AST and validation cache entries in memory")
         self.last = time.monotonic()
 
     def _drop_own(self, sockets: list, fds) -> None:
@@ -628,8 +628,10 @@ def learn(note: int, heard: bytes = b"") -> int:
     status, :func:`rcpc.serverchild.answer`): the texts whose parses it handed over, parsed and
     stored here (:func:`rcpc.core.astcache.keep_parsed`), and the AST cache entries it used,
     read again under the cache's checks (:func:`rcpc.core.astcache.remember`), so later
-    children inherit them in memory. A report that is missing, cut or malformed is ignored
-    (the child then stored its parses itself). The number of entries reported."""
+    children inherit them in memory, and the validation cache entries with no findings it
+    used, read back likewise (:func:`rcpc.domain.schemacache.remember`). A report that is
+    missing, cut or malformed is ignored (the child then stored its parses itself). The
+    number of AST entries reported and validation entries kept."""
     try:
         os.set_blocking(note, False)
         data = heard
@@ -642,10 +644,11 @@ def learn(note: int, heard: bytes = b"") -> int:
         report = frames[-1] if frames and not rest else None
         if type(report) is dict and type(report.get("parsed")) is list and type(report.get("ast")) is list:
             from rcpc.core import astcache
+            from rcpc.domain import schemacache
 
             astcache.keep_parsed(report["parsed"])
             astcache.remember(report["ast"])
-            return len(report["ast"])
+            return len(report["ast"]) + schemacache.remember(report.get("clean"))
     except Exception:  # whatever a report holds, the server goes on
         pass
     finally:

@@ -105,16 +105,20 @@ def answer(note: int, code: int) -> None:
 
 def report(note: int) -> None:
     """Tell the server what this process learnt that later requests can use, on ``note``
-    (closed): a message (:func:`note_frame`) ``{"parsed": texts, "ast": entries}``: the texts whose parses it handed over instead of storing them
-    (:func:`rcpc.core.astcache.handed`; the server parses and stores them) and the AST cache
-    entries it used (:func:`rcpc.core.astcache.used`). Written without blocking: a report
+    (closed): a message (:func:`note_frame`) ``{"parsed": texts, "ast": entries, "clean":
+    keys}``: the texts whose parses it handed over instead of storing them
+    (:func:`rcpc.core.astcache.handed`; the server parses and stores them), the AST cache
+    entries it used (:func:`rcpc.core.astcache.used`) and the validation cache entries with
+    no findings it found or stored (:func:`rcpc.domain.schemacache.used`, written by then:
+    the deferred work is done). Written without blocking: a report
     that does not fit in the pipe is cut, the server ignores it, and the parses handed over
     are stored here after all."""
     from rcpc.core import astcache
+    from rcpc.domain import schemacache
 
     sent = False
     try:
-        data = note_frame({"parsed": astcache.handed(), "ast": astcache.used()})
+        data = note_frame({"parsed": astcache.handed(), "ast": astcache.used(), "clean": schemacache.used()})
         os.set_blocking(note, False)
         sent = os.write(note, data) == len(data)
     except Exception:

@@ -43,6 +43,12 @@ _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
 _KEY_BASE: list[str] = []  # computed once a process
 _HELD: dict[str, dict] = {}  # key -> result whose write is held back (rcpc.core.deferred)
+# The build server (rcpc.server): each child reports the keys it found or stored with no
+# findings (_USED); the server reads them back under the checks of lookup and keeps them
+# (_KEPT, by cache directory), so its later children neither read nor parse those entries.
+_USED: dict[tuple, None] = {}
+_KEPT: dict[tuple, None] = {}
+MAX_KEPT = 1 << 16  # keys kept in memory (64 bytes each), the oldest dropped first
 
 
 def _key_base() -> str:
@@ -123,6 +129,15 @@ def lookup(k: str | None) -> dict | None:
         return None
     if k in _HELD:
         return _HELD[k]
+    if (directory, k) in _KEPT:
+        return NO_FINDINGS
+    found = _read(directory, k)
+    if found == NO_FINDINGS and deferred.holding():  # a build server's child: reported
+        _USED[(directory, k)] = None
+    return found
+
+
+def _read(directory: str, k: str) -> dict | None:
     try:
         data = read_limited(_path(directory, k), MAX_ENTRY)
         if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
@@ -153,6 +168,8 @@ def store(k: str | None, result: dict) -> None:
         return
     if deferred.holding():  # read back from memory until it is written
         _HELD[k] = json.loads(payload)
+        if result == NO_FINDINGS:
+            _USED[(directory, k)] = None
     deferred.defer(lambda: _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
                                   + payload))
 
@@ -163,3 +180,25 @@ def _write(path: str, data: bytes) -> None:
         write_atomic(path, data)
     except OSError:
         pass
+
+
+def used() -> list:
+    """``[directory, key]`` of each entry with no findings this process (a build server's
+    child) found or stored: what it reports (:func:`rcpc.serverchild.report`)."""
+    return [list(entry) for entry in _USED]
+
+
+def remember(entries) -> int:
+    """Keep in memory each reported ``[directory, key]`` (:func:`used`) whose entry reads
+    back, under :func:`lookup`'s checks, as no findings (the build server, after its child
+    has written them); at most :data:`MAX_KEPT`, the oldest dropped first. The number kept."""
+    kept = 0
+    for entry in entries if type(entries) is list else ():
+        if (type(entry) is list and len(entry) == 2 and all(type(x) is str for x in entry)
+                and len(entry[1]) == 64 and _read(entry[0], entry[1]) == NO_FINDINGS):
+            _KEPT.pop((entry[0], entry[1]), None)
+            _KEPT[(entry[0], entry[1])] = None
+            kept += 1
+    while len(_KEPT) > MAX_KEPT:
+        del _KEPT[next(iter(_KEPT))]
+    return kept
