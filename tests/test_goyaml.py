@@ -178,6 +178,49 @@ def test_keys_become_json_keys(cli, ws):
     assert r.code == 1 and "not a number JSON can hold" in r.err, r.err
 
 
+KEY_CHARS = st.text(st.sampled_from(list("0123456789abxXoO_.+-eEyYnNtT")), min_size=1, max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=st.one_of(KEY_CHARS, st.sampled_from(["yes", "no", "on", "off", "y", "n", "true", "False", "0x10", "0o17",
+                                                  "1e3", "08", "1_000", "1.0", "1", "-1", "app"])),
+       quoted=st.booleans())
+@example(key="n", quoted=False)
+@example(key="yes", quoted=False)
+def test_a_plain_key_kubectl_sends_as_other_text_is_a_warning(key, quoted):
+    """W1104 exactly for a plain (unquoted, untagged) key that go-yaml reads as another type
+    and kubectl sends as other text (``yes`` as ``true``, ``0x10`` as ``16``); ``1`` stays
+    ``1``, a quoted key is its text, and nothing else changes what is read."""
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.domain.manifests import parse_manifests
+
+    written = f'"{key}"' if quoted else key
+    warnings: list = []
+    try:
+        docs = parse_manifests(f"kind: ConfigMap\ndata:\n  {written}: v\n", "m.yaml", warnings)
+    except CompileError:  # a null key (E1103): not a warning's business
+        assert not quoted and goyaml.json_key(*goyaml.resolve(key)) is None
+        return
+    kind, value = (goyaml.STR, key) if quoted else goyaml.resolve(key)
+    sent = goyaml.json_key(kind, value)
+    assert list(to_python(docs[0])["data"]) == [sent]
+    assert [(d.code, d.severity, d.span.line, d.span.col) for d in warnings] == \
+        ([("W1104", "warning", 3, 3)] if sent != key else [])
+    if warnings:
+        assert repr(sent) in warnings[0].message and f'"{key}"' in warnings[0].hint
+
+
+def test_validate_and_import_say_which_keys_kubectl_retypes(cli, ws):
+    (ws.root / "p.yaml").write_text(POD.format(value='"v"').replace("    app: x\n", "    yes: a\n"))
+    r = cli("validate", "p.yaml")
+    assert r.code == 0 and "p.yaml:6:5: warning[W1104]: kubectl reads the key 'yes' as a bool and sends it as " \
+        "the key 'true'" in r.err, r.err
+    (ws.root / "t.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  n: ${V}\n")
+    r = cli("import", "manifest", "t.yaml", "-o", "t.rcp")
+    assert r.code == 0 and "W1104" in r.err and "1 key(s) kubectl retypes" in r.err, r.err
+    assert '"false": V' in (ws.root / "t.rcp").read_text()
+
+
 def test_explicit_tags(cli, ws):
     (ws.root / "p.yaml").write_text(POD.format(value="!!str 1e-5"))
     assert cli("validate", "p.yaml").code == 0

@@ -412,7 +412,7 @@ class Workspace:
             real = Path(name).resolve()
             shown = ws.display(real)
             try:
-                source, docs = load_manifests(real, shown)
+                source, docs = load_manifests(real, shown, found)  # W1104 warnings into found
             except CompileError as exc:
                 found.extend(exc.diagnostics)
                 continue

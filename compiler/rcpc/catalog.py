@@ -369,6 +369,9 @@ CATALOG = [
             argv=("lint",)),
     Example("E1103", "manifest file that cannot be read as Kubernetes objects", files={"m.yaml": "kind: Pod\nkind: Job\n"},
             argv=("validate", "m.yaml")),
+    Example("W1104", "key kubectl reads as another type",
+            files={"m.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  yes: a\n"},
+            argv=("validate", "m.yaml"), exit=0),
     Example("E1102", "schema file that cannot be used", 'variant("default")\n' + 'jobset(name = "js", spec = {})\n',
             files={"rcp.toml": 'kube_schemas = ["crd.yaml"]\n', "crd.yaml": "kind: Nothing\n"}),
 ]

@@ -780,9 +780,11 @@ def _import(args, ws, compiler) -> int:
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
                                       notes=tuple(found[1:4]), hint=driver.IMPORT_BUG_HINT))
-    todo = sum(1 for d in imported.notes if d.severity == "warning")
+    todo = sum(1 for d in imported.notes if d.severity == "warning" and d.code != "W1104")
+    retyped = sum(1 for d in imported.notes if d.code == "W1104")
     _REPORT.status(f"rcpc: import {args.kind} {shown}: equal ({imported.how})"
                    + (f"; {todo} TODO(import) item(s) listed above" if todo else "")
+                   + (f"; {retyped} key(s) kubectl retypes, listed above" if retyped else "")
                    + (f"; wrote {out}" if out else ""))
     return 0
 

@@ -64,6 +64,7 @@ class _Builder:
         self.text = text
         self.yaml = yaml
         self.problems: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []  # W1104: keys kubectl sends as other text
         self.merging: set[int] = set()  # ids of the mapping nodes being merged (a cycle is refused)
         self.reported: set[int] = set()  # ids of the key nodes already reported repeated
 
@@ -205,6 +206,12 @@ class _Builder:
             self.problems.append(Diagnostic("E1103", f"kubectl cannot make a JSON key of {node.value!r} "
                                             f"(a {kind} key)", _span(self.path, node),
                                             hint="quote the key: JSON keys are strings"))
+        elif node.tag == _PLAIN and kind != goyaml.STR and key != node.value:
+            self.warnings.append(Diagnostic(
+                "W1104", f"kubectl reads the key {node.value!r} as {'an' if kind == goyaml.INT else 'a'} {kind} and "
+                f"sends it as the key {key!r}",
+                _span(self.path, node), severity="warning",
+                hint=f"quote it ({_quoted(node.value)}: ...) to keep the key as written, or write {key!r}"))
         return key
 
 
@@ -216,9 +223,10 @@ def _node_children(node):
     return None
 
 
-def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
+def load_manifests(real: Path, shown: str, warnings: list | None = None) -> tuple[Source, list[Dict]]:
     """The source of YAML file ``real`` (shown as ``shown``) and its documents as values
-    (empty documents skipped). Raises :class:`CompileError` (``E1103``)."""
+    (empty documents skipped); ``warnings`` as :func:`parse_manifests`'s. Raises
+    :class:`CompileError` (``E1103``)."""
     from rcpc.core.files import read_limited
     from rcpc.core.limits import MAX_SCHEMA_BYTES
 
@@ -227,7 +235,7 @@ def load_manifests(real: Path, shown: str) -> tuple[Source, list[Dict]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise error("E1103", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}", None,
                     hint=io_hint(exc)) from None
-    return Source(shown, text, str(real)), parse_manifests(text, shown)
+    return Source(shown, text, str(real)), parse_manifests(text, shown, warnings)
 
 
 # Go's unicode.IsSpace (bytes.TrimLeftFunc in hasJSONPrefix, strings.TrimSpace in YAMLReader)
@@ -298,10 +306,11 @@ def _objects(values: list, shown: str) -> list[Dict]:
     return [v for v in values if type(v) is Dict]
 
 
-def parse_manifests(text: str, shown: str) -> list[Dict]:
+def parse_manifests(text: str, shown: str, warnings: list | None = None) -> list[Dict]:
     """The documents of YAML ``text`` (named ``shown`` in spans) as values, read as kubectl
-    reads them (module docstring; empty documents skipped). Raises :class:`CompileError`
-    (``E1103``)."""
+    reads them (module docstring; empty documents skipped). ``warnings``: a list given the
+    ``W1104`` warnings (a plain key kubectl sends as other text: ``yes`` as ``true``, ``0x10``
+    as ``16``). Raises :class:`CompileError` (``E1103``)."""
     import yaml
 
     from rcpc.core.files import expanded_size, yaml_node_limit
@@ -339,4 +348,10 @@ def parse_manifests(text: str, shown: str) -> list[Dict]:
                            ) from None
     if builder.problems:
         raise CompileError(builder.problems)
+    if warnings is not None:
+        warnings.extend(builder.warnings)
     return docs
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -214,7 +214,8 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     from rcpc.core.values import to_python
     from rcpc.domain.manifests import load_manifests
 
-    source, docs = load_manifests(path, shown)
+    retyped: list = []  # W1104: keys kubectl sends as other text, as the recipe will write them
+    source, docs = load_manifests(path, shown, retyped)
     whole = Span(shown, 1, 1, 1, 1)
     if len(docs) != 1:
         raise CompileError(Diagnostic("E1200", f"{shown} holds {len(docs)} documents; import reads one manifest",
@@ -247,7 +248,7 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     command = startup_command(doc)
     if command is not None:
         startup, notes = split_startup(command, set(params), lambda words: locate(shown, text, words))
-    return Template(shown, text, doc, params, startup, tuple(notes), places,
+    return Template(shown, text, doc, params, startup, (*retyped, *notes), places,
                     frozenset(n for n in places if n not in sets), value)
 
 
