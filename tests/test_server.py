@@ -397,6 +397,59 @@ def test_the_client_has_its_answer_before_the_deferred_work(server, tmp_path):
     assert output_tree(local / "rcpc-out") == served
 
 
+class Deferring:
+    """A served command whose child has answered its client and waits at the test hook
+    ``deferred``, its deferred work not done yet (:meth:`go` lets it do it)."""
+
+    def __init__(self, server: Server, ws: Path, args=("build",)):
+        report_r, report_w = os.pipe()
+        go_r, self.go_w = os.pipe()
+        env = {**server.env, "RCPC_TEST_STOP": "deferred", "RCPC_TEST_STOP_FD": str(report_w),
+               "RCPC_TEST_GO_FD": str(go_r)}
+        proc = subprocess.Popen([RCPC, *args], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        out, err = proc.communicate(timeout=300)
+        self.code, self.out, self.err = proc.returncode, out.decode(), err.decode()
+        with os.fdopen(report_r) as reports:
+            point, pid = reports.readline().split()
+        assert point == "deferred"
+        self.child = int(pid)
+
+    def go(self) -> None:
+        os.close(self.go_w)
+        assert _gone(self.child)
+
+
+def test_deferred_clean_up_never_touches_an_output_directory_made_since(server, tmp_path):
+    """The removal of the generation a served build replaced comes after its client's answer;
+    if meanwhile the output directory was deleted (or moved away) and another build made a new
+    one at the same path, whose generations and outputs are numbered from 1 again, that
+    removal must not reach into the new directory (it removed the new current generation:
+    every link led nowhere and each later build failed with E0912)."""
+    ws = workspace(tmp_path / "ws")
+    assert server.rcpc("build", cwd=ws).returncode == 0
+    server.settled()
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 7.25,',
+                             recipe.read_text()))
+    held = Deferring(server, ws)
+    assert held.code == 0, held.err
+    moved = tmp_path / "moved"
+    (ws / "rcpc-out").rename(moved)  # as `mv` (or `rm -rf`) would, then a build from scratch
+    assert server.rcpc("build", cwd=ws, served=False).returncode == 0
+    made = output_tree(ws / "rcpc-out")
+    held.go()
+    server.settled()
+    assert output_tree(ws / "rcpc-out") == made
+    assert area_leftovers(ws / "rcpc-out") == []
+    assert area_leftovers(moved) == []  # the clean-up was done where the build wrote
+    assert output_tree(moved) == made
+    again = server.rcpc("build", cwd=ws)
+    assert again.returncode == 0 and b"(0 of 17 variant directories written)" in again.stderr, again.stderr
+
+
 def _spare(server: Server, timeout: float = 60) -> int:
     """The pid of the server's spare child (forked while it is idle, for the next request),
     once there is one; the bound is for a hang."""
