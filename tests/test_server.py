@@ -450,6 +450,27 @@ def test_deferred_clean_up_never_touches_an_output_directory_made_since(server, 
     assert again.returncode == 0 and b"(0 of 17 variant directories written)" in again.stderr, again.stderr
 
 
+def test_the_cache_trim_of_a_served_command_comes_after_its_cache_writes(server, tmp_path):
+    """A command trims the user cache at its end (:mod:`rcpc.core.cachetrim`): in-process,
+    after its build and validation cache writes. A served command defers those writes
+    (:mod:`rcpc.core.deferred`): its trim must come after them too, not before (it then
+    found the cache under its limit, left an old file that an in-process run removes, and the
+    cache passed its limit until the next trim, an hour later)."""
+    gone = []
+    for served in (False, True):
+        ws = workspace(tmp_path / f"ws-{served}")
+        shutil.rmtree(server.cache, ignore_errors=True)
+        old = server.cache / "rcpc" / "builds" / "old-entry"
+        old.parent.mkdir(parents=True)
+        old.write_bytes(b"x" * 900_000)  # under the 1 MiB limit alone, not with a build's entries
+        os.utime(old, (1_000_000_000, 1_000_000_000))
+        r = server.rcpc("build", cwd=ws, served=served, env={"RCPC_CACHE_MAX_MB": "1"})
+        assert r.returncode == 0, r.stderr
+        server.settled()
+        gone.append(not old.exists())
+    assert gone == [True, True]
+
+
 def _spare(server: Server, timeout: float = 60) -> int:
     """The pid of the server's spare child (forked while it is idle, for the next request),
     once there is one; the bound is for a hang."""
