@@ -512,6 +512,54 @@ def test_a_spare_child_killed_is_replaced_and_requests_go_on(server, tmp_path):
     assert _spare(server) != spare
 
 
+def _waits_for_reply(pid: int, timeout: float = 60) -> None:
+    """Wait until process ``pid`` (a client) sleeps reading its Unix socket: its request is
+    sent. The bound is for a hang."""
+    import time
+
+    end = time.monotonic() + timeout
+    while "unix_stream" not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < end, "the client never sent its request"
+        time.sleep(0.01)
+
+
+def test_a_request_that_finds_its_spare_dead_does_not_stall_the_server(server, tmp_path):
+    """The spare child died and a request came before the server noticed: both are in one
+    wake-up (the server was stopped meanwhile). The request forks its own child, whose pidfd
+    takes the number of the dead spare's; the dead spare's event, still to be handled in that
+    wake-up, must not be taken for the new child's end (the server then sat in waitpid until
+    that command had ended, serving nobody: a `rcpc render | rcpc validate -` through it
+    would deadlock)."""
+    ws = workspace(tmp_path / "ws")
+    pid, _ = server.status()
+    spare = _spare(server)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        os.kill(spare, signal.SIGKILL)
+        assert _gone(spare)  # a zombie: the server, stopped, cannot reap it yet
+        report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
+        env = {**server.env, "RCPC_TEST_STOP": "served", "RCPC_TEST_STOP_FD": str(report_w),
+               "RCPC_TEST_GO_FD": str(go_r)}
+        proc = subprocess.Popen([RCPC, "render", RL], cwd=ws, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        _waits_for_reply(proc.pid)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        with os.fdopen(report_r) as reports:
+            point, child = reports.readline().split()
+        assert point == "served"
+        status = subprocess.run([RCPC, "server", "status"], env=server.env, capture_output=True, timeout=60)
+        assert b"1 running" in status.stdout, status  # answered while the command waits
+    finally:
+        os.close(go_w)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and not TRACEBACK.search(err.decode()), err
+
+
 def test_stopping_the_server_ends_its_spare_child(server):
     spare = _spare(server)
     server.rcpc("server", "stop")
