@@ -636,9 +636,10 @@ def _under_lock(lock, out: Path, work) -> None:
     build (numbering its generations from 1 again) is not this lock's. When they cannot be
     opened, nothing is done (what the work removes, the next build removes, :func:`_sweep`)."""
     fds: list[int] = []
+    flags = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC  # O_PATH: no read permission needed
     try:
-        fds.append(os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
-        fds.append(os.open(AREA, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[0]))
+        fds.append(os.open(out, flags))
+        fds.append(os.open(AREA, flags | os.O_NOFOLLOW, dir_fd=fds[0]))
         if deferred.holding():
             fds.append(os.dup(lock.fileno()))
     except OSError:
