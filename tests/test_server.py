@@ -614,6 +614,28 @@ def test_concurrent_clients_each_have_their_own_child(server, tmp_path):
     assert rb[1] == server.rcpc("render", RL, "--variant", "tuned", cwd=ws, served=False).stdout.decode()
 
 
+def test_the_server_keeps_no_descriptor_of_its_starter(tmp_path):
+    """``rcpc server start`` detaches the server: it holds none of its starter's descriptors
+    but the standard ones it replaces (a pipe inherited from whatever ran ``rcpc server start``,
+    say a harness that waits for end of file on it, a ``make`` job server's, stayed open in the
+    server, and in every child of it, for as long as it ran: up to its idle timeout)."""
+    s = Server(tmp_path / "srv")
+    r, w = os.pipe()
+    try:
+        started = subprocess.run([RCPC, "server", "start"], env=s.env, capture_output=True, timeout=120,
+                                 pass_fds=(w,))
+        assert started.returncode == 0, started.stderr
+        os.close(w)
+        w = None
+        readable, _, _ = __import__("select").select([r], [], [], 60)  # the bound is for a hang
+        assert readable and os.read(r, 1) == b""  # end of file: no one else holds the write end
+    finally:
+        if w is not None:
+            os.close(w)
+        os.close(r)
+        s.stop()
+
+
 def test_start_stop_status(server):
     pid, _ = server.status()
     again = server.rcpc("server", "start")
