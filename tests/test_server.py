@@ -397,6 +397,80 @@ def test_the_client_has_its_answer_before_the_deferred_work(server, tmp_path):
     assert output_tree(local / "rcpc-out") == served
 
 
+class Deferring:
+    """A served command whose child has answered its client and waits at the test hook
+    ``deferred``, its deferred work not done yet (:meth:`go` lets it do it)."""
+
+    def __init__(self, server: Server, ws: Path, args=("build",)):
+        report_r, report_w = os.pipe()
+        go_r, self.go_w = os.pipe()
+        env = {**server.env, "RCPC_TEST_STOP": "deferred", "RCPC_TEST_STOP_FD": str(report_w),
+               "RCPC_TEST_GO_FD": str(go_r)}
+        proc = subprocess.Popen([RCPC, *args], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        out, err = proc.communicate(timeout=300)
+        self.code, self.out, self.err = proc.returncode, out.decode(), err.decode()
+        with os.fdopen(report_r) as reports:
+            point, pid = reports.readline().split()
+        assert point == "deferred"
+        self.child = int(pid)
+
+    def go(self) -> None:
+        os.close(self.go_w)
+        assert _gone(self.child)
+
+
+def test_deferred_clean_up_never_touches_an_output_directory_made_since(server, tmp_path):
+    """The removal of the generation a served build replaced comes after its client's answer;
+    if meanwhile the output directory was deleted (or moved away) and another build made a new
+    one at the same path, whose generations and outputs are numbered from 1 again, that
+    removal must not reach into the new directory (it removed the new current generation:
+    every link led nowhere and each later build failed with E0912)."""
+    ws = workspace(tmp_path / "ws")
+    assert server.rcpc("build", cwd=ws).returncode == 0
+    server.settled()
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 7.25,',
+                             recipe.read_text()))
+    held = Deferring(server, ws)
+    assert held.code == 0, held.err
+    moved = tmp_path / "moved"
+    (ws / "rcpc-out").rename(moved)  # as `mv` (or `rm -rf`) would, then a build from scratch
+    assert server.rcpc("build", cwd=ws, served=False).returncode == 0
+    made = output_tree(ws / "rcpc-out")
+    held.go()
+    server.settled()
+    assert output_tree(ws / "rcpc-out") == made
+    assert area_leftovers(ws / "rcpc-out") == []
+    assert area_leftovers(moved) == []  # the clean-up was done where the build wrote
+    assert output_tree(moved) == made
+    again = server.rcpc("build", cwd=ws)
+    assert again.returncode == 0 and b"(0 of 17 variant directories written)" in again.stderr, again.stderr
+
+
+def test_the_cache_trim_of_a_served_command_comes_after_its_cache_writes(server, tmp_path):
+    """A command trims the user cache at its end (:mod:`rcpc.core.cachetrim`): in-process,
+    after its build and validation cache writes. A served command defers those writes
+    (:mod:`rcpc.core.deferred`): its trim must come after them too, not before (it then
+    found the cache under its limit, left an old file that an in-process run removes, and the
+    cache passed its limit until the next trim, an hour later)."""
+    gone = []
+    for served in (False, True):
+        ws = workspace(tmp_path / f"ws-{served}")
+        shutil.rmtree(server.cache, ignore_errors=True)
+        old = server.cache / "rcpc" / "builds" / "old-entry"
+        old.parent.mkdir(parents=True)
+        old.write_bytes(b"x" * 900_000)  # under the 1 MiB limit alone, not with a build's entries
+        os.utime(old, (1_000_000_000, 1_000_000_000))
+        r = server.rcpc("build", cwd=ws, served=served, env={"RCPC_CACHE_MAX_MB": "1"})
+        assert r.returncode == 0, r.stderr
+        server.settled()
+        gone.append(not old.exists())
+    assert gone == [True, True]
+
+
 def _spare(server: Server, timeout: float = 60) -> int:
     """The pid of the server's spare child (forked while it is idle, for the next request),
     once there is one; the bound is for a hang."""
@@ -491,6 +565,54 @@ def test_populate_makes_memory_private_and_stops_when_asked():
         assert done == 0
 
 
+def _waits_for_reply(pid: int, timeout: float = 60) -> None:
+    """Wait until process ``pid`` (a client) sleeps reading its Unix socket: its request is
+    sent. The bound is for a hang."""
+    import time
+
+    end = time.monotonic() + timeout
+    while "unix_stream" not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < end, "the client never sent its request"
+        time.sleep(0.01)
+
+
+def test_a_request_that_finds_its_spare_dead_does_not_stall_the_server(server, tmp_path):
+    """The spare child died and a request came before the server noticed: both are in one
+    wake-up (the server was stopped meanwhile). The request forks its own child, whose pidfd
+    takes the number of the dead spare's; the dead spare's event, still to be handled in that
+    wake-up, must not be taken for the new child's end (the server then sat in waitpid until
+    that command had ended, serving nobody: a `rcpc render | rcpc validate -` through it
+    would deadlock)."""
+    ws = workspace(tmp_path / "ws")
+    pid, _ = server.status()
+    spare = _spare(server)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        os.kill(spare, signal.SIGKILL)
+        assert _gone(spare)  # a zombie: the server, stopped, cannot reap it yet
+        report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
+        env = {**server.env, "RCPC_TEST_STOP": "served", "RCPC_TEST_STOP_FD": str(report_w),
+               "RCPC_TEST_GO_FD": str(go_r)}
+        proc = subprocess.Popen([RCPC, "render", RL], cwd=ws, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        _waits_for_reply(proc.pid)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        with os.fdopen(report_r) as reports:
+            point, child = reports.readline().split()
+        assert point == "served"
+        status = subprocess.run([RCPC, "server", "status"], env=server.env, capture_output=True, timeout=60)
+        assert b"1 running" in status.stdout, status  # answered while the command waits
+    finally:
+        os.close(go_w)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and not TRACEBACK.search(err.decode()), err
+
+
 def test_stopping_the_server_ends_its_spare_child(server):
     spare = _spare(server)
     server.rcpc("server", "stop")
@@ -543,6 +665,28 @@ def test_concurrent_clients_each_have_their_own_child(server, tmp_path):
     assert (ra[0], rb[0]) == (0, 0)
     assert ra[1] == server.rcpc("render", RL, cwd=ws, served=False).stdout.decode()
     assert rb[1] == server.rcpc("render", RL, "--variant", "tuned", cwd=ws, served=False).stdout.decode()
+
+
+def test_the_server_keeps_no_descriptor_of_its_starter(tmp_path):
+    """``rcpc server start`` detaches the server: it holds none of its starter's descriptors
+    but the standard ones it replaces (a pipe inherited from whatever ran ``rcpc server start``,
+    say a harness that waits for end of file on it, a ``make`` job server's, stayed open in the
+    server, and in every child of it, for as long as it ran: up to its idle timeout)."""
+    s = Server(tmp_path / "srv")
+    r, w = os.pipe()
+    try:
+        started = subprocess.run([RCPC, "server", "start"], env=s.env, capture_output=True, timeout=120,
+                                 pass_fds=(w,))
+        assert started.returncode == 0, started.stderr
+        os.close(w)
+        w = None
+        readable, _, _ = __import__("select").select([r], [], [], 60)  # the bound is for a hang
+        assert readable and os.read(r, 1) == b""  # end of file: no one else holds the write end
+    finally:
+        if w is not None:
+            os.close(w)
+        os.close(r)
+        s.stop()
 
 
 def test_start_stop_status(server):

@@ -131,7 +131,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             try:  # the swap and the clean-up run to the end
                 _swap(out, gen, links)
                 staged = []
-                _under_lock(lock, lambda: _clean(out, links, old_gen, old, new))
+                _under_lock(lock, out, lambda out_fd, area_fd: _clean(out_fd, area_fd, links, old_gen, old, new))
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
@@ -620,50 +620,70 @@ def _swap(out: Path, gen: Path, links: set) -> None:
         raise
 
 
-def _under_lock(lock, work) -> None:
-    """Run ``work`` (no arguments) under the build lock held on file ``lock``: now, or after
+def _under_lock(lock, out: Path, work) -> None:
+    """Run ``work(out_fd, area_fd)`` under the build lock held on file ``lock``, given
+    descriptors of the output directory ``out`` and of its area, opened now: now, or after
     the client's answer (:mod:`rcpc.core.deferred`), the lock held until then through a
-    duplicate of its descriptor (flock(2) locks belong to the open file, not the descriptor)."""
-    if not deferred.holding():
-        work()
+    duplicate of its descriptor (flock(2) locks belong to the open file, not the descriptor).
+    The work reaches the directories it was given through those descriptors, never by path:
+    a directory deleted or moved away meanwhile and made again at the same path by another
+    build (numbering its generations from 1 again) is not this lock's. When they cannot be
+    opened, nothing is done (what the work removes, the next build removes, :func:`_sweep`)."""
+    fds: list[int] = []
+    flags = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC  # O_PATH: no read permission needed
+    try:
+        fds.append(os.open(out, flags))
+        fds.append(os.open(AREA, flags | os.O_NOFOLLOW, dir_fd=fds[0]))
+        if deferred.holding():
+            fds.append(os.dup(lock.fileno()))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
         return
-    held = os.dup(lock.fileno())
 
-    def later() -> None:
+    def run() -> None:
         try:
-            work()
+            work(fds[0], fds[1])
         finally:
-            os.close(held)
-    deferred.defer(later)
+            for fd in fds:
+                os.close(fd)
+    deferred.defer(run)
 
 
-def _clean(out: Path, links: set, old_gen: Path | None, old: dict, new: dict) -> None:
+def _clean(out_fd: int, area_fd: int, links: set, old_gen: Path | None, old: dict, new: dict) -> None:
     """After the switch: remove the links no longer needed, the previous generation and the
-    outputs only it used."""
+    outputs only it used (in the output directory and its area open as ``out_fd`` and
+    ``area_fd``)."""
     for name in set(old["links"]) - links:
-        if _ours(out, name):
-            os.unlink(out / name)
+        try:
+            if os.readlink(name, dir_fd=out_fd) == f"{AREA}/current/{name}":  # as _ours
+                os.unlink(name, dir_fd=out_fd)
+        except OSError:
+            pass
     if old_gen is not None:
-        _drop(out / AREA, old_gen, old, set(new["outputs"].values()))
+        _drop(".", os.path.join("gen", old_gen.name), old, set(new["outputs"].values()), area_fd)
 
 
-def _drop(area: Path, gen: Path, manifest: dict, keep: set) -> None:
+def _drop(area, gen, manifest: dict, keep: set, dir_fd: int | None = None) -> None:
     """Remove generation ``gen`` and the outputs it lists that are not in ``keep``, by its
-    manifest. Whatever else is in them stays, and so does the generation with its manifest
-    while anything of its outputs does."""
+    manifest (``area``, ``gen``: paths, relative to directory ``dir_fd`` when given).
+    Whatever else is in them stays, and so does the generation with its manifest while
+    anything of its outputs does."""
     whole = True
     for recipe, n in manifest["outputs"].items():
         if n not in keep:
-            whole &= _remove(area / "outputs" / str(n), _variants(manifest["recipes"][recipe]))
+            whole &= _remove(os.path.join(area, "outputs", str(n)), _variants(manifest["recipes"][recipe]),
+                             dir_fd=dir_fd)
     if whole:
-        _remove(gen, _nested(manifest["recipes"]), last=MANIFEST)
+        _remove(gen, _nested(manifest["recipes"]), last=MANIFEST, dir_fd=dir_fd)
 
 
-def _remove(path: Path, tree: dict, last: str | None = None) -> bool:
-    """Delete directory ``path`` holding ``tree`` ({name: subtree, or None for a file or
-    symlink}), and then ``last``, never following a symlink: each directory is opened with
-    O_NOFOLLOW and emptied through its descriptor. Anything else found there stays (and so
-    does ``last``); returns whether ``path`` is gone."""
+def _remove(path, tree: dict, last: str | None = None, dir_fd: int | None = None) -> bool:
+    """Delete directory ``path`` (relative to directory ``dir_fd`` when given) holding
+    ``tree`` ({name: subtree, or None for a file or symlink}), and then ``last``, never
+    following a symlink: each directory is opened with O_NOFOLLOW and emptied through its
+    descriptor. Anything else found there stays (and so does ``last``); returns whether
+    ``path`` is gone."""
 
     def empty(dir_fd: int, tree: dict) -> bool:
         emptied = True
@@ -688,7 +708,7 @@ def _remove(path: Path, tree: dict, last: str | None = None) -> bool:
         return emptied
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
     except FileNotFoundError:
         return True
     except OSError:
@@ -701,7 +721,7 @@ def _remove(path: Path, tree: dict, last: str | None = None) -> bool:
     finally:
         os.close(fd)
     try:
-        os.rmdir(path)
+        os.rmdir(path, dir_fd=dir_fd)
     except OSError:
         return False
     return True

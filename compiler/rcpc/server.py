@@ -516,8 +516,12 @@ class Server:
 
     def _reap(self, request: _Request) -> None:
         """The child has ended: its exit status (a signal death as 128 + signal) to its
-        client, unless it answered before."""
-        _, status = os.waitpid(request.pid, 0)
+        client, unless it answered before. An event for a descriptor closed earlier in the
+        same wake-up whose number the child's pidfd took since (a dead spare's, when the
+        request that found it forked its own child) is not its end: nothing is done."""
+        pid, status = os.waitpid(request.pid, os.WNOHANG)
+        if pid == 0:
+            return
         code = os.waitstatus_to_exitcode(status)
         if code < 0:
             code = 128 - code

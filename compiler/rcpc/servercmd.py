@@ -125,6 +125,10 @@ def start(idle_timeout: float) -> int:
                 for fd, to in ((null, 0), (log, 1), (log, 2)):
                     os.dup2(fd, to)
                 os.set_inheritable(ready_w, True)
+                # nothing else of the starter's (a pipe whose reader waits for its end, a job
+                # server's) stays open in the server and its children for hours
+                os.closerange(3, ready_w)
+                os.closerange(ready_w + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 1 << 16)
                 os.execv(sys.executable, argv)
         except BaseException as exc:
             os.write(ready_w, f"error {exc}".encode())
