@@ -269,10 +269,11 @@ def _target(recipe: str, n: int) -> str:
     return "../" * (recipe.count("/") + 2) + f"outputs/{n}"
 
 
-def _ours(out: Path, name: str) -> bool:
-    """``out/name`` is the link rcpc makes for recipes whose name starts with ``name``."""
+def _ours(out, name: str, dir_fd: int | None = None) -> bool:
+    """``out/name`` (``out`` relative to directory ``dir_fd`` when given) is the link rcpc
+    makes for recipes whose name starts with ``name``."""
     try:
-        return os.readlink(out / name) == f"{AREA}/current/{name}"
+        return os.readlink(os.path.join(out, name), dir_fd=dir_fd) == f"{AREA}/current/{name}"
     except OSError:
         return False
 
@@ -655,11 +656,11 @@ def _clean(out_fd: int, area_fd: int, links: set, old_gen: Path | None, old: dic
     outputs only it used (in the output directory and its area open as ``out_fd`` and
     ``area_fd``)."""
     for name in set(old["links"]) - links:
-        try:
-            if os.readlink(name, dir_fd=out_fd) == f"{AREA}/current/{name}":  # as _ours
+        if _ours(".", name, out_fd):
+            try:
                 os.unlink(name, dir_fd=out_fd)
-        except OSError:
-            pass
+            except OSError:
+                pass
     if old_gen is not None:
         _drop(".", os.path.join("gen", old_gen.name), old, set(new["outputs"].values()), area_fd)
 

@@ -127,8 +127,9 @@ def start(idle_timeout: float) -> int:
                 os.set_inheritable(ready_w, True)
                 # nothing else of the starter's (a pipe whose reader waits for its end, a job
                 # server's) stays open in the server and its children for hours
+                most = os.sysconf("SC_OPEN_MAX")
                 os.closerange(3, ready_w)
-                os.closerange(ready_w + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 1 << 16)
+                os.closerange(ready_w + 1, most if most > 0 else 1 << 16)
                 os.execv(sys.executable, argv)
         except BaseException as exc:
             os.write(ready_w, f"error {exc}".encode())
