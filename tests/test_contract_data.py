@@ -254,3 +254,40 @@ def test_word_diff_of_a_long_line():
     a = " ".join(f"key{i}={i}" for i in range(80))
     b = a.replace("key40=40", "key40=41")
     assert word_diff(a, b) == "…key38=38 key39=39 [-key40=40-]{+key40=41+} key41=41 key42=42…"
+
+
+LEAVES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "x y"]), st.booleans(), st.none())
+TREES = st.recursive(LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from("pqrs"), inner, max_size=4),
+    st.lists(st.fixed_dictionaries({"name": st.sampled_from("xyz")}, optional={"v": inner}), max_size=3)),
+    max_leaves=12)
+
+
+def _sharing(old, new, data):
+    """``new`` with some of its items replaced by ``old``'s item at the same key or index, the
+    same object (as variants share what no override reaches)."""
+    if type(old) is not type(new) or not isinstance(new, (dict, list)):
+        return old if data.draw(st.booleans()) else new
+    if isinstance(new, dict):
+        return {k: _sharing(old[k], v, data) if k in old else v for k, v in new.items()}
+    return [_sharing(old[i], v, data) if i < len(old) else v for i, v in enumerate(new)]
+
+
+def _fresh(x):
+    """A copy of ``x`` that shares no container with it."""
+    if isinstance(x, dict):
+        return {k: _fresh(v) for k, v in x.items()}
+    return [_fresh(v) for v in x] if isinstance(x, list) else x
+
+
+@given(old=TREES, new=TREES, data=st.data())
+@example(old={"p": [1, {"q": 2}]}, new={"p": [1, {"q": 3}]}, data=None)
+def test_a_value_shared_by_both_versions_has_the_delta_of_a_copy(old, new, data):
+    """The walk takes one object on both sides as unchanged: the delta is the one an equal
+    copy gives, whatever is shared."""
+    if data is not None:
+        new = _sharing(old, new, data)
+    else:
+        new = {"p": [old["p"][0], {"q": 3}]}
+    assert [c.describe() for c in data_delta(old, new)] == [c.describe() for c in data_delta(_fresh(old), new)]
+    assert data_delta(old, old) == []

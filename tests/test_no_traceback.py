@@ -133,9 +133,11 @@ class _ClosedPipe(io.StringIO):
         return super().write(text)
 
 
-def test_a_run_cut_short_by_a_closed_pipe_is_never_replayed(cached_ws, monkeypatch, capsys):
+def test_a_closed_pipe_cuts_neither_the_run_nor_its_replay(cached_ws, monkeypatch, capsys):
     """The reported fault: the closed pipe ended the run with exit 0 and a replay record of
-    the output so far, and of only the dependencies seen so far: later runs replayed it."""
+    the output so far, and of only the dependencies seen so far: later runs replayed it.
+    (Since: a reader gone does not end the run, :class:`rcpc.interrupts.PipeEnd`.) The run
+    goes on to its end; its record holds everything it wrote, which a replay prints."""
     from rcpc.__main__ import run
 
     monkeypatch.setattr(replay, "RACY_NS", 0)
@@ -144,9 +146,57 @@ def test_a_run_cut_short_by_a_closed_pipe_is_never_replayed(cached_ws, monkeypat
         m.setattr(sys, "stderr", _ClosedPipe(20))
         assert run(["check"]) == 0
     capsys.readouterr()
-    assert replay.serve(["check"], False) is None
-    assert run(["check"]) == 0
+    assert replay.serve(["check"], False) == 0
     assert "warning[L0001]: constant 'X' is assigned but never used" in capsys.readouterr().err
+
+
+PIPED = {  # a workspace with a recipe that fails its checks, one that builds, a file fmt changes
+    "rcp.toml": "", "recipes/good.rcp": 'X = 1\nflag_file(name = "f", flags = maxtext_flags({"steps": 5}))\n',
+    "recipes/bad.rcp": 'flag_file(name = "f", flags = maxtext_flags({"steps": 5}))\nY = undefined_name\n',
+    "recipes/ugly.rcp": 'flag_file(name="f",flags=maxtext_flags({"steps":5}))\n',
+}
+PIPED_COMMANDS = [("check", "-j", "1"), ("check", "-j", "1", "recipes/good.rcp"), ("fmt", "--check"),
+                  ("build", "-j", "1", "recipes/good.rcp", "recipes/ugly.rcp"), ("render", "recipes/good.rcp"),
+                  ("build", "-j", "1")]
+
+
+def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
+    """(exit code, files under rcpc-out with their bytes) of ``rcpc argv`` in-process, with
+    the streams named in ``cut`` closed by their reader after that many characters."""
+    import shutil
+
+    from rcpc.__main__ import run
+
+    shutil.rmtree(root / "rcpc-out", ignore_errors=True)
+    with pytest.MonkeyPatch.context() as m:
+        m.chdir(root)
+        m.setenv("RCPC_NO_CACHE", "1")
+        m.setenv("RCPC_NO_SERVER", "1")
+        for name, room in cut.items():
+            m.setattr(sys, name, _ClosedPipe(room))
+        code = run(list(argv))
+    out = root / "rcpc-out"
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
+             and ".rcpc" not in p.parts}
+    return code, files
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(argv=st.sampled_from(PIPED_COMMANDS), room=st.integers(0, 400),
+       streams=st.sampled_from([("stdout",), ("stderr",), ("stdout", "stderr")]))
+@example(argv=("check", "-j", "1"), room=0, streams=("stdout", "stderr"))  # the reported case: exit 0
+def test_a_reader_gone_changes_no_exit_code_and_no_output(tmp_path_factory, argv, room, streams):
+    """``rcpc check 2>&1 | head`` exited 0 on a failed check (the BrokenPipeError ended the run
+    with 0), and a build whose log reader left could end before writing its output. Whatever
+    stream's reader goes, after however many characters, the exit code and the files written
+    are those of a run nobody cut."""
+    root = tmp_path_factory.mktemp("piped")
+    for name, text in PIPED.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    whole = _piped_run(root, argv, {})
+    assert whole[0] in (0, 1)
+    assert _piped_run(root, argv, {name: room for name in streams}) == whole
 
 
 # every command over fuzzed inputs --------------------------------------------------------------

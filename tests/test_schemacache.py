@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -19,6 +20,7 @@ from rcpc.domain import kube_schema, schemacache
 from rcpc.domain.kube_schema import SchemaIndex, check_schema
 from rcpc.domain.manifests import load_manifests
 
+REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "ConfigMap"}],
           "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
                          "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
@@ -433,3 +435,45 @@ def test_the_server_keeps_only_entries_that_read_back_as_no_findings(cache, monk
         assert schemacache.lookup(keys["valid"]) == schemacache.NO_FINDINGS
         monkeypatch.setenv("XDG_CACHE_HOME", directory + "-elsewhere")
         assert schemacache.lookup(keys["valid"]) is None
+
+
+FIELDS = st.lists(st.one_of(st.text(alphabet="ab\0 1T", max_size=4), st.booleans(), st.none(),
+                            st.sampled_from(["True", "None", "1", "\0"])), max_size=4)
+
+
+@given(a=FIELDS, b=FIELDS)
+@example(a=["a\0b", "c"], b=["a", "\0b", "c"])
+@example(a=["True"], b=[True])
+@example(a=["render", "x\ny"], b=["render", "x\\ny"])
+def test_a_key_tells_every_two_field_lists_apart(a, b):
+    """Keys are digests of their fields: two lists of fields give one key exactly when they
+    are equal, type included (a NUL, a newline, the text "True" and True kept apart)."""
+    same = len(a) == len(b) and all(type(x) is type(y) and x == y for x, y in zip(a, b))
+    assert (schemacache._digest(*a) == schemacache._digest(*b)) == same
+
+
+def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_read(tmp_path):
+    """Indexes of the same bytes share the documents as read (the build server reads the
+    shipped ones before it forks), other bytes are read anew, and validating every
+    published TPU JobSet (pruning, defaulting: the webhooks' and the schema's defaults)
+    leaves the documents equal to a fresh read of the bytes."""
+    crd = (REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_bytes()
+    a, b, c = tmp_path / "a.yaml", tmp_path / "sub" / "b.yaml", tmp_path / "c.yaml"
+    b.parent.mkdir()
+    a.write_bytes(crd)
+    b.write_bytes(crd)
+    c.write_bytes(crd + b"\n# edited\n")
+    ia, ib, ic = SchemaIndex([a]), SchemaIndex([b], lambda p: "shown/" + p.name), SchemaIndex([c])
+    key = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert ia.schema(*key) is ib.schema(*key)
+    assert ic.schema(*key) is not ia.schema(*key) and ic.schema(*key) == ia.schema(*key)
+    published = sorted((REPO.parent / "shared" / "data" / "tpu-recipes").glob("*.yaml"))
+    assert len(published) == 13
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RCPC_NO_CACHE", "1")
+        for path in published:
+            for data in load_manifests(path, path.name)[1]:
+                check_schema(data, ia, strict_crd=True)
+    import yaml
+
+    assert kube_schema._READ[("yaml", crd)] == list(yaml.safe_load_all(crd))

@@ -828,3 +828,29 @@ def test_status_and_stop_where_no_server_ever_ran_say_none_is_running(tmp_path, 
     assert r.returncode == code and b"no build server is running" in r.stdout + r.stderr, r
     assert b"error" not in r.stderr and b"Traceback" not in r.stderr
     assert not (tmp_path / "cache").exists() and not (tmp_path / "run" / "rcpc").exists()
+
+
+@pytest.mark.parametrize("args, broken, code", [(["check"], True, 1), (["build"], True, 1), (["build"], False, 0)],
+                         ids=["failing-check", "failing-build", "build"])
+def test_a_reader_gone_before_the_first_write_keeps_the_exit_code_served_and_in_process(server, args, broken, code):
+    """``rcpc check 2>&1 | head`` exited 0 on a failed check. With the reader of stdout and
+    stderr gone before rcpc starts (the read end closed: no timing involved), the exit code
+    is the command's own, and the output directory is the one an uncut run leaves, served or
+    not (tests/test_no_traceback.py cuts at every point, in-process)."""
+    seen = []
+    for served in (False, True):
+        ws = workspace(server.root / "ws", broken)
+        shutil.rmtree(server.cache, ignore_errors=True)
+        before = server.served()
+        env = {**server.env, **({} if served else {"RCPC_NO_SERVER": "1"})}
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            r = subprocess.run([*server.launcher, *args], cwd=ws, env=env, stdout=write, stderr=write, timeout=300)
+        finally:
+            os.close(write)
+        assert server.served() == before + served
+        server.settled()
+        seen.append((r.returncode, files(ws)))
+    uncut = both(server, args, broken)[0]
+    assert seen[0] == seen[1] == (code, uncut[3])

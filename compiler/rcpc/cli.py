@@ -256,8 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     (:mod:`rcpc.replay`) when they succeed; a command that may have written to the user cache
     trims it (:mod:`rcpc.core.cachetrim`). Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:data:`_PROGRESS`); repeated signals are ignored while it unwinds
-    (:mod:`rcpc.interrupts`)."""
-    from rcpc.interrupts import ignore_interrupts, interrupts, restore_interrupts, utf8_streams
+    (:mod:`rcpc.interrupts`). A reader of stdout or stderr that goes away (``| head``) does
+    not end the command: what follows is discarded and the exit code is the command's own
+    (:class:`rcpc.interrupts.PipeEnd`)."""
+    from rcpc.interrupts import (ignore_interrupts, interrupts, outlive_readers, restore_interrupts,
+                                 restore_streams, utf8_streams)
 
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
@@ -265,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = interrupts() if threading.current_thread() is threading.main_thread() else None
     global _RECORDER
     _PROGRESS[0] = "nothing was written"
+    streams = outlive_readers()  # a reader gone (| head) changes where output goes, not the outcome
     try:
         color = stderr_color()
         _RECORDER = Recorder(argv, color)
@@ -284,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             _RECORDER.save(code)
     finally:
+        restore_streams(streams)
         if previous is not None:
             restore_interrupts(previous)
     return code
@@ -322,7 +327,7 @@ def _run(args) -> int:
     except (_Usage, UsageError) as exc:
         _stderr(f"rcpc: {exc}")
         return 2
-    except BrokenPipeError:  # the reader went away (rcpc render | head): nothing more to say
+    except BrokenPipeError:  # the reader of a file named by -o went away (-o /dev/stdout | head)
         try:  # and nothing at exit either, when Python flushes stdout
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):  # stdout is not a file (replaced, closed)

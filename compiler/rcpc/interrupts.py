@@ -5,8 +5,12 @@ once; the command unwinds (temporary output removed, previous output kept) and e
 Signals that follow the first one, and any that arrive once the command's outcome is decided
 (:func:`ignore_interrupts`), are ignored, so a repeated Ctrl-C cannot interrupt the clean-up
 or the closing message (it used to end in a traceback).
+
+A stream whose reader has gone (:class:`PipeEnd`: ``rcpc check 2>&1 | head``) does not end the
+command: what it writes is discarded, and it exits with its own status.
 """
 
+import os
 import sys
 
 _STATE = {"interrupted": False}  # True: the next signal is ignored (unwinding or finishing)
@@ -107,3 +111,72 @@ def utf8_streams() -> None:
             stream.reconfigure(encoding="utf-8", errors=errors)
         except (AttributeError, ValueError, OSError):  # not a text stream (replaced, closed)
             pass
+
+
+class PipeEnd:
+    """A text stream (``sys.stdout``, ``sys.stderr``) that outlives its reader. When a write or
+    a flush finds the reader gone (EPIPE: Python ignores SIGPIPE), the stream's descriptor is
+    pointed at ``/dev/null`` (so nothing buffered fails again, at exit either) and the command
+    goes on, what it writes discarded: its exit status stays its verdict (a failed ``rcpc
+    check 2>&1 | head`` exits 1, a build still publishes its output), where the
+    BrokenPipeError used to end it with exit 0. ``gone``: whether that happened."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._lose()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._lose()
+
+    def _lose(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+            self._stream.flush()  # what was buffered goes to /dev/null
+        except (OSError, ValueError, AttributeError):  # no descriptor (a stream in memory)
+            self._stream = _Discard()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class _Discard:
+    """A text stream that keeps nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def outlive_readers() -> tuple:
+    """Make ``sys.stdout`` and ``sys.stderr`` :class:`PipeEnd` streams; returns the streams
+    they replace (to put back with :func:`restore_streams`)."""
+    previous = (sys.stdout, sys.stderr)
+    sys.stdout, sys.stderr = PipeEnd(sys.stdout), PipeEnd(sys.stderr)
+    return previous
+
+
+def restore_streams(previous: tuple) -> None:
+    """Flush the :class:`PipeEnd` streams and put ``previous`` back."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # closed, or replaced by something that cannot
+            pass
+    sys.stdout, sys.stderr = previous

@@ -145,8 +145,11 @@ def serve(argv: list[str], color: bool) -> int | None:
                 return None
     except Exception:  # no record, unreadable, of another shape, a file gone: a miss
         return None
-    sys.stdout.write(out)
-    sys.stderr.write(err)
+    from rcpc.interrupts import PipeEnd
+
+    for stream, text in ((PipeEnd(sys.stdout), out), (PipeEnd(sys.stderr), err)):  # a reader gone: the
+        stream.write(text)  # same exit code
+        stream.flush()
     return code
 
 

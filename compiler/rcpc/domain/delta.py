@@ -312,6 +312,8 @@ class _Walk:
         self.effective: set[str] = set()
 
     def walk(self, old, new, path: tuple) -> None:
+        if old is new:  # one value (variants share what no override reaches): nothing changed
+            return
         ko, kn = _kind(old), _kind(new)
         if ko != kn:
             self.changes.append(Change(path, "changed", old, new, new))

@@ -169,10 +169,9 @@ class SchemaIndex:
         self._schemas: dict = {}
         self._origin: dict = {}  # (apiVersion, kind) -> the display path of the file that gives its schema
         self._files: list = []  # (display path, bytes) of each file read
-        formats = []  # how each file is read: json or yaml
+        formats = [_format(p) for p in paths]  # how each file is read: json or yaml
         for p in paths:
             self._load(p)
-            formats.append("json" if p.suffix == ".json" else "yaml")
         #: what the validation cache (:mod:`rcpc.domain.schemacache`) keys a result on
         self.identity = schemacache.schema_identity(self._files)
         # what the schemas are made of, wherever the files are and however they are shown
@@ -188,9 +187,7 @@ class SchemaIndex:
         try:
             raw = self.read(path, MAX_SCHEMA_BYTES)
             self._files.append((shown, raw))
-            text = raw.decode("utf-8")
-            # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
-            docs = [json.loads(text)] if path.suffix == ".json" else _yaml_documents(text, shown)
+            docs = _documents(raw, _format(path), shown)
         except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None, hint=io_hint(exc)) from None
@@ -279,6 +276,32 @@ class SchemaIndex:
 # for the MADE_KEPT contents used last (a long-lived process sees a schema file edited)
 _MADE: dict[str, dict] = {}
 MADE_KEPT = 8
+
+
+# (format, bytes) of a schema file -> its documents as read, for the MADE_KEPT files read last
+# (made before the build server forks, for the built-in schemas). Shared by every index of
+# those bytes: nothing changes a schema as read (what validation needs is made from it).
+_READ: dict[tuple, list] = {}
+
+
+def _format(path: Path) -> str:
+    return "json" if path.suffix == ".json" else "yaml"
+
+
+def _documents(raw: bytes, fmt: str, shown: str) -> list:
+    """The documents of a schema file's bytes ``raw`` read as ``fmt`` (``json``, ``yaml``),
+    read once for the same bytes. Raises as :func:`json.loads` and :func:`_yaml_documents`
+    do (UnicodeDecodeError for bytes that are not UTF-8)."""
+    key = (fmt, raw)
+    docs = _READ.pop(key, None)
+    if docs is None:
+        text = raw.decode("utf-8")
+        # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
+        docs = [json.loads(text)] if fmt == "json" else _yaml_documents(text, shown)
+    _READ[key] = docs  # the newest last
+    while len(_READ) > MADE_KEPT:
+        del _READ[next(iter(_READ))]
+    return docs
 
 
 def _yaml_documents(text: str, shown: str) -> list:

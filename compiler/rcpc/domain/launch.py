@@ -83,15 +83,20 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
     for fs, env in refused.values():  # once a flag set, with every container's M_ variables
         if fs.schema is None or not fs.schema.refusals:
             continue
-        keys = {k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env} if env else set()
-        cli = command_line(fs)
-        out.extend(check_refusals(fs, cli, *model_of(fs, cli), keys))
+        keys = frozenset(k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env) if env else frozenset()
+        out.extend(_kept(found, ("refusals", keys), (fs,), lambda: _refusals(fs, keys)))
     return out
 
 
-def _kept(found: dict, kind: str, values: tuple, make):
-    """``make()``, kept in ``found`` under ``kind`` and the identities of ``values`` (held with
-    the result, so no identity is reused while it is kept)."""
+def _refusals(fs: FlagSet, keys: frozenset) -> list[Diagnostic]:
+    cli = command_line(fs)
+    return check_refusals(fs, cli, *model_of(fs, cli), keys)
+
+
+def _kept(found: dict, kind, values: tuple, make):
+    """``make()``, kept in ``found`` under ``kind`` (a hashable: a name, with what else the
+    result depends on) and the identities of ``values`` (held with the result, so no
+    identity is reused while it is kept)."""
     key = (kind, *map(id, values))
     hit = found.get(key)
     if hit is None or any(a is not b for a, b in zip(hit[0], values)):
