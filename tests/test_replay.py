@@ -130,6 +130,23 @@ def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
     assert str(package) in dirs and str(package / "core" / "syntax") in dirs
 
 
+def test_rcpcs_files_are_recorded_as_the_process_first_read_them(wsr, monkeypatch, tmp_path):
+    """The code a process runs is the code it imported: rcpc's package is read once a process
+    (the build server reads it before it forks, and refuses requests once a file it loaded
+    changed). A file of it changed since is recorded as it was first read, so the record is a
+    miss; recorded as it is now, it would replay the output of the old code."""
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    settle(package)
+    monkeypatch.setattr(replay, "_PACKAGE", str(package))
+    monkeypatch.setattr(replay, "_PACKAGE_TREE", [])
+    assert run(["build"]) == 0 and served() == 0
+    (package / "__init__.py").write_text("changed = True\n")
+    settle(package)
+    assert run(["build"]) == 0 and served() is None
+
+
 def test_failures_and_no_cache_are_never_recorded(wsr, monkeypatch, tmp_path):
     (wsr / "recipes" / "r.rcp").write_text(RECIPE + "X = Y\n")
     settle(wsr)
@@ -175,6 +192,7 @@ def test_recently_modified_files_are_not_trusted(wsr, monkeypatch, tmp_path, res
     (package / "__init__.py").parent.mkdir()
     (package / "__init__.py").write_text("")
     monkeypatch.setattr(replay, "_PACKAGE", str(package))
+    monkeypatch.setattr(replay, "_PACKAGE_TREE", [])
     (wsr / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 3"))
     if restore_mtime:
         settle(wsr)

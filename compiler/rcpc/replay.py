@@ -163,6 +163,27 @@ def _same_content(path: str, size: int, digest: str | None) -> bool:
     return hashlib.sha256(read_limited(path, MAX_FILE)).hexdigest() == digest
 
 
+_PACKAGE_TREE: list = []  # [(listings, files)] of rcpc's package, once a process
+
+
+def package_tree() -> tuple:
+    """({directory: entry names}, {path: stat}) of rcpc's package directories and its
+    ``.py`` and ``.lark`` files (what a record depends on of rcpc's own code), read once a
+    process: the code a process runs is what it imported. The build server reads it before
+    it forks, and refuses requests once any file it loaded changed (``Server._stale``), so a
+    served command does not walk the package again (~3 ms). OSError when it cannot be read."""
+    if not _PACKAGE_TREE:
+        listings: dict = {}
+        files: dict = {}
+        for directory, dirs, names in os.walk(_PACKAGE):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            listings[directory] = listing(directory)
+            files.update((os.path.join(directory, n), _stat(os.path.join(directory, n)))
+                         for n in names if n.endswith((".py", ".lark")))
+        _PACKAGE_TREE.append((listings, files))
+    return _PACKAGE_TREE[0]
+
+
 class _Tee:
     """A text stream that also keeps what is written to it."""
 
@@ -202,6 +223,15 @@ class Recorder:
         self._streams = (_Tee(sys.stdout), _Tee(sys.stderr))
         sys.stdout, sys.stderr = self._streams
 
+    def _stat_of(self, path: str, st: tuple) -> bool:
+        """Whether ``path`` with stat ``st`` can be trusted (not changed less than
+        :data:`RACY_NS` before the command started); records it if so, else fails the run."""
+        if max(st[1], st[2]) > self._start - RACY_NS:
+            self._ok = False
+            return False
+        self._files[path] = (*st, None)
+        return True
+
     def _file(self, path: str, expected: bytes | str | None = None, compared: tuple | None = None) -> None:
         """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest.
         ``compared``: the stat (:func:`rcpc.core.files.identity`: size, mtime, ctime, inode,
@@ -215,36 +245,29 @@ class Recorder:
             return
         try:
             st = _stat(path)
-            if max(st[1], st[2]) > self._start - RACY_NS:
+            if not self._stat_of(path, st) or expected is None:
+                return
+            import hashlib
+
+            data = expected if compared is not None and identity(path) == compared else read_limited(path, MAX_FILE)
+            digest = hashlib.sha256(data).hexdigest()
+            if (digest if isinstance(expected, str) else data) != expected:
                 self._ok = False
                 return
-            digest = None
-            if expected is not None:
-                import hashlib
-
-                data = expected if compared is not None and identity(path) == compared else read_limited(path, MAX_FILE)
-                digest = hashlib.sha256(data).hexdigest()
-                if (digest if isinstance(expected, str) else data) != expected:
-                    self._ok = False
-                    return
             self._files[path] = (*st, digest)
         except OSError:
             self._ok = False
 
-    def _tree(self, root: str, keep=None) -> None:
+    def _tree(self, root: str) -> None:
         """Record the listing of ``root`` and every directory under it (not following
-        symlinks); ``keep(name)`` selects the files whose stat is recorded as well."""
+        symlinks)."""
         if not self._ok:
             return
         self._listings[root] = listing(root)
-        for directory, dirs, names in os.walk(root):
+        for directory, dirs, _ in os.walk(root):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             for d in dirs:
                 self._listings[os.path.join(directory, d)] = listing(os.path.join(directory, d))
-            if keep is not None:
-                for n in names:
-                    if keep(n):
-                        self._file(os.path.join(directory, n))
 
     def note_workspace(self, root: str, config: str | None, config_bytes: bytes, searched: list[str],
                        start: str) -> None:
@@ -263,7 +286,15 @@ class Recorder:
             here = parent
         for d in searched:
             self._tree(d)
-        self._tree(_PACKAGE, keep=lambda n: n.endswith((".py", ".lark")))
+        try:
+            listings, files = package_tree()
+        except OSError:
+            self._ok = False
+        if self._ok:
+            self._listings.update(listings)
+            for path, st in files.items():
+                if not self._stat_of(path, st):
+                    return
 
     def note_dependencies(self, deps: dict[str, str] | None) -> None:
         """Files the result depends on, with the SHA-256 hex digests their compile saw (None:

@@ -754,10 +754,11 @@ def _prepare() -> None:
     """What every command would find the same way, found once before any fork: each
     command's argument parser, the fingerprints of rcpc's code and of the libraries whose
     output the user cache keeps (:mod:`rcpc.core.usercache`; a change to any of their files
-    makes the server stale), the schemas rcpc ships: JobSet's validators
+    makes the server stale), the stats of rcpc's package files that a replay record holds
+    (:func:`rcpc.replay.package_tree`), the schemas rcpc ships: JobSet's validators
     (:class:`rcpc.domain.kube_schema.SchemaIndex`) and MaxText's
     (:func:`rcpc.domain.schema.load_schema`), each kept for its bytes."""
-    from rcpc import cli
+    from rcpc import cli, replay
     from rcpc.core import usercache
     from rcpc.domain.kube_schema import SchemaIndex
     from rcpc.domain.schema import BUILTIN_PATH, load_schema
@@ -766,6 +767,10 @@ def _prepare() -> None:
 
     cli.prepare_parsers()
     usercache.code_fingerprint()
+    try:
+        replay.package_tree()
+    except OSError:  # read by the command that records, and not recorded if it fails there too
+        pass
     for module in ("lark", "jsonschema"):
         usercache.installed(module)
     try:
