@@ -65,7 +65,8 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
         if type(r) is FlagFile:
             model(r.flags)
         elif type(r) is Manifest:
-            cs, pods = _kept(found, "manifest", (r,), lambda: (tuple(containers(r.data)), tuple(slice_pods(r.data))))
+            cs, pods = _kept(found, "manifest", (r,), lambda: (tuple(containers(r.data, found.setdefault("under", {}))),
+                                                                 tuple(slice_pods(r.data))))
             for container in cs:
                 carried = _carried(found, container, flag_sets, forms)
                 env = [name for name, _, _ in env_overrides(container)] if carried else ()
@@ -174,19 +175,41 @@ def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> li
     return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span, env)]
 
 
-def containers(data):
+_SHARED = 32  # values of at least this many items (Dict.size) are kept in containers' memo
+
+
+def containers(data, memo: dict | None = None) -> list:
     """Every dict in a manifest with a ``name`` and an ``env`` list (Kubernetes containers),
-    in document order. Only dicts and lists are visited (a scalar holds no container)."""
-    todo = [data]
+    in document order. Only dicts and lists are visited (a scalar holds no container), without
+    recursion (a value nests as deep as the language allows). ``memo`` keeps, across calls,
+    the containers under each large value by its identity: manifests share values (every
+    rollout replica's pod spec is one value, in every variant that does not change it)."""
+    memo = {} if memo is None else memo
+    out: list = []
+    todo = [data]  # values to visit, and (value, start) closing a large one after its items
     while todo:
         v = todo.pop()
-        if type(v) is Dict:
+        t = type(v)
+        if t is tuple:
+            big, start = v
+            memo[id(big)] = (big, out[start:])
+            continue
+        if t is not Dict and t is not List:
+            continue
+        if getattr(v, "size", 0) >= _SHARED:
+            hit = memo.get(id(v))
+            if hit is not None and hit[0] is v:
+                out.extend(hit[1])
+                continue
+            todo.append((v, len(out)))
+        if t is Dict:
             items = v.items
             if type(items.get("env")) is List and "name" in items:
-                yield v
+                out.append(v)
             todo.extend([x for x in reversed(items.values()) if type(x) is Dict or type(x) is List])
-        elif type(v) is List:
+        else:
             todo.extend([x for x in reversed(v.items) if type(x) is Dict or type(x) is List])
+    return out
 
 
 def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:
