@@ -477,3 +477,24 @@ def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_re
     import yaml
 
     assert kube_schema._READ[("yaml", crd)] == list(yaml.safe_load_all(crd))
+
+
+def test_where_a_prepared_schema_marks_list_types_is_not_looked_for_again(tmp_path, monkeypatch):
+    """``prepare`` (the build server's, before it forks) finds where each schema marks list
+    types; an index of the same bytes made later (a request's child) checks lists without
+    looking through the schema again, with the findings a fresh look gives."""
+    crd = (REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_bytes()
+    (tmp_path / "j.yaml").write_bytes(crd)
+    monkeypatch.setattr(kube_schema, "_MARKS", {})
+    SchemaIndex([tmp_path / "j.yaml"]).prepare()
+    published = REPO.parent / "shared" / "data" / "tpu-recipes" / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"
+    (data,) = load_manifests(published, published.name)[1]
+    looked = []
+    original = kube_schema._look_for_lists
+    monkeypatch.setattr(kube_schema, "_look_for_lists", lambda s: looked.append(s) or original(s))
+    index = SchemaIndex([tmp_path / "j.yaml"])
+    schema = index.schema("jobset.x-k8s.io/v1alpha2", "JobSet")
+    found = kube_schema.check_lists(data, schema, "JobSet")
+    assert looked == []
+    monkeypatch.setattr(kube_schema, "_MARKS", {})
+    assert kube_schema.check_lists(data, schema, "JobSet") == found and looked

@@ -121,6 +121,22 @@ def _marks_lists(s: dict) -> bool:
     return found
 
 
+def _mark_all(schema: dict) -> None:
+    """:func:`_marks_lists` of every schema node :func:`_walk_lists` can reach from ``schema``
+    (visited once each, a cycle of YAML aliases included)."""
+    seen: set = set()
+    todo = [schema]
+    while todo:
+        s = todo.pop()
+        if not isinstance(s, dict) or id(s) in seen:
+            continue
+        seen.add(id(s))
+        _marks_lists(s)
+        props = s.get("properties")
+        todo.extend([*(props.values() if isinstance(props, dict) else ()), s.get("additionalProperties"),
+                     s.get("items")])
+
+
 def _look_for_lists(s: dict) -> bool:
     if s.get("x-kubernetes-list-type") in ("map", "set"):  # what _walk_lists acts on
         return True
@@ -265,10 +281,13 @@ class SchemaIndex:
                      hint="check the schema with a JSON Schema (Draft 7) validator")
 
     def prepare(self) -> None:
-        """Make every schema's structural schema and validator now (the build server does,
-        before it forks, for the built-in schemas)."""
-        for api_version, kind in self._schemas:
+        """Make every schema's structural schema and validator now, and find where it marks
+        list types (:func:`_marks_lists`, by the identity of the schemas as read: shared by
+        every index of the same bytes); the build server does, before it forks, for the
+        built-in schemas."""
+        for (api_version, kind), schema in self._schemas.items():
             self.validator(api_version, kind)
+            _mark_all(schema)
 
 
 # SHA-256 of the schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a
