@@ -90,3 +90,21 @@ def test_what_no_parse_takes_is_a_usage_error_of_the_command(argv):
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
         cli._parse(argv)
     assert info.value.code == 2 and f"rcpc {argv[0]}: error:" in err.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["build"], ["build", "rl/x"], ["build", "-o", "out", "rl/x", "rl/y"], ["check"],
+                                  ["check", "-j", "2", "r.rcp"], ["build", "-j", "1", "--variant", "tuned", "r"]])
+def test_a_prepared_parser_compiles_no_regular_expression_for_the_edit_loop(argv, monkeypatch):
+    """The build server prepares the parsers before it forks (``prepare_parsers``); argparse
+    makes regular expressions as it parses, so a build or check its child parses must find
+    them compiled already (re's cache, inherited by the child)."""
+    import re
+    import re._compiler
+
+    re.purge()  # what earlier tests compiled
+    cli.prepare_parsers()
+    compiled = []
+    real = re._compiler.compile
+    monkeypatch.setattr(re._compiler, "compile", lambda *a, **k: compiled.append(a[0]) or real(*a, **k))
+    cli._parse(argv)
+    assert compiled == []
