@@ -21,8 +21,15 @@ ratios).
   and one manifest use, with a contract), cold `rcpc check -j 1` and `rcpc build -j 1`;
   the time per variant should stay flat (linear).
 
+With ``--settled``, only the served edit, each build followed by a wait until the server has
+no running child (``rcpc server status``: ``0 running``; a child answers before its deferred
+work, and the server then forks its next one), so that ``python -c pass`` is never timed
+against that background work; ``--against RCPC`` adds another install's ``rcpc`` (an older
+main, say), with its own server and workspace, interleaved in the same rounds.
+
 Usage: python bench/editloop.py [--runs N] [--variant-runs N] [--no-variants]
-Writes bench/results/editloop.json. Run from the repository root with rcpc installed (a
+       python bench/editloop.py --settled [--runs N] [--against RCPC]
+Writes bench/results/editloop.json (``--settled``: editloop-settled.json). Run from the repository root with rcpc installed (a
 regular `pip install .`: an editable install adds an import hook); unset
 PYTHONDONTWRITEBYTECODE (without byte-code files every import compiles its module).
 """
@@ -88,6 +95,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--variant-runs", type=int, default=3)
     ap.add_argument("--no-variants", action="store_true", help="skip the variants series")
+    ap.add_argument("--settled", action="store_true", help="the served edit alone, waiting out background work")
+    ap.add_argument("--against", metavar="RCPC", help="with --settled: another rcpc to time in the same rounds")
     args = ap.parse_args()
     repo = Path(__file__).resolve().parents[1]
     rcpc = shutil.which("rcpc") or sys.exit("rcpc is not installed (pip install .)")
@@ -100,6 +109,8 @@ def main() -> int:
     server_env = dict(env)
     env["RCPC_NO_SERVER"] = "1"
     cold_env = {**env, "RCPC_NO_CACHE": "1"}
+    if args.settled:
+        return _settled(args, repo, [rcpc, *([args.against] if args.against else [])], tmp, server_env)
     try:
         return _run(args, repo, rcpc, tmp, env, server_env, cold_env)
     finally:
@@ -192,6 +203,65 @@ def _run(args, repo: Path, rcpc: str, tmp: Path, env: dict, server_env: dict, co
     shutil.rmtree(tmp, ignore_errors=True)  # the server stopped first: its socket is in there
     dest = repo / "bench" / "results" / "editloop.json"
     dest.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def _settled(args, repo: Path, rcpcs: list[str], tmp: Path, env: dict) -> int:
+    """The served edit of each of ``rcpcs`` against ``python -c pass``, waiting after each
+    build until its server has no running child; writes bench/results/editloop-settled.json."""
+    runs = []  # (rcpc, workspace, recipe file, environment) for each rcpc
+    for n, rcpc in enumerate(rcpcs):
+        own = tmp / f"settled{n}"
+        (own / "run").mkdir(parents=True, mode=0o700)
+        e = {**env, "XDG_CACHE_HOME": str(own / "cache"), "XDG_RUNTIME_DIR": str(own / "run")}
+        ws = copy_workspace(repo, own / "ws")
+        started = subprocess.run([rcpc, "server", "start"], env=e, capture_output=True, text=True)
+        if started.returncode:
+            sys.exit(f"{rcpc} server start failed: {started.stderr}")
+        runs.append((rcpc, ws, ws / "recipes" / f"{RECIPE}.rcp", e))
+    text = runs[0][2].read_text()
+    assert FLAG in text, FLAG
+    baseline = [sys.executable, "-c", "pass"]
+
+    def edit_and_build(run, value: str) -> float:
+        rcpc, ws, recipe, e = run
+        recipe.write_text(text.replace(FLAG, f'"ragged_buffer_factor": {value},'))
+        took = timed([rcpc, "build", RECIPE], ws, e)
+        end = time.monotonic() + 60
+        while b"0 running" not in subprocess.run([rcpc, "server", "status"], env=e, capture_output=True).stdout:
+            if time.monotonic() > end:
+                sys.exit(f"{rcpc}: a child of the build server never ended")
+            time.sleep(0.01)
+        time.sleep(0.05)  # the server forks its next child
+        return took
+
+    try:
+        for i in range(2):  # warm-up: byte code, page cache, ASTs
+            for run in runs:
+                edit_and_build(run, f"{1 + i}.5")
+        python: list[float] = []
+        series: dict[str, list[float]] = {run[0]: [] for run in runs}
+        load_before = os.getloadavg()[0]
+        for i in range(args.runs):
+            python.append(timed(baseline, tmp))
+            for run in runs[::1 if i % 2 else -1]:
+                series[run[0]].append(edit_and_build(run, f"{3 + i}.0"))
+    finally:
+        for rcpc, _, _, e in runs:
+            subprocess.run([rcpc, "server", "stop"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    med = statistics.median
+    result: dict = {"runs": args.runs, "baseline_median_s": med(python), "python": platform.python_version(),
+                    "cpus": os.cpu_count(), "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    print(f"python -c pass median {med(python) * 1000:.1f} ms; load average (1 min) before / after "
+          f"{result['load_average']}")
+    for rcpc, times in series.items():
+        ratios = [a / b for a, b in zip(times, python)]
+        result[rcpc] = {"median_s": med(times), "ratio_to_python": med(ratios),
+                        "round_ratios": [round(r, 2) for r in ratios]}
+        print(f"{rcpc}: edit-server (settled) median {med(times) * 1000:.1f} ms  {med(ratios):.2f}x python -c pass "
+              f"(rounds {min(ratios):.2f}x-{max(ratios):.2f}x)")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (repo / "bench" / "results" / "editloop-settled.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
