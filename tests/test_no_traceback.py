@@ -157,7 +157,7 @@ PIPED = {  # a workspace with a recipe that fails its checks, one that builds, a
 }
 PIPED_COMMANDS = [("check", "-j", "1"), ("check", "-j", "1", "recipes/good.rcp"), ("fmt", "--check"),
                   ("build", "-j", "1", "recipes/good.rcp", "recipes/ugly.rcp"), ("render", "recipes/good.rcp"),
-                  ("build", "-j", "1")]
+                  ("build", "-j", "1"), ("fmt", "--diff")]
 
 
 def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
@@ -185,6 +185,7 @@ def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
 @given(argv=st.sampled_from(PIPED_COMMANDS), room=st.integers(0, 400),
        streams=st.sampled_from([("stdout",), ("stderr",), ("stdout", "stderr")]))
 @example(argv=("check", "-j", "1"), room=0, streams=("stdout", "stderr"))  # the reported case: exit 0
+@example(argv=("fmt", "--diff"), room=0, streams=("stdout",))  # written by writelines: exited 0
 def test_a_reader_gone_changes_no_exit_code_and_no_output(tmp_path_factory, argv, room, streams):
     """``rcpc check 2>&1 | head`` exited 0 on a failed check (the BrokenPipeError ended the run
     with 0), and a build whose log reader left could end before writing its output. Whatever
@@ -197,6 +198,32 @@ def test_a_reader_gone_changes_no_exit_code_and_no_output(tmp_path_factory, argv
     whole = _piped_run(root, argv, {})
     assert whole[0] in (0, 1)
     assert _piped_run(root, argv, {name: room for name in streams}) == whole
+
+
+WRITES = {  # every way rcpc writes text to a stream: each must pass through the wrappers' write
+    "write": lambda stream, lines: stream.write("".join(lines)),
+    "writelines": lambda stream, lines: stream.writelines(iter(lines)),
+    "print": lambda stream, lines: print(*lines, sep="", end="", file=stream),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(max_size=20), max_size=8), room=st.integers(0, 100), how=st.sampled_from(sorted(WRITES)))
+@example(lines=["--- a/x\n", "+++ b/x\n"], room=0, how="writelines")  # rcpc fmt --diff | head: exit 0
+def test_every_write_reaches_the_tee_and_outlives_its_reader(lines, room, how):
+    """``sys.stdout.writelines`` went past :class:`rcpc.interrupts.PipeEnd` (and the replay
+    tee) to the stream itself, so a reader gone raised BrokenPipeError out of ``rcpc fmt
+    --diff``, which exited 0. However text is written, nothing raises, the tee keeps all of
+    it, and the reader got a beginning of it (all of it unless it left)."""
+    from rcpc.interrupts import PipeEnd
+
+    pipe, text = _ClosedPipe(room), "".join(lines)
+    tee = replay._Tee(PipeEnd(pipe))
+    WRITES[how](tee, lines)
+    tee.flush()
+    assert "".join(tee.parts) == text
+    assert tee._stream.gone == (len(text) > room)
+    assert text.startswith(pipe.getvalue()) and (tee._stream.gone or pipe.getvalue() == text)
 
 
 # every command over fuzzed inputs --------------------------------------------------------------

@@ -174,6 +174,11 @@ class _Tee:
         self.parts.append(text)
         return self._stream.write(text)
 
+    def writelines(self, lines) -> None:
+        """Each line through :meth:`write`, kept as well (not past the tee)."""
+        for line in lines:
+            self.write(line)
+
     def __getattr__(self, name):
         return getattr(self._stream, name)
 
