@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, io_hint, to_json
+from rcpc.interrupts import unwritable
 from rcpc.replay import Recorder, stderr_color
 
 
@@ -280,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                 code = _run(args)
             finally:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
-                _REPORT.finish()
+                unwritten = _close_output()
+            code = unwritten or code
             if args.command not in ("lsp", "completion", "schema", "server"):
                 from rcpc.core.cachetrim import maybe_trim
 
@@ -292,6 +294,18 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             restore_interrupts(previous)
     return code
+
+
+def _close_output() -> int:
+    """Print what the report keeps for the end (SARIF on stdout, JSON on stderr) and flush
+    stdout; 0, or 1 when a stream cannot take it (:func:`rcpc.interrupts.unwritable`): ENOSPC
+    there used to end in a traceback, or in exit 120 with nothing said."""
+    try:
+        _REPORT.finish()
+        sys.stdout.flush()
+    except OSError as exc:
+        return unwritable(exc)
+    return 0
 
 
 # What a Ctrl-C would leave, for its message: set as a command writes (build, fmt).
@@ -334,8 +348,7 @@ def _run(args) -> int:
             pass
         return 0
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
-        _stderr(f"rcpc: error: {exc.strerror or exc}")
-        return 1
+        return unwritable(exc)
     except KeyboardInterrupt as exc:
         from rcpc.output import InterruptedAfterWrite
 

@@ -113,6 +113,18 @@ def utf8_streams() -> None:
             pass
 
 
+def unwritable(exc: OSError) -> int:
+    """What an output rcpc cannot write (stdout on a full disk or ``/dev/full``: ENOSPC; a
+    closed descriptor: EBADF) ends in: ``rcpc: error: <reason>`` on stderr (said when stderr
+    can take it) and exit code 1, wherever the write was (the command, the closing SARIF or
+    JSON report, a replay). A reader gone is not such a failure (:class:`PipeEnd`)."""
+    try:
+        sys.stderr.write(f"rcpc: error: {exc.strerror or exc}\n")
+    except OSError:  # stderr cannot take it either: the exit code alone tells
+        pass
+    return 1
+
+
 class PipeEnd:
     """A text stream (``sys.stdout``, ``sys.stderr``) that outlives its reader. When a write or
     a flush finds the reader gone (EPIPE: Python ignores SIGPIPE), the stream's descriptor is
