@@ -93,6 +93,8 @@ CLOSED_CASES = [
     (["check"], (0, 1, 2), 0),
     (["render", "recipes/nope.rcp"], (1,), 2),
     (["build"], (2,), 0),
+    (["diff", "recipes/r.rcp", "--variant", "more", "--against", "default"], (1,), 1),  # isatty: a traceback
+    (["lint", "--diagnostics", "sarif"], (1,), 1),  # the SARIF log at the end: exit 120, nothing said
 ]
 
 

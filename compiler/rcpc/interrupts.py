@@ -88,6 +88,10 @@ class _Closed:
     def seekable(self) -> bool:
         return False
 
+    def isatty(self) -> bool:
+        """No terminal (``rcpc diff >&-`` asked, for colour, and crashed: AttributeError)."""
+        return False
+
     def write(self, data) -> int:
         import errno
         import os
