@@ -140,6 +140,7 @@ class PipeEnd:
     def __init__(self, stream):
         self._stream = stream
         self.gone = False
+        self.failed = False  # a write or flush failed otherwise (ENOSPC, EBADF): raised once
 
     def write(self, text: str) -> int:
         try:
@@ -147,6 +148,9 @@ class PipeEnd:
         except BrokenPipeError:
             self._lose()
             return len(text)
+        except OSError:
+            self.failed = True
+            raise
 
     def writelines(self, lines) -> None:
         """Each line through :meth:`write`: the wrapped stream's own ``writelines`` (``rcpc fmt
@@ -155,10 +159,18 @@ class PipeEnd:
             self.write(line)
 
     def flush(self) -> None:
+        """Flush, unless a write or flush failed already (ENOSPC, EBADF): that error was raised
+        (and reported, :func:`unwritable`) once, and what stays buffered is lost; flushing it
+        again said ``rcpc: error: Bad file descriptor`` twice (``rcpc render r >&-``)."""
+        if self.failed:
+            return
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._lose()
+        except OSError:
+            self.failed = True
+            raise
 
     def _lose(self) -> None:
         self.gone = True
