@@ -183,7 +183,10 @@ def _piped_run(root: Path, argv: tuple, streams: dict, replayed: bool = False) -
         m.setenv("RCPC_NO_SERVER", "1")
         for name, stream in streams.items():
             m.setattr(sys, name, stream)
-        code = run(list(argv))
+        try:
+            code = run(list(argv))
+        except SystemExit as exc:  # argparse: --help, --version
+            code = exc.code
     out = root / "rcpc-out"
     files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
              and ".rcpc" not in p.parts}
@@ -226,7 +229,8 @@ class _FullDisk(_ClosedPipe):
 
 
 FULL_COMMANDS = [*PIPED_COMMANDS, ("check", "-j", "1", "recipes/good.rcp", "--diagnostics", "sarif"),
-                 ("lint", "--diagnostics", "sarif"), ("check", "-j", "1", "--diagnostics", "github")]
+                 ("lint", "--diagnostics", "sarif"), ("check", "-j", "1", "--diagnostics", "github"), ("--version",),
+                 ("render", "--help")]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -234,12 +238,14 @@ FULL_COMMANDS = [*PIPED_COMMANDS, ("check", "-j", "1", "recipes/good.rcp", "--di
        replayed=st.booleans())
 @example(argv=("lint", "--diagnostics", "sarif"), room=0, replayed=False)  # the SARIF log: a traceback
 @example(argv=("check", "-j", "1", "recipes/good.rcp"), room="/dev/full", replayed=True)  # exit 1, a traceback
+@example(argv=("--version",), room=0, replayed=False)  # argparse ignored the failed write: exit 0
 def test_a_full_disk_is_an_error_wherever_stdout_is_written(tmp_path_factory, argv, room, replayed):
     """stdout that cannot take what rcpc writes (ENOSPC: a full disk, ``/dev/full``) failed
-    with a traceback when written after the command (the SARIF log) or by a replay, and a
-    replay failed on ``/dev/full`` writing nothing. Wherever the write, and whether the run
-    is replayed: exit 1 with ``rcpc: error: No space left on device`` when it wrote more than
-    fits, else the exit code of a run on a stdout with room."""
+    with a traceback when written after the command (the SARIF log) or by a replay, a replay
+    failed on ``/dev/full`` writing nothing, and ``--help`` exited 0 (argparse ignores it).
+    Wherever the write, and whether the run is replayed: exit 1 with ``rcpc: error: No space
+    left on device`` (said once) when it wrote more than fits, else the exit code of a run on
+    a stdout with room."""
     if room == "/dev/full" and not os.path.exists("/dev/full"):
         return
     root = _piped_workspace(tmp_path_factory)

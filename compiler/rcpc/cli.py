@@ -90,8 +90,20 @@ def prepare_parsers() -> None:
             _parser(name)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help and version, printed to stdout, raise what fails to write
+    them (argparse ignores it), for :func:`_parsed`; its subparsers are of this class too.
+    A usage error on a stderr that cannot take it still exits 2."""
+
+    def _print_message(self, message, file=None):
+        if message and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
+
+
 def _build_parser(command: str | None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
+    p = _Parser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
     from rcpc import __version__
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -263,14 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     from rcpc.interrupts import (ignore_interrupts, interrupts, outlive_readers, restore_interrupts,
                                  restore_streams, utf8_streams)
 
+    global _RECORDER
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
-    args = _parse(argv)
-    previous = interrupts() if threading.current_thread() is threading.main_thread() else None
-    global _RECORDER
-    _PROGRESS[0] = "nothing was written"
     streams = outlive_readers()  # a reader gone (| head) changes where output goes, not the outcome
+    previous = None
     try:
+        args = _parsed(argv)
+        previous = interrupts() if threading.current_thread() is threading.main_thread() else None
+        _PROGRESS[0] = "nothing was written"
         color = stderr_color()
         _RECORDER = Recorder(argv, color)
         _RECORDER.capture()
@@ -294,6 +307,21 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             restore_interrupts(previous)
     return code
+
+
+def _parsed(argv: list[str]):
+    """:func:`_parse`, whose help and version (``--help``, ``--version``: SystemExit 0) reach
+    stdout or end in exit 1 (:func:`rcpc.interrupts.unwritable`): ``rcpc --help > /dev/full``
+    exited 0, argparse ignoring the failed write (:class:`_Parser`), and ``rcpc --version
+    >&-`` exited 120 with an ``Exception ignored`` traceback at the interpreter's flush."""
+    try:
+        try:
+            return _parse(argv)
+        except SystemExit:
+            sys.stdout.flush()
+            raise
+    except OSError as exc:
+        raise SystemExit(unwritable(exc)) from None
 
 
 def _close_output() -> int:

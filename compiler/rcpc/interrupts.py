@@ -69,13 +69,15 @@ def closed_streams() -> None:
         except OSError:  # closed: the lowest free descriptor is this one, lower ones open
             os.open(os.devnull, os.O_RDWR)
         if name == "stdout":
-            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(_Closed()), encoding="utf-8"))
+            setattr(sys, name, io.TextIOWrapper(_Closed(), encoding="utf-8", write_through=True))
         else:
             setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
 
 
 class _Closed:
-    """A raw stream every write to which fails as on a closed descriptor."""
+    """A binary stream every write to which fails as on a closed descriptor. Nothing is kept
+    to fail again (a buffer in front of it held what failed, and the interpreter's flush at
+    exit failed on it: exit 120, an ``Exception ignored`` traceback)."""
 
     closed = False
 
