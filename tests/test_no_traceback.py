@@ -262,6 +262,30 @@ def test_a_full_disk_is_an_error_wherever_stdout_is_written(tmp_path_factory, ar
     assert (cut, err.getvalue().count("rcpc: error: No space left on device")) == ((code, 0) if fits else (1, 1))
 
 
+@pytest.mark.parametrize("name", ["stdout", "stderr"])
+@pytest.mark.parametrize("replacement", [None, "a stream"])
+def test_a_stream_the_command_replaces_stays_replaced(monkeypatch, name, replacement):
+    """``rcpc lsp`` sets ``sys.stdout`` to None (the protocol's stream, which the client may
+    close); :func:`rcpc.cli.main` put its stream back, whose flush at exit failed: exit 120
+    (tests/test_lsp.py). A stream the command replaces stays as it left it; the other one
+    is put back as it was before main."""
+    from rcpc import cli
+
+    kept = {n: io.StringIO() for n in ("stdout", "stderr")}
+    for n, stream in kept.items():
+        monkeypatch.setattr(sys, n, stream)
+    new = io.StringIO() if replacement else None
+
+    def command(args) -> int:
+        setattr(sys, name, new)
+        return 0
+
+    monkeypatch.setattr(cli, "_run", command)
+    assert cli.main(["completion", "bash"]) == 0
+    other = "stderr" if name == "stdout" else "stdout"
+    assert getattr(sys, name) is new and getattr(sys, other) is kept[other]
+
+
 WRITES = {  # every way rcpc writes text to a stream: each must pass through the wrappers' write
     "write": lambda stream, lines: stream.write("".join(lines)),
     "writelines": lambda stream, lines: stream.writelines(iter(lines)),

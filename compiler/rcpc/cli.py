@@ -330,7 +330,8 @@ def _close_output() -> int:
     there used to end in a traceback, or in exit 120 with nothing said."""
     try:
         _REPORT.finish()
-        sys.stdout.flush()
+        if sys.stdout is not None:  # rcpc lsp: None once it serves (stdout carries the protocol)
+            sys.stdout.flush()
     except OSError as exc:
         return unwritable(exc)
     return 0

@@ -209,10 +209,16 @@ def outlive_readers() -> tuple:
 
 
 def restore_streams(previous: tuple) -> None:
-    """Flush the :class:`PipeEnd` streams and put ``previous`` back."""
-    for stream in (sys.stdout, sys.stderr):
+    """Flush the :class:`PipeEnd` streams and put ``previous`` back where they still are: a
+    stream the command replaced stays as it left it (``rcpc lsp`` sets ``sys.stdout`` to
+    None, the protocol's stream, which the client may have closed: put back, it failed the
+    interpreter's flush at exit, and the exit status was 120)."""
+    for name, was in zip(("stdout", "stderr"), previous):
+        stream = getattr(sys, name)
+        if not isinstance(stream, PipeEnd):
+            continue
         try:
             stream.flush()
         except Exception:  # closed, or replaced by something that cannot
             pass
-    sys.stdout, sys.stderr = previous
+        setattr(sys, name, was)
