@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
                 unwritten = _close_output()
-            code = unwritten or code
+            code = code or unwritten  # a failure or an interrupt (130) already decided keeps its code
             if args.command not in ("lsp", "completion", "schema", "server"):
                 from rcpc.core.cachetrim import maybe_trim
 
