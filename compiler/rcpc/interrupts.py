@@ -7,7 +7,9 @@ Signals that follow the first one, and any that arrive once the command's outcom
 or the closing message (it used to end in a traceback).
 
 A stream whose reader has gone (:class:`PipeEnd`: ``rcpc check 2>&1 | head``) does not end the
-command: what it writes is discarded, and it exits with its own status.
+command: what it writes is discarded, and it exits with its own status. One that cannot take
+what is written otherwise (a full disk, a closed descriptor) is an error, exit 1
+(:func:`unwritable`).
 """
 
 import os
