@@ -7,6 +7,8 @@ relative ``XDG_CACHE_HOME``; a closed pipe leaving a replay record of a cut-shor
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import subprocess
@@ -157,12 +159,14 @@ PIPED = {  # a workspace with a recipe that fails its checks, one that builds, a
 }
 PIPED_COMMANDS = [("check", "-j", "1"), ("check", "-j", "1", "recipes/good.rcp"), ("fmt", "--check"),
                   ("build", "-j", "1", "recipes/good.rcp", "recipes/ugly.rcp"), ("render", "recipes/good.rcp"),
-                  ("build", "-j", "1")]
+                  ("build", "-j", "1"), ("fmt", "--diff")]
 
 
-def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
+def _piped_run(root: Path, argv: tuple, streams: dict, replayed: bool = False) -> tuple:
     """(exit code, files under rcpc-out with their bytes) of ``rcpc argv`` in-process, with
-    the streams named in ``cut`` closed by their reader after that many characters."""
+    ``sys.stdout``/``sys.stderr`` the doubles named in ``streams`` (``_ClosedPipe``: a reader
+    gone after so many characters). ``replayed``: with the replay cache on (beside ``root``),
+    so that a run after a successful ``build``/``check`` is a replay."""
     import shutil
 
     from rcpc.__main__ import run
@@ -170,11 +174,19 @@ def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
     shutil.rmtree(root / "rcpc-out", ignore_errors=True)
     with pytest.MonkeyPatch.context() as m:
         m.chdir(root)
-        m.setenv("RCPC_NO_CACHE", "1")
+        if replayed:
+            m.setenv("XDG_CACHE_HOME", str(root.with_name(root.name + "-cache")))
+            m.delenv("RCPC_NO_CACHE", raising=False)
+            m.setattr(replay, "RACY_NS", 0)
+        else:
+            m.setenv("RCPC_NO_CACHE", "1")
         m.setenv("RCPC_NO_SERVER", "1")
-        for name, room in cut.items():
-            m.setattr(sys, name, _ClosedPipe(room))
-        code = run(list(argv))
+        for name, stream in streams.items():
+            m.setattr(sys, name, stream)
+        try:
+            code = run(list(argv))
+        except SystemExit as exc:  # argparse: --help, --version
+            code = exc.code
     out = root / "rcpc-out"
     files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
              and ".rcpc" not in p.parts}
@@ -185,18 +197,119 @@ def _piped_run(root: Path, argv: tuple, cut: dict) -> tuple:
 @given(argv=st.sampled_from(PIPED_COMMANDS), room=st.integers(0, 400),
        streams=st.sampled_from([("stdout",), ("stderr",), ("stdout", "stderr")]))
 @example(argv=("check", "-j", "1"), room=0, streams=("stdout", "stderr"))  # the reported case: exit 0
+@example(argv=("fmt", "--diff"), room=0, streams=("stdout",))  # written by writelines: exited 0
 def test_a_reader_gone_changes_no_exit_code_and_no_output(tmp_path_factory, argv, room, streams):
     """``rcpc check 2>&1 | head`` exited 0 on a failed check (the BrokenPipeError ended the run
     with 0), and a build whose log reader left could end before writing its output. Whatever
     stream's reader goes, after however many characters, the exit code and the files written
     are those of a run nobody cut."""
+    root = _piped_workspace(tmp_path_factory)
+    whole = _piped_run(root, argv, {})
+    assert whole[0] in (0, 1)
+    assert _piped_run(root, argv, {name: _ClosedPipe(room) for name in streams}) == whole
+
+
+def _piped_workspace(tmp_path_factory) -> Path:
+    """A new workspace holding :data:`PIPED`."""
     root = tmp_path_factory.mktemp("piped")
     for name, text in PIPED.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    whole = _piped_run(root, argv, {})
-    assert whole[0] in (0, 1)
-    assert _piped_run(root, argv, {name: room for name in streams}) == whole
+    return root
+
+
+class _FullDisk(_ClosedPipe):
+    """stdout on a disk that is full after ``room`` characters."""
+
+    def write(self, text):
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from None
+
+
+FULL_COMMANDS = [*PIPED_COMMANDS, ("check", "-j", "1", "recipes/good.rcp", "--diagnostics", "sarif"),
+                 ("lint", "--diagnostics", "sarif"), ("check", "-j", "1", "--diagnostics", "github"), ("--version",),
+                 ("render", "--help")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(argv=st.sampled_from(FULL_COMMANDS), room=st.one_of(st.just("/dev/full"), st.integers(0, 400)),
+       replayed=st.booleans())
+@example(argv=("lint", "--diagnostics", "sarif"), room=0, replayed=False)  # the SARIF log: a traceback
+@example(argv=("check", "-j", "1", "recipes/good.rcp"), room="/dev/full", replayed=True)  # exit 1, a traceback
+@example(argv=("--version",), room=0, replayed=False)  # argparse ignored the failed write: exit 0
+def test_a_full_disk_is_an_error_wherever_stdout_is_written(tmp_path_factory, argv, room, replayed):
+    """stdout that cannot take what rcpc writes (ENOSPC: a full disk, ``/dev/full``) failed
+    with a traceback when written after the command (the SARIF log) or by a replay, a replay
+    failed on ``/dev/full`` writing nothing, and ``--help`` exited 0 (argparse ignores it).
+    Wherever the write, and whether the run is replayed: exit 1 with ``rcpc: error: No space
+    left on device`` (said once) when it wrote more than fits, else the exit code of a run on
+    a stdout with room."""
+    if room == "/dev/full" and not os.path.exists("/dev/full"):
+        return
+    root = _piped_workspace(tmp_path_factory)
+    out, err = io.StringIO(), io.StringIO()
+    code = _piped_run(root, argv, {"stdout": out, "stderr": err}, replayed)[0]
+    full = open("/dev/full", "w", encoding="utf-8") if room == "/dev/full" else _FullDisk(room)
+    err = io.StringIO()
+    try:
+        cut = _piped_run(root, argv, {"stdout": full, "stderr": err}, replayed)[0]
+    finally:
+        with contextlib.suppress(OSError):  # what stays buffered fails again
+            full.close()
+    fits = len(out.getvalue()) <= (0 if room == "/dev/full" else room)
+    assert (cut, err.getvalue().count("rcpc: error: No space left on device")) == ((code, 0) if fits else (1, 1))
+
+
+@pytest.mark.parametrize("name", ["stdout", "stderr"])
+@pytest.mark.parametrize("replacement", [None, "a stream"])
+def test_a_stream_the_command_replaces_stays_replaced(monkeypatch, name, replacement):
+    """``rcpc lsp`` sets ``sys.stdout`` to None (the protocol's stream, which the client may
+    close); :func:`rcpc.cli.main` put its stream back, whose flush at exit failed: exit 120
+    (tests/test_lsp.py). A stream the command replaces stays as it left it; the other one
+    is put back as it was before main."""
+    from rcpc import cli
+
+    kept = {n: io.StringIO() for n in ("stdout", "stderr")}
+    for n, stream in kept.items():
+        monkeypatch.setattr(sys, n, stream)
+    new = io.StringIO() if replacement else None
+
+    def command(args) -> int:
+        setattr(sys, name, new)
+        return 0
+
+    monkeypatch.setattr(cli, "_run", command)
+    assert cli.main(["completion", "bash"]) == 0
+    other = "stderr" if name == "stdout" else "stdout"
+    assert getattr(sys, name) is new and getattr(sys, other) is kept[other]
+
+
+WRITES = {  # every way rcpc writes text to a stream: each must pass through the wrappers' write
+    "write": lambda stream, lines: stream.write("".join(lines)),
+    "writelines": lambda stream, lines: stream.writelines(iter(lines)),
+    "print": lambda stream, lines: print(*lines, sep="", end="", file=stream),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(max_size=20), max_size=8), room=st.integers(0, 100), how=st.sampled_from(sorted(WRITES)))
+@example(lines=["--- a/x\n", "+++ b/x\n"], room=0, how="writelines")  # rcpc fmt --diff | head: exit 0
+def test_every_write_reaches_the_tee_and_outlives_its_reader(lines, room, how):
+    """``sys.stdout.writelines`` went past :class:`rcpc.interrupts.PipeEnd` (and the replay
+    tee) to the stream itself, so a reader gone raised BrokenPipeError out of ``rcpc fmt
+    --diff``, which exited 0. However text is written, nothing raises, the tee keeps all of
+    it, and the reader got a beginning of it (all of it unless it left)."""
+    from rcpc.interrupts import PipeEnd
+
+    pipe, text = _ClosedPipe(room), "".join(lines)
+    tee = replay._Tee(PipeEnd(pipe))
+    WRITES[how](tee, lines)
+    tee.flush()
+    assert "".join(tee.parts) == text
+    assert tee._stream.gone == (len(text) > room)
+    assert text.startswith(pipe.getvalue()) and (tee._stream.gone or pipe.getvalue() == text)
 
 
 # every command over fuzzed inputs --------------------------------------------------------------

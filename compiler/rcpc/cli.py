@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, format_text, io_hint, to_json
+from rcpc.interrupts import unwritable
 from rcpc.replay import Recorder, stderr_color
 
 
@@ -94,8 +95,20 @@ def prepare_parsers() -> None:
         _parse(argv)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help and version, printed to stdout, raise what fails to write
+    them (argparse ignores it), for :func:`_parsed`; its subparsers are of this class too.
+    A usage error on a stderr that cannot take it still exits 2."""
+
+    def _print_message(self, message, file=None):
+        if message and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
+
+
 def _build_parser(command: str | None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
+    p = _Parser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
     from rcpc import __version__
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -267,14 +280,15 @@ def main(argv: list[str] | None = None) -> int:
     from rcpc.interrupts import (ignore_interrupts, interrupts, outlive_readers, restore_interrupts,
                                  restore_streams, utf8_streams)
 
+    global _RECORDER
     argv = sys.argv[1:] if argv is None else list(argv)
     utf8_streams()
-    args = _parse(argv)
-    previous = interrupts() if threading.current_thread() is threading.main_thread() else None
-    global _RECORDER
-    _PROGRESS[0] = "nothing was written"
     streams = outlive_readers()  # a reader gone (| head) changes where output goes, not the outcome
+    previous = None
     try:
+        args = _parsed(argv)
+        previous = interrupts() if threading.current_thread() is threading.main_thread() else None
+        _PROGRESS[0] = "nothing was written"
         color = stderr_color()
         _RECORDER = Recorder(argv, color)
         _RECORDER.capture()
@@ -285,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                 code = _run(args)
             finally:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
-                _REPORT.finish()
+                unwritten = _close_output()
+            code = code or unwritten  # a failure or an interrupt (130) already decided keeps its code
             if args.command not in ("lsp", "completion", "schema", "server"):
                 from rcpc.core.cachetrim import maybe_trim
 
@@ -297,6 +312,34 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             restore_interrupts(previous)
     return code
+
+
+def _parsed(argv: list[str]):
+    """:func:`_parse`, whose help and version (``--help``, ``--version``: SystemExit 0) reach
+    stdout or end in exit 1 (:func:`rcpc.interrupts.unwritable`): ``rcpc --help > /dev/full``
+    exited 0, argparse ignoring the failed write (:class:`_Parser`), and ``rcpc --version
+    >&-`` exited 120 with an ``Exception ignored`` traceback at the interpreter's flush."""
+    try:
+        try:
+            return _parse(argv)
+        except SystemExit:
+            sys.stdout.flush()
+            raise
+    except OSError as exc:
+        raise SystemExit(unwritable(exc)) from None
+
+
+def _close_output() -> int:
+    """Print what the report keeps for the end (SARIF on stdout, JSON on stderr) and flush
+    stdout; 0, or 1 when a stream cannot take it (:func:`rcpc.interrupts.unwritable`): ENOSPC
+    there used to end in a traceback, or in exit 120 with nothing said."""
+    try:
+        _REPORT.finish()
+        if sys.stdout is not None:  # rcpc lsp: None once it serves (stdout carries the protocol)
+            sys.stdout.flush()
+    except OSError as exc:
+        return unwritable(exc)
+    return 0
 
 
 # What a Ctrl-C would leave, for its message: set as a command writes (build, fmt).
@@ -339,8 +382,7 @@ def _run(args) -> int:
             pass
         return 0
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
-        _stderr(f"rcpc: error: {exc.strerror or exc}")
-        return 1
+        return unwritable(exc)
     except KeyboardInterrupt as exc:
         from rcpc.output import InterruptedAfterWrite
 

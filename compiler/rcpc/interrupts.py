@@ -7,7 +7,9 @@ Signals that follow the first one, and any that arrive once the command's outcom
 or the closing message (it used to end in a traceback).
 
 A stream whose reader has gone (:class:`PipeEnd`: ``rcpc check 2>&1 | head``) does not end the
-command: what it writes is discarded, and it exits with its own status.
+command: what it writes is discarded, and it exits with its own status. One that cannot take
+what is written otherwise (a full disk, a closed descriptor) is an error, exit 1
+(:func:`unwritable`).
 """
 
 import os
@@ -69,13 +71,15 @@ def closed_streams() -> None:
         except OSError:  # closed: the lowest free descriptor is this one, lower ones open
             os.open(os.devnull, os.O_RDWR)
         if name == "stdout":
-            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(_Closed()), encoding="utf-8"))
+            setattr(sys, name, io.TextIOWrapper(_Closed(), encoding="utf-8", write_through=True))
         else:
             setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
 
 
 class _Closed:
-    """A raw stream every write to which fails as on a closed descriptor."""
+    """A binary stream every write to which fails as on a closed descriptor. Nothing is kept
+    to fail again (a buffer in front of it held what failed, and the interpreter's flush at
+    exit failed on it: exit 120, an ``Exception ignored`` traceback)."""
 
     closed = False
 
@@ -86,6 +90,10 @@ class _Closed:
         return False
 
     def seekable(self) -> bool:
+        return False
+
+    def isatty(self) -> bool:
+        """No terminal (``rcpc diff >&-`` asked, for colour, and crashed: AttributeError)."""
         return False
 
     def write(self, data) -> int:
@@ -113,6 +121,18 @@ def utf8_streams() -> None:
             pass
 
 
+def unwritable(exc: OSError) -> int:
+    """What an output rcpc cannot write (stdout on a full disk or ``/dev/full``: ENOSPC; a
+    closed descriptor: EBADF) ends in: ``rcpc: error: <reason>`` on stderr (said when stderr
+    can take it) and exit code 1, wherever the write was (the command, the closing SARIF or
+    JSON report, a replay). A reader gone is not such a failure (:class:`PipeEnd`)."""
+    try:
+        sys.stderr.write(f"rcpc: error: {exc.strerror or exc}\n")
+    except OSError:  # stderr cannot take it either: the exit code alone tells
+        pass
+    return 1
+
+
 class PipeEnd:
     """A text stream (``sys.stdout``, ``sys.stderr``) that outlives its reader. When a write or
     a flush finds the reader gone (EPIPE: Python ignores SIGPIPE), the stream's descriptor is
@@ -124,6 +144,7 @@ class PipeEnd:
     def __init__(self, stream):
         self._stream = stream
         self.gone = False
+        self.failed = False  # a write or flush failed otherwise (ENOSPC, EBADF): raised once
 
     def write(self, text: str) -> int:
         try:
@@ -131,12 +152,29 @@ class PipeEnd:
         except BrokenPipeError:
             self._lose()
             return len(text)
+        except OSError:
+            self.failed = True
+            raise
+
+    def writelines(self, lines) -> None:
+        """Each line through :meth:`write`: the wrapped stream's own ``writelines`` (``rcpc fmt
+        --diff``) raised the BrokenPipeError past this class, and a failed diff exited 0."""
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
+        """Flush, unless a write or flush failed already (ENOSPC, EBADF): that error was raised
+        (and reported, :func:`unwritable`) once, and what stays buffered is lost; flushing it
+        again said ``rcpc: error: Bad file descriptor`` twice (``rcpc render r >&-``)."""
+        if self.failed:
+            return
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._lose()
+        except OSError:
+            self.failed = True
+            raise
 
     def _lose(self) -> None:
         self.gone = True
@@ -173,10 +211,16 @@ def outlive_readers() -> tuple:
 
 
 def restore_streams(previous: tuple) -> None:
-    """Flush the :class:`PipeEnd` streams and put ``previous`` back."""
-    for stream in (sys.stdout, sys.stderr):
+    """Flush the :class:`PipeEnd` streams and put ``previous`` back where they still are: a
+    stream the command replaced stays as it left it (``rcpc lsp`` sets ``sys.stdout`` to
+    None, the protocol's stream, which the client may have closed: put back, it failed the
+    interpreter's flush at exit, and the exit status was 120)."""
+    for name, was in zip(("stdout", "stderr"), previous):
+        stream = getattr(sys, name)
+        if not isinstance(stream, PipeEnd):
+            continue
         try:
             stream.flush()
         except Exception:  # closed, or replaced by something that cannot
             pass
-    sys.stdout, sys.stderr = previous
+        setattr(sys, name, was)

@@ -145,11 +145,24 @@ def serve(argv: list[str], color: bool) -> int | None:
                 return None
     except Exception:  # no record, unreadable, of another shape, a file gone: a miss
         return None
-    from rcpc.interrupts import PipeEnd
+    return _replay_output(out, err, code)
 
-    for stream, text in ((PipeEnd(sys.stdout), out), (PipeEnd(sys.stderr), err)):  # a reader gone: the
-        stream.write(text)  # same exit code
-        stream.flush()
+
+def _replay_output(out: str, err: str, code: int) -> int:
+    """Write a record's stdout ``out`` and stderr ``err``; returns its exit ``code``, which a
+    reader gone does not change (:class:`rcpc.interrupts.PipeEnd`), or 1 when a stream
+    cannot take its text (:func:`rcpc.interrupts.unwritable`: ENOSPC used to end in a
+    traceback). An empty text is not written: flushing an empty write onto ``/dev/full``
+    fails, where the command itself, writing nothing, exits 0."""
+    from rcpc.interrupts import PipeEnd, unwritable
+
+    try:
+        for stream, text in ((PipeEnd(sys.stdout), out), (PipeEnd(sys.stderr), err)):
+            if text:
+                stream.write(text)
+                stream.flush()
+    except OSError as exc:
+        return unwritable(exc)
     return code
 
 
@@ -194,6 +207,11 @@ class _Tee:
     def write(self, text: str) -> int:
         self.parts.append(text)
         return self._stream.write(text)
+
+    def writelines(self, lines) -> None:
+        """Each line through :meth:`write`, kept as well (not past the tee)."""
+        for line in lines:
+            self.write(line)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
