@@ -512,6 +512,58 @@ def test_a_spare_child_killed_is_replaced_and_requests_go_on(server, tmp_path):
     assert _spare(server) != spare
 
 
+def _until(predicate, what: str, timeout: float = 60) -> None:
+    """Wait until ``predicate()`` holds; the bound is for a hang."""
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, what
+        time.sleep(0.01)
+
+
+def test_a_spare_that_dies_before_its_go_has_its_request_served_by_a_fresh_child(server, tmp_path):
+    """The spare child took a request (its message, descriptors and go are in its socket) and
+    died before it read its go (stopped as the request came, then killed, as the kernel's
+    out-of-memory killer may kill an idle process): it ran nothing, so a child forked afresh
+    runs the command, which prints, exits and writes what it does in-process (the client
+    exited 137, the dead spare's status, or 1, "the build server stopped ... before the
+    command ended", when the go found it dead). The request is counted once."""
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    before = server.served()
+    os.kill(spare, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([RCPC, "build", RL], cwd=ws, env=server.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        _until(lambda: server.served() == before + 1, "the server never handed the request over")
+    finally:
+        os.kill(spare, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    local = workspace(tmp_path / "local")
+    r = server.rcpc("build", RL, cwd=local, served=False)
+    assert (proc.returncode, out, err.replace(b"/ws/", b"/local/")) == (r.returncode, r.stdout, r.stderr), err
+    assert proc.returncode == 0 and output_tree(ws / "rcpc-out") == output_tree(local / "rcpc-out")
+    assert server.served() == before + 1
+    assert f"pid {spare} (rcpc build) ended before its go" in Path(server.log()).read_text()
+
+
+def test_a_child_killed_after_its_go_is_not_run_again(server, tmp_path):
+    """A child that took its go may have written output: killed then (held at the test hook
+    ``served``), its death is the command's outcome (137, as a process killed in-process),
+    never run again by another child (nothing is built)."""
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    w = Waiting(server, ws)
+    os.kill(w.child, signal.SIGKILL)
+    code, out, err = w.end()
+    assert code == 128 + signal.SIGKILL, err
+    assert not (ws / "rcpc-out").exists()
+    server.settled()
+    assert server.served() == before + 1
+    assert "ended before its go" not in Path(server.log()).read_text()
+
+
 def _populate_works() -> bool:
     """Whether this kernel has madvise(2) MADV_POPULATE_WRITE (Linux 5.14): asked of a page
     of a buffer (populating changes no byte)."""
@@ -811,6 +863,60 @@ def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
         s.listener.close()
         for fd in (s.lock, s.wake_r, s.wake_w):
             os.close(fd)
+
+
+@pytest.mark.parametrize("again", [False, True], ids=["no-fork", "second-death"])
+def test_a_request_no_child_can_take_is_declined_and_its_client_runs_it(tmp_path, monkeypatch, again):
+    """A request whose child ended before its go, when no child can be forked for it (or it
+    was given to another child already, which ended so too), is declined: the client, told
+    a pid before, gets "refused" and runs the command in-process (:func:`rcpc.client.serve`
+    returns None); the server closes the client's descriptors it held."""
+    import socket
+
+    from rcpc import client, server as srv
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    where = {"dir": str(run_dir), "socket": str(run_dir / "s.sock"), "lock": str(run_dir / "lock"),
+             "log": str(run_dir / "log")}
+    import gc
+    import select
+
+    threshold = gc.get_threshold()
+    s = srv.Server(where, 60)
+    gc.unfreeze()  # the server's start froze this (test) process's objects and raised its threshold
+    gc.set_threshold(*threshold)
+    s.poll = select.poll()
+    ours, theirs = socket.socketpair()
+    try:
+        held = [os.dup(0), os.dup(1), os.dup(2)]
+        request = srv._Request(ours, "build", ("run",), held[:])
+        request.again = again
+
+        def fail(*args):
+            raise OSError(11, "Resource temporarily unavailable")
+
+        monkeypatch.setattr(s, "_fork_given", fail)
+        assert s._unstarted(request)
+        s._again(request)
+        reply = client.read_message(theirs)
+        assert reply[0] == "refused" and request.conn is None and request.fds == []
+        assert ours.fileno() == -1  # closed, and so are the client's descriptors
+        for fd in held:
+            with pytest.raises(OSError):
+                os.fstat(fd)
+    finally:
+        theirs.close()
+        s.listener.close()
+        for fd in (s.lock, s.wake_r, s.wake_w):
+            os.close(fd)
+    server_end, client_end = socket.socketpair()  # the client's side: a pid, then "refused"
+    try:
+        server_end.sendall(client.frame(("pid", 2 ** 22 + 1)) + client.frame(("refused", "no child")))
+        assert client._exchange(client_end, client.frame(("run",)), [0, 1, 2]) is None
+    finally:
+        server_end.close()
+        client_end.close()
 
 
 @pytest.mark.parametrize("runtime", [False, True])

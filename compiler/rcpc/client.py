@@ -238,19 +238,24 @@ def _exchange(sock, request: bytes, fds: list[int]) -> int | None:
             reply = read_message(sock)
         except (OSError, EOFError, ValueError, TypeError):  # a closed fd 0-2, refused, gone
             return _declined(received)
-        if type(reply) is not tuple or len(reply) != 2 or reply[0] != "pid":  # ("stale" | "refused", why)
-            return _declined(received)
-        child.append(reply[1])
-        for signum in list(received):
-            kill(signum)
         try:
-            reply = read_message(sock)
+            while type(reply) is tuple and len(reply) == 2 and reply[0] == "pid":
+                # the child's pid; again when it ended before it took its go (it ran nothing)
+                # and another child has the request: the signals that came go to it too
+                child[:] = [reply[1]]
+                for signum in list(received):
+                    kill(signum)
+                reply = read_message(sock)
             if type(reply) is tuple and len(reply) == 2 and reply[0] == "exit" and type(reply[1]) is int:
                 decided = True
                 return reply[1]
+            if type(reply) is tuple and reply and reply[0] in ("stale", "refused"):  # no child ran it
+                return _declined(received)
             why = "an unexpected reply"
         except (OSError, EOFError, ValueError, TypeError) as exc:
             why = str(exc) or type(exc).__name__
+        if not child:
+            return _declined(received)
         _await_end(child[0])
         os.write(2, f"rcpc: the build server stopped ({why}) before the command ended\n".encode())
         decided = True

@@ -10,9 +10,11 @@ again under the cache's checks and keeps, :func:`learn`).
 The child for the next request is forked while the server is idle (a *spare*, as a
 pre-forking server keeps one): a request hands it its message and descriptors over a socket
 pair, so fork's cost (a few milliseconds for the warm process) is not on its path; a request
-that finds none (another still runs) forks its own. The child answers its client as soon as
-the command has ended (:func:`rcpc.serverchild.answer`) and does the command's deferred work
-after (:mod:`rcpc.core.deferred`).
+that finds none (another still runs) forks its own. A child says when it has taken its go,
+after which it may write: one that ends before (killed while it waited) ran nothing, and a
+child forked afresh is given the request (:meth:`Server._again`). The child answers its
+client as soon as the command has ended (:func:`rcpc.serverchild.answer`) and does the
+command's deferred work after (:mod:`rcpc.core.deferred`).
 
 ``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
 (a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
@@ -111,15 +113,23 @@ def main(argv: list[str]) -> None:
 
 
 class _Request:
-    """A running request: its child ``pid`` and ``pidfd``, the client connection ``conn``
-    (None once the client has its answer or went away), and the read end ``note`` of the pipe
-    on which the child gives its exit status as soon as the command has ended
+    """A running request: the client connection ``conn`` (None once the client has its
+    answer or went away), the command's name ``what``, the request ``message`` and the
+    client's descriptors ``fds`` (kept until a child has taken its go: they are given again
+    to another child when that one ends before, :meth:`Server._again`); its child's ``pid``
+    and ``pidfd``, the server's end ``chan`` of the child's socket pair (None once the child
+    has taken its go, ``started``, or when it may no more), and the read end ``note`` of the
+    pipe on which the child gives its exit status as soon as the command has ended
     (:func:`rcpc.serverchild.answer`), then says what it learnt
-    (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far."""
+    (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far;
+    ``again``: its request was already given to a second child."""
 
-    def __init__(self, pid: int, pidfd: int, conn, what: str, note: int):
-        self.pid, self.pidfd, self.conn, self.what, self.note = pid, pidfd, conn, what, note
+    def __init__(self, conn, what: str, message, fds: list[int]):
+        self.conn, self.what, self.message, self.fds = conn, what, message, fds
+        self.pid = self.pidfd = self.note = -1
+        self.chan = None
         self.heard = b""
+        self.started = self.again = False
 
 
 class _Spare:
@@ -186,6 +196,7 @@ class Server:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.requests: dict[int, _Request] = {}     # pidfd -> request
         self.notes: dict[int, _Request] = {}        # note pipe fd -> request, until its answer
+        self.chans: dict[int, _Request] = {}        # channel fd -> request, until its child took its go
         self.spare: _Spare | None = None            # the child forked for the next request
         self.conns: dict[int, _Request] = {}        # connection fd -> request
         self.waiting: list = []                     # "stop" connections, closed when the server exits
@@ -237,6 +248,8 @@ class Server:
                     self._reap(self.requests[fd])
                 elif fd in self.notes:
                     self._noted(self.notes[fd])
+                elif fd in self.chans:
+                    self._taken(self.chans[fd])
                 elif self.spare is not None and fd == self.spare.pidfd:
                     self._spare_ended()
                 elif fd in self.conns:
@@ -353,26 +366,106 @@ class Server:
                 and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
             raise ValueError("malformed run request")
         spare = self._take_spare(conn, message, fds)
-        for fd in fds:
-            _close(fd)
-        fds.clear()
+        request = _Request(conn, argv[0] if argv else "", message, fds[:])
+        fds.clear()  # the request's now
         self.served += 1
-        what = argv[0] if argv else ""
-        self.log(f"request {self.served}: pid {spare.pid}: rcpc {what}")
-        request = _Request(spare.pid, spare.pidfd, conn, what, spare.note)
-        self.requests[request.pidfd] = request
-        self.poll.register(request.pidfd, select.POLLIN)
+        self.log(f"request {self.served}: pid {spare.pid}: rcpc {request.what}")
         self.conns[conn.fileno()] = request
         self.poll.register(conn.fileno(), select.POLLIN)
-        self.notes[spare.note] = request
-        self.poll.register(spare.note, select.POLLIN)
+        self._hand(request, spare)
+
+    def _hand(self, request: _Request, spare: "_Spare") -> None:
+        """Make ``spare``, which holds ``request``'s message and descriptors, its child: its
+        end, its note pipe and its channel (where it takes its go, :meth:`_taken`) watched,
+        the client told its pid, then the child its go. A client gone meanwhile has its child
+        end unseen, without the go (:meth:`_client_gone`); a child gone meanwhile is given
+        no go, and its end (:meth:`_reap`) gives the request to another."""
+        request.pid, request.pidfd, request.note, request.chan = spare.pid, spare.pidfd, spare.note, spare.chan
+        request.heard = b""
+        self.requests[request.pidfd] = request
+        self.poll.register(request.pidfd, select.POLLIN)
+        self.notes[request.note] = request
+        self.poll.register(request.note, select.POLLIN)
+        self.chans[request.chan.fileno()] = request
+        self.poll.register(request.chan.fileno(), select.POLLIN)
         try:  # the client knows the child before the child may do anything it would see
-            conn.sendall(client.frame(("pid", spare.pid)))
-            spare.chan.sendall(b"g")
+            request.conn.sendall(client.frame(("pid", request.pid)))
         except OSError:
             self._client_gone(request)
-        finally:
-            spare.chan.close()
+            return
+        try:
+            request.chan.sendall(b"g")
+        except OSError:
+            pass
+
+    def _taken(self, request: _Request) -> None:
+        """The child's channel is readable: the child says it has taken its go (it runs the
+        command from now on; the client's descriptors are let go, :meth:`_let_go`), or it
+        closed its end without (it is ending: :meth:`_reap` decides)."""
+        try:
+            said = request.chan.recv(1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            said = b""
+        if said == b"s":
+            request.started = True
+            self._let_go(request)
+        else:
+            self._unwatch_chan(request)
+
+    def _unwatch_chan(self, request: _Request) -> None:
+        if request.chan is not None and self.chans.pop(request.chan.fileno(), None) is not None:
+            self.poll.unregister(request.chan.fileno())
+
+    def _let_go_chan(self, request: _Request) -> None:
+        """Close the server's end of ``request``'s channel (a child that has not had its go
+        reads end of file and ends unseen)."""
+        self._unwatch_chan(request)
+        if request.chan is not None:
+            request.chan.close()
+            request.chan = None
+
+    def _let_go(self, request: _Request) -> None:
+        """Close ``request``'s channel (:meth:`_let_go_chan`) and the client's descriptors:
+        no other child will take this request."""
+        self._let_go_chan(request)
+        for fd in request.fds:
+            _close(fd)
+        request.fds = []
+
+    def _unstarted(self, request: _Request) -> bool:
+        """Whether ``request``'s child (ended) never took its go, so ran nothing, and its
+        client waits: an acknowledgement not read yet is read now."""
+        if request.chan is not None:
+            self._taken(request)
+        return not request.started and request.conn is not None
+
+    def _again(self, request: _Request) -> None:
+        """``request``'s child ended before it took its go (:meth:`_unstarted`): a child
+        forked now is given the request, and the client told its pid; if that cannot be done
+        (no fork), or that child ends before its go too, the request is declined (the client
+        runs the command in-process, :mod:`rcpc.client`)."""
+        self._let_go_chan(request)
+        why = "a second child ended before its go"
+        if not request.again:
+            request.again = True
+            try:
+                spare = self._fork_given(request.conn, request.message, request.fds)
+            except OSError as exc:
+                why = f"cannot fork another: {exc}"
+            else:
+                self.log(f"pid {request.pid} (rcpc {request.what}) ended before its go: "
+                         f"the request is given to pid {spare.pid}")
+                self._hand(request, spare)
+                return
+        self.log(f"pid {request.pid} (rcpc {request.what}) ended before its go; {why}: declined")
+        try:
+            request.conn.sendall(client.frame(("refused", why)))
+        except OSError:
+            pass
+        self._drop_conn(request)
+        self._let_go(request)
 
     def _take_spare(self, conn, message, fds: list[int]) -> "_Spare":
         """A child holding the request ``message`` of ``conn`` and descriptors ``fds``
@@ -388,6 +481,11 @@ class Server:
             except OSError:
                 self.log(f"the spare child {spare.pid} could not take a request: forking another")
                 spare.end()
+        return self._fork_given(conn, message, fds)
+
+    def _fork_given(self, conn, message, fds: list[int]) -> "_Spare":
+        """A child forked now, holding the request ``message`` of ``conn`` and descriptors
+        ``fds`` (still the caller's), waiting for its go. Raises OSError (nothing leaks)."""
         spare = self._fork(conn, fds)
         try:
             spare.give(message, fds)
@@ -460,13 +558,14 @@ class Server:
 
     def _client_gone(self, request: _Request) -> None:
         """The client went away (killed, say): its child is terminated (it is not reaped
-        yet, so its pid is still its own)."""
+        yet, so its pid is still its own), and never given the request again."""
         self.log(f"client of pid {request.pid} went away: terminating it")
         try:
             os.kill(request.pid, signal.SIGTERM)
         except OSError:
             pass
         self._drop_conn(request)
+        self._let_go(request)
 
     def _drop_conn(self, request: _Request) -> None:
         if request.conn is None:
@@ -516,9 +615,10 @@ class Server:
 
     def _reap(self, request: _Request) -> None:
         """The child has ended: its exit status (a signal death as 128 + signal) to its
-        client, unless it answered before. An event for a descriptor closed earlier in the
-        same wake-up whose number the child's pidfd took since (a dead spare's, when the
-        request that found it forked its own child) is not its end: nothing is done."""
+        client, unless it answered before, or ended before it took its go (:meth:`_again`).
+        An event for a descriptor closed earlier in the same wake-up whose number the
+        child's pidfd took since (a dead spare's, when the request that found it forked its
+        own child) is not its end: nothing is done."""
         pid, status = os.waitpid(request.pid, os.WNOHANG)
         if pid == 0:
             return
@@ -527,20 +627,28 @@ class Server:
             code = 128 - code
         self.log(f"pid {request.pid} (rcpc {request.what}) exited {code}")
         self._stop_hearing(request)
-        self._answer(request, code)
         self.poll.unregister(request.pidfd)
         os.close(request.pidfd)
         del self.requests[request.pidfd]
+        self.last = time.monotonic()
+        if self._unstarted(request):
+            _close(request.note)  # it learnt nothing
+            self._again(request)
+            return
+        self._answer(request, code)
+        self._let_go(request)
         learnt = learn(request.note, request.heard)
         if learnt:
             self.log(f"kept {learnt} AST and validation cache entries in memory")
-        self.last = time.monotonic()
 
     def _drop_own(self, sockets: list, fds) -> None:
-        """In a child: close the server's descriptors, and ``sockets`` and ``fds`` it had in
-        hand (sockets detached first, so that no socket object can later close a descriptor
-        number the command reuses)."""
-        sockets = [*sockets, *self.waiting, *(r.conn for r in self.requests.values() if r.conn is not None)]
+        """In a child: close the server's descriptors (other requests' connections, channels
+        and client descriptors too), and ``sockets`` and ``fds`` it had in hand (sockets
+        detached first, so that no socket object can later close a descriptor number the
+        command reuses)."""
+        held = [x for r in self.requests.values() for x in (r.conn, r.chan) if x is not None]
+        sockets = [*sockets, *self.waiting, *held]
+        fds = [*fds, *(fd for r in self.requests.values() for fd in r.fds)]
         if self.listener is not None:
             sockets.append(self.listener)
         if self.spare is not None:
@@ -556,9 +664,11 @@ class Server:
         """A child forked for a request (:meth:`_fork`): closes what the server had open
         (``sockets`` and ``fds`` it had in hand too); a ``spare`` makes its memory its own
         while it waits (:func:`populate`); then it receives the request and the client's
-        descriptors on ``chan``, waits until the server has told the client its pid (a byte
-        on ``chan``; end of file: the client or the server went away, so it ends unseen),
-        then becomes the client's process and runs the command; never returns. SIGINT and
+        descriptors on ``chan``, waits until the server has told the client its pid (its go,
+        a byte on ``chan``; end of file: the client or the server went away, so it ends
+        unseen), says on ``chan`` that it has taken it (until then the server may give the
+        request to another child, :meth:`_again`), then becomes the client's process and
+        runs the command; never returns. SIGINT and
         SIGTERM stay held (blocked) until the command's own handlers are set
         (:func:`rcpc.__main__.run`, ``local``)."""
         code = 1
@@ -576,10 +686,10 @@ class Server:
                 populate(self.libc, lambda: bool(select.select([chan], [], [], 0)[0]))
             try:
                 message, fds = _given(chan)
-                go = chan.recv(1)
+                if chan.recv(1) != b"g":
+                    os._exit(1)
+                chan.sendall(b"s")  # taken: from now on the server gives the request to no other child
             except (OSError, EOFError, ValueError):
-                os._exit(1)
-            if go != b"g":
                 os._exit(1)
             _close(chan.detach())
             from rcpc import serverchild
