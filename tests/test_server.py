@@ -450,6 +450,64 @@ def test_deferred_clean_up_never_touches_an_output_directory_made_since(server, 
     assert again.returncode == 0 and b"(0 of 17 variant directories written)" in again.stderr, again.stderr
 
 
+def _deferred_killed(log: str, child: int) -> bool:
+    """Whether the server's ``log`` says it killed ``child`` in its deferred work."""
+    return f"pid {child} (rcpc build) still in its deferred work" in Path(log).read_text()
+
+
+def test_stop_kills_a_child_stuck_in_its_deferred_work_and_the_next_build_sweeps(server, tmp_path):
+    """A child held in its deferred work (the test hook ``deferred``, as a stuck file system
+    would hold it; its client has its answer) holds ``rcpc server stop`` a bounded time
+    (:data:`rcpc.server.DEFERRED_GRACE`), not for ever: it is killed (SIGKILL), the log says
+    so, and the server exits. The output is the new generation, whole; what the killed
+    clean-up left (the replaced generation, kept by the lock the child held until killed)
+    is removed by the next build, which then has what an in-process build makes."""
+    ws = workspace(tmp_path / "ws")
+    assert server.rcpc("build", RL, cwd=ws).returncode == 0
+    server.settled()
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 7.25,',
+                             recipe.read_text()))
+    pid, _ = server.status()
+    log = server.log()
+    held = Deferring(server, ws, ("build", RL))
+    try:
+        assert held.code == 0, held.err
+        stopped = subprocess.run([RCPC, "server", "stop"], env=server.env, capture_output=True, timeout=120)
+        assert stopped.returncode == 0 and _gone(pid), stopped.stderr
+        assert _gone(held.child, 0) and _deferred_killed(log, held.child)
+    finally:
+        os.close(held.go_w)
+    made = output_tree(ws / "rcpc-out")
+    assert area_leftovers(ws / "rcpc-out")  # the replaced generation: its clean-up never ran
+    local = workspace(tmp_path / "local")
+    (local / "recipes" / f"{RL}.rcp").write_text(recipe.read_text())
+    assert server.rcpc("build", RL, cwd=local, served=False).returncode == 0
+    assert made == output_tree(local / "rcpc-out")
+    again = server.rcpc("build", RL, cwd=ws, served=False)
+    assert again.returncode == 0, again.stderr
+    assert area_leftovers(ws / "rcpc-out") == [] and output_tree(ws / "rcpc-out") == made
+
+
+def test_the_idle_timeout_is_not_held_by_a_child_stuck_in_its_deferred_work(tmp_path):
+    """The idle timeout counts from the last answer: a child held in its deferred work does
+    not keep the server for ever; it is killed when the server exits."""
+    s = Server(tmp_path / "srv")
+    started = s.start("--idle-timeout", "5")  # the request below comes well within it
+    pid = int(re.search(rb"started \(pid (\d+)", started.stderr)[1])
+    try:
+        log = s.log()
+        held = Deferring(s, workspace(tmp_path / "ws"), ("build", RL))
+        try:
+            assert held.code == 0, held.err
+            assert _gone(pid, 120)
+            assert _gone(held.child, 0) and _deferred_killed(log, held.child)
+        finally:
+            os.close(held.go_w)
+    finally:
+        s.stop()
+
+
 def test_the_cache_trim_of_a_served_command_comes_after_its_cache_writes(server, tmp_path):
     """A command trims the user cache at its end (:mod:`rcpc.core.cachetrim`): in-process,
     after its build and validation cache writes. A served command defers those writes

@@ -19,7 +19,8 @@ command's deferred work after (:mod:`rcpc.core.deferred`).
 ``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
 (a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
 which runs :func:`main`, and returns once it listens; ``rcpc server stop`` asks it to stop
-and waits until it has (running commands finish first); ``rcpc server status`` says whether
+and waits until it has (running commands finish first; a child still in a command's deferred
+work is killed after :data:`DEFERRED_GRACE` seconds); ``rcpc server status`` says whether
 one runs and how many requests it served.
 
 Trust (the socket is a way into the user's account):
@@ -75,6 +76,9 @@ PRELOAD = ("argparse", "ast", "atexit", "ctypes", "datetime", "decimal", "diffli
 SKIP = ("rcpc.lsp", "rcpc.testing")
 MADV_POPULATE_WRITE = 23   # Linux 5.14 (<asm-generic/mman-common.h>)
 POPULATE_STEP = 1 << 20    # bytes a spare child populates between two looks for its request
+# Seconds a stopping server waits for a child in its deferred work (its client answered) before
+# it kills it: that work is milliseconds, and all of it may be lost (rcpc.core.deferred).
+DEFERRED_GRACE = 5.0
 
 
 class ServerError(Exception):
@@ -122,14 +126,18 @@ class _Request:
     pipe on which the child gives its exit status as soon as the command has ended
     (:func:`rcpc.serverchild.answer`), then says what it learnt
     (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far;
-    ``again``: its request was already given to a second child."""
+    ``again``: its request was already given to a second child; ``answered``: when
+    (:func:`time.monotonic`) the child gave its exit status (it then does the command's
+    deferred work, :mod:`rcpc.core.deferred`); ``killed``: it was, for being at that too long
+    (:meth:`Server._kill_overdue`)."""
 
     def __init__(self, conn, what: str, message, fds: list[int]):
         self.conn, self.what, self.message, self.fds = conn, what, message, fds
         self.pid = self.pidfd = self.note = -1
         self.chan = None
         self.heard = b""
-        self.started = self.again = False
+        self.started = self.again = self.killed = False
+        self.answered: float | None = None
 
 
 class _Spare:
@@ -201,6 +209,7 @@ class Server:
         self.conns: dict[int, _Request] = {}        # connection fd -> request
         self.waiting: list = []                     # "stop" connections, closed when the server exits
         self.closing: str | None = None
+        self.closed_at = 0.0                        # when (time.monotonic) it began stopping
         self.served = 0
         self.started = time.time()
         self.last = time.monotonic()
@@ -224,7 +233,8 @@ class Server:
 
     def serve(self) -> int:
         """Serve until stopped (``rcpc server stop``, SIGTERM/SIGINT, stale, idle timeout) and
-        every running request has ended; exit code 0."""
+        every running request has ended (a child still in its deferred work killed after
+        :data:`DEFERRED_GRACE` seconds); exit code 0."""
         signal.set_wakeup_fd(self.wake_w)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda signum, frame: None)  # the wake-up pipe says which
@@ -235,12 +245,10 @@ class Server:
         while not (self.closing and not self.requests):
             if self.spare is None and not self.requests and not self.closing:
                 self._fork_spare()
-            timeout = None
-            if not self.closing and not self.requests:
-                timeout = max(0.0, self.last + self.idle_timeout - time.monotonic()) * 1000
-            events = self.poll.poll(timeout)
-            if not events and timeout is not None and time.monotonic() >= self.last + self.idle_timeout:
-                self.close(f"no request for {self.idle_timeout:g} s")
+            due = self._due()
+            events = self.poll.poll(None if due is None else max(0.0, due - time.monotonic()) * 1000)
+            if not events and due is not None and time.monotonic() >= due:
+                self._timed_out()
             for fd, _ in events:
                 if fd == self.wake_r:
                     self._signalled()
@@ -264,12 +272,55 @@ class Server:
         self.log("exiting")
         return 0
 
+    def _due(self) -> float | None:
+        """When (:func:`time.monotonic`) the server has something to do that no event brings:
+        exit for the idle timeout (no command running: children in their deferred work do
+        not count), or, stopping, kill the first child overdue in its deferred work
+        (:meth:`_kill_overdue`); None: nothing."""
+        if not self.closing:
+            if any(r.answered is None for r in self.requests.values()):
+                return None
+            return self.last + self.idle_timeout
+        return min((self._deadline(r) for r in self.requests.values() if r.answered is not None and not r.killed),
+                   default=None)
+
+    def _deadline(self, request: _Request) -> float:
+        """When a stopping server kills ``request``'s child, answered, if its deferred work
+        has not ended: :data:`DEFERRED_GRACE` seconds after the later of its answer and the
+        stop."""
+        return max(request.answered, self.closed_at) + DEFERRED_GRACE
+
+    def _timed_out(self) -> None:
+        """The time :meth:`_due` gave has come."""
+        if self.closing:
+            self._kill_overdue()
+        else:
+            self.close(f"no request for {self.idle_timeout:g} s")
+
+    def _kill_overdue(self) -> None:
+        """Kill (SIGKILL) each child still in its deferred work at its deadline
+        (:meth:`_deadline`), and log it: its client has its answer and what the work leaves
+        undone the next command survives (:mod:`rcpc.core.deferred`); a stuck file system
+        must not hold the server for ever. It is reaped as any child (:meth:`_reap`)."""
+        now = time.monotonic()
+        for request in self.requests.values():
+            if request.answered is not None and not request.killed and now >= self._deadline(request):
+                request.killed = True
+                self.log(f"pid {request.pid} (rcpc {request.what}) still in its deferred work "
+                         f"{DEFERRED_GRACE:g} s into the stop: killed (SIGKILL)")
+                try:
+                    os.kill(request.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
     def close(self, why: str) -> None:
         """Stop listening (the socket removed, if still ours); the server exits once its
-        running requests have ended."""
+        running requests have ended (children in their deferred work are given
+        :data:`DEFERRED_GRACE` seconds, :meth:`_kill_overdue`)."""
         if self.closing:
             return
         self.closing = why
+        self.closed_at = time.monotonic()
         self.log(f"stopping: {why}")
         self.poll.unregister(self.listener.fileno())
         self.listener.close()
@@ -595,6 +646,7 @@ class Server:
         first = frames[0] if frames else None
         if type(first) is tuple and len(first) == 2 and first[0] == "exit" and type(first[1]) is int:
             self.log(f"pid {request.pid} (rcpc {request.what}) answered {first[1]}")
+            request.answered = self.last = time.monotonic()
             self._answer(request, first[1])
         elif chunk and frames == [] and len(request.heard) <= MAX_NOTE:
             return  # the rest of the message is on its way
