@@ -606,6 +606,40 @@ def test_a_spare_that_dies_before_its_go_has_its_request_served_by_a_fresh_child
     assert f"pid {spare} (rcpc build) ended before its go" in Path(server.log()).read_text()
 
 
+def test_an_interrupt_reaches_the_child_that_took_over_the_request(server, tmp_path):
+    """Ctrl-C of the client while its spare, which took the request, is dead before its go:
+    the child that takes the request over is interrupted too (the client forwards each
+    signal that came to each child the server names): it ends without its go (the test
+    hook ``served`` holds it until the signal comes, if it comes after the child let signals
+    through) and the client exits 130 as in-process, nothing written."""
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    before = server.served()
+    report_r, report_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env = {**server.env, "RCPC_TEST_STOP": "served", "RCPC_TEST_STOP_FD": str(report_w),
+           "RCPC_TEST_GO_FD": str(go_r)}
+    os.kill(spare, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([RCPC, "build"], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        _until(lambda: server.served() == before + 1, "the server never handed the request over")
+        proc.send_signal(signal.SIGINT)
+    finally:
+        os.kill(spare, signal.SIGKILL)
+    try:
+        out, err = proc.communicate(timeout=300)  # it ends without the go
+    finally:
+        os.close(go_w)
+        os.close(report_r)
+    assert proc.returncode == 130, err
+    assert f"pid {spare} (rcpc build) ended before its go" in Path(server.log()).read_text()
+    assert err.decode().splitlines()[-1] == "rcpc: interrupted; nothing was written"
+    assert not TRACEBACK.search(err.decode()) and not (ws / "rcpc-out").exists()
+
+
 def test_a_child_killed_after_its_go_is_not_run_again(server, tmp_path):
     """A child that took its go may have written output: killed then (held at the test hook
     ``served``), its death is the command's outcome (137, as a process killed in-process),
