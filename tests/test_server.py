@@ -450,6 +450,64 @@ def test_deferred_clean_up_never_touches_an_output_directory_made_since(server, 
     assert again.returncode == 0 and b"(0 of 17 variant directories written)" in again.stderr, again.stderr
 
 
+def _deferred_killed(log: str, child: int) -> bool:
+    """Whether the server's ``log`` says it killed ``child`` in its deferred work."""
+    return f"pid {child} (rcpc build) still in its deferred work" in Path(log).read_text()
+
+
+def test_stop_kills_a_child_stuck_in_its_deferred_work_and_the_next_build_sweeps(server, tmp_path):
+    """A child held in its deferred work (the test hook ``deferred``, as a stuck file system
+    would hold it; its client has its answer) holds ``rcpc server stop`` a bounded time
+    (:data:`rcpc.server.DEFERRED_GRACE`), not for ever: it is killed (SIGKILL), the log says
+    so, and the server exits. The output is the new generation, whole; what the killed
+    clean-up left (the replaced generation, kept by the lock the child held until killed)
+    is removed by the next build, which then has what an in-process build makes."""
+    ws = workspace(tmp_path / "ws")
+    assert server.rcpc("build", RL, cwd=ws).returncode == 0
+    server.settled()
+    recipe = ws / "recipes" / f"{RL}.rcp"
+    recipe.write_text(re.sub(r'"ragged_buffer_factor": [0-9.]+,', '"ragged_buffer_factor": 7.25,',
+                             recipe.read_text()))
+    pid, _ = server.status()
+    log = server.log()
+    held = Deferring(server, ws, ("build", RL))
+    try:
+        assert held.code == 0, held.err
+        stopped = subprocess.run([RCPC, "server", "stop"], env=server.env, capture_output=True, timeout=120)
+        assert stopped.returncode == 0 and _gone(pid), stopped.stderr
+        assert _gone(held.child, 0) and _deferred_killed(log, held.child)
+    finally:
+        os.close(held.go_w)
+    made = output_tree(ws / "rcpc-out")
+    assert area_leftovers(ws / "rcpc-out")  # the replaced generation: its clean-up never ran
+    local = workspace(tmp_path / "local")
+    (local / "recipes" / f"{RL}.rcp").write_text(recipe.read_text())
+    assert server.rcpc("build", RL, cwd=local, served=False).returncode == 0
+    assert made == output_tree(local / "rcpc-out")
+    again = server.rcpc("build", RL, cwd=ws, served=False)
+    assert again.returncode == 0, again.stderr
+    assert area_leftovers(ws / "rcpc-out") == [] and output_tree(ws / "rcpc-out") == made
+
+
+def test_the_idle_timeout_is_not_held_by_a_child_stuck_in_its_deferred_work(tmp_path):
+    """The idle timeout counts from the last answer: a child held in its deferred work does
+    not keep the server for ever; it is killed when the server exits."""
+    s = Server(tmp_path / "srv")
+    started = s.start("--idle-timeout", "5")  # the request below comes well within it
+    pid = int(re.search(rb"started \(pid (\d+)", started.stderr)[1])
+    try:
+        log = s.log()
+        held = Deferring(s, workspace(tmp_path / "ws"), ("build", RL))
+        try:
+            assert held.code == 0, held.err
+            assert _gone(pid, 120)
+            assert _gone(held.child, 0) and _deferred_killed(log, held.child)
+        finally:
+            os.close(held.go_w)
+    finally:
+        s.stop()
+
+
 def test_the_cache_trim_of_a_served_command_comes_after_its_cache_writes(server, tmp_path):
     """A command trims the user cache at its end (:mod:`rcpc.core.cachetrim`): in-process,
     after its build and validation cache writes. A served command defers those writes
@@ -510,6 +568,92 @@ def test_a_spare_child_killed_is_replaced_and_requests_go_on(server, tmp_path):
     assert r.stdout == server.rcpc("render", RL, cwd=ws, served=False).stdout
     assert server.served() == before + 1
     assert _spare(server) != spare
+
+
+def _until(predicate, what: str, timeout: float = 60) -> None:
+    """Wait until ``predicate()`` holds; the bound is for a hang."""
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, what
+        time.sleep(0.01)
+
+
+def test_a_spare_that_dies_before_its_go_has_its_request_served_by_a_fresh_child(server, tmp_path):
+    """The spare child took a request (its message, descriptors and go are in its socket) and
+    died before it read its go (stopped as the request came, then killed, as the kernel's
+    out-of-memory killer may kill an idle process): it ran nothing, so a child forked afresh
+    runs the command, which prints, exits and writes what it does in-process (the client
+    exited 137, the dead spare's status, or 1, "the build server stopped ... before the
+    command ended", when the go found it dead). The request is counted once."""
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    before = server.served()
+    os.kill(spare, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([RCPC, "build", RL], cwd=ws, env=server.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        _until(lambda: server.served() == before + 1, "the server never handed the request over")
+    finally:
+        os.kill(spare, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    local = workspace(tmp_path / "local")
+    r = server.rcpc("build", RL, cwd=local, served=False)
+    assert (proc.returncode, out, err.replace(b"/ws/", b"/local/")) == (r.returncode, r.stdout, r.stderr), err
+    assert proc.returncode == 0 and output_tree(ws / "rcpc-out") == output_tree(local / "rcpc-out")
+    assert server.served() == before + 1
+    assert f"pid {spare} (rcpc build) ended before its go" in Path(server.log()).read_text()
+
+
+def test_an_interrupt_reaches_the_child_that_took_over_the_request(server, tmp_path):
+    """Ctrl-C of the client while its spare, which took the request, is dead before its go:
+    the child that takes the request over is interrupted too (the client forwards each
+    signal that came to each child the server names): it ends without its go (the test
+    hook ``served`` holds it until the signal comes, if it comes after the child let signals
+    through) and the client exits 130 as in-process, nothing written."""
+    ws = workspace(tmp_path / "ws")
+    spare = _spare(server)
+    before = server.served()
+    report_r, report_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env = {**server.env, "RCPC_TEST_STOP": "served", "RCPC_TEST_STOP_FD": str(report_w),
+           "RCPC_TEST_GO_FD": str(go_r)}
+    os.kill(spare, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([RCPC, "build"], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        _until(lambda: server.served() == before + 1, "the server never handed the request over")
+        proc.send_signal(signal.SIGINT)
+    finally:
+        os.kill(spare, signal.SIGKILL)
+    try:
+        out, err = proc.communicate(timeout=300)  # it ends without the go
+    finally:
+        os.close(go_w)
+        os.close(report_r)
+    assert proc.returncode == 130, err
+    assert f"pid {spare} (rcpc build) ended before its go" in Path(server.log()).read_text()
+    assert err.decode().splitlines()[-1] == "rcpc: interrupted; nothing was written"
+    assert not TRACEBACK.search(err.decode()) and not (ws / "rcpc-out").exists()
+
+
+def test_a_child_killed_after_its_go_is_not_run_again(server, tmp_path):
+    """A child that took its go may have written output: killed then (held at the test hook
+    ``served``), its death is the command's outcome (137, as a process killed in-process),
+    never run again by another child (nothing is built)."""
+    ws = workspace(tmp_path / "ws")
+    before = server.served()
+    w = Waiting(server, ws)
+    os.kill(w.child, signal.SIGKILL)
+    code, out, err = w.end()
+    assert code == 128 + signal.SIGKILL, err
+    assert not (ws / "rcpc-out").exists()
+    server.settled()
+    assert server.served() == before + 1
+    assert "ended before its go" not in Path(server.log()).read_text()
 
 
 def _populate_works() -> bool:
@@ -811,6 +955,60 @@ def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
         s.listener.close()
         for fd in (s.lock, s.wake_r, s.wake_w):
             os.close(fd)
+
+
+@pytest.mark.parametrize("again", [False, True], ids=["no-fork", "second-death"])
+def test_a_request_no_child_can_take_is_declined_and_its_client_runs_it(tmp_path, monkeypatch, again):
+    """A request whose child ended before its go, when no child can be forked for it (or it
+    was given to another child already, which ended so too), is declined: the client, told
+    a pid before, gets "refused" and runs the command in-process (:func:`rcpc.client.serve`
+    returns None); the server closes the client's descriptors it held."""
+    import socket
+
+    from rcpc import client, server as srv
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    where = {"dir": str(run_dir), "socket": str(run_dir / "s.sock"), "lock": str(run_dir / "lock"),
+             "log": str(run_dir / "log")}
+    import gc
+    import select
+
+    threshold = gc.get_threshold()
+    s = srv.Server(where, 60)
+    gc.unfreeze()  # the server's start froze this (test) process's objects and raised its threshold
+    gc.set_threshold(*threshold)
+    s.poll = select.poll()
+    ours, theirs = socket.socketpair()
+    try:
+        held = [os.dup(0), os.dup(1), os.dup(2)]
+        request = srv._Request(ours, "build", ("run",), held[:])
+        request.again = again
+
+        def fail(*args):
+            raise OSError(11, "Resource temporarily unavailable")
+
+        monkeypatch.setattr(s, "_fork_given", fail)
+        assert s._unstarted(request)
+        s._again(request)
+        reply = client.read_message(theirs)
+        assert reply[0] == "refused" and request.conn is None and request.fds == []
+        assert ours.fileno() == -1  # closed, and so are the client's descriptors
+        for fd in held:
+            with pytest.raises(OSError):
+                os.fstat(fd)
+    finally:
+        theirs.close()
+        s.listener.close()
+        for fd in (s.lock, s.wake_r, s.wake_w):
+            os.close(fd)
+    server_end, client_end = socket.socketpair()  # the client's side: a pid, then "refused"
+    try:
+        server_end.sendall(client.frame(("pid", 2 ** 22 + 1)) + client.frame(("refused", "no child")))
+        assert client._exchange(client_end, client.frame(("run",)), [0, 1, 2]) is None
+    finally:
+        server_end.close()
+        client_end.close()
 
 
 @pytest.mark.parametrize("runtime", [False, True])

@@ -5,16 +5,18 @@ instead of in this process, which then never imports the CLI, the compiler or th
 directory, environment, umask, CPU affinity, and this interpreter's identity) with this
 process's file descriptors 0, 1 and 2 attached (``SCM_RIGHTS``), and waits: the server forks a
 child of its warm process that runs the command on those very descriptors and reports the
-child's pid, then its exit status. SIGINT and SIGTERM received meanwhile are forwarded to the
-child, which exits 130 as rcpc does in-process (:mod:`rcpc.interrupts`).
+child's pid (again, another's, when that child ended before it started the command), then its
+exit status. SIGINT and SIGTERM received meanwhile are forwarded to the child, which exits
+130 as rcpc does in-process (:mod:`rcpc.interrupts`).
 
 It declines (returns None, and the caller runs the command in-process) when
 ``RCPC_NO_SERVER`` is set, for the commands that are not served (:data:`NOT_SERVED`), when
 ``sys.stdin``, ``sys.stdout`` or ``sys.stderr`` was replaced (the caller of
 :func:`rcpc.__main__.run` captures what it prints), when no
 server is listening, when the socket's directory is not safe (:func:`unsafe`), or when the
-server refuses the request (stale, another interpreter, ...). Protocol: each message is a
-4-byte little-endian length and a :mod:`marshal` payload (:func:`frame`).
+server refuses the request (stale, another interpreter, no child could start it, ...).
+Protocol: each message is a 4-byte little-endian length and a :mod:`marshal` payload
+(:func:`frame`).
 
 Imports only built-in modules (``os``, ``sys``, ``marshal``, ``stat``) and, once a socket
 exists, ``_socket`` and ``_signal``: a client must cost little more than Python's start-up.
@@ -210,7 +212,8 @@ def _fds() -> list[int]:
 
 def _exchange(sock, request: bytes, fds: list[int]) -> int | None:
     """Send ``request`` with descriptors ``fds``, forward signals to the child the server
-    starts, and return its exit status (None: refused)."""
+    starts (each signal that came to each child it names), and return its exit status
+    (None: refused, before a child started the command)."""
     import _signal
     import _socket
 
@@ -238,19 +241,24 @@ def _exchange(sock, request: bytes, fds: list[int]) -> int | None:
             reply = read_message(sock)
         except (OSError, EOFError, ValueError, TypeError):  # a closed fd 0-2, refused, gone
             return _declined(received)
-        if type(reply) is not tuple or len(reply) != 2 or reply[0] != "pid":  # ("stale" | "refused", why)
-            return _declined(received)
-        child.append(reply[1])
-        for signum in list(received):
-            kill(signum)
         try:
-            reply = read_message(sock)
+            while type(reply) is tuple and len(reply) == 2 and reply[0] == "pid":
+                # the child's pid; again when it ended before it took its go (it ran nothing)
+                # and another child has the request: the signals that came go to it too
+                child[:] = [reply[1]]
+                for signum in list(received):
+                    kill(signum)
+                reply = read_message(sock)
             if type(reply) is tuple and len(reply) == 2 and reply[0] == "exit" and type(reply[1]) is int:
                 decided = True
                 return reply[1]
+            if type(reply) is tuple and reply and reply[0] in ("stale", "refused"):  # no child ran it
+                return _declined(received)
             why = "an unexpected reply"
         except (OSError, EOFError, ValueError, TypeError) as exc:
             why = str(exc) or type(exc).__name__
+        if not child:
+            return _declined(received)
         _await_end(child[0])
         os.write(2, f"rcpc: the build server stopped ({why}) before the command ended\n".encode())
         decided = True

@@ -10,14 +10,17 @@ again under the cache's checks and keeps, :func:`learn`).
 The child for the next request is forked while the server is idle (a *spare*, as a
 pre-forking server keeps one): a request hands it its message and descriptors over a socket
 pair, so fork's cost (a few milliseconds for the warm process) is not on its path; a request
-that finds none (another still runs) forks its own. The child answers its client as soon as
-the command has ended (:func:`rcpc.serverchild.answer`) and does the command's deferred work
-after (:mod:`rcpc.core.deferred`).
+that finds none (another still runs) forks its own. A child says when it has taken its go,
+after which it may write: one that ends before (killed while it waited) ran nothing, and a
+child forked afresh is given the request (:meth:`Server._again`). The child answers its
+client as soon as the command has ended (:func:`rcpc.serverchild.answer`) and does the
+command's deferred work after (:mod:`rcpc.core.deferred`).
 
 ``rcpc server start [--idle-timeout SECONDS]`` (:mod:`rcpc.servercmd`) detaches the server
 (a new session; stdin on ``/dev/null``, stdout and stderr on a log file beside the socket),
 which runs :func:`main`, and returns once it listens; ``rcpc server stop`` asks it to stop
-and waits until it has (running commands finish first); ``rcpc server status`` says whether
+and waits until it has (running commands finish first; a child still in a command's deferred
+work is killed after :data:`DEFERRED_GRACE` seconds); ``rcpc server status`` says whether
 one runs and how many requests it served.
 
 Trust (the socket is a way into the user's account):
@@ -73,6 +76,9 @@ PRELOAD = ("argparse", "ast", "atexit", "ctypes", "datetime", "decimal", "diffli
 SKIP = ("rcpc.lsp", "rcpc.testing")
 MADV_POPULATE_WRITE = 23   # Linux 5.14 (<asm-generic/mman-common.h>)
 POPULATE_STEP = 1 << 20    # bytes a spare child populates between two looks for its request
+# Seconds a stopping server waits for a child in its deferred work (its client answered) before
+# it kills it: that work is milliseconds, and all of it may be lost (rcpc.core.deferred).
+DEFERRED_GRACE = 5.0
 
 
 class ServerError(Exception):
@@ -111,15 +117,27 @@ def main(argv: list[str]) -> None:
 
 
 class _Request:
-    """A running request: its child ``pid`` and ``pidfd``, the client connection ``conn``
-    (None once the client has its answer or went away), and the read end ``note`` of the pipe
-    on which the child gives its exit status as soon as the command has ended
+    """A running request: the client connection ``conn`` (None once the client has its
+    answer or went away), the command's name ``what``, the request ``message`` and the
+    client's descriptors ``fds`` (kept until a child has taken its go: they are given again
+    to another child when that one ends before, :meth:`Server._again`); its child's ``pid``
+    and ``pidfd``, the server's end ``chan`` of the child's socket pair (None once the child
+    has taken its go, ``started``, or when it may no more), and the read end ``note`` of the
+    pipe on which the child gives its exit status as soon as the command has ended
     (:func:`rcpc.serverchild.answer`), then says what it learnt
-    (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far."""
+    (:func:`rcpc.serverchild.report`); ``heard``: the bytes read from ``note`` so far;
+    ``again``: its request was already given to a second child; ``answered``: when
+    (:func:`time.monotonic`) the child gave its exit status (it then does the command's
+    deferred work, :mod:`rcpc.core.deferred`); ``killed``: it was, for being at that too long
+    (:meth:`Server._kill_overdue`)."""
 
-    def __init__(self, pid: int, pidfd: int, conn, what: str, note: int):
-        self.pid, self.pidfd, self.conn, self.what, self.note = pid, pidfd, conn, what, note
+    def __init__(self, conn, what: str, message, fds: list[int]):
+        self.conn, self.what, self.message, self.fds = conn, what, message, fds
+        self.pid = self.pidfd = self.note = -1
+        self.chan = None
         self.heard = b""
+        self.started = self.again = self.killed = False
+        self.answered: float | None = None
 
 
 class _Spare:
@@ -186,10 +204,12 @@ class Server:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.requests: dict[int, _Request] = {}     # pidfd -> request
         self.notes: dict[int, _Request] = {}        # note pipe fd -> request, until its answer
+        self.chans: dict[int, _Request] = {}        # channel fd -> request, until its child took its go
         self.spare: _Spare | None = None            # the child forked for the next request
         self.conns: dict[int, _Request] = {}        # connection fd -> request
         self.waiting: list = []                     # "stop" connections, closed when the server exits
         self.closing: str | None = None
+        self.closed_at = 0.0                        # when (time.monotonic) it began stopping
         self.served = 0
         self.started = time.time()
         self.last = time.monotonic()
@@ -213,7 +233,8 @@ class Server:
 
     def serve(self) -> int:
         """Serve until stopped (``rcpc server stop``, SIGTERM/SIGINT, stale, idle timeout) and
-        every running request has ended; exit code 0."""
+        every running request has ended (a child still in its deferred work killed after
+        :data:`DEFERRED_GRACE` seconds); exit code 0."""
         signal.set_wakeup_fd(self.wake_w)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda signum, frame: None)  # the wake-up pipe says which
@@ -224,12 +245,10 @@ class Server:
         while not (self.closing and not self.requests):
             if self.spare is None and not self.requests and not self.closing:
                 self._fork_spare()
-            timeout = None
-            if not self.closing and not self.requests:
-                timeout = max(0.0, self.last + self.idle_timeout - time.monotonic()) * 1000
-            events = self.poll.poll(timeout)
-            if not events and timeout is not None and time.monotonic() >= self.last + self.idle_timeout:
-                self.close(f"no request for {self.idle_timeout:g} s")
+            due = self._due()
+            events = self.poll.poll(None if due is None else max(0.0, due - time.monotonic()) * 1000)
+            if not events and due is not None and time.monotonic() >= due:
+                self._timed_out()
             for fd, _ in events:
                 if fd == self.wake_r:
                     self._signalled()
@@ -237,6 +256,8 @@ class Server:
                     self._reap(self.requests[fd])
                 elif fd in self.notes:
                     self._noted(self.notes[fd])
+                elif fd in self.chans:
+                    self._taken(self.chans[fd])
                 elif self.spare is not None and fd == self.spare.pidfd:
                     self._spare_ended()
                 elif fd in self.conns:
@@ -251,12 +272,55 @@ class Server:
         self.log("exiting")
         return 0
 
+    def _due(self) -> float | None:
+        """When (:func:`time.monotonic`) the server has something to do that no event brings:
+        exit for the idle timeout (no command running: children in their deferred work do
+        not count), or, stopping, kill the first child overdue in its deferred work
+        (:meth:`_kill_overdue`); None: nothing."""
+        if not self.closing:
+            if any(r.answered is None for r in self.requests.values()):
+                return None
+            return self.last + self.idle_timeout
+        return min((self._deadline(r) for r in self.requests.values() if r.answered is not None and not r.killed),
+                   default=None)
+
+    def _deadline(self, request: _Request) -> float:
+        """When a stopping server kills ``request``'s child, answered, if its deferred work
+        has not ended: :data:`DEFERRED_GRACE` seconds after the later of its answer and the
+        stop."""
+        return max(request.answered, self.closed_at) + DEFERRED_GRACE
+
+    def _timed_out(self) -> None:
+        """The time :meth:`_due` gave has come."""
+        if self.closing:
+            self._kill_overdue()
+        else:
+            self.close(f"no request for {self.idle_timeout:g} s")
+
+    def _kill_overdue(self) -> None:
+        """Kill (SIGKILL) each child still in its deferred work at its deadline
+        (:meth:`_deadline`), and log it: its client has its answer and what the work leaves
+        undone the next command survives (:mod:`rcpc.core.deferred`); a stuck file system
+        must not hold the server for ever. It is reaped as any child (:meth:`_reap`)."""
+        now = time.monotonic()
+        for request in self.requests.values():
+            if request.answered is not None and not request.killed and now >= self._deadline(request):
+                request.killed = True
+                self.log(f"pid {request.pid} (rcpc {request.what}) still in its deferred work "
+                         f"{DEFERRED_GRACE:g} s into the stop: killed (SIGKILL)")
+                try:
+                    os.kill(request.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
     def close(self, why: str) -> None:
         """Stop listening (the socket removed, if still ours); the server exits once its
-        running requests have ended."""
+        running requests have ended (children in their deferred work are given
+        :data:`DEFERRED_GRACE` seconds, :meth:`_kill_overdue`)."""
         if self.closing:
             return
         self.closing = why
+        self.closed_at = time.monotonic()
         self.log(f"stopping: {why}")
         self.poll.unregister(self.listener.fileno())
         self.listener.close()
@@ -353,26 +417,106 @@ class Server:
                 and len(targets) == len(fds) and targets[:3] == [0, 1, 2] and len(fds) <= MAX_FDS):
             raise ValueError("malformed run request")
         spare = self._take_spare(conn, message, fds)
-        for fd in fds:
-            _close(fd)
-        fds.clear()
+        request = _Request(conn, argv[0] if argv else "", message, fds[:])
+        fds.clear()  # the request's now
         self.served += 1
-        what = argv[0] if argv else ""
-        self.log(f"request {self.served}: pid {spare.pid}: rcpc {what}")
-        request = _Request(spare.pid, spare.pidfd, conn, what, spare.note)
-        self.requests[request.pidfd] = request
-        self.poll.register(request.pidfd, select.POLLIN)
+        self.log(f"request {self.served}: pid {spare.pid}: rcpc {request.what}")
         self.conns[conn.fileno()] = request
         self.poll.register(conn.fileno(), select.POLLIN)
-        self.notes[spare.note] = request
-        self.poll.register(spare.note, select.POLLIN)
+        self._hand(request, spare)
+
+    def _hand(self, request: _Request, spare: "_Spare") -> None:
+        """Make ``spare``, which holds ``request``'s message and descriptors, its child: its
+        end, its note pipe and its channel (where it takes its go, :meth:`_taken`) watched,
+        the client told its pid, then the child its go. A client gone meanwhile has its child
+        end unseen, without the go (:meth:`_client_gone`); a child gone meanwhile is given
+        no go, and its end (:meth:`_reap`) gives the request to another."""
+        request.pid, request.pidfd, request.note, request.chan = spare.pid, spare.pidfd, spare.note, spare.chan
+        request.heard = b""
+        self.requests[request.pidfd] = request
+        self.poll.register(request.pidfd, select.POLLIN)
+        self.notes[request.note] = request
+        self.poll.register(request.note, select.POLLIN)
+        self.chans[request.chan.fileno()] = request
+        self.poll.register(request.chan.fileno(), select.POLLIN)
         try:  # the client knows the child before the child may do anything it would see
-            conn.sendall(client.frame(("pid", spare.pid)))
-            spare.chan.sendall(b"g")
+            request.conn.sendall(client.frame(("pid", request.pid)))
         except OSError:
             self._client_gone(request)
-        finally:
-            spare.chan.close()
+            return
+        try:
+            request.chan.sendall(b"g")
+        except OSError:
+            pass
+
+    def _taken(self, request: _Request) -> None:
+        """The child's channel is readable: the child says it has taken its go (it runs the
+        command from now on; the client's descriptors are let go, :meth:`_let_go`), or it
+        closed its end without (it is ending: :meth:`_reap` decides)."""
+        try:
+            said = request.chan.recv(1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            said = b""
+        if said == b"s":
+            request.started = True
+            self._let_go(request)
+        else:
+            self._unwatch_chan(request)
+
+    def _unwatch_chan(self, request: _Request) -> None:
+        if request.chan is not None and self.chans.pop(request.chan.fileno(), None) is not None:
+            self.poll.unregister(request.chan.fileno())
+
+    def _let_go_chan(self, request: _Request) -> None:
+        """Close the server's end of ``request``'s channel (a child that has not had its go
+        reads end of file and ends unseen)."""
+        self._unwatch_chan(request)
+        if request.chan is not None:
+            request.chan.close()
+            request.chan = None
+
+    def _let_go(self, request: _Request) -> None:
+        """Close ``request``'s channel (:meth:`_let_go_chan`) and the client's descriptors:
+        no other child will take this request."""
+        self._let_go_chan(request)
+        for fd in request.fds:
+            _close(fd)
+        request.fds = []
+
+    def _unstarted(self, request: _Request) -> bool:
+        """Whether ``request``'s child (ended) never took its go, so ran nothing, and its
+        client waits: an acknowledgement not read yet is read now."""
+        if request.chan is not None:
+            self._taken(request)
+        return not request.started and request.conn is not None
+
+    def _again(self, request: _Request) -> None:
+        """``request``'s child ended before it took its go (:meth:`_unstarted`): a child
+        forked now is given the request, and the client told its pid; if that cannot be done
+        (no fork), or that child ends before its go too, the request is declined (the client
+        runs the command in-process, :mod:`rcpc.client`)."""
+        self._let_go_chan(request)
+        why = "a second child ended before its go"
+        if not request.again:
+            request.again = True
+            try:
+                spare = self._fork_given(request.conn, request.message, request.fds)
+            except OSError as exc:
+                why = f"cannot fork another: {exc}"
+            else:
+                self.log(f"pid {request.pid} (rcpc {request.what}) ended before its go: "
+                         f"the request is given to pid {spare.pid}")
+                self._hand(request, spare)
+                return
+        self.log(f"pid {request.pid} (rcpc {request.what}) ended before its go; {why}: declined")
+        try:
+            request.conn.sendall(client.frame(("refused", why)))
+        except OSError:
+            pass
+        self._drop_conn(request)
+        self._let_go(request)
 
     def _take_spare(self, conn, message, fds: list[int]) -> "_Spare":
         """A child holding the request ``message`` of ``conn`` and descriptors ``fds``
@@ -388,6 +532,11 @@ class Server:
             except OSError:
                 self.log(f"the spare child {spare.pid} could not take a request: forking another")
                 spare.end()
+        return self._fork_given(conn, message, fds)
+
+    def _fork_given(self, conn, message, fds: list[int]) -> "_Spare":
+        """A child forked now, holding the request ``message`` of ``conn`` and descriptors
+        ``fds`` (still the caller's), waiting for its go. Raises OSError (nothing leaks)."""
         spare = self._fork(conn, fds)
         try:
             spare.give(message, fds)
@@ -460,13 +609,14 @@ class Server:
 
     def _client_gone(self, request: _Request) -> None:
         """The client went away (killed, say): its child is terminated (it is not reaped
-        yet, so its pid is still its own)."""
+        yet, so its pid is still its own), and never given the request again."""
         self.log(f"client of pid {request.pid} went away: terminating it")
         try:
             os.kill(request.pid, signal.SIGTERM)
         except OSError:
             pass
         self._drop_conn(request)
+        self._let_go(request)
 
     def _drop_conn(self, request: _Request) -> None:
         if request.conn is None:
@@ -496,6 +646,7 @@ class Server:
         first = frames[0] if frames else None
         if type(first) is tuple and len(first) == 2 and first[0] == "exit" and type(first[1]) is int:
             self.log(f"pid {request.pid} (rcpc {request.what}) answered {first[1]}")
+            request.answered = self.last = time.monotonic()
             self._answer(request, first[1])
         elif chunk and frames == [] and len(request.heard) <= MAX_NOTE:
             return  # the rest of the message is on its way
@@ -516,9 +667,10 @@ class Server:
 
     def _reap(self, request: _Request) -> None:
         """The child has ended: its exit status (a signal death as 128 + signal) to its
-        client, unless it answered before. An event for a descriptor closed earlier in the
-        same wake-up whose number the child's pidfd took since (a dead spare's, when the
-        request that found it forked its own child) is not its end: nothing is done."""
+        client, unless it answered before, or ended before it took its go (:meth:`_again`).
+        An event for a descriptor closed earlier in the same wake-up whose number the
+        child's pidfd took since (a dead spare's, when the request that found it forked its
+        own child) is not its end: nothing is done."""
         pid, status = os.waitpid(request.pid, os.WNOHANG)
         if pid == 0:
             return
@@ -527,20 +679,28 @@ class Server:
             code = 128 - code
         self.log(f"pid {request.pid} (rcpc {request.what}) exited {code}")
         self._stop_hearing(request)
-        self._answer(request, code)
         self.poll.unregister(request.pidfd)
         os.close(request.pidfd)
         del self.requests[request.pidfd]
+        self.last = time.monotonic()
+        if self._unstarted(request):
+            _close(request.note)  # it learnt nothing
+            self._again(request)
+            return
+        self._answer(request, code)
+        self._let_go(request)
         learnt = learn(request.note, request.heard)
         if learnt:
             self.log(f"kept {learnt} AST and validation cache entries in memory")
-        self.last = time.monotonic()
 
     def _drop_own(self, sockets: list, fds) -> None:
-        """In a child: close the server's descriptors, and ``sockets`` and ``fds`` it had in
-        hand (sockets detached first, so that no socket object can later close a descriptor
-        number the command reuses)."""
-        sockets = [*sockets, *self.waiting, *(r.conn for r in self.requests.values() if r.conn is not None)]
+        """In a child: close the server's descriptors (other requests' connections, channels
+        and client descriptors too), and ``sockets`` and ``fds`` it had in hand (sockets
+        detached first, so that no socket object can later close a descriptor number the
+        command reuses)."""
+        held = [x for r in self.requests.values() for x in (r.conn, r.chan) if x is not None]
+        sockets = [*sockets, *self.waiting, *held]
+        fds = [*fds, *(fd for r in self.requests.values() for fd in r.fds)]
         if self.listener is not None:
             sockets.append(self.listener)
         if self.spare is not None:
@@ -556,9 +716,11 @@ class Server:
         """A child forked for a request (:meth:`_fork`): closes what the server had open
         (``sockets`` and ``fds`` it had in hand too); a ``spare`` makes its memory its own
         while it waits (:func:`populate`); then it receives the request and the client's
-        descriptors on ``chan``, waits until the server has told the client its pid (a byte
-        on ``chan``; end of file: the client or the server went away, so it ends unseen),
-        then becomes the client's process and runs the command; never returns. SIGINT and
+        descriptors on ``chan``, waits until the server has told the client its pid (its go,
+        a byte on ``chan``; end of file: the client or the server went away, so it ends
+        unseen), says on ``chan`` that it has taken it (until then the server may give the
+        request to another child, :meth:`_again`), then becomes the client's process and
+        runs the command; never returns. SIGINT and
         SIGTERM stay held (blocked) until the command's own handlers are set
         (:func:`rcpc.__main__.run`, ``local``)."""
         code = 1
@@ -576,10 +738,10 @@ class Server:
                 populate(self.libc, lambda: bool(select.select([chan], [], [], 0)[0]))
             try:
                 message, fds = _given(chan)
-                go = chan.recv(1)
+                if chan.recv(1) != b"g":
+                    os._exit(1)
+                chan.sendall(b"s")  # taken: from now on the server gives the request to no other child
             except (OSError, EOFError, ValueError):
-                os._exit(1)
-            if go != b"g":
                 os._exit(1)
             _close(chan.detach())
             from rcpc import serverchild
