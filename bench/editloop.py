@@ -254,10 +254,10 @@ def _settled(args, repo: Path, rcpcs: list[str], tmp: Path, env: dict) -> int:
                     "cpus": os.cpu_count(), "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     print(f"python -c pass median {med(python) * 1000:.1f} ms; load average (1 min) before / after "
           f"{result['load_average']}")
-    for rcpc, times in series.items():
+    for (rcpc, times), label in zip(series.items(), ("edit-server", "against")):
         ratios = [a / b for a, b in zip(times, python)]
-        result[rcpc] = {"median_s": med(times), "ratio_to_python": med(ratios),
-                        "round_ratios": [round(r, 2) for r in ratios]}
+        result[label] = {"rcpc": rcpc, "median_s": med(times), "ratio_to_python": med(ratios),
+                         "round_ratios": [round(r, 2) for r in ratios]}
         print(f"{rcpc}: edit-server (settled) median {med(times) * 1000:.1f} ms  {med(ratios):.2f}x python -c pass "
               f"(rounds {min(ratios):.2f}x-{max(ratios):.2f}x)")
     shutil.rmtree(tmp, ignore_errors=True)
