@@ -10,6 +10,7 @@ to end have a generous upper bound (a hang), never a timing assertion.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -915,24 +916,38 @@ def test_validation_results_are_kept_in_the_servers_memory(server, tmp_path):
     assert "AST and validation cache entries in memory" in Path(server.log()).read_text()
 
 
-def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
-    """The child's socket pair and pipe are closed when fork (or the pipe, or the socket
-    pair) fails; the request fails alone (the accept loop answers it "refused")."""
-    import socket
+@contextlib.contextmanager
+def _server_here(tmp_path):
+    """A :class:`rcpc.server.Server` made in this (test) process, listening in ``tmp_path``,
+    never serving; its socket, lock and wake-up pipe closed after."""
+    import gc
 
-    from rcpc import client, server as srv
+    from rcpc import server as srv
 
     run_dir = tmp_path / "run"
     run_dir.mkdir(mode=0o700)
     where = {"dir": str(run_dir), "socket": str(run_dir / "s.sock"), "lock": str(run_dir / "lock"),
              "log": str(run_dir / "log")}
-    import gc
-
     threshold = gc.get_threshold()
     s = srv.Server(where, 60)
     gc.unfreeze()  # the server's start froze this (test) process's objects and raised its threshold
     gc.set_threshold(*threshold)
     try:
+        yield s
+    finally:
+        s.listener.close()
+        for fd in (s.lock, s.wake_r, s.wake_w):
+            os.close(fd)
+
+
+def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
+    """The child's socket pair and pipe are closed when fork (or the pipe, or the socket
+    pair) fails; the request fails alone (the accept loop answers it "refused")."""
+    import socket
+
+    from rcpc import client
+
+    with _server_here(tmp_path) as s:
         before = sorted(os.listdir("/proc/self/fd"))
         for failing in ("fork", "pipe", "socketpair"):  # the socket pair is made first, then the pipe
             def fail(*args):
@@ -951,10 +966,6 @@ def test_a_request_that_cannot_fork_leaks_no_descriptor(tmp_path, monkeypatch):
             a.close()
             b.close()
             assert sorted(os.listdir("/proc/self/fd")) == before, failing
-    finally:
-        s.listener.close()
-        for fd in (s.lock, s.wake_r, s.wake_w):
-            os.close(fd)
 
 
 @pytest.mark.parametrize("again", [False, True], ids=["no-fork", "second-death"])
@@ -963,24 +974,14 @@ def test_a_request_no_child_can_take_is_declined_and_its_client_runs_it(tmp_path
     was given to another child already, which ended so too), is declined: the client, told
     a pid before, gets "refused" and runs the command in-process (:func:`rcpc.client.serve`
     returns None); the server closes the client's descriptors it held."""
+    import select
     import socket
 
     from rcpc import client, server as srv
 
-    run_dir = tmp_path / "run"
-    run_dir.mkdir(mode=0o700)
-    where = {"dir": str(run_dir), "socket": str(run_dir / "s.sock"), "lock": str(run_dir / "lock"),
-             "log": str(run_dir / "log")}
-    import gc
-    import select
-
-    threshold = gc.get_threshold()
-    s = srv.Server(where, 60)
-    gc.unfreeze()  # the server's start froze this (test) process's objects and raised its threshold
-    gc.set_threshold(*threshold)
-    s.poll = select.poll()
     ours, theirs = socket.socketpair()
-    try:
+    with _server_here(tmp_path) as s:
+        s.poll = select.poll()
         held = [os.dup(0), os.dup(1), os.dup(2)]
         request = srv._Request(ours, "build", ("run",), held[:])
         request.again = again
@@ -997,11 +998,7 @@ def test_a_request_no_child_can_take_is_declined_and_its_client_runs_it(tmp_path
         for fd in held:
             with pytest.raises(OSError):
                 os.fstat(fd)
-    finally:
-        theirs.close()
-        s.listener.close()
-        for fd in (s.lock, s.wake_r, s.wake_w):
-            os.close(fd)
+    theirs.close()
     server_end, client_end = socket.socketpair()  # the client's side: a pid, then "refused"
     try:
         server_end.sendall(client.frame(("pid", 2 ** 22 + 1)) + client.frame(("refused", "no child")))
