@@ -304,15 +304,17 @@ class Recorder:
             here = parent
         for d in searched:
             self._tree(d)
+        if not self._ok:  # nothing will be recorded: rcpc's files are not read
+            return
         try:
             listings, files = package_tree()
         except OSError:
             self._ok = False
-        if self._ok:
-            self._listings.update(listings)
-            for path, st in files.items():
-                if not self._stat_of(path, st):
-                    return
+            return
+        self._listings.update(listings)
+        for path, st in files.items():
+            if not self._stat_of(path, st):
+                return
 
     def note_dependencies(self, deps: dict[str, str] | None) -> None:
         """Files the result depends on, with the SHA-256 hex digests their compile saw (None:
