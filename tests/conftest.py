@@ -356,3 +356,36 @@ def same(a, b) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     return a == b
+
+
+def run_bash_stubbed(text: str, programs) -> list:
+    """The test oracle of :mod:`rcpc.importer.interpret`: the command lines (lists of words)
+    real bash runs for ``programs`` when it runs ``text``, each program a shell function that
+    records its words and does nothing else; bash has no startup files and a new empty
+    directory as HOME and working directory. For the tests' own scripts and the published
+    recipes only: it runs what ``text`` says. Raises :class:`subprocess.CalledProcessError`
+    when the script fails."""
+    import shlex
+    import shutil
+    import subprocess
+    import tempfile
+
+    bash = shutil.which("bash")
+    assert bash is not None, "the shell-import tests compare with bash"
+    with tempfile.TemporaryDirectory(prefix="rcpc-test-bash-") as d:
+        record = Path(d) / "argv"
+        record.write_bytes(b"")
+        stubs = "".join(f"{p}() {{ printf '%s\\0' {shlex.quote(p)} \"$@\" >> {shlex.quote(str(record))}; "
+                        f"printf '\\1\\0' >> {shlex.quote(str(record))}; }}\n" for p in programs)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": d, "LC_ALL": "C"}
+        subprocess.run([bash, "--noprofile", "--norc", "-c", stubs + text], cwd=d, env=env, check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        words = record.read_bytes().split(b"\0")[:-1]
+    out, cur = [], []
+    for w in words:
+        if w == b"\1":
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(w.decode("utf-8", "surrogateescape"))
+    return out

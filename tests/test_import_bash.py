@@ -22,7 +22,7 @@ from rcpc.importer import bash
 from rcpc.importer.driver import import_manifest, import_shell
 
 REPO = Path(__file__).resolve().parent.parent
-XPK = sorted((REPO.parent / "shared" / "data").rglob("*.sh"))
+XPK = sorted((REPO.parent / "shared" / "data" / "tpu-recipes" / "xpk").glob("*.sh"))
 STUCK_WORDS = ["\\\"'${b'", "\\\\'${b'", "a\\\"'b=${b?'"]
 # the word of the hypothesis example that grew the test process to 23 GB
 REPORTED = ('export A="a1"\nexport B="b2"\n'

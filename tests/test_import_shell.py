@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from conftest import run_bash_stubbed
 from rcpc.cli import main
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
@@ -76,7 +77,7 @@ def _original_argv(src: Path, values: dict) -> list:
                           text, count=1, flags=re.M)
         assert n == 1, name
     stubs = "source() { :; }\npip() { return 0; }\n"
-    return proof.run_stubbed(stubs + text, ["xpk"])
+    return run_bash_stubbed(stubs + text, ["xpk"])
 
 
 def test_fifteen_shell_recipes():
@@ -96,7 +97,7 @@ def test_every_shell_recipe_imports_equal(name, tmp_path):
     values = {k: f"t-{k.lower().replace('_', '-')}" for k in params}
     renders = proof.build(compiler, out, values)
     assert list(renders) == ["launch.sh"]
-    ours = proof.run_stubbed(renders["launch.sh"], ["xpk"])
+    ours = run_bash_stubbed(renders["launch.sh"], ["xpk"])
     theirs = _original_argv(XPK / name, values)
     assert len(ours) == 1 and ours == theirs
     assert ours[0][:3] == ["xpk", "workload", "create"]
@@ -251,7 +252,7 @@ def test_conditional_append_is_a_layer_on_a_bool_param(tmp_path):
     out.write_text(imported.text)
     compiler = proof.fresh_compiler(REPO)
     for tuned in ("true", "false"):
-        (line,) = proof.run_stubbed(proof.build(compiler, out, {"TUNED": tuned})["launch.sh"], ["xpk"])
+        (line,) = run_bash_stubbed(proof.build(compiler, out, {"TUNED": tuned})["launch.sh"], ["xpk"])
         assert ("remat_policy=full" in line[-1]) is (tuned == "true")
 
 
@@ -342,7 +343,7 @@ def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
     # in the recipe (docs/migrate.md: unquoted expansions are not split)
     src.write_text('export A="a1"\nexport B="b2"\nxpk ' + " ".join(words) + "\n")
     try:
-        theirs = proof.run_stubbed(src.read_text(), ["xpk"])
+        theirs = run_bash_stubbed(src.read_text(), ["xpk"])
     except subprocess.CalledProcessError:
         return  # not a command bash runs
     try:
@@ -356,7 +357,7 @@ def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
     params = _params(compiler, out)
     renders = proof.build(compiler, out, {k: v for k, v in {"A": "a1", "B": "b2"}.items() if k in params})
     if "launch.sh" in renders:
-        assert proof.run_stubbed(renders["launch.sh"], ["xpk"]) == theirs
+        assert run_bash_stubbed(renders["launch.sh"], ["xpk"]) == theirs
 
 
 @pytest.mark.parametrize("kind", ["shell", "manifest"])

@@ -306,11 +306,9 @@ def _at_script(script, text: str, shown: str, diagnostics) -> list:
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:
-    import subprocess
-
     from rcpc.domain.maxtext import argv
     from rcpc.domain.values import FlagSet
-    from rcpc.importer import proof, shell
+    from rcpc.importer import interpret, proof, shell
 
     kept = shell.used(script)
     defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()
@@ -321,10 +319,10 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
         renders = proof.build(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
         try:
             ours = [line for name, text in renders.items() if name.endswith(".sh")
-                    for line in proof.run_stubbed(text, programs)]
-            theirs = proof.run_stubbed(shell.derived_script(script, values), programs)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return [f"bash could not run the comparison: {getattr(exc, 'stderr', None) or exc}"]
+                    for line in interpret.run(text, programs)]
+            theirs = interpret.run(shell.derived_script(script, values), programs)
+        except interpret.Unsupported as exc:
+            return [f"the comparison cannot interpret {exc.message}"]
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
         found = list(proof.differences(ours, theirs, "$argv"))
         if found:

@@ -3,8 +3,9 @@
 * a manifest: the parsed YAML of the render against the template after envsubst with the
   same values (:func:`envsubst`, gettext's envsubst(1) with a SHELL-FORMAT naming the
   params), compared strictly (:func:`differences`: ``2`` is not ``2.0``, ``true`` not ``1``);
-* a shell recipe: the argv of every command the shell file and the ``launch.sh`` render run
-  (:mod:`rcpc.importer.shell`).
+* a shell recipe: the argv of every command the shell file and the ``launch.sh`` render
+  would run, interpreted over their syntax trees (:mod:`rcpc.importer.interpret`): nothing
+  of either is run.
 
 Two sets of values are used: the recipe's defaults, and :func:`other_values` (each value
 different; for a typed param, :func:`rcpc.importer.fields.other_text`), so a param the
@@ -140,35 +141,3 @@ def fresh_compiler(root: Path):
     from rcpc.domain.workspace import Workspace
 
     return Compiler(Workspace.find(Path(os.fspath(root))))
-
-
-def run_stubbed(text: str, programs) -> list:
-    """The command lines (lists of words) bash runs for the programs ``programs`` when it
-    runs the script ``text``: each program is a shell function that records its words
-    (NUL-separated, in a file) and does nothing else. bash runs with no startup files, in a
-    new empty directory as HOME and working directory. Raises OSError when bash cannot run,
-    :class:`subprocess.CalledProcessError` when the script fails."""
-    import shlex
-    import shutil
-    import subprocess
-
-    bash = shutil.which("bash")
-    if bash is None:
-        raise OSError("bash not found: the proof of a shell import runs bash")
-    with tempfile.TemporaryDirectory(prefix="rcpc-import-run-") as d:
-        record = Path(d) / "argv"
-        record.write_bytes(b"")
-        stubs = "".join(f"{p}() {{ printf '%s\\0' {shlex.quote(p)} \"$@\" >> \"$RCPC_ARGV\"; "
-                        f"printf '\\1\\0' >> \"$RCPC_ARGV\"; }}\n" for p in programs)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": d, "LC_ALL": "C", "RCPC_ARGV": str(record)}
-        subprocess.run([bash, "--noprofile", "--norc", "-c", stubs + text], cwd=d, env=env, check=True,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
-        words = record.read_bytes().split(b"\0")[:-1]
-    out, cur = [], []
-    for w in words:
-        if w == b"\1":
-            out.append(cur)
-            cur = []
-        else:
-            cur.append(w.decode("utf-8", "surrogateescape"))
-    return out

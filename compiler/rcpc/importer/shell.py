@@ -26,6 +26,7 @@ import attrs
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, io_hint
 from rcpc.core.source import Span
+from rcpc.importer import interpret
 from rcpc.importer.command import flag_list
 from rcpc.importer.literals import Ref, flag_value, fstring, joined, string
 
@@ -163,80 +164,25 @@ def _statement(script: Script, node) -> None:
 
 def _pieces(script: Script, word, start: int | None = None):
     """The text and :class:`Ref` pieces of a word (from offset ``start``, default its start)
-    after bash's quote removal (bash(1) QUOTING: single quotes, double quotes, backslashes),
-    its parameter expansions (found by bashlex) each a reference to a known name; None when it
-    expands anything else (an unknown name, ``${X:-y}``, a command substitution, an
-    unquoted glob or tilde)."""
-    # bashlex parses the word, but its expansion nodes are not used: their offsets inside a
-    # double-quoted word with backslash-newlines are off, and it reports a '$' inside single
-    # quotes as a parameter. Quote removal and expansions are read here, as bash(1) QUOTING
-    # and Parameter Expansion define them; anything else refuses the word.
-    text = script.text
-    i, end = (word.pos[0] if start is None else start), word.pos[1]
-    out, buf, mode = [], [], None
-
-    def flush():
-        if buf:
-            out.append("".join(buf))
-            buf.clear()
-
-    while i < end:
-        c = text[i]
-        if mode != "'" and c == "$":
-            name, after = _parameter(text, i, end)
-            if name is None or name not in script.bindings:
-                return None
-            flush()
-            out.append(_ref(script, Ref(name)))
-            i = after
-            continue
-        nxt = text[i + 1] if i + 1 < end else ""
-        if mode == "'":
-            if c == "'":
-                mode = None
-            else:
-                buf.append(c)
-        elif mode == '"':
-            if c == '"':
-                mode = None
-            elif c == "\\" and nxt in '$`"\\\n':
-                if nxt != "\n":
-                    buf.append(nxt)
-                i += 1
-            elif c == "`":
-                return None
-            else:
-                buf.append(c)
-        elif c in "'\"":
-            mode = c
-        elif c == "\\":
-            if nxt != "\n":
-                buf.append(nxt)
-            i += 1
-        elif c in "`*?[~":
-            return None
-        else:
-            buf.append(c)
-        i += 1
-    if mode is not None:
+    after bash's quote removal, its parameter expansions each a reference to a known name;
+    None when bash would read it otherwise than as that text: an unknown name, any other
+    expansion or substitution, an unquoted glob, tilde or brace expansion
+    (:func:`rcpc.importer.interpret.units`, the reader the proof interprets with)."""
+    try:
+        units = interpret.units(script.text, word.pos[0] if start is None else start, word.pos[1])
+    except interpret.Unsupported:
         return None
-    flush()
+    out: list = []
+    for u in units:
+        if u[0] == "param":
+            if u[1] not in script.bindings:
+                return None
+            out.append(_ref(script, Ref(u[1])))
+        elif out and isinstance(out[-1], str):
+            out[-1] += u[1]
+        elif u[1]:
+            out.append(u[1])
     return out
-
-
-def _parameter(text: str, i: int, end: int) -> tuple:
-    """The name of the simple parameter expansion ``$NAME`` or ``${NAME}`` at ``text[i]``
-    and the offset after it; ``(None, i)`` for any other expansion (``${X:-y}``, ``$(...)``,
-    ``$1``, ``$'...'``)."""
-    if text.startswith("{", i + 1):
-        close = text.find("}", i + 2, end)
-        name = text[i + 2:close] if close > 0 else ""
-        return (name, close + 1) if name.isidentifier() else (None, i)
-    j = i + 1
-    while j < end and (text[j].isalnum() or text[j] == "_"):
-        j += 1
-    name = text[i + 1:j]
-    return (name, j) if name.isidentifier() else (None, i)
 
 
 def _ref(script: Script, ref: Ref) -> Ref:
@@ -261,6 +207,9 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
     name = raw.partition("=")[0]
     if not name.isidentifier():
         _todo(script, node, "not converted (not NAME=value)")
+        return
+    if name in interpret.SHELL_VARIABLES:
+        _todo(script, node, f"not converted ({name} is a variable bash gives a meaning of its own)")
         return
     value_text = raw[len(name) + 1:]
     inner = value_text[1:-1] if len(value_text) > 1 and value_text[0] == value_text[-1] == '"' else value_text
@@ -535,9 +484,8 @@ def _binding(b: Binding, named: list | None = None) -> list:
 # the proof's side of the shell file ------------------------------------------------------------
 def derived_script(script: Script, values: dict) -> str:
     """The statements of ``script`` the recipe reproduces, as written, in order, each param's
-    assignment with ``values[name]`` instead (shell-quoted): what bash runs to give the
-    command lines the recipe must equal. Holds no command substitution (those are params or
-    TODOs), so running it with the commands stubbed runs nothing else."""
+    assignment with ``values[name]`` instead (shell-quoted): the script whose command lines
+    (:func:`rcpc.importer.interpret.run`, which runs nothing) the recipe must equal."""
     import shlex
 
     out = []
