@@ -94,7 +94,8 @@ def _continues_if(text: str, i: int) -> bool:
 # A string's body after its opening quote, up to its closing quote (a backslash escapes the
 # next character, a line end included); a one-line string also stops at a line end.
 _BODY = {q: re.compile(r"(?:[^%s\\\n]|\\[\s\S])*+" % q) for q in "\"'"}
-_LONG_BODY = {q * 3: re.compile(r"(?:[^%s\\]|\\[\s\S]|%s(?!%s%s))*+" % (q, q, q, q)) for q in "\"'"}
+_LONG_BODY = {q * 3: re.compile(r"(?:[^{q}\\]|\\[\s\S]|{q}[^{q}\\]|{q}\\[\s\S]|{q}{q}[^{q}\\]|{q}{q}\\[\s\S])*+".format(q=q))
+              for q in "\"'"}  # no lookaround inside a possessive repeat: tests/test_regex_engine.py
 
 
 def _string_end(text: str, i: int) -> int:
