@@ -568,3 +568,67 @@ def test_rcp_toml_nesting_is_e0901(tmp_path_factory, depth, table):
         assert diag is None  # an empty list of recipe directories
     else:
         assert diag.message.startswith("rcp.toml"), diag.message
+
+
+# limits applied before the work (issue 37, kind 7) --------------------------------------------
+def _chain(root: Path, n: int) -> None:
+    """A recipe loading a chain of ``n`` libraries, each loading the next."""
+    (root / "recipes" / "lib").mkdir(parents=True, exist_ok=True)
+    (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n')
+    for i in range(n):
+        body = f'load("//recipes/lib/l{i + 1}.rcp", "X")\n' if i + 1 < n else "X = 1\n"
+        (root / "recipes" / "lib" / f"l{i}.rcp").write_text(body)
+    (root / "recipes" / "r.rcp").write_text('load("//recipes/lib/l0.rcp", "X")\n'
+                                            'flag_file(name = "f", flags = maxtext_flags({"steps": X}))\n')
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(MAX_LOAD_DEPTH + 1, 400))
+@example(n=3000)  # the reported chain: 2,935 errors, 24.6 MB of stderr, 207 times a trivial check
+def test_a_long_load_chain_is_one_error_found_before_evaluation(n, tmp_path_factory):
+    """``rcpc check`` of a workspace whose libraries are one chain longer than the limit: one
+    E0801 (every library above the crossing is a root of the same chain), each file parsed once,
+    and only the files under the limit evaluated."""
+    from rcpc import api
+    from rcpc.core import astcache
+
+    root = tmp_path_factory.mktemp("chain")
+    _chain(root, n)
+    parsed, evaluated = [], []
+    real_parse, real_run = astcache.parse, rcpc.core.evaluate.Evaluator.run
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(astcache, "parse", lambda source: parsed.append(source.path) or real_parse(source))
+        mp.setattr(rcpc.core.evaluate.Evaluator, "run",
+                   lambda self, module: evaluated.append(module.path) or real_run(self, module))
+        mp.setenv("RCPC_NO_CACHE", "1")
+        result = api.Workspace(root).check()
+    errors = [d for d in result.failures if d.severity == "error"]
+    assert [d.code for d in errors] == ["E0801"]
+    assert str(errors[0].span) == f"recipes/lib/l{n - 2}.rcp:1:6" and f"{n} files from" in errors[0].message
+    assert len(parsed) == len(set(parsed)) == n + 1
+    assert len(evaluated) <= MAX_LOAD_DEPTH + 1
+
+
+def test_scanning_stops_at_the_token_limit(monkeypatch):
+    """A text of many times the token limit is scanned to about the limit, not to its end
+    (the reported 3.98 MB list literal took 665 MB before E0809)."""
+    from rcpc.core.syntax import lexer, parser, postlex
+    from rcpc.core.source import Source
+
+    scanned = []
+
+    class Counting:
+        def finditer(self, text):
+            for m in lexer.SCANNER_REAL.finditer(text):
+                scanned.append(1)
+                yield m
+
+    monkeypatch.setattr(lexer, "SCANNER_REAL", lexer.SCANNER, raising=False)
+    monkeypatch.setattr(lexer, "SCANNER", Counting())
+    for limit, times in ((5_000, 3), (5_000, 30), (MAX_TOKENS, 13)):  # the last: the reported size
+        monkeypatch.setattr(postlex, "MAX_TOKENS", limit)
+        scanned.clear()
+        with pytest.raises(CompileError) as exc:
+            parser.parse(Source("t.rcp", "X = [" + "1, " * (limit * times // 2) + "]\n"))
+        assert [d.code for d in exc.value.diagnostics] == ["E0809"]
+        assert len(scanned) <= limit + lexer._CHECK_EVERY + 1

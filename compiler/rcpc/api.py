@@ -289,6 +289,7 @@ class Workspace:
                 deps.append(dep)
                 variants += len(builds)
                 found.extend(diags)
+        noted = 0  # files whose digests the cache has been told of (each told once: linear in libraries)
         for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
             hit = cache.lookup(lib, ["library", *options])
             if hit is not None:
@@ -299,7 +300,8 @@ class Workspace:
                 deps.append(cache.store(lib, ["library", *options], self.compiler.dependency_digests(lib), [], []))
             except CompileError as exc:
                 diagnostics.extend(exc.diagnostics)
-            cache.note(self.compiler.read_digests())
+            cache.note(self.compiler.read_digests(noted))
+            noted = self.compiler.files_read()
         # An error in a library is found by each recipe that loads it ("loaded from") and by
         # the library's own evaluation: reported once, the first time (with its load site).
         diagnostics = unique(diagnostics)

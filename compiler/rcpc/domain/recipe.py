@@ -96,6 +96,10 @@ class Compiler:
         # library checked on its own began (its errors read from that root: a load cycle's
         # message shows the chain of loads that reached it)
         self._failed: dict[Path, CompileError] = {}
+        self._parsed: dict[Path, object] = {}  # parsed, not yet resolved (the load graph's), or its CompileError
+        self._height: dict[Path, int] = {}          # file → files in its longest chain of loads
+        self._targets: dict[Path, list] = {}        # file → (file, Load) of its loads
+        self._too_deep: dict[Path, CompileError] = {}  # file → E0801 of its too long chain
         self._rendered = 0  # weight of the renders emitted for the recipe being built
         self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
         self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
@@ -140,10 +144,73 @@ class Compiler:
         """Parsed and name-resolved AST of a file (cached)."""
         mod = self._modules.get(real)
         if mod is None:
-            mod = astcache.parse(self.source(real))
+            self.check_load_depth(real)  # before resolving, which loads (and evaluates) what it names
+            mod = self._parsed.pop(real, None) or astcache.parse(self.source(real))
+            if isinstance(mod, CompileError):
+                raise mod
             resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
             self._modules[real] = mod
         return mod
+
+    def _load_targets(self, real: Path) -> list[tuple[Path, ast.Load]]:
+        """(file, load statement) of each ``load()`` of ``real`` that names a workspace file;
+        empty when ``real`` cannot be read or parsed (its evaluation reports why)."""
+        found = self._targets.get(real)
+        if found is not None:
+            return found
+        mod = self._modules.get(real) or self._parsed.get(real)
+        if mod is None:
+            try:
+                mod = self._parsed[real] = astcache.parse(self.source(real))
+            except CompileError as exc:
+                mod = self._parsed[real] = exc  # raised again by module(), not parsed twice
+        out = self._targets[real] = []
+        for stmt in mod.stmts if type(mod) is ast.Module else ():
+            if type(stmt) is ast.Load:
+                try:
+                    out.append((self.workspace.resolve_load(stmt.path, real, stmt.path_span), stmt))
+                except CompileError:
+                    continue
+        return out
+
+    def check_load_depth(self, root: Path) -> None:
+        """``E0801`` when a chain of loads from ``root`` holds more than
+        :data:`~rcpc.core.limits.MAX_LOAD_DEPTH` files, found on the parsed load graph before
+        anything is evaluated (iteratively: a chain of any length costs one parse a file, and
+        each file's height is kept for the run). The error is at the last load of the longest
+        chain, the same for every root above it, so a chain of N libraries is one error.
+        Cycles are left to the evaluation (``E0202``)."""
+        if self._height.get(root, 0) <= MAX_LOAD_DEPTH and root in self._height:
+            return
+        stack, on_path = [(root, iter(self._load_targets(root)))], {root}
+        while stack:
+            node, deps = stack[-1]
+            for dep, _ in deps:
+                if dep not in self._height and dep not in on_path:
+                    stack.append((dep, iter(self._load_targets(dep))))
+                    on_path.add(dep)
+                    break
+            else:
+                stack.pop()
+                on_path.discard(node)
+                self._height[node] = 1 + max((self._height.get(d, -1) for d, _ in self._load_targets(node)
+                                              if d != node), default=-1)
+        if self._height[root] <= MAX_LOAD_DEPTH:
+            return
+        path, node, stmt = [], root, None
+        while node not in self._too_deep:  # down the longest chain, to its last load
+            path.append(node)
+            targets = self._load_targets(node)
+            if not targets:
+                self._too_deep[node] = error(
+                    "E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files: {self._height[root]} files from "
+                    f"{self.workspace.display(root)} to this load of {self.workspace.display(node)}",
+                    stmt.path_span, hint="load shared constants from fewer levels of files")
+                break
+            node, stmt = max(targets, key=lambda t: self._height.get(t[0], -1))
+        found = self._too_deep[node]
+        self._too_deep.update((p, found) for p in path)
+        raise found
 
     def _exported_by(self, real: Path, mod: ast.Module, name: str):
         """The ``load()`` of ``mod`` (file ``real``) whose file exports ``name``, or None. A
@@ -185,9 +252,6 @@ class Compiler:
             self._failed = {}
         failed = self._failed.get(real)
         if failed is None:
-            if len(chain) - 1 > MAX_LOAD_DEPTH:  # chain: the recipe, then each file loaded
-                raise error("E0801", f"load chain deeper than {MAX_LOAD_DEPTH} files", chain[-1][1],
-                            hint="load shared constants from fewer levels of files")
             seen = len(self.context.diagnostics)
             try:
                 mod = self.module(real)

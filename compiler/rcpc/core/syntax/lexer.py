@@ -343,6 +343,9 @@ def _kind(tok: str) -> str:
     return kind
 
 
+_CHECK_EVERY = 4096  # tokens scanned between two comparisons of the count with MAX_TOKENS
+
+
 def scan(text: str, comments: list | None, record: list | None, base: int) -> tuple:
     """:func:`lex` and :func:`rcpc.core.syntax.postlex.postlex` in one loop, for the fast parser:
     the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
@@ -354,9 +357,9 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     comments included).
 
     Raises :class:`LexError`, :class:`~rcpc.core.syntax.postlex.TooManyTokens`,
-    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do, but each only once the text is
-    scanned (``LexError`` and ``TooManyTokens`` at its end: the fast parser only declines on
-    them)."""
+    :class:`~rcpc.core.syntax.postlex.BadIndent` as they do (``LexError`` once the text is
+    scanned; ``TooManyTokens`` within :data:`_CHECK_EVERY` tokens of the limit, before the rest
+    of the text is scanned: the fast parser only declines on them)."""
     types: list = []
     values: list = []
     starts: list = []
@@ -373,7 +376,14 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     depth = 0
     levels = [0]
     pos = 0
-    for blank, tok in SCANNER.findall(text):
+    nls = 0  # the _NL tokens kept (not counted)
+    check_at = _CHECK_EVERY  # how many tokens kept before the count is next compared with the limit
+    for m in SCANNER.finditer(text):  # not findall: a text of too many tokens stops at the limit
+        blank, tok = m.groups()
+        if len(types) >= check_at:
+            check_at += _CHECK_EVERY
+            if _postlex.TOKENS[0] + len(types) - made - nls - len(trailing) + remarks + broken > _postlex.MAX_TOKENS:
+                raise TooManyTokens(pos)
         start = pos + len(blank)
         pos = start + len(tok)
         kind = exact(tok)
@@ -401,6 +411,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
                 if depth or last is None or last in _LINE_ENDS:
                     continue
                 add_type(kind), add_value(tok), add_start(start), add_end(pos)
+                nls += 1
                 indent = indent_at(text, pos)
                 if indent < 0:
                     continue
@@ -438,7 +449,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
         add_type(kind), add_value(tok), add_start(start), add_end(pos)
     if pos != len(text):
         raise LexError(pos)
-    read = len(types) - made - types.count("_NL") - len(trailing) + remarks + broken
+    read = len(types) - made - nls - len(trailing) + remarks + broken
     counted = _postlex.TOKENS[0] + read
     _postlex.TOKENS[0] = counted
     if counted > _postlex.MAX_TOKENS:
