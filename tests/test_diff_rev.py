@@ -387,3 +387,29 @@ def test_a_crafted_revision_and_a_huge_blob(tmp_path, run):
     assert oid not in asked  # never read from git
     assert (dest / "data" / "big.bin").stat().st_size == 300 << 20
     assert (dest / "data" / "big.bin").stat().st_blocks == 0  # sparse: not a byte written
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.sampled_from(["absolute-outside", "absolute-inside", "relative-inside", "relative-outside"]),
+       key=st.sampled_from(["kube_schemas", "maxtext_schema"]))
+@example(where="absolute-outside", key="kube_schemas")  # the reported case: rewritten to a wrong path
+def test_a_configured_schema_is_read_where_rcp_toml_says_at_any_spelling(where, key, tmp_path_factory, run):
+    """``kube_schemas`` / ``maxtext_schema`` spelled absolute or relative, inside or outside the
+    repository: the revision reads the file its rcp.toml names (the revision's copy when it is in
+    the repository), so an unchanged tree is no change."""
+    from rcpc.domain.workspace import SCHEMA_DIR
+
+    tmp = tmp_path_factory.mktemp("rev")
+    root = tmp / "repo"
+    shipped = SCHEMA_DIR / "jobset.json" if key == "kube_schemas" else REPO.parent / "shared" / "data" / "maxtext" / "base.yml"
+    name = shipped.name
+    inside, outside = root / "schemas" / name, tmp / "elsewhere" / name
+    target = outside if where.endswith("outside") else inside
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shipped, target)
+    spelled = str(target) if where.startswith("absolute") else os.path.relpath(target, root)
+    value = f'["{spelled}"]' if key == "kube_schemas" else f'"{spelled}"'
+    make_repo(root, [{"rcp.toml": f'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n{key} = {value}\n'}])
+    code, out, err = run(root, "diff", "--rev", "HEAD", "--format", "json")
+    assert code == 0, err
+    assert {d["status"] for d in json.loads(out)["renders"]} == {"identical"}

@@ -194,20 +194,45 @@ def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
         raise error("E0615", f"--rev {rev.rev}: {CONFIG_NAME} is not in the workspace at that revision", None,
                     hint="compare with a revision that has the workspace")
     ws = Workspace.find(root)
+    raw = _configured_paths(ws)
 
-    def located(path: Path | None) -> Path | None:
-        """A configured file: from the revision when it is in the repository, else live."""
-        if path is None or SCHEMA_DIR in path.parents:  # builtin:NAME, the running rcpc's
+    def located(path: Path | None, spelled: str | None) -> Path | None:
+        """A configured file, as ``spelled`` in the revision's rcp.toml: an absolute path
+        outside the repository is itself; one inside it, or a relative path inside it, is
+        the revision's file; a relative path leading out of the repository is read from the
+        work tree, relative to its workspace root."""
+        if path is None or spelled is None or SCHEMA_DIR in path.parents:  # builtin:NAME, the running rcpc's
             return path
+        if Path(spelled).is_absolute():
+            try:
+                inside = Path(spelled).resolve().relative_to(rev.top)
+            except ValueError:
+                return path  # outside the repository: the same file at every revision
+            path = dest / inside
         rel = os.path.relpath(path, dest)
         if rel.startswith(os.pardir):
-            return live.root / os.path.relpath(path, root)
+            return live.real(live.root / spelled)
         if not os.path.lexists(path):
             _write(rev, dest, _tree(rev, Path(rel).as_posix()))
         return path
 
-    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema),
-                         kube_schemas=tuple(located(p) for p in ws.kube_schemas))
+    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema, raw.get("maxtext_schema")),
+                         kube_schemas=tuple(located(p, r) for p, r in zip(ws.kube_schemas, raw.get("kube_schemas", ()))))
+
+
+def _configured_paths(ws: Workspace) -> dict:
+    """The file names as the workspace's rcp.toml spells them: ``maxtext_schema`` (or its
+    older key ``maxtext_base``), and the ``kube_schemas`` list in order (its entries in
+    the order :class:`Workspace` read them)."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(ws.config_bytes.decode("utf-8")) if ws.config_bytes else {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):  # Workspace.find read it: not reached
+        return {}
+    maxtext = data.get("maxtext_schema", data.get("maxtext_base"))
+    return {"maxtext_schema": maxtext if isinstance(maxtext, str) else None,
+            "kube_schemas": tuple(v for v in data.get("kube_schemas", ()) if isinstance(v, str))}
 
 
 def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
