@@ -15,8 +15,8 @@ replace, over a value space.
   literal keys) themselves instead of through ``eval``, short of the depth limit. Reference:
   both as they were, every item through ``eval``; compared on everything a value records
   (spans, spellings, sizes, provenance) and on the errors (E0301, E0302, E0801).
-* :func:`rcpc.domain.launch.containers` visits only dicts and lists. Reference: the walk
-  as it was, over the same manifests.
+* :func:`rcpc.domain.embedding.embeddings` keeps what it finds under large shared values.
+  Reference: the walk with no memo, over manifests drawn along the JobSet schema.
 * :func:`rcpc.core.values._check_size` adds the items' weights in a loop. Reference:
   ``1 + sum(weight(item))``, on every container of a value (shared ones too).
 * :func:`rcpc.domain.emit.flags.value_text` finds a lone surrogate with a regex. Reference:
@@ -462,29 +462,59 @@ def test_literal_items_at_the_depth_limit(ws, depth, shape):
     assert fast == slow
 
 
-# containers of a manifest -----------------------------------------------------------------------
-def ref_containers(data):
-    todo = [data]
-    while todo:
-        v = todo.pop()
-        if type(v) is Dict:
-            if type(v.items.get("env")) is List and "name" in v.items:
-                yield v
-            todo.extend(reversed(list(v.items.values())))
-        elif type(v) is List:
-            todo.extend(reversed(v.items))
+# flag sets a render carries -----------------------------------------------------------------------
+def _with_tokens(v, fs, draw_index):
+    """``v`` with some strings made flag tokens of ``fs`` (as ``.argv`` items or inside a
+    ``.shell``-made string), others kept."""
+    from rcpc.domain.provenance import argv_value, shell_value
+
+    argv, shell = argv_value(fs, v.span).items, shell_value(fs, v.span)
+    t = type(v)
+    if t is Str:
+        pick = draw_index()
+        return v if pick == 0 else argv[pick % len(argv)] if pick % 2 else shell
+    if t is List:
+        return List(tuple(_with_tokens(x, fs, draw_index) for x in v.items), v.span)
+    if t is Dict:
+        return Dict({k: _with_tokens(x, fs, draw_index) for k, x in v.items.items()}, v.key_spans, v.span)
+    return v
 
 
-@settings(max_examples=200, deadline=None)
-@given(MANIFESTS)
-@example(TPU_JOBSET)
-@example({"spec": {"initContainers": [{"name": "i", "env": []}], "containers": [{"name": "c", "env": [[]]}],
-                   "sidecar": {"name": "s", "env": []}}})
-def test_containers_agree_with_the_full_walk(plain):
-    """:func:`rcpc.domain.launch.containers` visits only dicts and lists: the same containers,
-    in the same order."""
-    data = spanned(plain, itertools.count(1))
-    assert [id(c) for c in launch.containers(data)] == [id(c) for c in ref_containers(data)]
+def ref_embeddings(data):
+    """The render protocol's walk with no memo, recursive: (path, form, texts, container) of each."""
+    from rcpc.domain.embedding import embeddings
+
+    return [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container)) for e in embeddings(data, {})]
+
+
+@settings(max_examples=150, deadline=None)
+@given(MANIFESTS, st.lists(st.integers(0, 7), min_size=1, max_size=40), st.sampled_from([1, 2, 8, 32]))
+@example(TPU_JOBSET, [1, 2, 3], 32)
+def test_embeddings_under_shared_values_are_those_of_a_walk_without_memo(plain, picks, threshold):
+    """A value shared in several places (every rollout's pod spec), the memo of the walk kept
+    across calls and two renders: the same embeddings, places and containers as a fresh walk."""
+    import rcpc.domain.embedding as embedding
+    from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
+
+    span = Span("<m>", 1, 1, 1, 2)
+    entries = tuple(FlagEntry(k, span, Str(v, span)) for k, v in (("steps", "10"), ("run_name", "a b")))
+    fs = FlagSet((FlagLayer(entries, span),), span)
+    it = iter(picks * 1000)
+    sub = _with_tokens(spanned(plain, itertools.count(1)), fs, lambda: next(it))
+    data = Dict({"a": sub, "b": List((sub, sub), span), "spec": Dict({"containers": List((sub,), span)}, {}, span)},
+                {}, span)
+    saved = embedding._SHARED
+    embedding._SHARED = threshold
+    try:
+        memo: dict = {}
+        first = [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container))
+                 for e in embedding.embeddings(data, memo)]
+        again = [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container))
+                 for e in embedding.embeddings(data, memo)]
+        embedding._SHARED = 1 << 30
+        assert first == again == ref_embeddings(data)
+    finally:
+        embedding._SHARED = saved
 
 
 # sizes of containers ------------------------------------------------------------------------------

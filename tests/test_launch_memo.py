@@ -2,7 +2,9 @@
 values alone across a recipe's variants, by the values' identity: a variant that shares a
 container or a flag set with another gets the same findings without computing them again,
 and one that does not gets its own. The findings of every variant, with the notes naming the
-variants each occurs in, are those of a build that keeps nothing."""
+variants each occurs in, are those of a build that keeps nothing. (The walk that finds the
+flag sets a render carries keeps what it finds under shared values too:
+tests/test_fast_paths.py.)"""
 
 from __future__ import annotations
 
@@ -79,56 +81,3 @@ def test_kept_findings_are_a_fresh_builds(ax, env, ch, ring, variants):
         fresh = findings(text)
     assert kept == fresh
     assert kept or (ax in (1, 2, 4, 8, -1) and not env and (ch == 1 or ring))  # the example recipes do find faults
-
-
-SPAN = None  # spans play no part in finding containers
-
-
-@st.composite
-def shared_values(draw, pool: list, depth: int = 0):
-    """A value of dicts, lists and strings, reusing values already made (``pool``) as
-    manifests share them; some dicts are containers (a ``name`` and an ``env`` list)."""
-    from rcpc.core.values import Dict, List, Str
-
-    if pool and draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from(pool))
-    kind = draw(st.sampled_from(["str", "list", "dict", "container"] if depth < 4 else ["str"]))
-    if kind == "str":
-        return Str(draw(st.sampled_from(["a", "b"])), SPAN)
-    items = [draw(shared_values(pool, depth + 1)) for _ in range(draw(st.integers(0, 6)))]
-    if kind == "list":
-        v = List(tuple(items), SPAN)
-    else:
-        d = {f"k{i}": x for i, x in enumerate(items)}
-        if kind == "container":
-            d.update(name=Str("c", SPAN), env=List((), SPAN))
-        v = Dict(d, {}, SPAN)
-    pool.append(v)
-    return v
-
-
-def _walked(v) -> list:
-    """The containers under ``v`` in document order, by plain recursion (the reference)."""
-    from rcpc.core.values import Dict, List
-
-    if type(v) is Dict:
-        own = [v] if type(v.items.get("env")) is List and "name" in v.items else []
-        return own + [c for x in v.items.values() for c in _walked(x)]
-    return [c for x in v.items for c in _walked(x)] if type(v) is List else []
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.data())
-def test_containers_kept_for_shared_values_are_a_fresh_walks(data):
-    """``containers`` keeps what it found under each large value by identity, across the
-    manifests of a recipe: each manifest's containers are still exactly those a walk of it
-    finds, the same objects, in document order."""
-    pool: list = []
-    manifests = [data.draw(shared_values(pool)) for _ in range(data.draw(st.integers(1, 6)))]
-    memo: dict = {}
-    with pytest.MonkeyPatch.context() as m:  # small thresholds keep most values, as large ones would
-        m.setattr(launch, "_SHARED", data.draw(st.sampled_from([1, 2, 8, launch._SHARED])))
-        for manifest in manifests:
-            got = launch.containers(manifest, memo)
-            want = _walked(manifest)
-            assert len(got) == len(want) and all(a is b for a, b in zip(got, want))

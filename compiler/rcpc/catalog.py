@@ -236,6 +236,9 @@ CATALOG = [
     Example("E0705", "expression statement that does nothing", "1 + 2\n"),
     Example("E0706", "declaration in a loaded file", 'load("//recipes/lib/a.rcp", "A")\n',
             files={"recipes/lib/a.rcp": 'A = 1\nvariant("x")\n'}),
+    Example("E0707", "string operation that would cut a flag token",
+            'F = maxtext_flags({"run_name": "exp-1", "steps": 10})\n'
+            'command_file(name = "run", argv = ["bash", "-c", f"train {F.shell}".replace("steps", "max_steps")])\n'),
     Example("W0707", "render or variant assigned but never declared",
             'M = manifest(name = "m", apiVersion = "v1", kind = "ConfigMap")\nvariant("default")\n', exit=0),
     Example("E0790", "require() failed", 'N = 48\nrequire(N % 32 == 0, "the batch must be a multiple of FSDP (32)")\n'),

@@ -81,6 +81,47 @@ def _article(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
+# provenance through string operations -------------------------------------------------------
+# A string's pieces (Str.pieces: a host's provenance, e.g. MaxText flag tokens) follow its
+# text through f-strings, +, join, str(), and the operations below that keep each piece whole
+# (replace, split, strip, indexing); an operation that would cut or rewrite a piece is E0707,
+# never a string that silently lost its provenance.
+def cut_error(origin, op: str, span: Span):
+    """``E0707``: ``op`` would cut or rewrite the piece ``origin`` (its ``describe()`` and
+    ``hint()`` say what it is and what to do instead)."""
+    what = origin.describe() if hasattr(origin, "describe") else "a piece of tracked text"
+    return error("E0707", f"{op} would cut or rewrite {what}", span,
+                 hint=origin.hint() if hasattr(origin, "hint") else None)
+
+
+def substring(s: Str, a: int, b: int, span: Span, op: str) -> Str:
+    """``s.value[a:b]`` with the pieces wholly inside it (shifted); ``E0707`` when a piece is
+    partly inside."""
+    pieces = []
+    for p0, p1, origin in s.pieces:
+        if p1 <= a or p0 >= b:
+            continue
+        if p0 < a or p1 > b:
+            raise cut_error(origin, op, span)
+        pieces.append((p0 - a, p1 - a, origin))
+    return Str(s.value[a:b], span, tuple(pieces))
+
+
+def no_pieces(value, op: str, span: Span) -> None:
+    """``E0707`` when a string in ``value`` (walked through lists and dicts) holds a piece:
+    ``op`` makes text of it that cannot keep one."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is Str and v.pieces:
+            raise cut_error(v.pieces[0][2], op, span)
+        if t is List:
+            todo.extend(v.items)
+        elif t is Dict:
+            todo.extend(v.items.values())
+
+
 # functions --------------------------------------------------------------------------------
 def _range(ctx, fn, span, args, kwargs):
     _bind("range", span, [], kwargs, (), set())
@@ -125,6 +166,7 @@ def _str(ctx, fn, span, args, kwargs):
 
 def _json(ctx, fn, span, args, kwargs):
     a = _bind("json", span, args, kwargs, ("x",), {"x"})
+    no_pieces(a["x"], "json()", span)
     if weight(a["x"]) * 16 * 6 > MAX_STRING * 16:  # a character can take 6 in JSON (\uXXXX)
         raise error("E0802", "json() of a value this large would exceed the string limit", span, hint=LIMIT_HINT)
     try:
@@ -288,7 +330,10 @@ def index(obj, idx, span: Span):
             raise error("E0305", f"index {i} out of range for {type_name(obj)} of length {len(seq)}", idx.span,
                         hint=f"indexes run from 0 to {len(seq) - 1}, or from -{len(seq)} counting from the end"
                         if seq else f"the {type_name(obj)} is empty")
-        return seq[i] if t is List else Str(seq[i], span)
+        if t is List:
+            return seq[i]
+        i %= len(seq)
+        return substring(obj, i, i + 1, span, "indexing") if obj.pieces else Str(seq[i], span)
     if t is Dict:
         _expect(idx, (Str,), "dict key")
         if idx.value not in obj.items:
@@ -312,31 +357,93 @@ def _str_join(ctx, fn, span, args, kwargs):
     if sum(len(x.value) for x in items.items) + len(fn.receiver.value) * len(items.items) > MAX_STRING:
         raise error("E0802", f"join() would make a string over the limit of {MAX_STRING} characters", span,
                     hint=LIMIT_HINT)
+    no_pieces(fn.receiver, "join() on this separator", span)
     return join(fn.receiver.value, items.items, span)
 
 
 def _str_replace(ctx, fn, span, args, kwargs):
     a = _bind("replace", span, args, kwargs, ("old", "new"), {"old", "new"})
     old, new = (_expect(a[k], (Str,), f"replace() {k}").value for k in ("old", "new"))
-    s = fn.receiver.value
+    receiver = fn.receiver
+    s = receiver.value
     grows = len(new) - len(old)
     if grows > 0 and len(s) + (s.count(old) if old else len(s) + 1) * grows > MAX_STRING:
         raise error("E0802", f"replace() would make a string over the limit of {MAX_STRING} characters", span,
                     hint=LIMIT_HINT)
-    return Str(s.replace(old, new), span)
+    if not receiver.pieces:
+        return Str(s.replace(old, new), span)
+    parts: list = []
+    at = 0
+    for i in _occurrences(s, old):
+        parts.append(substring(receiver, at, i, span, "replace()"))
+        parts.append(new)
+        at = i + len(old)
+    parts.append(substring(receiver, at, len(s), span, "replace()"))
+    return concat(parts, span)
+
+
+def _occurrences(s: str, old: str):
+    """Where ``str.replace`` replaces ``old`` in ``s``: non-overlapping, left to right; an empty
+    ``old`` at every position."""
+    if not old:
+        yield from range(len(s) + 1)
+        return
+    i = s.find(old)
+    while i >= 0:
+        yield i
+        i = s.find(old, i + len(old))
 
 
 def _str_split(ctx, fn, span, args, kwargs):
     a = _bind("split", span, args, kwargs, ("sep",), set())
     sep = a.get("sep")
-    parts = fn.receiver.value.split(_expect(sep, (Str,), "split() separator").value if sep else None)
-    return List(tuple(Str(p, span) for p in parts), span)
+    sep = _expect(sep, (Str,), "split() separator").value if sep else None
+    if sep == "":
+        raise error("E0303", "split() separator must not be empty", a["sep"].span,
+                    hint="split on a character or text, or give no separator to split on whitespace")
+    receiver = fn.receiver
+    if not receiver.pieces:
+        return List(tuple(Str(p, span) for p in receiver.value.split(sep)), span)
+    return List(tuple(substring(receiver, x, y, span, "split()") for x, y in _split_ranges(receiver.value, sep)),
+                span)
 
 
-def _str_simple(op):
+def _split_ranges(s: str, sep: str | None):
+    """The (start, end) of each part ``s.split(sep)`` makes (``sep`` None: runs of whitespace)."""
+    if sep is None:
+        i, n = 0, len(s)
+        while i < n:
+            while i < n and s[i].isspace():
+                i += 1
+            j = i
+            while j < n and not s[j].isspace():
+                j += 1
+            if j > i:
+                yield i, j
+            i = j
+        return
+    at = 0
+    for i in _occurrences(s, sep):
+        yield at, i
+        at = i + len(sep)
+    yield at, len(s)
+
+
+def _str_strip(ctx, fn, span, args, kwargs):
+    _bind("strip", span, args, kwargs, (), set())
+    s = fn.receiver.value
+    a = len(s) - len(s.lstrip())
+    b = len(s.rstrip())
+    return substring(fn.receiver, a, max(a, b), span, "strip()")
+
+
+def _str_case(op):
     def call(ctx, fn, span, args, kwargs):
         _bind(op, span, args, kwargs, (), set())
-        return Str(getattr(fn.receiver.value, op)(), span)
+        text = getattr(fn.receiver.value, op)()
+        if text != fn.receiver.value:
+            no_pieces(fn.receiver, f"{op}()", span)
+        return Str(text, span, fn.receiver.pieces)
     return call
 
 
@@ -349,8 +456,8 @@ def _str_test(op):
 
 
 _STR_METHODS = {"join": _str_join, "replace": _str_replace, "split": _str_split,
-                "upper": _str_simple("upper"), "lower": _str_simple("lower"),
-                "strip": _str_simple("strip"), "startswith": _str_test("startswith"),
+                "upper": _str_case("upper"), "lower": _str_case("lower"),
+                "strip": _str_strip, "startswith": _str_test("startswith"),
                 "endswith": _str_test("endswith")}
 
 

@@ -377,6 +377,7 @@ class Evaluator:
                 if type(key) is not Str:
                     raise error("E0301", f"dict keys are strings, got {type_name(key)}", knode.span,
                                 hint=f"write the key as a string: \"{text_of(key)}\"" if text_of(key) else None)
+                B.no_pieces(key, "a dict key", knode.span)
                 k = key.value
             if k in items:
                 raise error("E0302", f"key '{k}' appears twice in this dict", knode.span,
@@ -405,6 +406,7 @@ class Evaluator:
                 if type(key) is not Str:
                     raise error("E0301", f"dict keys are strings, got {type_name(key)}", node.key.span,
                                 hint="make the key a string: str(...) or an f-string")
+                B.no_pieces(key, "a dict key", node.key.span)
                 if key.value in keys:
                     raise error("E0302", f"key '{key.value}' is produced twice by this comprehension",
                                 node.key.span, hint="make the key expression give each item its own key")

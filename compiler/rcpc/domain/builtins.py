@@ -234,20 +234,41 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
     }
 
 
-def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
-    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
-    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
-    recipe may publish it; the argv the shell reads is the same."""
-    a = _bind("shell_quoted", span, args, kwargs, ("keys",), {"keys"})
-    keys = _expect(a["keys"], (List,), "shell_quoted() keys")
+def _shell_keys(name: str, fn, span, args, kwargs) -> frozenset:
+    """The ``keys`` argument of ``FLAGS.shell_quoted(keys)`` / ``FLAGS.shell_raw(keys)``:
+    flags of the set (``E0656`` for one it does not have)."""
+    a = _bind(name, span, args, kwargs, ("keys",), {"keys"})
+    keys = _expect(a["keys"], (List,), f"{name}() keys")
     for k in keys.items:
         _expect(k, (Str,), "each key")
     present = {e.key for layer in fn.receiver.layers for e in layer.entries}
     for k in keys.items:
         if k.value not in present:
-            raise error("E0656", f"shell_quoted(): the flag set has no flag '{k.value}'", k.span,
+            raise error("E0656", f"{name}(): the flag set has no flag '{k.value}'", k.span,
                         hint=did_you_mean_or_list(k.value, present, "its flags"))
-    return provenance.shell_value(fn.receiver, span, frozenset(k.value for k in keys.items))
+    return frozenset(k.value for k in keys.items)
+
+
+def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
+    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
+    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
+    recipe may publish it; the argv the shell reads is the same."""
+    return provenance.shell_value(fn.receiver, span, _shell_keys("shell_quoted", fn, span, args, kwargs))
+
+
+def _flagset_shell_raw(ctx, fn, span, args, kwargs):
+    """``FLAGS.shell_raw(keys)``: the shell form with the value part of each flag in ``keys``
+    written as it is, unquoted, for the shell that runs the command to read (``run_name=$RUN``
+    expands there; a published template's ``<placeholder>`` stays as published). Each such
+    flag's value must be a string (``E0656``): the shell, not MaxText's YAML reading, gives
+    the text MaxText gets, and rcpc checks the text as written."""
+    raw = _shell_keys("shell_raw", fn, span, args, kwargs)
+    for layer in fn.receiver.layers:
+        for e in layer.entries:
+            if e.key in raw and type(e.value) is not Str:
+                raise error("E0656", f"shell_raw(): the value of '{e.key}' is {type_name(e.value)}, not a string",
+                            e.value.span, hint="a raw value is text the shell reads: write it as a string")
+    return provenance.shell_value(fn.receiver, span, raw=raw)
 
 
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
@@ -255,6 +276,7 @@ def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
         "argv": lambda: provenance.argv_value(fs, span),
         "shell": lambda: provenance.shell_value(fs, span),
         "shell_quoted": lambda: Builtin("shell_quoted", _flagset_shell_quoted, span, fs),
+        "shell_raw": lambda: Builtin("shell_raw", _flagset_shell_raw, span, fs),
         "resolved": lambda: maxtext.resolved_dict(fs, span),
     }
 

@@ -1,47 +1,48 @@
-"""Variant diff contracts (DESIGN.md §3.4), checked inside every render.
+"""Variant diff contracts (docs/review.md), checked inside every render, whatever its shape.
 
 ``variant("tuned", set = {...}, against = "default", changes = {...})`` states what ``tuned``
 changes relative to ``default``. Each ``changes`` item names renders and what may change in
 them:
 
 * ``"trainer": ["custom_mesh_and_rule"]`` — a render *stem* (every render of that name:
-  ``trainer.flags``, ``trainer.yaml``) or a flag render's file name (``trainer.flags``), with
-  **flag keys**;
-* ``"trainer.yaml": ["spec.replicatedJobs[name=pw-node].replicas"]`` — a manifest's file
-  name, with **manifest paths** (spelled as in :mod:`rcpc.domain.delta`; a path covers everything
-  under it, including adding or removing it).
+  ``trainer.flags``, ``trainer.yaml``, ``trainer.sh``) or a file name, with **flag keys**;
+* ``"trainer.yaml": ["spec.replicatedJobs[name=pw-node].replicas"]`` — the file name of a
+  render whose data has places (:attr:`~rcpc.domain.renders.RenderKind.paths`: a manifest, a
+  command file), with **paths** (spelled as in :mod:`rcpc.domain.delta`; a path covers
+  everything under it, including adding or removing it).
+
+A render is compared in two parts (the render protocol, :mod:`rcpc.domain.embedding`): the
+flag sets it carries, wherever they are (a ``.flags`` file, an ``args`` list, a ``bash -c``
+string, a launch command's ``--command`` word), by **key**; everything else by **path**, on
+its data with each run of flag tokens replaced by one marker. A path never explains a flag:
+declaring ``...command[2]`` covers the text around the flags in that string, not them.
 
 The contract holds when:
 
 * every render not named is byte-identical to the other variant's (and exists in both);
 * every render named differs;
-* inside a named render, every difference of the *data* is explained: it is under a
-  declared path, or it is made only of tokens of declared flag keys (``.argv`` items, and
-  the pieces of strings built from ``.argv``/``.shell``: values carry their provenance,
-  :mod:`rcpc.domain.provenance`), and wherever a declared key's tokens changed its effective (last)
-  value changed too;
-* in a ``.flags`` render the keys whose *effective* value differs are exactly the declared
-  keys; a key declared for manifests only changes effectively in at least one of them; a
-  declared path has a change under it.
+* in a named render, the keys whose *effective* (last) value changed in any flag set it
+  carries are declared; each declared key it carries changed there; no key's tokens changed
+  without its effective value (an override that re-sets the value it has);
+* in a named render, every other difference is under a declared path, and each declared path
+  has a change under it.
 
 Errors: ``E0610`` (the contract is broken; notes list every problem and the actual delta),
-``E0612`` (one difference the contract does not explain: render, path, old → new, and the
-recipe line that made the new value), ``E0611`` (a ``changes`` item naming no render, or not a
-list of strings), ``E0613`` (a manifest path that cannot be parsed), ``E0614`` (a manifest
-path naming nothing in either variant's render).
+``E0612`` (one difference the contract does not explain: a flag key with its old and new value
+and the recipe line that set it, or a path, old → new, and the line that made it), ``E0611``
+(a ``changes`` item naming no render, flag keys for renders that carry no flag set, or not a
+list of strings), ``E0613`` (a path that cannot be parsed), ``E0614`` (a path naming nothing in
+either variant's render).
 """
 
 from __future__ import annotations
 
 from rcpc.core import record
-from rcpc.domain.delta import (Change, PathError, all_paths, contract_delta, covered, format_path, parse_path,
-                               resolve)
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
-from rcpc.domain.maxtext import flag_delta
-from rcpc.domain.provenance import has_tokens
 from rcpc.core.values import List, Str, type_name
-from rcpc.domain.renders import render_changes, render_data
-from rcpc.domain.values import FlagFile
+from rcpc.domain.delta import Change, PathError, all_paths, covered, data_delta, format_path, parse_path, resolve
+from rcpc.domain.embedding import delta as flag_delta, embeddings, match, readable, without_flags
+from rcpc.domain.renders import kind_of, render_data
 
 MAX_REPORTED = 20  # E0612 diagnostics per variant; the rest are counted in E0610's notes
 
@@ -65,7 +66,7 @@ def render_delta(old_build, new_build) -> list[tuple[str, str]]:
 # the contract -------------------------------------------------------------------------------
 @record.frozen
 class _Entry:
-    """One ``changes`` item: the renders it names, its flag keys or its manifest paths
+    """One ``changes`` item: the renders it names, its flag keys or its paths
     (``(text, segments, span)``)."""
 
     key: str
@@ -75,27 +76,43 @@ class _Entry:
     paths: tuple = ()
 
 
-def _entries(variant, names: list[str]) -> tuple[list[_Entry], list[Diagnostic]]:
+@record.frozen
+class _Flag:
+    """An unexplained flag change in one render: a key's effective value (``change``, a
+    :class:`~rcpc.domain.maxtext.FlagChange`) or its tokens alone (``tokens``: old and new
+    texts), at ``path`` of the render."""
+
+    render: str
+    path: tuple
+    key: str
+    change: object = None
+    tokens: tuple = ()
+    why: tuple = ()  # the conditionals and calls that chose the layer of the new (else old) entry
+    where: object = None  # token changes alone: the span of the last token written
+
+
+def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
+    names = list(values)
     entries, diags = [], []
     for key, items in variant.changes.items.items():
         span = variant.changes.key_spans.get(key, variant.span)
         if type(items) is not List or not all(type(k) is Str for k in items.items):
             diags.append(Diagnostic("E0611", f"changes['{key}'] must be a list of strings, got {type_name(items)}",
-                                    items.span, hint="list flag keys, or manifest paths under a .yaml name"))
+                                    items.span, hint="list flag keys, or paths under a render's file name"))
             continue
         matched = tuple(n for n in names if n == key or n.rsplit(".", 1)[0] == key)
         if not matched:
             diags.append(Diagnostic("E0611", f"changes names render '{key}', which does not exist", span,
                                     hint=did_you_mean(key, names) or "renders: " + ", ".join(names)))
             continue
-        if matched == (key,) and key.endswith(".yaml"):
+        if matched == (key,) and kind_of(values[key]).paths:
             paths = []
             for item in items.items:
                 try:
                     paths.append((item.value, parse_path(item.value), item.span))
                 except PathError as exc:
                     col = item.span.col + exc.col  # after the opening quote
-                    diags.append(Diagnostic("E0613", f"manifest path {item.value!r}: {exc}",
+                    diags.append(Diagnostic("E0613", f"path {item.value!r}: {exc}",
                                             record.evolve(item.span, col=col, end_line=item.span.line, end_col=col + 1),
                                             hint="write paths as spec.replicatedJobs[name=proc].replicas, "
                                                  "list items as [N] or [name=VALUE], other keys as [\"a.b/c\"]"))
@@ -111,9 +128,9 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
     if variant.against is None or variant.changes is None:
         return []
     delta = render_delta(against_build, build)
-    entries, diags = _entries(variant, [n for n, _ in delta])
     old = {r.name: r.value for r in against_build.renders}
     new = {r.name: r.value for r in build.renders}
+    entries, diags = _entries(variant, {**old, **new})
     diags.extend(_flag_keys_without_flags(entries, old, new))
     if diags:
         return diags
@@ -124,47 +141,48 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
             keys.setdefault(n, set()).update(k for k, _ in e.flag_keys)
             paths.setdefault(n, []).extend(e.paths)
     problems: list[str] = []
-    unexplained: list[tuple[str, Change]] = []
-    effective: dict[str, set] = {}
-    for name, status in delta:
-        if name not in keys:
-            if status != "identical":
-                problems.append(f"{name} is {status} but not declared in changes")
-            if status == "changed":
-                unexplained.extend((name, c) for c in contract_delta(render_data(old[name]),
-                                                                     render_data(new[name]), ())[0])
-            continue
-        if status == "identical":
-            problems.append(f"{name} is declared to change but is byte-identical")
-            continue
-        if status == "changed":
-            changes, effective[name] = _named_render(name, old[name], new[name], keys[name], paths[name],
-                                                     problems, diags)
-            unexplained.extend((name, c) for c in changes)
-    for e in entries:
-        if any(n.endswith(".flags") for n in e.renders):
-            continue
-        changed = set().union(*(effective.get(n, set()) for n in e.renders))
-        missing = [k for k, _ in e.flag_keys if k not in changed]
-        if missing and any(n in effective for n in e.renders):
-            problems.append(f"{', '.join(e.renders)}: {', '.join(missing)} declared to change but did not")
-    if unexplained:
-        counts: dict[str, int] = {}
-        for name, _ in unexplained:
-            counts[name] = counts.get(name, 0) + 1
-        problems.extend(f"{name}: {n} change{'s' if n > 1 else ''} not explained by changes"
-                        for name, n in counts.items() if name in keys)
-    if not problems:
-        return diags
+    unexplained: list = []  # (render, Change) and _Flag
     actual: list[str] = []
     for name, status in delta:
         if status != "identical":
             actual.append(f"{name} {status}")
-        if status == "changed":
-            actual.extend(f"  {line}" for line in _summary(old[name], new[name]))
-    reported = _unexplained(variant, unexplained, keys)
-    notes = tuple(problems) + (("actual delta:", *("  " + a for a in actual)) if actual
-                               else ("actual delta: none",))
+        if status == "identical":
+            if name in keys:
+                problems.append(f"{name} is declared to change but is byte-identical")
+            continue
+        if name not in keys:
+            problems.append(f"{name} is {status} but not declared in changes")
+        if status != "changed":
+            continue
+        compared = _compare(name, old[name], new[name])
+        actual.extend(f"  {line}" for line in compared.summary())
+        declared = _declared_paths(name, paths.get(name, ()), compared, problems, diags)
+        unexplained.extend((name, c) for c in compared.paths if not any(covered(c.path, d) for d in declared))
+        allowed = keys.get(name, set())
+        extra = sorted({f.key for f in compared.flags if f.change is not None} - allowed)
+        if extra and name in keys:
+            problems.append(f"{name}: effective value of {', '.join(extra)} changed but is not declared")
+        for f in compared.flags:
+            if f.change is None or f.key not in allowed:
+                unexplained.append(f)
+        missing = [k for k in sorted(allowed) if k in compared.carried and k not in compared.changed]
+        if missing:
+            problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
+    for e in entries:  # a declared key that no named render carries, in either variant
+        carried = set().union(*(_carried_keys(v[n]) for n in e.renders for v in (old, new) if n in v))
+        absent = [k for k, _ in e.flag_keys if k not in carried]
+        if absent:
+            problems.append(f"{', '.join(e.renders)}: {', '.join(absent)} declared to change but did not")
+    counts: dict[str, int] = {}
+    for u in unexplained:
+        name = u.render if type(u) is _Flag else u[0]
+        if name in keys:
+            counts[name] = counts.get(name, 0) + 1
+    problems.extend(f"{name}: {n} change{'s' if n > 1 else ''} not explained by changes" for name, n in counts.items())
+    if not problems:
+        return diags
+    reported = _unexplained(variant, unexplained, new)
+    notes = tuple(problems) + (("actual delta:", *("  " + a for a in actual)) if actual else ("actual delta: none",))
     if len(reported) > MAX_REPORTED:
         notes += (f"{len(reported) - MAX_REPORTED} more unexplained changes are not shown",)
     head = Diagnostic("E0610", f"variant '{variant.name}' breaks its contract against '{variant.against}'",
@@ -172,94 +190,127 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
     return [head, *diags, *reported[:MAX_REPORTED]]
 
 
-def _named_render(name: str, old_value, new_value, keys: set, paths: list, problems: list,
-                  diags: list) -> tuple[list[Change], set]:
-    """Check one changed render named in ``changes`` with its declared flag ``keys`` and
-    manifest ``paths``; appends to ``problems`` (E0610 notes) and ``diags`` (E0614). Returns
-    the changes nothing declared explains, and the keys whose effective value changed."""
+@record.frozen
+class _Compared:
+    """One changed render, both parts: ``flags`` (every :class:`_Flag` of its flag sets,
+    effective changes and token-only changes), ``changed`` (keys whose effective value
+    changed), ``carried`` (keys of any flag set it carries, in either variant), and ``paths``
+    (the :class:`~rcpc.domain.delta.Change` of everything else); ``data`` the old and new data
+    without flags (for declared paths)."""
+
+    flags: tuple
+    changed: frozenset
+    carried: frozenset
+    paths: tuple
+    data: tuple
+
+    def summary(self, limit: int = 5) -> list[str]:
+        """The first few changes, for E0610's actual delta."""
+        lines = [f.change.describe() for f in self.flags if f.change is not None]
+        lines = list(dict.fromkeys(lines))
+        lines += [readable(c.describe()) for c in self.paths]
+        if not lines:
+            lines = ["no flag's effective value changes" if self.flags else "text changed, data the same"]
+        return lines[:limit]
+
+
+def _compare(name: str, old_value, new_value) -> _Compared:
     a, b = render_data(old_value), render_data(new_value)
-    declared = []
-    for text, segs, span in paths:
+    flags, changed, carried = [], set(), set()
+    for ea, eb in match(embeddings(a), embeddings(b)):
+        carried.update(*(e.keys() for e in (ea, eb) if e is not None))
+        d = flag_delta(ea, eb)
+        at = (eb or ea).path
+        why = {id(t.entry): t.why for e in (ea, eb) if e is not None for t, _ in e.tokens}
+        flags.extend(_Flag(name, at, c.key, change=c, why=why.get(id(c.new if c.new is not None else c.old), ()))
+                     for c in d.changes)
+        flags.extend(_Flag(name, at, key, tokens=(x, y), why=t.why if t else (), where=t.entry.key_span if t else None)
+                     for key, x, y, t in d.ineffective)
+        changed.update(c.key for c in d.changes)
+    na, nb = without_flags(a), without_flags(b)
+    return _Compared(tuple(flags), frozenset(changed), frozenset(carried), tuple(data_delta(na, nb)), (na, nb))
+
+
+def _carried_keys(value) -> set:
+    return {k for e in embeddings(render_data(value)) for k in e.keys()}
+
+
+def _declared_paths(name: str, declared: tuple, compared: _Compared, problems: list, diags: list) -> list:
+    """The canonical paths each declared path names (``E0614`` for one naming nothing; a
+    problem for one with no change under it)."""
+    a, b = compared.data
+    out = []
+    for text, segs, span in declared:
         found = sorted(set(resolve(segs, a)) | set(resolve(segs, b)), key=repr)
         if not found:
             diags.append(Diagnostic("E0614", f"changes names path '{text}', which is not in {name}", span,
                                     hint=did_you_mean(text, all_paths(b)) or "paths are spelled as in "
                                     "`rcpc diff`: spec.replicatedJobs[name=proc].replicas"))
-        declared.append((text, found))
-    changes, effective = contract_delta(a, b, keys)
-    for text, found in declared:
-        if found and not any(covered(c.path, found) for c in changes):
+        elif not any(covered(c.path, found) for c in compared.paths):
             problems.append(f"{name}: {text} declared to change but did not")
-    if type(old_value) is FlagFile:
-        got = {c.key for c in flag_delta(old_value.flags, new_value.flags)}
-        extra, missing = sorted(got - keys), sorted(keys - got)
-        if extra:
-            problems.append(f"{name}: effective value of {', '.join(extra)} changed but is not declared")
-        if missing:
-            problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
-    return [c for c in changes if not any(covered(c.path, found) for _, found in declared)], effective
-
-
-def _summary(old_value, new_value, limit: int = 5) -> list:
-    """The first few changes of a changed render for E0610's actual delta."""
-    changes = render_changes(old_value, new_value)
-    if changes.get("flags") == []:
-        return ["no flag's effective value changes"]
-    found = changes.get("flags") or changes.get("paths") or []
-    return [c.describe() for c in found[:limit]]
+        out.append(found)
+    return out
 
 
 def _flag_keys_without_flags(entries, old: dict, new: dict) -> list[Diagnostic]:
-    """``E0611`` for flag keys listed for renders that embed no flag set."""
+    """``E0611`` for flag keys listed for renders that carry no flag set."""
     out = []
     for e in entries:
-        if not e.flag_keys or any(n.endswith(".flags") for n in e.renders):
+        if not e.flag_keys:
             continue
-        if not any(has_tokens(render_data(v[n])) for n in e.renders for v in (old, new) if n in v):
-            yaml_names = [n for n in e.renders if n.endswith(".yaml")]
+        if not any(embeddings(render_data(v[n])) for n in e.renders for v in (old, new) if n in v):
+            named = [n for n in e.renders if kind_of((new.get(n) or old.get(n))).paths]
             out.append(Diagnostic("E0611", f"changes lists flag keys for '{e.key}', which embeds no flag set",
-                                  e.span, hint=f"manifest paths go under the file name: \"{yaml_names[0]}\""
-                                  if yaml_names else None))
+                                  e.span, hint=f"paths go under the file name: \"{named[0]}\""
+                                  if named else None))
     return out
 
 
-def _unexplained(variant, found: list[tuple[str, Change]], keys: dict) -> list[Diagnostic]:
+def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
     """One ``E0612`` per unexplained change, the same change in several renders (e.g. every
-    rollout) reported once. ``keys``: render → its declared flag keys."""
+    rollout) or places reported once."""
     groups: dict = {}
-    for name, c in found:
-        where, why = _origin(c, keys.get(name, ()))
-        groups.setdefault((c.describe(), where), (c, [], why))[1].append(name)
-    out = []
-    for (text, where), (c, names, why) in groups.items():
-        renders = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more render(s)"
-        path = format_path(c.path)
-        notes = (f"in: {', '.join(names)}",) if len(names) > 1 else ()
-        related = ()
-        if where is not None:
+    for u in found:
+        if type(u) is _Flag:
+            text, where, why, label, hint = _flag_text(variant, u)
+            at = f"{u.render} at {format_path(u.path)}" if u.path else u.render
+        else:
+            name, c = u
+            text = readable(c.describe())
+            where, why = getattr(c.where, "span", None), getattr(c.where, "why", ())
             label = "the container without it is made here" if c.kind == "removed" else "the new value is made here"
-            related = ((label, where),) + _calls(why)
-        key = _flag_key(c)
-        hint = (f"declare the flag key: changes = {{\"{names[0].rsplit('.', 1)[0]}\": [\"{key}\"]}}" if key else
-                f"declare the path: changes = {{\"{names[0]}\": [\"{path}\"]}}, or leave it unchanged"
-                if names[0].endswith(".yaml") else "leave it unchanged, or declare what changes")
-        out.append(Diagnostic("E0612", f"variant '{variant.name}' changes {renders} at {text}", variant.span,
-                              related=related, notes=notes, hint=hint))
+            hint = (f"declare the path: changes = {{\"{name}\": [\"{format_path(c.path)}\"]}}, or leave it unchanged"
+                    if kind_of(new[name]).paths else "leave it unchanged, or declare what changes")
+            at = name
+            text = f"{name} at {text}"
+        groups.setdefault((text, where), (u, [], why, label, hint))[1].append(at)
+    out = []
+    for (text, where), (u, places, why, label, hint) in groups.items():
+        related = ((label, where),) + _calls(why) if where is not None else ()
+        notes = (f"in: {', '.join(places)}",) if len(places) > 1 else ()
+        if type(u) is _Flag:
+            shown = places[0] if len(places) == 1 else f"{places[0]} and {len(places) - 1} more place(s)"
+            message = f"variant '{variant.name}' changes {shown}: {text}"
+        else:
+            message = f"variant '{variant.name}' changes " + (text if len(places) == 1 else
+                                                              f"{text} (and {len(places) - 1} more render(s))")
+        out.append(Diagnostic("E0612", message, variant.span, related=related, notes=notes, hint=hint))
     return out
 
 
-def _origin(c: Change, keys) -> tuple:
-    """(span, why) of the recipe text that made a change: when the new string holds a token
-    of an undeclared flag that the old one does not, that flag's entry and its layer's
-    ``why``; else the span of the new value (or of the container that lost an item) and, for
-    a dict, its ``why``."""
-    v = c.where
-    if type(v) is Str and v.pieces:
-        before = {(o.key, c.old.value[a:b]) for a, b, o in c.old.pieces} if type(c.old) is Str else set()
-        for a, b, o in v.pieces:
-            if o.key not in keys and (o.key, v.value[a:b]) not in before:
-                return o.entry.key_span, o.why
-    return getattr(v, "span", None), getattr(v, "why", ())
+def _flag_text(variant, f: _Flag) -> tuple:
+    """(text, span, why, label, hint) of an unexplained flag change."""
+    stem = f.render.rsplit(".", 1)[0]
+    declare = f'declare the flag key: changes = {{"{stem}": ["{f.key}"]}}'
+    if f.change is None:
+        (a, b) = f.tokens
+        return (f"the tokens of flag '{f.key}' change ({', '.join(a) or 'none'} → {', '.join(b) or 'none'}) but its "
+                "effective value does not", f.where, f.why, "the last token is made here",
+                "remove the override that sets the value the flag already has")
+    c = f.change
+    entry = c.new if c.new is not None else c.old
+    return (f"flag {c.describe()}", entry.key_span, f.why,
+            "the new value is made here" if c.new is not None else "the value it loses is made here", declare)
 
 
 def _calls(why: tuple) -> tuple:
@@ -272,11 +323,3 @@ def _calls(why: tuple) -> tuple:
         else:
             out.append((f"chosen because this is {'true' if value else 'false'}", span))
     return tuple(out)
-
-
-def _flag_key(c: Change) -> str | None:
-    """The flag key when the change is one whole flag token (an ``.argv`` item)."""
-    for v in (c.new, c.old):
-        if type(v) is Str and len(v.pieces) == 1 and v.pieces[0][:2] == (0, len(v.value)):
-            return v.pieces[0][2].key
-    return None

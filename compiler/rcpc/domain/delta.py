@@ -22,11 +22,10 @@ order. Lists by index are aligned with :class:`difflib.SequenceMatcher`, so one 
 item is one ``added`` change, not a change at every later index; a list or map whose items
 only moved is one ``reordered`` change.
 
-The same walk serves ``rcpc diff`` (:func:`data_delta`: every change) and diff contracts
-(:func:`contract_delta`: items and string pieces that are tokens of the declared flag keys are
-left out, and a declared key's tokens must change its effective value wherever they changed). Inputs are
-language values (:mod:`rcpc.core.values`, with spans and flag-token provenance) or plain Python
-data (a golden file read back with ``yaml.safe_load``).
+The walk serves ``rcpc diff`` and diff contracts alike (:func:`data_delta`), on data whose
+flag tokens the render protocol has set apart (:func:`rcpc.domain.embedding.without_flags`:
+flags are compared by key, not by path). Inputs are language values (:mod:`rcpc.core.values`,
+with spans) or plain Python data (a golden file read back with ``yaml.safe_load``).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from difflib import SequenceMatcher
 
 from rcpc.core import record
 from rcpc.core.emit.yaml import float_text, int_text
-from rcpc.domain.provenance import tokens_of, without
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, equal
 
 
@@ -271,18 +269,15 @@ def word_diff(a: str, b: str, context: int = 2) -> str:
 @record.frozen
 class Change:
     """One difference at ``path``: ``kind`` is ``changed`` (``old`` → ``new``), ``added``
-    (``new``), ``removed`` (``old``), ``reordered`` (``old``/``new``: the item order, as
-    lists of keys, names or values) or ``ineffective`` (a declared flag's tokens changed
-    without changing its effective value: ``old``/``new`` are the token texts). ``where`` is
-    the value whose span made the new state (the new value, or the container that lost an
-    item), None for plain data."""
+    (``new``), ``removed`` (``old``) or ``reordered`` (``old``/``new``: the item order, as
+    lists of keys, names or values). ``where`` is the value whose span made the new state (the
+    new value, or the container that lost an item), None for plain data."""
 
     path: tuple
     kind: str
     old: object = None
     new: object = None
     where: object = None
-    note: str = ""
 
     def describe(self, limit: int = 80) -> str:
         """``path: old → new`` (a long or multi-line string as a word diff)."""
@@ -293,8 +288,6 @@ class Change:
             return f"{p}: removed {show(self.old, limit)}"
         if self.kind == "reordered":
             return f"{p}: reordered {', '.join(self.old)} → {', '.join(self.new)}"
-        if self.kind == "ineffective":
-            return f"{p}: {self.note}"
         a, b = _string(self.old), _string(self.new)
         if a is not None and b is not None and (len(a) + len(b) > limit or "\n" in a + b):
             return f"{p}: {word_diff(a, b)}"
@@ -302,14 +295,10 @@ class Change:
 
 
 class _Walk:
-    """One walk over two versions. ``keys``: declared flag keys whose tokens are left out
-    (None: report every change). ``effective``: the declared keys whose effective value
-    changed at some place they are embedded."""
+    """One walk over two versions, collecting :class:`Change` in document order."""
 
-    def __init__(self, keys):
-        self.keys = keys
+    def __init__(self):
         self.changes: list[Change] = []
-        self.effective: set[str] = set()
 
     def walk(self, old, new, path: tuple) -> None:
         if old is new:  # one value (variants share what no override reaches): nothing changed
@@ -322,14 +311,7 @@ class _Walk:
         elif ko == LIST:
             self._list(old, new, path)
         elif scalar_key(old) != scalar_key(new):
-            self._scalar(old, new, path)
-
-    def _scalar(self, old, new, path: tuple) -> None:
-        if self.keys and type(old) is Str and type(new) is Str and (old.pieces or new.pieces):
-            if without(old, self.keys) == without(new, self.keys):
-                self._sites(tokens_of(old, self.keys), tokens_of(new, self.keys), path)
-                return
-        self.changes.append(Change(path, "changed", old, new, new))
+            self.changes.append(Change(path, "changed", old, new, new))
 
     def _map(self, old, new, path: tuple) -> None:
         self._pairs(_entries(old), _entries(new), Key, new, path)
@@ -357,13 +339,6 @@ class _Walk:
             self._pairs(dict(zip(na, a)), dict(zip(nb, b)), Named, new, path)
             return
         ia, ib = list(range(len(a))), list(range(len(b)))
-        if self.keys and any(type(x) is Str and x.pieces for x in (*a, *b)):
-            # a declared flag's own items may differ: compare the rest
-            sa, sb = self._flag_items(a, b), self._flag_items(b, a)
-            self._sites([t for i in sorted(sa) for t in tokens_of(a[i], self.keys)],  # in list order: the
-                        [t for j in sorted(sb) for t in tokens_of(b[j], self.keys)], path)  # last token wins
-            ia = [i for i in ia if i not in sa]
-            ib = [j for j in ib if j not in sb]
         ka, kb = [deep_key(a[i]) for i in ia], [deep_key(b[j]) for j in ib]
         if ka == kb:
             return
@@ -383,59 +358,12 @@ class _Walk:
             for k in range(b1 + pairs, b2):
                 self.changes.append(Change(path + (Index(ib[k]),), "added", None, b[ib[k]], b[ib[k]]))
 
-    def _flag_items(self, items: list, other: list) -> set[int]:
-        """Indices of the ``items`` that come from declared flags' tokens: strings whose only
-        flag pieces are of declared keys, and whose text around those pieces is empty (an
-        ``.argv`` item) or a template that tokens are already written in (the rest of another
-        token-bearing item of the other list, or of an item of this list holding other flags,
-        e.g. ``f"--maxtext={t}" for t in F.argv``)."""
-        def shape(x) -> tuple[str | None, bool]:
-            if type(x) is not Str or not x.pieces:
-                return None, False
-            if len(x.pieces) == 1 and x.pieces[0][0] == 0 and x.pieces[0][1] == len(x.value):
-                return "", x.pieces[0][2].key in self.keys  # an .argv item
-            keys = {o.key for _, _, o in x.pieces}
-            return without(x, keys), keys <= self.keys
-
-        own = [shape(x) for x in items]
-        templates = {s for s, _ in map(shape, other) if s is not None}
-        templates |= {s for s, declared in own if s is not None and not declared}
-        return {i for i, (s, declared) in enumerate(own) if declared and (s == "" or s in templates)}
-
-    def _sites(self, old_tokens: list, new_tokens: list, path: tuple) -> None:
-        """Tokens of declared keys at one place (a list or a string): a key whose tokens
-        differ must have a different effective (last) value there."""
-        if [t for _, t in old_tokens] == [t for _, t in new_tokens]:
-            return
-        last_a = {o.key: (o, t) for o, t in old_tokens}
-        last_b = {o.key: (o, t) for o, t in new_tokens}
-        for key in dict.fromkeys([*last_a, *last_b]):
-            seq_a = [t for o, t in old_tokens if o.key == key]
-            seq_b = [t for o, t in new_tokens if o.key == key]
-            if seq_a == seq_b:
-                continue
-            ea, eb = last_a.get(key), last_b.get(key)
-            if ea is None or eb is None or not equal(ea[0].entry.value, eb[0].entry.value):
-                self.effective.add(key)
-            else:
-                self.changes.append(Change(path, "ineffective", seq_a, seq_b, eb[0].entry.value,
-                                           note=f"the tokens of flag '{key}' change ({', '.join(seq_a)} → "
-                                                f"{', '.join(seq_b)}) but its effective value does not"))
-
 
 def data_delta(old, new) -> list[Change]:
     """Every change from ``old`` to ``new`` (see the module docstring), in document order."""
-    w = _Walk(None)
+    w = _Walk()
     w.walk(old, new, ())
     return w.changes
-
-
-def contract_delta(old, new, keys) -> tuple[list[Change], set[str]]:
-    """(changes not explained by flag ``keys``, keys whose effective value changed at some
-    place they are embedded)."""
-    w = _Walk(frozenset(keys))
-    w.walk(old, new, ())
-    return w.changes, w.effective
 
 
 def _item(item_names: list | None, j: int):

@@ -17,14 +17,15 @@ from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.domain.emit.flags import value_text
 from rcpc.core.emit.scalars import scalar_str
 from rcpc.domain.recipe import Compiler, parse_sets
-from rcpc.domain.values import FlagFile, FlagSet
+from rcpc.domain.values import FlagSet
 
 
 def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str | None = None,
             sets: list[str] | None = None) -> dict:
     """The provenance report as plain data (see the module docstring). ``flagset`` is a
-    top-level name bound to a flag set or a flag render's name (``trainer`` or
-    ``trainer.flags``). Errors: ``E0607`` unknown variant, ``E0620`` no such flag set,
+    top-level name bound to a flag set, or a render (``trainer``, ``trainer.flags``,
+    ``trainer.yaml``, ``launch.sh``) that carries one flag set (the render protocol,
+    :func:`rcpc.domain.renders.carried`: the tokens MaxText reads there). Errors: ``E0607`` unknown variant, ``E0620`` no such flag set,
     ``E0616`` a key no layer of the flag set sets and no ``M_<KEY>`` environment variable of
     its containers sets (did-you-mean over the keys it sets)."""
     recipe, _ = compiler.recipe(path)
@@ -63,36 +64,43 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
 
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:
-    from rcpc.domain.launch import ENV_PREFIX, carried_flag_sets, containers, env_overrides
     from rcpc.core.values import Str
-    from rcpc.domain.values import Manifest
+    from rcpc.domain.launch import ENV_PREFIX, env_overrides
+    from rcpc.domain.renders import carried, kind_of
 
     name = ENV_PREFIX + key.split(".")[0].upper()
     out = []
     for r in result.renders:
-        if type(r) is not Manifest:
-            continue
-        for c in containers(r.data):
-            if not carried_flag_sets(c, [fs]):
+        for e in carried(r):
+            if e.container is None or e.seen() is not fs and e.flags is not fs:
                 continue
-            for env_name, value, item in env_overrides(c):
+            for env_name, value, item in env_overrides(e.container):
                 if env_name == name:
-                    cname = c.items["name"].value if type(c.items["name"]) is Str else "?"
+                    cname = e.container.items.get("name")
                     out.append({"name": env_name, "value": value.value if type(value) is Str else None,
-                                "location": str(item.items["name"].span), "container": cname,
-                                "render": f"{r.name}.yaml"})
+                                "location": str(item.items["name"].span),
+                                "container": cname.value if type(cname) is Str else "?",
+                                "render": kind_of(r).file_name(r)})
     return out
 
 
 def _find(result, name: str) -> FlagSet:
+    from rcpc.domain.renders import carried, kind_of
+
     value = result.exports.get(name)
     if type(value) is FlagSet:
         return value
     for r in result.renders:
-        if type(r) is FlagFile and name in (r.name, f"{r.name}.flags"):
-            return r.flags
+        if name in (r.name, kind_of(r).file_name(r)):
+            sets = {tuple(id(t.entry) for t, _ in e.tokens): e for e in carried(r)}  # one per token sequence
+            if len(sets) == 1:
+                (e,) = sets.values()
+                return e.seen()
+            if sets:
+                raise error("E0620", f"render '{name}' carries {len(sets)} flag sets", None,
+                            hint="name the flag set by the constant it is bound to")
     candidates = [k for k, v in result.exports.items() if type(v) is FlagSet]
-    candidates += [r.name for r in result.renders if type(r) is FlagFile]
+    candidates += [kind_of(r).file_name(r) for r in result.renders if carried(r)]
     raise error("E0620", f"no flag set named '{name}'", None,
                 hint=did_you_mean(name, candidates) or f"flag sets: {', '.join(candidates) or 'none'}")
 

@@ -2,9 +2,11 @@
 loads, and ``M_<KEY>`` environment overrides (MaxText ``configs/pyconfig.py``,
 ``_initialize_pydantic``; docs/maxtext.md states the rules with their sources).
 
-Checked on the flag sets that reach a render: a ``flag_file`` render's, and every flag set a
-Kubernetes container carries (its ``argv`` tokens in the container's ``args`` or ``command``,
-or its ``shell`` form inside one of their strings). Findings:
+Checked on every flag set a render carries, whatever its kind and shape, as the render
+protocol finds them (:func:`rcpc.domain.renders.carried`: a ``flag_file``, an ``args`` list, a
+``bash -c`` string, a ``command_file``'s ``--command``), on the tokens MaxText reads there; the
+container ones (env, mesh) where a Kubernetes container's ``command`` or ``args`` hold them.
+Findings:
 
 * ``E0315`` — a flag also set by ``models/<model_name>.yml`` to another value, without
   ``override_model_config`` (MaxText's ``validate_no_keys_overridden_twice``);
@@ -29,64 +31,68 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
-from rcpc.domain.emit.flags import shell_form, value_text
+from rcpc.domain.emit.flags import value_text
 from rcpc.domain import lax
 from rcpc.domain.crossfield import check_refusals
 from rcpc.domain.kube import pod_slice
-from rcpc.domain.maxtext import argv, resolved
+from rcpc.domain.maxtext import resolved
 from rcpc.domain.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
-from rcpc.domain.values import FlagFile, FlagSet, Manifest
+from rcpc.domain.values import FlagSet, Manifest
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
 _READABLE = {"bool": "y/yes/t/true/1 or n/no/f/false/0 (any case)", "int": "write decimal digits (Python's int())",
              "float": "write a number Python's float() reads, such as 1e-5"}
 
 
-def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnostic]:
-    """Findings of the module docstring for a variant's renders (Manifest | FlagFile values);
-    ``flag_sets`` are the flag sets its evaluation could have put into containers. ``found``
-    keeps, across calls, what is derived from values alone, by the values' identity (variants
-    share render values, :mod:`rcpc.core.trace`, and values are immutable): each manifest's
-    containers, the flag sets a container carries, and each check's findings."""
+def check_renders(renders, found: dict | None = None) -> list[Diagnostic]:
+    """Findings of the module docstring for a variant's renders (values of any render kind).
+    ``found`` keeps, across calls, what is derived from values alone, by the values' identity
+    (variants share render values, :mod:`rcpc.core.trace`, and values are immutable): each
+    render's embeddings and pods, and each check's findings."""
     found = {} if found is None else found
+    memo = found.setdefault("embed", {})
     out: list = []
     checked: set = set()
-    forms = found.setdefault("forms", {})
     refused: dict = {}  # id(flag set) -> (flag set, the M_ names of containers carrying it)
-
-    def model(fs, env=()):
-        if id(fs) not in checked:
-            checked.add(id(fs))
-            out.extend(_kept(found, "model", (fs,), lambda: check_model_config(fs)))
-        refused.setdefault(id(fs), (fs, set()))[1].update(env)
-
     for r in renders:
-        if type(r) is FlagFile:
-            model(r.flags)
-        elif type(r) is Manifest:
-            cs, pods = _kept(found, "manifest", (r,), lambda: (tuple(containers(r.data, found.setdefault("under", {}))),
-                                                                 tuple(slice_pods(r.data))))
-            for container in cs:
-                carried = _carried(found, container, flag_sets, forms)
-                env = [name for name, _, _ in env_overrides(container)] if carried else ()
-                for fs in carried:
-                    model(fs, env)
-                if carried:
-                    out.extend(_kept(found, "env", (container, *carried), lambda: check_env(container, carried)))
-            for pod, slice_, slices, where in pods:
-                for container in pod_containers(pod):
-                    for fs in _carried(found, container, flag_sets, forms):
-                        if (id(fs), id(pod)) not in checked:
-                            checked.add((id(fs), id(pod)))
-                            out.extend(_kept(found, "mesh", (fs, pod, container),
-                                             lambda: _pod_mesh(fs, slice_, slices, where, container)))
+        embedded, pods = _kept(found, "render", (r,), lambda: _carried(r, memo))
+        for e in embedded:
+            fs = e.seen()
+            env = [name for name, _, _ in env_overrides(e.container)] if e.container is not None else ()
+            if id(fs) not in checked:
+                checked.add(id(fs))
+                out.extend(_kept(found, "model", (fs,), lambda: check_model_config(fs)))
+            refused.setdefault(id(fs), (fs, set()))[1].update(env)
+            if e.container is None:
+                continue
+            if (id(fs), id(e.container)) not in checked:
+                checked.add((id(fs), id(e.container)))
+                out.extend(_kept(found, "env", (e.container, fs), lambda: check_env(e.container, [fs])))
+            pod = pods.get(id(e.container))
+            if pod is not None and (id(fs), id(pod[0])) not in checked:
+                checked.add((id(fs), id(pod[0])))
+                out.extend(_kept(found, "mesh", (fs, pod[0], e.container),
+                                 lambda: _pod_mesh(fs, *pod[1:], e.container)))
     for fs, env in refused.values():  # once a flag set, with every container's M_ variables
         if fs.schema is None or not fs.schema.refusals:
             continue
         keys = frozenset(k for k in fs.schema.fields if ENV_PREFIX + k.upper() in env) if env else frozenset()
         out.extend(_kept(found, ("refusals", keys), (fs,), lambda: _refusals(fs, keys)))
     return out
+
+
+def _carried(r, memo: dict) -> tuple:
+    """(the embeddings of render ``r``, {id(container): (pod, slice, slices, replicas)} of the
+    pods of a manifest that select a TPU slice)."""
+    from rcpc.domain.renders import carried
+
+    pods = {}
+    if type(r) is Manifest:
+        for pod, slice_, slices, where in slice_pods(r.data):
+            for c in pod_containers(pod):
+                pods[id(c)] = (pod, slice_, slices, where)
+    return tuple(carried(r, memo)), pods
 
 
 def _refusals(fs: FlagSet, keys: frozenset) -> list[Diagnostic]:
@@ -103,10 +109,6 @@ def _kept(found: dict, kind, values: tuple, make):
     if hit is None or any(a is not b for a, b in zip(hit[0], values)):
         hit = found[key] = (values, make())
     return hit[1]
-
-
-def _carried(found: dict, container: Dict, flag_sets, forms: dict) -> list:
-    return _kept(found, "carried", (container, *flag_sets), lambda: carried_flag_sets(container, flag_sets, forms))
 
 
 def slice_pods(data: Dict):
@@ -175,77 +177,6 @@ def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> li
     return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span, env)]
 
 
-_SHARED = 32  # values of at least this many items (Dict.size) are kept in containers' memo
-
-
-def containers(data, memo: dict | None = None) -> list:
-    """Every dict in a manifest with a ``name`` and an ``env`` list (Kubernetes containers),
-    in document order. Only dicts and lists are visited (a scalar holds no container), without
-    recursion (a value nests as deep as the language allows). ``memo`` keeps, across calls,
-    the containers under each large value by its identity: manifests share values (every
-    rollout replica's pod spec is one value, in every variant that does not change it)."""
-    memo = {} if memo is None else memo
-    out: list = []
-    todo = [data]  # values to visit, and (value, start) closing a large one after its items
-    while todo:
-        v = todo.pop()
-        t = type(v)
-        if t is tuple:
-            big, start = v
-            memo[id(big)] = (big, out[start:])
-            continue
-        if t is not Dict and t is not List:
-            continue
-        if getattr(v, "size", 0) >= _SHARED:
-            hit = memo.get(id(v))
-            if hit is not None and hit[0] is v:
-                out.extend(hit[1])
-                continue
-            todo.append((v, len(out)))
-        if t is Dict:
-            items = v.items
-            if type(items.get("env")) is List and "name" in items:
-                out.append(v)
-            todo.extend([x for x in reversed(items.values()) if type(x) is Dict or type(x) is List])
-        else:
-            todo.extend([x for x in reversed(v.items) if type(x) is Dict or type(x) is List])
-    return out
-
-
-def carried_flag_sets(container: Dict, flag_sets, forms: dict | None = None) -> list[FlagSet]:
-    """The flag sets whose argv tokens are a run of the container's ``args`` or ``command``,
-    or whose shell form is inside one of their strings (also a form with values quoted by
-    ``shell_quoted``: a string holding a piece of every token of the set). ``forms``
-    memoizes each flag set's (argv, shell form, token entries) across calls."""
-    forms = {} if forms is None else forms
-    texts, strings = [], []
-    for field in ("command", "args"):
-        v = container.items.get(field)
-        if type(v) is List:
-            texts.append([x.value for x in v.items if type(x) is Str])
-            strings.extend(x for x in v.items if type(x) is Str and x.pieces)
-    out = []
-    if not any(texts):
-        return []
-    for fs in flag_sets:
-        if id(fs) not in forms:
-            tokens = argv(fs)
-            entries = {id(e) for layer in fs.layers for e in layer.entries}
-            forms[id(fs)] = (fs, tokens, shell_form(tokens), entries)
-        _, tokens, shell, entries = forms[id(fs)]
-        if not tokens:
-            continue
-        if (any(_has_run(t, tokens) or any(shell in s for s in t) for t in texts)
-                or any(entries <= {id(o.entry) for _, _, o in x.pieces} for x in strings)):
-            out.append(fs)
-    return out
-
-
-def _has_run(items: list, tokens: list) -> bool:
-    n = len(tokens)
-    return any(items[i:i + n] == tokens for i in range(len(items) - n + 1) if items[i] == tokens[0])
-
-
 def command_line(fs: FlagSet) -> dict:
     """The top-level config OmegaConf's ``from_cli`` makes of the flag set: key → plain value
     (dotted keys nested), with the :class:`FlagEntry` that set each top key last."""
@@ -306,9 +237,11 @@ def check_model_config(fs: FlagSet) -> list[Diagnostic]:
 
 
 def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
-    """(name, value, entry) of each ``M_...`` variable of a container's env."""
+    """(name, value, entry) of each ``M_...`` variable of a container's env (none when it has
+    no ``env`` list)."""
     out = []
-    for item in container.items["env"].items:
+    env = container.items.get("env")
+    for item in env.items if type(env) is List else ():
         if type(item) is Dict and type(item.items.get("name")) is Str:
             name = item.items["name"].value
             if name.startswith(ENV_PREFIX):

@@ -567,8 +567,7 @@ class Compiler:
                 self._emitted[id(value)] = (value, text)
             problems.extend((d, value.span, fname) for d in kind.check(self, value, text))
             renders.append(Render(fname, text, value))
-        flag_sets = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
-        for d in check_renders(result.renders, flag_sets, self._containers):
+        for d in check_renders(result.renders, self._containers):
             (found.append if d.severity == "error" else self.context.warn)(d)
         if found:  # with the manifests' errors, reported at once (their places as found)
             raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))

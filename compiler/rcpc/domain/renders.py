@@ -8,8 +8,12 @@ A render kind says, in one place, everything rcpc does with its renders:
 * ``weight`` (what it costs to render, against :data:`~rcpc.core.limits.MAX_NODES`) and
   ``emit`` (its exact text);
 * ``check``: the errors of a rendered value (a manifest: Kubernetes rules and schemas);
-* ``data`` (what a diff contract compares) and ``diff`` (what changed between two versions,
-  as ``rcpc diff`` reports it).
+* ``data``: what it writes, as language values with their provenance. The flag sets a render
+  carries, and where, are read from it (:func:`carried`, :mod:`rcpc.domain.embedding`): every
+  check that is about flags (MaxText's launch checks, contracts, explain, diff) asks that, for
+  every kind alike, never a list of kinds;
+* ``paths``: whether its data has places a contract may name by path (a manifest's fields, a
+  command's words), beside flag keys.
 
 Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``),
 :data:`FLAG_FILE` (``flag_file(...)`` → ``<name>.flags``) and :data:`COMMAND_FILE`
@@ -31,8 +35,9 @@ from rcpc.core import names
 from rcpc.core.source import Span
 from rcpc.core.values import Dict, List, Str, weight
 from rcpc.domain.delta import data_delta
-from rcpc.domain.emit.flags import flag_file, shell_quote
-from rcpc.domain.maxtext import argv, flag_delta, flags_weight
+from rcpc.domain.embedding import delta as flag_changes, embeddings, match, without_flags
+from rcpc.domain.emit.flags import flag_file, shell_quote, value_text
+from rcpc.domain.maxtext import argv, flags_weight
 from rcpc.domain.provenance import argv_value
 from rcpc.domain.values import CommandFile, FlagFile, FlagSet, Manifest
 
@@ -53,7 +58,7 @@ class RenderKind:
     emit: Callable
     check: Callable
     data: Callable
-    diff: Callable
+    paths: bool = True        # contracts may name paths in it (its data is more than one flag set)
     executable: bool = False  # written with the execute bits (0777 less the umask)
 
     def file_name(self, value) -> str:
@@ -146,17 +151,16 @@ MANIFEST = RenderKind(
     weight=lambda value: weight(value.data),
     emit=_emit_manifest,
     check=lambda compiler, value, text: compiler.check_manifest(value, text),
-    data=lambda value: value.data,
-    diff=lambda old, new: {"paths": data_delta(old.data, new.data)})
+    data=lambda value: value.data)
 
 FLAG_FILE = RenderKind(
     name="flag_file", suffix=".flags", value_type=FlagFile,
     functions={"flag_file": _flag_file},
     weight=lambda value: flags_weight(value.flags),
     emit=lambda value: flag_file(argv(value.flags)),
-    check=lambda compiler, value, text: [],  # MaxText's start checks: rcpc.domain.launch
+    check=lambda compiler, value, text: [],
     data=lambda value: argv_value(value.flags, value.span),  # token strings, with provenance
-    diff=lambda old, new: {"flags": flag_delta(old.flags, new.flags)})
+    paths=False)
 
 COMMAND_FILE = RenderKind(
     name="command_file", suffix=".sh", value_type=CommandFile,
@@ -165,7 +169,6 @@ COMMAND_FILE = RenderKind(
     emit=emit_command_file,
     check=lambda compiler, value, text: [],
     data=lambda value: value.argv,
-    diff=lambda old, new: {"paths": data_delta(old.argv, new.argv)},
     executable=True)
 
 KINDS = (MANIFEST, FLAG_FILE, COMMAND_FILE)
@@ -179,16 +182,31 @@ def kind_of(value) -> RenderKind | None:
 
 
 def render_data(value):
-    """The data a render is compared by (:attr:`RenderKind.data`): a manifest's data, a flag
-    file's argv (a list of token strings with their provenance)."""
+    """The data a render writes, with provenance (:attr:`RenderKind.data`)."""
     return kind_of(value).data(value)
 
 
+def carried(value, memo: dict | None = None) -> list:
+    """The :class:`~rcpc.domain.embedding.Embedding` of every flag set ``value`` (a render)
+    carries, in document order (``memo``: as :func:`~rcpc.domain.embedding.embeddings`)."""
+    return embeddings(render_data(value), memo)
+
+
 def render_changes(old_value, new_value) -> dict:
-    """What changed between two versions of one render (:attr:`RenderKind.diff`):
-    ``{"flags": [FlagChange]}`` for a flag file, ``{"paths": [Change]}`` for a manifest;
+    """What changed between two versions of one render: ``{"flags": [FlagChange], "paths":
+    [Change]}``, the effective flag changes of every flag set it carries (each change once)
+    and the changes of everything else by path (:func:`~rcpc.domain.embedding.without_flags`);
     ``{}`` when the two are not of one kind."""
     kind = kind_of(old_value)
     if kind is None or kind is not kind_of(new_value):
         return {}
-    return kind.diff(old_value, new_value)
+    a, b = kind.data(old_value), kind.data(new_value)
+    flags: dict = {}
+    for old, new in match(embeddings(a), embeddings(b)):
+        for c in flag_changes(old, new).changes:
+            flags.setdefault((c.key, _shown(c.old), _shown(c.new)), c)
+    return {"flags": list(flags.values()), "paths": data_delta(without_flags(a), without_flags(b))}
+
+
+def _shown(entry) -> str | None:
+    return None if entry is None else value_text(entry.value)
