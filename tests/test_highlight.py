@@ -13,6 +13,8 @@ import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String
 
+from rcpc.domain.builtins import NAMES
+
 REPO = Path(__file__).resolve().parent.parent
 GRAMMAR = REPO / "editors/vscode/syntaxes/rcp.tmLanguage.json"
 TOKENIZE = REPO / "tests/js/tokenize.mjs"
@@ -27,9 +29,7 @@ Z = X.get("lr") if len(Y) >= 2 else None
 '''
 
 # A call of every built-in (a sample for the tokenizers; it need not compile).
-BUILTIN_CALLS = "X = [" + ", ".join(f"{n}(a, b = bool)" for n in (
-    "param", "maxtext_flags", "jobset", "manifest", "flag_file", "command_file", "tpu_slice", "merge", "replace",
-    "variant", "require", "dict", "range", "len", "str", "json")) + "]\n"
+BUILTIN_CALLS = "X = [" + ", ".join(f"{n}(a, b = bool)" for n in sorted(NAMES)) + "]\n"
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +165,32 @@ def test_grammars_name_every_builtin_of_the_compiler(textmate):
     toks = [(t, v) for t, v in get_lexer_by_name("rcp").get_tokens(BUILTIN_CALLS) if v.strip()]
     for name in BUILTINS:
         assert (Name.Builtin, name) in toks, name
+
+
+def test_the_generated_word_lists_are_current():
+    """Both grammars' built-in words are generated from the built-ins' declarations
+    (``python -m rcpc.grammars``): regenerated, every file is as committed."""
+    from rcpc import grammars
+
+    for path, text in grammars.generated().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run python -m rcpc.grammars"
+
+
+def test_every_builtin_is_declared_with_a_signature_and_a_doc():
+    """One declaration a built-in (rcpc.core.builtins.Function/Declaration/TypeDoc): the lint
+    tables, the language server's and the grammars read it, so each has a doc to show."""
+    from rcpc.core.builtins import Function
+    from rcpc.domain import lint
+    from rcpc.domain.builtins import NAMES, UNIVERSE
+    from rcpc.domain.renders import KINDS
+
+    for name in NAMES:
+        d = UNIVERSE.declared(name)
+        assert d is not None and d.doc.endswith("."), name
+        assert type(d) is not Function or d.signature.startswith(name), name
+    renders = {n for k in KINDS for n in k.functions}
+    assert {n for n, f in UNIVERSE.functions.items() if f.makes == "render"} == renders
+    assert lint._RENDER_CALLS == renders | {"variant"}  # command_file was missing from a hand-kept copy
 
 
 def test_vscode_extension_manifest():

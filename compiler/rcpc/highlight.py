@@ -17,11 +17,7 @@ from pygments.lexer import RegexLexer, bygroups, include, words
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text,
                             Whitespace)
 
-# The compiler's built-in functions and types (rcpc.domain.builtins.NAMES; tests/test_highlight.py
-# checks both lists, and the TextMate grammar's, against it).
-BUILTINS = ("param", "maxtext_flags", "jobset", "manifest", "flag_file", "command_file", "tpu_slice", "merge",
-            "replace", "variant", "require", "dict", "range", "len", "str", "json")
-TYPES = ("bool", "int", "float")
+from rcpc.highlight_words import BUILTINS, TYPES  # generated from the declarations: python -m rcpc.grammars
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 

@@ -190,8 +190,44 @@ def _require(ctx, fn, span, args, kwargs):
     return Null("None", span)
 
 
-FUNCTIONS = {"dict": _dict, "range": _range, "len": _len, "str": _str, "json": _json, "require": _require}
-TYPES = ("bool", "int", "float", "str")
+@record.frozen
+class Function:
+    """A built-in function, declared once: ``call(ctx, builtin, span, args, kwargs)`` computes
+    it; ``signature`` and ``doc`` (one sentence) are what an editor shows (hover, completion)
+    and docs/language.md lists; ``keywords`` its keyword arguments (completion); ``makes``
+    ``"value"``, or ``"render"``/``"variant"`` for a call whose value a recipe declares as a
+    statement (lint leaves an unused one to ``W0707``). The lint tables, the language
+    server's, and both highlighting grammars are derived from these declarations
+    (:mod:`rcpc.grammars`)."""
+
+    call: Callable
+    signature: str
+    doc: str
+    keywords: tuple = ()
+    makes: str = "value"
+
+
+@record.frozen
+class TypeDoc:
+    """A built-in type name (``bool``, ``int``, ``float``, ``str``), declared with its ``doc``."""
+
+    doc: str
+
+
+FUNCTIONS = {
+    "dict": Function(_dict, "dict(key = value, ...)",
+                     'A dict of the keyword arguments, in order: `dict(steps = 30)` is `{"steps": 30}`.'),
+    "range": Function(_range, "range(stop) / range(start, stop[, step])", "A list of ints."),
+    "len": Function(_len, "len(x)", "The length of a string, list or dict."),
+    "str": Function(_str, "str(x)", "`x` as a string; as a param type, a string param."),
+    "json": Function(_json, "json(x)", "`x` as compact JSON text."),
+    "require": Function(_require, "require(condition, message)",
+                        "Fails the build (E0790) with `message` when `condition` is false."),
+}
+TYPES = {"bool": TypeDoc("The param type of `True`/`False` (also spelled `true`/`false`)."),
+         "int": TypeDoc("The param type of whole numbers."),
+         "float": TypeDoc("The param type of decimal numbers."),
+         "str": TypeDoc("The param type of strings.")}
 # `str` is both a type (for param) and a function; as a value it is the function, and
 # param() accepts the function `str` as the type.
 
@@ -202,17 +238,21 @@ _EMPTY = MappingProxyType({})
 class Declaration:
     """A built-in that declares the name it is assigned to (``NAME = param(...)``):
     ``declare(evaluator, stmt, call, result)`` evaluates the call and returns the name's
-    value; ``usage`` is shown when it is called anywhere else (``E0501``)."""
+    value; ``usage`` is shown when it is called anywhere else (``E0501``); ``signature``,
+    ``doc`` and ``keywords`` as for :class:`Function`."""
 
     declare: Callable
     usage: str
+    signature: str = ""
+    doc: str = ""
+    keywords: tuple = ()
 
 
 @record.frozen
 class Universe:
     """The predeclared environment: the core's built-ins plus what a host program plugs in.
 
-    * ``functions``: name → ``fn(ctx, builtin, span, args, kwargs)``;
+    * ``functions``: name → :class:`Function`;
     * ``declarations``: name → :class:`Declaration`;
     * ``attributes``: value type → ``fn(value, span)`` giving {attribute name: thunk};
     * ``plus``: value type → ``fn(ctx, left, right, span)``, ``+`` of two values of that type;
@@ -237,6 +277,8 @@ class Universe:
         clash = (set(self.functions) | set(self.declarations)) & (set(FUNCTIONS) | set(TYPES))
         if clash or set(self.functions) & set(self.declarations):
             raise ValueError(f"built-in names defined twice: {sorted(clash)}")
+        if not all(type(f) is Function for f in self.functions.values()):
+            raise ValueError("a host's functions are declared as Function(call, signature, doc)")
         object.__setattr__(self, "names", frozenset(FUNCTIONS) | frozenset(TYPES)
                            | frozenset(self.functions) | frozenset(self.declarations))
 
@@ -244,7 +286,12 @@ class Universe:
         """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
         if name in ("bool", "int", "float"):
             return TypeName(name, span)
-        return Builtin(name, FUNCTIONS.get(name) or self.functions.get(name), span)
+        return Builtin(name, (FUNCTIONS.get(name) or self.functions[name]).call, span)
+
+    def declared(self, name: str):
+        """The :class:`Function`, :class:`Declaration` or :class:`TypeDoc` of built-in
+        ``name`` (a function before a type: ``str`` is both), or None."""
+        return FUNCTIONS.get(name) or self.functions.get(name) or self.declarations.get(name) or TYPES.get(name)
 
 
 CORE = Universe()  # the language with no host: universal built-ins only

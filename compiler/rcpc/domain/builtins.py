@@ -34,7 +34,7 @@ from typing import Callable
 
 from rcpc.core import names
 from rcpc.core import record
-from rcpc.core.builtins import Declaration, Universe, _article, _bind, _expect, _int
+from rcpc.core.builtins import Declaration, Function, Universe, _article, _bind, _expect, _int
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME
@@ -360,10 +360,27 @@ def _finish(ev, module: ast.Module, result) -> None:
 
 
 UNIVERSE = Universe(
-    functions={"maxtext_flags": _maxtext_flags, "tpu_slice": _tpu_slice, "variant": _variant,
-               "merge": _merge, "replace": _replace,
-               **{name: fn for kind in KINDS for name, fn in kind.functions.items()}},
-    declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)")},
+    functions={
+        "maxtext_flags": Function(
+            _maxtext_flags, "maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], tpu_slice = S, "
+            "num_slices = 1)", "A MaxText flag set: layers of `{key: value}`, the last value of a key wins (as "
+            "MaxText's command line); checked against the MaxText schema.",
+            ("schema", "unknown_keys", "tpu_slice", "num_slices")),
+        "tpu_slice": Function(_tpu_slice, "tpu_slice(spec)",
+                              "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`)."),
+        "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
+                            "A named set of param values; `changes` is its diff contract against `against`.",
+                            ("set", "against", "changes"), "variant"),
+        "merge": Function(_merge, "merge(base, patch, ...)",
+                          "A deep merge of dicts with Kubernetes' strategic-merge rules: lists of containers, env, "
+                          "volumes, ports ... merge item by item by their key; the patch wins."),
+        "replace": Function(_replace, "replace(value)",
+                            "Inside a `merge()` patch: replace this value whole instead of merging it."),
+        **{name: f for kind in KINDS for name, f in kind.functions.items()}},
+    declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)",
+                                       "param(type, default = ..., doc = \"\", choices = [...])",
+                                       "A typed recipe parameter, set by variants and `--set NAME=VALUE`.",
+                                       ("default", "doc", "choices"))},
     attributes={TpuSlice: _slice_attrs, FlagSet: _flagset_attrs},
     plus={FlagSet: _flagset_plus},
     statement=_statement, finish=_finish, result=RecipeResult)

@@ -44,6 +44,7 @@ from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic
 from rcpc.core.resolve import ARGUMENT, COMPREHENSION, LOCAL, assigned_names
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import walk
+from rcpc.domain.builtins import UNIVERSE
 
 __all__ = ["lint", "CODES", "ignored_codes", "unsilenced"]
 
@@ -60,7 +61,8 @@ CODES = {
 }
 
 _IGNORE = re.compile(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
-_RENDER_CALLS = frozenset(("jobset", "manifest", "flag_file", "variant"))
+# calls whose value a recipe declares as a statement (an unused one is W0707's, not L0001's)
+_RENDER_CALLS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes != "value")
 _NOT_RENDERS = frozenset(("variant", "require"))
 
 

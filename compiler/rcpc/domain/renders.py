@@ -3,8 +3,8 @@
 A render kind says, in one place, everything rcpc does with its renders:
 
 * ``name`` (the value's type in the language) and ``suffix`` (of the file it becomes);
-* ``functions``: the built-ins that make it, plugged into the language by
-  :data:`rcpc.domain.builtins.UNIVERSE`;
+* ``functions``: the built-ins that make it (:class:`rcpc.core.builtins.Function`: call,
+  signature, doc), plugged into the language by :data:`rcpc.domain.builtins.UNIVERSE`;
 * ``weight`` (what it costs to render, against :data:`~rcpc.core.limits.MAX_NODES`) and
   ``emit`` (its exact text);
 * ``check``: the errors of a rendered value (a manifest: Kubernetes rules and schemas);
@@ -27,7 +27,7 @@ import re
 from typing import Callable
 
 from rcpc.core import record
-from rcpc.core.builtins import _bind, _expect
+from rcpc.core.builtins import Function, _bind, _expect
 from rcpc.core.diagnostics import error
 from rcpc.core.emit.yaml import EmitError, emit_document
 from rcpc.core.limits import MAX_NAME
@@ -147,7 +147,12 @@ def _emit_manifest(value: Manifest) -> str:
 
 MANIFEST = RenderKind(
     name="manifest", suffix=".yaml", value_type=Manifest,
-    functions={"jobset": _jobset, "manifest": _manifest},
+    functions={"jobset": Function(_jobset, "jobset(name = ..., metadata = {...}, spec = {...}, apiVersion = ...)",
+                                  "A JobSet (jobset.x-k8s.io/v1alpha2), rendered as `<name>.yaml`.",
+                                  ("name", "metadata", "spec", "apiVersion"), "render"),
+               "manifest": Function(_manifest, "manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, "
+                                    "<field> = ...)", "Any Kubernetes object, rendered as `<name>.yaml`.",
+                                    ("name", "apiVersion", "kind", "metadata"), "render")},
     weight=lambda value: weight(value.data),
     emit=_emit_manifest,
     check=lambda compiler, value, text: compiler.check_manifest(value, text),
@@ -155,7 +160,9 @@ MANIFEST = RenderKind(
 
 FLAG_FILE = RenderKind(
     name="flag_file", suffix=".flags", value_type=FlagFile,
-    functions={"flag_file": _flag_file},
+    functions={"flag_file": Function(_flag_file, "flag_file(name = ..., flags = FLAGS)",
+                                     "A flag set rendered as `<name>.flags`, one shell-quoted token a line.",
+                                     ("name", "flags"), "render")},
     weight=lambda value: flags_weight(value.flags),
     emit=lambda value: flag_file(argv(value.flags)),
     check=lambda compiler, value, text: [],
@@ -164,7 +171,9 @@ FLAG_FILE = RenderKind(
 
 COMMAND_FILE = RenderKind(
     name="command_file", suffix=".sh", value_type=CommandFile,
-    functions={"command_file": _command_file},
+    functions={"command_file": Function(_command_file, "command_file(name = ..., argv = [...])",
+                                        "A command line rendered as `<name>.sh`, an executable bash script that "
+                                        "runs `argv`.", ("name", "argv"), "render")},
     weight=lambda value: weight(value.argv),
     emit=emit_command_file,
     check=lambda compiler, value, text: [],

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 
-from rcpc.core.builtins import FUNCTIONS as CORE_FUNCTIONS
+from rcpc.core.builtins import Function
 from rcpc.domain import builtins as B
 from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
@@ -33,48 +33,17 @@ from rcpc.core.source import Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import children
 
-# Signatures and one-line docs of the built-ins (rcpc.core.builtins' docstring is the reference).
-BUILTIN_DOCS = {
-    "param": ("param(type, default = ..., doc = \"\", choices = [...])",
-              "A typed recipe parameter, set by variants and `--set NAME=VALUE`."),
-    "maxtext_flags": ("maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], tpu_slice = S, "
-                      "num_slices = 1)",
-                      "A MaxText flag set: layers of `{key: value}`, the last value of a key wins (as MaxText's "
-                      "command line); checked against the MaxText schema."),
-    "jobset": ("jobset(name = ..., metadata = {...}, spec = {...}, apiVersion = ...)",
-               "A JobSet (jobset.x-k8s.io/v1alpha2), rendered as `<name>.yaml`."),
-    "manifest": ("manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, <field> = ...)",
-                 "Any Kubernetes object, rendered as `<name>.yaml`."),
-    "flag_file": ("flag_file(name = ..., flags = FLAGS)", "A flag set rendered as `<name>.flags`."),
-    "command_file": ("command_file(name = ..., argv = [...])",
-                     "A command line rendered as `<name>.sh`, an executable bash script that runs `argv`."),
-    "tpu_slice": ("tpu_slice(spec)", "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`)."),
-    "variant": ("variant(name, set = {...}, against = \"...\", changes = {...})",
-                "A named set of param values; `changes` is its diff contract against `against`."),
-    "require": ("require(condition, message)", "Fails the build (E0790) with `message` when `condition` is false."),
-    "dict": ("dict(key = value, ...)", "A dict of the keyword arguments, in order: `dict(steps = 30)` is "
-             "`{\"steps\": 30}`."),
-    "range": ("range(stop) / range(start, stop[, step])", "A list of ints."),
-    "len": ("len(x)", "The length of a string, list or dict."),
-    "str": ("str(x)", "`x` as a string; as a param type, a string param."),
-    "json": ("json(x)", "`x` as compact JSON text."),
-    "merge": ("merge(base, patch, ...)", "A deep merge of dicts with Kubernetes' strategic-merge rules: lists of "
-              "containers, env, volumes, ports ... merge item by item by their key; the patch wins."),
-    "replace": ("replace(value)", "Inside a `merge()` patch: replace this value whole instead of merging it."),
-    "bool": ("bool", "The param type of `True`/`False` (also spelled `true`/`false`)."),
-    "int": ("int", "The param type of whole numbers."),
-    "float": ("float", "The param type of decimal numbers."),
-}
-KEYWORDS = {
-    "param": ("default", "doc", "choices"),
-    "maxtext_flags": ("schema", "unknown_keys", "tpu_slice", "num_slices"),
-    "jobset": ("name", "metadata", "spec", "apiVersion"),
-    "manifest": ("name", "apiVersion", "kind", "metadata"),
-    "flag_file": ("name", "flags"),
-    "command_file": ("name", "argv"),
-    "variant": ("set", "against", "changes"),
-}
-RENDERS = ("jobset", "manifest", "flag_file", "command_file")
+# The built-ins as the language declares them (rcpc.core.builtins.Function, Declaration, TypeDoc):
+# signature and one-line doc (hover, completion), keyword arguments, and the calls that make
+# renders. Derived, never a copy.
+def _doc(name: str) -> tuple[str, str]:
+    d = B.UNIVERSE.declared(name)
+    return (getattr(d, "signature", "") or name, d.doc) if d is not None else (name, "")
+
+
+BUILTIN_DOCS = {n: _doc(n) for n in sorted(B.NAMES)}
+KEYWORDS = {n: d.keywords for n in sorted(B.NAMES) for d in [B.UNIVERSE.declared(n)] if getattr(d, "keywords", ())}
+RENDERS = tuple(n for n, f in sorted(B.UNIVERSE.functions.items()) if f.makes == "render")
 
 
 # positions -------------------------------------------------------------------------------
@@ -537,8 +506,8 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
     items = []
     if callee in KEYWORDS and len(ctx.path) == 1:
         items.extend(Item(k, "keyword", f"{callee}() argument", insert=f"{k} = ") for k in KEYWORDS[callee])
-    items.extend(Item(n, "function" if n in B.UNIVERSE.functions or n in CORE_FUNCTIONS else "keyword",
-                      *BUILTIN_DOCS.get(n, (n, ""))) for n in sorted(B.NAMES))
+    items.extend(Item(n, "function" if type(B.UNIVERSE.declared(n)) is Function else "keyword",
+                      *BUILTIN_DOCS[n]) for n in sorted(B.NAMES))
     mod = session.module(real)
     if mod is not None and mod.bindings is not None:
         for d in mod.bindings.defs:
