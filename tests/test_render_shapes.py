@@ -152,3 +152,56 @@ def test_the_reported_contract_names_the_undeclared_key_in_a_command(sws):
     assert "flag per_device_batch_size: 2 → 4" in e0612.message
     assert e0612.hint == 'declare the flag key: changes = {"jobset": ["per_device_batch_size"]}'
     assert all("command[" not in (d.hint or "") for d in diags)
+
+
+def test_a_new_render_kind_is_one_declaration(sws, monkeypatch):
+    """docs/architecture.md's claim: a new render kind (a Kueue ``Workload``) is one
+    ``RenderKind`` and its value class; MaxText's launch checks, contracts and explain find
+    the flags it carries through the render protocol with no other change."""
+    from rcpc.core import record
+    from rcpc.core.builtins import Function, Universe, _bind, _expect
+    from rcpc.core.emit.yaml import emit_document
+    from rcpc.core.values import Dict, Str, weight
+    from rcpc.domain import builtins as B
+    from rcpc.domain import renders
+
+    @record.define(frozen=True, eq=False)
+    class Workload:
+        TYPE_NAME = "kueue_workload"
+        name: str
+        data: object
+        span: object
+
+    def make(ctx, fn, span, args, kwargs):
+        a = _bind("kueue_workload", span, args, kwargs, (), {"name", "spec"})
+        return Workload(_expect(a["name"], (Str,), "name").value, Dict({"spec": a["spec"]}, {}, span), span)
+
+    kind = renders.RenderKind(
+        name="kueue_workload", suffix=".workload.yaml", value_type=Workload,
+        functions={"kueue_workload": Function(make, "kueue_workload(name = ..., spec = {...})",
+                                              "A Kueue Workload.", ("name", "spec"), "render")},
+        weight=lambda v: weight(v.data), emit=lambda v: emit_document(v.data), check=lambda c, v, t: [],
+        data=lambda v: v.data)
+    monkeypatch.setattr(renders, "KINDS", (*renders.KINDS, kind))
+    monkeypatch.setattr(renders, "_BY_TYPE", {**renders._BY_TYPE, Workload: kind})
+    universe = Universe(**{f: getattr(B.UNIVERSE, f) for f in ("declarations", "attributes", "plus", "statement",
+                                                                "finish", "result")},
+                        functions={**B.UNIVERSE.functions, **kind.functions})
+    monkeypatch.setattr(B, "UNIVERSE", universe)
+    monkeypatch.setattr(B, "NAMES", universe.names)
+    text = ('T = param(bool, default = False)\n'
+            'F = maxtext_flags({"model_name": "llama3.1-8b", "steps": 10}, {"steps": 20} if T else {})\n'
+            'kueue_workload(name = "w", spec = {"podSets": [{"name": "main", "template": {"spec": {"containers": '
+            '[{"name": "main", "image": "i", "args": F.argv}]}}}]})\n'
+            'variant("default")\n'
+            'variant("tuned", set = {"T": True}, against = "default", changes = {"w": []})\n')
+    path = sws.write("recipes/r.rcp", text, dedent=False).resolve()
+    compiler = sws.compiler()
+    recipe, builds = compiler.build(path)
+    assert [r.name for r in builds[0].renders] == ["w.workload.yaml"]
+    (head, *_), = [compiler.check_contracts(recipe, builds)]
+    assert "w.workload.yaml: effective value of steps changed but is not declared" in head.notes
+    assert explain(compiler, path, "w", "steps", "tuned")["effective"] == "20"
+    bad = text.replace('"steps": 10}', '"steps": 10, "base_emb_dim": 1024}')
+    f = sws.fails(bad, dedent=False)
+    assert f.code == "E0315"

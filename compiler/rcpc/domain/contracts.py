@@ -83,6 +83,7 @@ class _Flag:
     texts), at ``path`` of the render."""
 
     render: str
+    stem: str
     path: tuple
     key: str
     change: object = None
@@ -100,7 +101,7 @@ def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
             diags.append(Diagnostic("E0611", f"changes['{key}'] must be a list of strings, got {type_name(items)}",
                                     items.span, hint="list flag keys, or paths under a render's file name"))
             continue
-        matched = tuple(n for n in names if n == key or n.rsplit(".", 1)[0] == key)
+        matched = tuple(n for n in names if n == key or values[n].name == key)  # a file name, or a stem
         if not matched:
             diags.append(Diagnostic("E0611", f"changes names render '{key}', which does not exist", span,
                                     hint=did_you_mean(key, names) or "renders: " + ", ".join(names)))
@@ -222,10 +223,10 @@ def _compare(name: str, old_value, new_value) -> _Compared:
         d = flag_delta(ea, eb)
         at = (eb or ea).path
         why = {id(t.entry): t.why for e in (ea, eb) if e is not None for t, _ in e.tokens}
-        flags.extend(_Flag(name, at, c.key, change=c, why=why.get(id(c.new if c.new is not None else c.old), ()))
-                     for c in d.changes)
-        flags.extend(_Flag(name, at, key, tokens=(x, y), why=t.why if t else (), where=t.entry.key_span if t else None)
-                     for key, x, y, t in d.ineffective)
+        flags.extend(_Flag(name, new_value.name, at, c.key, change=c,
+                           why=why.get(id(c.new if c.new is not None else c.old), ())) for c in d.changes)
+        flags.extend(_Flag(name, new_value.name, at, key, tokens=(x, y), why=t.why if t else (),
+                           where=t.entry.key_span if t else None) for key, x, y, t in d.ineffective)
         changed.update(c.key for c in d.changes)
     na, nb = without_flags(a), without_flags(b)
     return _Compared(tuple(flags), frozenset(changed), frozenset(carried), tuple(data_delta(na, nb)), (na, nb))
@@ -300,8 +301,7 @@ def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
 
 def _flag_text(variant, f: _Flag) -> tuple:
     """(text, span, why, label, hint) of an unexplained flag change."""
-    stem = f.render.rsplit(".", 1)[0]
-    declare = f'declare the flag key: changes = {{"{stem}": ["{f.key}"]}}'
+    declare = f'declare the flag key: changes = {{"{f.stem}": ["{f.key}"]}}'
     if f.change is None:
         (a, b) = f.tokens
         return (f"the tokens of flag '{f.key}' change ({', '.join(a) or 'none'} → {', '.join(b) or 'none'}) but its "
