@@ -163,17 +163,27 @@ def test_added_and_removed_recipes_and_variants(tmp_path, run):
     assert {d["variant"] for d in json.loads(out)["renders"]} == {"default"}
 
 
-def test_markdown_report_is_a_table_then_folded_details(tmp_path, run):
+def test_markdown_report_is_a_row_per_flag_change_then_folded_details(tmp_path, run):
+    """Issue 39: one flag edited in the RL recipe is one row (the eight renders it reaches
+    listed, a flag inside a JobSet's command as the key, not a word diff of the command line),
+    the contracts' verdict, and no unified diff of what the row says whole."""
     root = make_repo(tmp_path / "repo", [edited('"gdn_chunk_size": 64,', '"gdn_chunk_size": 128,')])
     code, out, _ = run(root, "diff", "--rev", "HEAD~1", "--format", "markdown")
     assert code == 0
-    head, _, rest = out.partition("<details>")
-    assert head.startswith("### rcpc diff `HEAD~1` → work tree\n")
-    assert "| render | status | what changed |\n|---|---|---|\n" in head
-    assert "| `rl/qwen35_397b_256_v7x/default/trainer.flags` | changed | `gdn_chunk_size: 64 → 128` |" in head
-    assert "**8 changed, 0 added, 0 removed, 44 identical (of 52 renders).**" in head
-    assert out.count("<details>") == out.count("</details>") == 8
-    assert "```diff\n--- a/rl/qwen35_397b_256_v7x/default/trainer.flags\n" in rest
+    assert out.startswith("### rcpc diff `HEAD~1` → work tree\n")
+    assert "**Contracts:** every contract holds." in out
+    assert "| flag | change | renders |\n|---|---|---|\n" in out
+    assert ("| `gdn_chunk_size` | `64 → 128` | `rl/qwen35_397b_256_v7x: {default, tuned, six, six-tuned} × "
+            "{trainer.flags, trainer.yaml}` (8) |") in out
+    assert "**8 changed, 0 added, 0 removed, 44 identical (of 52 renders).**" in out
+    assert "<details>" not in out and len(out) < 1000
+    # an edit beyond flags: a path row apart from the flag rows, and its renders' diffs folded
+    root2 = make_repo(tmp_path / "repo2", [edited('"RAIDEN_WEIGHT_SYNC_PIPELINE_GROUP_SIZE": "16",\n    "ENABLE_MULTI',
+                                                  '"RAIDEN_WEIGHT_SYNC_PIPELINE_GROUP_SIZE": "32",\n    "ENABLE_MULTI')])
+    code, out, _ = run(root2, "diff", "--rev", "HEAD~1", "--format", "markdown")
+    assert "| flag | change | renders |" not in out and "| other change | renders |" in out
+    assert '.env[name=RAIDEN_WEIGHT_SYNC_PIPELINE_GROUP_SIZE].value: "16" → "32"` | `rl/qwen35_397b_256_v7x: ' in out
+    assert out.count("<details>") == out.count("</details>") == 4  # trainer.yaml of each variant
 
 
 @pytest.mark.parametrize("argv, code, message", [

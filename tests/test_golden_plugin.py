@@ -172,7 +172,7 @@ def test_one_summary_of_what_changed_leads_the_failures(workspace):
                     "    in r/default/trainer.flags, r/tuned/trainer.flags",
                     'spec.args[1]: "steps=100" → "steps=200"',
                     "    in r/default/trainer.yaml, r/tuned/trainer.yaml",
-                    "run `pytest --snapshot-update` to accept the new renders"]
+                    "run `pytest rcp.toml --snapshot-update` to accept the new renders"]
     # --snapshot-update says which goldens it rewrote, and which orphans it deleted
     recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200').replace("default = 2", "default = 1"))
     result = run(workspace, "--snapshot-update")
@@ -198,4 +198,4 @@ def test_golden_summary_groups_a_change_across_renders():
         'spec.image: "i:1" → "i:2"', "    in r/v0/m.yaml",
         "text changed", "    in r/v0/bad.yaml",
         "missing goldens: r/v0/n.yaml",
-        "run `pytest --snapshot-update` to accept the new renders"]
+        "run `pytest rcp.toml --snapshot-update` to accept the new renders"]

@@ -31,9 +31,9 @@ def test_review_doc_shows_the_seed_change_report(tmp_path, run, snapshot, reques
     report = seed_report(tmp_path / "repo", run)
     # the claim the report proves: one flag appended in the tuned renders, nothing else
     assert "**4 changed, 0 added, 0 removed, 48 identical (of 52 renders).**" in report
-    for v in ("tuned", "six-tuned"):
-        assert (f"| `rl/qwen35_397b_256_v7x/{v}/trainer.flags` | changed | "
-                "`custom_mesh_and_rule: cp-as-ep → cp-as-ep-dense-no-cp` |") in report
+    assert "**Contracts:** every contract holds." in report
+    assert ("| `custom_mesh_and_rule` | `cp-as-ep → cp-as-ep-dense-no-cp` | `rl/qwen35_397b_256_v7x: "
+            "{tuned, six-tuned} × {trainer.flags, trainer.yaml}` (4) |") in report
     doc = DOC.read_text(encoding="utf-8")
     head, rest = doc.split(BEGIN)
     _, tail = rest.split(END)

@@ -1,12 +1,14 @@
 """Review reports of ``rcpc diff`` (docs/review.md): per recipe × variant × render, whether it
-is identical, changed, added or removed; for a changed flag file the keys whose *effective*
-value changed, for a changed manifest the path-level delta (:mod:`rcpc.domain.delta`); then the
-unified diff.
+is identical, changed, added or removed; for a changed render the keys whose *effective* value
+changed in any flag set it carries (wherever: a flag file, a JobSet's command, a launch
+command), and the path-level delta of the rest (:mod:`rcpc.domain.delta`); then the unified
+diff.
 
 Formats: text (coloured on a terminal unless ``NO_COLOR`` is set, with the changed words of
 a changed line highlighted, so a long ``args`` or ``command`` line is not reviewed as one
 unit), ``--stat`` (one line per render that is not identical), JSON, and Markdown for a pull
-request (a summary table, then each render's details folded in ``<details>``).
+request: whether every contract holds, one row per effective flag change with the renders it
+reaches, the other changes by path, and the unified diffs of what the rows do not say, folded.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ class RenderDiff:
     variant: str = ""
 
     def lines(self) -> list[str]:
-        """The effective-flag or path-level delta, one line a change."""
-        if self.flags is not None:
-            return [c.describe() for c in self.flags] or ["no flag's effective value changes"]
-        if self.paths is not None:
-            return [c.describe() for c in self.paths]
-        return []
+        """The effective flag changes, then the path-level delta, one line a change."""
+        from rcpc.domain.embedding import readable
+
+        out = [c.describe() for c in self.flags or ()] + [readable(c.describe()) for c in self.paths or ()]
+        if not out and self.status == "changed":
+            return ["no flag's effective value changes"]
+        return out
 
     def counts(self) -> tuple[int, int]:
         """Lines added and removed by the unified diff."""
@@ -224,34 +227,64 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def report_markdown(title: str, intro: str, diffs: list[RenderDiff]) -> str:
-    """A report to paste into a pull request: a heading, an introduction, a table of the
-    renders that are not identical (status and first change), the totals, then each render's
-    full delta and unified diff folded in ``<details>``."""
+def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: list | None = None) -> str:
+    """A report to paste into a pull request: a heading, an introduction, whether every
+    contract holds (``contracts``: (recipe, variant, first problem) of each broken one, None
+    when they were not checked), one table row per effective flag change (key, old → new, the
+    renders it reaches), one per other change by path, the totals, then the unified diffs of
+    the renders whose change the rows do not say whole (added, removed, changed beyond flags),
+    folded in ``<details>``."""
+    from rcpc.domain.embedding import readable
+
     shown = [d for d in diffs if d.status != "identical"]
     out = [f"### {title}", "", intro, ""]
-    if shown:
-        out += ["| render | status | what changed |", "|---|---|---|"]
-        for d in shown:
-            lines = d.lines()
-            what = _code(lines[0]) if lines else ""
-            if len(lines) > 1:
-                what += f" (+{len(lines) - 1} more)"
-            out.append(f"| {_code(d.name)} | {d.status} | {what} |")
+    if contracts is not None:
+        out += [f"**Contracts:** {'every contract holds' if not contracts else f'{len(contracts)} broken'}.", ""]
+        out += [f"- {_code(f'{r}/{v}')}: {_code(p)}" for r, v, p in contracts] + ([""] if contracts else [])
+    flags: dict = {}
+    paths: dict = {}
+    for d in shown:
+        for c in d.flags or ():
+            flags.setdefault((c.key, c.describe()), []).append(d)
+        for c in d.paths or ():
+            paths.setdefault(readable(c.describe()), []).append(d)
+    if flags:
+        out += ["| flag | change | renders |", "|---|---|---|"]
+        out += [f"| {_code(key)} | {_code(text.split(': ', 1)[1])} | {_renders(ds)} |"
+                for (key, text), ds in flags.items()]
+        out.append("")
+    if paths:
+        out += ["| other change | renders |", "|---|---|"]
+        out += [f"| {_code(text)} | {_renders(ds)} |" for text, ds in paths.items()]
         out.append("")
     out += [f"**{totals(diffs)}.**", ""]
     for d in shown:
+        if d.status == "changed" and not d.paths and d.flags:
+            continue  # a flag row says all of it
         out += ["<details>", f"<summary><code>{_html(d.name)}</code>: {d.status}</summary>", ""]
-        lines = d.lines()
-        if lines:
-            out += [("Effective flags:" if d.flags is not None else "Paths:"), ""]
-            out += [f"- {_code(x)}" for x in lines]
-            out.append("")
         if d.diff:
             fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", d.diff)), default=0) + 1)
             out += [f"{fence}diff", d.diff.rstrip("\n"), fence, ""]
         out += ["</details>", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _renders(diffs: list[RenderDiff]) -> str:
+    """The renders a change reaches, compactly: per recipe, ``{variants} × {renders}`` when it
+    reaches every pair of them, else each ``variant/render``."""
+    by_recipe: dict = {}
+    for d in diffs:
+        by_recipe.setdefault(d.recipe, []).append(d)
+    parts = []
+    for recipe, ds in by_recipe.items():
+        variants = list(dict.fromkeys(d.variant for d in ds))
+        renders = list(dict.fromkeys(d.render for d in ds))
+        if len(ds) == len(variants) * len(renders) and len(ds) > 1:
+            inner = f"{{{', '.join(variants)}}} × {{{', '.join(renders)}}}"
+        else:
+            inner = ", ".join(f"{d.variant}/{d.render}" if d.variant else d.render for d in ds)
+        parts.append(_code(f"{recipe}: {inner}" if recipe else inner) + f" ({len(ds)})")
+    return "<br>".join(parts)
 
 
 def _html(text: str) -> str:
@@ -279,6 +312,7 @@ class RevisionDiff:
     own_files: list
     diffs: list
     errors: list
+    contracts: list = attrs.Factory(list)  # (recipe, variant, first problem) of each contract broken in the work tree
 
     def header(self) -> list[str]:
         from rcpc import __version__
@@ -300,7 +334,7 @@ class RevisionDiff:
                f"the running rcpc {__version__}" if self.own_files else
                f"both sides are built by the running rcpc {__version__}")
         intro = f"`a/` is `{r.rev}` (`{r.commit[:12]}`), `b/` is the work tree; {own}."
-        return report_markdown(f"rcpc diff `{r.rev}` → work tree", intro, self.diffs)
+        return report_markdown(f"rcpc diff `{r.rev}` → work tree", intro, self.diffs, self.contracts)
 
     def to_json(self) -> dict:
         from rcpc import __version__
@@ -346,6 +380,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
         compilers = (Compiler(old_ws), Compiler(live))
         diffs: list[RenderDiff] = []
         errors: list = []
+        broken: list = []
         seen_variant = variant is None
         for name in chosen:
             built = []
@@ -353,8 +388,11 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
                 builds: dict = {}
                 if name in side:
                     try:
-                        _, vbs = compiler.build(side[name])
+                        recipe_, vbs = compiler.build(side[name])
                         builds = {b.variant: b for b in vbs}
+                        if compiler is compilers[1]:  # the work tree's contracts, for the review
+                            broken.extend((name, d.message.split("'")[1], (d.notes or (d.message,))[0])
+                                          for d in compiler.check_contracts(recipe_, vbs) if d.code == "E0610")
                     except CompileError as exc:
                         errors.append((exc.diagnostics, compiler))
                         builds = None
@@ -373,7 +411,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
                         hint="rcpc list shows each recipe's variants")
         own = revision.own_files_differ(rev)
     return RevisionDiff(rev, own, diffs, [((_relabelled(d, rev.rev), _relabelled_sources(c, rev.rev))
-                                           if c is compilers[0] else (d, c.sources)) for d, c in errors])
+                                           if c is compilers[0] else (d, c.sources)) for d, c in errors], broken)
 
 
 def _relabelled(diags: list, rev: str) -> list:

@@ -26,7 +26,7 @@ import pytest
 from rcpc.domain.workspace import CONFIG_NAME
 
 
-_CHANGED = pytest.StashKey[list]()    # (render name, golden text or None, render text)
+_CHANGED = pytest.StashKey[list]()    # (render name, golden text or None, render text, rcp.toml path)
 _WRITTEN = pytest.StashKey[list]()    # (golden path, what was done) under --snapshot-update
 
 
@@ -42,7 +42,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     changed = config.stash.get(_CHANGED, [])
     if changed:
         terminalreporter.write_sep("=", f"rcpc: what changed in {len(changed)} golden render(s)")
-        for line in golden_summary(changed):
+        for line in golden_summary([c[:3] for c in changed], [c[3] for c in changed]):
             terminalreporter.write_line(line)
     try:
         return (yield)
@@ -86,9 +86,18 @@ def _render_changes(name: str, old: str, new: str) -> list[str]:
     return ["text changed"]
 
 
-def golden_summary(changed: list) -> list[str]:
+def update_command(configs=()) -> str:
+    """The command that rewrites the goldens of the workspaces ``configs`` (their rcp.toml
+    paths) and runs nothing else: ``pytest rcp.toml --snapshot-update`` (about a second,
+    where the whole suite would also run every other test)."""
+    targets = " ".join(dict.fromkeys(os.path.relpath(c) for c in configs)) or "rcp.toml"
+    return f"pytest {targets} --snapshot-update"
+
+
+def golden_summary(changed: list, configs=()) -> list[str]:
     """The lines of the summary: each distinct change once (in order first seen), with the
-    renders it is in; then the missing goldens."""
+    renders it is in; then the missing goldens, and the command that accepts them
+    (:func:`update_command` of the workspaces' ``configs``)."""
     groups: dict[str, list[str]] = {}
     missing = []
     for name, old, new in changed:
@@ -103,7 +112,7 @@ def golden_summary(changed: list) -> list[str]:
         out += [line, f"    in {shown}"]
     if missing:
         out.append(f"missing goldens: {', '.join(missing)}")
-    out.append("run `pytest --snapshot-update` to accept the new renders")
+    out.append(f"run `{update_command(configs)}` to accept the new renders")
     return out
 
 
@@ -185,15 +194,15 @@ class GoldenItem(_Item):
             result = assertion.executions[0]
             if result.exception is not None:
                 raise result.exception
-            self.config.stash[_CHANGED].append((self.name, result.recalled_data, self.text))
+            self.config.stash[_CHANGED].append((self.name, result.recalled_data, self.text, self.path))
             if result.recalled_data is None:
                 raise GoldenFailure([f"golden {rel} is missing",
-                                     "run `pytest --snapshot-update` to write it"])
+                                     f"run `{update_command([self.path])}` to write it"])
             diff = difflib.unified_diff(result.recalled_data.splitlines(True), self.text.splitlines(True),
                                         f"golden/{self.name}", f"render/{self.name}")
             lines = [f"golden {rel} differs from the render:"]
             lines += [_visible(line) for line in diff]
-            lines.append("run `pytest --snapshot-update` to accept the new render")
+            lines.append(f"run `{update_command([self.path])}` to accept the new render")
             raise GoldenFailure(lines)
 
 
@@ -245,7 +254,7 @@ class OrphansItem(_Item):
             return
         lines = ["golden files that no recipe, variant or render produces any more:"]
         lines += [f"  {os.path.relpath(p)}" for p in orphans]
-        lines.append("run `pytest --snapshot-update` to delete them")
+        lines.append(f"run `{update_command([self.path])}` to delete them")
         raise GoldenFailure(lines)
 
 
