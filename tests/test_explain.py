@@ -48,3 +48,39 @@ def test_explain_sees_through_function_calls(ws, cli):
     assert lines[2] == f"  1. 10  at recipes/lib/f.rcp:2:27  (layer 1: {call})"
     assert lines[3] == (f"  2. 99  at recipes/lib/f.rcp:2:45  (layer 2: {call}; "
                         "`tuned` is true at recipes/lib/f.rcp:2:61 with tuned=True)")
+
+
+def test_explain_effective_is_the_config_maxtext_starts_with(sws, cli):
+    """``rcpc explain --effective``: every key of base.yml, the model config's keys, the
+    flags and the carrying container's ``M_`` variables, each from where MaxText takes it, in
+    its precedence (the flag, then the env, then the model config, then base.yml)."""
+    import json
+
+    from conftest import SCHEMA_TOML
+
+    (sws.root / "rcp.toml").write_text(SCHEMA_TOML)  # (the cli fixture's workspace wrote its own)
+    sws.write("recipes/r.rcp", '''\
+        F = maxtext_flags({"model_name": "llama3.1-8b", "steps": 7, "per_device_batch_size": 2})
+        jobset(name = "j", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "main", "image": "i", "args": F.argv,
+                            "env": [{"name": "M_LEARNING_RATE", "value": "0.5"}]}]}}}}}]})
+        ''')
+    r = cli("explain", "--effective", "r", "j.yaml", "--format", "json")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    rows = {row["key"]: row for row in report["config"]}
+    assert report["model"] == "llama3.1-8b" and report["render"] == "j.yaml"
+    assert (rows["steps"]["value"], rows["steps"]["from"]) == ("7", "recipes/r.rcp:1:49")
+    assert (rows["learning_rate"]["value"], rows["learning_rate"]["source"]) == ("0.5", "env")
+    assert "M_LEARNING_RATE of container 'main' in j.yaml" == rows["learning_rate"]["from"]
+    assert (rows["base_emb_dim"]["value"], rows["base_emb_dim"]["from"]) == ("4096", "models/llama3.1-8b.yml")
+    assert rows["enable_checkpointing"]["source"] == "base.yml"
+    text = cli("explain", "--effective", "r", "j")
+    assert "  base_emb_dim" in text.out and "(models/llama3.1-8b.yml)" in text.out
+    assert cli("explain", "r", "j").code == 2 and cli("explain", "--effective", "r", "j", "steps").code == 2
+
+
+def test_explain_effective_needs_a_schema(ws, cli):
+    ws.write("recipes/r.rcp", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n')
+    r = cli("explain", "--effective", "r", "f")
+    assert r.code == 1 and "error[E0621]" in r.err

@@ -320,6 +320,15 @@ class Workspace:
         (path,) = self.recipe_paths([recipe])
         return explain(self.compiler, path, flag_set, key, variant, sets)
 
+    def explain_effective(self, recipe: str, render: str, variant: str | None = None,
+                          sets: list[str] | None = None) -> dict:
+        """The whole config MaxText starts with for the flag set ``render`` carries, each
+        value with where it comes from (:func:`rcpc.domain.explain.effective`)."""
+        from rcpc.domain.explain import effective
+
+        (path,) = self.recipe_paths([recipe])
+        return effective(self.compiler, path, render, variant, sets)
+
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
         default: the recipe directories), formatted in ``jobs`` processes, nothing written:

@@ -236,6 +236,9 @@ CATALOG = [
     Example("E0705", "expression statement that does nothing", "1 + 2\n"),
     Example("E0706", "declaration in a loaded file", 'load("//recipes/lib/a.rcp", "A")\n',
             files={"recipes/lib/a.rcp": 'A = 1\nvariant("x")\n'}),
+    Example("E0621", "explain --effective of a flag set with no MaxText schema",
+            'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            argv=["explain", "--effective", "r", "f"]),
     Example("E0707", "string operation that would cut a flag token",
             'F = maxtext_flags({"run_name": "exp-1", "steps": 10})\n'
             'command_file(name = "run", argv = ["bash", "-c", f"train {F.shell}".replace("steps", "max_steps")])\n'),

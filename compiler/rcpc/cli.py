@@ -183,8 +183,11 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", parents=[common], help="where a flag's effective value comes from")
     e.add_argument("recipe", metavar="RECIPE")
-    e.add_argument("flagset", metavar="FLAGSET", help="a top-level name bound to maxtext_flags, or a flag render (trainer)")
-    e.add_argument("key", metavar="KEY")
+    e.add_argument("flagset", metavar="FLAGSET", help="a top-level name bound to maxtext_flags, or a render that "
+                   "carries one (trainer, trainer.yaml, launch.sh)")
+    e.add_argument("key", metavar="KEY", nargs="?", help="the flag (not with --effective)")
+    e.add_argument("--effective", action="store_true",
+                   help="the whole config MaxText starts with: base.yml, the model config, the flags, M_ env")
     g = e.add_mutually_exclusive_group()
     g.add_argument("--variant", metavar="V")
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
@@ -666,6 +669,19 @@ def _validate(args, ws, compiler) -> int:
 def _explain(args, ws, compiler) -> int:
     import json
 
+    if args.effective == (args.key is not None):
+        raise _Usage("explain needs a KEY, or --effective without one")
+    if args.effective:
+        report = compiler.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets)
+        if args.format == "json":
+            print(json.dumps(report, indent=2, ensure_ascii=False))
+            return 0
+        print(f"{report['recipe']} {report['render']} (variant {report['variant']}): the config MaxText starts with "
+              f"({report['schema']}{', model ' + report['model'] if report['model'] else ''})")
+        width = max((len(r["key"]) for r in report["config"]), default=0)
+        for r in report["config"]:
+            print(f"  {r['key']:<{width}}  {r['value']}  ({r['from']})")
+        return 0
     report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets)
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -286,7 +286,8 @@ class Universe:
         """The value of built-in ``name`` (the resolver has already rejected unknown names)."""
         if name in ("bool", "int", "float"):
             return TypeName(name, span)
-        return Builtin(name, (FUNCTIONS.get(name) or self.functions[name]).call, span)
+        f = FUNCTIONS.get(name) or self.functions.get(name)  # None: a declaration (E0501 if called here)
+        return Builtin(name, f.call if f is not None else None, span)
 
     def declared(self, name: str):
         """The :class:`Function`, :class:`Declaration` or :class:`TypeDoc` of built-in

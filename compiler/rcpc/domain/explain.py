@@ -1,4 +1,4 @@
-"""``rcpc explain``: where a flag's effective value comes from (DESIGN.md §3.1 provenance).
+"""``rcpc explain``: where a flag's effective value comes from (docs/maxtext.md, provenance).
 
 For one key of one flag set, evaluated for a variant: the effective (last-wins) value and
 the chain of every layer that set the key, with its value, ``file:line:col``, and why the
@@ -20,6 +20,74 @@ from rcpc.domain.recipe import Compiler, parse_sets
 from rcpc.domain.values import FlagSet
 
 
+def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets: list[str] | None):
+    """(recipe, the variant's name, its evaluation) of ``--variant`` (default ``default``) or
+    ``--set`` items. ``E0607`` for an unknown variant."""
+    recipe, _ = compiler.recipe(path)
+    if sets:
+        return recipe, "custom", compiler.evaluate(path, parse_sets(sets))
+    name = variant or "default"
+    chosen = [v for v in recipe.variants if v.name == name]
+    if not chosen:
+        names = [v.name for v in recipe.variants]
+        raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
+                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
+    return recipe, name, compiler.evaluate(path, dict(chosen[0].sets.items))
+
+
+def effective(compiler: Compiler, path: Path, render: str, variant: str | None = None,
+              sets: list[str] | None = None) -> dict:
+    """``rcpc explain --effective``: the whole config MaxText starts with for the flag set
+    ``render`` carries (a render's name, or a name bound to a flag set), as plain data: every
+    key of base.yml, the model config ``model_name`` loads (``models/<name>.yml``), the flags,
+    and the ``M_<KEY>`` variables of the container that carries them, each value with where it
+    comes from, in MaxText's precedence (the flag, then the env, then the model config, then
+    base.yml; MaxText ``pyconfig.initialize``). ``E0620`` for a render carrying no flag set
+    or several; ``E0621`` when the flag set has no MaxText schema to start from."""
+    from rcpc.domain.launch import env_overrides
+    from rcpc.domain.mesh import EffectiveValues, _UNKNOWN
+    from rcpc.domain.renders import carried, kind_of
+
+    recipe, name, result = _evaluated(compiler, path, variant, sets)
+    fs, container, where = _find(result, render), None, render
+    for r in result.renders:
+        if render in (r.name, kind_of(r).file_name(r)):
+            found = carried(r)
+            container = found[0].container if found else None
+            where = kind_of(r).file_name(r)
+    if fs.schema is None:
+        raise error("E0621", f"flag set '{render}' has no MaxText schema to start from", fs.span,
+                    hint='name one in rcp.toml (maxtext_schema = "builtin:maxtext") or in maxtext_flags(schema = ...)')
+    env = {n: (v, v.span if v is not None else item.span) for n, v, item in env_overrides(container)} \
+        if container is not None else {}
+    values = EffectiveValues(fs, env)
+    model = values.start("model_name")
+    keys = list(dict.fromkeys([*fs.schema.defaults, *values.model, *values.cli]))
+    rows = []
+    for key in keys:
+        value, at = values.raw(key)
+        source = values.source(key)
+        if source == "flag":
+            label = str(values.cli[key].key_span)
+        elif source == "env":
+            label = f"{at[0].split(' = ')[0]} of container {_name(container)} in {where}" if at else "env"
+        elif source == "model":
+            label = f"models/{model}.yml"
+        else:
+            label = source
+        shown = "(MaxText cannot read the env value)" if value is _UNKNOWN else _yaml_text(value)
+        rows.append({"key": key, "value": shown, "source": source, "from": label})
+    return {"recipe": recipe.name, "variant": name, "render": where, "schema": fs.schema.path,
+            "model": model if model not in (None, "default") else None, "config": rows}
+
+
+def _name(container) -> str:
+    from rcpc.core.values import Str
+
+    n = container.items.get("name") if container is not None else None
+    return repr(n.value) if type(n) is Str else "?"
+
+
 def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str | None = None,
             sets: list[str] | None = None) -> dict:
     """The provenance report as plain data (see the module docstring). ``flagset`` is a
@@ -28,18 +96,7 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     :func:`rcpc.domain.renders.carried`: the tokens MaxText reads there). Errors: ``E0607`` unknown variant, ``E0620`` no such flag set,
     ``E0616`` a key no layer of the flag set sets and no ``M_<KEY>`` environment variable of
     its containers sets (did-you-mean over the keys it sets)."""
-    recipe, _ = compiler.recipe(path)
-    if sets:
-        overrides, name = parse_sets(sets), "custom"
-    else:
-        name = variant or "default"
-        chosen = [v for v in recipe.variants if v.name == name]
-        if not chosen:
-            names = [v.name for v in recipe.variants]
-            raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
-                        hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
-        overrides = dict(chosen[0].sets.items)
-    result = compiler.evaluate(path, overrides)
+    recipe, name, result = _evaluated(compiler, path, variant, sets)
     fs = _find(result, flagset)
     chain = []
     for index, layer in enumerate(fs.layers, 1):

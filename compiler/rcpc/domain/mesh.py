@@ -70,7 +70,7 @@ def env_value(start, text: str):
     raise TypeError(t.__name__)
 
 
-class _Values:
+class EffectiveValues:
     """The value MaxText ends with for each key of a flag set: the flag's, the container's
     ``M_`` variable's, the model config's, base.yml's (in that order of precedence), each
     with where it was set (``(label, span, order)``, or None for a default)."""
@@ -82,12 +82,13 @@ class _Values:
         self.model: dict = {}
         self.override = False
         if self.schema is not None:  # read before the M_ variables are (pyconfig's temp_cfg)
-            name = self._start("model_name")
+            name = self.start("model_name")
             if type(name) is str and name != "default":
                 self.model = self.schema.models.get(name.replace("-Instruct", ""), {})
-            self.override = bool(self._start("override_model_config"))
+            self.override = bool(self.start("override_model_config"))
 
-    def _start(self, key: str):
+    def start(self, key: str):
+        """The value ``key`` has before the ``M_`` variables are read: the flag's, else base.yml's."""
         e = self.cli.get(key)
         return to_python(e.value) if e is not None else self.schema.defaults.get(key)
 
@@ -104,6 +105,20 @@ class _Values:
         if self.schema is not None and key in self.schema.defaults:
             return self.schema.defaults[key], None
         return _UNKNOWN, None
+
+    def source(self, key: str) -> str:
+        """Where the value of ``key`` comes from, by :meth:`raw`'s precedence: ``flag``,
+        ``env``, ``model`` (``models/<name>.yml``), ``base.yml`` or ``types.py`` (its default),
+        or ``unset``."""
+        if key in self.cli:
+            return "flag"
+        if ENV_PREFIX + key.upper() in self.env and (key not in self.model or self.override):
+            return "env"
+        if key in self.model:
+            return "model"
+        if self.schema is not None and key in self.schema.defaults:
+            return "base.yml" if "base" in self.schema.fields[key] else "types.py"
+        return "unset"
 
     def _from_env(self, key: str, value, span: Span):
         """``pyconfig``'s parse of an ``M_`` variable by the type of the value it replaces."""
@@ -140,7 +155,7 @@ def check_mesh(fs, tpu_slice, num_slices: int, span: Span, env: dict | None = No
     carrying the flag set to ``(value, span)``. Each finding is at the value among the group's
     that was set last (a flag, else an ``M_`` variable), else at ``span``; the group's other
     settings are related spans."""
-    v = _Values(fs, env)
+    v = EffectiveValues(fs, env)
     for key in ("custom_mesh_and_rule", "compile_topology"):
         if v.typed(key, "str")[0] not in ("", None, _UNKNOWN):
             return []
@@ -170,7 +185,7 @@ def check_mesh(fs, tpu_slice, num_slices: int, span: Span, env: dict | None = No
     return out
 
 
-def _group(v: _Values, prefix: str, names, span: Span, out: list):
+def _group(v: EffectiveValues, prefix: str, names, span: Span, out: list):
     """(key, value, where) of each name's key; None (after an E0340 into ``out`` for a flag
     set without a schema) when a value is unknown or not an int."""
     got = []
@@ -204,7 +219,7 @@ def _product(values) -> int:
     return out
 
 
-def _fill(v: _Values, prefix: str, names, total: int, what: str, span: Span, got=None) -> list[Diagnostic]:
+def _fill(v: EffectiveValues, prefix: str, names, total: int, what: str, span: Span, got=None) -> list[Diagnostic]:
     """``max_utils.fill_unspecified_mesh_axes`` of the group's values to ``total``."""
     out: list = []
     if got is None:
@@ -228,7 +243,7 @@ def _fill(v: _Values, prefix: str, names, total: int, what: str, span: Span, got
     return []
 
 
-def _dcn(v: _Values, axes, slices: int, benchmark: bool, span: Span) -> list[Diagnostic]:
+def _dcn(v: EffectiveValues, axes, slices: int, benchmark: bool, span: Span) -> list[Diagnostic]:
     out: list = []
     if slices <= 1:
         names = ONE_SLICE_DCN if v.schema is not None else [AXIS_KEYS[a] for a in axes if a in AXIS_KEYS
