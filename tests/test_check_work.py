@@ -4,6 +4,7 @@ not once per variant (a recipe of V variants cost V² declarations)."""
 
 from __future__ import annotations
 
+from rcpc.core import record
 import pytest
 
 from rcpc.domain.builtins import UNIVERSE
@@ -37,10 +38,10 @@ def counts(tmp_path, monkeypatch):
 
     def variant(*a, **k):
         seen["variant"] += 1
-        return real_variant(*a, **k)
+        return real_variant.call(*a, **k)
 
     monkeypatch.setattr(Compiler, "build", build)
-    monkeypatch.setitem(UNIVERSE.functions, "variant", variant)
+    monkeypatch.setitem(UNIVERSE.functions, "variant", record.evolve(real_variant, call=variant))
     (tmp_path / "recipes").mkdir()
     (tmp_path / "rcp.toml").write_text("")
     monkeypatch.chdir(tmp_path)

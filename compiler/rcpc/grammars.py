@@ -9,8 +9,10 @@ the compiler, and VS Code reads a JSON file), so their word lists are generated 
 * ``compiler/rcpc/highlight_words.py`` — ``BUILTINS`` and ``TYPES`` for :mod:`rcpc.highlight`;
 * ``editors/vscode/syntaxes/rcp.tmLanguage.json`` — the ``builtin`` rules' alternations.
 
-``python -m rcpc.grammars`` writes them; ``python -m rcpc.grammars --check`` exits 1 when one
-differs from what it would write (``tests/test_highlight.py`` runs the same comparison).
+Run from a checkout's root, ``python -m rcpc.grammars`` writes them there;
+``python -m rcpc.grammars --check`` exits 1 when one differs from what it would write
+(``tests/test_highlight.py`` runs the same comparison on the checkout holding the tests, whether
+the package under test is installed from it or editable).
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
-WORDS_MODULE = PACKAGE / "highlight_words.py"
-TEXTMATE = PACKAGE.parent.parent / "editors" / "vscode" / "syntaxes" / "rcp.tmLanguage.json"
+WORDS_MODULE = Path("compiler/rcpc/highlight_words.py")
+TEXTMATE = Path("editors/vscode/syntaxes/rcp.tmLanguage.json")
 _FUNCTION_SCOPE, _TYPE_SCOPE = "support.function.builtin.rcp", "support.type.rcp"
 
 
@@ -52,16 +53,19 @@ def textmate(text: str) -> str:
     return json.dumps(grammar, indent=2, ensure_ascii=False) + "\n"
 
 
-def generated() -> dict[Path, str]:
-    """{file: the text it should hold}."""
-    return {WORDS_MODULE: words_module(), TEXTMATE: textmate(TEXTMATE.read_text(encoding="utf-8"))}
+def generated(root: Path) -> dict[Path, str]:
+    """{file under the checkout ``root``: the text it should hold}. Raises OSError when
+    ``root`` holds no TextMate grammar (not a checkout of rcpc)."""
+    grammar = root / TEXTMATE
+    return {root / WORDS_MODULE: words_module(), grammar: textmate(grammar.read_text(encoding="utf-8"))}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write the generated files (0), or with ``--check`` report those that differ (1)."""
+    """Write the generated files of the checkout in the current directory (0), or with
+    ``--check`` report those that differ (1)."""
     check = "--check" in (sys.argv[1:] if argv is None else argv)
     stale = []
-    for path, text in generated().items():
+    for path, text in generated(Path.cwd()).items():
         if path.read_text(encoding="utf-8") == text:
             continue
         stale.append(path)
