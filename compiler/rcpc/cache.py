@@ -30,7 +30,6 @@ import os
 import re
 from pathlib import Path
 
-from rcpc.core import deferred
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
@@ -117,15 +116,14 @@ class BuildCache:
         """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
         hex of the bytes compiled, or ``LINK`` + real path}, from
         :meth:`~rcpc.domain.recipe.Compiler.dependency_digests`) were compiled into ``builds``
-        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts): written now, or
-        after the client's answer (:mod:`rcpc.core.deferred`); failures to write are
-        ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
+        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts); failures to
+        write are ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
         None (a dependency changed while it was compiled: nothing is stored)."""
         if not self.enabled or deps is None:
             return None
         self.note(deps)
         key = self._key(recipe, options)
-        deferred.defer(lambda: self._write(key, deps, builds, warnings))
+        self._write(key, deps, builds, warnings)
         return deps
 
     def _write(self, key: str, deps: dict, builds, warnings: list) -> None:

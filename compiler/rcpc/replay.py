@@ -182,9 +182,7 @@ _PACKAGE_TREE: list = []  # [(listings, files)] of rcpc's package, once a proces
 def package_tree() -> tuple:
     """({directory: entry names}, {path: stat}) of rcpc's package directories and its
     ``.py`` and ``.lark`` files (what a record depends on of rcpc's own code), read once a
-    process: the code a process runs is what it imported. The build server reads it before
-    it forks, and refuses requests once any file it loaded changed (``Server._stale``), so a
-    served command does not walk the package again (~3 ms). OSError when it cannot be read."""
+    process: the code a process runs is what it imported. OSError when it cannot be read."""
     if not _PACKAGE_TREE:
         listings: dict = {}
         files: dict = {}

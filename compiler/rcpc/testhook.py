@@ -8,10 +8,7 @@ knows where the process is and chooses when it goes on.
 ``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
 ``-j`` worker process has started), ``fork`` (the main process has just forked a worker of
 its pool, :mod:`rcpc.pool`), ``pool`` (the main process has made its pool of workers, before
-it uses it), ``served`` (the build server's child for a request is about to run the
-command, :mod:`rcpc.server`; the client forwards these two descriptors to it), ``deferred``
-(that child has answered its client and is about to run its deferred work,
-:mod:`rcpc.core.deferred`). Without the variables :func:`point` does nothing.
+it uses it). Without the variables :func:`point` does nothing.
 
 ``RCPC_TEST_KILL=<file name>`` (several separated by commas): a ``-j`` worker kills itself
 (SIGKILL) when it is about to compile or format a file of that name (:func:`kill`), as the

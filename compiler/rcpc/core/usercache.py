@@ -52,8 +52,7 @@ def code_fingerprint(package: str | None = None) -> str:
     ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
     version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
     rcpc's cache entries. rcpc's own is found once a process: the code a process runs is
-    the code it loaded (the build server, :mod:`rcpc.server`, finds it before it forks and
-    steps aside when a file of the package changes)."""
+    the code it loaded."""
     if package is not None:
         return _fingerprint(package)
     found = _KNOWN.get(("code", ""))

@@ -34,7 +34,6 @@ import json
 import os
 import sys
 
-from rcpc.core import deferred
 from rcpc.core.files import read_limited
 from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
 
@@ -42,13 +41,6 @@ MAGIC = b"rcpc-schema 1\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
 _KEY_BASE: list[str] = []  # computed once a process
-_HELD: dict[str, dict] = {}  # key -> result whose write is held back (rcpc.core.deferred)
-# The build server (rcpc.server): each child reports the keys it found or stored with no
-# findings (_USED); the server reads them back under the checks of lookup and keeps them
-# (_KEPT, by cache directory), so its later children neither read nor parse those entries.
-_USED: dict[tuple, None] = {}
-_KEPT: dict[tuple, None] = {}
-MAX_KEPT = 1 << 16  # keys kept in memory (64 bytes each), the oldest dropped first
 
 
 def _key_base() -> str:
@@ -133,14 +125,7 @@ def lookup(k: str | None) -> dict | None:
     directory = _directory()
     if directory is None or k is None:
         return None
-    if k in _HELD:
-        return _HELD[k]
-    if (directory, k) in _KEPT:
-        return NO_FINDINGS
-    found = _read(directory, k)
-    if found == NO_FINDINGS and deferred.holding():  # a build server's child: reported
-        _USED[(directory, k)] = None
-    return found
+    return _read(directory, k)
 
 
 def _read(directory: str, k: str) -> dict | None:
@@ -163,8 +148,8 @@ def _read(directory: str, k: str) -> dict | None:
 
 
 def store(k: str | None, result: dict) -> None:
-    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k`` (written now, or
-    after the client's answer, :mod:`rcpc.core.deferred`)."""
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``; failures to write
+    are ignored."""
     directory = _directory()
     if directory is None or k is None:
         return
@@ -172,12 +157,7 @@ def store(k: str | None, result: dict) -> None:
         payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
     except (ValueError, TypeError, RecursionError):
         return
-    if deferred.holding():  # read back from memory until it is written
-        _HELD[k] = json.loads(payload)
-        if result == NO_FINDINGS:
-            _USED[(directory, k)] = None
-    deferred.defer(lambda: _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
-                                  + payload))
+    _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -186,25 +166,3 @@ def _write(path: str, data: bytes) -> None:
         write_atomic(path, data)
     except OSError:
         pass
-
-
-def used() -> list:
-    """``[directory, key]`` of each entry with no findings this process (a build server's
-    child) found or stored: what it reports (:func:`rcpc.serverchild.report`)."""
-    return [list(entry) for entry in _USED]
-
-
-def remember(entries) -> int:
-    """Keep in memory each reported ``[directory, key]`` (:func:`used`) whose entry reads
-    back, under :func:`lookup`'s checks, as no findings (the build server, after its child
-    has written them); at most :data:`MAX_KEPT`, the oldest dropped first. The number kept."""
-    kept = 0
-    for entry in entries if type(entries) is list else ():
-        if (type(entry) is list and len(entry) == 2 and all(type(x) is str for x in entry)
-                and len(entry[1]) == 64 and _read(entry[0], entry[1]) == NO_FINDINGS):
-            _KEPT.pop((entry[0], entry[1]), None)
-            _KEPT[(entry[0], entry[1])] = None
-            kept += 1
-    while len(_KEPT) > MAX_KEPT:
-        del _KEPT[next(iter(_KEPT))]
-    return kept
