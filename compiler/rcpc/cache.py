@@ -30,6 +30,7 @@ import os
 import re
 from pathlib import Path
 
+from rcpc.core.envvars import get
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
 from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
@@ -61,7 +62,7 @@ class BuildCache:
 
     def __init__(self, root: Path, config: bytes):
         self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
-        self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
+        self.enabled = self.dir is not None and not get("RCPC_NO_CACHE")
         self._base_key = _sha(code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
         # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
         # later lookup in the run checks against it, not the file read again, so that one

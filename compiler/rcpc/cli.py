@@ -496,6 +496,10 @@ def _build(args, ws, compiler) -> int:
     for recipe, variant, renders in variants:
         _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders,
                                compared=verified.get((recipe, variant)))
+    if not written:
+        from rcpc.output import bookkeeping
+
+        _RECORDER.note_bookkeeping(os.path.abspath(out_dir), bookkeeping(out_dir))
     count = sum(len(renders) for _, _, renders in variants)
     _REPORT.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
                    f"({written} of {len(variants)} variant director{'y' if len(variants) == 1 else 'ies'} written)")

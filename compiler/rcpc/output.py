@@ -213,6 +213,30 @@ def _current(area: Path, shown: str) -> tuple[Path | None, dict]:
     return gen, manifest
 
 
+def bookkeeping(out_dir: Path) -> tuple[dict[str, str], list[str], list[str]] | None:
+    """What a build that finds its output already in place (:func:`publish` writing nothing)
+    reads of ``out_dir``'s bookkeeping, for no-op replay (:mod:`rcpc.replay`) to check the
+    same: ``(links, files, absent)``: each symlink with the text it must still hold (the
+    area's ``current``, each first-part link), the files whose bytes it reads (the marker and
+    the current manifest; any change to them is a miss) and the markers that must stay absent
+    (of a ``.rcpc`` directory above ``out_dir``: ``E0910``). None when such a build would
+    refuse (``E0910``, ``E0912``) or find no generation: nothing may then be replayed."""
+    out = Path(os.path.realpath(out_dir))
+    area = out / AREA
+    absent = [str(d / MARKER) for d in out.parents if d.name == AREA]
+    try:
+        if any(os.path.lexists(p) for p in absent) or not stat.S_ISDIR(os.lstat(area).st_mode):
+            return None
+        gen, manifest = _current(area, str(out_dir))
+    except (OSError, CompileError):
+        return None
+    if gen is None or not os.path.lexists(area / MARKER) or not all(_ours(out, name) for name in manifest["links"]):
+        return None
+    links = {str(area / "current"): f"gen/{gen.name}"}
+    links.update((str(out / name), f"{AREA}/current/{name}") for name in manifest["links"])
+    return links, [str(area / MARKER), str(gen / MANIFEST)], absent
+
+
 def _read_manifest(gen: Path) -> dict | None:
     """The manifest of generation ``gen``: ``{"format": 1, "recipes": {recipe: {variant:
     [render names]}}, "outputs": {recipe: n, its directory outputs/<n>}, "links": [first

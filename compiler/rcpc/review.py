@@ -12,13 +12,13 @@ request (a summary table, then each render's details folded in ``<details>``).
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import sys
 
 import attrs
 
 from rcpc.core import record
+from rcpc.core.envvars import get
 from rcpc.domain.renders import render_changes
 from rcpc.domain.delta import format_path
 from rcpc.domain.emit.flags import value_text
@@ -113,7 +113,7 @@ _STATUS_COLOR = {"changed": YELLOW, "added": GREEN, "removed": RED, "identical":
 
 def stdout_color() -> bool:
     """Colour on stdout: a terminal, and ``NO_COLOR`` unset (https://no-color.org)."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return sys.stdout.isatty() and not get("NO_COLOR")
 
 
 def paint(code: str, text: str, color: bool) -> str:

@@ -20,18 +20,20 @@ from __future__ import annotations
 
 import os
 
+from rcpc.core.envvars import get
+
 
 def point(name: str) -> None:
     """Report reaching point ``name`` and wait for the test, when a test asked for it."""
-    if name not in os.environ.get("RCPC_TEST_STOP", "").split(","):
+    if name not in get("RCPC_TEST_STOP", "").split(","):
         return
-    os.write(int(os.environ["RCPC_TEST_STOP_FD"]), f"{name} {os.getpid()}\n".encode())
-    os.read(int(os.environ["RCPC_TEST_GO_FD"]), 1)
+    os.write(int(get("RCPC_TEST_STOP_FD")), f"{name} {os.getpid()}\n".encode())
+    os.read(int(get("RCPC_TEST_GO_FD")), 1)
 
 
 def kill(name: str | None) -> None:
     """SIGKILL this process when a test named file ``name`` in ``RCPC_TEST_KILL``."""
-    if name and name in os.environ.get("RCPC_TEST_KILL", "").split(","):
+    if name and name in get("RCPC_TEST_KILL", "").split(","):
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)

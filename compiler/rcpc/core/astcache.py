@@ -34,6 +34,7 @@ import pickle
 import sys
 
 from rcpc.core import record
+from rcpc.core.envvars import get
 from rcpc.core.files import read_limited
 from rcpc.core.source import Source
 from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
@@ -68,7 +69,7 @@ def _code_id() -> str:
 
 
 def _directory() -> str | None:
-    if os.environ.get("RCPC_NO_CACHE"):
+    if get("RCPC_NO_CACHE"):
         return None
     return cache_dir("ast")
 

@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 
+from rcpc.core.envvars import get
 from rcpc.core.usercache import cache_dir
 
 LIMIT_ENV = "RCPC_CACHE_MAX_MB"
@@ -29,10 +30,10 @@ STALE_TMP_S = 3600    # a writer's temporary file this old is a leftover
 STAMP = ".trimmed"
 
 
-def limit_bytes(environ=os.environ) -> int | None:
+def limit_bytes() -> int | None:
     """The size limit in bytes from ``RCPC_CACHE_MAX_MB`` (None: no limit). A value that is
     not a whole number of MiB is reported on stderr and the default applies."""
-    raw = environ.get(LIMIT_ENV)
+    raw = get(LIMIT_ENV)
     if raw is None or raw.strip() == "":
         return DEFAULT_LIMIT_MB << 20
     try:
@@ -51,7 +52,7 @@ def maybe_trim(now: float | None = None) -> None:
     ignored (a cache that cannot be trimmed is only larger). ``now``: seconds since the epoch
     (the clock by default). A command trims after its own cache writes."""
     root = cache_dir()
-    if root is None or os.environ.get("RCPC_NO_CACHE"):
+    if root is None or get("RCPC_NO_CACHE"):
         return
     import time
 

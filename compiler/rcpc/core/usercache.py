@@ -1,10 +1,13 @@
 """rcpc's directory in the user cache, atomic writes into it, and the fingerprint of rcpc's
-code (and of the libraries whose output is cached) that cache keys include. Imports only ``os`` (``hashlib`` when fingerprinting): the
+code and of the distributions it depends on (:mod:`rcpc.core.distributions`) that cache keys
+include. Imports only ``os`` (``hashlib`` when fingerprinting): the
 no-op replay (:mod:`rcpc.replay`) uses it before anything else is loaded."""
 
 from __future__ import annotations
 
 import os
+
+from rcpc.core.envvars import get, home
 
 
 def cache_dir(*parts: str) -> str | None:
@@ -14,9 +17,9 @@ def cache_dir(*parts: str) -> str | None:
     and ignore it"; a relative one would put the cache in the current directory, a
     workspace). None when no absolute directory can be found (``HOME`` unset or relative
     too): rcpc then runs without its caches. Not created here."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
+    base = get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(home(), ".cache")
         if not os.path.isabs(base):
             return None
     return os.path.join(base, "rcpc", *parts)
@@ -51,20 +54,25 @@ def code_fingerprint(package: str | None = None) -> str:
     """SHA-256 hex of rcpc's own code: the path, size and mtime of every ``.py`` and
     ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
     version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
-    rcpc's cache entries. rcpc's own is found once a process: the code a process runs is
-    the code it loaded."""
+    rcpc's cache entries. rcpc's own also holds the third-party distributions it depends
+    on (:func:`rcpc.core.distributions.fingerprint`: jsonschema upgraded, every result it
+    gave is a miss) and is found once a process: the code a process runs is the code it
+    loaded."""
     if package is not None:
         return _fingerprint(package)
     found = _KNOWN.get(("code", ""))
     if found is None:
-        found = _KNOWN[("code", "")] = _fingerprint(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from rcpc.core.distributions import fingerprint
+
+        own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        found = _KNOWN[("code", "")] = _fingerprint(own, fingerprint())
     return found
 
 
-def _fingerprint(package: str) -> str:
+def _fingerprint(package: str, *more: str) -> str:
     import hashlib
 
-    parts = []
+    parts = list(more)
     for d, dirs, files in os.walk(package):
         dirs.sort()
         for name in sorted(files):

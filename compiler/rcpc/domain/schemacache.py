@@ -34,6 +34,7 @@ import json
 import os
 import sys
 
+from rcpc.core.envvars import get
 from rcpc.core.files import read_limited
 from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
 
@@ -110,7 +111,7 @@ def _path(directory: str, k: str) -> str:
 
 
 def _directory() -> str | None:
-    return None if os.environ.get("RCPC_NO_CACHE") else cache_dir("schema")
+    return None if get("RCPC_NO_CACHE") else cache_dir("schema")
 
 
 def _record(x) -> bool:
