@@ -33,7 +33,7 @@ from pathlib import Path
 from rcpc.core.envvars import get
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
-from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, make_dirs, read_owned, write_atomic
 from rcpc.domain.workspace import LINK
 
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
@@ -90,7 +90,7 @@ class BuildCache:
             return None
         key = self._key(recipe, options)
         try:
-            entry = json.loads(read_limited(self._entry_path(key), _MAX_BLOB))
+            entry = json.loads(read_owned(str(self._entry_path(key)), _MAX_BLOB))
             deps, builds, warnings = _validate(entry, key, str(recipe))
             for path, digest in deps.items():
                 if digest.startswith(LINK):
@@ -102,7 +102,7 @@ class BuildCache:
             for variant, renders in builds:
                 texts = []
                 for name, digest in renders:
-                    data = read_limited(Path(self.dir) / "blobs" / digest, _MAX_BLOB)
+                    data = read_owned(os.path.join(self.dir, "blobs", digest), _MAX_BLOB)
                     if _sha(data) != digest:
                         return None
                     texts.append((name, data.decode("utf-8")))
@@ -132,8 +132,8 @@ class BuildCache:
         intact); failures to write are ignored."""
         try:
             blobs = Path(self.dir) / "blobs"
-            blobs.mkdir(parents=True, exist_ok=True)
-            self._entry_path(key).parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(str(blobs))
+            make_dirs(str(self._entry_path(key).parent))
             entry_builds = []
             for variant, renders in builds:
                 refs = []
@@ -142,7 +142,7 @@ class BuildCache:
                     digest = _sha(data)
                     blob = blobs / digest
                     try:
-                        good = _sha(read_limited(blob, _MAX_BLOB)) == digest
+                        good = _sha(read_owned(str(blob), _MAX_BLOB)) == digest
                     except OSError:  # new, unreadable or not a file
                         good = False
                     if not good:

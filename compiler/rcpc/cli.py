@@ -255,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parsed(argv)
         previous = interrupts() if threading.current_thread() is threading.main_thread() else None
+        if args.command not in _UNCACHED:
+            from rcpc.core.usercache import cache_dir
+
+            cache_dir()  # a cache that cannot be trusted is said so (W0960) here, not in each -j worker
         _PROGRESS[0] = "nothing was written"
         color = stderr_color()
         _RECORDER = Recorder(argv, color)
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
                 unwritten = _close_output()
             code = code or unwritten  # a failure or an interrupt (130) already decided keeps its code
-            if args.command not in ("lsp", "completion", "schema"):
+            if args.command not in _UNCACHED:
                 from rcpc.core.cachetrim import maybe_trim
 
                 maybe_trim()  # the user cache kept under its size limit (at most once an hour)
@@ -279,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             restore_interrupts(previous)
     return code
+
+
+_UNCACHED = ("lsp", "completion", "schema")  # commands that use no user cache (the language server: its own)
 
 
 def _parsed(argv: list[str]):

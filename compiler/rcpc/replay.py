@@ -58,7 +58,7 @@ import time
 
 from rcpc.core.envvars import get, values
 from rcpc.core.files import identity, read_limited
-from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
 
 COMMANDS = ("build", "check")
 FORMAT = 4
@@ -104,8 +104,9 @@ def _checksum(payload: bytes) -> bytes:
     return (int.from_bytes(payload, "little") % _PRIME).to_bytes(8, "little")
 
 
-def _record_path(key: str) -> str:
-    return cache_dir("replay", f"{_fnv1a(key):016x}")
+def _record_path(key: str) -> str | None:
+    directory = cache_dir("replay")
+    return None if directory is None else os.path.join(directory, f"{_fnv1a(key):016x}")
 
 
 def _stat(path: str) -> tuple:
@@ -128,7 +129,7 @@ def listing(directory: str) -> tuple | None:
 def read_record(path: str) -> tuple:
     """The record in file ``path``: (format, key, files, listings, absent, links, readlinks,
     stdout, stderr, exit code). Raises OSError, or ValueError when the checksum does not match."""
-    data = read_limited(path, MAX_RECORD)
+    data = read_owned(path, MAX_RECORD)
     if data[:8] != _checksum(data[8:]):
         raise ValueError(f"{path}: checksum mismatch")
     return marshal.loads(data[8:])
@@ -408,7 +409,7 @@ class Recorder:
         path = _record_path(self.key)
         payload = marshal.dumps(record)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            make_dirs(os.path.dirname(path))
             write_atomic(path, _checksum(payload) + payload)
         except OSError:
             pass

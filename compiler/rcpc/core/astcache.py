@@ -10,7 +10,7 @@ file's display path (spans name it) and its text. The header also holds the SHA-
 payload, a :mod:`pickle` of the path, the SHA-256 of the code's part of the key, and the
 parse cut at its top-level statements (:class:`~rcpc.core.syntax.incremental.Chunk`). A lookup
 is a hit only when the entry is a regular file of bounded size
-(:func:`rcpc.core.files.read_limited`), its header names the key asked for, its payload has the
+(:func:`rcpc.core.usercache.read_owned`: this user's own), its header names the key asked for, its payload has the
 recorded digest, and it unpickles, with only the AST node classes,
 :class:`~rcpc.core.source.Span` and ``Chunk`` allowed as classes, to chunks of that path made
 by this code. Anything else (missing, truncated, damaged, another file's entry, another
@@ -35,9 +35,8 @@ import sys
 
 from rcpc.core import record
 from rcpc.core.envvars import get
-from rcpc.core.files import read_limited
 from rcpc.core.source import Source
-from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, make_dirs, read_owned, write_atomic
 
 MAGIC = b"rcpc-ast 2\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
@@ -105,7 +104,7 @@ def _chunk(c) -> bool:
 def _read(directory: str, k: str, path: str, limit: int) -> tuple | None:
     """The chunks of entry ``k``, a parse of ``path`` by this code; None on any miss."""
     try:
-        data = read_limited(os.path.join(directory, k[:2], k), limit)
+        data = read_owned(os.path.join(directory, k[:2], k), limit)
         if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
             return None
         payload = data[_HEADER:]
@@ -156,7 +155,7 @@ def _earlier(source: Source) -> tuple:
     if chunks is not None:
         return chunks
     try:
-        k = read_limited(os.path.join(directory, "last", _last_name(source.path)), 64).decode("ascii")
+        k = read_owned(os.path.join(directory, "last", _last_name(source.path)), 64).decode("ascii")
     except (OSError, ValueError):
         return ()
     if len(k) != 64 or k.strip("0123456789abcdef"):
@@ -174,8 +173,8 @@ def store(module, chunks: tuple) -> None:
     k = key(module.source)
     try:
         payload = pickle.dumps((module.path, _code_id(), chunks), protocol=pickle.HIGHEST_PROTOCOL)
-        os.makedirs(os.path.join(directory, k[:2]), exist_ok=True)
-        os.makedirs(os.path.join(directory, "last"), exist_ok=True)
+        make_dirs(os.path.join(directory, k[:2]))
+        make_dirs(os.path.join(directory, "last"))
         header = MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
         write_atomic(os.path.join(directory, k[:2], k), header + payload)
         write_atomic(os.path.join(directory, "last", _last_name(module.path)), k.encode())

@@ -20,7 +20,7 @@ tell apart left out), so a manifest that differs from a valid one only in such s
 flag in a container's ``args``) is valid without jsonschema; a result with violations is
 kept only under the exact manifest. The header holds
 the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
-regular file of bounded size (:func:`rcpc.core.files.read_limited`), its header names the
+regular file of bounded size and this user's own (:func:`rcpc.core.usercache.read_owned`), its header names the
 key asked for, the payload has the recorded digest and the records have the expected shape;
 anything else is a miss (validated again, entry rewritten). Entries live in
 ``$XDG_CACHE_HOME/rcpc/schema`` (``~/.cache/rcpc/schema``); ``RCPC_NO_CACHE=1`` turns the cache
@@ -35,8 +35,7 @@ import os
 import sys
 
 from rcpc.core.envvars import get
-from rcpc.core.files import read_limited
-from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, make_dirs, read_owned, write_atomic
 
 MAGIC = b"rcpc-schema 1\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
@@ -131,7 +130,7 @@ def lookup(k: str | None) -> dict | None:
 
 def _read(directory: str, k: str) -> dict | None:
     try:
-        data = read_limited(_path(directory, k), MAX_ENTRY)
+        data = read_owned(_path(directory, k), MAX_ENTRY)
         if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
             return None
         payload = data[_HEADER:]
@@ -163,7 +162,7 @@ def store(k: str | None, result: dict) -> None:
 
 def _write(path: str, data: bytes) -> None:
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_dirs(os.path.dirname(path))
         write_atomic(path, data)
     except OSError:
         pass
