@@ -112,7 +112,7 @@ def test_a_closed_standard_stream_is_no_traceback(cached_ws, form, argv, closed,
         for fd in closed:
             os.close(fd)
 
-    env = {**os.environ, "RCPC_NO_SERVER": "1", "PYTHONFAULTHANDLER": ""}
+    env = {**os.environ, "PYTHONFAULTHANDLER": ""}
     r = subprocess.run([*FORMS[form], *argv], cwd=cached_ws, env=env, preexec_fn=close, timeout=120,
                        **({} if 1 in closed else {"stdout": subprocess.PIPE}),
                        **({} if 2 in closed else {"stderr": subprocess.PIPE}))
@@ -120,33 +120,6 @@ def test_a_closed_standard_stream_is_no_traceback(cached_ws, form, argv, closed,
     assert r.returncode == status and b"Traceback" not in err, err.decode()
     if 1 in closed and status == 1:
         assert err.count(b"rcpc: error:") == 1, err.decode()  # said once (it was twice: the closing flush)
-
-
-def _square(x: int) -> int:
-    return x * x
-
-
-def test_workers_leave_what_was_frozen_before_them_frozen():
-    """The build server freezes its imports (gc.freeze) so that its children's collector
-    never scans them; a -j build in such a child ran ``gc.unfreeze()`` after its pool,
-    which thaws every frozen object, the server's too. What was frozen before a pool is
-    frozen after it; a process that froze nothing is left with nothing frozen."""
-    import gc
-
-    from rcpc import pool
-
-    square = _square
-    gc.unfreeze()
-    assert pool.run(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
-    assert gc.get_freeze_count() == 0
-    kept = [object() for _ in range(10)]  # noqa: F841 (alive while frozen)
-    gc.freeze()
-    try:
-        before = gc.get_freeze_count()
-        assert pool.run(2, [1, 2, 3], square, (None, {})) == [1, 4, 9]
-        assert gc.get_freeze_count() >= before
-    finally:
-        gc.unfreeze()
 
 
 DYING_WORKER = """
@@ -174,7 +147,7 @@ def test_a_worker_dying_mid_recipe_ends_the_build_with_an_error(tmp_path):
     for k in range(12):
         (tmp_path / "recipes" / f"r{k}.rcp").write_text(
             f'flag_file(name = "t", flags = maxtext_flags({{"steps": {k}}}))\nvariant("default")\n')
-    env = {**os.environ, "RCPC_NO_SERVER": "1", "RCPC_NO_CACHE": "1"}
+    env = {**os.environ, "RCPC_NO_CACHE": "1"}
     try:  # a guard against the hang, not a timing: the build takes well under a second
         r = subprocess.run([sys.executable, "-c", DYING_WORKER], cwd=tmp_path, env=env, capture_output=True,
                            timeout=30)

@@ -97,9 +97,11 @@ def test_rcpcs_own_fingerprint_is_found_once_a_process(monkeypatch):
     calls = []
     real = usercache._fingerprint
     monkeypatch.setattr(usercache, "_KNOWN", {})
-    monkeypatch.setattr(usercache, "_fingerprint", lambda package: calls.append(package) or real(package))
+    monkeypatch.setattr(usercache, "_fingerprint", lambda package, *more: calls.append(package) or real(package, *more))
     first = usercache.code_fingerprint()
-    assert usercache.code_fingerprint() == first == real(str(Path(usercache.__file__).parents[1]))
+    from rcpc.core.distributions import fingerprint
+
+    assert usercache.code_fingerprint() == first == real(str(Path(usercache.__file__).parents[1]), fingerprint())
     usercache.code_fingerprint(str(Path(usercache.__file__).parent))
     usercache.code_fingerprint(str(Path(usercache.__file__).parent))
     assert len(calls) == 3

@@ -85,9 +85,11 @@ def test_at_most_one_trim_an_hour(tmp_path, monkeypatch):
     (None, 1024 << 20, False), ("", 1024 << 20, False), ("64", 64 << 20, False), (" 8 ", 8 << 20, False),
     ("0", None, False), ("-1", 1024 << 20, True), ("1.5", 1024 << 20, True), ("1G", 1024 << 20, True),
 ])
-def test_the_limit(raw, expected, warned, capsys):
-    env = {} if raw is None else {cachetrim.LIMIT_ENV: raw}
-    assert cachetrim.limit_bytes(env) == expected
+def test_the_limit(raw, expected, warned, capsys, monkeypatch):
+    monkeypatch.delenv(cachetrim.LIMIT_ENV, raising=False)
+    if raw is not None:
+        monkeypatch.setenv(cachetrim.LIMIT_ENV, raw)
+    assert cachetrim.limit_bytes() == expected
     err = capsys.readouterr().err
     assert ("is not a whole number of MiB" in err) == warned and "Traceback" not in err
 

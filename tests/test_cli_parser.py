@@ -21,10 +21,8 @@ ARGVS = [
     ["schema", "jobset", "crd.yaml", "-o", "x.json"], ["lsp"], ["completion", "bash"],
     ["import", "manifest", "t.yaml", "--set", "A=1", "--var", "B", "-o", "r.rcp", "--force"],
     ["import", "shell", "l.sh", "-o", "r.rcp"],
-    ["server", "start", "--idle-timeout", "60"], ["server", "stop"], ["server", "status"],
 ]
-BAD = [["server"], ["server", "restart"], ["server", "start", "--idle-timeout", "nan"],
-       ["server", "start", "--idle-timeout", "0"], ["build", "--nope"], ["fmt", "--check", "--diff"], ["check", "-j", "0"], ["bild"], ["schema"], ["render"], []]
+BAD = [["server", "start"], ["build", "--nope"], ["fmt", "--check", "--diff"], ["check", "-j", "0"], ["bild"], ["schema"], ["render"], []]
 
 
 def run(parser, argv):
@@ -47,8 +45,7 @@ def test_the_invoked_commands_parser_parses_as_the_full_one(argv):
 
 
 def test_a_parser_used_before_parses_as_a_new_one():
-    """Parsers are built once a process (and before the build server forks): parsing
-    arguments leaves nothing behind in them."""
+    """Parsers are built once a process: parsing arguments leaves nothing behind in them."""
     for argv in ARGVS + BAD:
         run(cli._parser(cli._invoked(argv)), argv)
         run(cli._parser(), argv)
@@ -90,21 +87,3 @@ def test_what_no_parse_takes_is_a_usage_error_of_the_command(argv):
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
         cli._parse(argv)
     assert info.value.code == 2 and f"rcpc {argv[0]}: error:" in err.getvalue()
-
-
-@pytest.mark.parametrize("argv", [["build"], ["build", "rl/x"], ["build", "-o", "out", "rl/x", "rl/y"], ["check"],
-                                  ["check", "-j", "2", "r.rcp"], ["build", "-j", "1", "--variant", "tuned", "r"]])
-def test_a_prepared_parser_compiles_no_regular_expression_for_the_edit_loop(argv, monkeypatch):
-    """The build server prepares the parsers before it forks (``prepare_parsers``); argparse
-    makes regular expressions as it parses, so a build or check its child parses must find
-    them compiled already (re's cache, inherited by the child)."""
-    import re
-    import re._compiler
-
-    re.purge()  # what earlier tests compiled
-    cli.prepare_parsers()
-    compiled = []
-    real = re._compiler.compile
-    monkeypatch.setattr(re._compiler, "compile", lambda *a, **k: compiled.append(a[0]) or real(*a, **k))
-    cli._parse(argv)
-    assert compiled == []

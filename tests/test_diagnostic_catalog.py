@@ -33,14 +33,14 @@ def run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
     monkeypatch.chdir(root)
     with pytest.MonkeyPatch.context() as env:  # only for this example
         for name, value in example.env.items():
-            env.setenv(name, value)
+            env.setenv(name, value.replace("$PWD", str(root)))
         if example.before:
             assert main(list(example.before)) == 0
             write(root, example.then)
         capsys.readouterr()
         code = main(list(example.argv))
     out, err = capsys.readouterr()
-    return code, err
+    return code, err.replace(str(root), "$PWD")
 
 
 @pytest.mark.parametrize("example", CATALOG, ids=[e.code for e in CATALOG])
@@ -72,8 +72,9 @@ def _section(example, output: str) -> str:
             text = text[:200] + f"... ({len(text)} characters)\n"
         shown.append(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n")
     shown.extend(f"`{path}` is a symlink to `{target}`.\n" for path, target in example.links.items())
-    shown.extend(f"With `{name}={value}` in the environment (a fault injected by a test hook, `rcpc.testhook`).\n"
-                 for name, value in example.env.items())
+    shown.extend(f"With `{name}={value}` in the environment"
+                 + (" (a fault injected by a test hook, `rcpc.testhook`)" if name.startswith("RCPC_TEST_") else "")
+                 + ".\n" for name, value in example.env.items())
     if example.before:
         shown.append(f"After `rcpc {' '.join(example.before)}`, these files are written:\n")
         shown.extend(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n" for path, text in example.then.items())

@@ -199,3 +199,28 @@ def test_golden_summary_groups_a_change_across_renders():
         "text changed", "    in r/v0/bad.yaml",
         "missing goldens: r/v0/n.yaml",
         "run `pytest rcp.toml --snapshot-update` to accept the new renders"]
+
+
+IMPORTS = """
+import sys, pytest
+code = pytest.main(sys.argv[1:])
+print("hypothesis imported:", "hypothesis" in sys.modules)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("with_property", [False, True])
+def test_a_golden_only_session_does_not_import_hypothesis(workspace, with_property):
+    """Hypothesis's pytest plugin imported all of hypothesis in its terminal summary, even in
+    a session that ran no property (~0.7 s of ``pytest rcp.toml``): rcpc's plugin unregisters
+    it there. A session that runs a property keeps it, and its summary."""
+    run(workspace, "--snapshot-update")
+    args = ["-q", "-p", "no:cacheprovider", "rcp.toml"]
+    if with_property:
+        workspace.makepyfile(test_prop="from hypothesis import given, strategies as st\n"
+                                       "@given(st.integers())\ndef test_p(x):\n    assert x == x\n")
+        args.append("test_prop.py")
+    r = subprocess.run([sys.executable, "-c", IMPORTS, *args], cwd=workspace.path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert f"hypothesis imported: {with_property}" in r.stdout

@@ -198,9 +198,16 @@ def _waiting_workers(ws: Path, tmp_path: Path, count: int, points: str = "worker
 def _gone(pid: int, timeout: float = 60) -> bool:
     """Whether process ``pid`` (not a child of ours) exits within ``timeout`` seconds (a pidfd:
     a limit for a hang, not a timing assumption)."""
-    from rcpc.servercmd import wait_gone
+    import select
 
-    return wait_gone(pid, timeout)
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture

@@ -69,7 +69,6 @@ def test_building_a_stray_file_is_a_usage_error_and_writes_nothing(tmp_path, mon
     (tmp_path / "recipes" / "demo.rcp").write_text(RECIPE.format(name="trainer") + 'variant("tuned")\n')
     (tmp_path / "demo.rcp").write_text(RECIPE.format(name="evil"))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RCPC_NO_SERVER", "1")
     assert main(["build"]) == 0
     before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "rcpc-out").rglob("*"))
     capsys.readouterr()

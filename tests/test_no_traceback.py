@@ -180,7 +180,6 @@ def _piped_run(root: Path, argv: tuple, streams: dict, replayed: bool = False) -
             m.setattr(replay, "RACY_NS", 0)
         else:
             m.setenv("RCPC_NO_CACHE", "1")
-        m.setenv("RCPC_NO_SERVER", "1")
         for name, stream in streams.items():
             m.setattr(sys, name, stream)
         try:

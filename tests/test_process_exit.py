@@ -29,7 +29,7 @@ def big(tmp_path):
 
 
 def _run(form, argv, cwd):
-    env = {**BUFFERED, "RCPC_NO_CACHE": "1", "RCPC_NO_SERVER": "1"}
+    env = {**BUFFERED, "RCPC_NO_CACHE": "1"}
     return subprocess.run([*FORMS[form], *argv], cwd=cwd, env=env, capture_output=True, timeout=120)
 
 
@@ -80,15 +80,15 @@ def test_a_profiler_still_gets_its_results(tmp_path, big):
     profiler (or a tracer) the command exits the usual way."""
     stats = tmp_path / "out.prof"
     r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "rcpc", "render", "r"], cwd=big,
-                       env={**BUFFERED, "RCPC_NO_CACHE": "1", "RCPC_NO_SERVER": "1"}, capture_output=True, timeout=120)
+                       env={**BUFFERED, "RCPC_NO_CACHE": "1"}, capture_output=True, timeout=120)
     assert r.returncode == 0 and stats.stat().st_size > 0
 
 
 def test_ending_imports_nothing_the_command_did_not():
-    """The replay and build-server client paths import almost nothing; ending the process
-    adds no import (``threading`` alone cost ~4 ms there, a fifth of Python's start-up)."""
+    """The replay path imports almost nothing; ending the process adds no import
+    (``threading`` alone cost ~4 ms there, a fifth of Python's start-up)."""
     code = ("import sys\n"
-            "import rcpc.client, rcpc.replay\n"
+            "import rcpc.replay\n"
             "from rcpc.__main__ import shutdown\n"
             "before = set(sys.modules)\n"
             "shutdown(0)\n"

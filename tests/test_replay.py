@@ -131,9 +131,8 @@ def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
 
 
 def test_rcpcs_files_are_recorded_as_the_process_first_read_them(wsr, monkeypatch, tmp_path):
-    """The code a process runs is the code it imported: rcpc's package is read once a process
-    (the build server reads it before it forks, and refuses requests once a file it loaded
-    changed). A file of it changed since is recorded as it was first read, so the record is a
+    """The code a process runs is the code it imported: rcpc's package is read once a process.
+    A file of it changed since is recorded as it was first read, so the record is a
     miss; recorded as it is now, it would replay the output of the old code."""
     package = tmp_path / "package"
     package.mkdir()

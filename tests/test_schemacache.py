@@ -332,9 +332,8 @@ def test_a_render_found_invalid_is_reported_in_every_run(kube_ws, monkeypatch):
 
 
 def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path):
-    """Structural schemas and validators are made once a process for the same schema bytes
-    (the build server makes the shipped ones before it forks), wherever the file is and
-    however it is shown; other bytes get their own."""
+    """Structural schemas and validators are made once a process for the same schema bytes,
+    wherever the file is and however it is shown; other bytes get their own."""
     a, b, c = tmp_path / "a.json", tmp_path / "sub-b.json", tmp_path / "c.json"
     a.write_text(json.dumps(SCHEMA))
     b.write_text(json.dumps(SCHEMA))
@@ -374,7 +373,7 @@ def test_what_is_made_of_schemas_is_kept_for_a_bounded_number_of_contents(tmp_pa
     for i in range(edits):
         path.write_text(json.dumps(SCHEMA) + " " * i)
         index = SchemaIndex([path])
-        index.prepare()
+        index.validator("v1", "ConfigMap")
         first = first or index
     assert len(kube_schema._MADE) <= kube_schema.MADE_KEPT
     assert first.structural("v1", "ConfigMap") is first.structural("v1", "ConfigMap")
@@ -401,42 +400,6 @@ def test_a_schema_jsonschema_cannot_apply_is_a_diagnostic_at_its_file(tmp_path, 
     assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/count/" in d.message
 
 
-# the build server's memory of entries with no findings (rcpc.server.learn) -------------------
-JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=70)),
-                    lambda inner: st.lists(inner, max_size=3), max_leaves=8)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(report=st.lists(st.one_of(JUNK, st.sampled_from(["valid", "findings", "damaged", "missing", "other dir"])),
-                       max_size=6))
-def test_the_server_keeps_only_entries_that_read_back_as_no_findings(cache, monkeypatch, report):
-    """Whatever a child reports, :func:`schemacache.remember` keeps exactly the
-    ``[directory, key]`` pairs whose entry reads back, under lookup's checks, as no
-    findings; a kept key is then found without its file, in its directory only."""
-    monkeypatch.setattr(schemacache, "_KEPT", {})
-    directory = schemacache._directory()
-    keys = {name: f"{i:064x}" for i, name in enumerate(["valid", "findings", "damaged", "missing", "other dir"])}
-    schemacache.store(keys["valid"], schemacache.NO_FINDINGS)
-    schemacache.store(keys["findings"], {"before": [], "final": [[["spec"], "type", "bad", None]]})
-    schemacache.store(keys["damaged"], schemacache.NO_FINDINGS)
-    with open(schemacache._path(directory, keys["damaged"]), "r+b") as f:
-        f.seek(-2, 2)
-        f.write(b"]]")
-    schemacache.store(keys["other dir"], schemacache.NO_FINDINGS)
-    entries = [[directory + "x" if x == "other dir" else directory, keys[x]] if isinstance(x, str) and x in keys else x
-               for x in report]
-    kept = schemacache.remember(entries)
-    want = {(directory, keys["valid"])} if "valid" in report else set()
-    assert set(schemacache._KEPT) == want and kept == sum(1 for x in report if x == "valid")
-    if want:
-        import os
-
-        os.unlink(schemacache._path(directory, keys["valid"]))
-        assert schemacache.lookup(keys["valid"]) == schemacache.NO_FINDINGS
-        monkeypatch.setenv("XDG_CACHE_HOME", directory + "-elsewhere")
-        assert schemacache.lookup(keys["valid"]) is None
-
-
 FIELDS = st.lists(st.one_of(st.text(alphabet="ab\0 1T", max_size=4), st.booleans(), st.none(),
                             st.sampled_from(["True", "None", "1", "\0"])), max_size=4)
 
@@ -453,8 +416,7 @@ def test_a_key_tells_every_two_field_lists_apart(a, b):
 
 
 def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_read(tmp_path):
-    """Indexes of the same bytes share the documents as read (the build server reads the
-    shipped ones before it forks), other bytes are read anew, and validating every
+    """Indexes of the same bytes share the documents as read, other bytes are read anew, and validating every
     published TPU JobSet (pruning, defaulting: the webhooks' and the schema's defaults)
     leaves the documents equal to a fresh read of the bytes."""
     crd = (REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_bytes()
@@ -479,22 +441,22 @@ def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_re
     assert kube_schema._READ[("yaml", crd)] == list(yaml.safe_load_all(crd))
 
 
-def test_where_a_prepared_schema_marks_list_types_is_not_looked_for_again(tmp_path, monkeypatch):
-    """``prepare`` (the build server's, before it forks) finds where each schema marks list
-    types; an index of the same bytes made later (a request's child) checks lists without
-    looking through the schema again, with the findings a fresh look gives."""
+def test_where_a_schema_marks_list_types_is_not_looked_for_again(tmp_path, monkeypatch):
+    """Where a schema marks list types is found once for its bytes: an index of the same
+    bytes made later in the process (the language server's next request) checks lists
+    without looking through the schema again, with the findings a fresh look gives."""
     crd = (REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_bytes()
     (tmp_path / "j.yaml").write_bytes(crd)
     monkeypatch.setattr(kube_schema, "_MARKS", {})
-    SchemaIndex([tmp_path / "j.yaml"]).prepare()
     published = REPO.parent / "shared" / "data" / "tpu-recipes" / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"
     (data,) = load_manifests(published, published.name)[1]
+    kind = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    first = kube_schema.check_lists(data, SchemaIndex([tmp_path / "j.yaml"]).schema(*kind), "JobSet")
     looked = []
     original = kube_schema._look_for_lists
     monkeypatch.setattr(kube_schema, "_look_for_lists", lambda s: looked.append(s) or original(s))
-    index = SchemaIndex([tmp_path / "j.yaml"])
-    schema = index.schema("jobset.x-k8s.io/v1alpha2", "JobSet")
+    schema = SchemaIndex([tmp_path / "j.yaml"]).schema(*kind)
     found = kube_schema.check_lists(data, schema, "JobSet")
-    assert looked == []
+    assert looked == [] and found == first
     monkeypatch.setattr(kube_schema, "_MARKS", {})
     assert kube_schema.check_lists(data, schema, "JobSet") == found and looked

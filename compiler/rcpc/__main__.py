@@ -3,8 +3,8 @@
 Interrupts (:mod:`rcpc.interrupts`): from the first line of :func:`run`, Ctrl-C (SIGINT)
 and SIGTERM raise :class:`KeyboardInterrupt` once and the command exits 130.
 
-Build server (:mod:`rcpc.server`, opt-in): when one is running, a command that replay does not
-serve is sent to it (:mod:`rcpc.client`) before the CLI is imported here.
+rcpc runs as one process: a command that no-op replay (:mod:`rcpc.replay`) does not serve
+imports the CLI here and runs in this process.
 """
 
 import sys
@@ -20,35 +20,21 @@ from rcpc.interrupts import closed_streams, ignore_interrupts, interrupts, utf8_
 GC_THRESHOLDS = (500_000, 20, 20)
 
 
-def run(argv: list[str] | None = None, local: bool = False) -> int:
-    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else run the command
-    through the build server when one is running (:mod:`rcpc.client`), else import the CLI
-    and run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly. ``local``: run the CLI
-    in this process at once (the build server's child for a request, :mod:`rcpc.server`)."""
+def run(argv: list[str] | None = None) -> int:
+    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else import the CLI and
+    run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         interrupts()
         if sys.stdout is None or sys.stderr is None or sys.stdin is None:
             closed_streams()
         utf8_streams()
-        if local:  # SIGINT and SIGTERM, held since the server forked this child, are let through
-            import signal
+        from rcpc import replay
 
-            from rcpc import testhook
-
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-            testhook.point("served")
-        else:
-            from rcpc import replay
-
-            code = replay.serve(argv, replay.stderr_color())
-            if code is None:
-                from rcpc import client
-
-                code = client.serve(argv)
-            if code is not None:
-                ignore_interrupts()
-                return code
+        code = replay.serve(argv, replay.stderr_color())
+        if code is not None:
+            ignore_interrupts()
+            return code
         import gc
 
         gc.set_threshold(*GC_THRESHOLDS)
@@ -66,7 +52,7 @@ def shutdown(code: int) -> int:
     threads, run ``atexit`` handlers, flush the standard streams. Returns the exit status:
     ``code``, or 120 when flushing stdout fails and ``code`` is 0 (as CPython)."""
     # Not imported: no thread was started, no handler registered (importing threading alone
-    # cost ~4 ms of the build server's client).
+    # costs ~4 ms of a replayed command).
     threading, atexit = sys.modules.get("threading"), sys.modules.get("atexit")
     try:
         if threading is not None:

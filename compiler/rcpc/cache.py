@@ -30,10 +30,10 @@ import os
 import re
 from pathlib import Path
 
-from rcpc.core import deferred
+from rcpc.core.envvars import get
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_NAME, MAX_RENDERS, MAX_SCHEMA_BYTES
-from rcpc.core.usercache import cache_dir, code_fingerprint, write_atomic
+from rcpc.core.usercache import cache_dir, code_fingerprint, make_dirs, read_owned, write_atomic
 from rcpc.domain.workspace import LINK
 
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
@@ -62,7 +62,7 @@ class BuildCache:
 
     def __init__(self, root: Path, config: bytes):
         self.dir = cache_dir("builds", _sha(str(root).encode())[:16])
-        self.enabled = self.dir is not None and not os.environ.get("RCPC_NO_CACHE")
+        self.enabled = self.dir is not None and not get("RCPC_NO_CACHE")
         self._base_key = _sha(code_fingerprint().encode() + b"\0" + config) if self.enabled else ""
         # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
         # later lookup in the run checks against it, not the file read again, so that one
@@ -90,7 +90,7 @@ class BuildCache:
             return None
         key = self._key(recipe, options)
         try:
-            entry = json.loads(read_limited(self._entry_path(key), _MAX_BLOB))
+            entry = json.loads(read_owned(str(self._entry_path(key)), _MAX_BLOB))
             deps, builds, warnings = _validate(entry, key, str(recipe))
             for path, digest in deps.items():
                 if digest.startswith(LINK):
@@ -102,7 +102,7 @@ class BuildCache:
             for variant, renders in builds:
                 texts = []
                 for name, digest in renders:
-                    data = read_limited(Path(self.dir) / "blobs" / digest, _MAX_BLOB)
+                    data = read_owned(os.path.join(self.dir, "blobs", digest), _MAX_BLOB)
                     if _sha(data) != digest:
                         return None
                     texts.append((name, data.decode("utf-8")))
@@ -117,15 +117,14 @@ class BuildCache:
         """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
         hex of the bytes compiled, or ``LINK`` + real path}, from
         :meth:`~rcpc.domain.recipe.Compiler.dependency_digests`) were compiled into ``builds``
-        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts): written now, or
-        after the client's answer (:mod:`rcpc.core.deferred`); failures to write are
-        ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
+        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts); failures to
+        write are ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
         None (a dependency changed while it was compiled: nothing is stored)."""
         if not self.enabled or deps is None:
             return None
         self.note(deps)
         key = self._key(recipe, options)
-        deferred.defer(lambda: self._write(key, deps, builds, warnings))
+        self._write(key, deps, builds, warnings)
         return deps
 
     def _write(self, key: str, deps: dict, builds, warnings: list) -> None:
@@ -133,8 +132,8 @@ class BuildCache:
         intact); failures to write are ignored."""
         try:
             blobs = Path(self.dir) / "blobs"
-            blobs.mkdir(parents=True, exist_ok=True)
-            self._entry_path(key).parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(str(blobs))
+            make_dirs(str(self._entry_path(key).parent))
             entry_builds = []
             for variant, renders in builds:
                 refs = []
@@ -143,7 +142,7 @@ class BuildCache:
                     digest = _sha(data)
                     blob = blobs / digest
                     try:
-                        good = _sha(read_limited(blob, _MAX_BLOB)) == digest
+                        good = _sha(read_owned(str(blob), _MAX_BLOB)) == digest
                     except OSError:  # new, unreadable or not a file
                         good = False
                     if not good:

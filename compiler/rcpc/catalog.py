@@ -272,6 +272,8 @@ CATALOG = [
                                      "rcpc-out/r/default/notes.txt": "my notes\n"}),
     Example("E0912", "damaged record of the output", 'variant("default")\n', argv=("build",),
             before=("build",), then={"recipes/r.rcp": 'variant("more")\n', "rcpc-out/.rcpc/gen/1/.manifest": "{}\n"}),
+    Example("W0960", "user cache another user could write", 'variant("default")\n', exit=0,
+            links={"cache/rcpc": "/tmp"}, env={"XDG_CACHE_HOME": "$PWD/cache"}),
     Example("E0950", "output cannot be written", 'variant("default")\n',
             files={"out": "a file, not a directory\n"}, argv=("build", "-o", "out")),
     Example("E0951", "formatted file over the size limit",

@@ -53,8 +53,7 @@ _PARSERS: dict[str | None, argparse.ArgumentParser] = {}  # command -> its parse
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; with ``command``, only that command's arguments are built. Built
-    once a process (parsing arguments does not change a parser); the build server builds
-    every command's before it forks (:func:`prepare_parsers`)."""
+    once a process (parsing arguments does not change a parser)."""
     p = _PARSERS.get(command)
     if p is None:
         p = _PARSERS[command] = _build_parser(command)
@@ -80,19 +79,6 @@ def _parse(argv: list[str]):
     except TypeError:  # arguments parse_intermixed_args does not support
         return parser.parse_args(argv)
     return argparse.Namespace(**{**vars(args), **vars(rest)})
-
-
-def prepare_parsers() -> None:
-    """Build every command's parser (and the full one), as the build server does once, and
-    parse a command line of each shape an edit loop sends (a positional, an option with a
-    value): argparse makes regular expressions as it parses, which ``re`` keeps compiled
-    for the server's children (~0.2 ms each to compile)."""
-    full = _parser(None)
-    for action in full._subparsers._group_actions:
-        for name in action.choices:
-            _parser(name)
-    for argv in (["build", "r"], ["check", "-j", "1", "r"]):
-        _parse(argv)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -223,14 +209,6 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
         for opt in ("--maxtext-schema", "--maxtext-base", "--kube-schema"):
             k.add_argument(opt, default=None, help=argparse.SUPPRESS)
     sub.add_parser("lsp", help="serve the Language Server Protocol on stdin/stdout (needs rcpc[lsp])")
-    sv = sub.add_parser("server", help="a resident build server that spares each command Python's imports "
-                        "(opt-in; Linux)")
-    actions = sv.add_subparsers(dest="action", required=True, metavar="ACTION")
-    st = actions.add_parser("start", help="start the server in the background (returns once it listens)")
-    st.add_argument("--idle-timeout", type=_seconds, default=10800, metavar="SECONDS",
-                    help="stop after this many seconds without requests (default: 10800, 3 hours)")
-    actions.add_parser("stop", help="stop the server (running commands finish first)")
-    actions.add_parser("status", help="whether a server is running, and how many requests it served")
     co = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish)")
     from rcpc.completion import SHELLS, annotate
 
@@ -253,17 +231,6 @@ def _jobs(text: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more) or 'auto', got {text!r}")
-    return n
-
-
-def _seconds(text: str) -> float:
-    """A duration in seconds: a number above 0, at most 10**9 (``--idle-timeout``)."""
-    try:
-        n = float(text)
-    except ValueError:
-        n = 0.0
-    if not 0 < n <= 1e9:  # NaN too
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (at most 1e9), got {text!r}")
     return n
 
 
@@ -291,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parsed(argv)
         previous = interrupts() if threading.current_thread() is threading.main_thread() else None
+        if args.command not in _UNCACHED:
+            from rcpc.core.usercache import cache_dir
+
+            cache_dir()  # a cache that cannot be trusted is said so (W0960) here, not in each -j worker
         _PROGRESS[0] = "nothing was written"
         color = stderr_color()
         _RECORDER = Recorder(argv, color)
@@ -304,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 ignore_interrupts()  # the outcome is decided: the closing output is not cut
                 unwritten = _close_output()
             code = code or unwritten  # a failure or an interrupt (130) already decided keeps its code
-            if args.command not in ("lsp", "completion", "schema", "server"):
+            if args.command not in _UNCACHED:
                 from rcpc.core.cachetrim import maybe_trim
 
                 maybe_trim()  # the user cache kept under its size limit (at most once an hour)
@@ -315,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             restore_interrupts(previous)
     return code
+
+
+_UNCACHED = ("lsp", "completion", "schema")  # commands that use no user cache (the language server: its own)
 
 
 def _parsed(argv: list[str]):
@@ -358,10 +332,6 @@ def _run(args) -> int:
             return _schema(args)
         if args.command in ("lsp", "completion"):
             return _tool(args)
-        if args.command == "server":  # rcpc.servercmd: needs no workspace
-            from rcpc.servercmd import command
-
-            return command(args)
         workspace = Workspace(".", **_schema_options(args))
         ws = workspace.config
         _REPORT.root = ws.root
@@ -536,6 +506,10 @@ def _build(args, ws, compiler) -> int:
     for recipe, variant, renders in variants:
         _RECORDER.note_outputs(os.path.abspath(out_dir / recipe / variant), renders,
                                compared=verified.get((recipe, variant)))
+    if not written:
+        from rcpc.output import bookkeeping
+
+        _RECORDER.note_bookkeeping(os.path.abspath(out_dir), bookkeeping(out_dir))
     count = sum(len(renders) for _, _, renders in variants)
     _REPORT.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
                    f"({written} of {len(variants)} variant director{'y' if len(variants) == 1 else 'ies'} written)")

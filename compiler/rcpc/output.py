@@ -41,8 +41,7 @@ spelling of it, symlinks included, takes the same lock):
 4. writes a new ``outputs/<n>`` for each recipe whose output changed (renders that did not
    change hard-linked from the old one), the new generation and its manifest, makes the new
    links, switches ``current``, then removes the links, the generation and the outputs no
-   longer used (in the build server's child, after its client has the exit status, still
-   holding the lock: :mod:`rcpc.core.deferred`).
+   longer used, still holding the lock.
 
 Whether a variant's renders "differ from the current generation's" (step 1) is found by
 reading its files back, or, for renders compared while workers were still compiling
@@ -68,7 +67,6 @@ import stat
 import time
 from pathlib import Path
 
-from rcpc.core import deferred
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_fd, read_limited
@@ -131,7 +129,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             try:  # the swap and the clean-up run to the end
                 _swap(out, gen, links)
                 staged = []
-                _under_lock(lock, out, lambda out_fd, area_fd: _clean(out_fd, area_fd, links, old_gen, old, new))
+                _in_area(out, lambda out_fd, area_fd: _clean(out_fd, area_fd, links, old_gen, old, new))
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
@@ -213,6 +211,30 @@ def _current(area: Path, shown: str) -> tuple[Path | None, dict]:
                     hint=f"move any file of your own out of {shown}, then delete {os.path.join(shown, AREA)} "
                          f"and the links to it")
     return gen, manifest
+
+
+def bookkeeping(out_dir: Path) -> tuple[dict[str, str], list[str], list[str]] | None:
+    """What a build that finds its output already in place (:func:`publish` writing nothing)
+    reads of ``out_dir``'s bookkeeping, for no-op replay (:mod:`rcpc.replay`) to check the
+    same: ``(links, files, absent)``: each symlink with the text it must still hold (the
+    area's ``current``, each first-part link), the files whose bytes it reads (the marker and
+    the current manifest; any change to them is a miss) and the markers that must stay absent
+    (of a ``.rcpc`` directory above ``out_dir``: ``E0910``). None when such a build would
+    refuse (``E0910``, ``E0912``) or find no generation: nothing may then be replayed."""
+    out = Path(os.path.realpath(out_dir))
+    area = out / AREA
+    absent = [str(d / MARKER) for d in out.parents if d.name == AREA]
+    try:
+        if any(os.path.lexists(p) for p in absent) or not stat.S_ISDIR(os.lstat(area).st_mode):
+            return None
+        gen, manifest = _current(area, str(out_dir))
+    except (OSError, CompileError):
+        return None
+    if gen is None or not os.path.lexists(area / MARKER) or not all(_ours(out, name) for name in manifest["links"]):
+        return None
+    links = {str(area / "current"): f"gen/{gen.name}"}
+    links.update((str(out / name), f"{AREA}/current/{name}") for name in manifest["links"])
+    return links, [str(area / MARKER), str(gen / MANIFEST)], absent
 
 
 def _read_manifest(gen: Path) -> dict | None:
@@ -621,13 +643,10 @@ def _swap(out: Path, gen: Path, links: set) -> None:
         raise
 
 
-def _under_lock(lock, out: Path, work) -> None:
-    """Run ``work(out_fd, area_fd)`` under the build lock held on file ``lock``, given
-    descriptors of the output directory ``out`` and of its area, opened now: now, or after
-    the client's answer (:mod:`rcpc.core.deferred`), the lock held until then through a
-    duplicate of its descriptor (flock(2) locks belong to the open file, not the descriptor).
-    The work reaches the directories it was given through those descriptors, never by path:
-    a directory deleted or moved away meanwhile and made again at the same path by another
+def _in_area(out: Path, work) -> None:
+    """Run ``work(out_fd, area_fd)`` (under the build lock, which the caller holds), given
+    descriptors of the output directory ``out`` and of its area, opened now. The work reaches
+    the directories it was given through those descriptors, never by path: a directory deleted or moved away meanwhile and made again at the same path by another
     build (numbering its generations from 1 again) is not this lock's. When they cannot be
     opened, nothing is done (what the work removes, the next build removes, :func:`_sweep`)."""
     fds: list[int] = []
@@ -635,20 +654,15 @@ def _under_lock(lock, out: Path, work) -> None:
     try:
         fds.append(os.open(out, flags))
         fds.append(os.open(AREA, flags | os.O_NOFOLLOW, dir_fd=fds[0]))
-        if deferred.holding():
-            fds.append(os.dup(lock.fileno()))
     except OSError:
         for fd in fds:
             os.close(fd)
         return
-
-    def run() -> None:
-        try:
-            work(fds[0], fds[1])
-        finally:
-            for fd in fds:
-                os.close(fd)
-    deferred.defer(run)
+    try:
+        work(fds[0], fds[1])
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _clean(out_fd: int, area_fd: int, links: set, old_gen: Path | None, old: dict, new: dict) -> None:

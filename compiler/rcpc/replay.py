@@ -3,16 +3,26 @@ unchanged prints what it printed last time, without importing the CLI, the works
 third-party library (the shape of a no-op ``make``/``ninja`` run, or git's stat index).
 
 A *record* is kept per request: the command line, the working directory, whether stderr is
-coloured, the Python version and where rcpc is installed. It holds
+coloured, the Python version, its module search path (``sys.path``), where rcpc is installed
+and the value of every environment variable rcpc reads (:data:`rcpc.core.envvars.READ`). It
+holds
 
 * ``files``: (path, size, mtime_ns, ctime_ns, inode, SHA-256 hex or None) of every file the
   result depends on: ``rcp.toml``, every recipe's dependencies (recipe, loads, schema files),
-  rcpc's own source files (no digest) and, for ``build``, every output file;
+  rcpc's own source files and the metadata file of every third-party distribution it depends
+  on (:func:`rcpc.core.distributions.found`: its version, and a reinstall rewrites it; no
+  digest) and, for ``build``, every output file and the output's bookkeeping (its marker and
+  current manifest, no digest: :func:`rcpc.output.bookkeeping`);
 * ``listings``: the entries of every directory searched (recipe and library directories,
-  rcpc's package, each output variant directory; a symlink as ``name -> target``), or None
-  for a directory that must not exist; ``absent``: the ``rcp.toml`` paths that the workspace
-  search passed over; ``links``: each symlink followed to reach a recipe, a loaded file, a
-  schema or a searched directory, with the real path it must still resolve to;
+  rcpc's package, each output variant directory, each ``sys.path`` directory holding a
+  distribution it depends on: another version installed beside it; a symlink as ``name ->
+  target``), or None for a directory that must not exist; ``absent``: the ``rcp.toml`` paths
+  that the workspace search passed over (and markers of an rcpc area above the output);
+  ``links``: each symlink followed to reach a recipe, a loaded file, a schema, a searched
+  directory or the output directory, with the real path it must still resolve to;
+  ``readlinks``: the output's own symlinks (its ``current`` generation, each first-part
+  link), with the text each must still hold, so a replay exits 0 only where a full build
+  would find its bookkeeping intact (not ``E0910``/``E0912``);
 * what the command wrote to stdout and stderr, and its exit code (only 0 is recorded).
 
 A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marshal` format.
@@ -35,7 +45,8 @@ is written; any later change then moves the ctime the record holds. Records live
 together with the build cache.
 
 This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``; ``hashlib``
-for a file whose stat changed), :mod:`rcpc.core.files` and :mod:`rcpc.core.usercache`.
+for a file whose stat changed), :mod:`rcpc.core.envvars`, :mod:`rcpc.core.files` and
+:mod:`rcpc.core.usercache` (:mod:`rcpc.core.distributions` when recording).
 """
 
 from __future__ import annotations
@@ -45,11 +56,12 @@ import os
 import sys
 import time
 
+from rcpc.core.envvars import get, values
 from rcpc.core.files import identity, read_limited
-from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
 
 COMMANDS = ("build", "check")
-FORMAT = 3
+FORMAT = 4
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's timestamp granularity (FAT: 2 s)
 MAX_RECORD = 1 << 30     # bytes of one record
 MAX_FILE = 16 << 20      # bytes of one file whose content is checked (rcpc.core.limits.MAX_SCHEMA_BYTES)
@@ -59,7 +71,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 def stderr_color() -> bool:
     """Whether diagnostics on stderr are coloured: a terminal, and ``NO_COLOR`` unset
     (https://no-color.org)."""
-    return sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+    return sys.stderr.isatty() and not get("NO_COLOR")
 
 
 def _fnv1a(text: str) -> int:
@@ -74,9 +86,10 @@ def _fnv1a(text: str) -> int:
 def request_key(argv: list[str], color: bool) -> str | None:
     """The key of a request, or None when replay does not apply (another command,
     ``RCPC_NO_CACHE`` set, or no cache directory)."""
-    if not argv or argv[0] not in COMMANDS or os.environ.get("RCPC_NO_CACHE") or cache_dir() is None:
+    if not argv or argv[0] not in COMMANDS or get("RCPC_NO_CACHE") or cache_dir() is None:
         return None
-    return "\0".join([str(FORMAT), sys.version, _PACKAGE, os.getcwd(), "color" if color else "plain", *argv])
+    return "\0".join([str(FORMAT), sys.version, repr(sys.path), _PACKAGE, values(), os.getcwd(),
+                      "color" if color else "plain", *argv])
 
 
 _PRIME = (1 << 64) - 59  # the largest prime below 2**64
@@ -91,8 +104,9 @@ def _checksum(payload: bytes) -> bytes:
     return (int.from_bytes(payload, "little") % _PRIME).to_bytes(8, "little")
 
 
-def _record_path(key: str) -> str:
-    return cache_dir("replay", f"{_fnv1a(key):016x}")
+def _record_path(key: str) -> str | None:
+    directory = cache_dir("replay")
+    return None if directory is None else os.path.join(directory, f"{_fnv1a(key):016x}")
 
 
 def _stat(path: str) -> tuple:
@@ -113,9 +127,9 @@ def listing(directory: str) -> tuple | None:
 
 
 def read_record(path: str) -> tuple:
-    """The record in file ``path``: (format, key, files, listings, absent, links, stdout,
-    stderr, exit code). Raises OSError, or ValueError when the checksum does not match."""
-    data = read_limited(path, MAX_RECORD)
+    """The record in file ``path``: (format, key, files, listings, absent, links, readlinks,
+    stdout, stderr, exit code). Raises OSError, or ValueError when the checksum does not match."""
+    data = read_owned(path, MAX_RECORD)
     if data[:8] != _checksum(data[8:]):
         raise ValueError(f"{path}: checksum mismatch")
     return marshal.loads(data[8:])
@@ -128,7 +142,7 @@ def serve(argv: list[str], color: bool) -> int | None:
     if key is None:
         return None
     try:
-        fmt, rkey, files, listings, absent, links, out, err, code = read_record(_record_path(key))
+        fmt, rkey, files, listings, absent, links, readlinks, out, err, code = read_record(_record_path(key))
         if fmt != FORMAT or rkey != key or type(out) is not str or type(err) is not str or type(code) is not int:
             return None
         for path, *st, digest in files:
@@ -142,6 +156,9 @@ def serve(argv: list[str], color: bool) -> int | None:
                 return None
         for path, real in links:
             if os.path.realpath(path) != real:
+                return None
+        for path, text in readlinks:
+            if os.readlink(path) != text:
                 return None
     except Exception:  # no record, unreadable, of another shape, a file gone: a miss
         return None
@@ -182,9 +199,7 @@ _PACKAGE_TREE: list = []  # [(listings, files)] of rcpc's package, once a proces
 def package_tree() -> tuple:
     """({directory: entry names}, {path: stat}) of rcpc's package directories and its
     ``.py`` and ``.lark`` files (what a record depends on of rcpc's own code), read once a
-    process: the code a process runs is what it imported. The build server reads it before
-    it forks, and refuses requests once any file it loaded changed (``Server._stale``), so a
-    served command does not walk the package again (~3 ms). OSError when it cannot be read."""
+    process: the code a process runs is what it imported. OSError when it cannot be read."""
     if not _PACKAGE_TREE:
         listings: dict = {}
         files: dict = {}
@@ -228,6 +243,7 @@ class Recorder:
         self._listings: dict[str, tuple | None] = {}
         self._absent: list[str] = []
         self._links: dict[str, str] = {}
+        self._readlinks: dict[str, str] = {}
         self._ok = self.key is not None
         self._finished = False
         self._streams: tuple[_Tee, _Tee] | None = None
@@ -315,6 +331,11 @@ class Recorder:
         for path, st in files.items():
             if not self._stat_of(path, st):
                 return
+        from rcpc.core.distributions import found
+
+        for _, _, path, directory in found():
+            self._listings[directory] = listing(directory)
+            self._file(path)
 
     def note_dependencies(self, deps: dict[str, str] | None) -> None:
         """Files the result depends on, with the SHA-256 hex digests their compile saw (None:
@@ -347,6 +368,20 @@ class Recorder:
         for name, text in renders:
             self._file(os.path.join(directory, name), text.encode("utf-8"), (compared or {}).get(name))
 
+    def note_bookkeeping(self, out_dir: str, found: tuple | None) -> None:
+        """The output directory ``out_dir`` (absolute) and its bookkeeping as
+        :func:`rcpc.output.bookkeeping` found it after the build (None: a full build would
+        refuse it, or found none: nothing is recorded)."""
+        if found is None:
+            self._ok = False
+            return
+        links, files, absent = found
+        self.note_links({out_dir: os.path.realpath(out_dir)})
+        self._readlinks.update(links)
+        self._absent.extend(absent)
+        for path in files:
+            self._file(path)
+
     def discard(self) -> None:
         """This run's output must not be replayed (for ``build``: it wrote output, and a later
         run with nothing to write prints another status line)."""
@@ -370,11 +405,11 @@ class Recorder:
             return
         record = (FORMAT, self.key, [(p, *st) for p, st in self._files.items()],
                   list(self._listings.items()), self._absent, list(self._links.items()),
-                  "".join(out.parts), "".join(err.parts), code)
+                  list(self._readlinks.items()), "".join(out.parts), "".join(err.parts), code)
         path = _record_path(self.key)
         payload = marshal.dumps(record)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            make_dirs(os.path.dirname(path))
             write_atomic(path, _checksum(payload) + payload)
         except OSError:
             pass

@@ -14,13 +14,13 @@ reaches, the other changes by path, and the unified diffs of what the rows do no
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import sys
 
 import attrs
 
 from rcpc.core import record
+from rcpc.core.envvars import get
 from rcpc.domain.renders import render_changes
 from rcpc.domain.delta import format_path
 from rcpc.domain.emit.flags import value_text
@@ -116,7 +116,7 @@ _STATUS_COLOR = {"changed": YELLOW, "added": GREEN, "removed": RED, "identical":
 
 def stdout_color() -> bool:
     """Colour on stdout: a terminal, and ``NO_COLOR`` unset (https://no-color.org)."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return sys.stdout.isatty() and not get("NO_COLOR")
 
 
 def paint(code: str, text: str, color: bool) -> str:

@@ -25,6 +25,7 @@ import attrs
 
 from rcpc.core import record
 from rcpc.core.diagnostics import error
+from rcpc.core.envvars import for_subprocess
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_SCHEMA_BYTES
 from rcpc.domain.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
 
@@ -42,7 +43,7 @@ class Revision:
 
 def _git(top: Path, *args: str, data: bytes | None = None) -> bytes:
     """Run git read-only in ``top``; returns stdout. ``E0615`` when git fails."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    env = for_subprocess(GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         done = subprocess.run(["git", "-C", str(top), *args], input=data, capture_output=True, env=env)
     except OSError as exc:
@@ -158,7 +159,7 @@ def _blobs(rev: Revision, oids: list[str]):
     with tempfile.TemporaryFile() as ids:
         ids.write("".join(o + "\n" for o in oids).encode())
         ids.seek(0)
-        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+        env = for_subprocess(GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
         with subprocess.Popen(["git", "-C", str(rev.top), "cat-file", "--batch"], stdin=ids,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) as git:
             try:

@@ -8,10 +8,7 @@ knows where the process is and chooses when it goes on.
 ``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
 ``-j`` worker process has started), ``fork`` (the main process has just forked a worker of
 its pool, :mod:`rcpc.pool`), ``pool`` (the main process has made its pool of workers, before
-it uses it), ``served`` (the build server's child for a request is about to run the
-command, :mod:`rcpc.server`; the client forwards these two descriptors to it), ``deferred``
-(that child has answered its client and is about to run its deferred work,
-:mod:`rcpc.core.deferred`). Without the variables :func:`point` does nothing.
+it uses it). Without the variables :func:`point` does nothing.
 
 ``RCPC_TEST_KILL=<file name>`` (several separated by commas): a ``-j`` worker kills itself
 (SIGKILL) when it is about to compile or format a file of that name (:func:`kill`), as the
@@ -23,18 +20,20 @@ from __future__ import annotations
 
 import os
 
+from rcpc.core.envvars import get
+
 
 def point(name: str) -> None:
     """Report reaching point ``name`` and wait for the test, when a test asked for it."""
-    if name not in os.environ.get("RCPC_TEST_STOP", "").split(","):
+    if name not in get("RCPC_TEST_STOP", "").split(","):
         return
-    os.write(int(os.environ["RCPC_TEST_STOP_FD"]), f"{name} {os.getpid()}\n".encode())
-    os.read(int(os.environ["RCPC_TEST_GO_FD"]), 1)
+    os.write(int(get("RCPC_TEST_STOP_FD")), f"{name} {os.getpid()}\n".encode())
+    os.read(int(get("RCPC_TEST_GO_FD")), 1)
 
 
 def kill(name: str | None) -> None:
     """SIGKILL this process when a test named file ``name`` in ``RCPC_TEST_KILL``."""
-    if name and name in os.environ.get("RCPC_TEST_KILL", "").split(","):
+    if name and name in get("RCPC_TEST_KILL", "").split(","):
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)

@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 
+from rcpc.core.envvars import get
 from rcpc.core.usercache import cache_dir
 
 LIMIT_ENV = "RCPC_CACHE_MAX_MB"
@@ -29,10 +30,10 @@ STALE_TMP_S = 3600    # a writer's temporary file this old is a leftover
 STAMP = ".trimmed"
 
 
-def limit_bytes(environ=os.environ) -> int | None:
+def limit_bytes() -> int | None:
     """The size limit in bytes from ``RCPC_CACHE_MAX_MB`` (None: no limit). A value that is
     not a whole number of MiB is reported on stderr and the default applies."""
-    raw = environ.get(LIMIT_ENV)
+    raw = get(LIMIT_ENV)
     if raw is None or raw.strip() == "":
         return DEFAULT_LIMIT_MB << 20
     try:
@@ -49,11 +50,9 @@ def limit_bytes(environ=os.environ) -> int | None:
 def maybe_trim(now: float | None = None) -> None:
     """Trim the cache if the last trim is an hour old or more (or never ran); errors are
     ignored (a cache that cannot be trimmed is only larger). ``now``: seconds since the epoch
-    (the clock by default). The trim itself is deferred work (:mod:`rcpc.core.deferred`): a
-    build server's child does it after its client's answer, after the cache writes it
-    deferred, as a command in-process does it after its writes."""
+    (the clock by default). A command trims after its own cache writes."""
     root = cache_dir()
-    if root is None or os.environ.get("RCPC_NO_CACHE"):
+    if root is None or get("RCPC_NO_CACHE"):
         return
     import time
 
@@ -66,10 +65,7 @@ def maybe_trim(now: float | None = None) -> None:
         pass
     except OSError:
         return
-    limit = limit_bytes()  # its warning is the command's own: printed now
-    from rcpc.core import deferred
-
-    deferred.defer(lambda: _trim(root, stamp, limit, now))  # after the command's cache writes, deferred too
+    _trim(root, stamp, limit_bytes(), now)
 
 
 def _trim(root: str, stamp: str, limit: int | None, now: float) -> None:

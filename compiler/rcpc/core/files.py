@@ -169,8 +169,6 @@ def write_output(path: str | os.PathLike, data: bytes) -> None:
                     pass
         os.replace(tmp, real)
     except BaseException:
-        from rcpc.core.usercache import discard
-
         discard(tmp)
         raise
 
@@ -220,3 +218,11 @@ def load_yaml_bounded(text: str, loader, limit: int, single: bool = False) -> li
         return docs
     finally:
         reader.dispose()
+
+
+def discard(path: str) -> None:
+    """Remove the temporary file ``path`` if it is there (after a failed write)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

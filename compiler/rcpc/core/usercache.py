@@ -1,10 +1,35 @@
-"""rcpc's directory in the user cache, atomic writes into it, and the fingerprint of rcpc's
-code (and of the libraries whose output is cached) that cache keys include. Imports only ``os`` (``hashlib`` when fingerprinting): the
-no-op replay (:mod:`rcpc.replay`) uses it before anything else is loaded."""
+"""rcpc's directory in the user cache, trusted only when it is the user's own; reads and atomic
+writes of its files; and the fingerprint of rcpc's code and of the distributions it depends
+on (:mod:`rcpc.core.distributions`) that cache keys include. Imports only ``os``, ``stat``,
+``sys`` and :mod:`rcpc.core.files` (``hashlib`` when fingerprinting, :mod:`rcpc.core.diagnostics`
+to warn): the no-op replay
+(:mod:`rcpc.replay`) uses it before anything else is loaded.
+
+Trust (a cache another user can write is input they control: a planted entry would make a
+broken ``rcpc check`` print ok, and lark's grammar cache is a pickle): ``rcpc`` in the cache
+directory and every directory rcpc makes or uses under it must be a directory (``lstat``: not
+a symbolic link), owned by the user running rcpc and not writable by group or others; rcpc
+makes its directories with mode 0700. When one is not, rcpc does not use the cache at all (no
+build, AST, validation or grammar cache, no replay) and says so once a process (``W0960``).
+Each file is read only when it is a regular file (not followed if a symbolic link) owned by
+the user and not writable by group or others (:func:`read_owned`), so an entry another user
+planted (before the directory was made private, say) is a miss; files are written with mode
+0600. The directory holding ``rcpc`` (``~/.cache``, ``$XDG_CACHE_HOME``) is the user's
+choice and may be a symbolic link; ``root`` may own it.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
+
+from rcpc.core.envvars import get, home
+from rcpc.core.files import discard, read_fd
+
+WARNING = "W0960"
+_TRUST: dict[str, str | None] = {}  # directory -> why it is not trusted (None: trusted), once a process
+_WARNED: list[str] = []             # the cache directories warned about (once a process)
 
 
 def cache_dir(*parts: str) -> str | None:
@@ -13,35 +38,134 @@ def cache_dir(*parts: str) -> str | None:
     encounters a relative path in any of these variables it should consider the path invalid
     and ignore it"; a relative one would put the cache in the current directory, a
     workspace). None when no absolute directory can be found (``HOME`` unset or relative
-    too): rcpc then runs without its caches. Not created here."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
+    too), or when ``rcpc`` there or a directory of ``parts`` that exists cannot be trusted
+    (:func:`why_untrusted`; said once, ``W0960``): rcpc then runs without its caches. Not
+    created here (:func:`make_dirs`)."""
+    base = get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(home(), ".cache")
         if not os.path.isabs(base):
             return None
-    return os.path.join(base, "rcpc", *parts)
+    root = here = os.path.join(base, "rcpc")
+    for part in ("", *parts):
+        here = os.path.join(here, part) if part else here
+        why = _why(here)
+        if why is not None:
+            _warn(root, here, why)
+            return None
+    return here
+
+
+def _why(directory: str) -> str | None:
+    """:func:`why_untrusted`, once a process for each directory (a missing one is looked at
+    again: rcpc may make it)."""
+    if directory not in _TRUST:
+        why = why_untrusted(directory)
+        if why == "missing":
+            return None
+        _TRUST[directory] = why
+    return _TRUST[directory]
+
+
+def why_untrusted(directory: str) -> str | None:
+    """Why ``directory`` of the user cache must not be used, or None when it may: it must
+    be a directory (by ``lstat``: a symbolic link is not followed), owned by this user, not
+    writable by group or others. ``"missing"`` when it does not exist."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _warn(root: str, directory: str, why: str) -> None:
+    """Say once a process, on stderr, that the cache at ``root`` is not used and why."""
+    if root in _WARNED:
+        return
+    _WARNED.append(root)
+    from rcpc.core.diagnostics import Diagnostic, format_text
+
+    what = "it" if directory == root else directory
+    fix = (f"chown $USER {directory} && chmod go-w {directory}, or remove it" if "user" in why or "writable" in why
+           else f"remove {directory}")
+    sys.stderr.write(format_text(Diagnostic(
+        WARNING, f"the user cache {root} is not used: {what} {why}, so another user could write what rcpc "
+                 "reads from it; rcpc runs without its caches", None, severity="warning",
+        hint=f"{fix} (rcpc makes its directories with mode 0700), or set XDG_CACHE_HOME to a directory of "
+             "your own"), {}, False) + "\n")
+
+
+def make_dirs(directory: str) -> None:
+    """Make ``directory`` of the user cache (``rcpc`` or a directory under it) and those
+    missing on the way (mode 0700), each of them trusted (:func:`why_untrusted`). Raises
+    OSError (PermissionError when it is not in the user cache, or one cannot be trusted)."""
+    root = cache_dir()
+    if root is None or not (directory == root or directory.startswith(root + os.sep)):
+        raise PermissionError(f"{directory} is not in rcpc's user cache")
+    os.makedirs(os.path.dirname(root), exist_ok=True)  # the user's own cache directory (~/.cache)
+    here = root
+    for part in ("", *os.path.relpath(directory, root).split(os.sep)):
+        here = os.path.join(here, part) if part and part != "." else here
+        try:
+            os.mkdir(here, 0o700)
+        except FileExistsError:
+            pass
+        why = _why(here)
+        if why is not None:
+            raise PermissionError(f"{here} {why}")
+
+
+def owned_file(path: str) -> bool:
+    """Whether ``path`` is a regular file (by ``lstat``) owned by this user and not writable
+    by group or others: one no other user can have written."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def read_owned(path: str, limit: int) -> bytes:
+    """The bytes of ``path``, a file of the user cache: a regular file (a symbolic link is
+    not followed) owned by this user, not writable by group or others, of at most ``limit``
+    bytes. Raises OSError (PermissionError for a file another user could have written)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022 or st.st_size > limit:
+            raise PermissionError(f"{path}: not a file of this user's cache")
+        data = read_fd(fd, limit + 1)
+        if len(data) > limit:
+            raise PermissionError(f"{path}: grew past {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling renamed into place, so a reader
-    sees the old file or the new one, never a part. Raises OSError (the temporary file is
-    removed)."""
+    """Write ``data`` to ``path`` (mode 0600) through a temporary sibling renamed into place,
+    so a reader sees the old file or the new one, never a part. Raises OSError (the
+    temporary file is removed)."""
     tmp = f"{os.fspath(path)}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(fd, 0o600)
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
         discard(tmp)
         raise
-
-
-def discard(path: str) -> None:
-    """Remove the temporary file ``path`` if it is there (after a failed write)."""
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 _KNOWN: dict[tuple, str] = {}  # (function, argument) -> its result, found once a process
@@ -51,21 +175,25 @@ def code_fingerprint(package: str | None = None) -> str:
     """SHA-256 hex of rcpc's own code: the path, size and mtime of every ``.py`` and
     ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
     version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
-    rcpc's cache entries. rcpc's own is found once a process: the code a process runs is
-    the code it loaded (the build server, :mod:`rcpc.server`, finds it before it forks and
-    steps aside when a file of the package changes)."""
+    rcpc's cache entries. rcpc's own also holds the third-party distributions it depends
+    on (:func:`rcpc.core.distributions.fingerprint`: jsonschema upgraded, every result it
+    gave is a miss) and is found once a process: the code a process runs is the code it
+    loaded."""
     if package is not None:
         return _fingerprint(package)
     found = _KNOWN.get(("code", ""))
     if found is None:
-        found = _KNOWN[("code", "")] = _fingerprint(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from rcpc.core.distributions import fingerprint
+
+        own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        found = _KNOWN[("code", "")] = _fingerprint(own, fingerprint())
     return found
 
 
-def _fingerprint(package: str) -> str:
+def _fingerprint(package: str, *more: str) -> str:
     import hashlib
 
-    parts = []
+    parts = list(more)
     for d, dirs, files in os.walk(package):
         dirs.sort()
         for name in sorted(files):

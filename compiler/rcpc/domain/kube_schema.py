@@ -121,22 +121,6 @@ def _marks_lists(s: dict) -> bool:
     return found
 
 
-def _mark_all(schema: dict) -> None:
-    """:func:`_marks_lists` of every schema node :func:`_walk_lists` can reach from ``schema``
-    (visited once each, a cycle of YAML aliases included)."""
-    seen: set = set()
-    todo = [schema]
-    while todo:
-        s = todo.pop()
-        if not isinstance(s, dict) or id(s) in seen:
-            continue
-        seen.add(id(s))
-        _marks_lists(s)
-        props = s.get("properties")
-        todo.extend([*(props.values() if isinstance(props, dict) else ()), s.get("additionalProperties"),
-                     s.get("items")])
-
-
 def _look_for_lists(s: dict) -> bool:
     if s.get("x-kubernetes-list-type") in ("map", "set"):  # what _walk_lists acts on
         return True
@@ -280,25 +264,15 @@ class SchemaIndex:
                      f"{type(exc).__name__}: {exc}", file_span(shown),
                      hint="check the schema with a JSON Schema (Draft 7) validator")
 
-    def prepare(self) -> None:
-        """Make every schema's structural schema and validator now, and find where it marks
-        list types (:func:`_marks_lists`, by the identity of the schemas as read: shared by
-        every index of the same bytes); the build server does, before it forks, for the
-        built-in schemas."""
-        for (api_version, kind), schema in self._schemas.items():
-            self.validator(api_version, kind)
-            _mark_all(schema)
-
 
 # SHA-256 of the schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a
-# SchemaIndex made of them}: made once a process (and before it forks, in the build server)
-# for the MADE_KEPT contents used last (a long-lived process sees a schema file edited)
+# SchemaIndex made of them}: made once a process, for the MADE_KEPT contents used last (a long-lived process sees a schema file edited)
 _MADE: dict[str, dict] = {}
 MADE_KEPT = 8
 
 
-# (format, bytes) of a schema file -> its documents as read, for the MADE_KEPT files read last
-# (made before the build server forks, for the built-in schemas). Shared by every index of
+# (format, bytes) of a schema file -> its documents as read, for the MADE_KEPT files read last.
+# Shared by every index of
 # those bytes: nothing changes a schema as read (what validation needs is made from it).
 _READ: dict[tuple, list] = {}
 

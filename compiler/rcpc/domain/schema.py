@@ -89,8 +89,7 @@ def schema_sources(path: Path) -> list[Path]:
 
 
 # (how it is shown, SHA-256 of its bytes) -> the MaxTextSchema of a .json schema: read each
-# time (the build cache hashes what is read), made once a process (and before the build
-# server forks, for the shipped one); a few kept
+# time (the build cache hashes what is read), made once a process; a few kept
 _MADE: dict[tuple, MaxTextSchema] = {}
 
 

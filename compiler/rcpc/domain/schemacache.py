@@ -20,7 +20,7 @@ tell apart left out), so a manifest that differs from a valid one only in such s
 flag in a container's ``args``) is valid without jsonschema; a result with violations is
 kept only under the exact manifest. The header holds
 the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
-regular file of bounded size (:func:`rcpc.core.files.read_limited`), its header names the
+regular file of bounded size and this user's own (:func:`rcpc.core.usercache.read_owned`), its header names the
 key asked for, the payload has the recorded digest and the records have the expected shape;
 anything else is a miss (validated again, entry rewritten). Entries live in
 ``$XDG_CACHE_HOME/rcpc/schema`` (``~/.cache/rcpc/schema``); ``RCPC_NO_CACHE=1`` turns the cache
@@ -34,21 +34,13 @@ import json
 import os
 import sys
 
-from rcpc.core import deferred
-from rcpc.core.files import read_limited
-from rcpc.core.usercache import cache_dir, code_fingerprint, installed, write_atomic
+from rcpc.core.envvars import get
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, make_dirs, read_owned, write_atomic
 
 MAGIC = b"rcpc-schema 1\n"
 _HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
 MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
 _KEY_BASE: list[str] = []  # computed once a process
-_HELD: dict[str, dict] = {}  # key -> result whose write is held back (rcpc.core.deferred)
-# The build server (rcpc.server): each child reports the keys it found or stored with no
-# findings (_USED); the server reads them back under the checks of lookup and keeps them
-# (_KEPT, by cache directory), so its later children neither read nor parse those entries.
-_USED: dict[tuple, None] = {}
-_KEPT: dict[tuple, None] = {}
-MAX_KEPT = 1 << 16  # keys kept in memory (64 bytes each), the oldest dropped first
 
 
 def _key_base() -> str:
@@ -118,7 +110,7 @@ def _path(directory: str, k: str) -> str:
 
 
 def _directory() -> str | None:
-    return None if os.environ.get("RCPC_NO_CACHE") else cache_dir("schema")
+    return None if get("RCPC_NO_CACHE") else cache_dir("schema")
 
 
 def _record(x) -> bool:
@@ -133,19 +125,12 @@ def lookup(k: str | None) -> dict | None:
     directory = _directory()
     if directory is None or k is None:
         return None
-    if k in _HELD:
-        return _HELD[k]
-    if (directory, k) in _KEPT:
-        return NO_FINDINGS
-    found = _read(directory, k)
-    if found == NO_FINDINGS and deferred.holding():  # a build server's child: reported
-        _USED[(directory, k)] = None
-    return found
+    return _read(directory, k)
 
 
 def _read(directory: str, k: str) -> dict | None:
     try:
-        data = read_limited(_path(directory, k), MAX_ENTRY)
+        data = read_owned(_path(directory, k), MAX_ENTRY)
         if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
             return None
         payload = data[_HEADER:]
@@ -163,8 +148,8 @@ def _read(directory: str, k: str) -> dict | None:
 
 
 def store(k: str | None, result: dict) -> None:
-    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k`` (written now, or
-    after the client's answer, :mod:`rcpc.core.deferred`)."""
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``; failures to write
+    are ignored."""
     directory = _directory()
     if directory is None or k is None:
         return
@@ -172,39 +157,12 @@ def store(k: str | None, result: dict) -> None:
         payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
     except (ValueError, TypeError, RecursionError):
         return
-    if deferred.holding():  # read back from memory until it is written
-        _HELD[k] = json.loads(payload)
-        if result == NO_FINDINGS:
-            _USED[(directory, k)] = None
-    deferred.defer(lambda: _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode()
-                                  + payload))
+    _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
 
 
 def _write(path: str, data: bytes) -> None:
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_dirs(os.path.dirname(path))
         write_atomic(path, data)
     except OSError:
         pass
-
-
-def used() -> list:
-    """``[directory, key]`` of each entry with no findings this process (a build server's
-    child) found or stored: what it reports (:func:`rcpc.serverchild.report`)."""
-    return [list(entry) for entry in _USED]
-
-
-def remember(entries) -> int:
-    """Keep in memory each reported ``[directory, key]`` (:func:`used`) whose entry reads
-    back, under :func:`lookup`'s checks, as no findings (the build server, after its child
-    has written them); at most :data:`MAX_KEPT`, the oldest dropped first. The number kept."""
-    kept = 0
-    for entry in entries if type(entries) is list else ():
-        if (type(entry) is list and len(entry) == 2 and all(type(x) is str for x in entry)
-                and len(entry[1]) == 64 and _read(entry[0], entry[1]) == NO_FINDINGS):
-            _KEPT.pop((entry[0], entry[1]), None)
-            _KEPT[(entry[0], entry[1])] = None
-            kept += 1
-    while len(_KEPT) > MAX_KEPT:
-        del _KEPT[next(iter(_KEPT))]
-    return kept

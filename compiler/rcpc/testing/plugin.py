@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,22 @@ _WRITTEN = pytest.StashKey[list]()    # (golden path, what was done) under --sna
 def pytest_configure(config):
     config.stash[_CHANGED] = []
     config.stash[_WRITTEN] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """In a session that never imported hypothesis (the goldens alone: ``pytest rcp.toml``),
+    unregister hypothesis's pytest plugin before the terminal summary: it has nothing to
+    report there (its statistics and failing examples come from hypothesis tests, its
+    observations from hypothesis itself), yet its ``pytest_terminal_summary`` imports all of
+    hypothesis to find that out (``hypothesis.internal.observability``, ~0.7 s, more than
+    the golden run itself; ``bench/editloop.py`` measures it). A session that ran a property
+    test, or was given a hypothesis option, has imported hypothesis and keeps the plugin."""
+    if "hypothesis" not in sys.modules:
+        manager = session.config.pluginmanager
+        plugin = manager.get_plugin("hypothesispytest")
+        if plugin is not None:
+            manager.unregister(plugin)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.limits import MAX_TOKENS
 from rcpc.core.source import Source
-from rcpc.core.usercache import cache_dir
+from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.postlex import TOKENS as _TOKENS
 from rcpc.core.syntax.postlex import BadIndent as _BadIndent
@@ -94,11 +94,11 @@ def _cache_path(grammar: str, options: dict) -> str | None:
     if directory is None:
         return None
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_dirs(directory)
     except OSError:
         return None
     path = os.path.join(directory, f"grammar-{digest}.lark.cache")
-    if os.path.lexists(path) and not os.path.isfile(path):  # lark would block on a FIFO there
+    if os.path.lexists(path) and not owned_file(path):  # lark would block on a FIFO, or unpickle another's
         return None
     return path
 
