@@ -26,12 +26,15 @@ from urllib.parse import unquote, urlsplit
 from rcpc.core.diagnostics import Diagnostic, error, io_hint
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.domain.recipe import not_utf8, too_large
-from rcpc.domain.workspace import Workspace, entry
+from rcpc.core.files import identity
+from rcpc.domain.workspace import CONFIG_NAME, Workspace, entry
 
 MAX_URI = 16 * 1024  # characters of a document URI: a path of PATH_MAX (4096) bytes, each percent-escaped
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _PIECE = 1 << 20  # characters of a buffer encoded at a time to count its bytes
+_LOADED: dict = {}  # rcp.toml path → (its identity when read, the Workspace read from it)
+_KEPT = 64          # rcp.toml files whose settings are kept
 
 
 class BadUri(ValueError):
@@ -75,10 +78,30 @@ def locate(path: Path) -> tuple[Workspace, Path]:
     ``E0906`` for a symlink out of the workspace, ``E0907`` for one that cannot be
     resolved, ``E0201`` for a path the system refuses (a name too long)."""
     try:
-        ws = Workspace.find(entry(path).parent)
+        ws = _find(entry(path).parent)
     except OSError as exc:   # a name too long
         raise error("E0201", f"cannot read {path}: {exc.strerror}", None, hint=io_hint(exc)) from None
     return ws, ws.inside(path)
+
+
+def _find(directory: Path) -> Workspace:
+    """:meth:`Workspace.find` of a real directory, the settings read from an ``rcp.toml``
+    kept while the file is unchanged (its size, times and inode: :func:`rcpc.core.files.identity`),
+    so that a request costs a few ``stat`` calls, not a TOML parse."""
+    for d in (directory, *directory.parents):
+        cfg = d / CONFIG_NAME
+        if not cfg.exists():
+            continue
+        stamp = identity(cfg)
+        got = _LOADED.get(cfg)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        ws = Workspace.find(d)
+        if identity(cfg) == stamp:   # not changed while it was read
+            _LOADED.pop(next(iter(_LOADED)), None) if len(_LOADED) >= _KEPT else None
+            _LOADED[cfg] = (stamp, ws)
+        return ws
+    return Workspace.find(directory)
 
 
 def buffer_problem(shown: str, text: str) -> Diagnostic | None:
