@@ -41,7 +41,7 @@ class RcpProtocol(LanguageServerProtocol):
     """pygls' language server protocol, answering every request (see the module docstring)."""
 
     def handle_message(self, message) -> None:
-        if self._shutdown and isinstance(message, RPCRequest) and message.method != T.EXIT:
+        if self._shutdown and isinstance(message, RPCRequest):   # (exit is a notification)
             self._send_response(message.id, error=T.ResponseError(
                 T.ErrorCodes.InvalidRequest, f"the server is shut down: no {message.method} after shutdown "
                                              "(LSP: only the exit notification may follow)"))

@@ -9,9 +9,9 @@ Positions are 1-based ``(line, col)`` in characters, as in :class:`~rcpc.core.so
   loaded file: a library function's ``def``), and every use of that binding (in the
   workspace's files that load it);
 * :func:`hover` — Markdown for a name (param type, default, doc; a definition's source and
-  its doc comment; a function's signature; a built-in's signature), a MaxText key in a ``maxtext_flags`` layer, ``{"key": v}`` or
-  ``dict(key = v)`` (schema type, default, effective value and ``explain`` chain), a TPU slice
-  string (chips, hosts, devices);
+  its doc comment; a function's signature; a built-in's signature), a MaxText key in a
+  ``maxtext_flags`` layer, ``{"key": v}`` or ``dict(key = v)`` (schema type, default,
+  effective value and ``explain`` chain), a TPU slice string (chips, hosts, devices);
 * :func:`completion_context` — the call and dict keys around the cursor, read from the text
   before it (a buffer being typed rarely parses), and :func:`completions` — the names, keyword
   arguments, library exports, MaxText keys, param names or JobSet fields that fit there;
@@ -110,8 +110,7 @@ def enclosing_call(hit: Hit) -> tuple[ast.Call | None, str | None]:
         node = hit.chain[i]
         if type(node) is ast.Call and type(node.func) is ast.Name:
             below = hit.chain[i + 1] if i + 1 < len(hit.chain) else None
-            kw = next((k.name for k in node.kwargs if k.value is below), None)
-            return node, kw
+            return node, below.name if type(below) is ast.Keyword else None
     return None, None
 
 
@@ -576,7 +575,7 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     tmod = session.module(target)
     if tmod is None or tmod.bindings is None:
         return []
-    return [Item(d.name, "variable", f"exported by {ws.display(target)}")
+    return [Item(d.name, "function" if d.kind == FUNCTION else "variable", f"exported by {ws.display(target)}")
             for d in tmod.bindings.defs if d.kind in (TOP_LEVEL, PARAM, LOADED, FUNCTION)
             and not d.name.startswith("_")]
 

@@ -154,6 +154,10 @@ class RcpServer(LanguageServer):
             return [T.Diagnostic(_TOP, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
                                  d.code, source="rcpc") for d in exc.diagnostics]
         found = session.diagnostics(real) if full else session.syntax_diagnostics(real)
+        if full:   # the parse and schema caches it wrote to kept under their size limit, as a command does
+            from rcpc.core.cachetrim import maybe_trim
+
+            maybe_trim()
         src = _source(session, real)
         return [to_lsp(session, d, real, src) for d in found]
 
@@ -173,10 +177,6 @@ class RcpServer(LanguageServer):
         except (BadUri, CompileError):
             return
         session.close(real)
-
-
-def uri_of(path: Path) -> str:
-    return path.as_uri()
 
 
 # positions ---------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _source(session: Session, real: Path) -> Source | None:
 
 def _location(session: Session, span: Span) -> T.Location:
     real = session.real(span.path)
-    return T.Location(uri_of(real), to_range(span, _source(session, real)))
+    return T.Location(real.as_uri(), to_range(span, _source(session, real)))
 
 
 # diagnostics -------------------------------------------------------------------------------
