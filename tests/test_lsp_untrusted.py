@@ -239,6 +239,7 @@ def hostile(tmp_path, monkeypatch) -> dict:
     (ws / "recipes/dir.rcp").mkdir()
     (ws / "recipes/out.rcp").symlink_to(outside / "secret.rcp")
     (ws / "recipes/loop.rcp").symlink_to(ws / "recipes/loop.rcp")
+    (ws / "recipes/lib/out.rcp").symlink_to(outside / "secret.rcp")
     with open(ws / "recipes/big.rcp", "wb") as f:
         f.truncate(MAX_FILE_BYTES + 1)
     with open(ws / "recipes/huge.rcp", "wb") as f:
@@ -289,11 +290,13 @@ def test_every_request_is_answered_and_nothing_but_regular_files_in_the_workspac
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(uri=uris(ws), method=st.sampled_from(METHODS), line=st.sampled_from([0, 2, 10 ** 6]),
-           character=st.sampled_from([0, 3, 10 ** 6]))
+           character=st.sampled_from([0, 3, 7, 10 ** 6]))
     @example(uri="file:///dev/zero", method="textDocument/hover", line=0, character=0)
     @example(uri=f"file://{ws}/recipes/fifo.rcp", method="textDocument/hover", line=0, character=0)
     @example(uri=f"file://{ws}/recipes/a%00b.rcp", method="textDocument/hover", line=0, character=0)
     @example(uri=f"file://{ws}/recipes/out.rcp", method="textDocument/definition", line=0, character=0)
+    @example(uri=f"file://{ws}/recipes/lib/common.rcp", method="textDocument/references", line=0, character=0)
+    @example(uri=f"file://{ws}/recipes/r.rcp", method="textDocument/completion", line=0, character=7)
     def check(uri, method, line, character):
         files.opened.clear()
         got = served.request(method, position_request(method, uri, line, character))

@@ -229,10 +229,25 @@ def _remote_file(session, real: Path, load: str, name: str, depth: int = 0) -> t
     return target, name
 
 
+def workspace_files(ws) -> list[Path]:
+    """The real paths of the ``.rcp`` files under the workspace's recipe and library
+    directories that are files inside it; one that does not resolve inside it (``E0906``,
+    ``E0907``: ``check``'s errors) is left out, not read, and the others are still listed."""
+    out: dict = {}
+    for d in (*ws.recipe_dirs, *ws.library_dirs):
+        for p in sorted(d.rglob("*.rcp")) if d.is_dir() else ():
+            try:
+                found = ws.inside(p)
+            except CompileError:
+                continue
+            if found.is_file():
+                out[found] = None
+    return list(out)
+
+
 def _loaders(session, real: Path, name: str) -> list[Span]:
-    ws = session.workspace
     out = []
-    for other in dict.fromkeys([*ws.recipes(), *ws.libraries()]):
+    for other in workspace_files(session.workspace):
         if other == real:
             continue
         mod = session.module(other)
@@ -565,7 +580,8 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     if not ctx.in_string:
         return []
     if ctx.string_arg == 0:
-        return [Item("//" + ws.display(lib), "file", "library") for lib in ws.libraries() if lib != real]
+        return [Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
+                if lib != real and ws.is_library(lib)]
     m = list(re.finditer(r"load\s*\(\s*(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", text[:offset]))
     if not m:
         return []
