@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,7 @@ from lsprotocol import types as T  # noqa: E402
 from rcpc import api  # noqa: E402
 from rcpc.core.syntax import ast  # noqa: E402
 from test_fuzz import BUNDLED, BUNDLED_LIBS, BUNDLED_RECIPES, mutated_inputs  # noqa: E402
-from test_lsp_untrusted import HANG, Served, position_request  # noqa: E402
+from test_lsp_untrusted import CANCELLED, HANG, Served, position_request  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SEVERITY = {"error": 1, "warning": 2, "note": 4}
@@ -426,7 +425,7 @@ def test_stale_work_is_skipped_and_a_cancelled_request_never_runs(editor, monkey
         served.change(uri, texts[v], v)
     hover = served.send_request("textDocument/hover", position_request("textDocument/hover", uri, 10, 3))
     served.notify("$/cancelRequest", {"id": hover})
-    assert served.answer(hover)["error"]["code"] == -32800   # answered while the check runs
+    assert served.answer(hover)["error"]["code"] == CANCELLED   # answered while the check runs
     assert not release.is_set() and served.server.latest[uri] == 4
     release.set()
     final = served.diagnostics(uri, 4)

@@ -31,7 +31,7 @@ from hypothesis import strategies as st  # noqa: E402
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_MESSAGE_BYTES  # noqa: E402
 
 HANG = 120   # seconds: a guard against a server that never answers, never a speed check
-INVALID_PARAMS, INVALID_REQUEST, INTERNAL, REQUEST_FAILED, CANCELLED = -32602, -32600, -32603, -32803, -32800
+INVALID_PARAMS, INVALID_REQUEST, REQUEST_FAILED, CANCELLED = -32602, -32600, -32803, -32800
 TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
 RECIPE = '''load("//recipes/lib/common.rcp", "STEPS")
 
