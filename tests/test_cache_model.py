@@ -351,8 +351,8 @@ class CacheModel(RuleBasedStateMachine):
         real_read = Compiler.read
         done = []
 
-        def read_then_edit(compiler, real, limit):
-            data = real_read(compiler, real, limit)
+        def read_then_edit(compiler, real, limit, *how, **also):
+            data = real_read(compiler, real, limit, *how, **also)
             if real == path and not done:
                 path.write_text(text)
                 done.append(True)

@@ -254,7 +254,6 @@ class Workspace:
         build cache. Errors are returned, not raised: :attr:`Check.errors` counts them."""
         from rcpc.cache import request
         from rcpc.domain.workspace import entry
-        from rcpc.parallel import compile_recipes
 
         ws = self.config
         recipes: list[Path] = []
@@ -274,40 +273,7 @@ class Workspace:
         if not paths:
             recipes = self.recipe_paths([])
             libraries = ws.libraries()
-        recipes = list(dict.fromkeys(recipes))
-        diagnostics: list = []
-        deps: list = []
-        variants = 0
-        cache, options = request(ws, None, None)
-        found: list = []
-        for result in compile_recipes(ws, lambda: self.compiler, cache, ["lint", *options], recipes, lint=True,
-                                      jobs=jobs):
-            if isinstance(result, CompileError):
-                diagnostics.extend(result.diagnostics)
-            else:
-                builds, diags, dep = result
-                deps.append(dep)
-                variants += len(builds)
-                found.extend(diags)
-        noted = 0  # files whose digests the cache has been told of (each told once: linear in libraries)
-        for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
-            hit = cache.lookup(lib, ["library", *options])
-            if hit is not None:
-                deps.append(hit[2])
-                continue
-            try:
-                self.compiler.library(lib, ())
-                deps.append(cache.store(lib, ["library", *options], self.compiler.dependency_digests(lib), [], []))
-            except CompileError as exc:
-                diagnostics.extend(exc.diagnostics)
-            cache.note(self.compiler.read_digests(noted))
-            noted = self.compiler.files_read()
-        # An error in a library is found by each recipe that loads it ("loaded from") and by
-        # the library's own evaluation: reported once, the first time (with its load site).
-        diagnostics = unique(diagnostics)
-        errors = sum(1 for d in diagnostics if d.severity == "error")
-        return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
-                     tuple(deps))
+        return _check(ws, lambda: self.compiler, recipes, libraries, jobs, request(ws, None, None))
 
     def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
                 sets: list[str] | None = None) -> dict:
@@ -432,6 +398,69 @@ class Workspace:
             for doc in docs:
                 found.extend(check_manifest(doc, index, ws.strict_crd))
         return documents, tuple(unique(found))
+
+
+def check_file(compiler, path: str | os.PathLike) -> Check:
+    """What :meth:`Workspace.check` reports for one ``.rcp`` file, given by its real path
+    inside the workspace, compiled by ``compiler`` (a :class:`~rcpc.domain.recipe.Compiler`
+    a tool keeps between runs: the language server's, :mod:`rcpc.lsp.session`) without the
+    build cache. The file's text, and any other file's, is what ``compiler.sources`` holds,
+    else what the disk holds: laid over it, an editor's unsaved buffers are checked, and the
+    file need not be saved nor be a recipe yet. A file under ``library_dirs`` is evaluated
+    as a library, any other as a recipe (every variant, contracts, lint). :class:`UsageError`
+    for a path outside the workspace."""
+    from rcpc.cache import request
+
+    ws = compiler.workspace
+    real = Path(path)
+    if ws.root not in real.parents:
+        raise UsageError(f"{path} is outside the workspace {ws.root}")
+    cache, options = request(ws, None, None)
+    cache.enabled = False
+    library = ws.is_library(real)
+    return _check(ws, lambda: compiler, [] if library else [real], [real] if library else [], 1, (cache, options))
+
+
+def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requested: tuple) -> Check:
+    """:meth:`Workspace.check` of the recipe and library files given (real paths) of
+    workspace settings ``ws``, compiled by ``get_compiler()``, with the build cache and
+    options ``requested`` (:func:`rcpc.cache.request`)."""
+    from rcpc.parallel import compile_recipes
+
+    recipes = list(dict.fromkeys(recipes))
+    diagnostics: list = []
+    deps: list = []
+    variants = 0
+    cache, options = requested
+    found: list = []
+    for result in compile_recipes(ws, get_compiler, cache, ["lint", *options], recipes, lint=True, jobs=jobs):
+        if isinstance(result, CompileError):
+            diagnostics.extend(result.diagnostics)
+        else:
+            builds, diags, dep = result
+            deps.append(dep)
+            variants += len(builds)
+            found.extend(diags)
+    noted = 0  # files whose digests the cache has been told of (each told once: linear in libraries)
+    for lib in dict.fromkeys(libraries):  # also the ones no recipe loads
+        hit = cache.lookup(lib, ["library", *options])
+        if hit is not None:
+            deps.append(hit[2])
+            continue
+        compiler = get_compiler()
+        try:
+            compiler.library(lib, ())
+            deps.append(cache.store(lib, ["library", *options], compiler.dependency_digests(lib), [], []))
+        except CompileError as exc:
+            diagnostics.extend(exc.diagnostics)
+        cache.note(compiler.read_digests(noted))
+        noted = compiler.files_read()
+    # An error in a library is found by each recipe that loads it ("loaded from") and by
+    # the library's own evaluation: reported once, the first time (with its load site).
+    diagnostics = unique(diagnostics)
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
+                 tuple(deps))
 
 
 def parse(text: str, path: str = "<text>"):

@@ -40,16 +40,18 @@ def identity(path: str | os.PathLike) -> tuple:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
 
 
-def read_limited(path: str | os.PathLike, limit: int) -> bytes:
+def read_limited(path: str | os.PathLike, limit: int, follow: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (symlinks followed), which must hold at most
     ``limit`` bytes. At most ``limit + 1`` bytes are read, and a FIFO is never opened for
     reading in a blocking way (``O_NONBLOCK``; the type is checked before and after opening).
+    ``follow`` False: ``path`` is a real path whose last component must not be a symlink
+    (``lstat``, and ``O_NOFOLLOW``: one put there since it was resolved is refused, ``ELOOP``).
 
     Raises :class:`TooLarge`, :class:`NotRegular`, or another :class:`OSError` (missing,
     unreadable)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    if not stat.S_ISREG((os.stat if follow else os.lstat)(path).st_mode):
         raise NotRegular(path)
-    fd = os.open(path, _FLAGS)
+    fd = os.open(path, _FLAGS if follow else _FLAGS | getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced since the check above

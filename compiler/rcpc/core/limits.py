@@ -12,6 +12,8 @@ MAX_LAYERS = 10_000          # layers of one flag set (E0802)
 MAX_DEPTH = 200              # nesting depth of expressions, evaluated or not, and of values (E0801)
 MAX_STEPS = 5_000_000        # comprehension iterations of one file's evaluation (E0804)
 MAX_FILE_BYTES = 4 * 1024 * 1024  # size of one source file or rcp.toml (E0803); of a file as fmt writes it (E0951)
+MAX_MESSAGE_BYTES = 8 * MAX_FILE_BYTES  # one message to the language server (its body): a buffer at
+                             # MAX_FILE_BYTES fits, every character JSON-escaped (6 bytes for 1)
 MAX_TOKENS = 100_000         # tokens of one source file, f-string fields and comments included;
                              # layout (line breaks, a trailing comma) not counted (E0809)
 MAX_SCHEMA_BYTES = 16 * 1024 * 1024  # size of one schema file: MaxText base.yml, CRD (E0320, E1102)

@@ -109,34 +109,35 @@ class Compiler:
         self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
-    def read(self, real: Path, limit: int) -> bytes:
-        """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.core.files.read_limited`),
-        their SHA-256 kept in :attr:`digests`: the build cache keys on the bytes compiled, not
-        on what the file holds later. Raises OSError."""
-        data = read_limited(real, limit)
+    def read(self, real: Path, limit: int, follow: bool = True) -> bytes:
+        """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.core.files.read_limited`,
+        ``follow`` as there), their SHA-256 kept in :attr:`digests`: the build cache keys on the
+        bytes compiled, not on what the file holds later. Raises OSError."""
+        data = read_limited(real, limit, follow)
         digest = hashlib.sha256(data).hexdigest()
         if self.digests.setdefault(real, digest) != digest:
             self.digests[real] = None
         return data
 
     def source(self, real: Path) -> Source:
+        """The text of source file ``real`` (a real path: its last component is not followed
+        if it is a symlink now), read once a run: ``sources`` holds it, and what is laid
+        there (an editor's buffer) is read instead. ``E0803`` over
+        :data:`~rcpc.core.limits.MAX_FILE_BYTES` (checked before reading), ``E0201`` when it
+        cannot be read or is not a regular file, ``E0003`` when it is not UTF-8."""
         display = self.workspace.display(real)
         src = self.sources.get(display)
         if src is None:
             try:
-                data = self.read(real, MAX_FILE_BYTES)
+                data = self.read(real, MAX_FILE_BYTES, follow=False)
             except TooLarge as exc:
-                raise error("E0803", f"{display} is {exc.size} bytes, over the limit of {MAX_FILE_BYTES}",
-                            Span(display, 1, 1, 1, 1),
-                            hint="split it into files loaded with load() (docs/language.md, Limits)") from None
+                raise too_large(display, exc.size) from None
             except OSError as exc:
                 raise error("E0201", f"cannot read {display}: {exc.strerror}", None, hint=io_hint(exc)) from None
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                line = data[:exc.start].count(b"\n") + 1
-                raise error("E0003", f"{display} is not UTF-8 text", Span(display, line, 1, line, 1),
-                            hint="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8 converts Latin-1)") from None
+                raise not_utf8(display, data[:exc.start].count(b"\n") + 1) from None
             src = self.sources[display] = Source(display, text, str(real))
         return src
 
@@ -280,6 +281,11 @@ class Compiler:
         for dep in sorted(self.dependencies(real) - {real}):
             found.extend(self._warnings.get(dep, ()))
         return found
+
+    def library_warnings(self, real: Path) -> list[Diagnostic]:
+        """Warnings and notes found evaluating library ``real`` in this run (with those of the
+        files it loads); empty when it has not been evaluated, or failed."""
+        return list(self._warnings.get(real, ()))
 
     def _schema(self, target: str | None, span: Span):
         """The MaxText schema of a flag set: ``target`` (a path named by the flag set, as a
@@ -572,6 +578,19 @@ class Compiler:
         if found:  # with the manifests' errors, reported at once (their places as found)
             raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))
         return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
+
+
+def too_large(shown: str, size: int) -> CompileError:
+    """``E0803``: source file ``shown`` (a file, or an editor's buffer) holds ``size`` bytes
+    (UTF-8), over :data:`~rcpc.core.limits.MAX_FILE_BYTES`."""
+    return error("E0803", f"{shown} is {size} bytes, over the limit of {MAX_FILE_BYTES}", Span(shown, 1, 1, 1, 1),
+                 hint="split it into files loaded with load() (docs/language.md, Limits)")
+
+
+def not_utf8(shown: str, line: int) -> CompileError:
+    """``E0003``: source file ``shown`` is not UTF-8 text from line ``line`` on."""
+    return error("E0003", f"{shown} is not UTF-8 text", Span(shown, line, 1, line, 1),
+                 hint="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8 converts Latin-1)")
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:

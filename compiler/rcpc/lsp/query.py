@@ -2,18 +2,21 @@
 
 Positions are 1-based ``(line, col)`` in characters, as in :class:`~rcpc.core.source.Span`.
 
-* :func:`node_at` — the innermost name, load name, load path, string or keyword argument's
-  name under a position, with the chain of nodes around it;
+* :func:`node_at` — the innermost name, load name, load path, string, keyword argument's name
+  or name being bound under a position (in a ``def``'s body too), with the chain of nodes
+  around it;
 * :func:`definition` / :func:`references` — where a name is bound (across ``load()``, into the
-  loaded file), and every use of that binding (in the workspace's files that load it);
-* :func:`hover` — Markdown for a name (param type, default, doc; a definition's source; a
-  built-in's signature), a MaxText key in a ``maxtext_flags`` layer, ``{"key": v}`` or
-  ``dict(key = v)`` (schema type, default, effective value and ``explain`` chain), a TPU slice
-  string (chips, hosts, devices);
+  loaded file: a library function's ``def``), and every use of that binding (in the
+  workspace's files that load it);
+* :func:`hover` — Markdown for a name (param type, default, doc; a definition's source and
+  its doc comment; a function's signature; a built-in's signature), a MaxText key in a
+  ``maxtext_flags`` layer, ``{"key": v}`` or ``dict(key = v)`` (schema type, default,
+  effective value and ``explain`` chain), a TPU slice string (chips, hosts, devices);
 * :func:`completion_context` — the call and dict keys around the cursor, read from the text
   before it (a buffer being typed rarely parses), and :func:`completions` — the names, keyword
   arguments, library exports, MaxText keys, param names or JobSet fields that fit there;
-* :func:`symbols` — params, flag sets, renders and variants of a module, for the outline.
+* :func:`symbols` — params, flag sets, renders, variants and functions of a module, for the
+  outline.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from rcpc.core.builtins import Function
 from rcpc.domain import builtins as B
 from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
-from rcpc.core.resolve import BUILTIN, COMPREHENSION, LOADED, PARAM, TOP_LEVEL
-from rcpc.core.source import Span
+from rcpc.core.resolve import ARGUMENT, BUILTIN, COMPREHENSION, FUNCTION, LOADED, LOCAL, PARAM, TOP_LEVEL
+from rcpc.core.source import Span, joined
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import children
 
@@ -55,53 +58,50 @@ def contains(span: Span, line: int, col: int) -> bool:
 
 @attrs.frozen
 class Hit:
-    """What is under a position: ``node`` (a Name, StrLit, LoadName or Load), ``stmt`` the
-    top-level statement holding it and ``chain`` the nodes from the statement down to it."""
+    """What is under a position: ``node`` (a Name, StrLit, LoadName or Load; an Assign, Def,
+    Parameter or For at the name it binds; a Keyword at its name), ``stmt`` the top-level
+    statement holding it and ``chain`` the nodes from the statement down to it."""
 
     node: object
     stmt: object
     chain: tuple
 
 
+# (node type, the span of the name it binds or names): a hit there is the node itself
+_NAMED = {ast.Assign: "name_span", ast.Def: "name_span", ast.Parameter: "span", ast.For: "var_span",
+          ast.Keyword: "name_span", ast.Load: "path_span"}
+
+
 def node_at(module: ast.Module, line: int, col: int) -> Hit | None:
-    """The innermost name, string, load name, load path or keyword argument's name
-    (:class:`ast.Keyword`) at ``(line, col)``, or None."""
-    for stmt in module.stmts:
-        if not contains(stmt.span, line, col):
-            continue
-        if type(stmt) is ast.Load:
-            if contains(stmt.path_span, line, col):
-                return Hit(stmt, stmt, (stmt,))
-            for n in stmt.names:
-                if contains(n.span, line, col) or contains(n.local_span, line, col):
-                    return Hit(n, stmt, (stmt, n))
-            return None
-        chain = [stmt]
-        node = stmt.value if type(stmt) is ast.Assign else stmt.expr
-        if type(stmt) is ast.Assign and contains(stmt.name_span, line, col):
-            return Hit(stmt, stmt, (stmt,))
-        while node is not None:
-            chain.append(node)
-            if type(node) in (ast.Name, ast.StrLit):
-                return Hit(node, stmt, tuple(chain))
-            if type(node) is ast.Call:
-                named = next((k for k in node.kwargs if contains(k.name_span, line, col)), None)
-                if named is not None:
-                    return Hit(named, stmt, (*chain, named))
-            inner = None
-            for child in _children(node):
-                if contains(child.span if hasattr(child, "span") else child.name_span, line, col):
-                    inner = child
-                    break
-            node = inner
-        return None
+    """The innermost name, string, load name, load path, binding name (of an assignment,
+    ``def``, parameter or ``for``) or keyword argument's name at ``(line, col)``, or None;
+    inside a ``def``'s body too."""
+    stmt = next((s for s in module.stmts if contains(_extent(s), line, col)), None)
+    chain = []
+    node = stmt
+    while node is not None:
+        chain.append(node)
+        kind = type(node)
+        if kind in (ast.Name, ast.StrLit, ast.LoadName):
+            return Hit(node, stmt, tuple(chain))
+        named = _NAMED.get(kind)
+        if named is not None and contains(getattr(node, named), line, col):
+            return Hit(node, stmt, tuple(chain))
+        node = next((c for c in children(node) if contains(_extent(c), line, col)), None)
     return None
 
 
-def _children(node):
-    if type(node) is ast.Call:
-        return (node.func, *node.args, *(k.value for k in node.kwargs))
-    return [c for c in children(node) if hasattr(c, "span")]
+def _extent(node) -> Span:
+    """The text a node covers: a ``def`` from its header to its body's end, a keyword
+    argument from its name to its value, a parameter from its name to its default."""
+    kind = type(node)
+    if kind is ast.Def:
+        return joined(node.span, node.end)
+    if kind is ast.Keyword:
+        return joined(node.name_span, node.value.span)
+    if kind is ast.Parameter and node.default is not None:
+        return joined(node.span, node.default.span)
+    return node.span
 
 
 def enclosing_call(hit: Hit) -> tuple[ast.Call | None, str | None]:
@@ -110,15 +110,14 @@ def enclosing_call(hit: Hit) -> tuple[ast.Call | None, str | None]:
         node = hit.chain[i]
         if type(node) is ast.Call and type(node.func) is ast.Name:
             below = hit.chain[i + 1] if i + 1 < len(hit.chain) else None
-            kw = next((k.name for k in node.kwargs if k.value is below), None)
-            return node, kw
+            return node, below.name if type(below) is ast.Keyword else None
     return None, None
 
 
 # definitions -------------------------------------------------------------------------------
 def binding_at(session, real: Path, line: int, col: int):
-    """(binding, module) of the name at a position: a name use, an assignment's name or a
-    load name; None elsewhere."""
+    """(binding, module, hit) of the name at a position: a name use, or the name an
+    assignment, load, ``def``, parameter or ``for`` binds; None elsewhere."""
     mod = session.module(real)
     if mod is None or mod.bindings is None:
         return None
@@ -126,15 +125,25 @@ def binding_at(session, real: Path, line: int, col: int):
     if hit is None:
         return None
     node = hit.node
-    if type(node) is ast.Name:
+    kind = type(node)
+    if kind is ast.Name:
         b = mod.bindings.of(node)
-    elif type(node) is ast.Assign:
-        b = next((d for d in mod.bindings.defs if d.span == node.name_span), None)
-    elif type(node) is ast.LoadName:
-        b = next((d for d in mod.bindings.defs if d.span == node.local_span), None)
+    elif kind in (ast.Assign, ast.Def, ast.Parameter, ast.For, ast.LoadName):
+        at = node.local_span if kind is ast.LoadName else getattr(node, _NAMED.get(kind, "span"))
+        name = node.var if kind is ast.For else node.local if kind is ast.LoadName else node.name
+        b = next((d for d in mod.bindings.defs if d.span == at), None)
+        if b is None and type(hit.stmt) is ast.Def:   # a local assigned again: its first assignment
+            b = _local(mod, hit.stmt, name)
     else:
         return None
-    return None if b is None else (b, mod)
+    return None if b is None else (b, mod, hit)
+
+
+def _local(mod: ast.Module, fn: ast.Def, name: str):
+    """The argument or local binding ``name`` of function ``fn``."""
+    where = _extent(fn)
+    return next((d for d in mod.bindings.defs if d.name == name and d.kind in (ARGUMENT, LOCAL)
+                 and contains(where, d.span.line, d.span.col)), None)
 
 
 def load_target(session, real: Path, path: str) -> Path | None:
@@ -146,9 +155,10 @@ def load_target(session, real: Path, path: str) -> Path | None:
 
 
 def top_level(mod: ast.Module, name: str):
-    """The statement of ``mod`` that binds ``name`` at top level (an Assign, or the Load)."""
+    """The statement of ``mod`` that binds ``name`` at top level (an Assign, a Def, or the
+    Load)."""
     for stmt in mod.stmts:
-        if type(stmt) is ast.Assign and stmt.name == name:
+        if type(stmt) in (ast.Assign, ast.Def) and stmt.name == name:
             return stmt
         if type(stmt) is ast.Load and any(n.local == name for n in stmt.names):
             return stmt
@@ -168,7 +178,7 @@ def definition(session, real: Path, line: int, col: int) -> Span | None:
     found = binding_at(session, real, line, col)
     if found is None:
         return None
-    b, _ = found
+    b = found[0]
     if b.kind == BUILTIN:
         return None
     if b.kind == LOADED:
@@ -178,11 +188,11 @@ def definition(session, real: Path, line: int, col: int) -> Span | None:
     return b.span
 
 
-def assignment(session, real: Path, name: str) -> ast.Assign | None:
-    """The top-level assignment of ``name`` in file ``real``, or None."""
+def assignment(session, real: Path, name: str) -> ast.Assign | ast.Def | None:
+    """The top-level assignment or ``def`` of ``name`` in file ``real``, or None."""
     mod = session.module(real)
     stmt = None if mod is None else top_level(mod, name)
-    return stmt if type(stmt) is ast.Assign else None
+    return stmt if type(stmt) in (ast.Assign, ast.Def) else None
 
 
 def references(session, real: Path, line: int, col: int, include_declaration: bool = True) -> list[Span]:
@@ -191,7 +201,7 @@ def references(session, real: Path, line: int, col: int, include_declaration: bo
     found = binding_at(session, real, line, col)
     if found is None:
         return []
-    b, mod = found
+    b, mod, _ = found
     if b.kind == LOADED:   # start from the definition in the loaded file
         target = _remote_file(session, real, b.load, b.remote)
         stmt = None if target is None else assignment(session, *target)
@@ -200,7 +210,7 @@ def references(session, real: Path, line: int, col: int, include_declaration: bo
     out = [n.span for n in mod.bindings.references(b)]
     if include_declaration and b.span is not None:
         out.insert(0, b.span)
-    if b.kind in (TOP_LEVEL, PARAM):
+    if b.kind in (TOP_LEVEL, PARAM, FUNCTION):
         out.extend(_loaders(session, real, b.name))
     return list(dict.fromkeys(out))
 
@@ -219,10 +229,25 @@ def _remote_file(session, real: Path, load: str, name: str, depth: int = 0) -> t
     return target, name
 
 
+def workspace_files(ws) -> list[Path]:
+    """The real paths of the ``.rcp`` files under the workspace's recipe and library
+    directories that are files inside it; one that does not resolve inside it (``E0906``,
+    ``E0907``: ``check``'s errors) is left out, not read, and the others are still listed."""
+    out: dict = {}
+    for d in (*ws.recipe_dirs, *ws.library_dirs):
+        for p in sorted(d.rglob("*.rcp")) if d.is_dir() else ():
+            try:
+                found = ws.inside(p)
+            except CompileError:
+                continue
+            if found.is_file():
+                out[found] = None
+    return list(out)
+
+
 def _loaders(session, real: Path, name: str) -> list[Span]:
-    ws = session.workspace
     out = []
-    for other in dict.fromkeys([*ws.recipes(), *ws.libraries()]):
+    for other in workspace_files(session.workspace):
         if other == real:
             continue
         mod = session.module(other)
@@ -262,13 +287,16 @@ def hover(session, real: Path, line: int, col: int, variant: str | None = None) 
     found = binding_at(session, real, line, col)
     if found is None:
         return None
-    b, _ = found
-    span = getattr(hit.node, "span", None) if type(hit.node) is ast.Name else b.span
+    b = found[0]
+    span = hit.node.span if type(hit.node) is ast.Name else b.span
     if b.kind == BUILTIN:
         sig, doc = BUILTIN_DOCS.get(b.name, (b.name, ""))
         return f"```rcp\n{sig}\n```\n{doc}\n\n(built-in)", span
     if b.kind == COMPREHENSION:
         return f"`{b.name}`: comprehension variable", span
+    if b.kind in (ARGUMENT, LOCAL):
+        fn = hit.stmt.name if type(hit.stmt) is ast.Def else "its function"
+        return f"`{b.name}`: {'argument' if b.kind == ARGUMENT else 'local'} of {fn}()", span
     where = real
     name = b.name
     if b.kind == LOADED:
@@ -280,16 +308,45 @@ def hover(session, real: Path, line: int, col: int, variant: str | None = None) 
     if stmt is None:
         return None
     wmod = session.module(where)
-    shown = session.workspace.display(where)
     head = f"**{b.name}**" + (f" — loaded from `{b.load}`" if b.kind == LOADED else "")
-    if _is_call(stmt.value, "param"):
-        return head + "\n\n" + _param_text(stmt.value), span
-    src = stmt.value.span
-    text = wmod.source.text_of(Span(src.path, stmt.span.line, stmt.span.col, src.end_line, src.end_col))
-    lines = text.split("\n")
-    if len(lines) > 12:
-        lines = lines[:12] + ["..."]
-    return f"{head}\n\n```rcp\n" + "\n".join(lines) + f"\n```\n{shown}:{stmt.span.line}", span
+    doc = doc_comment(wmod, stmt)
+    if type(stmt) is ast.Def:
+        body = signature(wmod, stmt)
+    elif _is_call(stmt.value, "param"):
+        return head + "\n\n" + _param_text(stmt.value) + (f"\n\n{doc}" if doc else ""), span
+    else:
+        value = stmt.value.span
+        lines = wmod.source.text_of(Span(value.path, stmt.span.line, stmt.span.col, value.end_line,
+                                         value.end_col)).split("\n")
+        body = "\n".join(lines[:12] + ["..."] * (len(lines) > 12))
+    return (f"{head}\n\n```rcp\n{body}\n```\n" + (f"{doc}\n\n" if doc else "")
+            + f"{session.workspace.display(where)}:{stmt.span.line}"), span
+
+
+def signature(mod: ast.Module, fn: ast.Def) -> str:
+    """``def NAME(a, b = DEFAULT, *, c = DEFAULT)`` of a function, on one line (each
+    default as written, its whitespace runs made one space)."""
+    parts, starred = [], False
+    for p in fn.params:
+        if p.keyword_only and not starred:
+            parts.append("*")
+            starred = True
+        default = "" if p.default is None else " = " + " ".join(mod.source.text_of(p.default.span).split())
+        parts.append(p.name + default)
+    return f"def {fn.name}({', '.join(parts)})"
+
+
+def doc_comment(mod: ast.Module, stmt) -> str:
+    """A definition's documentation: the comment lines right above it (no blank line
+    between), as Go's doc comments, without their ``#``; '' when there are none."""
+    whole = {c.span.line: c.text for c in mod.comments
+             if not mod.source.line_text(c.span.line)[:c.span.col - 1].strip()}
+    lines = []
+    line = stmt.span.line - 1
+    while line in whole:
+        lines.append(whole[line][1:].removeprefix(" "))
+        line -= 1
+    return "\n".join(reversed(lines)).strip()
 
 
 def _is_call(node, name: str) -> bool:
@@ -362,7 +419,7 @@ def _maxtext_key(session, real: Path, hit: Hit, key: str, variant: str | None) -
         from rcpc.domain.explain import explain
 
         try:
-            declared = [v.name for v in session.compiler().recipe(real)[0].variants]
+            declared = session.variants(real)
             if variant not in declared:   # the one asked for, else default, else the first declared
                 variant = "default" if "default" in declared or not declared else declared[0]
             report = explain(session.compiler(), real, name, key, variant)
@@ -511,9 +568,10 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
     mod = session.module(real)
     if mod is not None and mod.bindings is not None:
         for d in mod.bindings.defs:
-            if d.kind in (TOP_LEVEL, PARAM, LOADED):
-                detail = {TOP_LEVEL: "value", PARAM: "param", LOADED: f"loaded from {d.load}"}[d.kind]
-                items.append(Item(d.name, "param" if d.kind == PARAM else "variable", detail))
+            if d.kind in (TOP_LEVEL, PARAM, LOADED, FUNCTION):
+                detail = {TOP_LEVEL: "value", PARAM: "param", LOADED: f"loaded from {d.load}",
+                          FUNCTION: "function"}[d.kind]
+                items.append(Item(d.name, {PARAM: "param", FUNCTION: "function"}.get(d.kind, "variable"), detail))
     return list({i.label: i for i in items}.values())
 
 
@@ -522,7 +580,8 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     if not ctx.in_string:
         return []
     if ctx.string_arg == 0:
-        return [Item("//" + ws.display(lib), "file", "library") for lib in ws.libraries() if lib != real]
+        return [Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
+                if lib != real and ws.is_library(lib)]
     m = list(re.finditer(r"load\s*\(\s*(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", text[:offset]))
     if not m:
         return []
@@ -532,8 +591,9 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     tmod = session.module(target)
     if tmod is None or tmod.bindings is None:
         return []
-    return [Item(d.name, "variable", f"exported by {ws.display(target)}")
-            for d in tmod.bindings.defs if d.kind in (TOP_LEVEL, PARAM, LOADED) and not d.name.startswith("_")]
+    return [Item(d.name, "function" if d.kind == FUNCTION else "variable", f"exported by {ws.display(target)}")
+            for d in tmod.bindings.defs if d.kind in (TOP_LEVEL, PARAM, LOADED, FUNCTION)
+            and not d.name.startswith("_")]
 
 
 def _maxtext_items(session, quote) -> list[Item]:
@@ -591,8 +651,8 @@ def _jobset_items(path: tuple, quote) -> list[Item]:
 # symbols -----------------------------------------------------------------------------------
 @attrs.frozen
 class Symbol:
-    """An outline entry: ``name``, ``kind`` (param, flag set, render, variant, value, load),
-    the statement's ``span``, the ``name_span`` to select, and ``children``."""
+    """An outline entry: ``name``, ``kind`` (param, flag set, render, variant, value, load,
+    function), the statement's ``span``, the ``name_span`` to select, and ``children``."""
 
     name: str
     kind: str
@@ -602,13 +662,16 @@ class Symbol:
 
 
 def symbols(mod: ast.Module) -> list[Symbol]:
-    """The params, flag sets, renders, variants and other top-level values of a module."""
+    """The params, flag sets, renders, variants, functions and other top-level values of a
+    module."""
     out = []
     for stmt in mod.stmts:
         if type(stmt) is ast.Load:
             out.append(Symbol(stmt.path, "load", stmt.span, stmt.path_span))
         if type(stmt) is ast.ExprStmt:   # variant(...), jobset(...) written as statements
             out.extend(_inner_symbols(stmt.expr))
+        if type(stmt) is ast.Def:
+            out.append(Symbol(stmt.name, "function", _extent(stmt), stmt.name_span))
         if type(stmt) is not ast.Assign:
             continue
         inner = tuple(_inner_symbols(stmt.value))

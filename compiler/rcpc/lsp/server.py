@@ -1,10 +1,26 @@
 """The language server: LSP requests and notifications over stdio (pygls, lsprotocol).
 
+Two threads: the protocol's (pygls' event loop) reads every message as it comes, keeps which
+documents are open at which version, and answers; everything that reads a session (parse,
+evaluation, check, hover, completion, formatting) runs on the compiler thread
+(:mod:`rcpc.lsp.worker`), in order.
+
 Diagnostics are published as the user types, debounced (:data:`DEBOUNCE` seconds after the
-last edit): first the buffer's parse and name errors, at once, then everything ``rcpc check``
-and ``rcpc lint`` find for it (evaluation of every variant, contracts, MaxText and Kubernetes
-checks). A newer edit cancels the analysis of an older one. Positions are converted between
-rcpc's character columns and the client's UTF-16 code units.
+last edit): first the buffer's parse and name errors, then everything ``rcpc check`` reports
+for the file (:meth:`rcpc.lsp.session.Session.diagnostics`). A result is published only for
+the document's latest version: an edit cancels the analysis waiting for the previous one,
+an analysis whose text was replaced meanwhile is skipped when its turn comes, and a result
+whose text was replaced while it was computed is dropped. A request the client cancels
+before its turn is not run. Positions are converted between rcpc's character columns and
+the client's UTF-16 code units.
+
+Requests are untrusted input (:mod:`rcpc.lsp.documents`): a document URI must be a ``file:``
+URI (else the request is answered ``InvalidParams``), the document must resolve inside its
+workspace, a file that is not open is read as the CLI reads its inputs (else
+``RequestFailed``, saying why), an open buffer is held to the CLI's limits before it is
+parsed (else its diagnostic says why and requests on it find nothing), and a message over
+:data:`~rcpc.core.limits.MAX_MESSAGE_BYTES` is dropped unread (:mod:`rcpc.lsp.protocol`).
+After ``shutdown``, requests are answered ``InvalidRequest``; ``exit`` ends the server.
 
 Initialization options (``initializationOptions``): ``{"variant": NAME}``, the variant whose
 effective values hover shows (default: ``default``).
@@ -14,8 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import traceback
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
@@ -23,48 +39,144 @@ from pygls.lsp.server import LanguageServer
 from rcpc import __version__
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source
-from rcpc.lsp import query
-from rcpc.lsp.session import Session
+from rcpc.core.limits import MAX_MESSAGE_BYTES
 from rcpc.core.source import Source, Span
+from rcpc.lsp import query
+from rcpc.lsp.documents import BadUri, locate, path_of
+from rcpc.lsp.protocol import TOO_LARGE, ClientIn, ClientOut, RcpProtocol, RequestError
+from rcpc.lsp.session import Session
+from rcpc.lsp.worker import Worker
 
 DEBOUNCE = 0.03   # seconds of quiet after an edit before it is analysed
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
-             "note": T.DiagnosticSeverity.Information}
+             "note": T.DiagnosticSeverity.Hint}
 _KINDS = {"keyword": T.CompletionItemKind.Keyword, "function": T.CompletionItemKind.Function,
           "variable": T.CompletionItemKind.Variable, "param": T.CompletionItemKind.Variable,
           "field": T.CompletionItemKind.Field, "file": T.CompletionItemKind.File}
 _SYMBOLS = {"param": T.SymbolKind.Variable, "flag set": T.SymbolKind.Object, "render": T.SymbolKind.File,
-            "variant": T.SymbolKind.Event, "value": T.SymbolKind.Constant, "load": T.SymbolKind.Module}
+            "variant": T.SymbolKind.Event, "value": T.SymbolKind.Constant, "load": T.SymbolKind.Module,
+            "function": T.SymbolKind.Function}
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']*)'\?")
+_TOP = T.Range(T.Position(0, 0), T.Position(0, 0))
 
 
 class RcpServer(LanguageServer):
-    """The server: one :class:`~rcpc.lsp.session.Session` per workspace root seen."""
+    """The server: one :class:`~rcpc.lsp.session.Session` per workspace; ``latest``, the
+    version of each open document (by URI, as the client names it), kept on the protocol's
+    thread and read by the compiler thread to skip stale work."""
 
     def __init__(self):
-        super().__init__("rcpc", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full)
-        self.sessions: dict[Path, Session] = {}
+        super().__init__("rcpc", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full,
+                         protocol_cls=RcpProtocol)
+        self.sessions: dict[Path, Session] = {}   # touched on the compiler thread only
         self.variant: str | None = None
+        self.latest: dict[str, object] = {}
+        self.worker = Worker()
         self._pending: dict[str, asyncio.Task] = {}
         self.shut_down = False   # the client sent shutdown (LSP: exit then ends with status 0, else 1)
 
-    def session(self, real: Path) -> Session:
-        from rcpc.domain.workspace import Workspace
+    def run(self, fn):
+        """Await ``fn()`` run on the compiler thread (cancelled with the awaiting task if
+        its turn has not come)."""
+        return asyncio.wrap_future(self.worker.submit(fn))
 
-        root = Workspace.find(real.parent).root
-        got = self.sessions.get(root)
-        if got is None:
-            got = self.sessions[root] = Session(root)
-        return got
+    def document(self, uri: str) -> tuple[Session, Path]:
+        """The session and real path of a document (compiler thread). Raises
+        :class:`~rcpc.lsp.documents.BadUri` or :class:`CompileError` (``E0901``, ``E0906``,
+        ``E0907``, ``E0201``). A workspace whose settings changed gets a new session, the
+        open buffers carried over."""
+        ws, real = locate(path_of(uri))
+        got = self.sessions.get(ws.root)
+        if got is None or got.workspace != ws:
+            old = got
+            got = self.sessions[ws.root] = Session(ws)
+            for path, text in (old.buffers.items() if old is not None else ()):
+                got.update(path, text)
+        return got, real
 
+    # analysis ------------------------------------------------------------------------------
+    def edit(self, uri: str, version, text: str) -> None:
+        """A document was opened or edited: its buffer is updated on the compiler thread,
+        then analysed (every other open document too when it is a library)."""
+        self.latest[uri] = version
+        updated = self.worker.submit(lambda: self._update(uri, version, text))
+        self.schedule(uri, version, updated)
 
-def path_of(uri: str) -> Path:
-    """The real path of a ``file:`` URI."""
-    return Path(unquote(urlparse(uri).path)).resolve()
+    def _update(self, uri: str, version, text: str) -> bool:
+        """(compiler thread) Lay ``text`` over the document; whether it is a library."""
+        if self.latest.get(uri) != version:
+            return False   # a newer text is queued
+        try:
+            session, real = self.document(uri)
+        except (BadUri, CompileError):
+            return False   # the analysis says why
+        session.update(real, text)
+        return session.workspace.is_library(real)
 
+    def schedule(self, uri: str, version, updated=None) -> None:
+        old = self._pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self._pending[uri] = asyncio.ensure_future(self._analyse(uri, version, updated))
 
-def uri_of(path: Path) -> str:
-    return path.as_uri()
+    async def _analyse(self, uri: str, version, updated) -> None:
+        """Debounced analysis of one document: syntax and names first, then everything."""
+        try:
+            if updated is not None and await asyncio.shield(asyncio.wrap_future(updated)):
+                for other, v in list(self.latest.items()):   # the open files that may load it
+                    if other != uri:
+                        self.schedule(other, v)
+            await asyncio.sleep(DEBOUNCE)
+            for full in (False, True):
+                found = await self.run(lambda: self._diagnose(uri, version, full))
+                if found is None or self.latest.get(uri) != version:
+                    return   # replaced, or closed
+                self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri, found, version))
+                if any(d.severity == T.DiagnosticSeverity.Error for d in found):
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:   # a bug: said in the client's log, the server goes on
+            self.window_log_message(T.LogMessageParams(
+                T.MessageType.Error, f"rcpc: internal error checking {uri}:\n{traceback.format_exc()}"))
+
+    def _diagnose(self, uri: str, version, full: bool) -> list[T.Diagnostic] | None:
+        """(compiler thread) The document's diagnostics as LSP's, or None when its text has
+        been replaced since (the newer text's analysis is queued)."""
+        if self.latest.get(uri) != version:
+            return None
+        try:
+            session, real = self.document(uri)
+        except BadUri as exc:
+            return [T.Diagnostic(_TOP, f"rcpc does not read this document: {exc}", T.DiagnosticSeverity.Error,
+                                 source="rcpc")]
+        except CompileError as exc:   # a bad rcp.toml (E0901), a symlink out (E0906): at the top
+            return [T.Diagnostic(_TOP, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
+                                 d.code, source="rcpc") for d in exc.diagnostics]
+        found = session.diagnostics(real) if full else session.syntax_diagnostics(real)
+        if full:   # the parse and schema caches it wrote to kept under their size limit, as a command does
+            from rcpc.core.cachetrim import maybe_trim
+
+            maybe_trim()
+        src = _source(session, real)
+        return [to_lsp(session, d, real, src) for d in found]
+
+    def close(self, uri: str) -> None:
+        self.latest.pop(uri, None)
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self.worker.submit(lambda: self._close(uri))
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri, []))
+
+    def _close(self, uri: str) -> None:
+        if uri in self.latest:
+            return   # opened again since
+        try:
+            session, real = self.document(uri)
+        except (BadUri, CompileError):
+            return
+        session.close(real)
 
 
 # positions ---------------------------------------------------------------------------------
@@ -87,7 +199,7 @@ def _chars(line_text: str, units: int) -> int:
 def to_range(span: Span, src: Source | None) -> T.Range:
     """The LSP range of a span (a span of line 0, a whole file: its first character)."""
     if span.line <= 0:
-        return T.Range(T.Position(0, 0), T.Position(0, 0))
+        return _TOP
     text = src.line_text if src is not None else (lambda n: "")
     return T.Range(T.Position(span.line - 1, _utf16(text(span.line), span.col)),
                    T.Position(span.end_line - 1, _utf16(text(span.end_line), span.end_col)))
@@ -99,17 +211,23 @@ def position(src: Source, pos: T.Position) -> tuple[int, int]:
 
 
 def _source(session: Session, real: Path) -> Source | None:
-    text = session.text(real)
-    return None if text is None else Source(session.workspace.display(real), text, str(real))
+    """The text of a file of the session's workspace, for its positions (None: outside the
+    workspace, or unreadable)."""
+    if not session.inside(real):
+        return None
+    try:
+        return session.source(real)
+    except CompileError:
+        return None
 
 
 def _location(session: Session, span: Span) -> T.Location:
     real = session.real(span.path)
-    return T.Location(uri_of(real), to_range(span, _source(session, real)))
+    return T.Location(real.as_uri(), to_range(span, _source(session, real)))
 
 
 # diagnostics -------------------------------------------------------------------------------
-def to_lsp(session: Session, d: Diagnostic, real: Path, src: Source) -> T.Diagnostic:
+def to_lsp(session: Session, d: Diagnostic, real: Path, src: Source | None) -> T.Diagnostic:
     """An rcpc diagnostic of buffer ``real`` as an LSP diagnostic: its related spans as
     related information, its notes and hint in the message; ``data.replace`` the word a
     did-you-mean hint offers (for the code action). A diagnostic whose span lies in another
@@ -120,7 +238,7 @@ def to_lsp(session: Session, d: Diagnostic, real: Path, src: Source) -> T.Diagno
         mine = [s for _, s in d.related if session.real(s.path) == real and s.line > 0]
         if span is not None:
             message = f"{span}: {message}"
-        span = mine[0] if mine else Span(src.path, 1, 1, 1, 1)
+        span = mine[0] if mine else Span("", 1, 1, 1, 1)
     extra = [*d.notes, *([f"help: {d.hint}"] if d.hint else [])]
     related = [T.DiagnosticRelatedInformation(_location(session, s), label) for label, s in d.related
                if s.line > 0]
@@ -130,112 +248,48 @@ def to_lsp(session: Session, d: Diagnostic, real: Path, src: Source) -> T.Diagno
                         data={"replace": m.group(1)} if m else None)
 
 
-def publish(ls: RcpServer, uri: str, diags: list[Diagnostic], version) -> None:
-    real = path_of(uri)
-    session = ls.session(real)
-    src = _source(session, real)
-    out = [to_lsp(session, d, real, src) for d in diags]
-    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri, out, version))
-
-
-async def analyse(ls: RcpServer, uri: str, version, delay: float = DEBOUNCE) -> None:
-    """Debounced analysis of one buffer: syntax and names first, then everything."""
-    await asyncio.sleep(delay)
-    real = path_of(uri)
+# requests (each runs on the compiler thread) -----------------------------------------------
+def _open(ls: RcpServer, uri: str) -> tuple[Session, Path, Source] | None:
+    """The session, real path and text of the document a request names; None when there
+    is nothing to answer from (its workspace's rcp.toml is bad, or its open buffer is over
+    the limits: its diagnostics say why). Raises :class:`RequestError`: ``InvalidParams``
+    for a URI that names no file, ``RequestFailed`` for a file the CLI would not read."""
     try:
-        session = ls.session(real)
-    except CompileError as exc:   # a bad rcp.toml (E0901): said at the top of the buffer
-        top = T.Range(T.Position(0, 0), T.Position(0, 0))
-        out = [T.Diagnostic(top, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
-                            d.code, source="rcpc") for d in exc.diagnostics]
-        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri, out, version))
-        return
-    quick = session.syntax_diagnostics(real)
-    publish(ls, uri, quick, version)
-    if quick:
-        return
-    await asyncio.sleep(0)   # a newer edit cancels this task here
-    publish(ls, uri, session.diagnostics(real), version)
-
-
-def schedule(ls: RcpServer, uri: str, version) -> None:
-    old = ls._pending.pop(uri, None)
-    if old is not None:
-        old.cancel()
-    ls._pending[uri] = asyncio.ensure_future(analyse(ls, uri, version))
-
-
-# the server --------------------------------------------------------------------------------
-server = RcpServer()
-
-
-@server.feature(T.INITIALIZE)
-def _initialize(ls: RcpServer, params: T.InitializeParams) -> None:
-    opts = params.initialization_options
-    if isinstance(opts, dict) and isinstance(opts.get("variant"), str):
-        ls.variant = opts["variant"]
-
-
-@server.feature(T.SHUTDOWN)
-def _shutdown(ls: RcpServer, params) -> None:
-    ls.shut_down = True
-
-
-@server.feature(T.TEXT_DOCUMENT_DID_OPEN)
-def _did_open(ls: RcpServer, params: T.DidOpenTextDocumentParams) -> None:
-    session, real, _ = _buffer(ls, params.text_document.uri)
-    if session is not None:
-        session.update(real, params.text_document.text)
-    schedule(ls, params.text_document.uri, params.text_document.version)
-
-
-@server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
-def _did_change(ls: RcpServer, params: T.DidChangeTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    doc = ls.workspace.get_text_document(uri)   # pygls applied the changes
-    session, real, _ = _buffer(ls, uri)
-    if session is not None:
-        session.update(real, doc.source)
-    schedule(ls, uri, params.text_document.version)
-    if session is not None and session.workspace.is_library(real):   # the open files that may load it
-        for other, text_doc in list(ls.workspace.text_documents.items()):
-            if other != uri:
-                schedule(ls, other, text_doc.version)
-
-
-@server.feature(T.TEXT_DOCUMENT_DID_SAVE)
-def _did_save(ls: RcpServer, params: T.DidSaveTextDocumentParams) -> None:
-    schedule(ls, params.text_document.uri, None)
-
-
-@server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
-def _did_close(ls: RcpServer, params: T.DidCloseTextDocumentParams) -> None:
-    session, real, _ = _buffer(ls, params.text_document.uri)
-    if session is not None:
-        session.close(real)
-    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(params.text_document.uri, []))
-
-
-def _buffer(ls: RcpServer, uri: str) -> tuple[Session | None, Path, str | None]:
-    """The session, real path and text of a document (text None: unreadable, or in a
-    workspace whose rcp.toml is bad)."""
-    real = path_of(uri)
+        session, real = ls.document(uri)
+    except BadUri as exc:
+        raise RequestError(T.ErrorCodes.InvalidParams, f"rcpc does not read {_shown(uri)}: {exc}") from None
+    except CompileError as exc:
+        if exc.diagnostics[0].code == "E0901":
+            return None
+        raise RequestError(T.LSPErrorCodes.RequestFailed, _said(exc, uri)) from None
+    if real in session.refused:
+        return None
     try:
-        session = ls.session(real)
-    except CompileError:
-        return None, real, None
-    return session, real, session.text(real)
+        return session, real, session.source(real)
+    except CompileError as exc:
+        raise RequestError(T.LSPErrorCodes.RequestFailed, _said(exc, uri)) from None
+
+
+def _shown(uri) -> str:
+    text = repr(uri)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _said(exc: CompileError, uri: str) -> str:
+    """The first diagnostic of ``exc`` as ``rcpc check`` prints its first line (the
+    document's URI for its place when it has none)."""
+    d = exc.diagnostics[0]
+    return f"{d.span if d.span is not None else _shown(uri)}: {d.severity}[{d.code}]: {d.message}"
 
 
 def _at(ls: RcpServer, params):
-    session, real, _ = _buffer(ls, params.text_document.uri)
-    src = None if session is None else _source(session, real)
-    if src is None:
+    got = _open(ls, params.text_document.uri)
+    if got is None:
         return None
+    session, real, src = got
     return session, real, src, position(src, params.position)
 
 
-@server.feature(T.TEXT_DOCUMENT_HOVER)
 def _hover(ls: RcpServer, params: T.HoverParams):
     at = _at(ls, params)
     if at is None:
@@ -249,7 +303,6 @@ def _hover(ls: RcpServer, params: T.HoverParams):
     return T.Hover(T.MarkupContent(T.MarkupKind.Markdown, text), rng)
 
 
-@server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def _definition(ls: RcpServer, params: T.DefinitionParams):
     at = _at(ls, params)
     if at is None:
@@ -259,7 +312,6 @@ def _definition(ls: RcpServer, params: T.DefinitionParams):
     return None if span is None else _location(session, span)
 
 
-@server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def _references(ls: RcpServer, params: T.ReferenceParams):
     at = _at(ls, params)
     if at is None:
@@ -269,7 +321,6 @@ def _references(ls: RcpServer, params: T.ReferenceParams):
     return [_location(session, s) for s in spans]
 
 
-@server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=['"', "'", "{", "(", ","]))
 def _completion(ls: RcpServer, params: T.CompletionParams):
     at = _at(ls, params)
     if at is None:
@@ -283,13 +334,12 @@ def _completion(ls: RcpServer, params: T.CompletionParams):
                          insert_text=i.insert) for i in items])
 
 
-@server.feature(T.TEXT_DOCUMENT_FORMATTING)
 def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
-    from rcpc.core.diagnostics import CompileError
-
-    session, real, text = _buffer(ls, params.text_document.uri)
-    if text is None:
+    got = _open(ls, params.text_document.uri)
+    if got is None:
         return None
+    session, real, src = got
+    text = src.text
     try:
         out = format_source(text, session.workspace.display(real))
     except CompileError:
@@ -301,10 +351,9 @@ def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
     return [T.TextEdit(T.Range(T.Position(0, 0), end), out)]
 
 
-@server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
-    session, real, text = _buffer(ls, params.text_document.uri)
-    mod = None if text is None else session.module(real)
+    got = _open(ls, params.text_document.uri)
+    mod = None if got is None else got[0].module(got[1])
     if mod is None:
         return []
     src = mod.source
@@ -316,13 +365,11 @@ def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
     return [conv(s) for s in query.symbols(mod)]
 
 
-@server.feature(T.TEXT_DOCUMENT_CODE_ACTION,
-                T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
 def _code_actions(ls: RcpServer, params: T.CodeActionParams):
-    _, _, text = _buffer(ls, params.text_document.uri)
-    if text is None:
+    got = _open(ls, params.text_document.uri)
+    if got is None:
         return []
-    src = Source("", text)
+    src = got[2]
     out = []
     for d in params.context.diagnostics:
         data = d.data if isinstance(d.data, dict) else {}
@@ -339,6 +386,77 @@ def _code_actions(ls: RcpServer, params: T.CodeActionParams):
     return out
 
 
+_REQUESTS = {
+    T.TEXT_DOCUMENT_HOVER: (_hover, None),
+    T.TEXT_DOCUMENT_DEFINITION: (_definition, None),
+    T.TEXT_DOCUMENT_REFERENCES: (_references, None),
+    T.TEXT_DOCUMENT_COMPLETION: (_completion, T.CompletionOptions(trigger_characters=['"', "'", "{", "(", ","])),
+    T.TEXT_DOCUMENT_FORMATTING: (_formatting, None),
+    T.TEXT_DOCUMENT_DOCUMENT_SYMBOL: (_symbols, None),
+    T.TEXT_DOCUMENT_CODE_ACTION: (_code_actions, T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix])),
+}
+
+
+def _on_thread(handler):
+    async def answer(ls: RcpServer, params):
+        return await ls.run(lambda: handler(ls, params))
+    return answer
+
+
+# notifications (on the protocol's thread) --------------------------------------------------
+def _initialize(ls: RcpServer, params: T.InitializeParams) -> None:
+    opts = params.initialization_options
+    if isinstance(opts, dict) and isinstance(opts.get("variant"), str):
+        ls.variant = opts["variant"]
+
+
+def _shutdown(ls: RcpServer, params) -> None:
+    ls.shut_down = True
+    for task in ls._pending.values():
+        task.cancel()
+
+
+def _did_open(ls: RcpServer, params: T.DidOpenTextDocumentParams) -> None:
+    doc = params.text_document
+    ls.edit(doc.uri, doc.version, doc.text)
+
+
+def _did_change(ls: RcpServer, params: T.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.edit(uri, params.text_document.version, ls.workspace.get_text_document(uri).source)  # pygls applied them
+
+
+def _did_save(ls: RcpServer, params: T.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri in ls.latest:
+        ls.schedule(uri, ls.latest[uri])
+
+
+def _did_close(ls: RcpServer, params: T.DidCloseTextDocumentParams) -> None:
+    ls.close(params.text_document.uri)
+
+
+def _too_large(ls: RcpServer, params) -> None:
+    size = params.get("bytes") if isinstance(params, dict) else getattr(params, "bytes", None)
+    ls.window_show_message(T.ShowMessageParams(
+        T.MessageType.Error, f"rcpc: a message of {size} bytes from the editor was dropped unread: over the limit "
+                             f"of {MAX_MESSAGE_BYTES} bytes (a buffer this large is over the size limit of a "
+                             "recipe, docs/language.md, Limits)"))
+
+
+def make_server() -> RcpServer:
+    """A new server with every feature registered (not started: :meth:`start_io`)."""
+    ls = RcpServer()
+    for method, handler in ((T.INITIALIZE, _initialize), (T.SHUTDOWN, _shutdown),
+                            (T.TEXT_DOCUMENT_DID_OPEN, _did_open), (T.TEXT_DOCUMENT_DID_CHANGE, _did_change),
+                            (T.TEXT_DOCUMENT_DID_SAVE, _did_save), (T.TEXT_DOCUMENT_DID_CLOSE, _did_close),
+                            (TOO_LARGE, _too_large)):
+        ls.feature(method)(handler)
+    for method, (handler, options) in _REQUESTS.items():
+        ls.feature(method, options)(_on_thread(handler))
+    return ls
+
+
 def serve() -> int:
     """Serve LSP over stdin/stdout until the client says exit (or closes stdin). The exit
     status is the protocol's: 0 when the client sent ``shutdown`` first, else 1 (LSP 3.17,
@@ -346,37 +464,7 @@ def serve() -> int:
     it: nothing is flushed there afterwards."""
     import sys
 
-    server.start_io(sys.stdin.buffer, _ClientOut(sys.stdout.buffer))
+    server = make_server()
+    server.start_io(ClientIn(sys.stdin.buffer), ClientOut(sys.stdout.buffer))
     sys.stdout = None
     return 0 if server.shut_down else 1
-
-
-
-class _ClientOut:
-    """The standard output the protocol writes to. A client that closed it (it went away,
-    or stopped reading after its exit notification) ends nothing but this stream: what is
-    written after that is dropped, and the server ends when its input does."""
-
-    def __init__(self, raw):
-        self.raw = raw
-        self.gone = False
-
-    def write(self, data: bytes) -> None:
-        if not self.gone:
-            try:
-                self.raw.write(data)
-            except (BrokenPipeError, ValueError):  # ValueError: closed already
-                self.gone = True
-
-    def flush(self) -> None:
-        if not self.gone:
-            try:
-                self.raw.flush()
-            except (BrokenPipeError, ValueError):
-                self.gone = True
-
-    def close(self) -> None:
-        try:
-            self.raw.close()
-        except OSError:
-            pass

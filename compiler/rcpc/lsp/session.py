@@ -4,42 +4,72 @@ A :class:`Session` keeps one :class:`~rcpc.domain.recipe.Compiler` warm between 
 schema, the JobSet schema, the libraries' evaluations and the manifests found clean stay
 cached), and lays every open buffer over the file it edits: the compiler reads a file through
 its ``sources`` table first, so seeding that table with the buffer's text compiles the text
-the user sees, saved or not. An edit to a recipe drops that recipe's cached parse and
-evaluation (:meth:`~rcpc.domain.recipe.Compiler.release`); an edit to a library drops the compiler
-(every recipe that loads the library may change).
+the user sees, saved or not. A buffer is held to the limits the CLI holds a file to before
+anything parses it (:func:`rcpc.lsp.documents.buffer_problem`); a file that is not open is
+read as the compiler reads any input. An edit to a recipe drops that recipe's cached parse and
+evaluation (:meth:`~rcpc.domain.recipe.Compiler.release`); an edit to a library drops the
+compiler (every recipe that loads the library may change).
+
+Diagnostics are those of ``rcpc check`` for the file (:func:`rcpc.api.check_file`, the code
+``check`` runs), and for a library, which ``check`` evaluates but does not lint, those of
+``rcpc lint`` too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rcpc.domain import builtins as B
-from rcpc.core.diagnostics import CompileError, Diagnostic
-from rcpc.domain.lint import lint
-from rcpc.domain.recipe import Compiler
+from rcpc.api import check_file
+from rcpc.core.diagnostics import CompileError, Diagnostic, unique
 from rcpc.core.resolve import resolve
 from rcpc.core.source import Source
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
+from rcpc.domain import builtins as B
+from rcpc.domain.lint import lint, unsilenced
+from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
+from rcpc.lsp.documents import buffer_problem
 
 
 class Session:
-    """Open buffers of one workspace (``root``: a directory at or below its ``rcp.toml``).
+    """Open buffers of one workspace (``workspace``: its settings, as
+    :func:`rcpc.lsp.documents.locate` found them).
 
-    ``buffers`` maps a file's real path to the buffer's text. Methods take real paths
-    (:class:`~pathlib.Path`, absolute, symlinks resolved)."""
+    ``buffers`` maps a file's real path to the buffer's text, ``refused`` to the diagnostic
+    of a buffer the CLI would not read as a file (too large, not UTF-8). Methods take real
+    paths inside the workspace (:class:`~pathlib.Path`, absolute, symlinks resolved)."""
 
-    def __init__(self, root: str | Path):
-        self.workspace = Workspace.find(root)
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
         self.buffers: dict[Path, str] = {}
+        self.refused: dict[Path, Diagnostic] = {}
         self._compiler: Compiler | None = None
         self._last_module: dict[Path, ast.Module] = {}   # the last buffer text that parsed
+        self._variants: dict[Path, list] = {}   # each recipe's declared variants, until an edit
 
     # buffers -------------------------------------------------------------------------------
     def update(self, real: Path, text: str) -> None:
         """The buffer of ``real`` now holds ``text`` (opened or edited)."""
-        self.buffers[real] = text
+        problem = buffer_problem(self.workspace.display(real), text)
+        self.buffers.pop(real, None)
+        self.refused.pop(real, None)
+        if problem is None:
+            self.buffers[real] = text
+        else:
+            self.refused[real] = problem
+            self._last_module.pop(real, None)
+        self._changed(real)
+
+    def close(self, real: Path) -> None:
+        """The buffer of ``real`` was closed: the file on disk counts again."""
+        self.buffers.pop(real, None)
+        self.refused.pop(real, None)
+        self._last_module.pop(real, None)
+        self._changed(real)
+
+    def _changed(self, real: Path) -> None:
+        self._variants.clear()
         if self._compiler is None:
             return
         if self.workspace.is_library(real):
@@ -47,20 +77,14 @@ class Session:
         else:
             self._compiler.release(real)
 
-    def close(self, real: Path) -> None:
-        """The buffer of ``real`` was closed: the file on disk counts again."""
-        if self.buffers.pop(real, None) is not None:
-            self._compiler = None
-        self._last_module.pop(real, None)
-
-    def text(self, real: Path) -> str | None:
-        """The buffer's text, else the file's (None when it cannot be read as UTF-8)."""
-        if real in self.buffers:
-            return self.buffers[real]
-        try:
-            return real.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
+    def source(self, real: Path) -> Source:
+        """The text of ``real``: its buffer, else the file as the compiler reads it. Raises
+        :class:`CompileError` (``E0803``, ``E0003`` for a buffer or a file; ``E0201`` for a
+        file that cannot be read: missing, a directory, device, FIFO or socket)."""
+        problem = self.refused.get(real)
+        if problem is not None:
+            raise CompileError(problem)
+        return self.compiler().source(real)
 
     def compiler(self) -> Compiler:
         """The warm compiler, every open buffer laid over its file."""
@@ -74,10 +98,19 @@ class Session:
                 c.sources[shown] = Source(shown, text, str(real))
         return c
 
+    def variants(self, real: Path) -> list[str]:
+        """The names of the variants recipe ``real`` declares (its default evaluation, kept
+        until the next edit). Raises :class:`CompileError`."""
+        got = self._variants.get(real)
+        if got is None:
+            got = self._variants[real] = [v.name for v in self.compiler().recipe(real)[0].variants]
+        return got
+
     # diagnostics ---------------------------------------------------------------------------
     def syntax_diagnostics(self, real: Path) -> list[Diagnostic]:
-        """The buffer's parse and name errors (``E00xx``, ``E01xx``): the quick first answer
-        after an edit, before evaluation."""
+        """The buffer's parse and name errors (``E00xx``, ``E01xx``), or why it is not read
+        (``E0803``, ``E0003``, ``E0201``): the quick first answer after an edit, before
+        evaluation."""
         try:
             self.module(real, strict=True)
         except CompileError as exc:
@@ -85,21 +118,32 @@ class Session:
         return []
 
     def diagnostics(self, real: Path) -> list[Diagnostic]:
-        """Everything ``rcpc lint`` and ``rcpc check`` report for the buffer: parse, name and
-        evaluation errors of every variant, contract failures, MaxText and Kubernetes checks,
-        lint findings and warnings, silenced ones left out (:func:`rcpc.domain.lint.lint`)."""
+        """Everything ``rcpc check`` reports for the file (:func:`rcpc.api.check_file`):
+        parse, name and evaluation errors of every variant, contract failures, MaxText and
+        Kubernetes checks, lint findings, warnings and notes, silenced ones left out; for a
+        library that has no error, ``rcpc lint``'s findings too."""
+        problem = self.refused.get(real)
+        if problem is not None:
+            return [problem]
         c = self.compiler()
         c.context.diagnostics.clear()   # warnings of earlier runs; this run finds its own
-        found = lint(c, [real])
-        if not self.workspace.is_library(real):
-            found.extend(c.loaded_warnings(real))
-        return found
+        result = check_file(c, real)
+        found = [*result.failures, *result.findings]
+        if self.workspace.is_library(real) and not result.errors:
+            found.extend(unsilenced(c, [d for d in c.library_warnings(real) if d.severity != "note"]))
+            if real.is_file():   # lint names files on disk (a new buffer has none yet: no findings)
+                found.extend(lint(c, [real]))
+        return unique(found)
 
     # syntax trees --------------------------------------------------------------------------
     def module(self, real: Path, strict: bool = False) -> ast.Module | None:
         """The parsed and resolved module of ``real`` (``module.bindings`` set). With errors
         in the buffer: the bindings resolve found, else the last text of the buffer that
         parsed; ``strict`` raises the :class:`CompileError` instead."""
+        if real in self.refused:
+            if strict:
+                raise CompileError(self.refused[real])
+            return None
         c = self.compiler()
         try:
             mod = c.module(real)
@@ -126,3 +170,7 @@ class Session:
     def real(self, shown: str) -> Path:
         """The real path of a display path (a span's ``path``)."""
         return (self.workspace.root / shown).resolve()
+
+    def inside(self, real: Path) -> bool:
+        """Whether ``real`` lies in the workspace (what the session may read)."""
+        return self.workspace.root in real.parents
