@@ -34,19 +34,15 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 
 from __future__ import annotations
 
-import re
-
-from rcpc.domain import kube_container, kube_pod, kube_validation as kv
+from rcpc.domain import kube_pod, kube_quantity, kube_validation as kv
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
                              TOPOLOGY_LABEL, tpu_slice)
-from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of, type_name
+from rcpc.core.values import Dict, Int, List, Null, Str, text_of, type_name
 
 TPU_RESOURCE = "google.com/tpu"
 JOBSET_GROUP = "jobset.x-k8s.io"
-# resource.Quantity: a signed decimal number with a binary-SI, decimal-SI or exponent suffix.
-_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 # metadata.name: a DNS-1123 subdomain, except for the kinds Kubernetes names otherwise
 # (core validation ValidateServiceName, ValidateNamespaceName).
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
@@ -101,7 +97,23 @@ def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
         if type(data.items.get(key)) is Dict:
             for k, value in data.items[key].items.items():
                 _want_string(value, (key, k), kind, f"{kind} {key} values", out)
+    _check_kind_quantities(data, kind, out)
     return out
+
+
+def _check_kind_quantities(data: Dict, kind: str, out: list) -> None:
+    """``E1005`` in the quantity maps of a PersistentVolume's, ResourceQuota's or LimitRange's
+    spec (:data:`rcpc.domain.kube_quantity.KIND_MAPS`)."""
+    spec = data.items.get("spec")
+    if type(spec) is not Dict:
+        return
+    for key in kube_quantity.KIND_MAPS.get(kind, ()):
+        kube_quantity.check_map(spec.items.get(key), ("spec", key), kind, out)
+    limits = spec.items.get("limits") if kind == "LimitRange" else None
+    for i, item in enumerate(limits.items if type(limits) is List else ()):
+        for key in kube_quantity.LIMIT_RANGE_MAPS:
+            if type(item) is Dict:
+                kube_quantity.check_map(item.items.get(key), ("spec", "limits", i, key), kind, out)
 
 
 def _check_name(data: Dict, kind: str, out: list) -> None:
@@ -135,7 +147,7 @@ def _get(d, *keys):
 # Keys whose presence in a dict, and last path steps, that make a rule look at the dict
 # (:func:`_check_node`); any other dict only has its children visited.
 _RULE_KEYS = frozenset(("nodeSelector", "matchLabels", "env", "template", *_CONTAINER_LISTS))
-_RULE_STEPS = frozenset(("metadata", "exec", "resources"))
+_RULE_STEPS = frozenset(("metadata", "exec", *kube_quantity.QUANTITY_MAPS, *kube_quantity.QUANTITY_FIELDS))
 
 
 def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
@@ -201,11 +213,15 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
         _want_strings(items["command"], path + ("command",), kind, out)
     if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
         _check_pod(v, path, kind, out, meta, core_lists)
+        kube_quantity.check_map(items.get("overhead"), path + ("overhead",), kind, out, "validateOverhead")
         kube_pod.check_pod(v, path, kind, kind in _JOB_SPECS and path[-2:] == ("template", "spec"), out)
-    if path and path[-1] == "resources":
-        for key in ("limits", "requests"):
-            if type(items.get(key)) is Dict:
-                _check_quantities(items[key], path + (key,), kind, out)
+    step = path[-1] if path else None
+    for key in kube_quantity.QUANTITY_MAPS.get(step, ()):  # ValidateResourceQuantityValue
+        kube_quantity.check_map(items.get(key), path + (key,), kind, out, "ValidateResourceQuantityValue")
+    field = kube_quantity.QUANTITY_FIELDS.get(step)
+    if field is not None and field in items:
+        kube_quantity.check_value(items[field], path + (field,), kind, out,
+                                  "validateVolumeSource" if step == "emptyDir" else None)
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
@@ -356,14 +372,6 @@ def _duplicates(items, key: str, path: tuple, kind: str, code: str, what: str, o
         seen.setdefault(name.value, name.span)
 
 
-def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
-    for k, value in d.items.items():
-        ok = (type(value) in (Int, Float) and value.value >= 0) or (type(value) is Str and _QUANTITY.match(value.value))
-        if not ok:
-            out.append(_diag("E1005", kind, path + (k,), f"{text_of(value)!r} is not a resource quantity",
-                             value.span, hint='write a number or a string such as "4", "500m", "16Gi"'))
-
-
 def pod_slice(pod: Dict, meta, path: tuple = (), kind: str = "", out: list | None = None):
     """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
     its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
@@ -417,7 +425,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
             q = _get(res, key)
             v = q.items.get(TPU_RESOURCE) if q else None
             if v is not None:
-                q = kube_container.quantity(v)
+                q = kube_quantity.amount(v)
                 if q is not None and q.denominator != 1:
                     return  # a fraction of a chip is E1014's; a sum of whole chips would mislead
                 n = _quantity_int(v)
@@ -435,7 +443,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
 
 def _quantity_int(v) -> int | None:
     """A whole resource quantity's number (``4``, ``"4"``, ``"4000m"``, ``"4e0"``), else None."""
-    q = kube_container.quantity(v)
+    q = kube_quantity.amount(v)
     return int(q) if q is not None and q.denominator == 1 else None
 
 

@@ -37,44 +37,14 @@ Values of the wrong type are left to the schema (``E1101``) or to other rules (`
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
-
-from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of
+from rcpc.core.values import Dict, Int, List, Null, Str, text_of
 from rcpc.domain import kube_validation as kv
 from rcpc.domain.kube_paths import diag
+from rcpc.domain.kube_quantity import GO_SPACE, amount as quantity
 
 PULL_POLICIES = ("Always", "Never", "IfNotPresent")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")  # core/v1 EnvVarSource
-# Go's unicode.IsSpace, which strings.TrimSpace trims (Python's str.strip also trims \x1c-\x1f).
-GO_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
-                     + "".join(chr(c) for c in range(0x2000, 0x200B)))
-_SUFFIX = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
-           "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000), "": 1,
-           "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
-
-
-def quantity(v) -> Fraction | None:
-    """The amount of a resource quantity (``4``, ``"500m"``, ``"16Gi"``, ``"1e3"``;
-    apimachinery ``resource.ParseQuantity``), exactly; None when ``v`` is not one."""
-    if type(v) is Int:
-        return Fraction(v.value)
-    if type(v) is Float:
-        return Fraction(v.value)
-    if type(v) is not Str:
-        return None
-    m = _QUANTITY.fullmatch(v.value)
-    if m is None:
-        return None
-    number, suffix = Fraction(m.group(1)), m.group(2) or ""
-    if suffix[:1] in ("e", "E"):
-        exponent = int(suffix[1:])
-        return number * Fraction(10) ** exponent if abs(exponent) <= 64 else None
-    return number * _SUFFIX[suffix]
-
-
 def extended(resource: str) -> bool:
     """Whether ``resource`` is an extended resource (a domain-prefixed name outside
     ``kubernetes.io``, such as ``google.com/tpu``): never overcommitted."""
@@ -124,7 +94,7 @@ def _check_image(c: Dict, path: tuple, kind: str, out: list) -> None:
                         image.span if image is not None else c.span,
                         hint='give the container an image, such as "us-docker.pkg.dev/project/repo/image:tag"'))
     elif type(image) is Str and (image.value[0] in GO_SPACE or image.value[-1] in GO_SPACE):
-        trimmed = image.value.strip("".join(GO_SPACE))
+        trimmed = image.value.strip(GO_SPACE)
         out.append(diag("E1014", kind, where, f"image {image.value!r} has leading or trailing whitespace: the API "
                         "server refuses a pod with it (for a template, every pod made from it)", image.span,
                         hint=f"write {trimmed!r}" if trimmed else "give the container an image"))
