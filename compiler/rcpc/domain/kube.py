@@ -62,10 +62,11 @@ def kind_of(data: Dict) -> str:
     return kind.value if type(kind) is Str else "manifest"
 
 
-def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Diagnostic]:
+def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: frozenset = frozenset()) -> list[Diagnostic]:
     """Every finding on one manifest (errors and warnings; see the module docstring).
-    ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if any."""
-    from rcpc.domain import jobset
+    ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if
+    any; ``gates``: the JobSet feature gates the cluster runs with (``jobset_feature_gates``)."""
+    from rcpc.domain import jobset, jobset_cel, kueue
     from rcpc.domain.kube_schema import builtin_jobset_schema, check_lists, check_schema
 
     kind = kind_of(data)
@@ -75,9 +76,11 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Dia
     if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
         schema = builtin_jobset_schema()
     out = check_rules(data, core_lists=schema is None)
+    out += kueue.check(data, kind)
     if kind == "JobSet":
         named = {d.span for d in out if d.code == "E1002"}
-        out += [d for d in jobset.check(data, manifest_path) if d.code != "E1002" or d.span not in named]
+        out += [d for d in jobset.check(data, manifest_path, gates) if d.code != "E1002" or d.span not in named]
+        out += jobset_cel.check(data)
     if schema is not None:
         out += check_lists(data, schema, kind)
     flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
@@ -91,6 +94,7 @@ def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
     types no schema gives)."""
     kind = kind_of(data)
     out: list[Diagnostic] = []
+    _check_type(data, out)
     _check_name(data, kind, out)
     _walk(data, (), kind, out, None, core_lists)
     for key in _STRING_MAPS.get(kind, ()):
@@ -98,7 +102,32 @@ def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
             for k, value in data.items[key].items.items():
                 _want_string(value, (key, k), kind, f"{kind} {key} values", out)
     _check_kind_quantities(data, kind, out)
+    for path, pod in pod_specs(data, kind):
+        kube_pod.check_containers_given(pod, path, kind, out)
     return out
+
+
+# Where a kind holds its pod spec (core/v1, apps/v1, batch/v1; a JobSet's in each replicated job)
+_POD_SPEC_PATHS = {"Pod": ("spec",), "PodTemplate": ("template", "spec"),
+                   "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+                   **{k: ("spec", "template", "spec") for k in ("Job", "Deployment", "StatefulSet", "DaemonSet",
+                                                              "ReplicaSet", "ReplicationController")}}
+
+
+def pod_specs(data: Dict, kind: str):
+    """(path, pod spec) of each pod spec a manifest of ``kind`` holds where its kind puts one."""
+    if kind == "JobSet":
+        jobs = _get(data, "spec")
+        jobs = jobs.items.get("replicatedJobs") if jobs else None
+        for i, rj in enumerate(jobs.items if type(jobs) is List else ()):
+            pod = _get(rj, "template", "spec", "template", "spec")
+            if pod is not None:
+                yield ("spec", "replicatedJobs", i, "template", "spec", "template", "spec"), pod
+        return
+    path = _POD_SPEC_PATHS.get(kind)
+    pod = _get(data, *path) if path else None
+    if pod is not None:
+        yield path, pod
 
 
 def _check_kind_quantities(data: Dict, kind: str, out: list) -> None:
@@ -116,20 +145,51 @@ def _check_kind_quantities(data: Dict, kind: str, out: list) -> None:
                 kube_quantity.check_map(item.items.get(key), ("spec", "limits", i, key), kind, out)
 
 
+def _check_type(data: Dict, out: list) -> None:
+    """``E1015``: an object has a non-empty ``apiVersion`` and ``kind`` (kubectl maps the object
+    to a resource with them; without one it refuses the document: "apiVersion not set",
+    "Object 'Kind' is missing"; a null is empty)."""
+    for key in ("apiVersion", "kind"):
+        v = data.items.get(key)
+        if type(v) is Str and v.value:
+            continue
+        how = "missing" if v is None else "null" if type(v) is Null else "empty" if type(v) is Str else \
+            f"a {type_name(v)}, not a string"
+        example = _API_VERSIONS.get(kind_of(data), "v1' or 'batch/v1") if key == "apiVersion" else "JobSet"
+        out.append(Diagnostic("E1015", f"{key} is {how}: kubectl cannot tell which resource the object is",
+                              (v or data).span, hint=f"give {key} as a string, such as '{example}'"))
+
+
+_API_VERSIONS = {"Pod": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Job": "batch/v1",
+                 "CronJob": "batch/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1",
+                 "JobSet": f"{JOBSET_GROUP}/v1alpha2"}
+
+
 def _check_name(data: Dict, kind: str, out: list) -> None:
+    """``E1002``: ``metadata.name`` is given (or ``generateName``: ValidateObjectMeta, "name or
+    generateName is required"; a null is empty) and is a valid name of ``kind``."""
     md = data.items.get("metadata")
-    if type(md) is not Dict or "name" not in md.items and "generateName" not in md.items:
+    name = md.items.get("name") if type(md) is Dict else None
+    gen = md.items.get("generateName") if type(md) is Dict else None
+    if type(name) is Str and name.value:
+        what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
+        problems = rule(name.value)
+        if problems:
+            out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
+                             name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
+        return
+    if (type(gen) is Str and gen.value) or (name is not None and type(name) not in (Str, Null)):
+        return  # a generated name (the JobSet rules check it), or the wrong type: the schema's
+    if name is None and gen is None:
         out.append(_diag("E1002", kind, ("metadata",), "metadata.name is missing",
                          md.span if type(md) is Dict else data.span, hint='add "name": "..." to metadata'))
         return
-    name = md.items.get("name")
-    if type(name) is not Str:
-        return
-    what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
-    problems = rule(name.value)
-    if problems:
-        out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
-                         name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
+    given = name if name is not None else gen
+    key = "name" if name is not None else "generateName"
+    how = "null" if type(given) is Null else "empty"
+    out.append(_diag("E1002", kind, ("metadata", key), f"metadata.{key} is {how}: the API server reads it as empty, "
+                     "and an object needs a name (or a generateName prefix)", given.span,
+                     hint="give the object a name (an unset variable, such as XPK's WORKLOAD_NAME, leaves it empty)"))
 
 
 def _int(v, default: int) -> int:
@@ -308,7 +368,7 @@ def _check_pod(pod: Dict, path: tuple, kind: str, out: list, meta, core_lists: b
         group = pod.items.get(key)
         for i, c, name in _named(group.items if type(group) is List else (), "name"):
             where = path + (key, i, "name")
-            if kv.dns1123_label(name.value):
+            if name.value and kv.dns1123_label(name.value):  # an empty one: Required (kube_container)
                 out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not an RFC 1123 label: "
                                  f"{kv.dns1123_label(name.value)[0]}", name.span,
                                  hint=_for_example(kv.as_dns1123_label(name.value))))

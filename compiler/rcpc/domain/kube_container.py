@@ -62,8 +62,9 @@ def _absent(d: Dict, key: str) -> bool:
 def check_container(c: Dict, path: tuple, kind: str, volumes: set, host_network: bool, out: list) -> None:
     """The rules on one container at ``path`` of a pod whose volumes are named ``volumes``
     (see the module docstring); ``host_network``: the pod sets ``hostNetwork: true``."""
-    if _absent(c, "name"):
-        out.append(diag("E1014", kind, path + ("name",), "the container has no name (Required)", c.span,
+    name = c.items.get("name")
+    if _absent(c, "name") or (type(name) is Str and not name.value):
+        out.append(diag("E1014", kind, path + ("name",), "the container has no name (Required)", (name or c).span,
                         hint='add "name": "..." (lower-case letters, digits and \'-\')'))
     _check_image(c, path, kind, out)
     v = c.items.get("imagePullPolicy")
@@ -79,7 +80,7 @@ def check_container(c: Dict, path: tuple, kind: str, volumes: set, host_network:
     mounts = c.items.get("volumeMounts")
     for i, m in enumerate(mounts.items if type(mounts) is List else ()):
         name = m.items.get("name") if type(m) is Dict else None
-        if type(name) is Str and name.value not in volumes:
+        if type(name) is Str and name.value and name.value not in volumes:  # an empty one: Required (kube_podspec)
             out.append(diag("E1014", kind, path + ("volumeMounts", i, "name"), f"volume mount {name.value!r} "
                             "names no volume of the pod", name.span,
                             hint=f'add {{"name": "{name.value}", ...}} to the pod\'s volumes'))

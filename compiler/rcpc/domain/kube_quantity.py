@@ -188,7 +188,7 @@ LIMIT_RANGE_MAPS = ("max", "min", "default", "defaultRequest", "maxLimitRequestR
 BUILTIN_KINDS = frozenset(("Pod", "PodTemplate", "ReplicationController", "ReplicaSet", "Deployment", "StatefulSet",
                            "DaemonSet", "Job", "CronJob", "PersistentVolume", "PersistentVolumeClaim",
                            "ResourceQuota", "LimitRange", "Node"))
-QUANTITY_HINT = 'write a number, or a string such as "4", "500m", "16Gi", "1e3"'
+QUANTITY_HINT = 'write a number or a string such as "4", "500m", "16Gi"'
 
 
 def check_value(value, path: tuple, kind: str, out: list, nonnegative: str | None = None) -> None:
