@@ -10,6 +10,7 @@ required field; the oracles are written from that source."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import example, given, settings
@@ -210,3 +211,62 @@ def test_check_refuses_a_null_name(tmp_path_factory, value):
     assert (code == 0) == (value == "NAME"), err.getvalue()
     if value == "None":
         assert "error[E1002]: JobSet metadata.name: metadata.name is null" in err.getvalue()
+
+
+# the issue's examples through both commands ----------------------------------------------------------
+def rcp_literal(v) -> str:
+    """``v`` (plain data) as a recipe literal."""
+    return json.dumps(v).replace("true", "True").replace("false", "False").replace("null", "None")
+
+
+ISSUE_POD = {
+    "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostnet", "restartPolicy": "Never",
+    "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "value": "x"},
+                    {"key": "google.com/tpu", "operator": "exists"}, {"operator": "Exists", "effect": "NoSchedules"}],
+    "volumes": [{"name": "Shm_Vol", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gb"}}, {"name": None, "emptyDir": {}}],
+    "containers": [{"name": "main", "image": None, "ports": [{"containerPort": 70000}],
+                    "env": [{"name": "A=B", "value": "1"}]}],
+}
+ISSUE_JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                "metadata": {"name": None, "labels": {"kueue.x-k8s.io/queue-name": "Multislice_Queue"}},
+                "spec": {"startupPolicy": {"startupPolicyOrder": "InOrder"},
+                         "failurePolicy": {"rules": [{"action": "RestartJob", "name": "r"}]},
+                         "replicatedJobs": [{"name": "a", "template": {"spec": {"template": {"spec": ISSUE_POD}}}},
+                                            {"name": "b", "dependsOn": [{"name": "a", "status": "Ready"}],
+                                             "template": {"spec": {"template": {"spec": ISSUE_POD}}}}]}}
+
+
+def test_check_and_validate_agree_on_the_issue_examples(tmp_path):
+    """Each example of issue 38 (kinds 1, 3, 4, 5 and the two warnings) is reported by
+    ``rcpc validate`` on the YAML and by ``rcpc check`` on a recipe writing the same data,
+    with the same code at the same manifest path (the warnings on a JobSet without errors:
+    a failing check shows its errors)."""
+    import contextlib
+    import io
+
+    from rcpc.cli import main
+    from tests.conftest import Ws
+
+    def found(text: str, severity: str) -> set:
+        return set(re.findall(rf"{severity}\[(\w+)\]: JobSet (\S+):", text))
+
+    clean_pod = {"hostNetwork": True, "restartPolicy": "Never", "containers": [
+        {"name": "main", "image": "i", "args": ["--out=gs://b/$(RUN_ID)/out", "--id=$(JOB_COMPLETION_INDEX)"],
+         "env": [{"name": "X", "value": "$(JOB_COMPLETION_INDEX)"}]}]}
+    clean = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+             "spec": {"replicatedJobs": [{"name": "a", "template": {"spec": {"template": {"spec": clean_pod}}}}]}}
+    for i, manifest in enumerate((ISSUE_JOBSET, clean)):
+        (tmp_path / str(i)).mkdir()
+        ws = Ws(tmp_path / str(i))
+        ws.write("recipes/r.rcp", f'jobset(name = "js", metadata = {rcp_literal(manifest["metadata"])}, '
+                 f'spec = {rcp_literal(manifest["spec"])})\n')
+        err = io.StringIO()
+        with contextlib.chdir(ws.root), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            assert main(["check"]) == (1 if manifest is ISSUE_JOBSET else 0)
+        severity = "error" if i == 0 else "warning"
+        by_check, by_validate = found(err.getvalue(), severity), found(run(manifest), severity)
+        assert by_check == by_validate
+        codes = {c for c, _ in by_check}
+        # (no E1011 for the RestartJob action: without a name the JobSet never reaches the webhook)
+        assert codes == ({"E1002", "E1005", "E1014", "E1016", "E1017"} if i == 0 else
+                         {"W1003", "W1004", "W1005"}), codes

@@ -4,17 +4,21 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 
 :func:`check_manifest` runs all of them on one manifest value:
 
-* built-in rules (:func:`check_rules`, with or without a schema): ``E1001`` env values are
-  strings; ``E1002`` ``metadata.name`` and container names; ``E1003`` label and annotation
-  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities;
+* built-in rules (:func:`check_rules`, with or without a schema): ``E1015`` an
+  ``apiVersion`` and a ``kind``; ``E1001`` env values are strings; ``E1002``
+  ``metadata.name`` (given, not null) and container names; ``E1003`` label and annotation
+  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities, wherever a
+  built-in kind holds one (:mod:`rcpc.domain.kube_quantity`);
   ``E1006``/``E1007``/``E1013`` a TPU pod requests its host's chips and its Job runs one pod a
   host, the topology read from the node selector or the GKE slice-topology annotation;
   ``E1008`` strings where Kubernetes wants strings (``command``/``args`` items, ConfigMap and
   Secret data); ``E1009`` label and annotation keys, annotations' total size; for kinds
   without a schema, Kubernetes' pod rules on duplicates (``E1010`` volumes, mount paths;
   ``W1001`` env names, ports, which the API server only warns about); ``E1014`` Kubernetes'
-  core validation of pod and Job specs (:mod:`rcpc.domain.kube_pod`);
-* the JobSet webhook (:mod:`rcpc.domain.jobset`);
+  core validation of pod and Job specs, and ``W1003``-``W1005`` (:mod:`rcpc.domain.kube_pod`);
+* Kueue's label rules on Jobs and JobSets (``E1017``, :mod:`rcpc.domain.kueue`);
+* the JobSet webhook (:mod:`rcpc.domain.jobset`; its feature-gated rules with ``gates``) and the
+  JobSet CRD's CEL rules (``E1016``, :mod:`rcpc.domain.jobset_cel`);
 * list types (:func:`rcpc.domain.kube_schema.check_lists`): ``E1010`` two entries of one key in a list the schema
   marks ``x-kubernetes-list-type: map`` (keyed by ``x-kubernetes-list-map-keys``) or
   ``set``, reported at the second entry; for a JobSet with no configured schema, the markers
@@ -27,7 +31,8 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
   values, and for JobSets the webhook's defaults (:func:`rcpc.domain.jobset.default`). Kubernetes
   extensions: ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``,
   ``nullable``; unknown fields are errors (``kubectl apply`` with strict field validation).
-  CEL rules (``x-kubernetes-validations``) are not evaluated. ``E1101`` a violation,
+  CEL rules (``x-kubernetes-validations``) are not evaluated (the JobSet CRD's are modelled,
+  above). ``E1101`` a violation,
   ``E1102`` an unusable schema file; with ``strict_crd``, ``E1012`` what the raw schema
   rejects that the API server or the webhook would have filled in or dropped.
 """
