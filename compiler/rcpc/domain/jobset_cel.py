@@ -16,21 +16,13 @@ A null is pruned before the rules run (structural pruning), so it is not ``has()
 from __future__ import annotations
 
 from rcpc.core.diagnostics import Diagnostic
-from rcpc.core.values import Dict, List, Null, Str
-from rcpc.domain.kube_paths import manifest_path
+from rcpc.core.values import Dict, List, Str
+from rcpc.domain.kube_paths import manifest_path, value_at
 
 STARTUP_AND_DEPENDS_ON = ("!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
                           "self.replicatedJobs.exists(x, has(x.dependsOn)))")
 CLAIM_NAMESPACE = "self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)"
 RULES = (STARTUP_AND_DEPENDS_ON, CLAIM_NAMESPACE)
-
-
-def _get(d, *keys):
-    for k in keys:
-        if type(d) is not Dict:
-            return None
-        d = d.items.get(k)
-    return None if type(d) is Null else d
 
 
 def _diag(path: tuple, message: str, span, related=(), hint: str | None = None) -> Diagnostic:
@@ -40,10 +32,10 @@ def _diag(path: tuple, message: str, span, related=(), hint: str | None = None) 
 def check(data: Dict) -> list[Diagnostic]:
     """The :data:`RULES` a JobSet manifest value breaks, each at the value to change."""
     out: list[Diagnostic] = []
-    spec = _get(data, "spec")
-    order = _get(spec, "startupPolicy", "startupPolicyOrder")
-    jobs = _get(spec, "replicatedJobs")
-    depends = [(i, _get(rj, "dependsOn")) for i, rj in enumerate(jobs.items if type(jobs) is List else ())]
+    spec = value_at(data, "spec")
+    order = value_at(spec, "startupPolicy", "startupPolicyOrder")
+    jobs = value_at(spec, "replicatedJobs")
+    depends = [(i, value_at(rj, "dependsOn")) for i, rj in enumerate(jobs.items if type(jobs) is List else ())]
     depends = [(i, d) for i, d in depends if d is not None]
     if type(order) is Str and order.value == "InOrder" and depends:
         out.append(_diag(("spec", "startupPolicy", "startupPolicyOrder"), "startupPolicy InOrder and dependsOn "
@@ -51,11 +43,11 @@ def check(data: Dict) -> list[Diagnostic]:
                          "exclusive)", order.span,
                          related=[(f"dependsOn of replicatedJobs[{i}]", d.span) for i, d in depends],
                          hint="keep dependsOn (startupPolicy is deprecated) and leave startupPolicy out"))
-    policies = _get(spec, "volumeClaimPolicies")
+    policies = value_at(spec, "volumeClaimPolicies")
     for p, policy in enumerate(policies.items if type(policies) is List else ()):
-        templates = _get(policy, "templates")
+        templates = value_at(policy, "templates")
         for t, template in enumerate(templates.items if type(templates) is List else ()):
-            namespace = _get(template, "metadata", "namespace")
+            namespace = value_at(template, "metadata", "namespace")
             if type(namespace) is Str and namespace.value:
                 out.append(_diag(("spec", "volumeClaimPolicies", p, "templates", t, "metadata", "namespace"),
                                  "namespace cannot be set for VolumeClaimPolicies templates (the CRD's rule)",

@@ -40,7 +40,7 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 from __future__ import annotations
 
 from rcpc.domain import kube_pod, kube_quantity, kube_validation as kv
-from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path, value_at
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
                              TOPOLOGY_LABEL, tpu_slice)
@@ -202,10 +202,8 @@ def _int(v, default: int) -> int:
 
 
 def _get(d, *keys):
-    for k in keys:
-        if type(d) is not Dict:
-            return None
-        d = d.items.get(k)
+    """The dict at ``keys`` under ``d``, or None."""
+    d = value_at(d, *keys)
     return d if type(d) is Dict else None
 
 

@@ -91,8 +91,10 @@ def check_containers_given(pod: Dict, path: tuple, kind: str, out: list) -> None
     """``validateContainers``: a pod spec has at least one container ("Required"; a null or
     an empty list is none)."""
     containers = pod.items.get("containers")
-    if type(containers) is List and containers.items or containers is not None and type(containers) not in (List, Null):
+    if type(containers) is List and containers.items:
         return
+    if containers is not None and type(containers) not in (List, Null):
+        return  # the wrong type: the schema's to report
     out.append(diag("E1014", kind, path + ("containers",), "the pod has no containers (Required: a pod runs at "
                     "least one)", (containers or pod).span, hint='add "containers": [{"name": "...", "image": "..."}]'))
 

@@ -108,6 +108,8 @@ def _interpret(suffix: str) -> tuple[int, int] | None:
 def parse(text: str) -> Fraction | None:
     """The amount of quantity ``text`` as ``resource.ParseQuantity`` reads it, or None when it
     refuses it (see the module docstring)."""
+    if text.isdigit() and text.isascii():  # the common case, as the parser reads it: the number
+        return Fraction(int(text))
     if not text:
         return None
     scanned = _scan(text)
@@ -164,8 +166,8 @@ def amount(value, crd: bool = False) -> Fraction | None:
         if any(c in _JSON_ESCAPED or c < " " for c in text):
             return None
         return parse(text.strip(GO_SPACE))
-    if t is Int:
-        return parse(str(value.value))
+    if t is Int:  # its JSON text is its digits, which parse() reads as the number
+        return Fraction(value.value)
     if t is Float:
         return parse(go_json_number(value.value)) if math.isfinite(value.value) else None
     if t is Null:
