@@ -170,8 +170,8 @@ class Workspace:
             raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
                         "its older spelling)", _key_span(text, "maxtext_base"), hint="remove maxtext_base")
         ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
-                 config_bytes=raw)
+                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), config=cfg, links=links,
+                 config_bytes=raw)  # by name: a positional `links` was strict_crd (a symlink turned it on)
 
         def schema(key, v):  # builtin:NAME, or a path that may lie outside the workspace
             return ws.schema_path(v) if v.startswith(BUILTIN) else resolved(key, v)
