@@ -174,11 +174,15 @@ def test_container_names_unique_within_a_pod(ws):
     assert f.diag.related[0][0] == "first used here"
 
 
-@pytest.mark.parametrize("quantity", ['"4x"', '"-"', '"1.5.2"', "-1"])
-def test_resource_quantities(ws, quantity):
+@pytest.mark.parametrize("quantity, code, message", [
+    ('"4x"', "E1005", "is not a resource quantity"), ('"1.5.2"', "E1005", "is not a resource quantity"),
+    ('"-"', "E1005", "is not a resource quantity"),  # ParseQuantity reads it as 0; the JobSet CRD's pattern does not
+    ("-1", "E1014", "must be greater than or equal to 0")])
+def test_resource_quantities(ws, quantity, code, message):
+    """A few spellings in a JobSet (the whole space: tests/test_kube_quantity.py)."""
     text = recipe().replace('"limits": {"google.com/tpu": TPU}', f'"limits": {{"google.com/tpu": TPU, "memory": {quantity}}}')
     f = ws.fails(text)
-    assert f.code == "E1005" and "is not a resource quantity" in f.message
+    assert f.code == code and message in f.message
 
 
 def test_tpu_request_must_match_the_host(ws):

@@ -195,6 +195,24 @@ def test_published_manifests(published, crd_schema, tmp_path):
         assert proc.returncode == 0, (path.name, proc.stdout + proc.stderr)
 
 
+def test_the_readme_says_what_strict_crd_reports_on_the_bundled_recipes():
+    """README.md counts what ``rcpc check --strict-crd`` reports on the bundled recipes (it
+    showed the command as if it passed; it exits 1): the nulls the API server prunes and the
+    rules the webhook names, nothing else."""
+    import re
+
+    proc = subprocess.run([sys.executable, "-m", "rcpc", "check", "--strict-crd", "--diagnostics", "json"],
+                          capture_output=True, text=True, cwd=REPO)
+    found = json.loads(proc.stderr)["diagnostics"]
+    nulls = [d for d in found if "the API server drops this null" in d["message"]]
+    unnamed = [d for d in found if "missing required field 'name'" in d["message"] and "fills it in" in d["message"]]
+    assert proc.returncode == 1 and {d["code"] for d in found} == {"E1012"}
+    assert len(found) == len(nulls) + len(unnamed)
+    said = re.search(r"reports \(E1012\) the\s+(\d+) values.*?(\d+) nulls.*?and (\d+) failure-policy\s+rules",
+                     (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    assert said is not None and tuple(map(int, said.groups())) == (len(found), len(nulls), len(unnamed))
+
+
 # Faults of each kind: rcpc rejects, and so does each validator whose schema can say so.
 FAULTS = {
     "args item not a string": (lambda c: c.__setitem__("args", ["-t", 2592000]), "E1008"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.core.diagnostics import CompileError
@@ -90,3 +90,32 @@ def test_within_is_being_the_directory_or_below_it(path, directory):
 def test_within_the_root_directory():
     assert _within(PurePosixPath("/a"), PurePosixPath("/")) and _within(PurePosixPath("/"), PurePosixPath("/"))
     assert not _within(PurePosixPath("/ab"), PurePosixPath("/a"))  # a prefix of the name is not a parent
+
+
+KEYS = ("recipe_dirs", "library_dirs", "kube_schemas", "maxtext_schema")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(linked=st.sets(st.sampled_from(KEYS)))
+@example(linked={"kube_schemas"})   # a CRD named through a symlink turned --strict-crd on
+def test_rcp_toml_read_through_symlinks_sets_each_field_it_names(tmp_path_factory, linked):
+    """A Workspace read from rcp.toml holds what each key names, and nothing else: a path
+    through a symlink is recorded in ``links`` (the build cache checks it still holds) and
+    leaves every other field, ``strict_crd`` among them, as it was."""
+    root = tmp_path_factory.mktemp("ws")
+    real = root / "real"
+    for d in ("recipes", "lib"):
+        (real / d).mkdir(parents=True)
+    (real / "crd.json").write_text("{}")
+    (real / "base.json").write_text("{}")
+    (root / "via").symlink_to(real)
+    spelled = {key: ("via/" if key in linked else "real/") + name for key, name in
+               zip(KEYS, ("recipes", "lib", "crd.json", "base.json"))}
+    (root / "rcp.toml").write_text(
+        f'recipe_dirs = ["{spelled["recipe_dirs"]}"]\nlibrary_dirs = ["{spelled["library_dirs"]}"]\n'
+        f'kube_schemas = ["{spelled["kube_schemas"]}"]\nmaxtext_schema = "{spelled["maxtext_schema"]}"\n')
+    ws = Workspace.find(root)
+    assert ws.strict_crd is False and ws.jobset_feature_gates == frozenset()
+    assert ws.recipe_dirs == (real / "recipes",) and ws.library_dirs == (real / "lib",)
+    assert ws.kube_schemas == (real / "crd.json",) and ws.maxtext_schema == real / "base.json"
+    assert {Path(p).relative_to(root).parts[0] for p in ws.links} == ({"via"} if linked else set())

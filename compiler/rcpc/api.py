@@ -396,7 +396,7 @@ class Workspace:
             self._manifests[shown] = source
             documents += len(docs)
             for doc in docs:
-                found.extend(check_manifest(doc, index, ws.strict_crd))
+                found.extend(check_manifest(doc, index, ws.strict_crd, ws.jobset_feature_gates))
         return documents, tuple(unique(found))
 
 

@@ -320,6 +320,18 @@ CATALOG = [
             '"4x4x4"}}, "spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", '
             '"cloud.google.com/gke-tpu-topology": "4x4x8"}, "containers": [{"name": "c", "image": "i", "resources": {"limits": '
             '{"google.com/tpu": 4}}}]}}})\n'),
+    Example("E1015", "object without apiVersion or kind", files={"m.yaml": "kind: ConfigMap\nmetadata:\n  name: c\n"},
+            argv=("validate", "m.yaml")),
+    Example("E1016", "JobSet CRD validation rule (CEL)",
+            'POD = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}\n'
+            'JOB = {"spec": {"template": {"spec": POD}}}\n'
+            'jobset(name = "js", spec = {"startupPolicy": {"startupPolicyOrder": "InOrder"}, "replicatedJobs": [\n'
+            '    {"name": "a", "template": JOB},\n'
+            '    {"name": "b", "dependsOn": [{"name": "a", "status": "Ready"}], "template": JOB},\n'
+            ']})\n'),
+    Example("E1017", "Kueue label Kueue's webhook refuses",
+            'jobset(name = "js", metadata = {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "Multislice_Queue"}}, '
+            'spec = {})\n'),
     Example("W1001", "env var defined twice in a pod (the API server warns)",
             'manifest(name = "p", apiVersion = "v1", kind = "Pod", spec = {"containers": [{"name": "c", "image": "i", '
             '"env": [{"name": "X", "value": "1"}, {"name": "X", "value": "2"}]}]})\n', exit=0),
@@ -327,6 +339,20 @@ CATALOG = [
             'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {\n'
             '    "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v7x"},\n'
             '    "containers": [{"name": "main", "image": "img"}],\n}}}}}]})\n', exit=0),
+    Example("W1003", "hostNetwork without the DNS policy that goes with it",
+            'POD = {"hostNetwork": True, "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}\n'
+            'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": POD}}}}]})\n',
+            exit=0),
+    Example("W1004", "$(VAR) that names no env var of the container",
+            'ARGS = ["--base_output_directory=gs://bucket/$(RUN_ID)/out"]\n'
+            'POD = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "i", "args": ARGS}]}\n'
+            'jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": POD}}}}]})\n',
+            exit=0),
+    Example("W1005", "$(JOB_COMPLETION_INDEX) that stays as written",
+            'ARGS = ["--process_id=$(JOB_COMPLETION_INDEX)"]\n'
+            'manifest(name = "j", apiVersion = "batch/v1", kind = "Job", spec = {"template": {"spec": {\n'
+            '    "restartPolicy": "Never", "containers": [{"name": "main", "image": "i", "args": ARGS}],\n'
+            '}}})\n', exit=0),
     Example("E1101", "schema violation", 'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", immutable = "yes")\n',
             files={"rcp.toml": 'kube_schemas = ["cm.json"]\n',
                    "cm.json": '{"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", '

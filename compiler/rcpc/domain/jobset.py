@@ -19,10 +19,15 @@ defaults would give (``replicas`` 1, ``groupName`` ``default``, ``completionMode
   the ``topologyKey`` of the pods' affinity);
 * ``E1011`` any other webhook rule: failure-policy rule names (length, pattern, unique),
   target replicated jobs and job failure reasons, ``dependsOn``, success-policy targets,
-  coordinator indices, ``spec.managedBy``, replicas × parallelism, volume claim policies.
+  coordinator indices, ``spec.managedBy``, replicas × parallelism, volume claim policies;
+  and the rules behind JobSet's feature gates (``pkg/features/features.go``; the alpha gates
+  are off unless the cluster's controller runs with them: ``jobset_feature_gates`` in
+  rcp.toml names them): the ``RestartJob`` and ``RestartJobAndIgnoreMaxRestarts`` actions
+  need ``RestartJob`` (and then replicated jobs of at most 1,024 replicas); the
+  ``InPlaceRestart`` restart strategy needs ``InPlaceRestart``.
 
-Not modelled: feature-gated rules (in-place restart, ``RestartJob`` actions), checks against
-existing cluster objects (PVCs), and ``ValidateUpdate`` (rcpc creates, it does not update).
+Not modelled: checks against existing cluster objects (PVCs), and ``ValidateUpdate`` (rcpc
+creates, it does not update, so ``ElasticJobSet`` has nothing to check).
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ from rcpc.core.values import Dict, Int, List, Str
 JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded",
                        "PodFailurePolicy")
 RULE_NAME_MAX = 128  # jobset_webhook.go maxRuleNameLength
+# pkg/features/features.go defaultFeatureGates: name -> on by default
+FEATURE_GATES = {"InPlaceRestart": False, "TLSOptions": True, "RestartJob": False, "ElasticJobSet": False}
+RESTART_JOB_ACTIONS = ("RestartJob", "RestartJobAndIgnoreMaxRestarts")
+MAX_REPLICAS_RESTART_JOB = 1024  # jobset_webhook.go maxReplicasPerReplicatedJob
 MANAGED_BY_MAX = 63  # jobset_webhook.go maxManagedByLength
 MAX_INT32 = 2**31 - 1
 POD_NAME_SUFFIX = "-abcde"  # the webhook's stand-in for the 5 random characters of a pod name
@@ -142,9 +151,10 @@ def _charset_problem(name: str, first_letter: bool) -> bool:
     return first_letter and not (name[:1].isascii() and name[:1].islower())
 
 
-def check(data: Dict, path_of) -> list[Diagnostic]:
+def check(data: Dict, path_of, gates: frozenset = frozenset()) -> list[Diagnostic]:
     """``ValidateCreate`` findings of one JobSet manifest value (see the module docstring);
-    ``path_of(tuple)`` renders a manifest path for messages."""
+    ``path_of(tuple)`` renders a manifest path for messages; ``gates``: the feature gates
+    named on (besides those on by default)."""
     md, spec = _get(data, "metadata"), _get(data, "spec")
     if type(spec) is not Dict:
         return []
@@ -162,7 +172,8 @@ def check(data: Dict, path_of) -> list[Diagnostic]:
     network = _get(spec, "network")
     subdomain_v = _str(network, "subdomain")
     _names(found, name, name_span, name_at, jobs, subdomain_v)
-    _policies(found, spec, jobs)
+    gates = gates | {g for g, on in FEATURE_GATES.items() if on}
+    _policies(found, spec, jobs, gates)
     _coordinator(found, spec, jobs, name, name_span, name_at, subdomain_v)
     _exclusive_topology(found, data, jobs)
     _volume_claims(found, spec, jobs)
@@ -238,7 +249,7 @@ def _blame(found: _Findings, what: str, derived: str, problem: str, name: str, n
                   hint="shorten the JobSet or replicated job name (JobSet webhook)")
 
 
-def _policies(found: _Findings, spec: Dict, jobs: list) -> None:
+def _policies(found: _Findings, spec: Dict, jobs: list, gates: frozenset) -> None:
     """dependsOn, success and failure policies (jobset_webhook.go ValidateCreate,
     validateFailurePolicy)."""
     names: list[str] = []
@@ -260,6 +271,8 @@ def _policies(found: _Findings, spec: Dict, jobs: list) -> None:
     success = _get(spec, "successPolicy")
     _targets(found, success, ("spec", "successPolicy"), names)
     policy = _get(spec, "failurePolicy")
+    if not _gated(found, policy, jobs, gates):
+        return  # the webhook stops checking the failure policy there
     seen: dict[str, object] = {}
     for i, rule in enumerate(_list(policy, "rules")):
         if type(rule) is not Dict:
@@ -284,6 +297,39 @@ def _policies(found: _Findings, spec: Dict, jobs: list) -> None:
                           f"reason ({', '.join(JOB_FAILURE_REASONS)})", reason.span,
                           hint=did_you_mean(reason.value, JOB_FAILURE_REASONS) or "write one of the reasons listed; "
                           "a pod's own failure reaches the JobSet as PodFailurePolicy")
+
+
+def _gated(found: _Findings, policy, jobs: list, gates: frozenset) -> bool:
+    """The failure policy's feature-gated rules (ValidateCreate: InPlaceRestart;
+    validateFailurePolicy: RestartJob). False when a ``RestartJob`` action is refused: the
+    webhook checks the policy no further."""
+    at = ("spec", "failurePolicy")
+    strategy = _str(policy, "restartStrategy")
+    if strategy is not None and strategy.value == "InPlaceRestart" and "InPlaceRestart" not in gates:
+        found.add("E1011", at + ("restartStrategy",), "the InPlaceRestart restart strategy needs the InPlaceRestart "
+                  "feature gate, off by default (alpha)", strategy.span, hint=_gate_hint("InPlaceRestart"))
+    for i, rule in enumerate(_list(policy, "rules")):
+        action = _str(rule, "action")
+        if action is None or action.value not in RESTART_JOB_ACTIONS:
+            continue
+        if "RestartJob" not in gates:
+            found.add("E1011", at + ("rules", i, "action"), f"the {action.value} action needs the RestartJob feature "
+                      "gate, off by default (alpha)", action.span, hint=_gate_hint("RestartJob"))
+            return False
+        for k, rj in enumerate(jobs):
+            if _int(rj, "replicas", 1) > MAX_REPLICAS_RESTART_JOB:
+                found.add("E1011", ("spec", "replicatedJobs", k, "replicas"), f"with a {action.value} rule a "
+                          f"replicated job has at most {MAX_REPLICAS_RESTART_JOB} replicas", _get(rj, "replicas").span,
+                          related=(("the rule's action", action.span),),
+                          hint="use fewer replicas, or RestartJobSet")
+                break
+        break
+    return True
+
+
+def _gate_hint(gate: str) -> str:
+    return (f"when the cluster's JobSet controller runs with --feature-gates={gate}=true, say so in rcp.toml: "
+            f'jobset_feature_gates = ["{gate}"]; otherwise use another value')
 
 
 def _targets(found: _Findings, d, at: tuple, names: list) -> None:

@@ -4,17 +4,21 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 
 :func:`check_manifest` runs all of them on one manifest value:
 
-* built-in rules (:func:`check_rules`, with or without a schema): ``E1001`` env values are
-  strings; ``E1002`` ``metadata.name`` and container names; ``E1003`` label and annotation
-  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities;
+* built-in rules (:func:`check_rules`, with or without a schema): ``E1015`` an
+  ``apiVersion`` and a ``kind``; ``E1001`` env values are strings; ``E1002``
+  ``metadata.name`` (given, not null) and container names; ``E1003`` label and annotation
+  values; ``E1004`` container names unique in a pod; ``E1005`` resource quantities, wherever a
+  built-in kind holds one (:mod:`rcpc.domain.kube_quantity`);
   ``E1006``/``E1007``/``E1013`` a TPU pod requests its host's chips and its Job runs one pod a
   host, the topology read from the node selector or the GKE slice-topology annotation;
   ``E1008`` strings where Kubernetes wants strings (``command``/``args`` items, ConfigMap and
   Secret data); ``E1009`` label and annotation keys, annotations' total size; for kinds
   without a schema, Kubernetes' pod rules on duplicates (``E1010`` volumes, mount paths;
   ``W1001`` env names, ports, which the API server only warns about); ``E1014`` Kubernetes'
-  core validation of pod and Job specs (:mod:`rcpc.domain.kube_pod`);
-* the JobSet webhook (:mod:`rcpc.domain.jobset`);
+  core validation of pod and Job specs, and ``W1003``-``W1005`` (:mod:`rcpc.domain.kube_pod`);
+* Kueue's label rules on Jobs and JobSets (``E1017``, :mod:`rcpc.domain.kueue`);
+* the JobSet webhook (:mod:`rcpc.domain.jobset`; its feature-gated rules with ``gates``) and the
+  JobSet CRD's CEL rules (``E1016``, :mod:`rcpc.domain.jobset_cel`);
 * list types (:func:`rcpc.domain.kube_schema.check_lists`): ``E1010`` two entries of one key in a list the schema
   marks ``x-kubernetes-list-type: map`` (keyed by ``x-kubernetes-list-map-keys``) or
   ``set``, reported at the second entry; for a JobSet with no configured schema, the markers
@@ -27,26 +31,23 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
   values, and for JobSets the webhook's defaults (:func:`rcpc.domain.jobset.default`). Kubernetes
   extensions: ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``,
   ``nullable``; unknown fields are errors (``kubectl apply`` with strict field validation).
-  CEL rules (``x-kubernetes-validations``) are not evaluated. ``E1101`` a violation,
+  CEL rules (``x-kubernetes-validations``) are not evaluated (the JobSet CRD's are modelled,
+  above). ``E1101`` a violation,
   ``E1102`` an unusable schema file; with ``strict_crd``, ``E1012`` what the raw schema
   rejects that the API server or the webhook would have filled in or dropped.
 """
 
 from __future__ import annotations
 
-import re
-
-from rcpc.domain import kube_container, kube_pod, kube_validation as kv
-from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path
+from rcpc.domain import kube_pod, kube_quantity, kube_validation as kv
+from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path, value_at
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
                              TOPOLOGY_LABEL, tpu_slice)
-from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of, type_name
+from rcpc.core.values import Dict, Int, List, Null, Str, text_of, type_name
 
 TPU_RESOURCE = "google.com/tpu"
 JOBSET_GROUP = "jobset.x-k8s.io"
-# resource.Quantity: a signed decimal number with a binary-SI, decimal-SI or exponent suffix.
-_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 # metadata.name: a DNS-1123 subdomain, except for the kinds Kubernetes names otherwise
 # (core validation ValidateServiceName, ValidateNamespaceName).
 _NAME_RULES = {"Service": ("an RFC 1035 label", kv.dns1035_label),
@@ -66,10 +67,11 @@ def kind_of(data: Dict) -> str:
     return kind.value if type(kind) is Str else "manifest"
 
 
-def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Diagnostic]:
+def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: frozenset = frozenset()) -> list[Diagnostic]:
     """Every finding on one manifest (errors and warnings; see the module docstring).
-    ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if any."""
-    from rcpc.domain import jobset
+    ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if
+    any; ``gates``: the JobSet feature gates the cluster runs with (``jobset_feature_gates``)."""
+    from rcpc.domain import jobset, jobset_cel, kueue
     from rcpc.domain.kube_schema import builtin_jobset_schema, check_lists, check_schema
 
     kind = kind_of(data)
@@ -79,9 +81,11 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False) -> list[Dia
     if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
         schema = builtin_jobset_schema()
     out = check_rules(data, core_lists=schema is None)
+    out += kueue.check(data, kind)
     if kind == "JobSet":
         named = {d.span for d in out if d.code == "E1002"}
-        out += [d for d in jobset.check(data, manifest_path) if d.code != "E1002" or d.span not in named]
+        out += [d for d in jobset.check(data, manifest_path, gates) if d.code != "E1002" or d.span not in named]
+        out += jobset_cel.check(data)
     if schema is not None:
         out += check_lists(data, schema, kind)
     flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
@@ -95,29 +99,102 @@ def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
     types no schema gives)."""
     kind = kind_of(data)
     out: list[Diagnostic] = []
+    _check_type(data, out)
     _check_name(data, kind, out)
     _walk(data, (), kind, out, None, core_lists)
     for key in _STRING_MAPS.get(kind, ()):
         if type(data.items.get(key)) is Dict:
             for k, value in data.items[key].items.items():
                 _want_string(value, (key, k), kind, f"{kind} {key} values", out)
+    _check_kind_quantities(data, kind, out)
+    for path, pod in pod_specs(data, kind):
+        kube_pod.check_containers_given(pod, path, kind, out)
     return out
 
 
+# Where a kind holds its pod spec (core/v1, apps/v1, batch/v1; a JobSet's in each replicated job)
+_POD_SPEC_PATHS = {"Pod": ("spec",), "PodTemplate": ("template", "spec"),
+                   "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+                   **{k: ("spec", "template", "spec") for k in ("Job", "Deployment", "StatefulSet", "DaemonSet",
+                                                              "ReplicaSet", "ReplicationController")}}
+
+
+def pod_specs(data: Dict, kind: str):
+    """(path, pod spec) of each pod spec a manifest of ``kind`` holds where its kind puts one."""
+    if kind == "JobSet":
+        jobs = _get(data, "spec")
+        jobs = jobs.items.get("replicatedJobs") if jobs else None
+        for i, rj in enumerate(jobs.items if type(jobs) is List else ()):
+            pod = _get(rj, "template", "spec", "template", "spec")
+            if pod is not None:
+                yield ("spec", "replicatedJobs", i, "template", "spec", "template", "spec"), pod
+        return
+    path = _POD_SPEC_PATHS.get(kind)
+    pod = _get(data, *path) if path else None
+    if pod is not None:
+        yield path, pod
+
+
+def _check_kind_quantities(data: Dict, kind: str, out: list) -> None:
+    """``E1005`` in the quantity maps of a PersistentVolume's, ResourceQuota's or LimitRange's
+    spec (:data:`rcpc.domain.kube_quantity.KIND_MAPS`)."""
+    spec = data.items.get("spec")
+    if type(spec) is not Dict:
+        return
+    for key in kube_quantity.KIND_MAPS.get(kind, ()):
+        kube_quantity.check_map(spec.items.get(key), ("spec", key), kind, out)
+    limits = spec.items.get("limits") if kind == "LimitRange" else None
+    for i, item in enumerate(limits.items if type(limits) is List else ()):
+        for key in kube_quantity.LIMIT_RANGE_MAPS:
+            if type(item) is Dict:
+                kube_quantity.check_map(item.items.get(key), ("spec", "limits", i, key), kind, out)
+
+
+def _check_type(data: Dict, out: list) -> None:
+    """``E1015``: an object has a non-empty ``apiVersion`` and ``kind`` (kubectl maps the object
+    to a resource with them; without one it refuses the document: "apiVersion not set",
+    "Object 'Kind' is missing"; a null is empty)."""
+    for key in ("apiVersion", "kind"):
+        v = data.items.get(key)
+        if type(v) is Str and v.value:
+            continue
+        how = "missing" if v is None else "null" if type(v) is Null else "empty" if type(v) is Str else \
+            f"a {type_name(v)}, not a string"
+        example = _API_VERSIONS.get(kind_of(data), "v1' or 'batch/v1") if key == "apiVersion" else "JobSet"
+        out.append(Diagnostic("E1015", f"{key} is {how}: kubectl cannot tell which resource the object is",
+                              (v or data).span, hint=f"give {key} as a string, such as '{example}'"))
+
+
+_API_VERSIONS = {"Pod": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Job": "batch/v1",
+                 "CronJob": "batch/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1",
+                 "JobSet": f"{JOBSET_GROUP}/v1alpha2"}
+
+
 def _check_name(data: Dict, kind: str, out: list) -> None:
+    """``E1002``: ``metadata.name`` is given (or ``generateName``: ValidateObjectMeta, "name or
+    generateName is required"; a null is empty) and is a valid name of ``kind``."""
     md = data.items.get("metadata")
-    if type(md) is not Dict or "name" not in md.items and "generateName" not in md.items:
+    name = md.items.get("name") if type(md) is Dict else None
+    gen = md.items.get("generateName") if type(md) is Dict else None
+    if type(name) is Str and name.value:
+        what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
+        problems = rule(name.value)
+        if problems:
+            out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
+                             name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
+        return
+    if (type(gen) is Str and gen.value) or (name is not None and type(name) not in (Str, Null)):
+        return  # a generated name (the JobSet rules check it), or the wrong type: the schema's
+    if name is None and gen is None:
         out.append(_diag("E1002", kind, ("metadata",), "metadata.name is missing",
                          md.span if type(md) is Dict else data.span, hint='add "name": "..." to metadata'))
         return
-    name = md.items.get("name")
-    if type(name) is not Str:
-        return
-    what, rule = _NAME_RULES.get(kind, ("an RFC 1123 subdomain", kv.dns1123_subdomain))
-    problems = rule(name.value)
-    if problems:
-        out.append(_diag("E1002", kind, ("metadata", "name"), f"{name.value!r} is not {what}: {problems[0]}",
-                         name.span, hint="lower-case letters, digits and '-' (Kubernetes object names)"))
+    given = name if name is not None else gen
+    key = "name" if name is not None else "generateName"
+    how = "null" if type(given) is Null else "empty"
+    out.append(_diag("E1002", kind, ("metadata", key), f"metadata.{key} is {how}: the API server reads it as empty, "
+                     "and an object needs a name (or a generateName prefix)", given.span,
+                     hint="give the object a name (an unset variable, such as XPK's WORKLOAD_NAME, leaves it empty)"))
 
 
 def _int(v, default: int) -> int:
@@ -125,17 +202,15 @@ def _int(v, default: int) -> int:
 
 
 def _get(d, *keys):
-    for k in keys:
-        if type(d) is not Dict:
-            return None
-        d = d.items.get(k)
+    """The dict at ``keys`` under ``d``, or None."""
+    d = value_at(d, *keys)
     return d if type(d) is Dict else None
 
 
 # Keys whose presence in a dict, and last path steps, that make a rule look at the dict
 # (:func:`_check_node`); any other dict only has its children visited.
 _RULE_KEYS = frozenset(("nodeSelector", "matchLabels", "env", "template", *_CONTAINER_LISTS))
-_RULE_STEPS = frozenset(("metadata", "exec", "resources"))
+_RULE_STEPS = frozenset(("metadata", "exec", *kube_quantity.QUANTITY_MAPS, *kube_quantity.QUANTITY_FIELDS))
 
 
 def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
@@ -201,11 +276,15 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
         _want_strings(items["command"], path + ("command",), kind, out)
     if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
         _check_pod(v, path, kind, out, meta, core_lists)
+        kube_quantity.check_map(items.get("overhead"), path + ("overhead",), kind, out, "validateOverhead")
         kube_pod.check_pod(v, path, kind, kind in _JOB_SPECS and path[-2:] == ("template", "spec"), out)
-    if path and path[-1] == "resources":
-        for key in ("limits", "requests"):
-            if type(items.get(key)) is Dict:
-                _check_quantities(items[key], path + (key,), kind, out)
+    step = path[-1] if path else None
+    for key in kube_quantity.QUANTITY_MAPS.get(step, ()):  # ValidateResourceQuantityValue
+        kube_quantity.check_map(items.get(key), path + (key,), kind, out, "ValidateResourceQuantityValue")
+    field = kube_quantity.QUANTITY_FIELDS.get(step)
+    if field is not None and field in items:
+        kube_quantity.check_value(items[field], path + (field,), kind, out,
+                                  "validateVolumeSource" if step == "emptyDir" else None)
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
         _check_job(v, path, kind, out)
@@ -292,7 +371,7 @@ def _check_pod(pod: Dict, path: tuple, kind: str, out: list, meta, core_lists: b
         group = pod.items.get(key)
         for i, c, name in _named(group.items if type(group) is List else (), "name"):
             where = path + (key, i, "name")
-            if kv.dns1123_label(name.value):
+            if name.value and kv.dns1123_label(name.value):  # an empty one: Required (kube_container)
                 out.append(_diag("E1002", kind, where, f"container name {name.value!r} is not an RFC 1123 label: "
                                  f"{kv.dns1123_label(name.value)[0]}", name.span,
                                  hint=_for_example(kv.as_dns1123_label(name.value))))
@@ -356,14 +435,6 @@ def _duplicates(items, key: str, path: tuple, kind: str, code: str, what: str, o
         seen.setdefault(name.value, name.span)
 
 
-def _check_quantities(d: Dict, path: tuple, kind: str, out: list) -> None:
-    for k, value in d.items.items():
-        ok = (type(value) in (Int, Float) and value.value >= 0) or (type(value) is Str and _QUANTITY.match(value.value))
-        if not ok:
-            out.append(_diag("E1005", kind, path + (k,), f"{text_of(value)!r} is not a resource quantity",
-                             value.span, hint='write a number or a string such as "4", "500m", "16Gi"'))
-
-
 def pod_slice(pod: Dict, meta, path: tuple = (), kind: str = "", out: list | None = None):
     """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
     its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
@@ -417,7 +488,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
             q = _get(res, key)
             v = q.items.get(TPU_RESOURCE) if q else None
             if v is not None:
-                q = kube_container.quantity(v)
+                q = kube_quantity.amount(v)
                 if q is not None and q.denominator != 1:
                     return  # a fraction of a chip is E1014's; a sum of whole chips would mislead
                 n = _quantity_int(v)
@@ -435,7 +506,7 @@ def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> No
 
 def _quantity_int(v) -> int | None:
     """A whole resource quantity's number (``4``, ``"4"``, ``"4000m"``, ``"4e0"``), else None."""
-    q = kube_container.quantity(v)
+    q = kube_quantity.amount(v)
     return int(q) if q is not None and q.denominator == 1 else None
 
 

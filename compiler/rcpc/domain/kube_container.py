@@ -37,44 +37,14 @@ Values of the wrong type are left to the schema (``E1101``) or to other rules (`
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
-
-from rcpc.core.values import Dict, Float, Int, List, Null, Str, text_of
+from rcpc.core.values import Dict, Int, List, Null, Str, text_of
 from rcpc.domain import kube_validation as kv
 from rcpc.domain.kube_paths import diag
+from rcpc.domain.kube_quantity import GO_SPACE, amount as quantity
 
 PULL_POLICIES = ("Always", "Never", "IfNotPresent")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")  # core/v1 EnvVarSource
-# Go's unicode.IsSpace, which strings.TrimSpace trims (Python's str.strip also trims \x1c-\x1f).
-GO_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
-                     + "".join(chr(c) for c in range(0x2000, 0x200B)))
-_SUFFIX = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
-           "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000), "": 1,
-           "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
-
-
-def quantity(v) -> Fraction | None:
-    """The amount of a resource quantity (``4``, ``"500m"``, ``"16Gi"``, ``"1e3"``;
-    apimachinery ``resource.ParseQuantity``), exactly; None when ``v`` is not one."""
-    if type(v) is Int:
-        return Fraction(v.value)
-    if type(v) is Float:
-        return Fraction(v.value)
-    if type(v) is not Str:
-        return None
-    m = _QUANTITY.fullmatch(v.value)
-    if m is None:
-        return None
-    number, suffix = Fraction(m.group(1)), m.group(2) or ""
-    if suffix[:1] in ("e", "E"):
-        exponent = int(suffix[1:])
-        return number * Fraction(10) ** exponent if abs(exponent) <= 64 else None
-    return number * _SUFFIX[suffix]
-
-
 def extended(resource: str) -> bool:
     """Whether ``resource`` is an extended resource (a domain-prefixed name outside
     ``kubernetes.io``, such as ``google.com/tpu``): never overcommitted."""
@@ -92,8 +62,9 @@ def _absent(d: Dict, key: str) -> bool:
 def check_container(c: Dict, path: tuple, kind: str, volumes: set, host_network: bool, out: list) -> None:
     """The rules on one container at ``path`` of a pod whose volumes are named ``volumes``
     (see the module docstring); ``host_network``: the pod sets ``hostNetwork: true``."""
-    if _absent(c, "name"):
-        out.append(diag("E1014", kind, path + ("name",), "the container has no name (Required)", c.span,
+    name = c.items.get("name")
+    if _absent(c, "name") or (type(name) is Str and not name.value):
+        out.append(diag("E1014", kind, path + ("name",), "the container has no name (Required)", (name or c).span,
                         hint='add "name": "..." (lower-case letters, digits and \'-\')'))
     _check_image(c, path, kind, out)
     v = c.items.get("imagePullPolicy")
@@ -109,7 +80,7 @@ def check_container(c: Dict, path: tuple, kind: str, volumes: set, host_network:
     mounts = c.items.get("volumeMounts")
     for i, m in enumerate(mounts.items if type(mounts) is List else ()):
         name = m.items.get("name") if type(m) is Dict else None
-        if type(name) is Str and name.value not in volumes:
+        if type(name) is Str and name.value and name.value not in volumes:  # an empty one: Required (kube_podspec)
             out.append(diag("E1014", kind, path + ("volumeMounts", i, "name"), f"volume mount {name.value!r} "
                             "names no volume of the pod", name.span,
                             hint=f'add {{"name": "{name.value}", ...}} to the pod\'s volumes'))
@@ -124,7 +95,7 @@ def _check_image(c: Dict, path: tuple, kind: str, out: list) -> None:
                         image.span if image is not None else c.span,
                         hint='give the container an image, such as "us-docker.pkg.dev/project/repo/image:tag"'))
     elif type(image) is Str and (image.value[0] in GO_SPACE or image.value[-1] in GO_SPACE):
-        trimmed = image.value.strip("".join(GO_SPACE))
+        trimmed = image.value.strip(GO_SPACE)
         out.append(diag("E1014", kind, where, f"image {image.value!r} has leading or trailing whitespace: the API "
                         "server refuses a pod with it (for a template, every pod made from it)", image.span,
                         hint=f"write {trimmed!r}" if trimmed else "give the container an image"))

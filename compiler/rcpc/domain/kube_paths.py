@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rcpc.core.diagnostics import Diagnostic
 from rcpc.core.source import Span
+from rcpc.core.values import Dict, Null
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")  # of a PodSpec
 
@@ -15,6 +16,16 @@ def manifest_path(path: tuple) -> str:
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out or "(the manifest)"
+
+
+def value_at(d, *keys):
+    """The value at ``keys`` under dict ``d`` (each step a dict key), or None where a step is
+    missing or not a dict; a null is None (the API server reads it as unset)."""
+    for k in keys:
+        if type(d) is not Dict:
+            return None
+        d = d.items.get(k)
+    return None if type(d) is Null else d
 
 
 def diag(code: str, kind: str, path: tuple, message: str, span: Span, hint: str | None = None,

@@ -5,10 +5,14 @@ Jobs, so rcpc reports them at the JobSet.
 
 Rules (Kubernetes ``pkg/apis/core/validation`` and ``pkg/apis/batch/validation``):
 
+* a pod spec has containers (``validateContainers``: Required);
 * a pod's ``restartPolicy`` is ``Always``, ``OnFailure`` or ``Never``; a Job's pods' is
   ``OnFailure`` or ``Never`` (``ValidateRestartPolicy``, ``validatePodTemplateSpec`` of a Job);
 * each container: :mod:`rcpc.domain.kube_container` (name and image required, ports, env,
   ``imagePullPolicy``, resources, volume mounts);
+* tolerations, ``dnsPolicy`` (and ``hostNetwork`` without the DNS policy that goes with it),
+  volume names, volume mounts' names and paths: :mod:`rcpc.domain.kube_podspec`;
+* ``$(VAR)`` references Kubernetes leaves as written (warnings): :mod:`rcpc.domain.kube_references`;
 * no two ports of the pod's containers (or of one init container) share a protocol, host IP
   and host port (``checkHostPortConflicts``);
 * a Job's ``parallelism``, ``completions``, ``activeDeadlineSeconds``, ``backoffLimit``,
@@ -47,6 +51,8 @@ from rcpc.core.values import Bool, Dict, Int, List, Null, Str
 from rcpc.domain import kube_validation as kv
 from rcpc.domain.kube_container import check_container
 from rcpc.domain.kube_paths import CONTAINER_LISTS, diag
+from rcpc.domain.kube_podspec import check_podspec
+from rcpc.domain.kube_references import check_references
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
@@ -69,6 +75,9 @@ def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> Non
     names = {v.items["name"].value for v in (volumes.items if type(volumes) is List else ())
              if type(v) is Dict and type(v.items.get("name")) is Str}
     _check_host_ports(pod, path, kind, out)
+    check_podspec(pod, path, kind, out)
+    if not in_job:  # a Job's pods: check_job, which knows whether the Job is Indexed
+        check_references(pod, path, kind, False, out)
     host_network = pod.items.get("hostNetwork")
     host_network = type(host_network) is Bool and host_network.value
     for key in CONTAINER_LISTS:
@@ -76,6 +85,18 @@ def check_pod(pod: Dict, path: tuple, kind: str, in_job: bool, out: list) -> Non
         for i, c in enumerate(group.items if type(group) is List else ()):
             if type(c) is Dict:
                 check_container(c, path + (key, i), kind, names, host_network, out)
+
+
+def check_containers_given(pod: Dict, path: tuple, kind: str, out: list) -> None:
+    """``validateContainers``: a pod spec has at least one container ("Required"; a null or
+    an empty list is none)."""
+    containers = pod.items.get("containers")
+    if type(containers) is List and containers.items:
+        return
+    if containers is not None and type(containers) not in (List, Null):
+        return  # the wrong type: the schema's to report
+    out.append(diag("E1014", kind, path + ("containers",), "the pod has no containers (Required: a pod runs at "
+                    "least one)", (containers or pod).span, hint='add "containers": [{"name": "...", "image": "..."}]'))
 
 
 def _check_host_ports(pod: Dict, path: tuple, kind: str, out: list) -> None:
@@ -139,6 +160,7 @@ def check_job(job: Dict, path: tuple, kind: str, out: list, jobset: bool = False
     pod = template.items.get("spec") if type(template) is Dict else None
     if type(pod) is not Dict:
         return
+    check_references(pod, path + ("template", "spec"), kind, indexed, out)
     restart = pod.items.get("restartPolicy")
     at = path + ("template", "spec", "restartPolicy")
     if type(restart) is not Str and not jobset:

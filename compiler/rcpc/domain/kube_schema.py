@@ -541,7 +541,12 @@ def _schema_diags(rec: list, data: Dict, kind: str):
         return
     hint = _schema_hint(validator, message)
     if validator == "required":
-        message = f"missing required field {message.split(' is a required property')[0]}"
+        field = message.split(" is a required property")[0]
+        message = f"missing required field {field}"
+        held = node.items.get(field[1:-1]) if type(node) is Dict else None
+        if held is not None:  # written null, which the API server pruned: reported where it is written
+            span = held.span
+            message += " (a null is no value)"
     elif validator in ("type", "anyOf") and len(message) > 200:
         message = message[:200] + "..."
     yield _diag("E1101", kind, path, message, span, hint=hint)

@@ -328,13 +328,15 @@ class Compiler:
         the errors found (warnings go with the run's other warnings). ``text`` is the
         manifest's render: the render determines the data (it reads back to it), so a render
         found clean once in this run is clean again (variants and lint share renders), and
-        one found clean in an earlier run, with the same schema files, rcpc and ``strict_crd``,
-        is clean from the validation cache (:func:`rcpc.domain.schemacache.render_key`)."""
+        one found clean in an earlier run, with the same schema files, rcpc, ``strict_crd`` and
+        JobSet feature gates, is clean from the validation cache
+        (:func:`rcpc.domain.schemacache.render_key`)."""
         if text in self._clean:
             return []
         from rcpc.domain import schemacache
 
-        key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text)
+        gates = self.workspace.jobset_feature_gates
+        key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text, gates)
         if schemacache.lookup(key) == schemacache.NO_FINDINGS:
             self._clean.add(text)
             return []
@@ -343,7 +345,7 @@ class Compiler:
 
         if self._kube is None and self.workspace.kube_schemas:
             self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
-        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd)
+        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates)
         if not diags:
             self._clean.add(text)
             schemacache.store(key, schemacache.NO_FINDINGS)

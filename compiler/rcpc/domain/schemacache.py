@@ -78,13 +78,14 @@ def schema_identity(files) -> str:
     return digest.hexdigest()
 
 
-def render_key(identity: str | None, strict_crd: bool, text: str) -> str | None:
+def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozenset = frozenset()) -> str | None:
     """The entry key of a manifest's render ``text`` checked against the schemas of
-    ``identity`` (:func:`schema_identity`; "" for none): only :data:`NO_FINDINGS` is stored
-    under it. None (not cached) when the cache is off or ``identity`` is None."""
+    ``identity`` (:func:`schema_identity`; "" for none) with the JobSet feature gates
+    ``gates``: only :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache
+    is off or ``identity`` is None."""
     if identity is None or not enabled():
         return None
-    return _digest(identity, bool(strict_crd), "render", text)
+    return _digest(identity, bool(strict_crd), "render", text, *sorted(gates))
 
 
 def _digest(*fields) -> str:

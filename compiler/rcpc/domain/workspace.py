@@ -13,6 +13,8 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     maxtext_base = "path/to/base.yml"  # the older spelling of maxtext_schema = "path/to/base.yml"
     kube_schemas = ["builtin:jobset", "path/to/crd.yaml"]  # schemas manifests are validated
                                        # against: rcpc's own (builtin:NAME) or CRD / JSON files
+    jobset_feature_gates = ["RestartJob"]  # JobSet feature gates the cluster's JobSet
+                                       # controller runs with (its alpha gates are off by default)
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Workspace:
     kube_schemas: tuple = ()
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
+    jobset_feature_gates: frozenset = frozenset()  # JobSet feature gates on in the cluster (rcpc.domain.jobset)
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
 
@@ -158,7 +161,7 @@ class Workspace:
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
-                 "kube_schemas"]
+                 "kube_schemas", "jobset_feature_gates"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", _key_span(text, unknown[0]),
@@ -167,8 +170,8 @@ class Workspace:
             raise error("E0901", f"{CONFIG_NAME}: name the MaxText schema once (maxtext_schema; maxtext_base is "
                         "its older spelling)", _key_span(text, "maxtext_base"), hint="remove maxtext_base")
         ws = cls(root, dirs("recipe_dirs", ["recipes"]), dirs("library_dirs", ["recipes/lib"]),
-                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), None, (), cfg, links,
-                 config_bytes=raw)
+                 one_dir("output_dir", "rcpc-out"), one_dir("golden_dir", "golden"), config=cfg, links=links,
+                 config_bytes=raw)  # by name: a positional `links` was strict_crd (a symlink turned it on)
 
         def schema(key, v):  # builtin:NAME, or a path that may lie outside the workspace
             return ws.schema_path(v) if v.startswith(BUILTIN) else resolved(key, v)
@@ -179,7 +182,8 @@ class Workspace:
                 one_dir(key, "")  # E0901 unless a string without NUL
                 maxtext = schema(key, data[key])
         return record.evolve(ws, maxtext_schema=maxtext,
-                            kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])))
+                             kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])),
+                             jobset_feature_gates=_gates(strings("jobset_feature_gates", []), text))
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
@@ -403,6 +407,19 @@ def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
 _KEY_PART = r"""(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
 _DOTTED_KEY = re.compile(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
 MAX_KEY_DOTS = 1_000
+
+
+def _gates(names: list, text: str) -> frozenset:
+    """The ``jobset_feature_gates`` of rcp.toml: each a JobSet feature gate
+    (:data:`rcpc.domain.jobset.FEATURE_GATES`). ``E0901`` for another name."""
+    from rcpc.domain.jobset import FEATURE_GATES
+
+    for name in names:
+        if name not in FEATURE_GATES:
+            raise error("E0901", f"{CONFIG_NAME}: 'jobset_feature_gates' entry {name!r} is not a JobSet feature gate",
+                        _key_span(text, "jobset_feature_gates"),
+                        hint=did_you_mean_or_list(name, sorted(FEATURE_GATES), "JobSet's feature gates"))
+    return frozenset(names)
 
 
 def _check_dotted_keys(text: str) -> None:
