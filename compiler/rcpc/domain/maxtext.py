@@ -97,13 +97,19 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     found: list = []
     if schema is not None:
         acknowledged = _acknowledged(unknown_keys, schema, out, warn)
+        seen = resolved(fs)  # what MaxText sees of each key: its last value (repeated dicts merged)
+        last = {id(x): x for x in {e.key: e for e in entries(fs)}.values()}
         layers_checked = []
         for layer in out:
             checked = []
             for e in layer.entries:
-                entry, diags = check_entry(e, schema, acknowledged)
-                checked.append(entry)
-                found.extend(diags)
+                if id(e) in last:  # an overridden value never reaches MaxText: not checked
+                    if seen[e.key] is e:
+                        e, diags = check_entry(e, schema, acknowledged)
+                    else:  # a dict merged with the earlier ones: the merge is checked
+                        diags = check_entry(seen[e.key], schema, acknowledged)[1]
+                    found.extend(diags)
+                checked.append(e)
             layers_checked.append(record.evolve(layer, entries=tuple(checked)))
         fs = FlagSet(tuple(layers_checked), span, schema)
     check_weight(fs)
@@ -276,6 +282,12 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
         got = lax.validate(t, py, (), ignored)
     except lax.Invalid as exc:
         return e, found + [_invalid(e, t, py, exc, schema)]
+    restricted = schema.fields[top].get("restricted") if not rest else None
+    if restricted is not None and type(got) is str and got not in restricted["values"]:
+        found.append(Diagnostic("W0360", f"MaxText's config loader accepts {e.key} = {got!r}, but its model refuses it "
+                                f"when it builds the layers ({restricted['source']})", value.span, WARNING,
+                                hint=did_you_mean(got, restricted["values"]) or "one of: "
+                                + ", ".join(restricted["values"])))
     for path in ignored:
         found.append(Diagnostic("W0314", f"MaxText ignores '{e.key}.{'.'.join(map(str, path))}': "
                                 f"{lax.describe(t)} has no such key", value.span, WARNING,
