@@ -164,6 +164,12 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     c = sub.add_parser("check", parents=[common, strict], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
+    c.add_argument("--maxtext", metavar="PATH",
+                   help="also run this MaxText checkout's own config loader on every flag set the recipes render "
+                        "(overrides rcp.toml maxtext_oracle; docs/maxtext.md, Oracle mode)")
+    c.add_argument("--maxtext-python", metavar="PYTHON",
+                   help="the interpreter that runs it: a path or a command on PATH (default: rcp.toml "
+                        "maxtext_python, else the one running rcpc)")
     _jobs_option(c)
 
     v = sub.add_parser("validate", parents=[common, strict],
@@ -638,7 +644,11 @@ def _diff_rev(args, ws) -> int:
 
 
 def _check(args, ws, compiler) -> int:
-    result = compiler.workspace.check(args.paths or [], jobs=args.jobs)
+    maxtext = args.maxtext or ws.maxtext_oracle
+    result = compiler.workspace.check(args.paths or [], jobs=args.jobs, maxtext=args.maxtext,
+                                      maxtext_python=args.maxtext_python)
+    if maxtext is not None:  # MaxText's files are no dependency a replay could check
+        _RECORDER.discard()
     for deps in result.dependencies:
         _RECORDER.note_dependencies(deps)
     _RECORDER.note_links(ws.links)

@@ -77,6 +77,9 @@ def check_renders(renders, flag_sets, found: dict | None = None) -> list[Diagnos
             for pod, slice_, slices, where in pods:
                 for container in pod_containers(pod):
                     for fs in _carried(found, container, flag_sets, forms):
+                        # a container without an env list carries flags too: its model config and refusals
+                        model(fs, [n for n, _, _ in env_overrides(container)] if type(container.items.get("env")) is List
+                              else ())
                         if (id(fs), id(pod)) not in checked:
                             checked.add((id(fs), id(pod)))
                             out.extend(_kept(found, "mesh", (fs, pod, container),

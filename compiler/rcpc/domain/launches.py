@@ -64,3 +64,23 @@ def _env(container: Dict) -> tuple:
         if type(value) is Str:
             found[name] = (name, value.value, value.span)
     return tuple(found.values())
+
+
+def recipe_launches(compiler, real) -> list[Launch]:
+    """The launches of every variant of the recipe file ``real``, evaluated by ``compiler`` (a
+    :class:`~rcpc.domain.recipe.Compiler`): the default evaluation's and each declared
+    variant's with its ``set`` params. A flag set is found whatever errors the evaluation
+    reported (the oracle judges it on its own). Raises CompileError when the recipe cannot be
+    evaluated at all (a syntax error: the check reports it)."""
+    result = compiler.evaluate(real, {})
+    out = launches(result.renders, flag_sets_of(result))
+    for v in result.variants:
+        if v.sets.items:
+            other = compiler.evaluate(real, dict(v.sets.items), declare_variants=False)
+            out += launches(other.renders, flag_sets_of(other))
+    return out
+
+
+def flag_sets_of(result) -> list[FlagSet]:
+    """The flag sets an evaluation made: those it collected and those bound at top level."""
+    return [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]

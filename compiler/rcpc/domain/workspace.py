@@ -13,6 +13,10 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
     maxtext_base = "path/to/base.yml"  # the older spelling of maxtext_schema = "path/to/base.yml"
     kube_schemas = ["builtin:jobset", "path/to/crd.yaml"]  # schemas manifests are validated
                                        # against: rcpc's own (builtin:NAME) or CRD / JSON files
+    maxtext_oracle = "../maxtext"      # `rcpc check` also runs this MaxText checkout's config
+                                       # loader on every flag set (docs/maxtext.md, Oracle mode)
+    maxtext_python = "python3"         # the interpreter that runs it (a path, or a command on
+                                       # PATH; default: the one running rcpc)
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class Workspace:
     kube_schemas: tuple = ()
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
+    maxtext_oracle: Path | None = None  # a MaxText checkout whose loader `rcpc check` runs
+    maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
 
@@ -158,7 +164,7 @@ class Workspace:
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
-                 "kube_schemas"]
+                 "kube_schemas", "maxtext_oracle", "maxtext_python"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", _key_span(text, unknown[0]),
@@ -178,8 +184,19 @@ class Workspace:
             if key in data:
                 one_dir(key, "")  # E0901 unless a string without NUL
                 maxtext = schema(key, data[key])
+        oracle = one_dir("maxtext_oracle", "") if "maxtext_oracle" in data else None
+        python = None
+        if "maxtext_python" in data:
+            one_dir("maxtext_python", "")  # E0901 unless a string without NUL
+            python = data["maxtext_python"]
+            python = str(root / python) if os.sep in python and not os.path.isabs(python) else python
         return record.evolve(ws, maxtext_schema=maxtext,
-                            kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])))
+                             kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])),
+                             maxtext_oracle=oracle, maxtext_python=python)
+
+    def setting_span(self, key: str) -> Span:
+        """Where ``key`` is set in this workspace's ``rcp.toml`` (line 1 when not found)."""
+        return _key_span(self.config_bytes.decode("utf-8", "replace"), key)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""

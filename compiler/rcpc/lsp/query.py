@@ -37,8 +37,8 @@ from rcpc.core.syntax.walk import children
 BUILTIN_DOCS = {
     "param": ("param(type, default = ..., doc = \"\", choices = [...])",
               "A typed recipe parameter, set by variants and `--set NAME=VALUE`."),
-    "maxtext_flags": ("maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], tpu_slice = S, "
-                      "num_slices = 1)",
+    "maxtext_flags": ("maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], unknown_values = {...}, "
+                      "tpu_slice = S, num_slices = 1)",
                       "A MaxText flag set: layers of `{key: value}`, the last value of a key wins (as MaxText's "
                       "command line); checked against the MaxText schema."),
     "jobset": ("jobset(name = ..., metadata = {...}, spec = {...}, apiVersion = ...)",
@@ -67,7 +67,7 @@ BUILTIN_DOCS = {
 }
 KEYWORDS = {
     "param": ("default", "doc", "choices"),
-    "maxtext_flags": ("schema", "unknown_keys", "tpu_slice", "num_slices"),
+    "maxtext_flags": ("schema", "unknown_keys", "unknown_values", "tpu_slice", "num_slices"),
     "jobset": ("name", "metadata", "spec", "apiVersion"),
     "manifest": ("name", "apiVersion", "kind", "metadata"),
     "flag_file": ("name", "flags"),
