@@ -248,7 +248,7 @@ class Workspace:
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
-              maxtext_python: str | None = None) -> Check:
+              maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:
         """Evaluate every variant of the recipes under ``paths`` (recipe names, ``.rcp``
         files or directories; default: the whole workspace), run their contracts and lint,
         and evaluate the libraries (also those no recipe loads). Nothing is written but the
@@ -257,7 +257,8 @@ class Workspace:
         With ``maxtext`` (a MaxText checkout; default: rcp.toml's ``maxtext_oracle``), MaxText's
         own config loader also runs on every flag set the recipes render, with
         ``maxtext_python`` (default: rcp.toml's ``maxtext_python``, else this interpreter):
-        :mod:`rcpc.oracle`, its refusals ``E0360``."""
+        :mod:`rcpc.oracle`, its refusals ``E0360``; ``maxtext_timeout``: the seconds one run of
+        the loader may take."""
         from rcpc.cache import request
         from rcpc.domain.workspace import entry
         from rcpc.parallel import compile_recipes
@@ -306,7 +307,7 @@ class Workspace:
             except CompileError as exc:
                 diagnostics.extend(exc.diagnostics)
             cache.note(self.compiler.read_digests())
-        diagnostics.extend(self._oracle(recipes, maxtext, maxtext_python))
+        diagnostics.extend(self._oracle(recipes, maxtext, maxtext_python, maxtext_timeout))
         # An error in a library is found by each recipe that loads it ("loaded from") and by
         # the library's own evaluation: reported once, the first time (with its load site).
         diagnostics = unique(diagnostics)
@@ -325,7 +326,7 @@ class Workspace:
             return ws.maxtext_oracle, maxtext_python or ws.maxtext_python, ws.setting_span("maxtext_oracle")
         return None, None, None
 
-    def _oracle(self, recipes: list, maxtext, maxtext_python) -> list:
+    def _oracle(self, recipes: list, maxtext, maxtext_python, timeout) -> list:
         """``E0360``-``E0362`` of MaxText's loader on every launch of ``recipes``
         (:mod:`rcpc.oracle`); ``E0361`` when it cannot run."""
         path, python, span = self.oracle_settings(maxtext, maxtext_python)
@@ -335,11 +336,12 @@ class Workspace:
         from rcpc.oracle import Oracle, check_launches
 
         try:
-            oracle = Oracle(path, python, span)
+            oracle = Oracle(path, python, span, timeout=timeout,
+                            shown=str(maxtext) if maxtext is not None else self.config.display(path))
             found = []
             for real in recipes:
                 try:
-                    found += recipe_launches(self.compiler, real)
+                    found += recipe_launches(self.compiler, real, self.config.maxtext_schema is None)
                 except CompileError:
                     continue  # the recipe's own errors are reported by the check
             return check_launches(oracle, found)

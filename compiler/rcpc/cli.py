@@ -170,6 +170,8 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     c.add_argument("--maxtext-python", metavar="PYTHON",
                    help="the interpreter that runs it: a path or a command on PATH (default: rcp.toml "
                         "maxtext_python, else the one running rcpc)")
+    c.add_argument("--maxtext-timeout", metavar="SECONDS", type=_seconds,
+                   help="the seconds one run of MaxText's loader may take (default: 120, plus 10 for each flag set)")
     _jobs_option(c)
 
     v = sub.add_parser("validate", parents=[common, strict],
@@ -267,6 +269,18 @@ def _seconds(text: str) -> float:
         n = 0.0
     if not 0 < n <= 1e9:  # NaN too
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (at most 1e9), got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        n = float(text)
+    except ValueError:
+        n = 0.0
+    if not (math.isfinite(n) and n > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (more than 0), got {text!r}")
     return n
 
 
@@ -646,7 +660,7 @@ def _diff_rev(args, ws) -> int:
 def _check(args, ws, compiler) -> int:
     maxtext = args.maxtext or ws.maxtext_oracle
     result = compiler.workspace.check(args.paths or [], jobs=args.jobs, maxtext=args.maxtext,
-                                      maxtext_python=args.maxtext_python)
+                                      maxtext_python=args.maxtext_python, maxtext_timeout=args.maxtext_timeout)
     if maxtext is not None:  # MaxText's files are no dependency a replay could check
         _RECORDER.discard()
     for deps in result.dependencies:

@@ -53,15 +53,19 @@ class Oracle:
     """MaxText's config loader at ``maxtext`` (a MaxText checkout, its ``src`` directory, or the
     ``maxtext`` package directory) run by ``python`` (an executable path or a command name on
     ``PATH``; None: the interpreter running rcpc). ``span``: where it was named (for
-    ``E0361``). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
+    ``E0361``); ``timeout``: the seconds one subprocess may run (default
+    :data:`START_TIMEOUT` plus :data:`CASE_TIMEOUT` for each case). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
     or the interpreter is not found."""
 
-    def __init__(self, maxtext: Path, python: str | None = None, span: Span | None = None, cache: bool = True):
-        self.span = span
+    def __init__(self, maxtext: Path, python: str | None = None, span: Span | None = None, cache: bool = True,
+                 timeout: float | None = None, shown: str | None = None):
+        self.span, self.timeout = span, timeout
+        self.shown = shown or str(maxtext)  # how to name it in messages (as the user wrote it)
         self.package = _package_dir(Path(maxtext), span)
         self.python = _interpreter(python, span)
         self.cache = cache_dir("oracle") if cache and os.environ.get("RCPC_NO_CACHE") != "1" else None
         self._digest: str | None = None
+        self.timed_out: float | None = None  # the timeout a subprocess ran into
         self.ran = 0  # cases run in a subprocess (not from the cache)
 
     @property
@@ -119,7 +123,7 @@ class Oracle:
                    "PYTHONPATH": str(self.package.parent), "PYTHONDONTWRITEBYTECODE": "1",
                    "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
                    "TF_CPP_MIN_LOG_LEVEL": "3", "LC_ALL": "C.UTF-8"}
-            timeout = START_TIMEOUT + CASE_TIMEOUT * len(cases)
+            timeout = self.timeout or START_TIMEOUT + CASE_TIMEOUT * len(cases)
             with open(job_path, "rb") as stdin, open(results, "wb") as res, open(log, "wb") as err:
                 try:
                     proc = subprocess.Popen([self.python, str(DRIVER), str(res.fileno())], stdin=stdin,
@@ -133,13 +137,14 @@ class Oracle:
                 try:
                     proc.wait(timeout)
                 except subprocess.TimeoutExpired:
+                    self.timed_out = timeout
                     _kill(proc)
                 except BaseException:
                     _kill(proc)
                     raise
             answers = _read_results(results, len(cases))
             if answers and "startup" in answers[0]:
-                raise error("E0361", f"MaxText at {self.package} cannot be imported by {self.python}: "
+                raise error("E0361", f"MaxText at {self.shown} cannot be imported by {self.python}: "
                             f"{answers[0]['startup'][:MAX_SHOWN]}", self.span,
                             hint="install what MaxText's config loader imports (jax, flax, pydantic, omegaconf, "
                                  "...: its requirements) into that interpreter, or name another with "
@@ -284,10 +289,10 @@ def check_launches(oracle: Oracle, launches: list) -> list[Diagnostic]:
     out = []
     for (x, c), a in zip(items, answers):
         if a is None:
-            out.append(Diagnostic("E0362", f"MaxText's config loader did not answer for this flag set within "
-                                  f"{START_TIMEOUT + CASE_TIMEOUT:.0f} s", x.flags.span,
-                                  related=(("started here", x.span),),
-                                  hint="run it again; the oracle's subprocess was ended at its timeout"))
+            out.append(Diagnostic("E0362", f"MaxText's config loader did not answer for this flag set: its run was "
+                                  f"ended after {oracle.timed_out or 0:g} s", x.flags.span,
+                                  related=(("MaxText started here", x.span),),
+                                  hint="give it more time with --maxtext-timeout SECONDS"))
         elif not a["ok"]:
             out.append(refusal(x, c, a, oracle))
     return out
@@ -314,7 +319,7 @@ def refusal(launch, case: dict, answer: dict, oracle: Oracle | None = None) -> D
     shown = message if len(message) <= MAX_SHOWN else message[:MAX_SHOWN] + "…"
     where = (f"on {case['devices']} CPU device{'s' if case['devices'] != 1 else ''}"
              + (f", {case['slices']} slices" if case["slices"] > 1 else "") if case["mesh"] else "without a slice")
-    notes = [f"MaxText {oracle.package} ({where})"] if oracle is not None else []
+    notes = [f"MaxText {oracle.shown} ({where})"] if oracle is not None else []
     return Diagnostic("E0360", f"MaxText's config loader refuses this flag set: {answer['type']}: {shown}", span,
                       related=(*places[:-1], ("MaxText started here", launch.span)), notes=tuple(notes),
                       hint="change the flags MaxText names; the oracle ran MaxText's own pyconfig.initialize")

@@ -69,22 +69,21 @@ STUBS = ("max_utils.maybe_initialize_jax_distributed_system", "elastic_utils.liv
          "devices' slice_index", "pyconfig._handle_config_exception")
 
 
-def _mesh(config, slices):
+def _mesh(config, slices, make):
     import jax
-    from maxtext.utils import maxtext_utils
 
     devices = jax.devices()
     per = max(1, len(devices) // max(1, slices))
-    maxtext_utils.create_device_mesh(config, [_SliceDevice(d, i // per) for i, d in enumerate(devices)])
+    make(config, [_SliceDevice(d, i // per) for i, d in enumerate(devices)])
 
 
-def _run(case, slices, pyconfig):
+def _run(case, slices, pyconfig, make):
     saved = dict(os.environ)
     try:
         os.environ.update(case.get("env") or {})
         config = pyconfig.initialize(["", *case["argv"]])
         if case.get("mesh"):
-            _mesh(config, slices)
+            _mesh(config, slices, make)
         return {"ok": True}
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every refusal is the answer
         locs = []
@@ -108,16 +107,20 @@ def main():
     import logging
 
     logging.disable(logging.WARNING)
+    make = None
     try:
         from maxtext.configs import pyconfig
 
         _stub(slices)
+        if any(case.get("mesh") for case in job["cases"]):
+            import jax  # noqa: F401 - what mesh creation needs, imported before the first case
+            from maxtext.utils.maxtext_utils import create_device_mesh as make
     except BaseException as exc:  # noqa: BLE001 - reported to rcpc, which explains it
         out.write(json.dumps({"startup": f"{type(exc).__name__}: {exc}"}) + "\n")
         out.flush()
         return 3
     for case in job["cases"]:
-        out.write(json.dumps(_run(case, slices, pyconfig)) + "\n")
+        out.write(json.dumps(_run(case, slices, pyconfig, make)) + "\n")
         out.flush()
     return 0
 

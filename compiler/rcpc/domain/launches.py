@@ -4,9 +4,9 @@ slices it finds (the TPU slice a container's pod selects, times the replicated j
 oracle (:mod:`rcpc.oracle`, ``rcpc check --maxtext``), which runs MaxText's own loader on each.
 
 Found with :mod:`rcpc.domain.launch`'s readers of renders (the containers of a manifest, the
-flag sets a container carries, the slice its pod selects), as its checks find them; a flag
-set checked against no MaxText schema (``schema = None``: another trainer's flags) is not
-MaxText's config and is left out.
+flag sets a container carries, the slice its pod selects), as its checks find them. Where the
+workspace names a MaxText schema, a flag set checked against none (``schema = None``: another
+trainer's flags) is not MaxText's config and is left out.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ class Launch:
     span: Span
 
 
-def launches(renders, flag_sets) -> list[Launch]:
+def launches(renders, flag_sets, unchecked: bool = False) -> list[Launch]:
     """The launches of a variant's renders (``Manifest`` and ``FlagFile`` values; others are
     skipped); ``flag_sets``: the flag sets the evaluation made (what a container may carry).
-    A flag set that a TPU pod's container carries is not also listed without a slice."""
+    A flag set that a TPU pod's container carries is not also listed without a slice. Flag
+    sets without a schema are kept only when ``unchecked`` (the workspace names no schema)."""
     out: list = []
     forms: dict = {}
     for r in renders:
@@ -53,7 +54,8 @@ def launches(renders, flag_sets) -> list[Launch]:
         elif type(r) is FlagFile:
             out.append(Launch(r.flags, None, 1, (), r.span))
     sliced = {id(x.flags) for x in out if x.devices is not None}
-    return [x for x in out if x.flags.schema is not None and (x.devices is not None or id(x.flags) not in sliced)]
+    return [x for x in out if (unchecked or x.flags.schema is not None)
+            and (x.devices is not None or id(x.flags) not in sliced)]
 
 
 def _env(container: Dict) -> tuple:
@@ -66,18 +68,19 @@ def _env(container: Dict) -> tuple:
     return tuple(found.values())
 
 
-def recipe_launches(compiler, real) -> list[Launch]:
+def recipe_launches(compiler, real, unchecked: bool = False) -> list[Launch]:
     """The launches of every variant of the recipe file ``real``, evaluated by ``compiler`` (a
     :class:`~rcpc.domain.recipe.Compiler`): the default evaluation's and each declared
     variant's with its ``set`` params. A flag set is found whatever errors the evaluation
     reported (the oracle judges it on its own). Raises CompileError when the recipe cannot be
-    evaluated at all (a syntax error: the check reports it)."""
+    evaluated at all (a syntax error: the check reports it). ``unchecked`` as for
+    :func:`launches`."""
     result = compiler.evaluate(real, {})
-    out = launches(result.renders, flag_sets_of(result))
+    out = launches(result.renders, flag_sets_of(result), unchecked)
     for v in result.variants:
         if v.sets.items:
             other = compiler.evaluate(real, dict(v.sets.items), declare_variants=False)
-            out += launches(other.renders, flag_sets_of(other))
+            out += launches(other.renders, flag_sets_of(other), unchecked)
     return out
 
 

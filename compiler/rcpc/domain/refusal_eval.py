@@ -124,7 +124,8 @@ def _numpy_dtype(values: dict, name) -> bool:
 
 
 # the functions a ``{"call": name, "args": [...]}`` node names (rcpc/domain/refusal_rules.py)
-CALLS = {"ep_rank": _ep_rank, "power_of_two": _power_of_two, "numpy_dtype": _numpy_dtype}
+CALLS = {"ep_rank": _ep_rank, "power_of_two": _power_of_two, "numpy_dtype": _numpy_dtype,
+         "lower": lambda values, s: s.lower() if type(s) is str else s}
 
 
 def message(parts: list, values: dict) -> str:

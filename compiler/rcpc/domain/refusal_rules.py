@@ -104,6 +104,102 @@ RULES: tuple = (
 )
 
 
+def _lower(e: dict) -> dict:
+    return {"call": "lower", "args": [e]}
+
+
+_CP = _lower(_f("context_parallel_strategy"))  # types.py lower-cases it before its checks
+_SMALL_GEMMA4 = {"const": ["gemma4-e2b", "gemma4-e4b"], "kind": "tuple"}
+
+RULES += (
+    {"file": "types.py", "anchor": '"Elastic training is only supported with Pathways (`enable_single_controller=True`)."',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_f("elastic_enabled"), _not(_f("enable_single_controller"))),
+     "reads": ["elastic_enabled", "enable_single_controller"],
+     "message": ["Elastic training is only supported with Pathways (`enable_single_controller=True`)."]},
+    {"file": "types.py", "anchor": "requires scan_layers=False (per-layer KV sharing is incompatible with nn.scan)",
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_cmp(_f("model_name"), "in", _SMALL_GEMMA4), _f("scan_layers")),
+     "reads": ["model_name", "scan_layers"],
+     "message": [{"field": "model_name"}, " requires scan_layers=False (per-layer KV sharing is incompatible with "
+                 "nn.scan)."]},
+    {"file": "types.py", "anchor": 'raise ValueError(f"Multimodal is not yet supported for {self.model_name}',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_f("use_multimodal"), _cmp(_f("model_name"), "in", _SMALL_GEMMA4)),
+     "reads": ["model_name", "use_multimodal"],
+     "message": ["Multimodal is not yet supported for ", {"field": "model_name"}, "; only text inputs are supported."]},
+    {"file": "types.py", "anchor": 'raise ValueError(f"Multimodal is only supported for {valid_mm_models}',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_f("use_multimodal"), _cmp(_f("model_name"), "not in", {"const_of": "valid_mm_models"}),
+                  _cmp(_f("model_name"), "!=", _c("default"))),
+     "reads": ["model_name", "use_multimodal"],
+     "message": ["Multimodal is only supported for the models types.py's valid_mm_models names, not ",
+                 {"field": "model_name"}]},
+    {"file": "types.py", "anchor": 'raise ValueError("moe_mlp_dim must be positive for MoE models (num_experts > 1)")',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     # moe_mlp_dim is 2**k * base_moe_mlp_dim (k >= 0 for a valid global_parameter_scale)
+     "when": _all(_cmp(_f("num_experts"), ">", _c(1)), _cmp(_f("base_moe_mlp_dim"), "<=", _c(0))),
+     "reads": ["base_moe_mlp_dim", "num_experts"],
+     "message": ["moe_mlp_dim must be positive for MoE models (num_experts > 1)"]},
+    {"file": "types.py", "anchor": '"TPU USP attention requires ici_context_parallelism > 1 for the ring dimension."',
+     "in": "MaxTextConfig._validate_usp_context_parallelism",
+     # this or one of the USP checks before it (hardware, context_sharding, mesh_axes, rules)
+     "when": _all(_cmp(_CP, "==", _c("usp")), _any(_cmp(_f("ici_context_parallelism"), "<=", _c(1)),
+                                                   _cmp(_f("ici_context_usp_ulysses_parallelism"), "<=", _c(1)))),
+     "reads": ["context_parallel_strategy", "ici_context_parallelism", "ici_context_usp_ulysses_parallelism"],
+     "message": ["TPU USP attention requires ici_context_parallelism > 1 for the ring dimension and "
+                 "ici_context_usp_ulysses_parallelism > 1 for the Ulysses dimension."]},
+    {"file": "types.py", "anchor": 'f"ring_scan_unroll={self.ring_scan_unroll} was specified, but is only supported when "',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_cmp(_CP, "not in", {"const": ["ring", "usp"], "kind": "tuple"}),
+                  _cmp(_f("ring_scan_unroll"), "!=", _c(1))),
+     "reads": ["context_parallel_strategy", "ring_scan_unroll"],
+     "message": ["ring_scan_unroll=", {"field": "ring_scan_unroll"}, " was specified, but is only supported when "
+                 "context_parallel_strategy='ring' or 'usp'."]},
+    {"file": "types.py", "anchor": "raise ValueError(\"`partial_rotary_factor` is only effective when `decoder_block`",
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_cmp(_f("decoder_block"), "not in", {"const": ["qwen3_next", "qwen3_5"], "kind": "tuple"}),
+                  _cmp(_f("partial_rotary_factor"), "is not", _c(None)),
+                  _cmp(_f("partial_rotary_factor"), "!=", _c(1.0))),
+     "reads": ["decoder_block", "partial_rotary_factor"],
+     "message": ["`partial_rotary_factor` is only effective when `decoder_block` is set to 'qwen3_next'."]},
+    {"file": "types.py", "anchor": "f\"Setting `indexer_cutoff_threshold='{self.indexer_cutoff_threshold}'` is only valid",
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_not(_f("use_indexer")), _cmp(_f("indexer_cutoff_threshold"), "!=", _c("remat"))),
+     "reads": ["indexer_cutoff_threshold", "use_indexer"],
+     "message": ["Setting `indexer_cutoff_threshold='", {"field": "indexer_cutoff_threshold"}, "'` is only valid "
+                 "when `use_indexer=True` (DeepSeek Sparse Attention / MLA Indexer)."]},
+    {"file": "types.py",
+     "anchor": '"context_parallel_strategy must be one of \'all_gather\', \'ring\', \'ulysses\', or \'usp\'."',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _cmp(_CP, "not in", {"const": ["all_gather", "ring", "ulysses", "usp"], "kind": "tuple"}),
+     "reads": ["context_parallel_strategy"],
+     "message": ["context_parallel_strategy must be one of 'all_gather', 'ring', 'ulysses', or 'usp'."]},
+    {"file": "types.py", "anchor": "is not supported with 'explicit' sharding. ",
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_cmp(_f("shard_mode"), "==", _c("explicit")),
+                  _cmp(_f("decoder_block"), "not in", {"const": ["simple", "simple_mlp", "llama2", "deepseek"],
+                                                       "kind": "set"})),
+     "reads": ["decoder_block", "shard_mode"],
+     "message": ["Decoder '", {"field": "decoder_block"}, "' is not supported with 'explicit' sharding."]},
+    {"file": "types.py", "anchor": "\"Muon dimension numbers haven't been tested for this model.",
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_cmp(_f("opt_type"), "==", _c("muon")),
+                  _cmp(_f("decoder_block"), "not in", {"const": ["deepseek", "deepseek4", "qwen3", "gemma3", "llama2"],
+                                                       "kind": "list"})),
+     "reads": ["decoder_block", "opt_type"],
+     "message": ["Muon dimension numbers haven't been tested for this model (decoder_block ",
+                 {"field": "decoder_block"}, ")."]},
+    *({"file": "types.py", "anchor": 'f"{param_name}_schedule is \'{schedule}\' but {param_name}_end is None. "',
+       "in": "MaxTextConfig.set_derived_and_validate_values",
+       "when": _all(_cmp(_f(f"{p}_schedule"), "!=", _c("constant")), _cmp(_f(f"{p}_end"), "is", _c(None))),
+       "reads": [f"{p}_end", f"{p}_schedule"],
+       "message": [f"{p}_schedule is '", {"field": f"{p}_schedule"}, f"' but {p}_end is None. Set {p}_end to a "
+                   "target value or use schedule='constant'."]}
+      for p in ("distill_alpha", "distill_temperature", "distill_beta")),
+)
+
+
 def custom_rule_refusals(key: str, anchor: str, known: list[str]) -> dict:
     """The refusal of a ``custom_mesh_and_rule`` (or ``..._for_eval``) value whose YAML file
     MaxText's ``configs/custom_mesh_and_rule/`` lacks (``_load_mesh_config_from_yaml``);
@@ -124,6 +220,33 @@ def located(rules, texts: dict) -> list[dict]:
         at = text.find(r["anchor"]) if text is not None else -1
         if at < 0:
             continue
+        try:
+            when = _constants(r["when"], text)
+        except LookupError:
+            continue
         line = text.count("\n", 0, at) + 1
-        out.append({k: v for k, v in r.items() if k != "anchor"} | {"line": line, "guards": [], "by": "hand"})
+        out.append({k: v for k, v in r.items() if k != "anchor"} | {"when": when, "line": line, "guards": [],
+                                                                    "by": "hand"})
     return out
+
+
+def _constants(tree, text: str):
+    """``tree`` with each ``{"const_of": NAME}`` replaced by the literal tuple or list that
+    MaxText's file assigns to NAME (read with :mod:`ast`, never run). LookupError when the file
+    has no such literal."""
+    if isinstance(tree, list):
+        return [_constants(x, text) for x in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if "const_of" in tree:
+        import ast
+
+        for node in ast.walk(ast.parse(text)):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == tree["const_of"] and isinstance(node.value, (ast.Tuple, ast.List))):
+                try:
+                    return {"const": list(ast.literal_eval(node.value)), "kind": "tuple"}
+                except ValueError:
+                    break
+        raise LookupError(tree["const_of"])
+    return {k: _constants(v, text) for k, v in tree.items()}
