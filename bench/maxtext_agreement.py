@@ -249,11 +249,10 @@ def judge(workdir: Path, cases: list, oracle) -> list[dict]:
     """For each ``(name, base, tpu, mutation)``: rcpc's verdicts (built-in, oracle mode) and
     MaxText's (its loader on the harness's own argv, env, devices, slices)."""
     from rcpc.core.diagnostics import CompileError
-    from rcpc.domain.launches import launches
+    from rcpc.domain.launches import flag_sets_of, launches
     from rcpc.domain.maxtext import argv
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.tpu import tpu_slice
-    from rcpc.domain.values import FlagSet
     from rcpc.domain.workspace import Workspace
     from rcpc.oracle import case_of, check_launches
 
@@ -270,8 +269,7 @@ def judge(workdir: Path, cases: list, oracle) -> list[dict]:
         except CompileError as exc:
             errors = sorted({d.code for d in exc.diagnostics if d.severity == "error"})
         result = compiler.evaluate(path, {})
-        fss = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
-        got = launches(result.renders, fss)
+        got = launches(result.renders, flag_sets_of(result))
         compiler.release(path)
         devices = tpu_slice(tpu, None).devices * m["replicas"]
         fs = result.exports["F"]
@@ -280,7 +278,8 @@ def judge(workdir: Path, cases: list, oracle) -> list[dict]:
         rows.append({"port": port, **m, "rcpc": errors})
     answers = oracle.run(truth)
     for row, answer, got, case in zip(rows, answers, found, truth):
-        row["maxtext"] = None if answer is None else "ok" if answer["ok"] else f"{answer['type']}: {answer['message'][:200]}"
+        row["maxtext"] = (None if "unanswered" in answer else "ok" if answer["ok"]
+                          else f"{answer['type']}: {answer['message'][:200]}")
         row["oracle_mode"] = sorted({d.code for d in check_launches(oracle, got)}) if got else ["no launch"]
         row["same_launch"] = [case_of(x) for x in got] == [case]  # rcpc found what the harness made
     return rows

@@ -1,5 +1,5 @@
 """The MaxText oracle's machinery (rcpc/oracle.py, rcpc/oracle_driver.py, rcpc/domain/launches.py),
-driven with a stand-in MaxText package (the diagnostics catalog's ``FAKE_MAXTEXT``: its loader
+driven with a stand-in MaxText package (the diagnostics catalog's ``FAKE_MAXTEXT`` with a loader that
 refuses ``context_parallel_strategy=usp`` and hangs on ``steps=-1``) so that every path runs in
 a fraction of a second: what a case carries to the loader (argv, ``M_`` env, devices, slices),
 where a refusal is reported, the cache, the timeout, what cannot run, and rcp.toml's settings.
@@ -18,6 +18,17 @@ from rcpc.catalog import FAKE_MAXTEXT
 from rcpc.core.diagnostics import CompileError
 from rcpc.oracle import Oracle, check_launches, package_digest
 
+FAKE = dict(FAKE_MAXTEXT)
+FAKE["mt/src/maxtext/configs/pyconfig.py"] = (
+    "import time\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
+    "def initialize(argv):\n"
+    "    if 'context_parallel_strategy=usp' in argv:\n"
+    "        raise ValueError('TPU USP attention requires ici_context_usp_ulysses_parallelism > 1 for the Ulysses "
+    "dimension.')\n"
+    "    if 'steps=-1' in argv:\n"
+    "        time.sleep(60)\n"
+    "    return object()\n")
+
 # A loader that answers with what it was given: refuses every case, its message the JSON of its
 # argv (without MaxText's base.yml), the M_ variables and the device count it sees.
 ECHO = dict(FAKE_MAXTEXT)
@@ -35,7 +46,7 @@ def mt(tmp_path, monkeypatch):
     """A stand-in MaxText checkout at ``tmp_path/mt`` and a private user cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    return _write(tmp_path, FAKE_MAXTEXT)
+    return _write(tmp_path, FAKE)
 
 
 def _write(root: Path, files: dict) -> Path:
@@ -104,7 +115,7 @@ def test_what_a_case_carries_to_the_loader(tmp_path, monkeypatch):
 def test_a_loader_that_does_not_answer_is_ended_at_its_timeout(mt):
     oracle = Oracle(mt, timeout=1)
     answers = oracle.run([_case(["steps=5"]), _case(["steps=-1"]), _case(["steps=6"])])
-    assert answers[0] == {"ok": True} and answers[1:] == [None, None]
+    assert answers[0] == {"ok": True} and answers[1:] == [{"unanswered": "its run was ended after 1 s"}] * 2
     assert oracle.timed_out == 1
     assert len(list(Path(oracle.cache).iterdir())) == 1  # only answers are cached
 
@@ -118,6 +129,17 @@ def test_an_oracle_that_cannot_run_is_E0361(mt, where, python, problem):
         Oracle(mt.parent / where, python).run([_case(["steps=5"])])
     (d,) = exc.value.diagnostics
     assert d.code == "E0361" and problem in d.message
+
+
+def test_a_loader_that_dies_leaves_its_cases_unanswered_with_the_reason(mt):
+    (mt / "src" / "maxtext" / "configs" / "pyconfig.py").write_text(
+        "import os, signal, sys\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
+        "def initialize(argv):\n    if 'steps=6' in argv:\n        sys.stderr.write('out of memory\\n')\n"
+        "        sys.stderr.flush()\n        os.kill(os.getpid(), signal.SIGABRT)\n    return object()\n")
+    oracle = Oracle(mt)
+    answers = oracle.run([_case(["steps=5"]), _case(["steps=6"]), _case(["steps=7"])])
+    assert answers == [{"ok": True}] + [{"unanswered": "its run ended with status -6 (SIGABRT): out of memory"}] * 2
+    assert len(list(Path(oracle.cache).iterdir())) == 1
 
 
 def test_a_maxtext_its_interpreter_cannot_import_is_E0361(mt):

@@ -48,9 +48,10 @@ class Port:
     render: str = "jobset.yaml"
     flags: str = "MAXTEXT_FLAGS"    # the recipe's maxtext_flags(...) binding
     quote: tuple = ()               # flags the command quotes anyway (FLAGS.shell_quoted)
-    # tokens of the published command the port leaves out: MaxText at the pinned commit
-    # refuses them (use_random_routing=True with an expert-parallel rank of 1, types.py)
-    dropped: tuple = ()
+    # (published token, the port's token or "" when it leaves it out) of each flag the port
+    # changes so that MaxText at the pinned commit takes it: use_random_routing=True is refused
+    # with an expert-parallel rank of 1 (types.py), fsdp_shard_on_exp is shard_exp_on_fsdp there
+    changed: tuple = ()
 
     def __str__(self) -> str:
         return Path(self.recipe).stem
@@ -59,19 +60,20 @@ class Port:
 PORTS = [
     Port("recipes/tpu_recipes/qwen3_235b_a22b_4k_bf16_tpu7x_4x8x8.rcp",
          "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.yaml",
-         dropped=("use_random_routing=True",)),
+         changed=(("use_random_routing=True", ""),)),
     Port("recipes/tpu_recipes/llama3_1_70b_8k_bf16_tpu7x_4x4x4.rcp",
          "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"),
     Port("recipes/tpu_recipes/deepseek3_671b_4k_bf16_tpu7x_4x4x8.rcp",
          "deepseek3-671b_4k-bf16-tpu7x-4x4x8.yaml",
-         dropped=("use_random_routing=True",)),
+         changed=(("use_random_routing=True", ""), ("fsdp_shard_on_exp=True", "shard_exp_on_fsdp=True"))),
     Port("recipes/tpu_recipes/deepseek3_671b_4k_fp8_tpu7x_4x4x8.rcp",
-         "deepseek3-671b_4k-fp8-tpu7x-4x4x8.yaml"),
+         "deepseek3-671b_4k-fp8-tpu7x-4x4x8.yaml",
+         changed=(("fsdp_shard_on_exp=True", "shard_exp_on_fsdp=True"),)),
     Port("recipes/tpu_recipes/llama3_1_70b_8k_bf16_tpu7x_4x8x8.rcp",
          "llama3.1-70b_8k-bf16-tpu7x-4x8x8.yaml"),
     Port("recipes/tpu_recipes/gpt_oss_120b_8k_bf16_tpu7x_4x4x4.rcp",
          "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml",
-         dropped=("use_random_routing=True",)),
+         changed=(("use_random_routing=True", ""), ("fsdp_shard_on_exp=True", "shard_exp_on_fsdp=True"))),
     Port("recipes/tpu_recipes/llama3_1_70b_8k_fp8_tpu7x_4x4x4.rcp",
          "llama3.1-70b_8k-fp8-tpu7x-4x4x4.yaml",
          quote=("weight_quantization_calibration_method", "act_quantization_calibration_method")),
@@ -144,12 +146,12 @@ def recipe_value(port: Port, values: dict | None, name: str):
 
 
 def published_text(port: Port, values: dict) -> str:
-    """The port's template filled in by envsubst, the tokens the port leaves out taken out of
-    its command (in each container, with the space before it)."""
+    """The port's template filled in by envsubst, with the flags the port changes changed in its
+    command (in each container; a token left out with the space before it)."""
     text = envsubst(TEMPLATES / port.template, values)
-    for token in port.dropped:
+    for token, ours in port.changed:
         assert f" {token}" in text, token
-        text = text.replace(f" {token}", "")
+        text = text.replace(f" {token}", f" {ours}" if ours else "")
     return text
 
 

@@ -307,7 +307,7 @@ class Workspace:
             except CompileError as exc:
                 diagnostics.extend(exc.diagnostics)
             cache.note(self.compiler.read_digests())
-        diagnostics.extend(self._oracle(recipes, maxtext, maxtext_python, maxtext_timeout))
+        diagnostics.extend(self._oracle(recipes, maxtext, maxtext_python, maxtext_timeout, jobs))
         # An error in a library is found by each recipe that loads it ("loaded from") and by
         # the library's own evaluation: reported once, the first time (with its load site).
         diagnostics = unique(diagnostics)
@@ -326,7 +326,7 @@ class Workspace:
             return ws.maxtext_oracle, maxtext_python or ws.maxtext_python, ws.setting_span("maxtext_oracle")
         return None, None, None
 
-    def _oracle(self, recipes: list, maxtext, maxtext_python, timeout) -> list:
+    def _oracle(self, recipes: list, maxtext, maxtext_python, timeout, jobs: int) -> list:
         """``E0360``-``E0362`` of MaxText's loader on every launch of ``recipes``
         (:mod:`rcpc.oracle`); ``E0361`` when it cannot run."""
         path, python, span = self.oracle_settings(maxtext, maxtext_python)
@@ -336,7 +336,7 @@ class Workspace:
         from rcpc.oracle import Oracle, check_launches
 
         try:
-            oracle = Oracle(path, python, span, timeout=timeout,
+            oracle = Oracle(path, python, span, timeout=timeout, jobs=jobs,
                             shown=str(maxtext) if maxtext is not None else self.config.display(path))
             found = []
             for real in recipes:

@@ -78,8 +78,8 @@ spec:
 
 
 # A stand-in for a MaxText checkout (the oracle examples): the modules rcpc's oracle driver
-# loads, its config loader refusing what MaxText's refuses for one flag (types.py's USP checks),
-# and taking a minute for another.
+# loads, its config loader refusing what MaxText's refuses for one config (types.py's pipeline
+# checks, which rcpc does not model), and taking a minute for another.
 FAKE_MAXTEXT = {
     "mt/src/maxtext/__init__.py": "",
     "mt/src/maxtext/configs/__init__.py": "",
@@ -87,9 +87,9 @@ FAKE_MAXTEXT = {
     "mt/src/maxtext/configs/pyconfig.py": (
         "import time\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
         "def initialize(argv):\n"
-        "    if 'context_parallel_strategy=usp' in argv:\n"
-        "        raise ValueError('TPU USP attention requires ici_context_usp_ulysses_parallelism > 1 for the Ulysses "
-        "dimension.')\n"
+        "    if 'num_layers_per_pipeline_stage=3' in argv:\n"
+        "        raise AssertionError('The number of layers per stage (3) times the number of stages (2) must divide "
+        "the number of pipeline_parallel_layers which defaults to decoder layers (16)')\n"
         "    if 'steps=-1' in argv:\n"
         "        time.sleep(60)\n"
         "    return object()\n"),
@@ -192,7 +192,8 @@ CATALOG = [
             'F = maxtext_flags({"num_moe_token_chunks": 2})\n' + FLAGS, files=BUILTIN),
     Example("E0321", "MaxText sources cannot be read", argv=("schema", "maxtext", "no-maxtext-here")),
     Example("E0360", "MaxText's own config loader refuses the flag set (rcpc check --maxtext)",
-            'F = maxtext_flags({"context_parallel_strategy": "usp"})\n' + FLAGS, files={**FAKE_MAXTEXT, **BUILTIN},
+            'F = maxtext_flags({"ici_pipeline_parallelism": 2, "num_layers_per_pipeline_stage": 3})\n' + FLAGS,
+            files={**FAKE_MAXTEXT, **BUILTIN},
             argv=("check", "--maxtext", "mt")),
     Example("E0361", "MaxText's config loader cannot run", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
             argv=("check", "--maxtext", "no-maxtext-here")),

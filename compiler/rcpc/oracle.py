@@ -43,6 +43,7 @@ DRIVER = Path(__file__).resolve().parent / "oracle_driver.py"
 START_TIMEOUT = 120.0  # seconds for a subprocess to import MaxText and jax
 CASE_TIMEOUT = 10.0  # seconds more for each case it runs
 MAX_CASES = 400  # cases of one subprocess
+SPLIT_CASES = 16  # cases worth a subprocess of their own (its start costs about as much as 16 cases)
 MAX_PACKAGE_FILES = 20000  # files of MaxText's package hashed, at most
 MAX_PACKAGE_BYTES = 512 << 20
 MAX_RESULT_BYTES = 1 << 20  # one result line
@@ -54,12 +55,13 @@ class Oracle:
     ``maxtext`` package directory) run by ``python`` (an executable path or a command name on
     ``PATH``; None: the interpreter running rcpc). ``span``: where it was named (for
     ``E0361``); ``timeout``: the seconds one subprocess may run (default
-    :data:`START_TIMEOUT` plus :data:`CASE_TIMEOUT` for each case). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
+    :data:`START_TIMEOUT` plus :data:`CASE_TIMEOUT` for each case); ``jobs``: subprocesses run at
+    once (cases of one device count are split among them when there are enough). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
     or the interpreter is not found."""
 
     def __init__(self, maxtext: Path, python: str | None = None, span: Span | None = None, cache: bool = True,
-                 timeout: float | None = None, shown: str | None = None):
-        self.span, self.timeout = span, timeout
+                 timeout: float | None = None, shown: str | None = None, jobs: int = 1):
+        self.span, self.timeout, self.jobs = span, timeout, max(1, jobs)
         self.shown = shown or str(maxtext)  # how to name it in messages (as the user wrote it)
         self.package = _package_dir(Path(maxtext), span)
         self.python = _interpreter(python, span)
@@ -86,7 +88,8 @@ class Oracle:
     def run(self, cases: list[dict]) -> list[dict | None]:
         """MaxText's answer for each case (``{"argv": [...], "env": {...}, "devices": N,
         "slices": S, "mesh": bool}``): ``{"ok": True}`` or ``{"ok": False, "type", "message",
-        "locs"}`` (:mod:`rcpc.oracle_driver`), None when it did not answer in time. Raises
+        "locs"}`` (:mod:`rcpc.oracle_driver`), or ``{"unanswered": why}`` when its run ended
+        before it answered (its timeout, a crash: ``why`` says which). Raises
         :class:`CompileError` ``E0361`` when MaxText cannot be imported."""
         out: list = [None] * len(cases)
         todo: dict[tuple, list[int]] = {}
@@ -97,19 +100,27 @@ class Oracle:
                 out[i] = hit
             else:
                 todo.setdefault((c["devices"], c["slices"]), []).append(i)
+        parts = []
+        self.ran += sum(len(idx) for idx in todo.values())
         for (devices, slices), idx in todo.items():
-            for start in range(0, len(idx), MAX_CASES):
-                part = idx[start:start + MAX_CASES]
-                answers = self._subprocess(devices, slices, [cases[i] for i in part])
-                for i, a in zip(part, answers):
-                    out[i] = a
-                    if a is not None:
-                        self._store(keys[i], a)
+            n = max(1, min(self.jobs, len(idx) // SPLIT_CASES), -(-len(idx) // MAX_CASES))
+            parts += [((devices, slices), idx[k::n]) for k in range(n)]
+        if len(parts) > 1 and self.jobs > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.jobs, len(parts))) as pool:
+                done = list(pool.map(lambda p: self._subprocess(*p[0], [cases[i] for i in p[1]]), parts))
+        else:
+            done = [self._subprocess(*p[0], [cases[i] for i in p[1]]) for p in parts]
+        for (_, idx), answers in zip(parts, done):
+            for i, a in zip(idx, answers):
+                out[i] = a
+                if _well_formed(a):
+                    self._store(keys[i], a)
         return out
 
     # the subprocess -------------------------------------------------------------------------
     def _subprocess(self, devices: int, slices: int, cases: list[dict]) -> list[dict | None]:
-        self.ran += len(cases)
         base = str(self.base_yml)
         job = {"slices": slices, "cases": [{"argv": [base, *c["argv"]], "env": c["env"], "mesh": c["mesh"]}
                                            for c in cases]}
@@ -143,17 +154,17 @@ class Oracle:
                     _kill(proc)
                     raise
             answers = _read_results(results, len(cases))
+            why = (f"its run was ended after {timeout:g} s" if self.timed_out == timeout and proc.returncode != 0
+                   else f"its run ended with status {proc.returncode}" + (f" ({_signal_name(-proc.returncode)})"
+                                                                          if proc.returncode < 0 else "")
+                   + (f": {_tail(log)}" if _tail(log) else ""))
             if answers and "startup" in answers[0]:
                 raise error("E0361", f"MaxText at {self.shown} cannot be imported by {self.python}: "
                             f"{answers[0]['startup'][:MAX_SHOWN]}", self.span,
                             hint="install what MaxText's config loader imports (jax, flax, pydantic, omegaconf, "
                                  "...: its requirements) into that interpreter, or name another with "
                                  "--maxtext-python")
-            if not answers and proc.returncode not in (None, 0) and proc.returncode > 0:
-                tail = _tail(log)
-                raise error("E0361", f"the MaxText oracle ended with status {proc.returncode} before it answered",
-                            self.span, hint="its last output: " + tail if tail else None)
-        return answers + [None] * (len(cases) - len(answers))
+        return answers + [{"unanswered": why}] * (len(cases) - len(answers))
 
     # the cache -------------------------------------------------------------------------------
     def _key(self, case: dict) -> str:
@@ -207,9 +218,18 @@ def _read_results(path: str, n: int) -> list[dict]:
 
 
 def _tail(path: str) -> str:
+    """The last line of a run's stderr (at most :data:`MAX_SHOWN` characters)."""
     with open(path, "rb") as f:
         f.seek(max(0, os.path.getsize(path) - 600))
-        return f.read().decode("utf-8", "replace").strip().splitlines()[-1][:MAX_SHOWN] if os.path.getsize(path) else ""
+        lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:MAX_SHOWN] if lines else ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _well_formed(r) -> bool:
@@ -288,11 +308,11 @@ def check_launches(oracle: Oracle, launches: list) -> list[Diagnostic]:
     answers = oracle.run([c for _, c in items])
     out = []
     for (x, c), a in zip(items, answers):
-        if a is None:
-            out.append(Diagnostic("E0362", f"MaxText's config loader did not answer for this flag set: its run was "
-                                  f"ended after {oracle.timed_out or 0:g} s", x.flags.span,
-                                  related=(("MaxText started here", x.span),),
-                                  hint="give it more time with --maxtext-timeout SECONDS"))
+        if "unanswered" in a:
+            out.append(Diagnostic("E0362", f"MaxText's config loader did not answer for this flag set: {a['unanswered']}",
+                                  x.flags.span, related=(("MaxText started here", x.span),),
+                                  hint="give it more time with --maxtext-timeout SECONDS" if "ended after" in
+                                  a["unanswered"] else "run the loader by hand on these flags to see why it stopped"))
         elif not a["ok"]:
             out.append(refusal(x, c, a, oracle))
     return out

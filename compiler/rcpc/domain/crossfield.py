@@ -7,7 +7,8 @@ config's (``models/<model_name>.yml``), else base.yml's (types.py's default when
 the key), converted as pydantic's lax mode converts it (:func:`rcpc.domain.lax.validate`; a
 string ``none`` in any case is None, ``_prepare_for_pydantic``). A refusal is left undecided
 (no finding: a false error is worse than a miss) when no flag of the set is among the fields
-it reads, when a field is overridden by an ``M_<KEY>`` variable of a container carrying the
+it reads (a refusal whose values the model config chosen by a ``model_name`` flag sets is
+reported at that flag), when a field is overridden by an ``M_<KEY>`` variable of a container carrying the
 set, when a value is one the schema refuses (its own finding, E0311-E0314), or when Python
 would raise deciding it.
 """
@@ -42,6 +43,8 @@ def check_refusals(fs: FlagSet, cli: dict, model_name: str | None, model: dict |
     for r in schema.refusals:
         reads = r["reads"]
         flags = [k for k in reads if k in cli]
+        if not flags and "model_name" in cli and any(k in model for k in reads):
+            flags = ["model_name"]  # the values come from the model config the flags chose
         if not flags or any(k in env_keys for k in reads):
             continue
         values = {}

@@ -85,5 +85,7 @@ def recipe_launches(compiler, real, unchecked: bool = False) -> list[Launch]:
 
 
 def flag_sets_of(result) -> list[FlagSet]:
-    """The flag sets an evaluation made: those it collected and those bound at top level."""
-    return [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
+    """The flag sets an evaluation made: those it collected and those bound at top level, each
+    once."""
+    found = [*result.collected, *(v for v in result.exports.values() if type(v) is FlagSet)]
+    return list({id(fs): fs for fs in found}.values())

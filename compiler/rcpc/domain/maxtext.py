@@ -232,11 +232,14 @@ def _acknowledged_values(unknown_values, schema, warn) -> dict:
             warn(Diagnostic("W0325", f"'{key}' is not in the MaxText schema: acknowledge the key with unknown_keys",
                             span, WARNING, hint="move it to unknown_keys"))
             continue
+        t = schema.type_of(key)
         for v in values.items:
             try:
-                lax.validate(schema.type_of(key), v.value)
+                lax.validate(t, v.value)
             except lax.Invalid:
                 continue
+            if any(m["type"] == "enum" and m["values"] is None for m in (t["of"] if t["type"] == "union" else [t])):
+                continue  # choices the schema does not know (common_types.py was not read): it accepts anything
             warn(Diagnostic("W0325", f"{v.value!r} is a value '{key}' takes in the MaxText schema; it needs no "
                             "acknowledgement", v.span, WARNING, hint="remove it from unknown_values"))
         out[key] = frozenset(v.value for v in values.items)
