@@ -21,6 +21,7 @@ from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 MAXTEXT = REPO.parent / "shared" / "data" / "maxtext"
+MAXTEXT_SRC = REPO.parent / "shared" / "data" / "maxtext-src"  # MaxText's package: common_types.py and the rest
 BASE_YML = MAXTEXT / "base.yml"
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
 KEYS = sorted(SCHEMA.fields)
@@ -62,7 +63,7 @@ def test_schema_types_come_from_types_py():
     assert SCHEMA.type_of("sharding_tolerance") == {"type": "float", "ge": 0.0, "le": 1.0}    # Field(ge=, le=)
     assert SCHEMA.type_of("dtype")["values"] == ["bfloat16", "float32", "float16"]           # an Enum
     assert SCHEMA.type_of("hardware") == {"type": "literal", "values": ["tpu", "gpu", "gpu_multiprocess", "cpu"]}
-    assert SCHEMA.type_of("decoder_block")["values"] is None  # an Enum of common_types.py: choices unknown
+    assert "llama2" in SCHEMA.type_of("decoder_block")["values"]  # an Enum of common_types.py
     assert SCHEMA.type_of("constant_bound_config")["type"] == "validated"
     assert SCHEMA.type_of("lora")["extra"] == "forbid" and SCHEMA.type_of("dpo")["extra"] == "ignore"
     assert SCHEMA.fields["steps"]["source"].startswith("types.py:")
@@ -94,33 +95,51 @@ def test_reported_values_are_accepted(sws):
     assert not [d for d in warnings_of(sws) if d.severity == "warning"]
 
 
-def test_shipped_schema_is_what_the_generator_writes_byte_for_byte(capsys):
+def test_shipped_schema_is_what_the_generator_writes_byte_for_byte(tmp_path, capsys):
     from rcpc.cli import main
 
     shipped = BUILTIN_PATH.read_text(encoding="utf-8")
     commit = json.loads(shipped)["provenance"]["commit"]
-    assert main(["schema", "maxtext", str(MAXTEXT), "--commit", commit]) == 0
+    assert main(["schema", "maxtext", str(MAXTEXT_SRC), "--commit", commit]) == 0  # a checkout's layout
     assert capsys.readouterr().out == shipped, "regenerate: " + json.loads(shipped)["provenance"]["regenerate"]
-
-
-def test_schema_command_reads_a_checkout_layout_too(tmp_path, capsys):
-    from rcpc.cli import main
-
-    configs = tmp_path / "maxtext" / "src" / "maxtext" / "configs"
-    configs.mkdir(parents=True)
-    for name in ("base.yml", "types.py", "models"):
-        (configs / name).symlink_to(MAXTEXT / name)
-    out = tmp_path / "schema.json"
-    commit = json.loads(BUILTIN_PATH.read_text())["provenance"]["commit"]
-    assert main(["schema", "maxtext", str(tmp_path / "maxtext"), "--commit", commit, "-o", str(out)]) == 0
-    assert out.read_text(encoding="utf-8") == BUILTIN_PATH.read_text(encoding="utf-8")
     assert main(["schema", "maxtext", str(tmp_path)]) == 1
     assert "E0321" in capsys.readouterr().err
 
 
+def test_the_configs_directory_alone_knows_less():
+    """A directory of types.py, base.yml and models/ alone (no common_types.py, pyconfig.py,
+    custom_mesh_and_rule/ or layers/ beside it) gives the same keys and types, except that the
+    enums types.py imports have unknown values and remat_policy's restriction is missing."""
+    from rcpc.domain.schemagen import derive
+
+    flat = derive(MAXTEXT, commit="x")
+    shipped = json.loads(BUILTIN_PATH.read_text(encoding="utf-8"))
+    differ = {k for k in shipped["fields"] if flat["fields"][k] != shipped["fields"][k]}
+    imported = {k for k, f in shipped["fields"].items() if f["type"].get("name") in ENUMS_OF_COMMON_TYPES}
+    assert differ == imported | {"remat_policy"}
+    assert {"custom_mesh_and_rule", "shard_mode", "context_parallel_reorder_strategy", "vision_encoder_block"} <= imported
+    for k in imported:
+        assert flat["fields"][k]["type"]["values"] is None
+
+
+ENUMS_OF_COMMON_TYPES = {"AttentionType", "DecoderBlockType", "ReorderStrategy", "ShardMode", "CustomRule",
+                         "VisionEncoderBlockType"}
+
+
+def test_enums_come_from_common_types_py():
+    assert SCHEMA.type_of("custom_mesh_and_rule")["values"] == ["", "pure-fsdp", "cp-as-ep", "ep-as-cp",
+                                                                "pipeline-large-moe", "2d-fsdp", "ep-as-dp",
+                                                                "shard-exp-on-fsdp"]
+    assert SCHEMA.type_of("shard_mode")["values"] == ["auto", "explicit"]
+    assert SCHEMA.type_of("context_parallel_reorder_strategy")["values"] == ["auto", "dual_chunk_swap", "striped"]
+    assert "qwen3_vl" in SCHEMA.type_of("vision_encoder_block")["values"]
+    assert SCHEMA.provenance["files"]["common_types.py"]["path"] == "src/maxtext/common/common_types.py"
+
+
 def test_maxtext_base_derives_the_same_schema_on_the_fly():
-    derived = load_schema(BASE_YML, None)
+    derived = load_schema(MAXTEXT_SRC / "src" / "maxtext" / "configs" / "base.yml", None)
     assert derived.fields == SCHEMA.fields and derived.models == SCHEMA.models
+    assert derived.refusals == SCHEMA.refusals
 
 
 def test_a_base_yml_alone_types_keys_by_their_defaults(tmp_path):

@@ -247,11 +247,18 @@ class Workspace:
         info, builds = self.compiler.build(path, chosen or ("default" if not sets else None), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
-    def check(self, paths=(), *, jobs: int = 1) -> Check:
+    def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
+              maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:
         """Evaluate every variant of the recipes under ``paths`` (recipe names, ``.rcp``
         files or directories; default: the whole workspace), run their contracts and lint,
         and evaluate the libraries (also those no recipe loads). Nothing is written but the
-        build cache. Errors are returned, not raised: :attr:`Check.errors` counts them."""
+        build cache. Errors are returned, not raised: :attr:`Check.errors` counts them.
+
+        With ``maxtext`` (a MaxText checkout; default: rcp.toml's ``maxtext_oracle``), MaxText's
+        own config loader also runs on every flag set the recipes render, with
+        ``maxtext_python`` (default: rcp.toml's ``maxtext_python``, else this interpreter):
+        :mod:`rcpc.oracle`, its refusals ``E0360``; ``maxtext_timeout``: the seconds one run of
+        the loader may take."""
         from rcpc.cache import request
         from rcpc.domain.workspace import entry
 
@@ -273,7 +280,45 @@ class Workspace:
         if not paths:
             recipes = self.recipe_paths([])
             libraries = ws.libraries()
-        return _check(ws, lambda: self.compiler, recipes, libraries, jobs, request(ws, None, None))
+        checked = _check(ws, lambda: self.compiler, recipes, libraries, jobs, request(ws, None, None))
+        oracle = self._oracle(recipes, maxtext, maxtext_python, maxtext_timeout, jobs)
+        if not oracle:
+            return checked
+        failures = tuple(unique([*checked.failures, *oracle]))
+        return record.evolve(checked, failures=failures, errors=sum(1 for d in failures if d.severity == "error"))
+
+    def oracle_settings(self, maxtext=None, maxtext_python: str | None = None):
+        """(MaxText path, interpreter, where they were named) of the oracle a check runs: the
+        arguments, else rcp.toml's ``maxtext_oracle`` / ``maxtext_python``; (None, None, None)
+        when no MaxText is named."""
+        ws = self.config
+        if maxtext is not None:
+            return Path(maxtext), maxtext_python or ws.maxtext_python, None
+        if ws.maxtext_oracle is not None:
+            return ws.maxtext_oracle, maxtext_python or ws.maxtext_python, ws.setting_span("maxtext_oracle")
+        return None, None, None
+
+    def _oracle(self, recipes: list, maxtext, maxtext_python, timeout, jobs: int) -> list:
+        """``E0360``-``E0362`` of MaxText's loader on every launch of ``recipes``
+        (:mod:`rcpc.oracle`); ``E0361`` when it cannot run."""
+        path, python, span = self.oracle_settings(maxtext, maxtext_python)
+        if path is None:
+            return []
+        from rcpc.domain.launches import recipe_launches
+        from rcpc.oracle import Oracle, check_launches
+
+        try:
+            oracle = Oracle(path, python, span, timeout=timeout, jobs=jobs,
+                            shown=str(maxtext) if maxtext is not None else self.config.display(path))
+            found = []
+            for real in recipes:
+                try:
+                    found += recipe_launches(self.compiler, real, self.config.maxtext_schema is None)
+                except CompileError:
+                    continue  # the recipe's own errors are reported by the check
+            return check_launches(oracle, found)
+        except CompileError as exc:
+            return exc.diagnostics
 
     def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
                 sets: list[str] | None = None) -> dict:

@@ -77,6 +77,29 @@ spec:
 """
 
 
+# A stand-in for a MaxText checkout (the oracle examples): the modules rcpc's oracle driver
+# loads, its config loader refusing what MaxText's refuses for one config (types.py's pipeline
+# checks, which rcpc does not model), and taking a minute for another.
+FAKE_MAXTEXT = {
+    "mt/src/maxtext/__init__.py": "",
+    "mt/src/maxtext/configs/__init__.py": "",
+    "mt/src/maxtext/configs/base.yml": "steps: 150_001\n",
+    "mt/src/maxtext/configs/pyconfig.py": (
+        "import time\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
+        "def initialize(argv):\n"
+        "    if 'num_layers_per_pipeline_stage=3' in argv:\n"
+        "        raise AssertionError('The number of layers per stage (3) times the number of stages (2) must divide "
+        "the number of pipeline_parallel_layers which defaults to decoder layers (16)')\n"
+        "    if 'steps=-1' in argv:\n"
+        "        time.sleep(60)\n"
+        "    return object()\n"),
+    "mt/src/maxtext/utils/__init__.py": "",
+    "mt/src/maxtext/utils/max_utils.py": "def maybe_initialize_jax_distributed_system(raw_keys):\n    pass\n",
+    "mt/src/maxtext/utils/elastic_utils.py": "def live_slice_indices(config=None):\n    return {0}\n",
+    "mt/src/maxtext/utils/maxtext_utils.py": "def create_device_mesh(config, devices=None):\n    return devices\n",
+}
+
+
 @attrs.frozen
 class Example:
     """One diagnostic's example: its ``code`` and ``title``, the workspace, the command line
@@ -168,6 +191,15 @@ CATALOG = [
     Example("E0350", "config one of MaxText's cross-field validators refuses",
             'F = maxtext_flags({"num_moe_token_chunks": 2})\n' + FLAGS, files=BUILTIN),
     Example("E0321", "MaxText sources cannot be read", argv=("schema", "maxtext", "no-maxtext-here")),
+    Example("E0360", "MaxText's own config loader refuses the flag set (rcpc check --maxtext)",
+            'F = maxtext_flags({"ici_pipeline_parallelism": 2, "num_layers_per_pipeline_stage": 3})\n' + FLAGS,
+            files={**FAKE_MAXTEXT, **BUILTIN},
+            argv=("check", "--maxtext", "mt")),
+    Example("E0361", "MaxText's config loader cannot run", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
+            argv=("check", "--maxtext", "no-maxtext-here")),
+    Example("E0362", "MaxText's config loader did not answer in time",
+            'F = maxtext_flags({"steps": -1})\n' + FLAGS, files={**FAKE_MAXTEXT, **BUILTIN},
+            argv=("check", "--maxtext", "mt", "--maxtext-timeout", "2")),
     Example("W0312", "OmegaConf's MISSING marker", 'F = maxtext_flags({"steps": "???"})\n' + FLAGS, files=BUILTIN,
             exit=0),
     Example("W0313", "the string none, which MaxText reads as None",
@@ -186,6 +218,11 @@ CATALOG = [
     Example("W0324", "acknowledged key never set",
             'F = maxtext_flags({"steps": 5}, unknown_keys = ["gdn_cp_mode"])\n' + FLAGS,
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, exit=0),
+    Example("W0325", "acknowledged value the schema knows",
+            'F = maxtext_flags({"dtype": "bfloat16"}, unknown_values = {"dtype": ["bfloat16"]})\n' + FLAGS,
+            files=BUILTIN, exit=0),
+    Example("W0360", "value MaxText's loader accepts and its model refuses",
+            'F = maxtext_flags({"remat_policy": "ful"})\n' + FLAGS, files=BUILTIN, exit=0),
     Example("W0330", "no-op override", 'F = maxtext_flags({"packing": True}, {"packing": true})\n' + FLAGS, exit=0),
     Example("N0331", "key set to its MaxText default", 'F = maxtext_flags({"steps": 150001})\n' + FLAGS,
             files={"rcp.toml": SCHEMA_TOML, "base.yml": BASE_YML}, argv=("check", "--notes"), exit=0),

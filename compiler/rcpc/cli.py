@@ -150,6 +150,14 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     c = sub.add_parser("check", parents=[common, strict], help="evaluate every recipe and variant, run contracts; write nothing")
     c.add_argument("paths", nargs="*", metavar="PATH", help="recipes, .rcp files or directories; default: all")
     c.add_argument("--notes", action="store_true", help="also print notes (e.g. flags set to their MaxText default)")
+    c.add_argument("--maxtext", metavar="PATH",
+                   help="also run this MaxText checkout's own config loader on every flag set the recipes render "
+                        "(overrides rcp.toml maxtext_oracle; docs/maxtext.md, Oracle mode)")
+    c.add_argument("--maxtext-python", metavar="PYTHON",
+                   help="the interpreter that runs it: a path or a command on PATH (default: rcp.toml "
+                        "maxtext_python, else the one running rcpc)")
+    c.add_argument("--maxtext-timeout", metavar="SECONDS", type=_seconds,
+                   help="the seconds one run of MaxText's loader may take (default: 120, plus 10 for each flag set)")
     _jobs_option(c)
 
     v = sub.add_parser("validate", parents=[common, strict],
@@ -231,6 +239,19 @@ def _jobs(text: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more) or 'auto', got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    """A duration in seconds: a finite number above 0 (``--maxtext-timeout``)."""
+    import math
+
+    try:
+        n = float(text)
+    except ValueError:
+        n = 0.0
+    if not (math.isfinite(n) and n > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (more than 0), got {text!r}")
     return n
 
 
@@ -615,7 +636,11 @@ def _diff_rev(args, ws) -> int:
 
 
 def _check(args, ws, compiler) -> int:
-    result = compiler.workspace.check(args.paths or [], jobs=args.jobs)
+    maxtext = args.maxtext or ws.maxtext_oracle
+    result = compiler.workspace.check(args.paths or [], jobs=args.jobs, maxtext=args.maxtext,
+                                      maxtext_python=args.maxtext_python, maxtext_timeout=args.maxtext_timeout)
+    if maxtext is not None:  # MaxText's files are no dependency a replay could check
+        _RECORDER.discard()
     for deps in result.dependencies:
         _RECORDER.note_dependencies(deps)
     _RECORDER.note_links(ws.links)

@@ -3,8 +3,8 @@
 
 * ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter
   (a declaration: ``NAME = param(...)``);
-* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], tpu_slice = S,
-  num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
+* ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], unknown_values = {...},
+  tpu_slice = S, num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
   schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
   base.yml; ``None`` for the flags of a trainer MaxText's schema does not describe, such as
   MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against
@@ -142,7 +142,7 @@ def param_value_from_text(param: Param, text: str):
 # functions --------------------------------------------------------------------------------
 def _maxtext_flags(ctx, fn, span, args, kwargs):
     a = _bind("maxtext_flags", span, [], kwargs, (), set(),
-              {"schema", "unknown_keys", "tpu_slice", "num_slices"})
+              {"schema", "unknown_keys", "unknown_values", "tpu_slice", "num_slices"})
     path = a.get("schema")
     if path is not None:
         _expect(path, (Str, Null), "schema")
@@ -156,7 +156,7 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
     if "num_slices" in a and "tpu_slice" not in a:
         raise error("E0306", "num_slices needs tpu_slice", a["num_slices"].span,
                     hint='give the slice too: tpu_slice = tpu_slice("tpu7x:4x4x8")')
-    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report)
+    fs = maxtext.make_flagset(args, span, schema, unknown, ctx.warn, ctx.report, a.get("unknown_values"))
     if "tpu_slice" in a:
         slice_ = _expect(a["tpu_slice"], (TpuSlice,), "tpu_slice")
         num = _expect(a.get("num_slices", Int(1, "1", span)), (Int,), "num_slices")
@@ -362,10 +362,11 @@ def _finish(ev, module: ast.Module, result) -> None:
 UNIVERSE = Universe(
     functions={
         "maxtext_flags": Function(
-            _maxtext_flags, "maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], tpu_slice = S, "
+            _maxtext_flags, "maxtext_flags(layer, ..., schema = \"//path\", unknown_keys = [...], unknown_values = {...}, "
+            "tpu_slice = S, "
             "num_slices = 1)", "A MaxText flag set: layers of `{key: value}`, the last value of a key wins (as "
             "MaxText's command line); checked against the MaxText schema.",
-            ("schema", "unknown_keys", "tpu_slice", "num_slices")),
+            ("schema", "unknown_keys", "unknown_values", "tpu_slice", "num_slices")),
         "tpu_slice": Function(_tpu_slice, "tpu_slice(spec)",
                               "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`)."),
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",

@@ -7,7 +7,8 @@ config's (``models/<model_name>.yml``), else base.yml's (types.py's default when
 the key), converted as pydantic's lax mode converts it (:func:`rcpc.domain.lax.validate`; a
 string ``none`` in any case is None, ``_prepare_for_pydantic``). A refusal is left undecided
 (no finding: a false error is worse than a miss) when no flag of the set is among the fields
-it reads, when a field is overridden by an ``M_<KEY>`` variable of a container carrying the
+it reads (a refusal whose values the model config chosen by a ``model_name`` flag sets is
+reported at that flag), when a field is overridden by an ``M_<KEY>`` variable of a container carrying the
 set, when a value is one the schema refuses (its own finding, E0311-E0314), or when Python
 would raise deciding it.
 """
@@ -42,6 +43,8 @@ def check_refusals(fs: FlagSet, cli: dict, model_name: str | None, model: dict |
     for r in schema.refusals:
         reads = r["reads"]
         flags = [k for k in reads if k in cli]
+        if not flags and "model_name" in cli and any(k in model for k in reads):
+            flags = ["model_name"]  # the values come from the model config the flags chose
         if not flags or any(k in env_keys for k in reads):
             continue
         values = {}
@@ -57,23 +60,41 @@ def check_refusals(fs: FlagSet, cli: dict, model_name: str | None, model: dict |
         except Undecided:
             continue
         flags.sort(key=lambda k: order.get(id(cli[k][1]), -1))
+        named = [k for k in flags if {"field": k} in r["message"]]  # the flag MaxText's message names
+        if named:
+            flags = [k for k in flags if k not in named] + named
         entry = cli[flags[-1]][1]
         related = tuple((f"'{k}' is {value_text(cli[k][1].value)} here", cli[k][1].value.span) for k in flags[:-1])
         notes = tuple(f"'{k}' is {values[k]!r} ({f'models/{model_name}.yml' if k in model else 'base.yml'})"
                       for k in reads if k not in cli)
         out.append(Diagnostic(
-            "E0350", f"MaxText refuses this config: \"{message(r['message'], values)}\" (types.py:{r['line']}, "
-            f"{r['in']})", entry.value.span, related=related,
+            "E0350", f"MaxText refuses this config: \"{message(r['message'], values)}\" "
+            f"({r.get('file', 'types.py')}:{r['line']}, {r['in']})", entry.value.span, related=related,
             notes=(*notes, f"schema: {schema.path}"),
             hint="change the flags so the condition MaxText checks is false: "
             + ", ".join(f"{k}={values[k]!r}" for k in reads)))
     return out
 
 
+def merge_rules(base, new):
+    """pyconfig.py ``_merge_logical_axis_rules``: the rules of ``new`` replace every rule of
+    ``base`` with the same logical name, and are appended. A value that is not a list of
+    rules is returned as it is (pydantic's to refuse)."""
+    if not new:
+        return base
+    if type(base) is not list or type(new) is not list or not all(type(r) is list and r for r in [*base, *new]):
+        return new
+    names = {r[0] for r in new}
+    return [r for r in base if r[0] not in names] + list(new)
+
+
 def _value(schema, cli: dict, model: dict, key: str):
     """The value pydantic validates for ``key`` (flag, model config, base.yml / types.py
     default), as pydantic makes it; ``_MISSING`` when unknown or refused by the schema."""
-    if key in cli:
+    if key == "logical_axis_rules":  # merged rule by rule: base.yml's, the model config's, the flags'
+        raw = merge_rules(merge_rules(schema.defaults.get(key) or [], model.get(key) or []),
+                          cli[key][0] if key in cli else [])
+    elif key in cli:
         raw = cli[key][0]
     elif key in model:
         raw = model[key]

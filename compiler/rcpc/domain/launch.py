@@ -56,7 +56,7 @@ def check_renders(renders, found: dict | None = None) -> list[Diagnostic]:
     checked: set = set()
     refused: dict = {}  # id(flag set) -> (flag set, the M_ names of containers carrying it)
     for r in renders:
-        embedded, pods = _kept(found, "render", (r,), lambda: _carried(r, memo))
+        embedded, pods = _kept(found, "render", (r,), lambda: render_sites(r, memo))
         for e in embedded:
             fs = e.seen()
             env = [name for name, _, _ in env_overrides(e.container)] if e.container is not None else ()
@@ -82,9 +82,11 @@ def check_renders(renders, found: dict | None = None) -> list[Diagnostic]:
     return out
 
 
-def _carried(r, memo: dict) -> tuple:
-    """(the embeddings of render ``r``, {id(container): (pod, slice, slices, replicas)} of the
-    pods of a manifest that select a TPU slice)."""
+def render_sites(r, memo: dict) -> tuple:
+    """(the embeddings of render ``r`` (a render value of any kind:
+    :func:`rcpc.domain.renders.carried`), {id(container): (pod, slice, slices, replicas)} of
+    the pods of a manifest that select a TPU slice); ``memo`` as for
+    :func:`rcpc.domain.embedding.embeddings`."""
     from rcpc.domain.renders import carried
 
     pods = {}

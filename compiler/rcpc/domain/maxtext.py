@@ -63,7 +63,7 @@ def _entry_problem(key: str, value, span: Span) -> Diagnostic | None:
 
 
 def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | None = None,
-                 warn=None, report=None) -> FlagSet:
+                 warn=None, report=None, unknown_values: Dict | None = None) -> FlagSet:
     """Build a :class:`FlagSet` from layer values: dicts become layers, flag sets are spliced
     in (their layers in order), empty dicts are skipped. ``E0301`` for any other value.
 
@@ -71,7 +71,8 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     and keys OmegaConf would merge otherwise than last-wins (``E0318``) are raised together.
     With a :class:`~rcpc.domain.schema.MaxTextSchema`, every entry is checked as MaxText reads it
     (:func:`check_entry`); ``unknown_keys`` acknowledges, key by key, keys the schema does not
-    know. Those findings do not make the flag set malformed: errors go to ``report(diagnostic)``
+    know, and ``unknown_values`` (key → list of values) values of a key's choices the schema
+    does not know (a newer MaxText's enum member). Those findings do not make the flag set malformed: errors go to ``report(diagnostic)``
     when given (the caller raises them with the rest of the recipe's), else are raised;
     warnings and notes go to ``warn(diagnostic)``.
     """
@@ -97,13 +98,20 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     found: list = []
     if schema is not None:
         acknowledged = _acknowledged(unknown_keys, schema, out, warn)
+        values_ok = _acknowledged_values(unknown_values, schema, warn)
+        seen = resolved(fs)  # what MaxText sees of each key: its last value (repeated dicts merged)
+        last = {id(x): x for x in {e.key: e for e in entries(fs)}.values()}
         layers_checked = []
         for layer in out:
             checked = []
             for e in layer.entries:
-                entry, diags = check_entry(e, schema, acknowledged)
-                checked.append(entry)
-                found.extend(diags)
+                if id(e) in last:  # an overridden value never reaches MaxText: not checked
+                    if seen[e.key] is e:
+                        e, diags = check_entry(e, schema, acknowledged, values_ok)
+                    else:  # a dict merged with the earlier ones: the merge is checked
+                        diags = check_entry(seen[e.key], schema, acknowledged, values_ok)[1]
+                    found.extend(diags)
+                checked.append(e)
             layers_checked.append(record.evolve(layer, entries=tuple(checked)))
         fs = FlagSet(tuple(layers_checked), span, schema)
     check_weight(fs)
@@ -205,6 +213,39 @@ def merged(a, b):
     return b
 
 
+def _acknowledged_values(unknown_values, schema, warn) -> dict:
+    """key → the values ``unknown_values`` acknowledges for it (strings); ``E0301`` for another
+    shape; ``W0325`` for a value the schema accepts (no acknowledgement needed) or a key the
+    schema does not know (acknowledge the key itself with ``unknown_keys``)."""
+    out: dict = {}
+    if unknown_values is None:
+        return out
+    if type(unknown_values) is not Dict:
+        raise error("E0301", f"unknown_values maps keys to lists of values, got {type_name(unknown_values)}",
+                    unknown_values.span, hint='write unknown_values = {"custom_mesh_and_rule": ["new-rule"]}')
+    for key, values in unknown_values.items.items():
+        span = unknown_values.key_spans.get(key, unknown_values.span)
+        if type(values) is not List or not all(type(v) is Str for v in values.items):
+            raise error("E0301", f"unknown_values['{key}'] must be a list of strings", values.span,
+                        hint=f'write unknown_values = {{"{key}": ["value"]}}')
+        if key not in schema:
+            warn(Diagnostic("W0325", f"'{key}' is not in the MaxText schema: acknowledge the key with unknown_keys",
+                            span, WARNING, hint="move it to unknown_keys"))
+            continue
+        t = schema.type_of(key)
+        for v in values.items:
+            try:
+                lax.validate(t, v.value)
+            except lax.Invalid:
+                continue
+            if any(m["type"] == "enum" and m["values"] is None for m in (t["of"] if t["type"] == "union" else [t])):
+                continue  # choices the schema does not know (common_types.py was not read): it accepts anything
+            warn(Diagnostic("W0325", f"{v.value!r} is a value '{key}' takes in the MaxText schema; it needs no "
+                            "acknowledgement", v.span, WARNING, hint="remove it from unknown_values"))
+        out[key] = frozenset(v.value for v in values.items)
+    return out
+
+
 def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
     """key → span of each acknowledged unknown key; warns on keys the schema does know
     (``W0323``) and on keys no layer sets (``W0324``)."""
@@ -236,7 +277,7 @@ _SPELLINGS = {
 _PY_NAMES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "None"}
 
 
-def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, list[Diagnostic]]:
+def check_entry(e: FlagEntry, schema, acknowledged: dict, values_ok: dict | None = None) -> tuple[FlagEntry, list[Diagnostic]]:
     """Check one entry as MaxText reads it (docs/maxtext.md): the value OmegaConf gives,
     MaxText's own rewrites (``"none"`` is None, ...), then pydantic's lax mode on the key's
     type. Returns the entry (a string that is a plain spelling of the key's type, such as
@@ -244,7 +285,8 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
     (did-you-mean), ``E0311`` a value of another type, ``E0312`` not one of the choices,
     ``E0313`` out of bounds, ``E0314`` None where the key cannot be None, ``W0312`` the MISSING
     marker ``???``, ``W0313`` a string ``none``, ``W0314`` a nested key MaxText ignores,
-    ``W0321`` a string spelling of the key's type, ``W0322`` a value pydantic converts."""
+    ``W0321`` a string spelling of the key's type, ``W0322`` a value pydantic converts.
+    ``values_ok``: key → values acknowledged as choices of a newer MaxText (no ``E0312``)."""
     top, _, rest = e.key.partition(".")
     notes = (f"schema: {schema.path}",)
     if top not in schema:
@@ -275,7 +317,15 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict) -> tuple[FlagEntry, li
     try:
         got = lax.validate(t, py, (), ignored)
     except lax.Invalid as exc:
+        if exc.kind == lax.CHOICE and not rest and py in (values_ok or {}).get(top, ()):
+            return e, found  # a choice of a newer MaxText, acknowledged with unknown_values
         return e, found + [_invalid(e, t, py, exc, schema)]
+    restricted = schema.fields[top].get("restricted") if not rest else None
+    if restricted is not None and type(got) is str and got not in restricted["values"]:
+        found.append(Diagnostic("W0360", f"MaxText's config loader accepts {e.key} = {got!r}, but its model refuses it "
+                                f"when it builds the layers ({restricted['source']})", value.span, WARNING,
+                                hint=did_you_mean(got, restricted["values"]) or "one of: "
+                                + ", ".join(restricted["values"])))
     for path in ignored:
         found.append(Diagnostic("W0314", f"MaxText ignores '{e.key}.{'.'.join(map(str, path))}': "
                                 f"{lax.describe(t)} has no such key", value.span, WARNING,

@@ -18,6 +18,9 @@ Sources, at the pinned MaxText commit (``../shared/data/maxtext/``):
   values are filled to the number of slices only when there are several (one slice builds
   its mesh from the ICI values alone). ``inference_benchmark_test`` makes the mesh one slice
   of every device.
+* ``num_slices`` set (not -1), else a positive ``compile_topology_num_slices``: MaxText takes it as
+  the number of slices (``max_utils.get_num_slices``) and gives each ``devices / num_slices`` of
+  the devices it finds (``create_device_mesh``).
 * ``types.py``: ``dcn_diloco_parallelism = -1`` is resolved first, to the slices the other
   DCN values leave, in place of the first ``-1`` of the DCN values; and on one slice, the
   product of the twelve DCN keys other than diloco (``sequence`` included) must be 1 or -1
@@ -178,9 +181,30 @@ def check_mesh(fs, tpu_slice, num_slices: int, span: Span, env: dict | None = No
         dcn_axes = axes
     else:
         return []  # a mesh_axes pydantic refuses: E0311
-    devices = tpu_slice.devices * (num_slices if benchmark else 1)
-    out += _fill(v, "ici", axes, devices, f"devices of {tpu_slice.accelerator}:{tpu_slice.topology}"
-                 + (f" x {num_slices} (inference_benchmark_test)" if benchmark and num_slices > 1 else ""), span)
+    what = f"devices of {tpu_slice.accelerator}:{tpu_slice.topology}"
+    key = "num_slices"
+    asked, asked_at = v.typed(key, "int")
+    if asked == -1:  # max_utils.get_num_slices: then compile_topology_num_slices, when positive
+        topology_slices, topology_at = v.typed("compile_topology_num_slices", "int")
+        if topology_slices is not _UNKNOWN and topology_slices > 0:
+            key, asked, asked_at = "compile_topology_num_slices", topology_slices, topology_at
+    if asked not in (-1, 0, _UNKNOWN) and asked != num_slices and asked > 1 and not benchmark:
+        return [Diagnostic("E0340", f"{key} = {asked}, but the pod runs on {num_slices} slice"
+                           f"{'s' if num_slices > 1 else ''}: MaxText's mesh groups the devices by the slice they are "
+                           f"in and finds {num_slices}", asked_at[1] if asked_at else span,
+                           hint="leave num_slices at -1 (MaxText counts the slices), or run that many slices "
+                                "(the replicated job's replicas)")]
+    if asked not in (-1, 0, _UNKNOWN) and asked != num_slices and not benchmark:
+        # MaxText takes num_slices as given (max_utils.get_num_slices) and splits the devices it finds
+        devices = tpu_slice.devices * num_slices // asked
+        what = (f"devices a slice gets when MaxText splits the {tpu_slice.devices * num_slices} devices of "
+                f"{num_slices} {tpu_slice.accelerator}:{tpu_slice.topology} slice{'s' if num_slices > 1 else ''} "
+                f"into {key} = {asked}")
+        num_slices = asked
+    else:
+        devices = tpu_slice.devices * (num_slices if benchmark else 1)
+        what += f" x {num_slices} (inference_benchmark_test)" if benchmark and num_slices > 1 else ""
+    out += _fill(v, "ici", axes, devices, what, span)
     out += _dcn(v, dcn_axes, num_slices, benchmark, span)
     return out
 

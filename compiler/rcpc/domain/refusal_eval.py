@@ -7,6 +7,7 @@ Our own small interpreter over the tree's nodes: no ``eval``.
 from __future__ import annotations
 
 import operator
+import re
 
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge, "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
@@ -71,7 +72,60 @@ def value(t: dict, values: dict):
         return _OPS[t["op"]](a, b)
     if "len" in t:
         return len(value(t["len"], values))
+    if "call" in t:
+        return CALLS[t["call"]](values, *(value(e, values) for e in t["args"]))
     raise ValueError(f"unknown expression node {sorted(t)}")
+
+
+def _ep_rank(values: dict) -> int:
+    """MaxText's expert-parallel rank (types.py ``ep_enabled``, ``infer_ep_axes``,
+    ``_normalize_axes``): the product of ``ici_<axis>_parallelism * max(dcn_<axis>_parallelism,
+    1)`` over the mesh axes the ``exp`` logical axis maps to in ``logical_axis_rules``; -1 when
+    one of them is -1 (to be filled). Reads ``values`` of those keys (KeyError: undecided)."""
+    axes: tuple = ()
+    for rule in values["logical_axis_rules"] or ():
+        if rule and len(rule) >= 2 and rule[0] == "exp":
+            found = rule[1]
+            axes = (found,) if isinstance(found, str) else tuple(a for a in found if isinstance(a, str)) \
+                if isinstance(found, (list, tuple)) else ()
+            break
+    rank = 1
+    for axis in axes:
+        ici, dcn = values.get(f"ici_{axis}_parallelism", 1), values.get(f"dcn_{axis}_parallelism", 1)
+        if ici == -1 or dcn == -1:
+            return -1
+        rank *= ici * max(dcn, 1)
+    return rank
+
+
+def _power_of_two(values: dict, n) -> bool:
+    """``2**floor(log2(n)) == n`` as types.py's ``get_individual_scales`` tests it (False for
+    n <= 0, where math.log2 raises)."""
+    return type(n) is int and n > 0 and n & (n - 1) == 0
+
+
+# The dtype names jnp.dtype() reads (numpy's type names and ml_dtypes' that jax registers),
+# besides numpy's type codes (_TYPESTR).
+_DTYPES = frozenset((
+    "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "float32", "float64", "float128", "complex64", "complex128", "complex256", "half", "single", "double",
+    "longdouble", "float", "int", "uint", "complex", "byte", "ubyte", "short", "ushort", "intc", "uintc",
+    "long", "ulong", "longlong", "ulonglong", "intp", "uintp", "csingle", "cdouble", "clongdouble", "object",
+    "str", "bytes", "void", "datetime64", "timedelta64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "int2", "int4", "uint2", "uint4", "float0"))
+_TYPESTR = re.compile(r"[<>=|]?[?bBhHiIlLqQpPeEfdgFDGSaUVOMmc]\d*(?:\[\w+\])?")
+
+
+def _numpy_dtype(values: dict, name) -> bool:
+    """Whether ``jnp.dtype(name)`` reads the string ``name`` (pyconfig.py ``HyperParameters``
+    makes ``mu_dtype`` a dtype so): a known name or a NumPy type code (``f4``, ``<f8``)."""
+    return type(name) is str and (name in _DTYPES or bool(_TYPESTR.fullmatch(name)))
+
+
+# the functions a ``{"call": name, "args": [...]}`` node names (rcpc/domain/refusal_rules.py)
+CALLS = {"ep_rank": _ep_rank, "power_of_two": _power_of_two, "numpy_dtype": _numpy_dtype,
+         "lower": lambda values, s: s.lower() if type(s) is str else s}
 
 
 def message(parts: list, values: dict) -> str:

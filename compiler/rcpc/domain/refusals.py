@@ -450,3 +450,21 @@ def _reads(tree) -> set:
     if isinstance(tree, list):
         return set().union(*(_reads(v) for v in tree)) if tree else set()
     return set()
+
+
+def contradicts(when: dict) -> bool:
+    """Whether a condition is false whatever the values: a conjunction (``and`` nested in
+    ``and``) holding a term and its negation. Such a refusal could never fire (a guard ``not
+    A`` added for a branch that may change any field, and the refusal's own ``A``: types.py's
+    ``elastic_enabled`` checks); the schema leaves it out."""
+    terms: list = []
+
+    def flat(e):
+        if isinstance(e, dict) and set(e) == {"and"}:
+            for x in e["and"]:
+                flat(x)
+        else:
+            terms.append(e)
+
+    flat(when)
+    return any({"not": t} in terms for t in terms)

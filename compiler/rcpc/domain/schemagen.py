@@ -40,11 +40,13 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
-from rcpc.domain.refusals import extract
+from rcpc.domain.refusal_rules import RULES, custom_rule_refusals, located
+from rcpc.domain.refusals import contradicts, extract
 
 BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by this module)
 REPOSITORY = "AI-Hypercomputer/maxtext"
-CONFIGS = "src/maxtext/configs"
+PACKAGE = "src/maxtext"
+CONFIGS = f"{PACKAGE}/configs"
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "Any": "any"}
 # pydantic.types constrained aliases that MaxText uses.
 _CONSTRAINED = {"PositiveInt": ("int", {"gt": 0}), "NonNegativeInt": ("int", {"ge": 0}),
@@ -87,11 +89,18 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
     cdir = base_yml.parent if base_yml is not None else configs_dir(root)
     types_path = cdir / "types.py"
     files = {"base.yml": base_yml or cdir / "base.yml"}
+    paths = {"base.yml": f"{CONFIGS}/base.yml"}  # name -> path in the MaxText repository
     try:
         if os.path.lexists(types_path):  # a FIFO or device is an error, not a missing file
             files["types.py"] = types_path
             tree = _read(types_path, once)
-            fields = _fields_of(tree, "MaxTextConfig")
+            external = {}
+            common = cdir.parent / "common" / "common_types.py"
+            if os.path.lexists(common):  # the enums types.py imports (common_types.py)
+                files["common_types.py"], paths["common_types.py"] = common, f"{PACKAGE}/common/common_types.py"
+                external = _enums_of(_read(common, once))
+            mod = _Module(tree, external)
+            fields = _fields_of(mod, "MaxTextConfig")
         else:
             tree = fields = None
         base = read_yaml(files["base.yml"], "base.yml", read=once)
@@ -110,27 +119,54 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
             fields[key] = {"type": _type_of_default(value), "source": "base.yml only"}
         fields[key]["base"] = value
     refusals: list = []
+    found = by_hand = 0
     if tree is not None:  # MaxText's cross-field refusals (rcpc/domain/refusals.py)
         try:
-            refusals, found = extract(tree, _Module(tree), "MaxTextConfig", fields)
+            refusals, found = extract(tree, mod, "MaxTextConfig", fields)
         except _Unsupported as exc:
             raise error("E0321", f"cannot read {types_path}: {exc}", None,
                         hint="this MaxText uses a type rcpc does not know yet; please report it") from None
+        refusals = [r for r in refusals if not contradicts(r["when"])]
+        texts = {"types.py": once(types_path, MAX_SCHEMA_BYTES).decode("utf-8")}
+        pyconfig = cdir / "pyconfig.py"
+        if os.path.lexists(pyconfig):
+            files["pyconfig.py"], texts["pyconfig.py"] = pyconfig, once(pyconfig, MAX_SCHEMA_BYTES).decode("utf-8")
+        rules = list(RULES)
+        rule_dir = cdir / "custom_mesh_and_rule"
+        if rule_dir.is_dir() and "custom_mesh_and_rule" in fields:  # a rule with no YAML file: refused
+            known = []
+            for p in sorted(rule_dir.glob("*.yml")):
+                files[f"custom_mesh_and_rule/{p.name}"] = p
+                once(p, MAX_SCHEMA_BYTES)
+                known.append(p.stem)
+            anchor = 'raise ValueError(f"Custom mesh config file not found at {custom_mesh_path}")'
+            rules += [custom_rule_refusals(k, anchor, known) for k in ("custom_mesh_and_rule",
+                                                                         "custom_mesh_and_rule_for_eval") if k in fields]
+        hand = [r for r in located(rules, texts) if set(r["reads"]) <= set(fields)]
+        by_hand = len(hand)
+        refusals += hand
+        decoders = cdir.parent / "layers" / "decoders.py"
+        if os.path.lexists(decoders) and "remat_policy" in fields:
+            files["layers/decoders.py"], paths["layers/decoders.py"] = decoders, f"{PACKAGE}/layers/decoders.py"
+            restricted = _remat_policies(_read(decoders, once))
+            if restricted is not None:
+                fields["remat_policy"]["restricted"] = restricted
     if commit is None:
         commit = _git_head(root)
     provenance = {
         "generator": f"rcpc {__version__}",
         "repository": repository,
         "commit": commit,
-        "files": {name: {"path": f"{CONFIGS}/{name}", "sha256": hashlib.sha256(seen[p]).hexdigest()}
+        "files": {name: {"path": paths.get(name, f"{CONFIGS}/{name}"), "sha256": hashlib.sha256(seen[p]).hexdigest()}
                   for name, p in files.items()},
         "regenerate": "rcpc schema maxtext PATH_TO_MAXTEXT -o compiler/rcpc/domain/schemas/maxtext.json",
         "types": "from types.py" if "types.py" in files else "from base.yml defaults (no types.py)",
     }
     if tree is not None:
-        provenance["refusals"] = (f"{len(refusals)} of the {found} refusals (raise ValueError, assert) in the "
-                                  "methods of MaxTextConfig's classes decidable from the config values "
-                                  "(rcpc/domain/refusals.py)")
+        provenance["refusals"] = (f"{len(refusals) - by_hand} of the {found} refusals (raise ValueError, assert) in "
+                                  "the methods of MaxTextConfig's classes decidable from the config values "
+                                  "(rcpc/domain/refusals.py), and {by_hand} modelled by hand, located in MaxText's "
+                                  "files by their text (rcpc/domain/refusal_rules.py)".replace("{by_hand}", str(by_hand)))
     return {"provenance": provenance, "fields": dict(sorted(fields.items())),
             "models": {name: models[name] for name in sorted(models)}, "refusals": refusals}
 
@@ -194,7 +230,9 @@ def _type_of_default(value) -> dict:
 class _Module:
     """The parts of types.py the schema needs: type aliases, enums, models, imported names."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, external: dict | None = None):
+        #: enums imported from maxtext.common.common_types: name -> (kind, {member: value})
+        self.external: dict = external or {}
         self.aliases: dict[str, ast.expr] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.imported: set[str] = set()
@@ -246,8 +284,7 @@ def _dotted(node: ast.expr) -> str:
     return ast.unparse(node)
 
 
-def _fields_of(tree: ast.Module, root: str) -> dict:
-    mod = _Module(tree)
+def _fields_of(mod: "_Module", root: str) -> dict:
     if root not in mod.classes:
         raise _Unsupported(f"no class {root}")
     return _model_fields(mod, root)
@@ -352,6 +389,33 @@ def _bound(tp: dict, bounds: dict, line: int) -> dict:
     raise _Unsupported(f"line {line}: bounds on a {tp['type']}")
 
 
+def _enums_of(tree: ast.Module) -> dict:
+    """name -> (kind, {member: value}) of each Enum class of a module (common_types.py)."""
+    mod = _Module(tree)
+    return {name: _enum_values(mod, name) for name in mod.classes if mod.is_enum(name)}
+
+
+def _remat_policies(tree: ast.Module) -> dict | None:
+    """The ``remat_policy`` values MaxText's decoder accepts when it builds its layers
+    (``layers/decoders.py``, ``Decoder.get_remat_policy``: each string it compares
+    ``cfg.remat_policy`` with, and ``"full"``, which its final ``assert`` requires), with the
+    line of that ``assert``; None when the method is not found."""
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "get_remat_policy":
+            values, line = set(), None
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Compare) and ast.unparse(n.left).endswith(".remat_policy"):
+                    for c in n.comparators:
+                        for e in (c.elts if isinstance(c, (ast.Tuple, ast.List, ast.Set)) else [c]):
+                            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                                values.add(e.value)
+                if isinstance(n, ast.Assert) and line is None:
+                    line = n.lineno
+            if values and line is not None:
+                return {"values": sorted(values), "source": f"layers/decoders.py:{line}"}
+    return None
+
+
 def _enum_values(mod: _Module, name: str) -> tuple[str, dict]:
     cls = mod.classes[name]
     kind = "int" if any(b.split(".")[-1] in ("IntEnum", "int") for b in mod.bases(name)) else "str"
@@ -402,7 +466,10 @@ def _type(mod: _Module, node: ast.expr, seen: tuple = ()) -> dict:
         if isinstance(alias, ast.Call) and _dotted(alias.func).split(".")[-1] == "NewType":
             return _type(mod, alias.args[1], (*seen, name))
         return _type(mod, alias, (*seen, name))
-    if name in mod.imported:  # an Enum of maxtext.common.common_types: its values are not read
+    if name in mod.imported and name in mod.external:  # an Enum of maxtext.common.common_types
+        kind, members = mod.external[name]
+        return {"type": "enum", "name": name, "kind": kind, "values": list(members.values())}
+    if name in mod.imported:  # imported from a file not read: its values are unknown
         return {"type": "enum", "name": name, "kind": "str", "values": None}
     raise _Unsupported(f"line {getattr(node, 'lineno', '?')}: unknown type {name}")
 

@@ -15,6 +15,10 @@ directory), its configuration, where recipes live, and how ``load()`` paths reso
                                        # against: rcpc's own (builtin:NAME) or CRD / JSON files
     jobset_feature_gates = ["RestartJob"]  # JobSet feature gates the cluster's JobSet
                                        # controller runs with (its alpha gates are off by default)
+    maxtext_oracle = "../maxtext"      # `rcpc check` also runs this MaxText checkout's config
+                                       # loader on every flag set (docs/maxtext.md, Oracle mode)
+    maxtext_python = "python3"         # the interpreter that runs it (a path, or a command on
+                                       # PATH; default: the one running rcpc)
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class Workspace:
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
     jobset_feature_gates: frozenset = frozenset()  # JobSet feature gates on in the cluster (rcpc.domain.jobset)
+    maxtext_oracle: Path | None = None  # a MaxText checkout whose loader `rcpc check` runs
+    maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
 
@@ -161,7 +167,8 @@ class Workspace:
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
-                 "kube_schemas", "jobset_feature_gates"]
+                 "kube_schemas", "jobset_feature_gates",
+                 "maxtext_oracle", "maxtext_python"]
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise error("E0901", f"{CONFIG_NAME}: unknown key '{unknown[0]}'", _key_span(text, unknown[0]),
@@ -181,9 +188,20 @@ class Workspace:
             if key in data:
                 one_dir(key, "")  # E0901 unless a string without NUL
                 maxtext = schema(key, data[key])
+        oracle = one_dir("maxtext_oracle", "") if "maxtext_oracle" in data else None
+        python = None
+        if "maxtext_python" in data:
+            one_dir("maxtext_python", "")  # E0901 unless a string without NUL
+            python = data["maxtext_python"]
+            python = str(root / python) if os.sep in python and not os.path.isabs(python) else python
         return record.evolve(ws, maxtext_schema=maxtext,
                              kube_schemas=tuple(schema("kube_schemas", v) for v in strings("kube_schemas", [])),
-                             jobset_feature_gates=_gates(strings("jobset_feature_gates", []), text))
+                             jobset_feature_gates=_gates(strings("jobset_feature_gates", []), text),
+                             maxtext_oracle=oracle, maxtext_python=python)
+
+    def setting_span(self, key: str) -> Span:
+        """Where ``key`` is set in this workspace's ``rcp.toml`` (line 1 when not found)."""
+        return _key_span(self.config_bytes.decode("utf-8", "replace"), key)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (for diagnostics), else absolute."""
