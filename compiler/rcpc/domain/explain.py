@@ -27,12 +27,7 @@ def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets: list[s
     if sets:
         return recipe, "custom", compiler.evaluate(path, parse_sets(sets))
     name = variant or "default"
-    chosen = [v for v in recipe.variants if v.name == name]
-    if not chosen:
-        names = [v.name for v in recipe.variants]
-        raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
-                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
-    return recipe, name, compiler.evaluate(path, dict(chosen[0].sets.items))
+    return recipe, name, compiler.evaluate(path, dict(recipe.variant(name).sets.items))
 
 
 def effective(compiler: Compiler, path: Path, render: str, variant: str | None = None,

@@ -1,4 +1,4 @@
-"""Kubernetes rules for manifests (DESIGN.md §3.3), reported at the span that produced the
+"""Kubernetes rules for manifests (docs/kubernetes.md), reported at the span that produced the
 offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the manifest path
 (``spec.replicatedJobs[1].template...``). docs/kubernetes.md lists every rule with its source.
 
