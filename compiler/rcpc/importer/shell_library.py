@@ -89,7 +89,7 @@ class ShellCandidate:
         dicts, call = found
         layers = {}
         for b in script.bindings.values():
-            if b.kind == "flags" and f"{b.name}.shell" in {r.text for w in words for r in w if isinstance(r, Ref)}:
+            if b.kind == "flags" and b.shell_name in {r.text for w in words for r in w if isinstance(r, Ref)}:
                 parts = named_layers(b.default)
                 if any(isinstance(p, str) for p in parts):
                     layers[b.name] = parts
@@ -231,9 +231,12 @@ def _xpk_workload_command(script, text: str, refs: list):
     ``python3 -m ...`` program) running a flag set, after ``set -e`` and the steps the library
     writes; each keyword read off the text where it differs from the default."""
     libtpu = _libtpu(script, text, refs)
-    flags = [r.text.removesuffix(".shell") for r in refs if r.text.endswith(".shell")]
+    flags = [b for b in script.bindings.values() if b.kind == "flags" and any(r.text == b.shell_name for r in refs)]
     if libtpu is None or len(flags) != 1 or not text.startswith("set -e && "):
         return None
+    words = flags[0].words
+    if words is not None and words.pad != ("", ""):
+        return None  # the library writes the flags with no spaces around them
     trainers = [t for t in TRAINERS if f"{t} " in text]
     if len(trainers) != 1:
         return None
@@ -243,7 +246,10 @@ def _xpk_workload_command(script, text: str, refs: list):
     if not stripped.endswith("&&"):
         return None
     lead = before[len(stripped) + 1:]
-    args, loads = [flags[0], libtpu[0]], []
+    args, loads = [flags[0].name, libtpu[0]], []
+    for keyword, keys in (("quote", words.quoted if words else ()), ("raw", words.raw if words else ())):
+        if keys:
+            args.append(f"{keyword} = [{', '.join(string(k) for k in keys)}]")
     if TRAINERS[trainer] != "MAXTEXT_TRAIN_LEGACY":
         args.append(f"trainer = {TRAINERS[trainer]}")
         loads.append(TRAINERS[trainer])
