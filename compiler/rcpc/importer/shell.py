@@ -71,13 +71,23 @@ class Binding:
 @attrs.define
 class Script:
     """A shell file read for import: ``items`` in source order, each a :class:`Binding`, a
-    ``("command", name, [word sources], uses, node)`` or a ``("todo", text, node)``."""
+    ``("command", name, [word sources], uses, node, [word pieces])`` or a ``("todo", text,
+    node)``."""
 
     shown: str
     text: str
     items: list
     bindings: dict
     notes: list
+    slice: tuple | None = None  # (tpu_slice spec, number of slices) the launch command names
+
+
+# The words that name a launch's TPU slice by its accelerator type (xpk workload create
+# --tpu-type/--device-type; MaxText's benchmarks.benchmark_runner --device_type) and its
+# number of slices; the recipe binding the slice.
+SLICE_WORDS = ("--tpu-type=", "--device-type=", "--device_type=")
+NUM_SLICES_WORDS = ("--num-slices=", "--num_slices=")
+SLICE_NAME = "TPU_SLICE"
 
 
 def _span(script_shown: str, text: str, pos) -> Span:
@@ -160,17 +170,46 @@ def _statement(script: Script, node) -> None:
     if not program.replace("-", "_").replace(".", "_").isidentifier():
         _todo(script, node, "not converted (the program is not a plain command name)")
         return
-    sources, uses = [], set()
+    sources, uses, all_pieces = [], set(), []
     for w in words:
         pieces = _pieces(script, w)
         if pieces is None:
             _todo(script, node, f"not converted: the word {script.text[w.pos[0]:w.pos[1]][:40]!r} uses a value "
                   "rcpc does not have")
             return
+        all_pieces.append(pieces)
+    _tie_slice(script, all_pieces)
+    for pieces in all_pieces:
         uses |= _names(script, pieces)
         sources.append(fstring(pieces))
     n = sum(1 for i in script.items if isinstance(i, tuple) and i[0] == "command")
-    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node))
+    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node, all_pieces))
+
+
+def _tie_slice(script: Script, words: list) -> None:
+    """The first launch command naming its TPU slice by an accelerator type
+    (:data:`SLICE_WORDS`, :func:`rcpc.domain.tpu.accelerator_type`: ``--tpu-type=v5p-16``)
+    gets the slice as :data:`SLICE_NAME` (``tpu_slice("v5p:2x2x2")``): the word becomes its
+    ``.accelerator_type`` (or ``.accelerator_type_by_topology``), and the flag sets get
+    ``tpu_slice`` and ``num_slices`` (the command's ``--num-slices``), so that MaxText's mesh
+    is checked against the slice (:func:`_binding`). ``words``: each word's pieces, changed in
+    place."""
+    from rcpc.domain.tpu import accelerator_type
+
+    if script.slice is not None or SLICE_NAME in script.bindings:
+        return
+    plain = [p[0] if len(p) == 1 and isinstance(p[0], str) else None for p in words]
+    found = [(i, w.partition("=")) for i, w in enumerate(plain) if w and w.startswith(SLICE_WORDS)]
+    slices = [(i, flag, accelerator_type(name)) for i, (flag, _, name) in found]
+    if len(slices) != 1 or slices[0][2] is None:
+        return
+    i, flag, spec = slices[0]
+    counts = [w.partition("=")[2] for w in plain if w and w.startswith(NUM_SLICES_WORDS)]
+    if len(counts) > 1 or (counts and not (counts[0].isdigit() and counts[0][0] != "0")):
+        return
+    form = "accelerator_type_by_topology" if "x" in plain[i].partition("=")[2] else "accelerator_type"
+    words[i][:] = [flag + "=", Ref(f"{SLICE_NAME}.{form}")]
+    script.slice = (spec, int(counts[0]) if counts else 1)
 
 
 def _pieces(script: Script, word, start: int | None = None):
@@ -442,6 +481,8 @@ def recipe(script: Script, launch=None) -> str:
                                    "flag tokens).", 98, initial_indent="# ", subsequent_indent="# ",
                                    break_on_hyphens=False)
         lines += [launch.load, ""]
+    if script.slice is not None:
+        lines += [f"{SLICE_NAME} = tpu_slice({string(script.slice[0])})", ""]
     for item in script.items:
         if isinstance(item, Binding):
             if item.name not in used_names:
@@ -454,11 +495,11 @@ def recipe(script: Script, launch=None) -> str:
                 lines += [launch.dicts[item.name], ""]
                 continue
             lines += _binding(item, launch.layers.get(item.name) if launch is not None else None,
-                              shell_line=launch is None)
+                              shell_line=launch is None, tied=script.slice)
         elif item[0] == "todo":
             lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
         elif item[0] == "command":
-            _, name, sources, _, _ = item
+            name, sources = item[1], item[2]
             argv = launch.argv if launch is not None else "[" + ", ".join(sources) + "]"
             lines += [f"command_file(name = {string(name)}, argv = {argv})", ""]
     return "\n".join(lines + ['variant("default")']) + "\n"
@@ -521,11 +562,12 @@ def used(script: Script) -> set:
     return used
 
 
-def _binding(b: Binding, named: list | None = None, shell_line: bool = True) -> list:
+def _binding(b: Binding, named: list | None = None, shell_line: bool = True, tied: tuple | None = None) -> list:
     """The recipe lines of a used binding; ``named``: a flag set's entries as layers, each a
     dict of entries or the name of a library constant holding them (in order);
     ``shell_line``: a flag set's ``NAME_SHELL`` line too, where it has one (not when a library
-    call takes the quoted and raw keys itself)."""
+    call takes the quoted and raw keys itself); ``tied``: the script's slice (a flag set gets
+    ``tpu_slice`` and ``num_slices``)."""
     out = [f"# {b.comment}"] if b.comment else []
     if b.kind == "param" and b.default == "":
         doc = "From the environment the shell file runs in (it has no default there)" if b.origin == "env" \
@@ -545,6 +587,8 @@ def _binding(b: Binding, named: list | None = None, shell_line: bool = True) -> 
             layers.append("{" + ", ".join(f"{string(k)}: {v}" for k, v in entries.items()) + f"}} if {param} else {{}}")
         if b.unknown_keys:
             layers.append("unknown_keys = [" + ", ".join(string(k) for k in b.unknown_keys) + "]")
+        if tied is not None:
+            layers.append(f"tpu_slice = {SLICE_NAME}" + (f", num_slices = {tied[1]}" if tied[1] != 1 else ""))
             out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
         out.append(f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")")
         if shell_line and b.shell_name != f"{b.name}.shell":

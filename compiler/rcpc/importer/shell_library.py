@@ -72,17 +72,11 @@ class ShellCandidate:
 
     def extract(self, script) -> Launch | None:
         """The launch command of ``script`` (its only one) as a call, or None."""
-        from rcpc.importer import shell
 
         commands = [i for i in script.items if isinstance(i, tuple) and i[0] == "command"]
         if len(commands) != 1:
             return None
-        words = []
-        for w in (p for p in commands[0][4].parts if p.kind == "word"):
-            pieces = shell._pieces(script, w)
-            if pieces is None:
-                return None
-            words.append(pieces)
+        words = commands[0][5]
         found = self.arguments(script, words)
         if found is None:
             return None
