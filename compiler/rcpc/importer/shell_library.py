@@ -288,7 +288,42 @@ def _maxtext_xpk_workload(script, words):
     return dicts, Call("maxtext_xpk_workload", coordinates + inner, [])
 
 
+# maxtext_benchmark_runner ----------------------------------------------------------------
+RUNNER = ("python3", "-m", "benchmarks.benchmark_runner", "xpk")
+# Its flags in its order, each with its argument's place (None: the slice, read off the word).
+RUNNER_FLAGS = ("project", "zone", "device_type", "num_slices", "cluster_name", "base_output_directory",
+                "model_name", "base_docker_image")
+
+
+def _maxtext_benchmark_runner(script, words):
+    """``maxtext_benchmark_runner(PROJECT, ZONE, TPU_SLICE, CLUSTER, OUTPUT_DIR, MODEL, IMAGE)``:
+    the runner's flags in :data:`RUNNER_FLAGS` order, ``--device_type`` the slice the import
+    tied (:func:`rcpc.importer.shell._tie_slice`)."""
+    from rcpc.importer.shell import SLICE_NAME
+
+    flat = [_flat(w) for w in words]
+    if tuple(t for t, _ in flat[:4]) != RUNNER or len(flat) != 4 + len(RUNNER_FLAGS):
+        return None
+    values = {}
+    for (text, refs), flag in zip(flat[4:], RUNNER_FLAGS):
+        if not text.startswith(f"--{flag}="):
+            return None
+        values[flag] = (text[len(flag) + 3:], refs)
+    device, refs = values.pop("device_type")
+    if device != f"{_MARK}0{_MARK}" or refs[0].text != f"{SLICE_NAME}.accelerator_type":
+        return None
+    num, num_refs = values.pop("num_slices")
+    if num_refs or not num.isdigit():
+        return None
+    args = [_source(*values[f]) for f in ("project", "zone")] + [SLICE_NAME] + \
+        [_source(*values[f]) for f in ("cluster_name", "base_output_directory", "model_name", "base_docker_image")]
+    if num != "1":
+        args.append(f"num_slices = {num}")
+    return {}, Call("maxtext_benchmark_runner", args, [])
+
+
 SHELL_CANDIDATES = (
+    ShellCandidate(MAXTEXT_TPU, "maxtext_benchmark_runner", "", _maxtext_benchmark_runner),
     ShellCandidate(MAXTEXT_TPU, "maxtext_xpk_workload", "", _maxtext_xpk_workload),
     ShellCandidate(MAXTEXT_TPU, "xpk_workload_create", "xpk_workload_command", _create(_xpk_workload_command)),
 )
