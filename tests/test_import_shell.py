@@ -197,7 +197,8 @@ def test_the_candidates_decline_a_command_of_another_shape(order, keep, renamed,
         set(shell_library.CREATE_FLAGS) - {"enable-debug-logs"} <= set(names)
     for cand in shell_library.SHELL_CANDIDATES:
         assert (cand.extract(script) is not None) is (shaped and cand.function == "xpk_workload_create"
-                                                      or shaped and "enable-debug-logs" in names)
+                                                      or shaped and "enable-debug-logs" in names
+                                                      and cand.function == "maxtext_xpk_workload")
 
 
 def test_the_proof_decides_not_the_candidate(tmp_path):
@@ -261,7 +262,7 @@ def test_a_recipe_that_differs_is_not_equal(tmp_path):
     name = "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh"
     imported = import_shell(Workspace.find(REPO), XPK / name, name)
     out = tmp_path / "r.rcp"
-    out.write_text(imported.text.replace('"tpu7x-4x4x4",', '"tpu7x-4x8x8",'))  # a call's argument
+    out.write_text(imported.text.replace('tpu_slice("v7x:4x4x4")', 'tpu_slice("v7x:4x8x8")'))  # the slice
     found = imported.check(proof.fresh_compiler(REPO), out)
     assert found and "$argv[0][8]" in found[0] and "--device-type=tpu7x-4x8x8" in found[0]
     out.write_text(imported.text.replace('"steps": 30,', '"steps": 31,'))

@@ -22,7 +22,8 @@ Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
 ``shell_quoted(keys, raw = [])`` (the shell form with those flags' value parts quoted, and
 those of ``raw`` as written) and ``shell_raw(keys)``; TPU slices have ``generation accelerator
 topology dims chips hosts devices chips_per_host devices_per_chip machine_type node_selector
-name accelerator_type accelerator_type_by_topology`` (:func:`rcpc.domain.tpu.accelerator_type`). ``+`` joins flag sets (later layers win).
+name accelerator_type device_type`` (:func:`rcpc.domain.tpu.accelerator_type`). ``+`` joins
+flag sets (later layers win).
 
 A recipe's top-level expression statement declares renders (a render value, or a list of
 them) or a variant; :class:`RecipeResult` holds what a recipe declared.
@@ -44,7 +45,7 @@ from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import maxtext, mesh, provenance
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
-from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, topology_type_name, tpu_slice
+from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
 
 
@@ -230,7 +231,7 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
         "devices_per_chip": lambda: _int(s.devices_per_chip, span),
         "machine_type": lambda: Str(s.machine_type, span),
         "accelerator_type": lambda: Str(accelerator_type_name(s), span),
-        "accelerator_type_by_topology": lambda: Str(topology_type_name(s), span),
+        "device_type": lambda: Str(device_type_name(s), span),
         "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
                                        TOPOLOGY_LABEL: Str(s.topology, span)},
                                       {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),

@@ -194,8 +194,9 @@ def accelerator_type_name(s: TpuSlice) -> str:
     return f"{g.type_prefix}-{s.chips * g.tensorcores_per_chip}"
 
 
-def topology_type_name(s: TpuSlice) -> str:
-    """The accelerator type of slice ``s`` with its topology (``tpu7x-4x4x4``, XPK's other spelling)."""
+def device_type_name(s: TpuSlice) -> str:
+    """The accelerator type of slice ``s`` with its topology (``tpu7x-4x4x4``): XPK's other
+    spelling of a device type (``xpk workload create --device-type``)."""
     return f"{GENERATIONS[s.generation].type_prefix}-{s.topology}"
 
 

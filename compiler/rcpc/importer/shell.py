@@ -190,7 +190,7 @@ def _tie_slice(script: Script, words: list) -> None:
     """The first launch command naming its TPU slice by an accelerator type
     (:data:`SLICE_WORDS`, :func:`rcpc.domain.tpu.accelerator_type`: ``--tpu-type=v5p-16``)
     gets the slice as :data:`SLICE_NAME` (``tpu_slice("v5p:2x2x2")``): the word becomes its
-    ``.accelerator_type`` (or ``.accelerator_type_by_topology``), and the flag sets get
+    ``.accelerator_type`` (or ``.device_type``), and the flag sets get
     ``tpu_slice`` and ``num_slices`` (the command's ``--num-slices``), so that MaxText's mesh
     is checked against the slice (:func:`_binding`). ``words``: each word's pieces, changed in
     place."""
@@ -207,7 +207,7 @@ def _tie_slice(script: Script, words: list) -> None:
     counts = [w.partition("=")[2] for w in plain if w and w.startswith(NUM_SLICES_WORDS)]
     if len(counts) > 1 or (counts and not (counts[0].isdigit() and counts[0][0] != "0")):
         return
-    form = "accelerator_type_by_topology" if "x" in plain[i].partition("=")[2] else "accelerator_type"
+    form = "device_type" if "x" in plain[i].partition("=")[2] else "accelerator_type"
     words[i][:] = [flag + "=", Ref(f"{SLICE_NAME}.{form}")]
     script.slice = (spec, int(counts[0]) if counts else 1)
 
@@ -587,9 +587,9 @@ def _binding(b: Binding, named: list | None = None, shell_line: bool = True, tie
             layers.append("{" + ", ".join(f"{string(k)}: {v}" for k, v in entries.items()) + f"}} if {param} else {{}}")
         if b.unknown_keys:
             layers.append("unknown_keys = [" + ", ".join(string(k) for k in b.unknown_keys) + "]")
+            out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
         if tied is not None:
             layers.append(f"tpu_slice = {SLICE_NAME}" + (f", num_slices = {tied[1]}" if tied[1] != 1 else ""))
-            out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
         out.append(f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")")
         if shell_line and b.shell_name != f"{b.name}.shell":
             w = b.words

@@ -323,7 +323,7 @@ def _maxtext_benchmark_runner(script, words):
 
 
 SHELL_CANDIDATES = (
-    ShellCandidate(MAXTEXT_TPU, "maxtext_benchmark_runner", "", _maxtext_benchmark_runner),
     ShellCandidate(MAXTEXT_TPU, "maxtext_xpk_workload", "", _maxtext_xpk_workload),
     ShellCandidate(MAXTEXT_TPU, "xpk_workload_create", "xpk_workload_command", _create(_xpk_workload_command)),
+    ShellCandidate(MAXTEXT_TPU, "maxtext_benchmark_runner", "", _maxtext_benchmark_runner),
 )
