@@ -76,7 +76,7 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
                                     startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
     tried = []
-    for cand in library.CANDIDATES:
+    for cand in library.CANDIDATES if not template.documents else ():  # several documents: data literals
         if not (root / cand.library.removeprefix("//")).is_file() or cand.extract(template) is None:
             continue
         try:
@@ -96,7 +96,8 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
                                       "and YAML may read its value as a number or bool after envsubst: quote it in the "
                                       "template, add the object's schema to kube_schemas, or make the param typed by hand"))
     template, text = _valid(root, template, manifest.literal, text)
-    how = "a data literal" + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
+    how = (f"data literals, one render for each of its {len(template.documents)} documents" if template.documents
+           else "a data literal") + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, template.notes, check)
 
 
