@@ -481,6 +481,10 @@ def recipe(script: Script, launch=None) -> str:
                                    "flag tokens).", 98, initial_indent="# ", subsequent_indent="# ",
                                    break_on_hyphens=False)
         lines += [launch.load, ""]
+    for d in script.notes:
+        if d.code == "W1208":
+            lines += textwrap.wrap(d.message, 98, initial_indent="# ", subsequent_indent="# ",
+                                   break_on_hyphens=False) + [""]
     if script.slice is not None:
         lines += [f"{SLICE_NAME} = tpu_slice({string(script.slice[0])})", ""]
     for item in script.items:
