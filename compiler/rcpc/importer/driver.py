@@ -187,8 +187,9 @@ def _refused(found: list) -> tuple[list, list]:
     notes = [Diagnostic("W1208", f"TODO(import): rcpc build refuses the recipe as it refuses the input it equals: "
                         f"{d.message} ({d.code})", d.span, severity="warning",
                         related=d.related, notes=d.notes,
-                        hint="the input was published for another MaxText version: change the flag MaxText names "
-                        "(or pin the maxtext_schema it was written for) before you build")
+                        hint="the input sets a config the pinned MaxText schema refuses (it may be written for "
+                        "another MaxText version): change the flags MaxText names, or pin the maxtext_schema of the "
+                        "MaxText it runs, before you build")
              for d in found if d.code in REFUSALS]
     return notes, [d for d in found if d.code not in REFUSALS]
 

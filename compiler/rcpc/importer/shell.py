@@ -383,7 +383,9 @@ def _flag_words(script: Script, pieces, least: int = 2):
         return "it holds a ${...} the shell file does not set"
     value = "".join(p if isinstance(p, str) else "${" + p.text + "}" for p in pieces)
     body = value.strip(" ")
-    words = body.split(" ")
+    words = _words(body)
+    if words is None:
+        return "its quotes are not closed"
     if len(words) < least or not all("=" in w and w.split("=", 1)[0].isidentifier() for w in words if w):
         return ""
     if any(not w for w in words):
@@ -410,6 +412,30 @@ def _flag_words(script: Script, pieces, least: int = 2):
         entries[key] = source
     pad = (value[:len(value) - len(value.lstrip(" "))], value[len(value.rstrip(" ")):])
     return FlagWords(entries, names, tuple(quoted), tuple(raw), pad)
+
+
+def _words(text: str) -> list | None:
+    """``text`` split at each space outside quotes (single or double, a backslash escaping the
+    next character outside single quotes), as the shell that runs the command reads the
+    blob's words when they are separated by single spaces; None when a quote is not closed."""
+    words, cur, mode, i = [], [], None, 0
+    while i < len(text):
+        c = text[i]
+        if mode is None and c == " ":
+            words.append("".join(cur))
+            cur = []
+        else:
+            if c == "\\" and mode != "'" and i + 1 < len(text):
+                cur.append(c)
+                i += 1
+                c = text[i]
+            elif mode is None and c in "'\"":
+                mode = c
+            elif c == mode:
+                mode = None
+            cur.append(c)
+        i += 1
+    return None if mode is not None else words + ["".join(cur)]
 
 
 def _flags(script: Script, pieces, least: int = 2) -> FlagWords | None:
