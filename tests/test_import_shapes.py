@@ -258,3 +258,17 @@ def test_an_accelerator_type_is_a_slice_the_flags_are_checked_on(name, slices, f
     with pytest.raises(CompileError) as exc:
         _import(tmp_path, "s.sh", text.replace("ici_fsdp_parallelism=-1", f"ici_fsdp_parallelism={chips + 1}"))
     assert exc.value.diagnostics[0].code == "E0340" and exc.value.diagnostics[0].span.path == "s.sh"
+
+
+def test_shell_quoted_with_raw_keys(tmp_path):
+    """``F.shell_quoted(keys, raw = [...])``: one value quoted, another as written; a key in
+    both lists is E0656."""
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    r = tmp_path / "recipes" / "r.rcp"
+    r.write_text('F = maxtext_flags({"a": "x,y", "b": "$D/*.x", "c": "z"})\nS = F.shell_quoted(["a"], raw = ["b"])\n')
+    assert proof.fresh_compiler(tmp_path).bindings(r)["S"].value == "a='x,y' b=$D/*.x c=z"
+    r.write_text(r.read_text().replace('raw = ["b"]', 'raw = ["a"]'))
+    with pytest.raises(CompileError) as exc:
+        proof.fresh_compiler(tmp_path).bindings(r)
+    assert exc.value.diagnostics[0].code == "E0656"
