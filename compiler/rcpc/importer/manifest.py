@@ -7,7 +7,10 @@ trainer is split (:mod:`.command`): its flag words become a ``maxtext_flags`` se
 in the spelling the template has), its ``LIBTPU_INIT_ARGS`` a list of XLA flags, and the
 shell around them is kept as text. The manifest itself is a call of a shared library
 function when one renders the same data (:data:`rcpc.importer.library.CANDIDATES`, tried in
-order, each proven by :mod:`.proof`), else a data literal (:func:`literal`).
+order, each proven by :mod:`.proof`), else a data literal (:func:`literal`). A file of several
+documents (a server's Namespace, StorageClass, claim and Deployment) is one recipe of one data
+literal render a document, in order, proven document by document; the first document with a
+startup command has it split.
 """
 
 from __future__ import annotations

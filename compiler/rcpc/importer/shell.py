@@ -5,13 +5,19 @@ Top-level statements, in order:
 * ``export NAME=value`` → a typed param (``int`` for digits, ``bool`` for true/false, else
   ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
   computes (``$(date ...)``) → a ``str`` param, its shell text kept as a ``TODO(import)``;
+* a variable read but never set (``$PROJECT``, ``export ZONE="${ZONE}"``: the environment's)
+  → a ``str`` param, its default its name in lowercase;
 * ``NAME="--xla_a=1 --xla_b=2"`` → a list (with the joined string where the command uses it);
   ``NAME="k=v k2=v2"`` → ``maxtext_flags`` (each value in its spelling; ``$VAR`` parts as
-  references); other values that use only known names → an f-string;
+  references; a value in single quotes the shell needs not, or one the shell reads as written
+  such as a glob, through ``FLAGS.shell_quoted(keys, raw = [...])`` as ``NAME_SHELL``, with
+  the spaces around the words); other values that use only known names → an f-string;
 * ``if [ "$FLAG" = true ]; then NAME="$NAME k=v ..."; fi`` → a conditional layer of the
   flag set on the bool param ``FLAG``;
 * a command that is not a shell builtin (``xpk workload create ...``) → a ``command_file``
-  render, its words as the recipe's expressions.
+  render, its words as the recipe's expressions; an accelerator type it names
+  (``--tpu-type=v5p-16``) → ``TPU_SLICE = tpu_slice("v5p:2x2x2")``, given to the flag sets
+  (``tpu_slice``, ``num_slices``) so that the mesh is checked.
 
 Anything else (``source``, ``set -e``, ``echo``, other compound commands), and bindings the
 command does not use, is kept as a comment marked ``TODO(import)`` and listed as ``W1200``.
@@ -366,7 +372,9 @@ class FlagWords:
     pad: tuple = ("", "")
 
 
-_RAW_UNSAFE = set("'\"\\`$ \t\n;&|<>(){}")
+# Characters the shell that runs the command does not read as themselves in a raw value
+# (quotes, expansions, word and command separators, a tilde after '=').
+_RAW_UNSAFE = set("'\"\\`$ \t\n;&|<>(){}~")
 
 
 def _flag_words(script: Script, pieces, least: int = 2):
@@ -377,7 +385,7 @@ def _flag_words(script: Script, pieces, least: int = 2):
     shell form would quote, such as a glob, holding only characters the shell reads as
     themselves, and param references). A string saying why not otherwise ("" when the value
     is not ``key=value`` words at all)."""
-    if any(isinstance(p, Ref) and script.bindings[p.text].kind != "param" for p in pieces):
+    if any(isinstance(p, Ref) and getattr(script.bindings.get(p.text), "kind", "") != "param" for p in pieces):
         return "it uses a value that is not a param"
     if any(isinstance(p, str) and "${" in p for p in pieces):
         return "it holds a ${...} the shell file does not set"
