@@ -272,3 +272,14 @@ def test_shell_quoted_with_raw_keys(tmp_path):
     with pytest.raises(CompileError) as exc:
         proof.fresh_compiler(tmp_path).bindings(r)
     assert exc.value.diagnostics[0].code == "E0656"
+
+
+@pytest.mark.parametrize("use", ["$A z=3", "z=3 $A", "${A} z='a b'"])
+def test_a_blob_that_splices_another_flag_set_stays_a_string(use, tmp_path):
+    """``B="$A z=3"`` (A a flag set): B is a string with a TODO(import) (it raised KeyError),
+    proven equal."""
+    text = f'A="x=1 y=2"\nB="{use}"\nxpk run "$B"\n'
+    imported, out = _import(tmp_path, "ab.sh", text)
+    assert "kept as a string, not maxtext_flags: it uses a value that is not a param" in imported.text
+    assert run_bash_stubbed(proof.build(proof.fresh_compiler(REPO), out, {})["launch.sh"], ["xpk"]) == \
+        run_bash_stubbed(text, ["xpk"])
