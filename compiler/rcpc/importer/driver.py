@@ -6,7 +6,10 @@ written, before the Kubernetes and TPU rules); the first equal one is the import
 data literal, which must be equal itself. The chosen recipe is then built with its defaults,
 as ``rcpc build`` would: an error there is the template's (the recipe is the template as
 data), reported at the template (:mod:`.relocate`), except one at a typed param whose
-default the import chose, a ``W1201`` ``TODO(import)``. The recipe text is ``rcpc fmt``'s
+default the import chose, a ``W1201`` ``TODO(import)``, and a refusal of the config by
+MaxText's pinned schema (``E0350``: a recipe published for another MaxText version), a
+``W1208`` ``TODO(import)``: the recipe is equal to its input, and ``rcpc build`` refuses it
+as it refuses the input. A shell recipe is built the same way once proven equal. The recipe text is ``rcpc fmt``'s
 canonical form of what the stages wrote. No diagnostic names the temporary recipe file the
 import builds: each is moved to the input file.
 """
