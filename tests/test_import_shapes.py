@@ -283,3 +283,22 @@ def test_a_blob_that_splices_another_flag_set_stays_a_string(use, tmp_path):
     assert "kept as a string, not maxtext_flags: it uses a value that is not a param" in imported.text
     assert run_bash_stubbed(proof.build(proof.fresh_compiler(REPO), out, {})["launch.sh"], ["xpk"]) == \
         run_bash_stubbed(text, ["xpk"])
+
+
+def test_a_jobset_among_documents_keeps_its_checked_flag_set(tmp_path):
+    """A published JobSet after a Namespace document: two renders, the JobSet's startup
+    command split into its MaxText flag set (checked: a key the schema does not know is
+    acknowledged with unknown_keys, as in a file of one document), proven equal."""
+    jobset = (DATA / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml").read_text()
+    assert " steps=30 " in jobset
+    src = tmp_path / "t.yaml"
+    src.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${WORKLOAD_NAME}\n---\n"
+                   + jobset.replace(" steps=30 ", " steps=30 brand_new_key=1 "))
+    imported = import_manifest(Workspace.find(REPO), src, "t.yaml", {}, None)
+    assert imported.how == "data literals, one render for each of its 2 documents"
+    assert "MAXTEXT_FLAGS = maxtext_flags(" in imported.text and 'unknown_keys = ["brand_new_key"]' in imported.text
+    out = tmp_path / "r.rcp"
+    out.write_text(imported.text)
+    compiler = proof.fresh_compiler(REPO)
+    assert list(proof.build(compiler, out, {})) == ["namespace.yaml", "jobset.yaml"]
+    assert imported.check(compiler, out) == []

@@ -70,13 +70,13 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
             if isinstance(outcome, list):
                 return text, outcome
             exc, keys, recipe_shown = outcome
-            s = template.startup
+            s = manifest.split_startup_of(template)
             if not keys or s is None or s.flags is None or set(keys) <= set(s.unknown_keys):
                 raise CompileError(_at_template(template, text, recipe_shown, exc.diagnostics,
                                                 "found evaluating the recipe rcpc import made"))
             note = _unknown_note(keys, manifest.locate(template.shown, template.text, f"{keys[0]}="))
-            template = attrs.evolve(template, notes=template.notes + (note,),
-                                    startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
+            template = manifest.with_startup(attrs.evolve(template, notes=template.notes + (note,)),
+                                             attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
     tried = []
     for cand in library.CANDIDATES if not template.documents else ():  # several documents: data literals

@@ -97,6 +97,20 @@ class Template:
         return place.type if place is not None else "str"
 
 
+def split_startup_of(t: Template) -> Startup | None:
+    """The startup command the recipe of ``t`` splits: its own, or, of a file of several
+    documents, the one document's that has one (:func:`read` splits only one)."""
+    return next((d.startup for d in t.documents if d.startup is not None), None) if t.documents else t.startup
+
+
+def with_startup(t: Template, startup: Startup) -> Template:
+    """``t`` with the startup command of :func:`split_startup_of` replaced by ``startup``."""
+    if not t.documents:
+        return attrs.evolve(t, startup=startup)
+    return attrs.evolve(t, documents=tuple(attrs.evolve(d, startup=startup) if d.startup is not None else d
+                                           for d in t.documents))
+
+
 def containers(doc) -> list:
     """The containers of every pod template in a JobSet's replicated jobs (empty for other
     shapes)."""
