@@ -89,6 +89,7 @@ _USE = st.sampled_from(["env", "default", "export"])
 @example(uses={"PROJECT": ("env", "x"), "ZONE": ("env", "x"), "CLUSTER": ("env", "x"), "OUT_DIR": ("env", "x")},
          braces=False)
 @example(uses={"STEPS": ("default", "10"), "IMAGE": ("export", "x")}, braces=True)
+@example(uses={"ZONE": ("default", "0.10"), "PROJECT": ("default", "1.")}, braces=False)
 def test_variables_from_the_environment_are_params(uses, braces, tmp_path):
     """A variable the script reads without setting (``$NAME``), or sets to the environment's
     value (``export NAME="${NAME}"``), is a str param with a placeholder default; one set to
@@ -107,11 +108,12 @@ def test_variables_from_the_environment_are_params(uses, braces, tmp_path):
     assert set(params) == set(uses)
     for name, (use, default) in uses.items():
         if use == "default":
-            assert params[name].default.value == (int(default) if re.fullmatch(r"-?(0|[1-9][0-9]*)", default)
-                                                   else default)
+            typed = int(default) if re.fullmatch(r"-?(0|[1-9][0-9]*)", default) else \
+                float(default) if re.fullmatch(r"-?(0|[1-9][0-9]*)\.[0-9]+", default) else default
+            assert params[name].default.value == typed and type(params[name].default.value) is type(typed)
         else:
             assert "From the environment" in params[name].doc
-    values = {n: "7" if type(params[n].default.value) is int else f"v-{n.lower()}" for n in uses}
+    values = {n: {int: "7", float: "7.25"}.get(type(params[n].default.value), f"v-{n.lower()}") for n in uses}
     ours = run_bash_stubbed(proof.build(proof.fresh_compiler(REPO), out, values)["launch.sh"], ["xpk"])
     env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in values.items())
     assert ours == run_bash_stubbed(env + text, ["xpk"])

@@ -415,6 +415,8 @@ def _typed(b):
         return int(b.default)
     if b.type == "bool":
         return b.default == "true"
+    if b.type == "float":
+        return float(b.default)
     return b.default
 
 
@@ -423,5 +425,5 @@ def _other(defaults: dict) -> dict:
     from rcpc.importer.proof import other_values
 
     strings = other_values({k: v for k, v in defaults.items() if isinstance(v, str)})
-    return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else strings[k])
-            for k, v in defaults.items()}
+    return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else v + 0.5 if isinstance(v, float)
+                else strings[k]) for k, v in defaults.items()}

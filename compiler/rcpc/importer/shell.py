@@ -2,8 +2,8 @@
 
 Top-level statements, in order:
 
-* ``export NAME=value`` → a typed param (``int`` for digits, ``bool`` for true/false, else
-  ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
+* ``export NAME=value`` → a typed param (``int`` for digits, ``float`` for digits with a
+  decimal point, ``bool`` for true/false, else ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
   computes (``$(date ...)``) → a ``str`` param, its shell text kept as a ``TODO(import)``;
 * a variable read but never set (``$PROJECT``, ``export ZONE="${ZONE}"``: the environment's)
   → a ``str`` param, its default its name in lowercase;
@@ -41,6 +41,7 @@ BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "sho
                       "true", "false", ":", "wait", "read", "local", "declare", "readonly", "alias", "umask",
                       "eval", "exec", "return", "shift", "test", "[", "[["})
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")  # as the recipe writes a float back
 
 
 @attrs.define
@@ -349,6 +350,8 @@ def _param(script: Script, node, name: str, default: str) -> Binding:
         ptype, source = "int", default
     elif default in ("true", "false"):
         ptype, source = "bool", default
+    elif _FLOAT.fullmatch(default):
+        ptype, source = "float", default
     else:
         ptype, source = "str", string(default)
     b = Binding(name, "param", source, set(), node, type=ptype, default=default)
