@@ -397,7 +397,8 @@ CATALOG = [
                               '{"type": "string"}, "metadata": {"type": "object"}, "immutable": {"type": "boolean"}, '
                               '"data": {"type": "object", "additionalProperties": {"type": "string"}}}}\n'}),
     # import ---------------------------------------------------------------------------------------
-    Example("E1200", "file that is not one manifest to import", files={"t.yaml": IMPORT_CM + "---\n" + IMPORT_CM},
+    Example("E1200", "document that is not a Kubernetes object to import",
+            files={"t.yaml": IMPORT_CM + "---\napiVersion: v1\nkind: ConfigMap\n"},
             argv=("import", "manifest", "t.yaml")),
     Example("E1201", "shell file that bash cannot parse", files={"launch.sh": "if [ -n \"$X\" ]; then\n  xpk run\n"},
             argv=("import", "shell", "launch.sh")),
@@ -414,6 +415,10 @@ CATALOG = [
     Example("E1207", "placeholder of a typed field that cannot be a typed param",
             files={"t.yaml": IMPORT_TYPED.replace("replicas: ${SLICES}", 'replicas: "${SLICES}"')},
             argv=("import", "manifest", "t.yaml")),
+    Example("W1208", "imported config MaxText refuses (TODO(import))",
+            files={**BUILTIN, "launch.sh": 'ARGS="steps=1 num_moe_token_chunks=2"\nxpk workload create --workload=w '
+                   '--command="python3 -m MaxText.train MaxText/configs/base.yml ${ARGS}"\n'},
+            argv=("import", "shell", "launch.sh", "-o", "r.rcp"), exit=0),
     Example("W1201", "typed param whose default the import chose is not valid (TODO(import))",
             files={"t.yaml": IMPORT_TYPED}, argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},

@@ -19,9 +19,11 @@
   and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
-``shell_quoted(keys)`` (the shell form with those flags' value parts quoted); TPU slices have
-``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
-machine_type node_selector name``. ``+`` joins flag sets (later layers win).
+``shell_quoted(keys, raw = [])`` (the shell form with those flags' value parts quoted, and
+those of ``raw`` as written) and ``shell_raw(keys)``; TPU slices have ``generation accelerator
+topology dims chips hosts devices chips_per_host devices_per_chip machine_type node_selector
+name accelerator_type device_type`` (:func:`rcpc.domain.tpu.accelerator_type`). ``+`` joins
+flag sets (later layers win).
 
 A recipe's top-level expression statement declares renders (a render value, or a list of
 them) or a variant; :class:`RecipeResult` holds what a recipe declared.
@@ -43,7 +45,7 @@ from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import maxtext, mesh, provenance
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
-from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
+from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
 
 
@@ -228,32 +230,46 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
         "chips_per_host": lambda: _int(s.chips_per_host, span),
         "devices_per_chip": lambda: _int(s.devices_per_chip, span),
         "machine_type": lambda: Str(s.machine_type, span),
+        "accelerator_type": lambda: Str(accelerator_type_name(s), span),
+        "device_type": lambda: Str(device_type_name(s), span),
         "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
                                        TOPOLOGY_LABEL: Str(s.topology, span)},
                                       {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),
     }
 
 
-def _shell_keys(name: str, fn, span, args, kwargs) -> frozenset:
-    """The ``keys`` argument of ``FLAGS.shell_quoted(keys)`` / ``FLAGS.shell_raw(keys)``:
-    flags of the set (``E0656`` for one it does not have)."""
-    a = _bind(name, span, args, kwargs, ("keys",), {"keys"})
-    keys = _expect(a["keys"], (List,), f"{name}() keys")
-    for k in keys.items:
-        _expect(k, (Str,), "each key")
+def _shell_keys(name: str, fn, span, args, kwargs, keyword: str = "") -> tuple:
+    """The ``keys`` argument of ``FLAGS.shell_quoted(keys, raw = [...])`` /
+    ``FLAGS.shell_raw(keys)`` (and the ``keyword`` list, when given): flags of the set
+    (``E0656`` for one it does not have); ``(keys, keyword keys)``."""
+    a = _bind(name, span, args, kwargs, ("keys",), {"keys"}, {keyword} if keyword else frozenset())
     present = {e.key for layer in fn.receiver.layers for e in layer.entries}
-    for k in keys.items:
-        if k.value not in present:
-            raise error("E0656", f"{name}(): the flag set has no flag '{k.value}'", k.span,
-                        hint=did_you_mean_or_list(k.value, present, "its flags"))
-    return frozenset(k.value for k in keys.items)
+    out = []
+    for arg in ("keys", keyword):
+        if arg not in a:
+            out.append(frozenset())
+            continue
+        keys = _expect(a[arg], (List,), f"{name}() {arg}")
+        for k in keys.items:
+            _expect(k, (Str,), "each key")
+            if k.value not in present:
+                raise error("E0656", f"{name}(): the flag set has no flag '{k.value}'", k.span,
+                            hint=did_you_mean_or_list(k.value, present, "its flags"))
+        out.append(frozenset(k.value for k in keys.items))
+    return tuple(out)
 
 
 def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
-    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
-    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
-    recipe may publish it; the argv the shell reads is the same."""
-    return provenance.shell_value(fn.receiver, span, _shell_keys("shell_quoted", fn, span, args, kwargs))
+    """``FLAGS.shell_quoted(keys, raw = [])``: the shell form with the value part of each flag
+    in ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
+    recipe may publish it; the argv the shell reads is the same. ``raw``: flags written as
+    ``shell_raw`` writes them (``E0656`` when a key is in both)."""
+    always, raw = _shell_keys("shell_quoted", fn, span, args, kwargs, "raw")
+    if always & raw:
+        raise error("E0656", f"shell_quoted(): '{sorted(always & raw)[0]}' is both quoted and raw", span,
+                    hint="a flag's value part is either quoted or written as it is: name it in one list")
+    _raw_strings(fn.receiver, raw)
+    return provenance.shell_value(fn.receiver, span, always, raw)
 
 
 def _flagset_shell_raw(ctx, fn, span, args, kwargs):
@@ -262,13 +278,18 @@ def _flagset_shell_raw(ctx, fn, span, args, kwargs):
     expands there; a published template's ``<placeholder>`` stays as published). Each such
     flag's value must be a string (``E0656``): the shell, not MaxText's YAML reading, gives
     the text MaxText gets, and rcpc checks the text as written."""
-    raw = _shell_keys("shell_raw", fn, span, args, kwargs)
-    for layer in fn.receiver.layers:
+    (raw,) = _shell_keys("shell_raw", fn, span, args, kwargs)[:1]
+    _raw_strings(fn.receiver, raw)
+    return provenance.shell_value(fn.receiver, span, raw=raw)
+
+
+def _raw_strings(fs: FlagSet, raw: frozenset) -> None:
+    """``E0656`` unless the value of each flag of ``fs`` in ``raw`` is a string."""
+    for layer in fs.layers:
         for e in layer.entries:
             if e.key in raw and type(e.value) is not Str:
                 raise error("E0656", f"shell_raw(): the value of '{e.key}' is {type_name(e.value)}, not a string",
                             e.value.span, hint="a raw value is text the shell reads: write it as a string")
-    return provenance.shell_value(fn.receiver, span, raw=raw)
 
 
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
