@@ -46,9 +46,10 @@ from rcpc.domain.recipe import Compiler
 from rcpc.core.source import Span
 from rcpc.domain.workspace import Workspace
 
+from conftest import bundled_sources
+
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
-           for p in sorted((REPO / "recipes").rglob("*.rcp"))}
+BUNDLED = bundled_sources()  # the standard library as recipes/lib/NAME.rcp: mutated as the recipes are
 BUNDLED_RECIPES = [k for k in BUNDLED if not k.startswith("recipes/lib/")]
 BUNDLED_LIBS = [k for k in BUNDLED if k.startswith("recipes/lib/")]
 

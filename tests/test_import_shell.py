@@ -35,7 +35,7 @@ ALL = sorted(p.name for p in XPK.glob("*.sh"))
 # glob (*.arrayrecord) the flag set's shell form would quote, maxdiffusion's repeated keys.
 NO_FLAG_SET = {"deepseek3-671b_4k-bf16-tpu7x-4x8x8-gcs.sh", "deepseek3-671b_4k-bf16-tpu7x-4x8x8-lustre.sh",
                "llama3.1-70b_8k-fp8-tpu7x-4x4x4.sh", "wan2.1-14b_bf16-tpu7x-4x4x4.sh"}
-# The recipes whose launch command is a call of the shared library (recipes/lib/maxtext_tpu.rcp),
+# The recipes whose launch command is a call of the shared library (@rcpc//maxtext_tpu.rcp),
 # and the call. The others are not: deepseek3 gcs/lustre run `--tpu-type`, `--base-docker-image`,
 # `--storage` and another --command (cd, pip install, MAXTEXT_ASSETS_ROOT); llama3.1 fp8 and
 # wan2.1 keep their flags as a string (NO_FLAG_SET); wan2.1 runs MaxDiffusion with its flags
@@ -288,7 +288,8 @@ def test_cli_import_then_build_writes_an_executable_launch_sh(tmp_path, monkeypa
     src = XPK / "gemma4-2b_8k-bf16-tpu7x-4x4x4.sh"
     code, out, err = _run(["import", "shell", str(src), "-o", "recipes/gemma.rcp"], capsys)
     assert code == 0, err
-    assert "equal (a command_file render)" in err and "warning[W1200]: TODO(import)" in err
+    # a workspace of rcp.toml alone: the call of the standard library (@rcpc//maxtext_tpu.rcp)
+    assert "equal (a command_file render, a call of xpk_workload_create" in err and "warning[W1200]: TODO(import)" in err
     code, _, err = _run(["build", "gemma", "--set", "PROJECT_ID=p1", "-o", "out"], capsys)
     assert code == 0, err
     launch = ws / "out" / "gemma" / "custom" / "launch.sh"

@@ -298,7 +298,7 @@ class Compiler:
         elif target == BUILTIN:
             path = BUILTIN_PATH
         else:
-            path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+            path = self.workspace.resolve_path(target, self.workspace.path_of(span.path), span, verb="read")
         self.schema_files.update(schema_sources(path))
         schema = self._schemas.get(path)
         if schema is None:
