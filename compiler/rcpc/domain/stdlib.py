@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import Diagnostic, did_you_mean_or_list, error
+from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
 from rcpc.core.source import Span
 
 REPOSITORY = "rcpc"
@@ -80,8 +80,18 @@ def resolve(target: str, span: Span | None, base: str = "") -> Path:
     if not path.is_file():
         shown = PREFIX + "/".join(parts)
         raise error("E0201", f"cannot load {target!r}: rcpc's standard library has no file {shown}", span,
-                    hint=did_you_mean_or_list(shown, files(), "the files of rcpc's standard library"))
+                    hint=_suggest(shown))
     return path
+
+
+def _suggest(shown: str) -> str:
+    """A did-you-mean among the standard library's files, compared without the ``@rcpc//``
+    and ``.rcp`` every label has (they would make any two names look alike), else the list."""
+    known = {label[len(PREFIX):].removesuffix(_SUFFIX): label for label in files()}
+    close = did_you_mean(shown[len(PREFIX):].removesuffix(_SUFFIX), known)
+    if close is not None:
+        return close.replace("'", "'@rcpc//", 1).replace("'?", ".rcp'?")
+    return f"the files of rcpc's standard library: {', '.join(known.values())}"
 
 
 def _normalized(parts: list, target: str, span: Span | None) -> list:
