@@ -18,10 +18,11 @@ but missing (with a did-you-mean).
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import Diagnostic, did_you_mean, error
+from rcpc.core.diagnostics import MAX_SUGGEST, Diagnostic, error
 from rcpc.core.source import Span
 
 REPOSITORY = "rcpc"
@@ -88,9 +89,9 @@ def _suggest(shown: str) -> str:
     """A did-you-mean among the standard library's files, compared without the ``@rcpc//``
     and ``.rcp`` every label has (they would make any two names look alike), else the list."""
     known = {label[len(PREFIX):].removesuffix(_SUFFIX): label for label in files()}
-    close = did_you_mean(shown[len(PREFIX):].removesuffix(_SUFFIX), known)
-    if close is not None:
-        return close.replace("'", "'@rcpc//", 1).replace("'?", ".rcp'?")
+    close = difflib.get_close_matches(shown[len(PREFIX):].removesuffix(_SUFFIX)[:MAX_SUGGEST], known, n=1)
+    if close:
+        return f"did you mean '{known[close[0]]}'?"
     return f"the files of rcpc's standard library: {', '.join(known.values())}"
 
 
