@@ -929,7 +929,8 @@ class _Gen:
         if self.sloppy and self.chance(25):
             path = self.pick(['"lib/missing.rcp"', '"lib/fuzzlib.txt"', '"/abs/x.rcp"', '"../../../x.rcp"',
                               'f"lib/fuzzlib.rcp"', '"r.rcp"', '"//recipes/r.rcp"', '"//maxtext/base.yml"',
-                              '"lib"', '"//recipes/lib/maxtext_tpu.rcp"'])
+                              '"lib"', '"//recipes/lib/maxtext_tpu.rcp"', '"@rcpc//maxtext_tpu.rcp"',
+                              '"@rcpc//../x.rcp"', '"@rcpc//nope.rcp"', '"@other//x.rcp"'])
         names = self.draw(st.lists(st.sampled_from(sorted(exports)), min_size=1, max_size=4, unique=True))
         names = [n for n in names if n not in self.env] or [n for n in exports if n not in self.env][:1]
         args = [path]

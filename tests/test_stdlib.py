@@ -5,8 +5,8 @@ user copying 500 lines), builds, checks and keeps goldens with ``pytest rcp.toml
 * a label resolves to the package's own file and nothing else: no workspace file shadows it,
   a path that is not plain names is E0206 and a missing file E0201 with a did-you-mean
   (a property over label texts); a standard library file's own loads stay in the library;
-* the build cache and no-op replay key on the standard library file's bytes: a changed
-  package file never replays a stale build;
+* the build cache, the AST cache and no-op replay key on the standard library file's bytes:
+  a changed package file never replays a stale build;
 * a diagnostic inside a standard library file is shown at the workspace's load or call that
   reached it, saying the file is rcpc's (a property over faults in a library file);
 * ``explain`` and ``lint`` follow ``@rcpc//`` loads; the editor's diagnostics are ``check``'s.
@@ -186,7 +186,8 @@ def test_a_standard_library_file_loads_only_standard_library_files(ws, own_stdli
 def test_a_changed_standard_library_file_is_never_replayed_or_served_stale(cached_ws, own_stdlib, monkeypatch,
                                                                             capsys):
     """Build, record (no-op replay), then change the package's file (same size, its old
-    mtime restored: only its bytes differ): no replay, no build cache hit, the new value."""
+    mtime restored: only its bytes differ): no replay, and the build (build cache and AST
+    cache on, in this process and on disk) gives the new value."""
     monkeypatch.setattr(replay, "RACY_NS", 0)
     lib = own_stdlib / "tiny.rcp"
     lib.write_text("LR = 1e-6\n")
