@@ -35,6 +35,7 @@ from rcpc.core.fmt import format_source
 from rcpc.core.source import Span
 from rcpc.core.values import to_python
 from rcpc.domain import stdlib
+from rcpc.domain.lint import lint
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
 
@@ -80,15 +81,19 @@ def test_a_repository_of_rcp_toml_and_one_recipe_builds_checks_and_keeps_goldens
     assert sorted(p.name for p in repo.iterdir()) == ["golden", "rcp.toml", "rcpc-out", "recipes"]
 
 
-def test_the_package_ships_every_standard_library_file():
+def test_the_package_ships_every_standard_library_file(ws):
     """What loads is what the checkout holds (CI installs the package, not editable: the
-    files are package data), each canonical (rcpc fmt) and each a label."""
+    files are package data), each a label, canonical (rcpc fmt) and lint-clean as a library
+    (CI's ``rcpc lint`` lints the workspace's files, which they are no longer)."""
     shipped = {p.relative_to(stdlib.DIRECTORY).as_posix(): p.read_bytes() for p in stdlib.DIRECTORY.rglob("*.rcp")}
     source = {p.relative_to(STDLIB_SOURCE).as_posix(): p.read_bytes() for p in STDLIB_SOURCE.rglob("*.rcp")}
     assert shipped == source and {"maxtext_tpu.rcp", "rl_pathways.rcp"} <= set(shipped)
     assert stdlib.files() == sorted(stdlib.PREFIX + name for name in shipped)
     for name, data in shipped.items():
         assert format_source(data.decode(), stdlib.PREFIX + name) == data.decode()
+    compiler = ws.compiler()
+    assert all(compiler.workspace.is_library(p) for p in stdlib.DIRECTORY.rglob("*.rcp"))
+    assert lint(compiler, sorted(stdlib.DIRECTORY.rglob("*.rcp"))) == []
 
 
 # resolution -----------------------------------------------------------------------------------
@@ -288,3 +293,13 @@ def test_explain_and_lint_follow_standard_library_loads(sws, cli):
     assert "'SYNTHETIC_DATA' is loaded from @rcpc//maxtext_tpu.rcp but never used" in r.err
     r = cli("fmt", str(stdlib.DIRECTORY / "maxtext_tpu.rcp"))
     assert r.code != 0 and "outside the workspace" in r.err   # no workspace writes rcpc's file
+
+
+def test_rcpc_import_never_writes_the_standard_library(ws, cli, own_stdlib):
+    target = own_stdlib / "maxtext_tpu.rcp"
+    target.write_text("X = 1\n")
+    template = ws.write("t.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    for out in (str(target), str(own_stdlib / "new.rcp")):
+        r = cli("import", "manifest", str(template), "-o", out, "--force")
+        assert r.code == 1 and "error[E1202]" in r.err and "rcpc's own files are never written" in r.err, r.err
+    assert target.read_text() == "X = 1\n" and not (own_stdlib / "new.rcp").exists()

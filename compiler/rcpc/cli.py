@@ -806,6 +806,7 @@ def _import(args, ws, compiler) -> int:
     to stdout or ``-o`` (never over an existing file without ``--force``), then proven equal
     to the input; exit 1 when it is not."""
     from rcpc.core.files import write_output
+    from rcpc.domain import stdlib
     from rcpc.importer import driver
 
     source = Path(args.file)
@@ -824,6 +825,8 @@ def _import(args, ws, compiler) -> int:
             problem = "exists (rcpc import never replaces a file unless --force is given)"
         elif target.exists() and target.resolve() == source.resolve():
             problem = "is the input file"
+        elif stdlib.contains(Path(os.path.realpath(target))):
+            problem = f"it is in rcpc's standard library ({stdlib.DIRECTORY}): rcpc's own files are never written"
         if problem:
             raise CompileError(Diagnostic("E1202", f"cannot write {out}: {problem}", None,
                                           hint="name a new .rcp file, or add --force to replace it"))
