@@ -303,3 +303,31 @@ def test_rcpc_import_never_writes_the_standard_library(ws, cli, own_stdlib):
         r = cli("import", "manifest", str(template), "-o", out, "--force")
         assert r.code == 1 and "error[E1202]" in r.err and "rcpc's own files are never written" in r.err, r.err
     assert target.read_text() == "X = 1\n" and not (own_stdlib / "new.rcp").exists()
+
+
+def test_the_editor_offers_labels_and_never_edits_the_standard_library(ws, own_stdlib, monkeypatch):
+    """``load("`` completes the standard library's labels; a standard library file opened
+    (after go to definition) gets no formatting edit, where a workspace file does."""
+    pytest.importorskip("pygls")
+    from test_lsp_untrusted import Served
+
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    lib = own_stdlib / "tiny.rcp"
+    lib.write_text("X   =  1\n")   # not canonical
+    recipe = ws.write("recipes/r.rcp", 'load("")\n')
+    mine = ws.write("recipes/lib/mine.rcp", "X   =  1\n")
+    served = Served(ws.root)
+    try:
+        options = {"tabSize": 4, "insertSpaces": True}
+        for path, edited in ((mine, True), (lib, False)):
+            served.open(path.as_uri(), "X   =  1\n")
+            got = served.request("textDocument/formatting", {"textDocument": {"uri": path.as_uri()},
+                                                             "options": options})
+            assert bool(got["result"]) is edited, got
+        served.open(recipe.as_uri(), 'load("")\n')
+        got = served.request("textDocument/completion", {"textDocument": {"uri": recipe.as_uri()},
+                                                         "position": {"line": 0, "character": 6}})
+        items = got["result"]["items"] if isinstance(got["result"], dict) else got["result"]
+        assert {"@rcpc//tiny.rcp", "//recipes/lib/mine.rcp"} <= {i["label"] for i in items}
+    finally:
+        served.close()
