@@ -36,6 +36,12 @@ def files() -> list[str]:
     return sorted(PREFIX + p.relative_to(DIRECTORY).as_posix() for p in DIRECTORY.rglob("*" + _SUFFIX))
 
 
+def _listed() -> str:
+    """The labels of :func:`files` for a hint ("none" when the package holds none: an
+    installation without its package data)."""
+    return ", ".join(files()) or f"none (rcpc's installation lacks {DIRECTORY})"
+
+
 def contains(path: Path) -> bool:
     """``path`` (absolute, real) is the standard library directory or inside it."""
     return path == DIRECTORY or DIRECTORY in path.parents
@@ -65,7 +71,7 @@ def resolve(target: str, span: Span | None, base: str = "") -> Path:
         repo, sep, rest = target[1:].partition("//")
         if not sep or repo != REPOSITORY:
             raise error("E0206", f"load path {target!r} names no repository rcpc knows", span,
-                        hint=(f"rcpc's standard library is {PREFIX}FILE.rcp (files: {', '.join(files())}); "
+                        hint=(f"rcpc's standard library is {PREFIX}FILE.rcp (files: {_listed()}); "
                               "a file of this workspace is //path/to/file.rcp"))
         parts = rest.split("/")
     elif target.startswith("//"):
@@ -76,7 +82,7 @@ def resolve(target: str, span: Span | None, base: str = "") -> Path:
     if any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
         raise error("E0206", f"load path {target!r} is not a file of rcpc's standard library: "
                     "its parts must be plain names (no '..', '.', empty part or backslash)", span,
-                    hint=f"name the file as {PREFIX}FILE.rcp; the files are {', '.join(files())}")
+                    hint=f"name the file as {PREFIX}FILE.rcp; the files are {_listed()}")
     path = DIRECTORY.joinpath(*parts)
     if not path.is_file():
         shown = PREFIX + "/".join(parts)
@@ -92,7 +98,7 @@ def _suggest(shown: str) -> str:
     close = difflib.get_close_matches(shown[len(PREFIX):].removesuffix(_SUFFIX)[:MAX_SUGGEST], known, n=1)
     if close:
         return f"did you mean '{known[close[0]]}'?"
-    return f"the files of rcpc's standard library: {', '.join(known.values())}"
+    return f"the files of rcpc's standard library: {_listed()}"
 
 
 def _normalized(parts: list, target: str, span: Span | None) -> list:
