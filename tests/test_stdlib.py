@@ -258,6 +258,10 @@ def test_an_error_in_a_standard_library_function_is_shown_at_the_call(ws, cli):
     r = cli("check", "--diagnostics", "json")
     (d,) = json.loads(r.err)["diagnostics"]
     assert d["span"]["path"] == "recipes/r.rcp" and d["related"][0]["span"]["path"] == "@rcpc//maxtext_tpu.rcp"
+    r = cli("check", "--diagnostics", "sarif")   # the installed file, as code scanning can open it
+    (result,) = json.loads(r.out)["runs"][0]["results"]
+    assert {"uri": (stdlib.DIRECTORY / "maxtext_tpu.rcp").as_uri()} in [
+        loc["physicalLocation"]["artifactLocation"] for loc in result["relatedLocations"]]
 
 
 def test_the_editor_shows_it_where_check_does(ws):
