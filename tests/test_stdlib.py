@@ -335,3 +335,34 @@ def test_the_editor_offers_labels_and_never_edits_the_standard_library(ws, own_s
         assert {"@rcpc//tiny.rcp", "//recipes/lib/mine.rcp"} <= {i["label"] for i in items}
     finally:
         served.close()
+
+
+def test_diff_rev_in_rcpcs_own_repository_loads_each_sides_standard_library(tmp_path, monkeypatch, capsys):
+    """Where the running rcpc's standard library is a directory of the repository (rcpc's
+    own), ``rcpc diff --rev`` compiles the revision with the revision's files: a change to
+    ``@rcpc//`` files is reviewed as the change of the renders that load them."""
+    from rcpc.cli import main
+    from test_diff_rev import GIT_ENV, git
+
+    repo = tmp_path / "repo"
+    lib = repo / "compiler" / "rcpc" / "stdlib"
+    lib.mkdir(parents=True)
+    (lib / "tiny.rcp").write_text("LR = 1e-6\n")
+    (repo / "rcp.toml").write_text("")
+    (repo / "recipes").mkdir()
+    (repo / "recipes" / "r.rcp").write_text('load("@rcpc//tiny.rcp", "LR")\n\n'
+                                            'flag_file(name = "trainer", flags = maxtext_flags({"learning_rate": LR}))\n')
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    monkeypatch.setattr(stdlib, "DIRECTORY", lib.resolve())
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    (lib / "tiny.rcp").write_text("LR = 2e-6\n")
+    monkeypatch.chdir(repo)
+    capsys.readouterr()
+    assert main(["diff", "--rev", "HEAD", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (d,) = [d for d in doc["renders"] if d["status"] == "changed"]
+    assert d["flags"] == [{"key": "learning_rate", "old": "1e-6", "new": "2e-6"}]

@@ -31,25 +31,32 @@ DIRECTORY = Path(__file__).resolve().parent.parent / "stdlib"
 _SUFFIX = ".rcp"
 
 
-def files() -> list[str]:
+# Each function taking ``directory`` reads the standard library there (default: the running
+# rcpc's, DIRECTORY; ``rcpc diff --rev`` compiles a revision of rcpc's own repository with the
+# revision's: rcpc.revision.materialise).
+
+
+def files(directory: Path | None = None) -> list[str]:
     """The labels of every standard library file, sorted (``@rcpc//maxtext_tpu.rcp``, ...)."""
-    return sorted(PREFIX + p.relative_to(DIRECTORY).as_posix() for p in DIRECTORY.rglob("*" + _SUFFIX))
+    d = directory or DIRECTORY
+    return sorted(PREFIX + p.relative_to(d).as_posix() for p in d.rglob("*" + _SUFFIX))
 
 
-def _listed() -> str:
+def _listed(directory: Path) -> str:
     """The labels of :func:`files` for a hint ("none" when the package holds none: an
     installation without its package data)."""
-    return ", ".join(files()) or f"none (rcpc's installation lacks {DIRECTORY})"
+    return ", ".join(files(directory)) or f"none (rcpc's installation lacks {directory})"
 
 
-def contains(path: Path) -> bool:
+def contains(path: Path, directory: Path | None = None) -> bool:
     """``path`` (absolute, real) is the standard library directory or inside it."""
-    return path == DIRECTORY or DIRECTORY in path.parents
+    d = directory or DIRECTORY
+    return path == d or d in path.parents
 
 
-def label(path: Path) -> str:
+def label(path: Path, directory: Path | None = None) -> str:
     """The label of standard library file ``path`` (absolute, real; :func:`contains`)."""
-    return PREFIX + path.relative_to(DIRECTORY).as_posix()
+    return PREFIX + path.relative_to(directory or DIRECTORY).as_posix()
 
 
 def is_label(text: str) -> bool:
@@ -57,21 +64,22 @@ def is_label(text: str) -> bool:
     return text.startswith(PREFIX)
 
 
-def path_of(text: str) -> Path:
+def path_of(text: str, directory: Path | None = None) -> Path:
     """The file a label names (no check that it exists or is well formed)."""
-    return DIRECTORY / text[len(PREFIX):]
+    return (directory or DIRECTORY) / text[len(PREFIX):]
 
 
-def resolve(target: str, span: Span | None, base: str = "") -> Path:
+def resolve(target: str, span: Span | None, base: str = "", directory: Path | None = None) -> Path:
     """The file of a load path ``target``: an ``@REPO//PATH`` label, or, with ``base`` (the
     label of the standard library file that loads it), ``//PATH`` or a path relative to that
     file. ``E0206`` for a path that leaves the standard library or names another repository,
     ``E0201`` for a missing file (with a did-you-mean among :func:`files`)."""
+    directory = directory or DIRECTORY
     if target.startswith("@"):
         repo, sep, rest = target[1:].partition("//")
         if not sep or repo != REPOSITORY:
             raise error("E0206", f"load path {target!r} names no repository rcpc knows", span,
-                        hint=(f"rcpc's standard library is {PREFIX}FILE.rcp (files: {_listed()}); "
+                        hint=(f"rcpc's standard library is {PREFIX}FILE.rcp (files: {_listed(directory)}); "
                               "a file of this workspace is //path/to/file.rcp"))
         parts = rest.split("/")
     elif target.startswith("//"):
@@ -82,23 +90,23 @@ def resolve(target: str, span: Span | None, base: str = "") -> Path:
     if any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
         raise error("E0206", f"load path {target!r} is not a file of rcpc's standard library: "
                     "its parts must be plain names (no '..', '.', empty part or backslash)", span,
-                    hint=f"name the file as {PREFIX}FILE.rcp; the files are {_listed()}")
-    path = DIRECTORY.joinpath(*parts)
+                    hint=f"name the file as {PREFIX}FILE.rcp; the files are {_listed(directory)}")
+    path = directory.joinpath(*parts)
     if not path.is_file():
         shown = PREFIX + "/".join(parts)
         raise error("E0201", f"cannot load {target!r}: rcpc's standard library has no file {shown}", span,
-                    hint=_suggest(shown))
+                    hint=_suggest(shown, directory))
     return path
 
 
-def _suggest(shown: str) -> str:
+def _suggest(shown: str, directory: Path) -> str:
     """A did-you-mean among the standard library's files, compared without the ``@rcpc//``
     and ``.rcp`` every label has (they would make any two names look alike), else the list."""
-    known = {label[len(PREFIX):].removesuffix(_SUFFIX): label for label in files()}
+    known = {label[len(PREFIX):].removesuffix(_SUFFIX): label for label in files(directory)}
     close = difflib.get_close_matches(shown[len(PREFIX):].removesuffix(_SUFFIX)[:MAX_SUGGEST], known, n=1)
     if close:
         return f"did you mean '{known[close[0]]}'?"
-    return f"the files of rcpc's standard library: {_listed()}"
+    return f"the files of rcpc's standard library: {_listed(directory)}"
 
 
 def _normalized(parts: list, target: str, span: Span | None) -> list:

@@ -70,6 +70,9 @@ class Workspace:
     maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
+    # rcpc's standard library (@rcpc//): the running rcpc's when None (rcpc.domain.stdlib);
+    # never a setting of rcp.toml (rcpc diff --rev sets a revision's: rcpc.revision)
+    stdlib_dir: Path | None = None
 
     def real(self, raw: Path, parents: dict | None = None) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
@@ -208,8 +211,8 @@ class Workspace:
         """``path`` relative to the root when inside it (for diagnostics), its ``@rcpc//``
         label when it is a file of rcpc's standard library (:mod:`rcpc.domain.stdlib`), else
         absolute."""
-        if stdlib.contains(path):
-            return stdlib.label(path)
+        if stdlib.contains(path, self.stdlib_dir):
+            return stdlib.label(path, self.stdlib_dir)
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
@@ -218,12 +221,12 @@ class Workspace:
     def path_of(self, shown: str) -> Path:
         """The file a display path (:meth:`display`, a span's path) names: a standard library
         label's file, else the path relative to the root (not resolved)."""
-        return stdlib.path_of(shown) if stdlib.is_label(shown) else self.root / shown
+        return stdlib.path_of(shown, self.stdlib_dir) if stdlib.is_label(shown) else self.root / shown
 
     def is_library(self, path: Path) -> bool:
         """``path`` (absolute, real) is a library directory or inside one, or a file of rcpc's
         standard library."""
-        return any(_within(path, d) for d in self.library_dirs) or stdlib.contains(path)
+        return any(_within(path, d) for d in self.library_dirs) or stdlib.contains(path, self.stdlib_dir)
 
     def recipe_name(self, path: Path) -> str:
         """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
@@ -372,9 +375,9 @@ class Workspace:
             raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span,
                         hint=f"load() reads recipe files: end the path with {RECIPE_SUFFIX}")
         if target.startswith("@"):
-            return stdlib.resolve(target, span)
-        if stdlib.contains(from_file):
-            return stdlib.resolve(target, span, stdlib.label(from_file))
+            return stdlib.resolve(target, span, directory=self.stdlib_dir)
+        if stdlib.contains(from_file, self.stdlib_dir):
+            return stdlib.resolve(target, span, stdlib.label(from_file, self.stdlib_dir), self.stdlib_dir)
         return self.resolve_path(target, from_file, span)
 
     def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
