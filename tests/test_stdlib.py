@@ -350,8 +350,8 @@ def test_diff_rev_in_rcpcs_own_repository_loads_each_sides_standard_library(tmp_
     (lib / "tiny.rcp").write_text("LR = 1e-6\n")
     (repo / "rcp.toml").write_text("")
     (repo / "recipes").mkdir()
-    (repo / "recipes" / "r.rcp").write_text('load("@rcpc//tiny.rcp", "LR")\n\n'
-                                            'flag_file(name = "trainer", flags = maxtext_flags({"learning_rate": LR}))\n')
+    (repo / "recipes" / "r.rcp").write_text(
+        'load("@rcpc//tiny.rcp", "LR")\n\nflag_file(name = "trainer", flags = maxtext_flags({"learning_rate": LR}))\n')
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("RCPC_NO_CACHE", "1")

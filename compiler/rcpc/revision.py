@@ -219,8 +219,8 @@ def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
             _write(rev, dest, _tree(rev, Path(rel).as_posix()))
         return path
 
-    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema, raw.get("maxtext_schema")),
-                         kube_schemas=tuple(located(p, r) for p, r in zip(ws.kube_schemas, raw.get("kube_schemas", ()))),
+    kube = tuple(located(p, r) for p, r in zip(ws.kube_schemas, raw.get("kube_schemas", ())))
+    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema, raw.get("maxtext_schema")), kube_schemas=kube,
                          stdlib_dir=_stdlib_at(rev, dest))
 
 
