@@ -19,6 +19,7 @@ but missing (with a did-you-mean).
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 
 from rcpc.core import record
@@ -50,8 +51,8 @@ def _listed(directory: Path) -> str:
 
 def contains(path: Path, directory: Path | None = None) -> bool:
     """``path`` (absolute, real) is the standard library directory or inside it."""
-    d = directory or DIRECTORY
-    return path == d or d in path.parents
+    d, p = str(directory or DIRECTORY), str(path)
+    return p == d or p.startswith(d + os.sep)   # a prefix test: no Path made per parent
 
 
 def label(path: Path, directory: Path | None = None) -> str:
