@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import STDLIB_SOURCE, Ws
+from conftest import SCHEMA_TOML, STDLIB_SOURCE
 from rcpc import replay
 from rcpc.__main__ import run
 from rcpc.core.diagnostics import CompileError, Diagnostic
@@ -264,6 +264,24 @@ def test_an_error_in_a_standard_library_function_is_shown_at_the_call(ws, cli):
         loc["physicalLocation"]["artifactLocation"] for loc in result["relatedLocations"]]
 
 
+def test_a_note_on_a_flag_written_in_the_standard_library_is_at_the_load_and_silenced_there(ws, cli):
+    """A flag entry of a standard library layer (``FSDP_MESH``) that MaxText defaults anyway
+    (N0331): the note is at the recipe's ``load()`` (no line of the user's files wrote the
+    entry), where an ignore comment silences it, as it cannot in rcpc's file."""
+    text = ('load("@rcpc//maxtext_tpu.rcp", "FSDP_MESH"){}\n\n'
+            'F = maxtext_flags(FSDP_MESH, {{"steps": 1, "model_name": "llama3.1-8b"}})\n'
+            'flag_file(name = "trainer", flags = F)\n')
+    ws.write("rcp.toml", SCHEMA_TOML)
+    ws.write("recipes/r.rcp", text.format(""))
+    r = cli("check", "--notes")
+    assert r.code == 0 and "recipes/r.rcp:1:6: note[N0331]: 'ici_fsdp_parallelism' is set to its MaxText" in r.err
+    assert "@rcpc//maxtext_tpu.rcp:" not in r.err.split("note[N0331]")[0]   # every one at the load
+    assert "in rcpc's standard library: @rcpc//maxtext_tpu.rcp:" in r.err and "# rcpc: ignore[N0331]" in r.err
+    ws.write("recipes/r.rcp", text.format("  # rcpc: ignore[N0331]"))
+    r = cli("check", "--notes")
+    assert r.code == 0 and "N0331" not in r.err
+
+
 def test_the_editor_shows_it_where_check_does(ws):
     from rcpc.lsp.session import Session
 
@@ -283,8 +301,9 @@ def test_a_standard_library_file_checked_on_its_own_keeps_its_place():
 
 
 # the tools that follow loads ----------------------------------------------------------------
-def test_explain_and_lint_follow_standard_library_loads(sws, cli):
-    sws.write("recipes/r.rcp", '''\
+def test_explain_and_lint_follow_standard_library_loads(ws, cli):
+    ws.write("rcp.toml", SCHEMA_TOML)
+    ws.write("recipes/r.rcp", '''\
         load("@rcpc//maxtext_tpu.rcp", "FSDP_MESH", "SYNTHETIC_DATA")
 
         F = maxtext_flags(FSDP_MESH, {"steps": 1, "model_name": "llama3.1-8b"})

@@ -125,8 +125,9 @@ def _normalized(parts: list, target: str, span: Span | None) -> list:
     return out
 
 
-NOTE = ("{label} is rcpc's own file, shipped with rcpc {version} ({path}): fix the call or load "
-        "in this workspace, or report the fault in rcpc")
+NOTE = ("{label} is rcpc's own file, shipped with rcpc {version} ({path}), which no workspace "
+        "edits: change the load or call here (a warning or note is silenced here, with "
+        "`# rcpc: ignore[{code}]`), or report a fault in it to rcpc")
 
 
 def attributed(d: Diagnostic) -> Diagnostic:
@@ -143,7 +144,7 @@ def attributed(d: Diagnostic) -> Diagnostic:
     from rcpc import __version__
 
     rest = d.related[:outside] + d.related[outside + 1:]
-    note = NOTE.format(label=d.span.path, version=__version__, path=path_of(d.span.path))
+    note = NOTE.format(label=d.span.path, version=__version__, path=path_of(d.span.path), code=d.code)
     return record.evolve(d, span=d.related[outside][1], related=(("in rcpc's standard library", d.span), *rest),
                          notes=(*d.notes, note))
 
