@@ -84,7 +84,7 @@ def test_a_repository_of_rcp_toml_and_one_recipe_builds_checks_and_keeps_goldens
 def test_the_package_ships_every_standard_library_file(ws):
     """What loads is what the checkout holds (CI installs the package, not editable: the
     files are package data), each a label, canonical (rcpc fmt) and lint-clean as a library
-    (CI's ``rcpc lint`` lints the workspace's files, which they are no longer)."""
+    (also by CI's ``rcpc lint``: this repository's rcp.toml lists them as a library directory)."""
     shipped = {p.relative_to(stdlib.DIRECTORY).as_posix(): p.read_bytes() for p in stdlib.DIRECTORY.rglob("*.rcp")}
     source = {p.relative_to(STDLIB_SOURCE).as_posix(): p.read_bytes() for p in STDLIB_SOURCE.rglob("*.rcp")}
     assert shipped == source and {"maxtext_tpu.rcp", "rl_pathways.rcp"} <= set(shipped)
