@@ -133,7 +133,7 @@ def _has_library(ws, load_path: str) -> bool:
     from rcpc.domain import stdlib
 
     if stdlib.is_label(load_path):
-        return stdlib.path_of(load_path).is_file()
+        return stdlib.path_of(load_path, ws.stdlib_dir).is_file()
     return (ws.root / load_path.removeprefix("//")).is_file()
 
 
