@@ -21,7 +21,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REFUSED_BY_MAXTEXT, taken_by_maxtext
 from rcpc.cli import main
+from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.domain.lint import lint
 from rcpc.domain.workspace import Workspace
@@ -78,7 +80,8 @@ def test_candidates_read_the_shape_off_the_template(name):
 @pytest.mark.parametrize("name", ALL)
 def test_every_template_imports_equal(name, tmp_path):
     ws = Workspace.find(REPO)
-    imported = import_manifest(ws, TEMPLATES / name, name, {}, None)
+    src = taken_by_maxtext(TEMPLATES / name, tmp_path)
+    imported = import_manifest(ws, src, name, {}, None)
     assert format_source(imported.text, "x.rcp") == imported.text  # canonical
     # proven again here, independently of the import's choice, and with a third set of values
     out = tmp_path / "r.rcp"
@@ -86,18 +89,30 @@ def test_every_template_imports_equal(name, tmp_path):
     assert imported.check(proof.fresh_compiler(REPO), out) == []
     values = {"WORKLOAD_NAME": "q3-0", "WORKLOAD_IMAGE": "gcr.io/p-1/runner@sha256:" + "0a" * 32,
               "BASE_OUTPUT_DIR": "gs://tpu-runs_eu-1/exp=lr-3e-4/v1.2+rc/", "DATASET_DIR": "gs://d/ata"}
-    values = {k: v for k, v in values.items() if k in re.findall(r"\$\{(\w+)\}", (TEMPLATES / name).read_text())}
+    values = {k: v for k, v in values.items() if k in re.findall(r"\$\{(\w+)\}", src.read_text())}
     renders = proof.build(proof.fresh_compiler(REPO), out, values)
     (text,) = renders.values()
-    assert yaml.safe_load(text) == yaml.safe_load(_real_envsubst(TEMPLATES / name, values))
+    assert yaml.safe_load(text) == yaml.safe_load(_real_envsubst(src, values))
     # a call of the library function: shorter than the template, and lint clean
     assert imported.how == f"a call of {IMPORTS[name]}"
     for function in IMPORTS[name].split(" with "):
         assert f"\n{function}(" in imported.text or f"    {function}(" in imported.text
     assert "COMMAND =" not in imported.text and "jobset(\n    name =" not in imported.text  # no literal left
-    assert _nonblank(imported.text) < _nonblank((TEMPLATES / name).read_text())
+    assert _nonblank(imported.text) < _nonblank(src.read_text())
     assert [(d.code, d.message) for d in lint(proof.fresh_compiler(REPO), [out])] == []
     assert "TPU_WORKER_ID =" not in imported.text  # read by the pod's shell: kept literal
+
+
+@pytest.mark.parametrize("name", sorted(n for n in ALL if n.removesuffix(".yaml") in REFUSED_BY_MAXTEXT))
+def test_a_published_template_maxtext_refuses_is_refused_at_its_flag(name):
+    """As published, the template's flags are refused by MaxText's loader at the pinned
+    commit: the import says so at the flag in the template (E0350), and writes nothing."""
+    with pytest.raises(CompileError) as info:
+        import_manifest(Workspace.find(REPO), TEMPLATES / name, name, {}, None)
+    (d,) = [d for d in info.value.diagnostics if d.code == "E0350"]
+    assert "use_random_routing" in d.message and d.span.path.endswith(name)
+    line = (TEMPLATES / name).read_text().splitlines()[d.span.line - 1]
+    assert line[d.span.col - 1:].startswith("use_random_routing=True")
 
 
 def _real_envsubst(template: Path, values: dict) -> str:
@@ -127,7 +142,7 @@ def _run(argv, capsys):
 
 def test_cli_writes_lint_clean_recipe_and_refuses_to_overwrite(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    src = str(TEMPLATES / "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml")
+    src = str(taken_by_maxtext(TEMPLATES / "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml", tmp_path))
     out = tmp_path / "r.rcp"
     code, stdout, err = _run(["import", "manifest", src, "-o", str(out), "--set", "WORKLOAD_NAME=gpt-oss"], capsys)
     assert code == 0, err

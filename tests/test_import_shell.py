@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_bash_stubbed
+from conftest import REFUSED_BY_MAXTEXT, run_bash_stubbed, taken_by_maxtext
 from rcpc.cli import main
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
@@ -86,7 +86,8 @@ def test_fifteen_shell_recipes():
 
 @pytest.mark.parametrize("name", ALL)
 def test_every_shell_recipe_imports_equal(name, tmp_path):
-    imported = import_shell(Workspace.find(REPO), XPK / name, name)
+    src = taken_by_maxtext(XPK / name, tmp_path)
+    imported = import_shell(Workspace.find(REPO), src, name)
     assert format_source(imported.text, "x.rcp") == imported.text
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)
@@ -98,7 +99,7 @@ def test_every_shell_recipe_imports_equal(name, tmp_path):
     renders = proof.build(compiler, out, values)
     assert list(renders) == ["launch.sh"]
     ours = run_bash_stubbed(renders["launch.sh"], ["xpk"])
-    theirs = _original_argv(XPK / name, values)
+    theirs = _original_argv(src, values)
     assert len(ours) == 1 and ours == theirs
     assert ours[0][:3] == ["xpk", "workload", "create"]
     # the MaxText tokens: the recipe's flag set is what the launch command's trainer gets
@@ -117,15 +118,16 @@ def test_every_shell_recipe_imports_equal(name, tmp_path):
 def test_a_library_call_where_a_shape_matches(name, tmp_path):
     """The recipes of CALLS import as a call of the shared library (proven equal: the import
     says so only then), shorter than the shell file and lint clean; the others as words."""
-    imported = import_shell(Workspace.find(REPO), XPK / name, name)
+    src = taken_by_maxtext(XPK / name, tmp_path)
+    imported = import_shell(Workspace.find(REPO), src, name)
     if name not in CALLS:
         assert imported.how == "a command_file render" and "load(" not in imported.text
-        assert all(c.extract(shell.read(XPK / name, name)) is None for c in shell_library.SHELL_CANDIDATES)
+        assert all(c.extract(shell.read(src, name)) is None for c in shell_library.SHELL_CANDIDATES)
         return
     assert imported.how == f"a command_file render, a call of {CALLS[name]}"
     assert f"    argv = {CALLS[name].split(' with ')[0]}(" in imported.text
     assert '"xpk",' not in imported.text and "--command=" not in imported.text and "_JOINED" not in imported.text
-    assert _nonblank(imported.text) < _nonblank((XPK / name).read_text())
+    assert _nonblank(imported.text) < _nonblank(src.read_text())
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)
     assert [(d.code, d.message) for d in lint(proof.fresh_compiler(REPO), [out])] == []
@@ -214,11 +216,12 @@ def test_the_proof_decides_not_the_candidate(tmp_path):
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_nothing_is_dropped_silently(name):
+def test_nothing_is_dropped_silently(name, tmp_path):
     """Every top-level statement of the file is converted or kept as a TODO(import) comment,
     and every TODO is listed (W1200)."""
-    imported = import_shell(Workspace.find(REPO), XPK / name, name)
-    src = (XPK / name).read_text()
+    path = taken_by_maxtext(XPK / name, tmp_path)
+    imported = import_shell(Workspace.find(REPO), path, name)
+    src = path.read_text()
     text = imported.text
     todos = text.count("# TODO(import)")
     assert todos == sum(1 for d in imported.notes if d.code == "W1200") > 0
@@ -227,6 +230,18 @@ def test_nothing_is_dropped_silently(name):
         name_ = first.removeprefix("export ").split("=", 1)[0]
         converted = re.search(rf"^{re.escape(name_)} = ", text, re.M) or first.startswith("xpk ")
         assert converted or f"#     {first}" in text or f"# TODO(import): the shell computes it: {first}" in text, first
+
+
+@pytest.mark.parametrize("name", sorted(n for n in ALL if n.removesuffix(".sh") in REFUSED_BY_MAXTEXT))
+def test_a_published_script_maxtext_refuses_is_refused_at_its_flag(name):
+    """As published, the script's flags are refused by MaxText's loader at the pinned commit:
+    the import says so at the flag in the script (E0350), and writes nothing."""
+    with pytest.raises(CompileError) as info:
+        import_shell(Workspace.find(REPO), XPK / name, name)
+    (d,) = [d for d in info.value.diagnostics if d.code == "E0350"]
+    assert "use_random_routing" in d.message and d.span.path.endswith(name)
+    line = (XPK / name).read_text().splitlines()[d.span.line - 1]
+    assert "use_random_routing=True" in line
 
 
 CONDITIONAL = """#!/bin/bash

@@ -124,7 +124,6 @@ class Rendered:
 def _no_recipe(ws, name: str) -> str:
     """The message for ``name``, which names no recipe of workspace ``ws``: the closest
     recipe name, else one of them, and what a recipe is."""
-    from rcpc.core.diagnostics import did_you_mean
     from rcpc.domain.workspace import RECIPE_SUFFIX
 
     try:
@@ -392,15 +391,8 @@ class Workspace:
 
         (path,) = self.recipe_paths([recipe])
         info, _ = self.compiler.recipe(path)
-        variants = {v.name: v for v in info.variants}
-        for name in (variant, against):
-            if name is not None and name not in variants:
-                raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{name}'", None,
-                                              hint=did_you_mean(name, variants) or f"variants: {', '.join(variants)}"))
-        against = against or variants[variant].against or "default"
-        if against not in variants:
-            raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{against}'", None,
-                                          hint="name the variant to compare with: --against V"))
+        against = against or info.variant(variant).against or "default"
+        info.variant(against)  # E0607 unless declared
         _, (new,) = self.compiler.build(path, variant)
         _, (old,) = self.compiler.build(path, against)
         return info.name, against, review.compare(old.renders, new.renders, f"{against}/", f"{variant}/")

@@ -693,6 +693,8 @@ def _explain(args, ws, compiler) -> int:
     print(f"effective: {report['effective']}")
     for i, step in enumerate(report["chain"], 1):
         print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
+        if "received" in step:
+            print(f"     the container receives {step['received']}  (Kubernetes expands $(VAR) and $$ with its env)")
     for env in report["env"]:
         print(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
               f"{env['render']}; MaxText reads it instead of the default)")

@@ -1,5 +1,5 @@
 """Every limit rcpc puts on input, in one place. Each is reported as a diagnostic with the
-span that crossed it (E08xx), never as a crash or a hang (DESIGN.md §6)."""
+span that crossed it (E08xx), never as a crash or a hang (docs/language.md, *Limits*)."""
 
 # The help of a limit's error: values this large are mistakes, not recipes.
 LIMIT_HINT = ("rcpc's limits are in docs/language.md (Limits); a value this large is a mistake "

@@ -14,7 +14,12 @@ its data, whatever shape the recipe or a library function gave it:
 
 An :class:`Embedding` says which flag set, where (a path spelled as :mod:`rcpc.domain.delta`
 spells it), in which form, the tokens as written, and the Kubernetes container whose
-``command`` or ``args`` hold it (for the launch checks: its env, its pod's TPU slice).
+``command`` or ``args`` hold it (for the launch checks: its env, its pod's TPU slice). In a
+container's ``command`` and ``args`` Kubernetes expands ``$(VAR)`` and ``$$`` before the
+process starts (:mod:`rcpc.domain.kube_expansion`): :meth:`Embedding.seen` is the flag set with
+each value as the container receives it, so every check, contract, diff and explain reads
+what MaxText reads. Each value is expanded on its own; a ``$(`` left open in one value that a
+later token's ``)`` would close is read as kept (no flag value of a real recipe holds one).
 
 :func:`without_flags` is the other half of the protocol: the data with each run of flag
 tokens replaced by one marker, so that a contract or a diff compares what is not flags by
@@ -26,11 +31,13 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.values import Dict, List, Str
 from rcpc.domain.delta import Index, Key, Named, names
-from rcpc.domain.values import FlagLayer, FlagSet
+from rcpc.domain.kube_expansion import container_env, expand
+from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 MARKER = "\0maxtext_flags\0"  # stands for one run of flag tokens in without_flags (no token holds NUL)
 _SHOWN = "{maxtext flags}"   # how a marker reads in a message
 _CONTAINER_LISTS = ("containers", "initContainers")  # a pod spec's container lists (Kubernetes PodSpec)
+_EXPANDED = ("command", "args")  # a container's fields the kubelet expands with its env (ExpandContainerCommandAndArgs)
 
 
 @record.frozen
@@ -46,23 +53,35 @@ class Embedding:
     tokens: tuple
     container: object = None
     wrapper: str = MARKER  # argv form: each item's text around its token (MARKER: the token alone)
+    env: tuple = ()  # ((name, value), ...): the env Kubernetes expands the tokens with (command/args)
+
+    def received(self, entry: FlagEntry) -> FlagEntry:
+        """``entry`` (one of the tokens') as the process receives it: a string value with
+        ``$(VAR)`` or ``$$`` expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.expand`
+        with :attr:`env`); ``entry`` itself when expansion leaves it as written."""
+        v = entry.value
+        if not self.env or type(v) is not Str or "$" not in v.value:
+            return entry
+        text = expand(v.value, dict(self.env))
+        return entry if text == v.value else record.evolve(entry, value=Str(text, v.span))
 
     def seen(self) -> FlagSet:
-        """The flag set MaxText reads here: the tokens' entries in the order written, one layer
-        for each run of one layer (``flags`` itself when the tokens are all of its entries, in
-        order: the common case, and the identity launch checks are kept by)."""
-        entries = [t.entry for t, _ in self.tokens]
+        """The flag set MaxText reads here: the tokens' entries in the order written, as the
+        process receives them (:meth:`received`), one layer for each run of one layer
+        (``flags`` itself when the tokens are all of its entries, in order, none changed by
+        expansion: the common case, and the identity launch checks are kept by)."""
+        entries = [self.received(t.entry) for t, _ in self.tokens]
         mine = [e for layer in self.flags.layers for e in layer.entries]
         if len(entries) == len(mine) and all(a is b for a, b in zip(entries, mine)):
             return self.flags
         layers: list[FlagLayer] = []
         run: list = []
         last = None
-        for t, _ in self.tokens:
+        for (t, _), entry in zip(self.tokens, entries):
             if run and t.layer != last:
                 layers.append(FlagLayer(tuple(run), self.flags.layers[last - 1].span, self.flags.layers[last - 1].why))
                 run = []
-            run.append(t.entry)
+            run.append(entry)
             last = t.layer
         if run:
             layers.append(FlagLayer(tuple(run), self.flags.layers[last - 1].span, self.flags.layers[last - 1].why))
@@ -119,11 +138,18 @@ def _walk(v, path: tuple, container, memo: dict, out: list) -> None:
 
 def _children(v, path: tuple, container, memo: dict, out: list) -> None:
     if type(v) is Dict:
+        env = None
         for k, x in v.items.items():
             if type(x) is List and k in _CONTAINER_LISTS:
                 _walk(x, path + (Key(k),), "pod", memo, out)
             elif type(x) in (Dict, List, Str):
+                start = len(out)
                 _walk(x, path + (Key(k),), container, memo, out)
+                if v is container and k in _EXPANDED and len(out) > start:
+                    env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
+                        if env is None else env
+                    if env:
+                        out[start:] = [record.evolve(e, env=env) for e in out[start:]]
         return
     _in_list(v, path, container, memo, out)
 

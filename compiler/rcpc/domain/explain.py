@@ -27,12 +27,7 @@ def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets: list[s
     if sets:
         return recipe, "custom", compiler.evaluate(path, parse_sets(sets))
     name = variant or "default"
-    chosen = [v for v in recipe.variants if v.name == name]
-    if not chosen:
-        names = [v.name for v in recipe.variants]
-        raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
-                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
-    return recipe, name, compiler.evaluate(path, dict(chosen[0].sets.items))
+    return recipe, name, compiler.evaluate(path, dict(recipe.variant(name).sets.items))
 
 
 def effective(compiler: Compiler, path: Path, render: str, variant: str | None = None,
@@ -49,7 +44,7 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
     from rcpc.domain.renders import carried, kind_of
 
     recipe, name, result = _evaluated(compiler, path, variant, sets)
-    fs, container, where = _find(result, render), None, render
+    (fs, _), container, where = _find(result, render), None, render
     for r in result.renders:
         if render in (r.name, kind_of(r).file_name(r)):
             found = carried(r)
@@ -97,13 +92,17 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     ``E0616`` a key no layer of the flag set sets and no ``M_<KEY>`` environment variable of
     its containers sets (did-you-mean over the keys it sets)."""
     recipe, name, result = _evaluated(compiler, path, variant, sets)
-    fs = _find(result, flagset)
+    fs, embedded = _find(result, flagset)
     chain = []
-    for index, layer in enumerate(fs.layers, 1):
-        for e in layer.entries:
-            if e.key == key:
-                chain.append({"value": value_text(e.value), "location": str(e.key_span), "layer": index,
-                              "active": _why(compiler, layer.why)})
+    if embedded is None:
+        for index, layer in enumerate(fs.layers, 1):
+            for e in layer.entries:
+                if e.key == key:
+                    chain.append(_step(compiler, e, e, index, layer.why))
+    else:  # the tokens a render carries, each as the container receives it
+        for t, _ in embedded.tokens:
+            if t.key == key:
+                chain.append(_step(compiler, t.entry, embedded.received(t.entry), t.layer, t.why))
     env = _env(result, fs, key)
     if not chain and not env:
         keys = list(dict.fromkeys(e.key for layer in fs.layers for e in layer.entries))
@@ -112,12 +111,23 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
                     hint=did_you_mean(key, keys) or (f"keys set: {shown}" if keys else "it sets no keys"))
     report = {"recipe": recipe.name, "variant": name, "flag_set": flagset, "key": key,
               # not on the command line, MaxText takes the M_<KEY> environment value
-              "effective": chain[-1]["value"] if chain else env[-1]["value"], "chain": chain, "env": env}
+              "effective": chain[-1].get("received", chain[-1]["value"]) if chain else env[-1]["value"],
+              "chain": chain, "env": env}
     if fs.schema is not None:
         report["schema"] = fs.schema.path
         report["in_schema"] = key in fs.schema.defaults
         report["schema_default"] = _yaml_text(fs.schema.defaults.get(key)) if key in fs.schema.defaults else None
     return report
+
+
+def _step(compiler: Compiler, written, received, layer: int, why: tuple) -> dict:
+    """One step of explain's chain: the value as written, and as the container receives it
+    when Kubernetes' ``$(VAR)`` expansion changes it (``received``)."""
+    step = {"value": value_text(written.value), "location": str(written.key_span), "layer": layer,
+            "active": _why(compiler, why)}
+    if received is not written:
+        step["received"] = value_text(received.value)
+    return step
 
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:
@@ -141,18 +151,20 @@ def _env(result, fs: FlagSet, key: str) -> list[dict]:
     return out
 
 
-def _find(result, name: str) -> FlagSet:
+def _find(result, name: str) -> tuple:
+    """(the flag set named ``name``, the :class:`~rcpc.domain.embedding.Embedding` it was
+    read from: None for a name bound to a flag set)."""
     from rcpc.domain.renders import carried, kind_of
 
     value = result.exports.get(name)
     if type(value) is FlagSet:
-        return value
+        return value, None
     for r in result.renders:
         if name in (r.name, kind_of(r).file_name(r)):
             sets = {tuple(id(t.entry) for t, _ in e.tokens): e for e in carried(r)}  # one per token sequence
             if len(sets) == 1:
                 (e,) = sets.values()
-                return e.seen()
+                return e.seen(), e
             if sets:
                 raise error("E0620", f"render '{name}' carries {len(sets)} flag sets", None,
                             hint="name the flag set by the constant it is bound to")

@@ -1,4 +1,4 @@
-"""MaxText flag-set semantics (DESIGN.md §3.1): ordered layers, last key wins.
+"""MaxText flag-set semantics (docs/maxtext.md, *Last key wins*): ordered layers, last key wins.
 
 A flag set is a list of layers; each layer is an ordered map written as a dict in a recipe.
 A key repeated inside one layer is an error (always a typo); a key repeated across layers is

@@ -70,6 +70,17 @@ class Recipe:
     params: tuple
     variants: tuple
 
+    def variant(self, name: str):
+        """The declared variant ``name`` (:class:`~rcpc.domain.values.Variant`). Raises
+        CompileError ``E0607`` when the recipe declares none of that name (did-you-mean over
+        the declared ones)."""
+        for v in self.variants:
+            if v.name == name:
+                return v
+        names = [v.name for v in self.variants]
+        raise error("E0607", f"recipe {self.name} has no variant '{name}'", None,
+                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
+
 
 class Compiler:
     """Compiles recipes of one workspace; holds the per-run caches. ``share_variants``: a
@@ -491,13 +502,7 @@ class Compiler:
             self._raise_problems(recipe, builds)
             return recipe, builds
         recipe, default = self._recipe(real)
-        chosen = recipe.variants
-        if variant is not None:
-            chosen = [v for v in recipe.variants if v.name == variant]
-            if not chosen:
-                names = [v.name for v in recipe.variants]
-                raise error("E0607", f"recipe {recipe.name} has no variant '{variant}'", None,
-                            hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
+        chosen = recipe.variants if variant is None else [recipe.variant(variant)]
         builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
         self._raise_problems(recipe, builds)
         return recipe, builds

@@ -36,7 +36,7 @@ class FlagLayer:
 @_value
 class FlagSet:
     """MaxText flags as ordered layers: a later layer's key overrides an earlier one's
-    (MaxText keeps the last value of a repeated key), DESIGN.md §3.1."""
+    (MaxText keeps the last value of a repeated key), docs/maxtext.md, *Last key wins*."""
 
     TYPE_NAME = "maxtext_flags"
 
