@@ -15,10 +15,12 @@ from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Stri
 
 from rcpc.domain.builtins import NAMES
 
+from conftest import BUNDLED_FILES
+
 REPO = Path(__file__).resolve().parent.parent
 GRAMMAR = REPO / "editors/vscode/syntaxes/rcp.tmLanguage.json"
 TOKENIZE = REPO / "tests/js/tokenize.mjs"
-RECIPES = sorted((REPO / "recipes").rglob("*.rcp"))
+RECIPES = BUNDLED_FILES
 
 SAMPLE = '''load("//lib/x.rcp", "A", B = "C")  # rcpc: ignore[L0001]
 N = param(int, default = 1_000, doc = """two
@@ -98,7 +100,7 @@ def test_textmate_sample(textmate):
 def test_textmate_bundled_recipes(textmate):
     rl = textmate["recipes/rl/qwen35_397b_256_v7x.rcp"]
     assert "keyword.control.import.rcp" in scopes_of(rl, "load")
-    assert "string.quoted.double.rcp" in scopes_of(rl, "//recipes/lib/rl_pathways.rcp")
+    assert "string.quoted.double.rcp" in scopes_of(rl, "@rcpc//rl_pathways.rcp")
     assert "entity.name.variable.definition.rcp" in scopes_of(rl, "ROLLOUT_REPLICAS")
     assert "meta.mapping.key.rcp" in scopes_of(rl, '"model_name"')
     assert "constant.language.boolean.rcp" in scopes_of(rl, "True")

@@ -31,7 +31,7 @@ from rcpc.importer.driver import import_manifest
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = REPO.parent / "shared" / "data" / "tpu-recipes"
 ALL = sorted(p.name for p in TEMPLATES.glob("*.yaml"))
-# What each template imports as: the shared library's function (recipes/lib/maxtext_tpu.rcp)
+# What each template imports as: the shared library's function (@rcpc//maxtext_tpu.rcp)
 # and the startup command function passed to it, read off the template and proven equal. The
 # hand ports (recipes/tpu_recipes/) are written with the same functions.
 IMPORTS = {

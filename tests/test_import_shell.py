@@ -35,7 +35,7 @@ ALL = sorted(p.name for p in XPK.glob("*.sh"))
 # before it (a flag set's tokens would not be the trainer's). Quoted values ('fixed,-224,224',
 # tokenizer_path='...') and a glob (*.arrayrecord) are flag sets' shell_quoted/raw keys.
 NO_FLAG_SET = {"wan2.1-14b_bf16-tpu7x-4x4x4.sh"}
-# The recipes whose launch command is a call of the shared library (recipes/lib/maxtext_tpu.rcp),
+# The recipes whose launch command is a call of the shared library (@rcpc//maxtext_tpu.rcp),
 # and the call. The others are not: deepseek3 gcs/lustre run `--tpu-type`, `--base-docker-image`,
 # `--storage` and another --command (cd, pip install, MAXTEXT_ASSETS_ROOT); wan2.1 keeps its
 # flags as a string (NO_FLAG_SET).
@@ -301,7 +301,8 @@ def test_cli_import_then_build_writes_an_executable_launch_sh(tmp_path, monkeypa
     src = XPK / "gemma4-2b_8k-bf16-tpu7x-4x4x4.sh"
     code, out, err = _run(["import", "shell", str(src), "-o", "recipes/gemma.rcp"], capsys)
     assert code == 0, err
-    assert "equal (a command_file render)" in err and "warning[W1200]: TODO(import)" in err
+    # a workspace of rcp.toml alone: the call of the standard library (@rcpc//maxtext_tpu.rcp)
+    assert "equal (a command_file render, a call of xpk_workload_create" in err and "warning[W1200]: TODO(import)" in err
     code, _, err = _run(["build", "gemma", "--set", "PROJECT_ID=p1", "-o", "out"], capsys)
     assert code == 0, err
     launch = ws / "out" / "gemma" / "custom" / "launch.sh"

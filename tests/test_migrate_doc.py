@@ -34,8 +34,6 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
     ws = tmp_path / "team"
     (ws / "recipes").mkdir(parents=True)
     (ws / "rcp.toml").write_text("")
-    (ws / "recipes" / "lib").mkdir()
-    (ws / "recipes" / "lib" / "maxtext_tpu.rcp").write_text((REPO / "recipes" / "lib" / "maxtext_tpu.rcp").read_text())
     (ws / "recipes" / "llama3_1_70b.rcp").write_text(recipe)
     monkeypatch.chdir(ws)
     _, built = _run(["build", "llama3_1_70b", "--set", "PROJECT_ID=my-project", "--set", "CLUSTER_NAME=tpu7x-eu",
@@ -72,8 +70,8 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
         "words. Everything else stays as a `# TODO(import)` comment where it was: review each,",
         "then delete it or convert it by hand.",
         "",
-        "When a function of the shared library (`recipes/lib/maxtext_tpu.rcp`, which the recipe",
-        "then loads: keep it in your workspace) builds the same command line, `argv` is a call of",
+        "When a function of rcpc's standard library (`@rcpc//maxtext_tpu.rcp`, shipped with rcpc:",
+        "the recipe loads it, nothing to copy) builds the same command line, `argv` is a call of",
         "it: `maxtext_xpk_workload`, or `xpk_workload_create` with `xpk_workload_command` (a",
         "keyword only where the file differs from the defaults), the `--xla_...` blob the dict of",
         "flags the call takes, and a run of flags that is one of the library's flag layers",
@@ -132,8 +130,8 @@ def test_migrate_doc(tmp_path, monkeypatch, capsys, snapshot, request):
         "reported at the template's line and column (the recipe is the template as data).",
         "The container's startup command is split as above: the MaxText flags into `maxtext_flags`",
         "(a key written again starts a new layer, as the trainer's last `key=value` wins),",
-        "`LIBTPU_INIT_ARGS` into a list, the shell around them kept. When a function of the shared",
-        "library (`recipes/lib/maxtext_tpu.rcp`) renders the same manifest, the recipe is a call of",
+        "`LIBTPU_INIT_ARGS` into a list, the shell around them kept. When a function of the standard",
+        "library (`@rcpc//maxtext_tpu.rcp`) renders the same manifest, the recipe is a call of",
         "it, with a keyword only where the template differs from the function's defaults; otherwise",
         "it is a data literal. Each of the 13 published templates is a call: `maxtext_jobset`,",
         "`xpk_jobset` with `xpk_command` or `xpk_maxdiffusion_command`, or `xpk_generated_jobset`",

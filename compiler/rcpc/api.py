@@ -462,6 +462,7 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     """:meth:`Workspace.check` of the recipe and library files given (real paths) of
     workspace settings ``ws``, compiled by ``get_compiler()``, with the build cache and
     options ``requested`` (:func:`rcpc.cache.request`)."""
+    from rcpc.domain.stdlib import attributed
     from rcpc.parallel import compile_recipes
 
     recipes = list(dict.fromkeys(recipes))
@@ -494,10 +495,11 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
         noted = compiler.files_read()
     # An error in a library is found by each recipe that loads it ("loaded from") and by
     # the library's own evaluation: reported once, the first time (with its load site).
-    diagnostics = unique(diagnostics)
+    # One found in rcpc's standard library is shown at the recipe's load or call that reached it.
+    diagnostics = unique(map(attributed, diagnostics))
     errors = sum(1 for d in diagnostics if d.severity == "error")
-    return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
-                 tuple(deps))
+    return Check(tuple(diagnostics), tuple(unique(map(attributed, found))), errors, len(recipes), variants,
+                 len(set(libraries)), tuple(deps))
 
 
 def parse(text: str, path: str = "<text>"):

@@ -224,7 +224,8 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
             raise CompileError(diags)
         from rcpc.domain.lint import unsilenced
 
-        found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
+        found = unsilenced(compiler, compiler.in_recipe(path, unique([*compiler.loaded_warnings(path),
+                                                                      *compiler.context.diagnostics[seen:]])))
         if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
             from rcpc.domain.lint import lint_built
 

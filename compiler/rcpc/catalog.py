@@ -159,6 +159,8 @@ CATALOG = [
             files={"recipes/lib/a.rcp": "MESHES = 1\n_X = 2\n"}),
     Example("E0204", "load path leaving the workspace", 'load("//../outside.rcp", "A")\n'),
     Example("E0205", "load path that is not a .rcp file", 'load("//recipes/lib/a.txt", "A")\n'),
+    Example("E0206", "load path that names no file of rcpc's standard library",
+            'load("@rcpc//../stdlib/maxtext_tpu.rcp", "maxtext_jobset")\n'),
     # types and values -------------------------------------------------------------------------
     Example("E0301", "type error", 'X = 1 + "a"\n'),
     Example("E0302", "key repeated in one dict", 'F = maxtext_flags({\n    "steps": 1,\n    "steps": 2,\n})\n'),

@@ -440,10 +440,12 @@ class _Sources(dict):
             from rcpc.core.limits import MAX_FILE_BYTES
             from rcpc.core.source import Source
 
-            real = Path(os.path.realpath(self.ws.root / path))
+            from rcpc.domain import stdlib
+
+            real = Path(os.path.realpath(self.ws.path_of(path)))
             named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_schema, *self.ws.kube_schemas) if p}
-            if self.ws.root not in real.parents and real not in named:
-                return default  # never read outside the workspace, save the schema files named
+            if self.ws.root not in real.parents and real not in named and not stdlib.contains(real):
+                return default  # never read outside the workspace, save the schema files named and rcpc's own
             try:  # bounded, as when compiling (E0803); decoded as the compiler decodes it: no
                 # newline translation (a lone '\r' stays)
                 self[path] = Source(path, read_limited(real, MAX_FILE_BYTES).decode("utf-8"), str(real))
@@ -470,7 +472,9 @@ class _Report:
             _stderr(line)
 
     def add(self, diags, sources) -> None:
-        for d in diags:
+        from rcpc.domain.stdlib import attributed
+
+        for d in map(attributed, diags):
             if self.kind == "github":
                 from rcpc.findings import github_command
 
@@ -804,6 +808,7 @@ def _import(args, ws, compiler) -> int:
     to stdout or ``-o`` (never over an existing file without ``--force``), then proven equal
     to the input; exit 1 when it is not."""
     from rcpc.core.files import write_output
+    from rcpc.domain import stdlib
     from rcpc.importer import driver
 
     source = Path(args.file)
@@ -822,6 +827,8 @@ def _import(args, ws, compiler) -> int:
             problem = "exists (rcpc import never replaces a file unless --force is given)"
         elif target.exists() and target.resolve() == source.resolve():
             problem = "is the input file"
+        elif stdlib.contains(Path(os.path.realpath(target))):
+            problem = f"it is in rcpc's standard library ({stdlib.DIRECTORY}): rcpc's own files are never written"
         if problem:
             raise CompileError(Diagnostic("E1202", f"cannot write {out}: {problem}", None,
                                           hint="name a new .rcp file, or add --force to replace it"))

@@ -34,6 +34,7 @@ from rcpc.core.syntax.parser import parse
 from rcpc.core.values import Dict
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
+from rcpc.domain import stdlib
 from rcpc.domain.workspace import LINK, Workspace
 
 DEFAULT_VARIANT = "default"
@@ -293,6 +294,24 @@ class Compiler:
             found.extend(self._warnings.get(dep, ()))
         return found
 
+    def in_recipe(self, real: Path, diags) -> list[Diagnostic]:
+        """The warnings and notes found for recipe ``real`` as its author reads them
+        (:func:`rcpc.domain.stdlib.attributed`): one whose span is in rcpc's standard library
+        and that names no place of the workspace (a flag entry written there) gets, as
+        ``loaded from``, the recipe's ``load()`` that reaches that file, and is shown there,
+        where ``# rcpc: ignore[CODE]`` silences it. Call before :meth:`release`."""
+        out = []
+        for d in diags:
+            if d.span is not None and stdlib.is_label(d.span.path) \
+                    and all(stdlib.is_label(s.path) for _, s in d.related):
+                dep = self.workspace.path_of(d.span.path)
+                site = next((stmt.path_span for target, stmt in self._load_targets(real)
+                             if target == dep or dep in self.dependencies(target)), None)
+                if site is not None:
+                    d = record.evolve(d, related=(*d.related, ("loaded from", site)))
+            out.append(stdlib.attributed(d))
+        return out
+
     def library_warnings(self, real: Path) -> list[Diagnostic]:
         """Warnings and notes found evaluating library ``real`` in this run (with those of the
         files it loads); empty when it has not been evaluated, or failed."""
@@ -309,7 +328,7 @@ class Compiler:
         elif target == BUILTIN:
             path = BUILTIN_PATH
         else:
-            path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+            path = self.workspace.resolve_path(target, self.workspace.path_of(span.path), span, verb="read")
         self.schema_files.update(schema_sources(path))
         schema = self._schemas.get(path)
         if schema is None:

@@ -35,6 +35,7 @@ from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.names import fold, problem
 from rcpc.core.source import Span, file_span
+from rcpc.domain import stdlib
 
 CONFIG_NAME = "rcp.toml"
 RECIPE_SUFFIX = ".rcp"
@@ -69,6 +70,9 @@ class Workspace:
     maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
+    # rcpc's standard library (@rcpc//): the running rcpc's when None (rcpc.domain.stdlib);
+    # never a setting of rcp.toml (rcpc diff --rev sets a revision's: rcpc.revision)
+    stdlib_dir: Path | None = None
 
     def real(self, raw: Path, parents: dict | None = None) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
@@ -204,15 +208,25 @@ class Workspace:
         return _key_span(self.config_bytes.decode("utf-8", "replace"), key)
 
     def display(self, path: Path) -> str:
-        """``path`` relative to the root when inside it (for diagnostics), else absolute."""
+        """``path`` relative to the root when inside it (for diagnostics), its ``@rcpc//``
+        label when it is a file of rcpc's standard library (:mod:`rcpc.domain.stdlib`), else
+        absolute."""
+        if stdlib.contains(path, self.stdlib_dir):
+            return stdlib.label(path, self.stdlib_dir)
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
 
+    def path_of(self, shown: str) -> Path:
+        """The file a display path (:meth:`display`, a span's path) names: a standard library
+        label's file, else the path relative to the root (not resolved)."""
+        return stdlib.path_of(shown, self.stdlib_dir) if stdlib.is_label(shown) else self.root / shown
+
     def is_library(self, path: Path) -> bool:
-        """``path`` (absolute, real) is a library directory or inside one."""
-        return any(_within(path, d) for d in self.library_dirs)
+        """``path`` (absolute, real) is a library directory or inside one, or a file of rcpc's
+        standard library."""
+        return any(_within(path, d) for d in self.library_dirs) or stdlib.contains(path, self.stdlib_dir)
 
     def recipe_name(self, path: Path) -> str:
         """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
@@ -351,13 +365,19 @@ class Workspace:
         return None
 
     def resolve_load(self, target: str, from_file: Path, span: Span) -> Path:
-        """The real path of ``load(target)`` written in ``from_file``: ``//x`` is relative to
-        the root, anything else to the loading file's directory. Symlinks are resolved
-        before checking that the file is inside the workspace. Errors: ``E0204`` escaping the
-        workspace, ``E0201`` missing file, ``E0205`` not a ``.rcp`` path."""
+        """The real path of ``load(target)`` written in ``from_file``: ``@rcpc//x`` is a file
+        of rcpc's standard library (:func:`rcpc.domain.stdlib.resolve`, as is every load of a
+        standard library file), ``//x`` is relative to the root, anything else to the loading
+        file's directory. Symlinks are resolved before checking that the file is inside the
+        workspace. Errors: ``E0204`` escaping the workspace, ``E0201`` missing file, ``E0205``
+        not a ``.rcp`` path, ``E0206`` a label naming no standard library file."""
         if not target.endswith(RECIPE_SUFFIX):
             raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span,
                         hint=f"load() reads recipe files: end the path with {RECIPE_SUFFIX}")
+        if target.startswith("@"):
+            return stdlib.resolve(target, span, directory=self.stdlib_dir)
+        if stdlib.contains(from_file, self.stdlib_dir):
+            return stdlib.resolve(target, span, stdlib.label(from_file, self.stdlib_dir), self.stdlib_dir)
         return self.resolve_path(target, from_file, span)
 
     def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
@@ -382,8 +402,9 @@ class Workspace:
             raise error("E0204", f"load path {target!r} leaves the workspace", span,
                         hint="recipes may only read files inside their workspace (the directory of rcp.toml)")
         if not is_file:
+            shipped = stdlib.suggestion(target) if verb == "load" else None
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
-                        hint=f"looked for {self.display(real)}")
+                        hint=f"looked for {self.display(real)}" + (f"; {shipped}" if shipped else ""))
         return real
 
 

@@ -80,7 +80,7 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
 
     tried = []
     for cand in library.CANDIDATES if not template.documents else ():  # several documents: data literals
-        if not (root / cand.library.removeprefix("//")).is_file() or cand.extract(template) is None:
+        if not _has_library(ws, cand.library) or cand.extract(template) is None:
             continue
         try:
             text, found = attempt(cand.extract)
@@ -129,6 +129,16 @@ def _schemas(ws):
         return next((s for s in (i.schema(api, kind) for i in indexes) if s is not None), None)
 
     return schema_of
+
+
+def _has_library(ws, load_path: str) -> bool:
+    """The library a candidate loads (``@rcpc//FILE.rcp``, rcpc's standard library, or a
+    workspace path ``//...``) exists, so its functions can be tried."""
+    from rcpc.domain import stdlib
+
+    if stdlib.is_label(load_path):
+        return stdlib.path_of(load_path, ws.stdlib_dir).is_file()
+    return (ws.root / load_path.removeprefix("//")).is_file()
 
 
 def _valid(root: Path, template, make, text: str):
@@ -299,7 +309,7 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
 
     tried = []
     for cand in shell_library.SHELL_CANDIDATES:
-        launch = cand.extract(script) if (root / cand.library.removeprefix("//")).is_file() else None
+        launch = cand.extract(script) if _has_library(ws, cand.library) else None
         if launch is None:
             continue
         try:

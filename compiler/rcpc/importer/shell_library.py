@@ -9,7 +9,7 @@ the command line bash runs, and the MaxText flag tokens) decides, and the import
 to the words of the command line when no call is equal. A new library function is one more
 entry in :data:`SHELL_CANDIDATES`.
 
-The functions are those of ``recipes/lib/maxtext_tpu.rcp``: ``xpk_workload_create`` (the
+The functions are those of ``@rcpc//maxtext_tpu.rcp``: ``xpk_workload_create`` (the
 argv of ``xpk workload create``, its flags in the order the published XPK launch recipes
 write them, ../shared/data/tpu-recipes/xpk/*.sh) with ``xpk_workload_command`` (the
 ``--command`` text: XPK exports the TPU runtime environment itself, so it is
@@ -93,7 +93,7 @@ class ShellCandidate:
 
 
 # Flag layers -----------------------------------------------------------------------------
-# The library's flag layers (recipes/lib/maxtext_tpu.rcp "MaxText flags"), each entry as the
+# The library's flag layers (@rcpc//maxtext_tpu.rcp "MaxText flags"), each entry as the
 # importer writes its value (recipe source).
 LAYERS = {
     "FSDP_MESH": {"dcn_pipeline_parallelism": "1", "dcn_data_parallelism": "-1", "ici_pipeline_parallelism": "1",

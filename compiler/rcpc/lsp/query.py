@@ -29,6 +29,7 @@ import attrs
 
 from rcpc.core.builtins import Function
 from rcpc.domain import builtins as B
+from rcpc.domain import stdlib
 from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.resolve import ARGUMENT, BUILTIN, COMPREHENSION, FUNCTION, LOADED, LOCAL, PARAM, TOP_LEVEL
@@ -580,8 +581,9 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     if not ctx.in_string:
         return []
     if ctx.string_arg == 0:
-        return [Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
-                if lib != real and ws.is_library(lib)]
+        return [*(Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
+                  if lib != real and ws.is_library(lib) and not stdlib.contains(lib)),
+                *(Item(label, "file", "rcpc's standard library") for label in stdlib.files())]
     m = list(re.finditer(r"load\s*\(\s*(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", text[:offset]))
     if not m:
         return []
