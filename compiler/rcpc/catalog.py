@@ -265,6 +265,12 @@ CATALOG = [
             argv=("explain", "r", "F", "step")),
     Example("E0620", "explain of an unknown flag set", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
             argv=("explain", "r", "FLAG", "steps")),
+    Example("E0630", "values file that cannot be read", "N = param(int, default = 1)\n" + 'variant("default")\n',
+            argv=("build", "r", "--values", "clusters/prod.toml")),
+    Example("E0631", "values file that is not TOML", "N = param(int, default = 1)\n",
+            files={"prod.toml": "N = 1 2\n"}, argv=("build", "r", "--values", "prod.toml")),
+    Example("E0632", "values file key that is no param = value", "N = param(int, default = 1)\n",
+            files={"prod.toml": "[cluster]\nN = 2\n"}, argv=("build", "r", "--values", "prod.toml")),
     # renders ------------------------------------------------------------------------------------
     Example("E0701", "bad render name", 'manifest(name = "../m", apiVersion = "v1", kind = "ConfigMap")\n'),
     Example("E0702", "two renders with one name",

@@ -333,6 +333,8 @@ def _declare_param(ev, stmt: ast.Assign, call: ast.Call, result):
         value = ev.overrides[stmt.name]
         if type(value) is str:  # from --set NAME=VALUE: typed by the param
             value = param_value_from_text(param, value)
+        else:  # a variant's or a values file's value: of the param's type, where it is written
+            check_param_value(param.type, value, stmt.name, param.choices)
     elif param.default is None:
         raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
                     hint=f"give it a default, or set it with --set {stmt.name}=VALUE")

@@ -14,18 +14,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from rcpc.core.diagnostics import did_you_mean, error
+from rcpc.core.source import COMMAND_LINE_SPAN
 from rcpc.domain.emit.flags import value_text
 from rcpc.core.emit.scalars import scalar_str
-from rcpc.domain.recipe import Compiler, parse_sets
+from rcpc.domain.overrides import Overrides
+from rcpc.domain.recipe import Compiler
 from rcpc.domain.values import FlagSet
 
 
-def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets: list[str] | None):
+def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets):
     """(recipe, the variant's name, its evaluation) of ``--variant`` (default ``default``) or
-    ``--set`` items. ``E0607`` for an unknown variant."""
+    param overrides (``--set`` items, or an :class:`~rcpc.domain.overrides.Overrides`:
+    values files too). ``E0607`` for an unknown variant."""
     recipe, _ = compiler.recipe(path)
-    if sets:
-        return recipe, "custom", compiler.evaluate(path, parse_sets(sets))
+    overrides = Overrides.of(sets)
+    if overrides.params:
+        return recipe, "custom", compiler.evaluate(path, compiler.param_overrides(overrides)[0])
     name = variant or "default"
     return recipe, name, compiler.evaluate(path, dict(recipe.variant(name).sets.items))
 
@@ -93,16 +97,18 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     its containers sets (did-you-mean over the keys it sets)."""
     recipe, name, result = _evaluated(compiler, path, variant, sets)
     fs, embedded = _find(result, flagset)
+    overrides = Overrides.of(sets)
+    given = {f.shown for f in compiler.param_overrides(overrides)[1]} | {COMMAND_LINE_SPAN.path}
     chain = []
     if embedded is None:
         for index, layer in enumerate(fs.layers, 1):
             for e in layer.entries:
                 if e.key == key:
-                    chain.append(_step(compiler, e, e, index, layer.why))
+                    chain.append(_step(compiler, e, e, index, layer.why, given))
     else:  # the tokens a render carries, each as the container receives it
         for t, _ in embedded.tokens:
             if t.key == key:
-                chain.append(_step(compiler, t.entry, embedded.received(t.entry), t.layer, t.why))
+                chain.append(_step(compiler, t.entry, embedded.received(t.entry), t.layer, t.why, given))
     env = _env(result, fs, key)
     if not chain and not env:
         keys = list(dict.fromkeys(e.key for layer in fs.layers for e in layer.entries))
@@ -120,13 +126,17 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     return report
 
 
-def _step(compiler: Compiler, written, received, layer: int, why: tuple) -> dict:
+def _step(compiler: Compiler, written, received, layer: int, why: tuple, given: set) -> dict:
     """One step of explain's chain: the value as written, and as the container receives it
-    when Kubernetes' ``$(VAR)`` expansion changes it (``received``)."""
+    when Kubernetes' ``$(VAR)`` expansion changes it (``received``); ``value_from``, where a
+    param's value came from when it is one of ``given`` (a values file, ``--set``)."""
     step = {"value": value_text(written.value), "location": str(written.key_span), "layer": layer,
             "active": _why(compiler, why)}
     if received is not written:
         step["received"] = value_text(received.value)
+    span = written.value.span
+    if span.path in given:
+        step["value_from"] = span.path if span == COMMAND_LINE_SPAN else str(span)
     return step
 
 
