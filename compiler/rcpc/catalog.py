@@ -271,6 +271,16 @@ CATALOG = [
             files={"prod.toml": "N = 1 2\n"}, argv=("build", "r", "--values", "prod.toml")),
     Example("E0632", "values file key that is no param = value", "N = param(int, default = 1)\n",
             files={"prod.toml": "[cluster]\nN = 2\n"}, argv=("build", "r", "--values", "prod.toml")),
+    Example("E0633", "sweep naming two points alike",
+            'BS = param(int, default = 1)\nREMAT = param(str, default = "full")\n'
+            'variants(over = {"BS": [2, 4], "REMAT": ["full", "minimal"]}, name = "bs{BS}")\n'),
+    Example("E0634", "sweep name template field that is not swept",
+            'BS = param(int, default = 1)\nvariants(over = {"BS": [2, 4]}, name = "bs{BZ}")\n'),
+    Example("E0635", "sweep with nothing to sweep", 'BS = param(int, default = 1)\nvariants(over = {"BS": []})\n'),
+    Example("E0636", "sweep too large", 'A = param(int, default = 1)\nB = param(int, default = 1)\n'
+            'variants(over = {"A": range(100), "B": range(100)}, name = "a{A}-b{B}")\n'),
+    Example("E0637", "param both swept and fixed",
+            'BS = param(int, default = 1)\nvariants(over = {"BS": [2, 4]}, set = {"BS": 8})\n'),
     # renders ------------------------------------------------------------------------------------
     Example("E0701", "bad render name", 'manifest(name = "../m", apiVersion = "v1", kind = "ConfigMap")\n'),
     Example("E0702", "two renders with one name",

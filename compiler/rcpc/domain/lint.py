@@ -63,7 +63,7 @@ CODES = {
 _IGNORE = re.compile(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
 # calls whose value a recipe declares as a statement (an unused one is W0707's, not L0001's)
 _RENDER_CALLS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes != "value")
-_NOT_RENDERS = frozenset(("variant", "require"))
+_NOT_RENDERS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes == "variant") | {"require"}
 
 
 def lint(compiler, paths: Iterable[str | Path] = ()) -> list[Diagnostic]:

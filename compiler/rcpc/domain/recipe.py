@@ -39,6 +39,9 @@ from rcpc.domain.renders import kind_of
 from rcpc.domain.workspace import LINK, Workspace, entry
 
 DEFAULT_VARIANT = "default"
+# the built-ins whose call statements declare variants (variant, variants): a variant's own
+# build skips them (its declarations come from the default evaluation)
+VARIANT_CALLS = frozenset(n for n, f in B.UNIVERSE.functions.items() if f.makes == "variant")
 
 
 @record.frozen
@@ -433,7 +436,7 @@ class Compiler:
         self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context, universe=B.UNIVERSE,
-                         skip_calls=frozenset() if declare_variants else frozenset({"variant"}),
+                         skip_calls=frozenset() if declare_variants else VARIANT_CALLS,
                          record=record, base=base).run(mod)
 
     def default_exports(self, real: Path) -> dict:
