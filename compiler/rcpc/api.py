@@ -241,7 +241,7 @@ class Workspace:
                 raise result
         results = tuple((ws.recipe_name(path), *result) for path, result in zip(paths, compiled))
         found = unique(d for _, _, diags, _ in results for d in diags if d.severity != "note")
-        return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets.params),
+        return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
                      listed=bool(recipes), compared=compared)
 
     def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None,
@@ -253,7 +253,7 @@ class Workspace:
 
         (path,) = self.recipe_paths([recipe])
         sets = Overrides.of(sets, values, flags)
-        info, builds = self.compiler.build(path, variant or (None if sets.params else "default"), sets)
+        info, builds = self.compiler.build(path, variant or (None if sets else "default"), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
@@ -330,7 +330,8 @@ class Workspace:
             return exc.diagnostics
 
     def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
-                sets: list[str] | None = None, values: list[str] | None = None) -> dict:
+                sets: list[str] | None = None, values: list[str] | None = None,
+                flags: list[str] | None = None) -> dict:
         """Where flag ``key`` of ``flag_set`` (a top-level name bound to ``maxtext_flags``,
         or a flag render such as ``trainer``) gets its effective value, as plain data
         (:func:`rcpc.domain.explain.explain`: ``effective``, ``chain`` of layers, ``env``
@@ -339,17 +340,18 @@ class Workspace:
         from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return explain(self.compiler, path, flag_set, key, variant, Overrides.of(sets, values))
+        return explain(self.compiler, path, flag_set, key, variant, Overrides.of(sets, values, flags))
 
     def explain_effective(self, recipe: str, render: str, variant: str | None = None,
-                          sets: list[str] | None = None, values: list[str] | None = None) -> dict:
+                          sets: list[str] | None = None, values: list[str] | None = None,
+                          flags: list[str] | None = None) -> dict:
         """The whole config MaxText starts with for the flag set ``render`` carries, each
         value with where it comes from (:func:`rcpc.domain.explain.effective`)."""
         from rcpc.domain.explain import effective
         from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return effective(self.compiler, path, render, variant, Overrides.of(sets, values))
+        return effective(self.compiler, path, render, variant, Overrides.of(sets, values, flags))
 
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;

@@ -281,6 +281,11 @@ CATALOG = [
             'variants(over = {"A": range(100), "B": range(100)}, name = "a{A}-b{B}")\n'),
     Example("E0637", "param both swept and fixed",
             'BS = param(int, default = 1)\nvariants(over = {"BS": [2, 4]}, set = {"BS": 8})\n'),
+    Example("E0638", "--flag naming no render", 'F = maxtext_flags({"steps": 10})\nflag_file(name = "trainer", flags = F)\n',
+            argv=("build", "r", "--flag", "trainr.steps=20")),
+    Example("E0639", "--flag of a render that carries no flag set",
+            'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", data = {"a": "x"})\n',
+            argv=("build", "r", "--flag", "cm.steps=20")),
     # renders ------------------------------------------------------------------------------------
     Example("E0701", "bad render name", 'manifest(name = "../m", apiVersion = "v1", kind = "ConfigMap")\n'),
     Example("E0702", "two renders with one name",

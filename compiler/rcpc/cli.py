@@ -262,6 +262,10 @@ def _values_option(p) -> None:
     p.add_argument("--values", action="append", metavar="FILE.toml",
                    help="param values from a TOML file of NAME = VALUE lines (repeatable: a later file wins, "
                         "--set wins over files); the build is variant 'custom' (docs/cli.md, Values files)")
+    p.add_argument("--flag", dest="flags", action="append", metavar="RENDER.KEY=VALUE",
+                   help="set one MaxText flag of the flag set RENDER carries, as its last layer (repeatable); "
+                        "the build is variant 'custom', of --variant V checked against V's contract "
+                        "(docs/cli.md, Flag overrides)")
 
 
 def _no_variant_with_values(args) -> None:
@@ -530,7 +534,7 @@ def _build(args, ws, compiler) -> int:
     out_dir = Path(args.output) if args.output else ws.output_dir
     _no_variant_with_values(args)
     build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, values=args.values,
-                                     jobs=args.jobs, output=out_dir)
+                                     flags=args.flags, jobs=args.jobs, output=out_dir)
     _print_diagnostics(build.diagnostics, compiler)
     written = build.write(out_dir, args.output or ws.display(out_dir))
     if written:
@@ -556,7 +560,7 @@ def _build(args, ws, compiler) -> int:
 
 def _render(args, ws, compiler) -> int:
     _no_variant_with_values(args)
-    rendered = compiler.workspace.render(args.recipe, args.variant, args.sets, args.values)
+    rendered = compiler.workspace.render(args.recipe, args.variant, args.sets, args.values, args.flags)
     renders = rendered.renders
     if args.render:
         renders = [r for r in renders if r.name == args.render or r.name.rsplit(".", 1)[0] == args.render]
@@ -691,7 +695,7 @@ def _explain(args, ws, compiler) -> int:
     _no_variant_with_values(args)
     if args.effective:
         report = compiler.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets,
-                                                      args.values)
+                                                      args.values, args.flags)
         if args.format == "json":
             print(json.dumps(report, indent=2, ensure_ascii=False))
             return 0
@@ -701,7 +705,8 @@ def _explain(args, ws, compiler) -> int:
         for r in report["config"]:
             print(f"  {r['key']:<{width}}  {r['value']}  ({r['from']})")
         return 0
-    report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets, args.values)
+    report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets, args.values,
+                                        args.flags)
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0

@@ -25,13 +25,21 @@ from rcpc.domain.values import FlagSet
 def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets):
     """(recipe, the variant's name, its evaluation) of ``--variant`` (default ``default``) or
     param overrides (``--set`` items, or an :class:`~rcpc.domain.overrides.Overrides`:
-    values files too). ``E0607`` for an unknown variant."""
+    values files and ``--flag`` items too). ``E0607`` for an unknown variant."""
+    from rcpc.domain.flag_overrides import apply_flags
+
     recipe, _ = compiler.recipe(path)
     overrides = Overrides.of(sets)
     if overrides.params:
-        return recipe, "custom", compiler.evaluate(path, compiler.param_overrides(overrides)[0])
-    name = variant or "default"
-    return recipe, name, compiler.evaluate(path, dict(recipe.variant(name).sets.items))
+        name, raw = "custom", compiler.param_overrides(overrides)[0]
+    else:
+        name = variant or "default"
+        raw = dict(recipe.variant(name).sets.items)
+    result = compiler.evaluate(path, raw)
+    if overrides.flags:  # the renders as built with them (the names bound in the recipe as written)
+        result.renders = apply_flags(result.renders, overrides.flags, compiler.context.warn)
+        name = "custom"
+    return recipe, name, result
 
 
 def effective(compiler: Compiler, path: Path, render: str, variant: str | None = None,
@@ -67,7 +75,7 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
         value, at = values.raw(key)
         source = values.source(key)
         if source == "flag":
-            label = str(values.cli[key].key_span)
+            label = _where(values.cli[key].key_span)
         elif source == "env":
             label = f"{at[0].split(' = ')[0]} of container {_name(container)} in {where}" if at else "env"
         elif source == "model":
@@ -130,7 +138,7 @@ def _step(compiler: Compiler, written, received, layer: int, why: tuple, given: 
     """One step of explain's chain: the value as written, and as the container receives it
     when Kubernetes' ``$(VAR)`` expansion changes it (``received``); ``value_from``, where a
     param's value came from when it is one of ``given`` (a values file, ``--set``)."""
-    step = {"value": value_text(written.value), "location": str(written.key_span), "layer": layer,
+    step = {"value": value_text(written.value), "location": _where(written.key_span), "layer": layer,
             "active": _why(compiler, why)}
     if received is not written:
         step["received"] = value_text(received.value)
@@ -138,6 +146,11 @@ def _step(compiler: Compiler, written, received, layer: int, why: tuple, given: 
     if span.path in given:
         step["value_from"] = span.path if span == COMMAND_LINE_SPAN else str(span)
     return step
+
+
+def _where(span) -> str:
+    """Where a flag is set: ``path:line:col``, or a ``--flag`` item (a span of no line)."""
+    return span.path if span.line == 0 else str(span)
 
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:

@@ -526,20 +526,48 @@ class Compiler:
         that is not a declared param (at its key in a values file)."""
         self._rendered = 0
         overrides = Overrides.of(sets)
-        if overrides.params:
-            raw, files = self.param_overrides(overrides)
-            result = self.evaluate(real, raw)
-            params = {p.name: p for p in result.params}
-            _check_overridden(overrides, files, params)
-            recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
-                            _check_variants(result.variants, params))
-            builds = [self._variant_build("custom", result)]
-            self._raise_problems(recipe, builds)
-            return recipe, builds
+        if overrides:
+            return self._build_custom(real, variant, overrides)
         recipe, default = self._recipe(real)
         chosen = recipe.variants if variant is None else [recipe.variant(variant)]
         builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
         self._raise_problems(recipe, builds)
+        return recipe, builds
+
+    def _build_custom(self, real: Path, variant: str | None, overrides: Overrides) -> tuple[Recipe, list]:
+        """The build of :meth:`build` with ``overrides``, as variant ``custom``: param values
+        (``--set``, ``--values``), else the params of ``variant`` (default: ``default``), and
+        the ``--flag`` items applied to the renders (:mod:`rcpc.domain.flag_overrides`). A
+        ``--flag`` build of a variant with a contract is checked against it (``E0610``,
+        ``E0612``), its against variant built as declared."""
+        from rcpc.domain.flag_overrides import apply_flags
+
+        base = None
+        if overrides.params:
+            raw, files = self.param_overrides(overrides)
+        else:
+            declared, _ = self._recipe(real)
+            base = declared.variant(variant or DEFAULT_VARIANT)
+            raw = dict(base.sets.items)
+        result = self.evaluate(real, raw)
+        params = {p.name: p for p in result.params}
+        if overrides.params:
+            _check_overridden(overrides, files, params)
+        recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
+                        _check_variants(result.variants, params))
+        if overrides.flags:
+            result.renders = apply_flags(result.renders, overrides.flags, self.context.warn)
+        builds = [self._variant_build("custom", result)]
+        self._raise_problems(recipe, builds)
+        if base is not None and overrides.flags and base.against is not None and base.changes is not None:
+            from rcpc.domain.contracts import check_contract
+
+            other = recipe.variant(base.against)
+            other = self.evaluate_with(real, other.name, dict(other.sets.items), self._base[real])
+            found = check_contract(base, other, builds[0])
+            if found:
+                built = "built with " + " ".join(f"--flag {f}" for f in overrides.flags)
+                raise CompileError([record.evolve(d, notes=(built,) + d.notes) for d in found])
         return recipe, builds
 
     def _raise_problems(self, recipe: Recipe, builds: list) -> None:
@@ -703,3 +731,4 @@ def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
     for name in parse_sets(overrides.sets):
         if name not in params:
             raise error("E0601", f"--set {name}: no such param", None, hint=hint(name))
+
