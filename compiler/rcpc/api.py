@@ -216,9 +216,8 @@ class Workspace:
         ``output``: the directory it will be written to, compared with the renders as
         workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
         from rcpc.cache import request
-        from rcpc.parallel import compile_recipes
-
         from rcpc.domain.overrides import Overrides
+        from rcpc.parallel import compile_recipes
 
         ws = self.config
         sets = Overrides.of(sets, values, flags)

@@ -731,4 +731,3 @@ def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
     for name in parse_sets(overrides.sets):
         if name not in params:
             raise error("E0601", f"--set {name}: no such param", None, hint=hint(name))
-
