@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.limits import MAX_SWEEP
 from rcpc.domain.builtins import UNIVERSE
+from rcpc.domain.lint import lint
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
 
@@ -98,6 +99,10 @@ def test_contracts_hold_per_point_and_a_point_may_leave_a_declared_flag_unchange
                    '         changes = {"trainer": ["per_device_batch_size", "max_target_length"]})\n')
     recipe, builds = _compile(tmp_path / "a", ok, contracts=True)
     assert [b.variant for b in builds] == ["default", "bs1-seq8", "bs2-seq8"]
+    baseline = HEADER + ('variants(over = {"BS": [1, 2]}, name = "bs{BS}", against = "default",\n'
+                         '         changes = {"trainer": ["per_device_batch_size"]})\n')
+    _compile(tmp_path / "c", baseline, contracts=True)
+    assert lint(Compiler(Workspace.find(tmp_path / "c"))) == []  # bs1 renders what default does: no L0005
     broken = ok.replace('"per_device_batch_size", ', "")
     d = _fails(tmp_path / "b", broken, contracts=True)
     assert d.code == "E0610" and "bs2-seq8" in d.message
