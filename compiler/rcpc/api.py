@@ -205,17 +205,22 @@ class Workspace:
         return list(dict.fromkeys(out))
 
     def build(self, recipes=(), *, variant: str | None = None, sets: list[str] | None = None,
+              values: list[str] | None = None, flags: list[str] | None = None,
               jobs: int = 1, output: str | os.PathLike | None = None) -> Build:
         """Compile ``recipes`` (default: all) for every declared variant, or only ``variant``,
-        or with ``sets`` (``NAME=VALUE`` param values, built as variant ``custom``): from the
+        or with ``sets`` (``NAME=VALUE`` param values) and ``values`` (values files, paths
+        relative to the current directory; :mod:`rcpc.domain.overrides`), built as variant
+        ``custom``; ``flags``: ``RENDER.KEY=VALUE`` MaxText flag overrides. From the
         build cache when nothing they read changed, else in ``jobs`` processes. Raises the
         first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result.
         ``output``: the directory it will be written to, compared with the renders as
         workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
         from rcpc.cache import request
+        from rcpc.domain.overrides import Overrides
         from rcpc.parallel import compile_recipes
 
         ws = self.config
+        sets = Overrides.of(sets, values, flags)
         cache, options = request(ws, variant, sets)
         paths = self.recipe_paths(recipes)
         compared = arrived = None
@@ -238,12 +243,16 @@ class Workspace:
         return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
                      listed=bool(recipes), compared=compared)
 
-    def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None) -> Rendered:
-        """The renders of one variant of ``recipe`` (default: ``default``; with ``sets``, the
-        param values given, as variant ``custom``), compiled in memory, nothing written."""
+    def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None,
+               values: list[str] | None = None, flags: list[str] | None = None) -> Rendered:
+        """The renders of one variant of ``recipe`` (default: ``default``; with ``sets`` or
+        ``values``, the param values given, as variant ``custom``; ``flags`` as in
+        :meth:`build`), compiled in memory, nothing written."""
+        from rcpc.domain.overrides import Overrides
+
         (path,) = self.recipe_paths([recipe])
-        chosen = variant if variant or sets else None
-        info, builds = self.compiler.build(path, chosen or ("default" if not sets else None), sets)
+        sets = Overrides.of(sets, values, flags)
+        info, builds = self.compiler.build(path, variant or (None if sets else "default"), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
@@ -320,24 +329,28 @@ class Workspace:
             return exc.diagnostics
 
     def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
-                sets: list[str] | None = None) -> dict:
+                sets: list[str] | None = None, values: list[str] | None = None,
+                flags: list[str] | None = None) -> dict:
         """Where flag ``key`` of ``flag_set`` (a top-level name bound to ``maxtext_flags``,
         or a flag render such as ``trainer``) gets its effective value, as plain data
         (:func:`rcpc.domain.explain.explain`: ``effective``, ``chain`` of layers, ``env``
         overrides, the schema default)."""
         from rcpc.domain.explain import explain
+        from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return explain(self.compiler, path, flag_set, key, variant, sets)
+        return explain(self.compiler, path, flag_set, key, variant, Overrides.of(sets, values, flags))
 
     def explain_effective(self, recipe: str, render: str, variant: str | None = None,
-                          sets: list[str] | None = None) -> dict:
+                          sets: list[str] | None = None, values: list[str] | None = None,
+                          flags: list[str] | None = None) -> dict:
         """The whole config MaxText starts with for the flag set ``render`` carries, each
         value with where it comes from (:func:`rcpc.domain.explain.effective`)."""
         from rcpc.domain.explain import effective
+        from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return effective(self.compiler, path, render, variant, sets)
+        return effective(self.compiler, path, render, variant, Overrides.of(sets, values, flags))
 
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;

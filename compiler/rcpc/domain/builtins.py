@@ -31,6 +31,7 @@ them) or a variant; :class:`RecipeResult` holds what a recipe declared.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable
 
@@ -39,7 +40,7 @@ from rcpc.core import record
 from rcpc.core.builtins import Declaration, Function, Universe, _article, _bind, _expect, _int
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
-from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME
+from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
@@ -177,20 +178,22 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
     return tpu_slice(spec.value, spec.span)
 
 
-def _variant(ctx, fn, span, args, kwargs):
-    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
-    name = _expect(a["name"], (Str,), "variant name")
-    if names.fold(name.value) == "custom":
-        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span,
+def _check_variant_name(name: str, span: Span, hint: str = "use letters, digits, '.', '-' and '_'") -> None:
+    """``E0604`` when ``name`` cannot name a variant: ``custom`` (the ``--set`` builds'), or
+    not one plain, portable directory name (:mod:`rcpc.core.names`)."""
+    if names.fold(name) == "custom":
+        raise error("E0604", f"variant name {name!r} is reserved for --set builds ('custom')", span,
                     hint="choose another name")
-    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
-        raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
-                    hint="use letters, digits, '.', '-' and '_'")
-    why = names.problem(name.value)
+    if not RENDER_NAME.fullmatch(name) or ".." in name or len(name) > MAX_NAME:
+        raise error("E0604", f"variant name {name[:40]!r} is not a plain directory name", span, hint=hint)
+    why = names.problem(name)
     if why is not None:
-        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span,
-                    hint="use letters, digits, '.', '-' and '_'")
-    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+        raise error("E0604", f"variant name {name!r} is not a portable directory name: it {why}", span, hint=hint)
+
+
+def _contract(a: dict) -> tuple:
+    """(against, changes) of a ``variant()`` or ``variants()`` call's arguments ``a``:
+    ``E0609`` for ``changes`` without ``against``."""
     against = a.get("against")
     if against is not None:
         against = _expect(against, (Str,), "against").value
@@ -200,7 +203,79 @@ def _variant(ctx, fn, span, args, kwargs):
         if against is None:
             raise error("E0609", "changes = {...} needs against = \"VARIANT\": the variant it is compared with",
                         changes.span, hint='add against = "default"')
-    return Variant(name.value, sets, against, changes, span)
+    return against, changes
+
+
+def _variant(ctx, fn, span, args, kwargs):
+    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
+    name = _expect(a["name"], (Str,), "variant name")
+    _check_variant_name(name.value, name.span)
+    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    return Variant(name.value, sets, *_contract(a), span)
+
+
+_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def _variants(ctx, fn, span, args, kwargs):
+    """``variants(over = {PARAM: [values], ...}, name = "TEMPLATE", set = {...}, against =
+    ..., changes = {...})``: a sweep, one :class:`Variant` per point of the product of the
+    ``over`` lists (the first param varying slowest, as ``itertools.product``), each setting
+    its point's values (and ``set``'s), named by the template with ``{PARAM}`` replaced by
+    the point's value (default: the values joined by ``-``), each with the same contract.
+    The product's size is checked before it is expanded (``E0636`` over
+    :data:`~rcpc.core.limits.MAX_SWEEP`). Errors: ``E0635`` an empty ``over`` or list,
+    ``E0634`` a template field that is not a param of ``over``, ``E0633`` two points given
+    one name, ``E0637`` a param in both ``over`` and ``set``, ``E0604`` a name that is no
+    variant name, ``E0602`` a value that is no param value."""
+    a = _bind("variants", span, args, kwargs, (), {"over"}, {"name", "set", "against", "changes"})
+    over = _expect(a["over"], (Dict,), "over")
+    if not over.items:
+        raise error("E0635", "variants(over = {}) declares no variant", over.span,
+                    hint='give each param swept and its values: over = {"BS": [2, 4]}')
+    size = 1
+    for key, values in over.items.items():
+        _expect(values, (List,), f"over[{key!r}]")
+        if not values.items:
+            raise error("E0635", f"over[{key!r}] is an empty list: the product has no point", values.span,
+                        hint="give the param's values, or leave it out of over")
+        size *= len(values.items)
+        if size > MAX_SWEEP:  # before anything is expanded
+            raise error("E0636", f"variants(): the product of over's lists has more than {MAX_SWEEP:,} points",
+                        over.span, hint="sweep fewer values at once (split the sweep, or build one point with "
+                                        "--set); every point is evaluated, checked and kept as goldens")
+        for v in values.items:
+            if type(v) not in PARAM_TYPES["float"] + PARAM_TYPES["bool"] + PARAM_TYPES["str"]:
+                raise error("E0602", f"over[{key!r}] holds {_article(type_name(v))}, not a param value", v.span,
+                            hint="sweep bool, int, float or str values")
+    template = _expect(a.get("name", Str("-".join(f"{{{k}}}" for k in over.items), over.span)), (Str,), "name")
+    for field in _FIELD.findall(template.value):
+        if field not in over.items:
+            raise error("E0634", f"name template field {{{field}}} is not a param of over", template.span,
+                        hint=did_you_mean_or_list(field, list(over.items), "over's params"))
+    base = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    for key in base.items:
+        if key in over.items:
+            raise error("E0637", f"'{key}' is both swept (over) and fixed (set)", base.key_spans.get(key, base.span),
+                        hint="give it in one of them")
+    against, changes = _contract(a)
+    keys = list(over.items)
+    out, seen = [], {}
+    for point in itertools.product(*(over.items[k].items for k in keys)):
+        values = dict(zip(keys, point))
+        name = _FIELD.sub(lambda m: text_of(values[m.group(1)]), template.value)
+        _check_variant_name(name, template.span, hint="give name = \"...\" a template whose values make a name of "
+                            "letters, digits, '.', '-' and '_'")
+        shown = ", ".join(f"{k}={text_of(v)}" for k, v in values.items())
+        first = seen.get(names.fold(name))
+        seen[names.fold(name)] = shown
+        if first is not None:
+            raise error("E0633", f"variants(): points {{{first}}} and {{{shown}}} are both named {name!r}",
+                        template.span, hint="list each value of over once" if first == shown else
+                        "name every swept param in the template, e.g. " + "-".join(f"{k.lower()}{{{k}}}" for k in keys))
+        sets = Dict({**base.items, **values}, {**base.key_spans, **over.key_spans}, span)
+        out.append(Variant(name, sets, against, changes, span, sweep=True))
+    return List(tuple(out), span)
 
 
 def _flagset_plus(ctx, left: FlagSet, right: FlagSet, span: Span) -> FlagSet:
@@ -310,7 +385,7 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
     if all(kind_of(v) is not None for v in items):  # an empty list: no renders
         kind = "renders"
         target = result.renders
-    elif type(value) is Variant:
+    elif all(type(v) is Variant for v in items):  # variant(...), or the list variants(...) makes
         kind = "variants"
         target = result.variants
     else:
@@ -354,6 +429,8 @@ def _declare_param(ev, stmt: ast.Assign, call: ast.Call, result):
         value = ev.overrides[stmt.name]
         if type(value) is str:  # from --set NAME=VALUE: typed by the param
             value = param_value_from_text(param, value)
+        else:  # a variant's or a values file's value: of the param's type, where it is written
+            check_param_value(param.type, value, stmt.name, param.choices)
     elif param.default is None:
         raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
                     hint=f"give it a default, or set it with --set {stmt.name}=VALUE")
@@ -373,7 +450,12 @@ def _finish(ev, module: ast.Module, result) -> None:
         if type(stmt) is not ast.Assign:
             continue
         value = ev.env.get(stmt.name)
-        if (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
+        sweep = type(value) is List and value.items and all(type(v) is Variant for v in value.items)
+        if sweep and id(value.items[0]) not in declared:
+            ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds variants that are never declared",
+                                   stmt.name_span, "warning",
+                                   hint=f"write {stmt.name} on a line of its own to declare them"))
+        elif (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
             what = "variant" if type(value) is Variant else "render"
             ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
                                      f"declared as a {what}", stmt.name_span, "warning",
@@ -393,6 +475,11 @@ UNIVERSE = Universe(
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
                             "A named set of param values; `changes` is its diff contract against `against`.",
                             ("set", "against", "changes"), "variant"),
+        "variants": Function(_variants, "variants(over = {PARAM: [values], ...}, name = \"TEMPLATE\", set = {...}, "
+                             "against = \"...\", changes = {...})",
+                             "A sweep: one variant per point of the product of `over`'s lists, named by the template "
+                             "(`\"bs{BS}-{REMAT}\"`; default: the values joined by `-`), each with the contract.",
+                             ("over", "name", "set", "against", "changes"), "variant"),
         "merge": Function(_merge, "merge(base, patch, ...)",
                           "A deep merge of dicts with Kubernetes' strategic-merge rules: lists of containers, env, "
                           "volumes, ports ... merge item by item by their key; the patch wins."),

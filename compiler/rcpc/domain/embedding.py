@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.values import Dict, List, Str
+from rcpc.domain.emit.flags import shell_quote, token
+from rcpc.domain.provenance import FlagToken
 from rcpc.domain.delta import Index, Key, Named, names
 from rcpc.domain.kube_expansion import container_env, expand
 from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
@@ -230,6 +232,76 @@ def without_flags(data):
             out.append(y)
         return List(tuple(out), data.span) if changed else data
     return data
+
+
+def with_layer(data, fs: FlagSet, grown: FlagSet):
+    """``data`` with every embedding of flag set ``fs`` carrying ``grown`` instead, ``fs``'s
+    layers and then one more (``--flag RENDER.KEY=VALUE``, :mod:`rcpc.domain.flag_overrides`):
+    each token of ``fs`` now names ``grown``, and the tokens of ``grown``'s last layer are
+    written right after each run of ``fs``'s tokens, in that run's form (an argv run: one item
+    each, in the run's wrapper; a string: after the run's last token, joined by a space and
+    shell-quoted when the run was), so MaxText, which keeps the last value of a repeated key,
+    reads them last. Values that hold no token of ``fs`` are kept as they are."""
+    extra = [(token(e.key, e.value), FlagToken(e.key, len(grown.layers), e, grown.layers[-1].why, grown))
+             for e in grown.layers[-1].entries]
+
+    def walk(v):
+        t = type(v)
+        if t is Str:
+            return _string_with(v, fs, grown, extra) if v.pieces else v
+        if t is Dict:
+            items = {k: walk(x) for k, x in v.items.items()}
+            return v if all(items[k] is x for k, x in v.items.items()) else Dict(items, v.key_spans, v.span, v.why)
+        if t is List:
+            out: list = []
+            for i, x in enumerate(v.items):
+                held = _item_token(x)
+                if held is not None and held[0].flags is fs:
+                    out.append(_repoint(x, fs, grown))
+                    after = _item_token(v.items[i + 1]) if i + 1 < len(v.items) else None
+                    if after is None or after[0].flags is not fs or after[1] != held[1]:  # the run ends here
+                        for text, origin in extra:
+                            a = held[1].index(MARKER)
+                            out.append(Str(held[1].replace(MARKER, text), x.span, ((a, a + len(text), origin),)))
+                    continue
+                out.append(walk(x))
+            return v if len(out) == len(v.items) and all(a is b for a, b in zip(out, v.items)) else \
+                List(tuple(out), v.span)
+        return v
+
+    return walk(data)
+
+
+def _repoint(s: Str, fs: FlagSet, grown: FlagSet) -> Str:
+    """``s`` with its pieces of ``fs`` naming ``grown``."""
+    return Str(s.value, s.span, tuple((a, b, record.evolve(o, flags=grown) if o.flags is fs else o)
+                                      for a, b, o in s.pieces))
+
+
+def _string_with(s: Str, fs: FlagSet, grown: FlagSet, extra: list) -> Str:
+    """:func:`with_layer` of one string: ``extra``'s tokens after each run of ``fs``'s pieces
+    (pieces adjacent or one space apart)."""
+    if not any(o.flags is fs for _, _, o in s.pieces):
+        return s
+    text, out, pieces, at = s.value, [], [], 0
+    shift = 0
+    for i, (a, b, o) in enumerate(s.pieces):
+        pieces.append((a + shift, b + shift, record.evolve(o, flags=grown) if o.flags is fs else o))
+        nxt = s.pieces[i + 1] if i + 1 < len(s.pieces) else None
+        ends = o.flags is fs and (nxt is None or nxt[2].flags is not fs or nxt[0] not in (b, b + 1)
+                                  or nxt[0] == b + 1 and text[b] != " ")
+        if not ends:
+            continue
+        out.append(text[at:b])
+        at = b
+        for tok, origin in extra:
+            written = shell_quote(tok) if o.form == "shell" else tok
+            start = b + shift + 1
+            out.append(" " + written)
+            pieces.append((start, start + len(written), record.evolve(origin, form=o.form)))
+            shift += 1 + len(written)
+    out.append(text[at:])
+    return Str("".join(out), s.span, tuple(pieces))
 
 
 def _string_without(s: Str) -> Str:

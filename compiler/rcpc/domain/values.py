@@ -103,7 +103,10 @@ class CommandFile:
 
 @_value
 class Variant:
-    """``variant(name, set = {...}, against = ..., changes = {...})``."""
+    """``variant(name, set = {...}, against = ..., changes = {...})``, or one point of
+    ``variants(over = {...}, ...)`` (``sweep``: its ``changes`` say what the point *may*
+    change, since a point equal to ``against`` in one swept param leaves that param's flags
+    as they are; docs/language.md, Sweeps)."""
 
     TYPE_NAME = "variant"
 
@@ -112,6 +115,7 @@ class Variant:
     against: str | None
     changes: Dict | None
     span: Span
+    sweep: bool = False
 
 
 @_value

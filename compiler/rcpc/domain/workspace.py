@@ -116,14 +116,14 @@ class Workspace:
         try:
             raw = read_limited(cfg, MAX_FILE_BYTES)
             text = raw.decode("utf-8")
-            _check_dotted_keys(text)
+            check_dotted_keys(text)
             data = tomllib.loads(text)
         except RecursionError:  # tomllib recurses into arrays and inline tables: `[[[...` 500 deep
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: its arrays or inline tables nest too deeply",
                         Span(CONFIG_NAME, 1, 1, 1, 1),
                         hint="rcp.toml's values are strings and lists of strings (docs/cli.md, Workspace)") from None
         except tomllib.TOMLDecodeError as exc:
-            why, where = _toml_error(exc, raw)
+            why, where = toml_error(exc, raw)
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {why}", where,
                         hint="rcp.toml is TOML 1.0 (toml.io); its keys are listed in docs/cli.md, Workspace") from None
         except UnicodeDecodeError as exc:
@@ -425,10 +425,11 @@ def _key_span(text: str, key: str) -> Span:
     return Span(CONFIG_NAME, 1, 1, 1, 1)
 
 
-def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
-    """tomllib's reason for refusing rcp.toml and where: its ``lineno``/``colno`` (Python
-    3.14+), else the ``(at line L, column C)`` or ``(at end of document)`` that Python 3.11's
-    tomllib ends its message with (both 1-based, columns in characters)."""
+def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_NAME) -> tuple[str, Span]:
+    """tomllib's reason for refusing TOML file ``shown`` (rcp.toml, a values file) and where:
+    its ``lineno``/``colno`` (Python 3.14+), else the ``(at line L, column C)`` or ``(at end of
+    document)`` that Python 3.11's tomllib ends its message with (both 1-based, columns in
+    characters)."""
     message = str(exc)
     found = re.search(r" \(at (?:line (\d+), column (\d+)|end of document)\)$", message)
     why = message[:found.start()] if found else message
@@ -438,7 +439,7 @@ def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
     if line is None:  # at the end of the document
         lines = raw.decode("utf-8").split("\n")
         line, col = len(lines), len(lines[-1]) + 1
-    return why, Span(CONFIG_NAME, line, col, line, col + 1)
+    return why, Span(shown, line, col, line, col + 1)
 
 
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
@@ -461,20 +462,22 @@ def _gates(names: list, text: str) -> frozenset:
     return frozenset(names)
 
 
-def _check_dotted_keys(text: str) -> None:
-    """``E0901`` at the key that brings the dots of rcp.toml's dotted keys past
-    :data:`MAX_KEY_DOTS`. Python's tomllib takes time quadratic in a dotted key's parts
-    (``x.x.x....y = 1``: 20,000 parts, 8 s; a 4 MiB rcp.toml, hours), and rcp.toml's keys
-    are top-level names, so none is needed (a dot in a quoted part counts too)."""
+def check_dotted_keys(text: str, shown: str = CONFIG_NAME, code: str = "E0901") -> None:
+    """``code`` (``E0901`` for rcp.toml) at the key that brings the dots of the dotted keys of
+    TOML file ``shown`` past :data:`MAX_KEY_DOTS`, checked before tomllib reads it. Python's
+    tomllib takes time quadratic in a dotted key's parts (``x.x.x....y = 1``: 20,000 parts,
+    8 s; a 4 MiB rcp.toml, hours), and the keys of rcp.toml and of a values file are
+    top-level names, so none is needed (a dot in a quoted part counts too)."""
     dots = 0
     for m in _DOTTED_KEY.finditer(text):
         dots += m.group().count(".")
         if dots > MAX_KEY_DOTS:
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-            raise error("E0901", f"{CONFIG_NAME}: its dotted keys and table headers hold more than "
-                        f"{MAX_KEY_DOTS:,} dots", Span(CONFIG_NAME, line, col, line, col + 1),
-                        hint="rcp.toml's keys are top-level names (docs/cli.md, Workspace): no tables")
+            raise error(code, f"{shown}: its dotted keys and table headers hold more than "
+                        f"{MAX_KEY_DOTS:,} dots", Span(shown, line, col, line, col + 1),
+                        hint=f"{shown}'s keys are top-level names (docs/cli.md, "
+                             f"{'Workspace' if shown == CONFIG_NAME else 'Values files'}): no tables")
 
 
 def _offset_span(raw: bytes, offset: int) -> Span:

@@ -552,7 +552,8 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
         quote = (lambda k: k) if ctx.in_string else (lambda k: json.dumps(k))
         if callee == "maxtext_flags" and len(ctx.path) == 2 and ctx.path[1][1] is None:
             return _maxtext_items(session, quote)
-        if callee == "variant" and len(ctx.path) == 2 and ctx.path[1][1] == "set":
+        if len(ctx.path) == 2 and (callee, ctx.path[1][1]) in (("variant", "set"), ("variants", "set"),
+                                                               ("variants", "over")):
             return _param_items(session, real, quote)
         if callee == "jobset" and len(ctx.path) >= 2 and ctx.path[1][1] == "spec":
             return _jobset_items(ctx.path[2:], quote)
