@@ -282,7 +282,8 @@ def _flagset_plus(ctx, left: FlagSet, right: FlagSet, span: Span) -> FlagSet:
     """``a + b`` of flag sets: ``b``'s layers after ``a``'s (MaxText's last key wins)."""
     if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
         raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span, hint=LIMIT_HINT)
-    joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
+    joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema,
+                     left.acknowledged + right.acknowledged)
     maxtext.check_weight(joined)
     problems = maxtext.merge_problems(joined)
     if problems:

@@ -87,7 +87,7 @@ class Embedding:
             last = t.layer
         if run:
             layers.append(FlagLayer(tuple(run), self.flags.layers[last - 1].span, self.flags.layers[last - 1].why))
-        return FlagSet(tuple(layers), self.flags.span, self.flags.schema)
+        return FlagSet(tuple(layers), self.flags.span, self.flags.schema, self.flags.acknowledged)
 
     def keys(self) -> list[str]:
         """The flag keys of the tokens, each once, in order."""

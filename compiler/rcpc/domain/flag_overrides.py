@@ -89,7 +89,7 @@ def _grown(fs: FlagSet, key: str, text: str, item: str, warn) -> FlagSet:
                 warn(d)
     if len(fs.layers) + 1 > MAX_LAYERS:
         raise error("E0802", f"flag set of more than {MAX_LAYERS} layers", span, hint=LIMIT_HINT)
-    grown = FlagSet(fs.layers + (FlagLayer((entry,), span),), fs.span, fs.schema)
+    grown = FlagSet(fs.layers + (FlagLayer((entry,), span),), fs.span, fs.schema, fs.acknowledged)
     problems = maxtext.merge_problems(grown)
     if problems:
         raise CompileError(problems)

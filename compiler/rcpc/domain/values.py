@@ -43,6 +43,9 @@ class FlagSet:
     layers: tuple
     span: Span
     schema: Any = None  # the MaxTextSchema its keys were checked against, if any
+    # ((key, span), ...): the unknown keys acknowledged where its layers were made
+    # (maxtext_flags' unknown_keys), carried wherever it is spliced in or joined
+    acknowledged: tuple = ()
 
 
 @_value
