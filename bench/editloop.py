@@ -10,8 +10,8 @@ workspace and goldens, in its own user cache:
 
 * python: ``python -c pass``;
 * edit: one MaxText flag of the RL recipe changed (a new value each round), then
-  ``rcpc build <recipe>``: the recipe is parsed (its unchanged statements from the AST cache)
-  and evaluated, its libraries come from the AST cache, the output is published;
+  ``rcpc build <recipe>``: the recipe and its libraries are parsed and evaluated, the
+  output is published;
 * golden: the same edit, then ``python -m pytest -q rcp.toml`` (the shipped pytest plugin on
   the goldens: it fails, as after any edit, and says what changed);
 * noop: ``rcpc build <recipe>`` right after the edit's build, before replay may record it;

@@ -29,7 +29,7 @@ import pytest
 
 from rcpc import replay
 from rcpc.__main__ import run
-from rcpc.core import astcache, distributions, envvars, usercache
+from rcpc.core import distributions, envvars, usercache
 from rcpc.domain import schemacache
 from test_replay import served, settle
 
@@ -196,7 +196,6 @@ def fresh_process(monkeypatch) -> None:
     monkeypatch.setattr(distributions, "_FOUND", [])
     monkeypatch.setattr(usercache, "_KNOWN", {})
     monkeypatch.setattr(schemacache, "_KEY_BASE", [])
-    monkeypatch.setattr(astcache, "_KEY_BASE", [])
 
 
 def upgrade(info: Path, version: str = "999.0") -> Path:
