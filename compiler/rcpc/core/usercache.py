@@ -30,6 +30,7 @@ from rcpc.core.files import discard, read_fd
 WARNING = "W0960"
 _TRUST: dict[str, str | None] = {}  # directory -> why it is not trusted (None: trusted), once a process
 _WARNED: list[str] = []             # the cache directories warned about (once a process)
+_MADE: set[str] = set()             # directories make_dirs made (or found) and trusted
 
 
 def cache_dir(*parts: str) -> str | None:
@@ -109,6 +110,8 @@ def make_dirs(directory: str) -> None:
     """Make ``directory`` of the user cache (``rcpc`` or a directory under it) and those
     missing on the way (mode 0700), each of them trusted (:func:`why_untrusted`). Raises
     OSError (PermissionError when it is not in the user cache, or one cannot be trusted)."""
+    if directory in _MADE and _TRUST.get(directory, "") is None:  # made and trusted, once a process (_why)
+        return
     root = cache_dir()
     if root is None or not (directory == root or directory.startswith(root + os.sep)):
         raise PermissionError(f"{directory} is not in rcpc's user cache")
@@ -123,6 +126,7 @@ def make_dirs(directory: str) -> None:
         why = _why(here)
         if why is not None:
             raise PermissionError(f"{here} {why}")
+    _MADE.add(directory)
 
 
 def owned_file(path: str) -> bool:
