@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
 from rcpc.domain import schemacache
+from rcpc.domain.kube_compiled import COMPILED
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -478,15 +479,17 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     ``strict_crd``, also ``E1012`` for each violation of the raw schema that one of those
     steps removes (what kubeconform, validating offline, reports). What jsonschema finds is
     kept in the validation cache (:mod:`rcpc.domain.schemacache`): an unchanged manifest is
-    not validated again."""
+    not validated again. A manifest of a schema that may have a compiled validator
+    (:mod:`rcpc.domain.kube_compiled`) is kept by its shape only when valid (:func:`_validate`):
+    the verdict costs less than an entry for each manifest."""
     if index is None:
         return []
     api, kind = data.items.get("apiVersion"), data.items.get("kind")
     if type(api) is not Str or type(kind) is not Str or index.schema(api.value, kind.value) is None:
         return []
     plain = to_python(data)
-    if index.compiled(api.value, kind.value) is not None:  # validating costs less than a cache entry
-        found = _validate(index, api.value, kind.value, plain, strict_crd, cached=False)
+    if (api.value, kind.value) in COMPILED:  # its verdict or its shape's costs less than an exact entry
+        found = _validate(index, api.value, kind.value, plain, strict_crd)
     else:
         k = schemacache.key(index.identity, api.value, kind.value, strict_crd, plain)
         found = schemacache.lookup(k)
@@ -505,15 +508,13 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     return out
 
 
-def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool, cached: bool = True) -> dict:
+def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) -> dict:
     """jsonschema's violations of ``plain`` (changed in place by the stages) as records
     ``[path, validator, message, allowed fields or None]``: before each stage with
-    ``strict_crd`` (``before``) and after them all (``final``). Without ``strict_crd`` and
-    with ``cached``, a manifest whose :func:`rcpc.domain.schemashape.shape` was found valid
-    before is valid without jsonschema (what that module proves), and a valid one is kept
-    under its shape. A schema with a compiled validator (:meth:`SchemaIndex.compiled`) is
-    validated without the cache: its verdict costs less than an entry's key, read and write
-    (a first build of the RL recipe wrote 44 entries, ~15% of its time)."""
+    ``strict_crd`` (``before``) and after them all (``final``). Without ``strict_crd``, a
+    manifest whose :func:`rcpc.domain.schemashape.shape` was found valid before is valid
+    without any validator (what that module proves; in the edit loop, the compiled one is
+    not even loaded), and a valid one is kept under its shape."""
     from rcpc.domain.schemashape import shape
 
     schema = index.schema(api, kind)
@@ -525,7 +526,7 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool, 
     if strict_crd:
         return {"before": before, "final": index.errors(api, kind, plain)}
     shaped = None
-    if cached and schemacache.enabled():
+    if schemacache.enabled():
         try:
             shaped = schemacache.key(index.identity, api, kind, False,
                                      shape(plain, index.structural(api, kind)), shaped=True)
