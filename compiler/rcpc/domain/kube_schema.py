@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
 from rcpc.domain import schemacache
-from rcpc.domain.kube_compiled import COMPILED
+from rcpc.domain import kube_compiled
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -243,8 +243,6 @@ class SchemaIndex:
         (:func:`rcpc.domain.kube_compiled.validator`), or None; made as :meth:`structural` is."""
         key = (api_version, kind, "compiled")
         if key not in self._made:
-            from rcpc.domain import kube_compiled
-
             self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind))
         return self._made[key]
 
@@ -256,11 +254,8 @@ class SchemaIndex:
         is not what Draft 7 allows, such as a ``maximum`` that YAML 1.1 reads as a string:
         jsonschema then raises instead of reporting)."""
         check = self.compiled(api_version, kind)
-        if check is not None:
-            from rcpc.domain.kube_compiled import valid
-
-            if valid(check, plain):
-                return []
+        if check is not None and kube_compiled.valid(check, plain):
+            return []
         try:
             return _errors(self.validator(api_version, kind), plain)
         except Exception as exc:
@@ -488,7 +483,7 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     if type(api) is not Str or type(kind) is not Str or index.schema(api.value, kind.value) is None:
         return []
     plain = to_python(data)
-    if (api.value, kind.value) in COMPILED:  # its verdict or its shape's costs less than an exact entry
+    if (api.value, kind.value) in kube_compiled.COMPILED:  # its verdict or its shape's costs less than an exact entry
         found = _validate(index, api.value, kind.value, plain, strict_crd)
     else:
         k = schemacache.key(index.identity, api.value, kind.value, strict_crd, plain)
