@@ -44,7 +44,7 @@ def _jobsets() -> list:
 
 
 JOBSETS = _jobsets()
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=False, width=32),
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=False, allow_infinity=False, width=32),
                    st.sampled_from(["", "a", "100Mi", "100Mi\n", "Never", "OnFailure", "x" * 70, "1.5", "-1",
                                     "Parallel", "Sequential", "kubernetes.io/hostname"]),
                    st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.sampled_from(["a", "name"]),
@@ -151,3 +151,22 @@ def test_the_generated_module_is_current():
     """``python -m rcpc.domain.kube_codegen --check``: the module is what the generator writes
     from today's schema and ``structural`` (rcpc[test] pins the fastjsonschema it names)."""
     assert kube_codegen.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("value", [True, 3, "x", ["a"], None])
+@pytest.mark.parametrize("path", [("spec", "replicatedJobs"), ("spec", "replicatedJobs", 0, "template"),
+                                  ("spec", "replicatedJobs", 0, "template", "spec", "template"),
+                                  ("spec", "failurePolicy"), ("spec", "failurePolicy", "rules"),
+                                  ("spec", "volumeClaimPolicies")])
+def test_the_webhook_defaults_take_a_field_of_any_type(path, value):
+    """Found by the property above: the JobSet webhook's defaults (rcpc.domain.jobset.default)
+    raised on a ``template`` that is not a mapping (a traceback from ``rcpc validate``); a
+    field of another type than the schema's is left for validation to report."""
+    from rcpc.domain import jobset
+
+    doc = copy.deepcopy(JOBSETS[0])
+    doc["spec"].setdefault("failurePolicy", {"rules": [{}]})
+    doc["spec"].setdefault("volumeClaimPolicies", [{}])
+    mutated = _mutate(doc, path, "replace", value)
+    jobset.default(mutated)
+    assert mutated["spec"]["successPolicy"] == {"operator": "All"}
