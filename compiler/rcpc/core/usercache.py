@@ -10,7 +10,7 @@ broken ``rcpc check`` print ok, and lark's grammar cache is a pickle): ``rcpc`` 
 directory and every directory rcpc makes or uses under it must be a directory (``lstat``: not
 a symbolic link), owned by the user running rcpc and not writable by group or others; rcpc
 makes its directories with mode 0700. When one is not, rcpc does not use the cache at all (no
-build, AST, validation or grammar cache, no replay) and says so once a process (``W0960``).
+build, validation or grammar cache, no replay) and says so once a process (``W0960``).
 Each file is read only when it is a regular file (not followed if a symbolic link) owned by
 the user and not writable by group or others (:func:`read_owned`), so an entry another user
 planted (before the directory was made private, say) is a miss; files are written with mode
