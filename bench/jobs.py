@@ -62,10 +62,10 @@ def main() -> int:
                     out = base / f"out-{n}-{m}-{r}"
                     env = {**os.environ, "XDG_CACHE_HOME": str(base / f"cache-{n}-{m}-{r}")}
                     env.pop("RCPC_NO_CACHE", None)
-                    wall, cpu, _ = run_measured([rcpc, "build", *modes[m], "-o", str(out)], root, env)
+                    run = run_measured([rcpc, "build", *modes[m], "-o", str(out)], root, env)
                     if r:
-                        samples[m]["wall"].append(wall)
-                        samples[m]["cpu"].append(cpu)
+                        samples[m]["wall"].append(run.wall)
+                        samples[m]["cpu"].append(run.cpu)
                     shutil.rmtree(out, ignore_errors=True)
                     shutil.rmtree(base / f"cache-{n}-{m}-{r}", ignore_errors=True)
             row = {m: {k: statistics.median(v) for k, v in s.items()} for m, s in samples.items()}

@@ -11,12 +11,25 @@ import os
 import subprocess
 import tempfile
 import time
+from typing import NamedTuple
 
 
-def run_measured(cmd: list, cwd, env: dict, timeout: float | None = None) -> tuple[float, float, str]:
-    """Run ``cmd`` to its end: (wall seconds, CPU seconds, stderr). CPU time is user + system of
-    the process and of every child it waited for (``wait4``'s rusage, so a build's workers
-    count). Raises RuntimeError when it exits non-zero, TimeoutError past ``timeout``."""
+class Run(NamedTuple):
+    """One process measured: seconds of wall-clock and of CPU (user + system, the process and
+    every child it waited for), peak resident set in MiB (the largest of those processes),
+    exit code and standard error."""
+
+    wall: float
+    cpu: float
+    rss_mib: float
+    code: int
+    stderr: str
+
+
+def run_measured(cmd: list, cwd, env: dict, timeout: float | None = None, check: bool = True) -> Run:
+    """Run ``cmd`` to its end and measure it (:class:`Run`; ``wait4``'s rusage, so a build's
+    workers count). Raises RuntimeError when it exits non-zero (unless not ``check``),
+    TimeoutError past ``timeout`` (the process is killed)."""
     with tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -31,12 +44,12 @@ def run_measured(cmd: list, cwd, env: dict, timeout: float | None = None) -> tup
                 raise TimeoutError(f"{' '.join(map(str, cmd))}: still running after {timeout} s")
             time.sleep(0.005)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(status)
         err.seek(0)
         text = err.read()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}): {text[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, text
+    if code and check:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({code}): {text[-2000:]}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code, text)
 
 
 def machine_load() -> dict:
