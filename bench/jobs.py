@@ -5,11 +5,13 @@ Usage (from the repository root, rcpc installed):  python bench/jobs.py [--sizes
 
 For each size N, the peers benchmark's workspace of N recipes (bench/peers.py: each shaped like
 the RL recipe, ~8.7 KB of source) is built cold by `rcpc build -j auto` and `rcpc build -j 1`
-as whole processes, interleaved (which goes first alternates each round), each run into a fresh
+as whole processes, interleaved (the order rotates each round), each run into a fresh
 output directory with an empty private build cache (a first build: every recipe compiled, every
 file written). Records wall time and CPU time (the process and the workers it waited for,
 ``wait4``), and the 1-minute load average and the runnable-process count before each round.
-Prints the medians and the median of the per-round ratios auto / 1;
+A third mode runs `-j 1` again: its ratio to `-j 1` (an A/A control) is the noise of the
+machine at that moment, against which to read auto / 1. Prints the medians and the median of
+the per-round ratios auto / 1;
 writes bench/results/jobs.json. Target: auto / 1 <= 1.0 at every N (docs/cli.md, "Parallel
 builds").
 """
@@ -52,12 +54,12 @@ def main() -> int:
             root = base / f"n{n}"
             peers.write_rcpc(root, [peers.spec(k) for k in range(n)])
             subprocess.run([rcpc, "fmt", "recipes"], cwd=root, check=True, capture_output=True)
-            modes = {"auto": [], "1": ["-j", "1"]}
+            modes = {"auto": [], "1": ["-j", "1"], "1 again": ["-j", "1"]}  # the last: an A/A control
             samples: dict = {m: {"wall": [], "cpu": []} for m in modes}
             loads = []
             for r in range(args.runs + 1):  # round 0 warms the page cache, not recorded
                 loads.append(machine_load())
-                order = list(modes) if r % 2 else list(modes)[::-1]
+                order = list(modes)[r % 3:] + list(modes)[:r % 3]  # rotates each round
                 for m in order:
                     out = base / f"out-{n}-{m}-{r}"
                     env = {**os.environ, "XDG_CACHE_HOME": str(base / f"cache-{n}-{m}-{r}")}
@@ -71,12 +73,15 @@ def main() -> int:
             row = {m: {k: statistics.median(v) for k, v in s.items()} for m, s in samples.items()}
             row["ratio_wall"] = statistics.median(a / b for a, b in zip(samples["auto"]["wall"], samples["1"]["wall"]))
             row["ratio_cpu"] = statistics.median(a / b for a, b in zip(samples["auto"]["cpu"], samples["1"]["cpu"]))
+            row["control_wall"] = statistics.median(a / b for a, b in zip(samples["1 again"]["wall"], samples["1"]["wall"]))
+            row["control_cpu"] = statistics.median(a / b for a, b in zip(samples["1 again"]["cpu"], samples["1"]["cpu"]))
             row["samples"] = samples
             row["load"] = loads
             doc["per_n"][str(n)] = row
             print(f"N={n:4d}  -j auto {row['auto']['wall']:.3f} s wall {row['auto']['cpu']:.3f} s CPU   "
                   f"-j 1 {row['1']['wall']:.3f} s wall {row['1']['cpu']:.3f} s CPU   auto/1: wall "
-                  f"{row['ratio_wall']:.2f} CPU {row['ratio_cpu']:.2f}   load {loads[0]['loadavg_1min']:.1f}",
+                  f"{row['ratio_wall']:.2f} CPU {row['ratio_cpu']:.2f}   (-j 1 again)/(-j 1): wall "
+                  f"{row['control_wall']:.2f} CPU {row['control_cpu']:.2f}   load {loads[0]['loadavg_1min']:.1f}",
                   flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)

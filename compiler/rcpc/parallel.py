@@ -1,26 +1,24 @@
 """Compiling the recipes of a command: each from the build cache when its inputs are
-unchanged, the others in this process or, with ``-j N`` (default: the CPUs this process may
-use), in N worker processes. ``rcpc fmt`` formats files the same way
-(:func:`format_files`).
+unchanged, the others in this process or, with ``-j N`` (default ``auto``: :data:`AUTO`), in
+worker processes. ``rcpc fmt`` formats files the same way (:func:`format_files`).
 
-The ``-j`` policy, so that ``-j N`` is never slower than ``-j 1``: the first recipe that
-needs compiling is compiled in this process, which imports the compiler and parses and
-evaluates the libraries it loads; workers are then forked only when at least
-:data:`MIN_PARALLEL` more recipes need compiling and their sources hold at least
-:data:`MIN_PARALLEL_BYTES` (a recipe's cost grows with its size; below that, forking and
-sending results back cost more than the second CPU saves: measured with
-``bench/jobs.py`` and ``bench/peers.py``). ``-j auto`` (:data:`AUTO`) decides how many at that
-moment: one per CPU this process may use that no other process is waiting for
-(:func:`idle_cpus`); with fewer than two, none. A worker on a CPU that is busy with other work
-does not run beside this process but instead of it: the build pays for the fork, the
-copy-on-write faults and the results sent back and gains no CPU (``-j auto`` was 1.19x ``-j 1``
-at 10 recipes on a loaded machine). An explicit ``-j N`` forks N workers whatever the load, as
-``make -j N`` does. Each worker inherits that compiler (``fork``):
-modules imported, libraries parsed and evaluated once, in the parent. Results come back in
-the order of the recipes given, whatever order they finish in, so output and diagnostics are
-the same as with ``-j 1``. Ctrl-C stops the workers and nothing is written; a worker that ends
-before it is done (killed) fails only the recipe or file it was working on (``E0952``). The
-pool itself is :mod:`rcpc.pool`.
+The ``-j`` policy (:func:`_workers`): small work stays in this process. The first recipe that
+needs compiling is compiled here, which imports the compiler and parses and evaluates the
+libraries it loads; workers are then forked only when at least :data:`MIN_PARALLEL` more
+recipes need compiling and their sources hold at least :data:`MIN_PARALLEL_BYTES` (a recipe's
+cost grows with its size; below that, forking and sending results back cost more than a
+second CPU saves: measured with ``bench/jobs.py`` and ``bench/peers.py``). ``-j auto``, so
+that it is never slower than ``-j 1``, decides how many at that moment: one per CPU this
+process may use that no other process is waiting for (:func:`idle_cpus`), and none when fewer
+than two are. A worker on a CPU busy with other work does not run beside this process but
+instead of it: the build pays for the fork, the copy-on-write faults and the results sent back
+and gains no CPU (``-j 2`` took 1.1-1.2x the time of ``-j 1`` at 10 recipes on 2 CPUs under a
+load average of 6). An explicit ``-j N`` forks N workers whatever the load, as ``make -j N``
+does. Each worker inherits the compiler (``fork``): modules imported, libraries parsed and
+evaluated once, in the parent. Results come back in the order of the recipes given, whatever
+order they finish in, so output and diagnostics are the same as with ``-j 1``. Ctrl-C stops
+the workers and nothing is written; a worker that ends before it is done (killed) fails only
+the recipe or file it was working on (``E0952``). The pool itself is :mod:`rcpc.pool`.
 """
 
 from __future__ import annotations
