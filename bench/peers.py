@@ -991,7 +991,7 @@ def main() -> int:
     glue: dict = {}
     exec(GLUE, glue)
     base = Path(tempfile.mkdtemp(prefix="rcpc-peers-"))
-    results: dict = {"sizes": sizes, "per_n": {}, "versions": ver,
+    results: dict = {"sizes": sizes, "runs": args.runs, "large_runs": args.large_runs, "per_n": {}, "versions": ver,
                      "machine": {"python": platform.python_version(), "arch": platform.machine(),
                                  "cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
                                  "platform": platform.platform()}}
@@ -1010,13 +1010,18 @@ def main() -> int:
             for peer, r in part["ratios"].get(FIRST[0], {}).items():
                 print(f"  first build (-j auto) / {peer}: wall {r['wall']:.2f}, CPU {r['cpu']:.2f}")
             shutil.rmtree(ws, ignore_errors=True)
+            save(results, py)  # after each size: a long run stopped later keeps what it measured
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def save(results: dict, py: Path) -> None:
+    """bench/results/peers.json, peers.png and SUMMARY.md from ``results``."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "peers.json").write_text(json.dumps(results, indent=1) + "\n")
     plot(results, py)
     summary.write()
-    return 0
 
 
 def plot(results: dict, py: Path | None = None) -> None:
