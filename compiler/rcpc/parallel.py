@@ -48,7 +48,9 @@ def idle_cpus() -> int:
     """The CPUs this process may run on (:func:`default_jobs`) less the other processes
     runnable now, at least 0. The runnable count is the 4th field of Linux's ``/proc/loadavg``
     (``running/total``, this process included), an instant count, not the load average, which
-    lags by a minute: what GNU make's ``-l`` reads on Linux (``job.c``, ``load_too_high``).
+    lags by a minute. GNU make's ``job.c`` (``load_too_high``) has the same reading for ``-l``,
+    left off by default there because a user's ``-l`` may exceed the cores ("we need to clamp
+    this value at the number of cores"); here it is clamped: at most the CPUs usable.
     Without that file (not Linux), every CPU counts as idle."""
     cpus = default_jobs()
     try:
