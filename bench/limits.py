@@ -39,7 +39,7 @@ from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS, MAX_SC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import summary  # noqa: E402
-from stats import loglog_slope, machine_load, run_measured  # noqa: E402
+from stats import RSS_METHOD, loglog_slope, machine_load, run_measured  # noqa: E402
 
 MB = 1 << 20
 
@@ -300,7 +300,7 @@ def main() -> int:
                 "shape": what, "command": "rcpc " + " ".join(argv), "limit": limit, "accepted_limit": top,
                 "rows": rows}
     doc = {"python": platform.python_version(), "machine": platform.platform(), "cpus": os.cpu_count(),
-           "runs": args.runs, "load": machine_load(),
+           "runs": args.runs, "load": machine_load(), "rss_method": RSS_METHOD,
            "baseline": {"command": "rcpc check (empty workspace)", "seconds": base_time, "cpu_seconds": base_cpu,
                         "peak_mib": base_mem},
            "limits": {"source_bytes": MAX_FILE_BYTES, "schema_bytes": MAX_SCHEMA_BYTES,
@@ -322,6 +322,11 @@ def write(doc: dict) -> None:
 
 def _fmt_slope(s: float | None) -> str:
     return "n/a" if s is None else f"{s:.2f}"
+
+
+MEMORY_CAVEAT = ("The memory figures of this run are not the commands' own: each command was started by the "
+                 "benchmark process, and on Linux a child's peak resident set starts at its parent's (bench/stats.py "
+                 "now starts every command from a small launcher). Its times are unaffected.")
 
 
 def report(doc: dict) -> str:
@@ -351,6 +356,8 @@ def report(doc: dict) -> str:
                        f"{row['peak_mib']:.0f} | {','.join(map(str, row['exit']))} | {','.join(row['rejected'])} | "
                        + (f"{_fmt_slope(r['time_slope'])} | {_fmt_slope(r.get('wall_slope'))} | "
                           f"{_fmt_slope(r['memory_slope'])} |" if last else " | | |"))
+    if doc.get("rss_method") != RSS_METHOD:
+        out += ["", MEMORY_CAVEAT]
     out += ["", f"Machine: {doc['machine']}, {doc['cpus']} CPUs, Python {doc['python']}; load when it ended: "
             f"{doc['load']}.", ""]
     return "\n".join(out)

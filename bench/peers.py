@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import summary  # noqa: E402
-from stats import machine_load, run_measured  # noqa: E402
+from stats import RSS_METHOD, machine_load, run_measured  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -933,7 +933,8 @@ def measure(tools: dict, n: int, runs: int, base: Path, yaml) -> dict:
             time.sleep(2.1)  # past replay's racy-clean window: every timed no-op rebuild is a replay
             argv, cwd, env, _ = tools["rcpc build (no-op rebuild)"]
             run_measured(argv, cwd, env)  # records the replay
-    part: dict = {"runs": runs, "load": loads, "medians": {}, "samples": samples, "accepted": {}, "same_output": {}}
+    part: dict = {"runs": runs, "load": loads, "medians": {}, "samples": samples, "accepted": {}, "same_output": {},
+                  "rss_method": RSS_METHOD}
     for name, s in samples.items():
         part["medians"][name] = {k: statistics.median(v) for k, v in s.items()}
     # equal outputs: every tool that writes files wrote, in its last run, what rcpc wrote

@@ -6,9 +6,11 @@ Not a benchmark itself; imported by bench/peers.py, bench/limits.py and bench/jo
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from typing import NamedTuple
@@ -26,30 +28,45 @@ class Run(NamedTuple):
     stderr: str
 
 
+# The command runs as the only child of this small launcher, which reports its wall time and
+# its rusage (RUSAGE_CHILDREN: the command and the children it waited for). Not run directly
+# from the benchmark: on Linux a process's ru_maxrss starts at the resident set of the process
+# it was forked from (exec folds the old memory's high-water mark in), so a command started by
+# a benchmark holding 55 MiB of parsed outputs reported at least 55 MiB. The launcher holds
+# about 9 MiB (python -S -I), the floor of every figure.
+_LAUNCH = """import json, resource, subprocess, sys, time
+err, timeout, cmd = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+t = time.perf_counter()
+with open(err, "w") as f:
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f)
+    try:
+        code = p.wait(timeout if timeout > 0 else None)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        code = None
+wall = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([wall, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, code]))
+"""
+RSS_METHOD = "launcher"  # how Run.rss_mib is measured (reports leave out figures measured otherwise)
+
+
 def run_measured(cmd: list, cwd, env: dict, timeout: float | None = None, check: bool = True) -> Run:
-    """Run ``cmd`` to its end and measure it (:class:`Run`; ``wait4``'s rusage, so a build's
-    workers count). Raises RuntimeError when it exits non-zero (unless not ``check``),
-    TimeoutError past ``timeout`` (the process is killed)."""
-    with tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        deadline = None if timeout is None else start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline else 0)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                raise TimeoutError(f"{' '.join(map(str, cmd))}: still running after {timeout} s")
-            time.sleep(0.005)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        err.seek(0)
+    """Run ``cmd`` to its end and measure it (:class:`Run`), as the only child of a small
+    launcher (:data:`_LAUNCH`): wall time from its start to its end, CPU time and peak memory
+    of it and of the children it waited for (a build's workers). Raises RuntimeError when it
+    exits non-zero (unless not ``check``), TimeoutError past ``timeout`` (it is killed)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".stderr") as err:
+        out = subprocess.run([sys.executable, "-S", "-I", "-c", _LAUNCH, err.name, str(timeout or 0),
+                              *map(str, cmd)], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+        wall, cpu, rss, code = json.loads(out.stdout)
         text = err.read()
+    if code is None:
+        raise TimeoutError(f"{' '.join(map(str, cmd))}: still running after {timeout} s")
     if code and check:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({code}): {text[-2000:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code, text)
+    return Run(wall, cpu, rss, code, text)
 
 
 def machine_load() -> dict:

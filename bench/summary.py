@@ -52,9 +52,11 @@ def peers_section(r: dict) -> list[str]:
         for name, m in part["medians"].items():
             acc = part["accepted"].get(name)
             same = part["same_output"].get(name)
-            out.append(f"| {name} | {m['wall']:.3f} | {m['cpu']:.3f} | {m['rss_mib']:.0f} | "
+            out.append(f"| {name} | {m['wall']:.3f} | {m['cpu']:.3f} | {_mib(m['rss_mib'], part)} | "
                        + (f"{acc['recipes']} / {acc['files']}" if acc else "(writes no output)") + " | "
                        + ("" if same is None else "yes" if same["same"] else f"NO: {same['differing']}") + " |")
+        if part.get("rss_method") != "launcher":
+            out.append(f"\n{NO_MEMORY}")
         out.append("")
         if part["ratios"]:
             peers = list(next(iter(part["ratios"].values())))
@@ -117,10 +119,23 @@ def limits_section(r: dict) -> list[str]:
         refused = [str(row["size"]) + " (" + ",".join(row["rejected"]) + ")" for row in x["rows"] if row.get("rejected")]
         last = ok[-1] if ok else {"cpu_seconds": float("nan"), "peak_mib": float("nan")}
         out.append(f"| {x['shape']} | `{x['command']}` | {', '.join(str(row['size']) for row in ok)} | "
-                   f"{last['cpu_seconds']:.2f} | {last['peak_mib']:.0f} | {_slope(x['time_slope'])} | "
-                   f"{_slope(x.get('wall_slope'))} | {_slope(x['memory_slope'])} | {', '.join(refused)} |")
+                   f"{last['cpu_seconds']:.2f} | {_mib(last['peak_mib'], r)} | {_slope(x['time_slope'])} | "
+                   f"{_slope(x.get('wall_slope'))} | {_slope(x['memory_slope']) if r.get('rss_method') == 'launcher' else '—'}"
+                   f" | {', '.join(refused)} |")
+    if r.get("rss_method") != "launcher":
+        out += ["", NO_MEMORY]
     out.append("")
     return out
+
+
+NO_MEMORY = ("Peak memory: not shown for this run (—). Each command was started by the benchmark process, and "
+             "on Linux a child's peak resident set starts at its parent's, so the figures were the benchmark's; "
+             "bench/stats.py now starts every command from a small launcher (about 11 MiB, the floor).")
+
+
+def _mib(value: float, measured: dict) -> str:
+    """A peak memory figure, or — when ``measured`` (a result) was not measured through the launcher."""
+    return f"{value:.0f}" if measured.get("rss_method") == "launcher" else "—"
 
 
 def _slope(s) -> str:
