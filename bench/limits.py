@@ -236,6 +236,22 @@ def refused(name: str, codes) -> list[str]:
     return sorted(set(codes) - NOT_REFUSALS - {EXPECTED.get(name)})
 
 
+MIN_STEP = 0.05  # CPU seconds: steps smaller than this are within the noise of a loaded machine
+
+
+def added_cost_exponent(rows: list, key: str) -> float | None:
+    """log2 of how much more the last doubling of the size added to ``key`` than the doubling
+    before it: (c(4s) - c(2s)) / (c(2s) - c(s)) is 2 for linear cost and 4 for quadratic, whatever
+    the fixed cost, so this is 1 for linear and 2 for quadratic. From the three largest sizes
+    accepted (each twice the one before); None without them or when a step adds less than
+    :data:`MIN_STEP` (a ratio of noise)."""
+    ok = [r for r in rows if not r["rejected"]][-3:]
+    if len(ok) < 3 or any(abs(b["size"] / a["size"] - 2) > 0.1 for a, b in zip(ok, ok[1:])):
+        return None
+    first, second = ok[1][key] - ok[0][key], ok[2][key] - ok[1][key]
+    return math.log2(second / first) if min(first, second) >= MIN_STEP else None
+
+
 def analyse(doc: dict) -> None:
     """Mark the refused rows and fit the slopes of every result of ``doc`` (in place), from
     its measurements: so that ``--report-only`` applies the rules of this file to a
@@ -248,6 +264,7 @@ def analyse(doc: dict) -> None:
         r["time_slope"] = fitted(r["rows"], "cpu_seconds", base["cpu_seconds"])
         r["wall_slope"] = fitted(r["rows"], "seconds", base["seconds"])
         r["memory_slope"] = fitted(r["rows"], "peak_mib", base["peak_mib"])
+        r["added_cost_exponent"] = added_cost_exponent(r["rows"], "cpu_seconds")
 
 
 def fitted(rows: list, key: str, base: float) -> float | None:
@@ -345,17 +362,20 @@ def report(doc: dict) -> str:
            "limit code under \"rejected\" was refused, not worked on, and is not fitted.", "",
            f"Limits: source file {doc['limits']['source_bytes']} bytes, {doc['limits'].get('tokens', '?')} tokens, "
            f"schema file {doc['limits']['schema_bytes']} bytes, load chain {doc['limits']['load_depth']} files.", "",
+           "The added-cost exponent is log2 of how much more CPU time the last doubling of the size added",
+           "than the one before (1: linear, 2: quadratic), free of any fixed cost; n/a where a step",
+           f"added less than {MIN_STEP} s (noise).", "",
            "| shape | command | size | CPU s | wall s | wall, each run | peak MiB | exit | rejected | "
-           "CPU slope | wall slope | memory slope |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "CPU slope | added-cost exponent | wall slope | memory slope |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in doc["results"].items():
         for i, row in enumerate(r["rows"]):
             last = i == len(r["rows"]) - 1
             out.append(f"| {r['shape'] if i == 0 else ''} | {r['command'] if i == 0 else ''} | {row['size']} | "
                        f"{row['cpu_seconds']:.2f} | {row['seconds']:.2f} | {', '.join(f'{t:.2f}' for t in row['runs'])} | "
                        f"{row['peak_mib']:.0f} | {','.join(map(str, row['exit']))} | {','.join(row['rejected'])} | "
-                       + (f"{_fmt_slope(r['time_slope'])} | {_fmt_slope(r.get('wall_slope'))} | "
-                          f"{_fmt_slope(r['memory_slope'])} |" if last else " | | |"))
+                       + (f"{_fmt_slope(r['time_slope'])} | {_fmt_slope(r.get('added_cost_exponent'))} | "
+                          f"{_fmt_slope(r.get('wall_slope'))} | {_fmt_slope(r['memory_slope'])} |" if last else " | | | |"))
     if doc.get("rss_method") != RSS_METHOD:
         out += ["", MEMORY_CAVEAT]
     out += ["", f"Machine: {doc['machine']}, {doc['cpus']} CPUs, Python {doc['python']}; load when it ended: "

@@ -110,16 +110,21 @@ def limits_section(r: dict) -> list[str]:
            "Adversarial input shapes at sizes doubling up to the largest the compiler accepts, each size",
            f"run {r.get('runs', '?')} times (medians). The slopes are least-squares fits of log(cost above the",
            "fixed cost of an rcpc process) on log(size) over the accepted sizes (1: linear, 2:",
-           "quadratic); the time slope is CPU time's. Rows refused by a limit (an `E08xx` code) are",
-           "listed but not fitted. Every row: LIMITS.md.", "",
-           "| shape | command | sizes (bytes or count) | largest: CPU s | largest: peak MiB | CPU slope | wall slope | memory slope | refused at |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "quadratic); the time slope is CPU time's. A fixed cost that grows with any input but not",
+           "with its size pulls that slope below 1; the added-cost exponent has no fixed cost: log2 of",
+           "how much more CPU time the last doubling of the size added than the doubling before it (1:",
+           "linear, 2: quadratic; n/a where a step added less than 0.05 s, the noise). Rows refused by",
+           "a limit (an `E08xx` code) are listed but not fitted.",
+           "Every row: LIMITS.md.", "",
+           "| shape | command | sizes (bytes or count) | largest: CPU s | largest: peak MiB | CPU slope | added-cost exponent | wall slope | memory slope | refused at |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for x in r["results"].values():
         ok = [row for row in x["rows"] if not row.get("rejected")]
         refused = [str(row["size"]) + " (" + ",".join(row["rejected"]) + ")" for row in x["rows"] if row.get("rejected")]
         last = ok[-1] if ok else {"cpu_seconds": float("nan"), "peak_mib": float("nan")}
         out.append(f"| {x['shape']} | `{x['command']}` | {', '.join(str(row['size']) for row in ok)} | "
                    f"{last['cpu_seconds']:.2f} | {_mib(last['peak_mib'], r)} | {_slope(x['time_slope'])} | "
+                   f"{_slope(x.get('added_cost_exponent'))} | "
                    f"{_slope(x.get('wall_slope'))} | {_slope(x['memory_slope']) if r.get('rss_method') == 'launcher' else '—'}"
                    f" | {', '.join(refused)} |")
     if r.get("rss_method") != "launcher":
