@@ -245,16 +245,17 @@ def recipe_text(base: dict, tpu: str, m: dict) -> str:
             '}}}]})\n') % (m["replicas"], env)
 
 
-def judge(workdir: Path, cases: list, oracle) -> list[dict]:
-    """For each ``(name, base, tpu, mutation)``: rcpc's verdicts (built-in, oracle mode) and
-    MaxText's (its loader on the harness's own argv, env, devices, slices)."""
+def prepare(workdir: Path, cases: list) -> tuple[list, list, list]:
+    """For each ``(name, base, tpu, mutation)``, written as a recipe under ``workdir`` and
+    compiled with the built-in schema: its row (``rcpc``: the error codes of the build), the
+    case the harness itself makes for MaxText's loader (its argv, env, devices and slices) and
+    the launches rcpc finds in its renders. Returns ``(rows, truth, found)``."""
     from rcpc.core.diagnostics import CompileError
     from rcpc.domain.launches import launches
     from rcpc.domain.maxtext import argv
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.tpu import tpu_slice
     from rcpc.domain.workspace import Workspace
-    from rcpc.oracle import case_of, check_launches
 
     (workdir / "recipes").mkdir(parents=True, exist_ok=True)
     (workdir / "rcp.toml").write_text('maxtext_schema = "builtin:maxtext"\n', encoding="utf-8")
@@ -269,20 +270,34 @@ def judge(workdir: Path, cases: list, oracle) -> list[dict]:
         except CompileError as exc:
             errors = sorted({d.code for d in exc.diagnostics if d.severity == "error"})
         result = compiler.evaluate(path, {})
-        got = launches(result.renders)
+        found.append(launches(result.renders))
         compiler.release(path)
         devices = tpu_slice(tpu, None).devices * m["replicas"]
-        fs = result.exports["F"]
-        truth.append({"argv": argv(fs), "env": m["env"], "devices": devices, "slices": m["replicas"], "mesh": True})
-        found.append(got)
+        truth.append({"argv": argv(result.exports["F"]), "env": m["env"], "devices": devices,
+                      "slices": m["replicas"], "mesh": True})
         rows.append({"port": port, **m, "rcpc": errors})
-    answers = oracle.run(truth)
+    return rows, truth, found
+
+
+def conclude(rows: list, truth: list, found: list, answers: list, oracle) -> list[dict]:
+    """The rows of :func:`prepare` with MaxText's verdict (``answers``: its loader's on
+    ``truth``), the oracle mode's (``rcpc check --maxtext``'s findings on the launches rcpc
+    found, through ``oracle``: served by its cache when they are the harness's cases) and
+    whether rcpc found the launch the harness made."""
+    from rcpc.oracle import case_of, check_launches
+
     for row, answer, got, case in zip(rows, answers, found, truth):
         row["maxtext"] = (None if "unanswered" in answer else "ok" if answer["ok"]
                           else f"{answer['type']}: {answer['message'][:200]}")
         row["oracle_mode"] = sorted({d.code for d in check_launches(oracle, got)}) if got else ["no launch"]
         row["same_launch"] = [case_of(x) for x in got] == [case]  # rcpc found what the harness made
     return rows
+
+
+def judge(workdir: Path, cases: list, oracle) -> list[dict]:
+    """:func:`prepare`, MaxText's loader on the harness's cases, :func:`conclude`."""
+    rows, truth, found = prepare(workdir, cases)
+    return conclude(rows, truth, found, oracle.run(truth), oracle)
 
 
 def summarize(rows: list) -> dict:

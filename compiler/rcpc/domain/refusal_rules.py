@@ -213,6 +213,55 @@ RULES += (
 )
 
 
+# pipeline parallelism (types.py set_derived_and_validate_values): the layers pipelined are
+# pipeline_parallel_layers, or when -1 the decoder layers (a DeepSeek decoder's less its first
+# dense layers); the decoder layers are 2**layer_scale * base_num_decoder_layers, layer_scale 0
+# for a global_parameter_scale of 1, 2 or 4 (get_individual_scales; another scale: undecided)
+_STAGES = {"op": "*", "args": [_f("ici_pipeline_parallelism"), _f("dcn_pipeline_parallelism")]}
+_PER_REPEAT = {"op": "*", "args": [_STAGES, _f("num_layers_per_pipeline_stage")]}
+_USING_PP = _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                 _cmp(_f("global_parameter_scale"), "in", {"const": [1, 2, 4], "kind": "tuple"}))
+_DEEPSEEK = _cmp(_f("decoder_block"), "==", _c("deepseek"))
+_PIPELINED = (  # (condition, the layers pipelined under it)
+    (_cmp(_f("pipeline_parallel_layers"), "!=", _c(-1)), _f("pipeline_parallel_layers")),
+    (_all(_cmp(_f("pipeline_parallel_layers"), "==", _c(-1)), _DEEPSEEK),
+     {"op": "-", "args": [_f("base_num_decoder_layers"), _f("first_num_dense_layers")]}),
+    (_all(_cmp(_f("pipeline_parallel_layers"), "==", _c(-1)), _not(_DEEPSEEK)), _f("base_num_decoder_layers")),
+)
+_PP_READS = ["base_num_decoder_layers", "dcn_pipeline_parallelism", "decoder_block", "first_num_dense_layers",
+             "global_parameter_scale", "ici_pipeline_parallelism", "num_layers_per_pipeline_stage",
+             "num_pipeline_repeats", "pipeline_parallel_layers"]
+
+RULES += (
+    {"file": "types.py", "anchor": 'f"The number of layers per stage ({self.num_layers_per_pipeline_stage}) times the number of stages "',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "==", _c(-1)),
+                  _any(*(_all(when, _cmp({"op": "%", "args": [layers, _PER_REPEAT]}, "!=", _c(0)))
+                         for when, layers in _PIPELINED))),
+     "reads": _PP_READS,
+     "message": ["The number of layers per stage (", {"field": "num_layers_per_pipeline_stage"}, ") times the number "
+                 "of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism) must divide the number of "
+                 "pipeline_parallel_layers which defaults to decoder layers"]},
+    {"file": "types.py", "anchor": 'f"The product of pipeline stages ({num_stages}), repeats ({self.num_pipeline_repeats}), and layers "',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "!=", _c(-1)),
+                  _any(*(_all(when, _cmp({"op": "*", "args": [_PER_REPEAT, _f("num_pipeline_repeats")]}, "!=", layers))
+                         for when, layers in _PIPELINED))),
+     "reads": _PP_READS,
+     "message": ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
+                 "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
+                 "which defaults to decoder layers"]},
+    # an AOT compile topology MaxText has no system characteristics for (get_num_target_devices,
+    # unless internal_compile bypasses the topology mappings)
+    {"file": "utils/accelerator_to_spec_map.py", "anchor": 'f"Invalid compile topology: {user_facing_name}.',
+     "in": "get_system_characteristics (types.py MaxTextConfig.set_derived_and_validate_values)",
+     "when": _all(_not(_f("internal_compile")), _f("compile_topology"),
+                  _cmp(_f("compile_topology"), "not in", {"keys_of": "UserFacingNameToSystemCharacteristics"})),
+     "reads": ["compile_topology", "internal_compile"],
+     "message": ["Invalid compile topology: ", {"field": "compile_topology"},
+                 " (utils/accelerator_to_spec_map.py's UserFacingNameToSystemCharacteristics names the valid ones)"]},
+)
+
 def custom_rule_refusals(key: str, anchor: str, known: list[str]) -> dict:
     """The refusal of a ``custom_mesh_and_rule`` (or ``..._for_eval``) value whose YAML file
     MaxText's ``configs/custom_mesh_and_rule/`` lacks (``_load_mesh_config_from_yaml``);
@@ -245,21 +294,27 @@ def located(rules, texts: dict) -> list[dict]:
 
 def _constants(tree, text: str):
     """``tree`` with each ``{"const_of": NAME}`` replaced by the literal tuple or list that
-    MaxText's file assigns to NAME (read with :mod:`ast`, never run). LookupError when the file
-    has no such literal."""
+    MaxText's file assigns to NAME, and each ``{"keys_of": NAME}`` by the keys of the dict
+    display it assigns to NAME (literal keys, no ``**`` unpacking: else the list would be
+    incomplete), read with :mod:`ast`, never run. LookupError when the file has no such
+    literal."""
     if isinstance(tree, list):
         return [_constants(x, text) for x in tree]
     if not isinstance(tree, dict):
         return tree
-    if "const_of" in tree:
+    if "const_of" in tree or "keys_of" in tree:
         import ast
 
+        name = tree.get("const_of") or tree["keys_of"]
         for node in ast.walk(ast.parse(text)):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == tree["const_of"] and isinstance(node.value, (ast.Tuple, ast.List))):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == name:
                 try:
-                    return {"const": list(ast.literal_eval(node.value)), "kind": "tuple"}
-                except ValueError:
+                    if "const_of" in tree and isinstance(node.value, (ast.Tuple, ast.List)):
+                        return {"const": list(ast.literal_eval(node.value)), "kind": "tuple"}
+                    if "keys_of" in tree and isinstance(node.value, ast.Dict) and None not in node.value.keys:
+                        return {"const": sorted(ast.literal_eval(k) for k in node.value.keys), "kind": "tuple"}
+                except (ValueError, TypeError):
                     break
-        raise LookupError(tree["const_of"])
+        raise LookupError(name)
     return {k: _constants(v, text) for k, v in tree.items()}

@@ -128,10 +128,13 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
                         hint="this MaxText uses a type rcpc does not know yet; please report it") from None
         refusals = [r for r in refusals if not contradicts(r["when"])]
         texts = {"types.py": once(types_path, MAX_SCHEMA_BYTES).decode("utf-8")}
-        pyconfig = cdir / "pyconfig.py"
-        if os.path.lexists(pyconfig):
-            files["pyconfig.py"], texts["pyconfig.py"] = pyconfig, once(pyconfig, MAX_SCHEMA_BYTES).decode("utf-8")
         rules = list(RULES)
+        for name in sorted({r["file"] for r in rules} - {"types.py"}):  # the other files rules are found in
+            p = (cdir.parent if "/" in name else cdir) / name  # "utils/x.py": in the package; "x.py": in configs/
+            if os.path.lexists(p):
+                files[name], texts[name] = p, once(p, MAX_SCHEMA_BYTES).decode("utf-8")
+                if "/" in name:
+                    paths[name] = f"{PACKAGE}/{name}"
         rule_dir = cdir / "custom_mesh_and_rule"
         if rule_dir.is_dir() and "custom_mesh_and_rule" in fields:  # a rule with no YAML file: refused
             known = []
