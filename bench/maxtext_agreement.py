@@ -288,7 +288,7 @@ def conclude(rows: list, truth: list, found: list, answers: list, oracle) -> lis
 
     for row, answer, got, case in zip(rows, answers, found, truth):
         row["maxtext"] = (None if "unanswered" in answer else "ok" if answer["ok"]
-                          else f"{answer['type']}: {answer['message'][:200]}")
+                          else f"{answer['type']}: {' '.join(answer['message'].split())[:160]}")
         row["oracle_mode"] = sorted({d.code for d in check_launches(oracle, got)}) if got else ["no launch"]
         row["same_launch"] = [case_of(x) for x in got] == [case]  # rcpc found what the harness made
     return rows
@@ -363,7 +363,8 @@ def main(argv=None) -> int:
             print(f"  {what}: {r['port']} {r['layers']} env={r['env']} x{r['replicas']}: rcpc {r['rcpc']}, "
                   f"MaxText {r['maxtext'][:160]!r}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False) + "\n",
+    lines = ",\n".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)  # a row a line
+    Path(args.out).write_text('{"summary": ' + json.dumps(summary, indent=1) + ',\n"rows": [\n' + lines + "\n]}\n",
                               encoding="utf-8")
     return 0
 

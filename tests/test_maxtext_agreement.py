@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -215,11 +216,28 @@ def loader(tmp_path_factory):
 
 
 # every refusal fires on a config MaxText refuses ------------------------------------------------
+def _where(r: dict) -> str:
+    return f"{r.get('file', 'types.py')}:{r['line']}"
+
+
+def _text(r: dict) -> str:
+    """The start of the first literal part of refusal ``r``'s message: MaxText's own words."""
+    return next(p.strip() for p in r["message"] if isinstance(p, str) and len(p.strip()) >= 8)[:25]
+
+
 def test_every_refusal_fires_on_a_config_maxtexts_loader_refuses(loader):
+    """For each refusal, the config that makes it fire is refused by MaxText's loader, with
+    the message of a refusal rcpc reports on it (MaxText stops at the first it meets: when
+    several fire, any of theirs)."""
+    by_where: dict = {}
+    for r in SCHEMA.refusals:
+        by_where.setdefault(_where(r), []).append(_text(r))
     for (r, config, fired, _), answer in loader["refusals"]:
-        where = f"{r.get('file', 'types.py')}:{r['line']}"
+        where = _where(r)
         assert any(f"({where}, " in m for m in fired), f"{where} did not fire on {config}"
         assert answer is not None and answer["ok"] is False, f"MaxText accepts {config}, which {where} refuses"
+        said = {t for m in fired for w in re.findall(r"\((\S+:\d+), ", m) for t in by_where[w]}
+        assert any(t in answer["message"] for t in said), (where, config, said, answer["message"][:300])
 
 
 # the reduced differential set -------------------------------------------------------------------

@@ -99,8 +99,8 @@ RULES: tuple = (
      "message": ["At most one of `use_tokamax_splash` and `use_jax_splash` can be set to True."]},
     {"file": "pyconfig.py", "anchor": 'jnp.dtype(final_dict["mu_dtype"])', "in": "HyperParameters.__init__",
      "when": _all(_f("mu_dtype"), _not({"call": "numpy_dtype", "args": [_f("mu_dtype")]})),
-     "reads": ["mu_dtype"], "message": ["jnp.dtype() cannot read mu_dtype ", {"field": "mu_dtype"},
-                                        " (a NumPy or JAX dtype name, such as float32 or bfloat16)"]},
+     "reads": ["mu_dtype"], "message": ["data type '", {"field": "mu_dtype"}, "' not understood (jnp.dtype() of "
+                                        "mu_dtype: a NumPy or JAX dtype name, such as float32 or bfloat16)"]},
 )
 
 
@@ -251,6 +251,19 @@ RULES += (
      "message": ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
                  "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
                  "which defaults to decoder layers"]},
+    # AttentionType.MLA.value (common_types.py), a value the reading of types.py does not decide
+    {"file": "types.py", "anchor": 'f"`use_indexer=True` requires `attention_type=\'{AttentionType.MLA.value}\'`, since only the "',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_f("use_indexer"), _cmp(_f("attention_type"), "!=", _c("mla"))),
+     "reads": ["attention_type", "use_indexer"],
+     "message": ["`use_indexer=True` requires `attention_type='mla'`, since only the MLA indexer produces this mask."]},
+    # pyconfig.py makes an empty hf_access_token None and never leaves tokenizer_path empty (a
+    # model's Hugging Face id, else MaxText's default tokenizer), so only the token decides
+    {"file": "types.py", "anchor": '"Engram requires both \'hf_access_token\' and \'tokenizer_path\' "',
+     "in": "MaxTextConfig.set_derived_and_validate_values",
+     "when": _all(_f("engram_layers"), _not(_f("hf_access_token"))),
+     "reads": ["engram_layers", "hf_access_token"],
+     "message": ["Engram requires both 'hf_access_token' and 'tokenizer_path' to load the Hugging Face tokenizer."]},
     # an AOT compile topology MaxText has no system characteristics for (get_num_target_devices,
     # unless internal_compile bypasses the topology mappings)
     {"file": "utils/accelerator_to_spec_map.py", "anchor": 'f"Invalid compile topology: {user_facing_name}.',
