@@ -36,6 +36,20 @@ def _any(*es) -> dict:
     return {"or": list(es)}
 
 
+def _fields(e) -> set:
+    """The fields expression tree ``e`` reads."""
+    if isinstance(e, dict):
+        return ({e["field"]} if "field" in e else set()).union(*(_fields(v) for v in e.values()))
+    return set().union(*(_fields(v) for v in e)) if isinstance(e, list) else set()
+
+
+def _validator(anchor: str, when: dict, message: list) -> dict:
+    """A refusal of types.py's ``MaxTextConfig.set_derived_and_validate_values`` that raises at
+    ``anchor``, reading the fields of ``when``."""
+    return {"file": "types.py", "anchor": anchor, "in": "MaxTextConfig.set_derived_and_validate_values",
+            "when": when, "reads": sorted(_fields(when)), "message": message}
+
+
 # the parallelism keys ep_rank reads (types.py ep_enabled: ici_/dcn_<axis>_parallelism of the
 # axes the `exp` logical axis maps to)
 PARALLEL_AXES = ("diloco", "data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "context",
@@ -228,42 +242,31 @@ _PIPELINED = (  # (condition, the layers pipelined under it)
      {"op": "-", "args": [_f("base_num_decoder_layers"), _f("first_num_dense_layers")]}),
     (_all(_cmp(_f("pipeline_parallel_layers"), "==", _c(-1)), _not(_DEEPSEEK)), _f("base_num_decoder_layers")),
 )
-_PP_READS = ["base_num_decoder_layers", "dcn_pipeline_parallelism", "decoder_block", "first_num_dense_layers",
-             "global_parameter_scale", "ici_pipeline_parallelism", "num_layers_per_pipeline_stage",
-             "num_pipeline_repeats", "pipeline_parallel_layers"]
 
 RULES += (
-    {"file": "types.py", "anchor": 'f"The number of layers per stage ({self.num_layers_per_pipeline_stage}) times the number of stages "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     "when": _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "==", _c(-1)),
-                  _any(*(_all(when, _cmp({"op": "%", "args": [layers, _PER_REPEAT]}, "!=", _c(0)))
-                         for when, layers in _PIPELINED))),
-     "reads": _PP_READS,
-     "message": ["The number of layers per stage (", {"field": "num_layers_per_pipeline_stage"}, ") times the number "
-                 "of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism) must divide the number of "
-                 "pipeline_parallel_layers which defaults to decoder layers"]},
-    {"file": "types.py", "anchor": 'f"The product of pipeline stages ({num_stages}), repeats ({self.num_pipeline_repeats}), and layers "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     "when": _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "!=", _c(-1)),
-                  _any(*(_all(when, _cmp({"op": "*", "args": [_PER_REPEAT, _f("num_pipeline_repeats")]}, "!=", layers))
-                         for when, layers in _PIPELINED))),
-     "reads": _PP_READS,
-     "message": ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
-                 "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
-                 "which defaults to decoder layers"]},
+    _validator('f"The number of layers per stage ({self.num_layers_per_pipeline_stage}) times the number of stages "',
+               _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "==", _c(-1)),
+                    _any(*(_all(when, _cmp({"op": "%", "args": [layers, _PER_REPEAT]}, "!=", _c(0)))
+                           for when, layers in _PIPELINED))),
+               ["The number of layers per stage (", {"field": "num_layers_per_pipeline_stage"}, ") times the number "
+                "of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism) must divide the number of "
+                "pipeline_parallel_layers which defaults to decoder layers"]),
+    _validator('f"The product of pipeline stages ({num_stages}), repeats ({self.num_pipeline_repeats}), and layers "',
+               _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "!=", _c(-1)),
+                    _any(*(_all(when, _cmp({"op": "*", "args": [_PER_REPEAT, _f("num_pipeline_repeats")]}, "!=", layers))
+                           for when, layers in _PIPELINED))),
+               ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
+                "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
+                "which defaults to decoder layers"]),
     # AttentionType.MLA.value (common_types.py), a value the reading of types.py does not decide
-    {"file": "types.py", "anchor": 'f"`use_indexer=True` requires `attention_type=\'{AttentionType.MLA.value}\'`, since only the "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     "when": _all(_f("use_indexer"), _cmp(_f("attention_type"), "!=", _c("mla"))),
-     "reads": ["attention_type", "use_indexer"],
-     "message": ["`use_indexer=True` requires `attention_type='mla'`, since only the MLA indexer produces this mask."]},
+    _validator('f"`use_indexer=True` requires `attention_type=\'{AttentionType.MLA.value}\'`, since only the "',
+               _all(_f("use_indexer"), _cmp(_f("attention_type"), "!=", _c("mla"))),
+               ["`use_indexer=True` requires `attention_type='mla'`, since only the MLA indexer produces this mask."]),
     # pyconfig.py makes an empty hf_access_token None and never leaves tokenizer_path empty (a
     # model's Hugging Face id, else MaxText's default tokenizer), so only the token decides
-    {"file": "types.py", "anchor": '"Engram requires both \'hf_access_token\' and \'tokenizer_path\' "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     "when": _all(_f("engram_layers"), _not(_f("hf_access_token"))),
-     "reads": ["engram_layers", "hf_access_token"],
-     "message": ["Engram requires both 'hf_access_token' and 'tokenizer_path' to load the Hugging Face tokenizer."]},
+    _validator('"Engram requires both \'hf_access_token\' and \'tokenizer_path\' "',
+               _all(_f("engram_layers"), _not(_f("hf_access_token"))),
+               ["Engram requires both 'hf_access_token' and 'tokenizer_path' to load the Hugging Face tokenizer."]),
     # an AOT compile topology MaxText has no system characteristics for (get_num_target_devices,
     # unless internal_compile bypasses the topology mappings)
     {"file": "utils/accelerator_to_spec_map.py", "anchor": 'f"Invalid compile topology: {user_facing_name}.',
