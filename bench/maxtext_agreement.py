@@ -212,6 +212,12 @@ def _cross(base: dict) -> list[dict]:
         {"profiler": "xplane", "profile_periodically_period": 0}, {"profiler": "nsys"},
         {"log_period": 0}, {"eval_interval": 5, "dataset_type": "synthetic"},
         {"head_dim": 96}, {"num_query_heads": 7}, {"num_kv_heads": 3},
+        {"ici_pipeline_parallelism": 4}, {"ici_pipeline_parallelism": 2, "num_pipeline_repeats": 3},
+        {"ici_pipeline_parallelism": 2, "pipeline_parallel_layers": 8},
+        {"compile_topology": "tpu7x-128"}, {"compile_topology": "v5e-257"},
+        {"compile_topology": "v5e-257", "internal_compile": True, "internal_compile_num_devices": 128},
+        {"use_indexer": True}, {"use_indexer": True, "attention_type": "mla"},
+        {"engram_layers": [1]}, {"engram_layers": [1], "hf_access_token": "t"},
     ]
     return [_m("cross", x) for x in c]
 

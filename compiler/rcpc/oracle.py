@@ -340,9 +340,10 @@ def refusal(launch, case: dict, answer: dict, oracle: Oracle | None = None) -> D
     located = {p[0] for p in answer.get("locs", []) if p}
     named: dict = {}  # key -> where the error names it (-1: its pydantic location)
     for k in entries:
-        found = re.search(_WORD.format(re.escape(k)), message)
-        if k in located or k.split(".")[0] in located or found:
-            named[k] = -1 if k in located or k.split(".")[0] in located else found.start()
+        if k in located or k.split(".")[0] in located:
+            named[k] = -1
+        elif found := re.search(_WORD.format(re.escape(k)), message):
+            named[k] = found.start()
     keys = sorted(named, key=named.__getitem__)
     known = fs.schema.fields if fs.schema is not None else entries
     if sum(1 for w in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message)) if w in known) > MAX_NAMED:
