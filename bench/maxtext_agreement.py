@@ -217,6 +217,8 @@ def _cross(base: dict) -> list[dict]:
         {"compile_topology": "tpu7x-128"}, {"compile_topology": "v5e-257"},
         {"compile_topology": "v5e-257", "internal_compile": True, "internal_compile_num_devices": 128},
         {"use_indexer": True}, {"use_indexer": True, "attention_type": "mla"},
+        {"use_indexer": True, "attention_type": "mla", "q_lora_rank": 64},
+        {"use_indexer": True, "attention_type": "mla", "q_lora_rank": 64, "attention": "dot_product"},
         {"engram_layers": [1]}, {"engram_layers": [1], "hf_access_token": "t"},
     ]
     return [_m("cross", x) for x in c]

@@ -262,6 +262,15 @@ RULES += (
     _validator('f"`use_indexer=True` requires `attention_type=\'{AttentionType.MLA.value}\'`, since only the "',
                _all(_f("use_indexer"), _cmp(_f("attention_type"), "!=", _c("mla"))),
                ["`use_indexer=True` requires `attention_type='mla'`, since only the MLA indexer produces this mask."]),
+    # then, in the same `if self.use_indexer:` (the check above raises first on other attention types)
+    _validator('raise NotImplementedError("Sparse indexer has not implemented for q_lora_rank = 0.")',
+               _all(_f("use_indexer"), _cmp(_f("q_lora_rank"), "==", _c(0))),
+               ["Sparse indexer has not implemented for q_lora_rank = 0."]),
+    _validator('"Sparse indexer is only supported with dot_product attention or flash attention with tokamax splash."',
+               _all(_f("use_indexer"), _not(_any(_cmp(_f("attention"), "==", _c("dot_product")),
+                                                 _all(_cmp(_f("attention"), "==", _c("flash")),
+                                                      _f("use_tokamax_splash"))))),
+               ["Sparse indexer is only supported with dot_product attention or flash attention with tokamax splash."]),
     # pyconfig.py makes an empty hf_access_token None and never leaves tokenizer_path empty (a
     # model's Hugging Face id, else MaxText's default tokenizer), so only the token decides
     _validator('"Engram requires both \'hf_access_token\' and \'tokenizer_path\' "',
