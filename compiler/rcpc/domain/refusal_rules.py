@@ -82,9 +82,12 @@ RULES: tuple = (
      "reads": ["global_parameter_scale"], "message": ["Global parameter scale cannot be zero."]},
     {"file": "types.py", "anchor": '"Global parameter scale should be a power of two.',
      "in": "get_individual_scales",
-     "when": _all(_cmp(_f("global_parameter_scale"), "!=", _c(0)),
+     "when": _all(_cmp(_f("global_parameter_scale"), ">", _c(0)),
                   _not({"call": "power_of_two", "args": [_f("global_parameter_scale")]})),
      "reads": ["global_parameter_scale"], "message": ["Global parameter scale should be a power of two."]},
+    {"file": "types.py", "anchor": "log_2_scale = math.floor(math.log2(scale))", "in": "get_individual_scales",
+     "when": _cmp(_f("global_parameter_scale"), "<", _c(0)), "reads": ["global_parameter_scale"],
+     "message": ["math domain error", " (math.log2 of a negative global_parameter_scale)"]},
     {"file": "types.py", "anchor": "raise ValueError(\"hf_path can't be empty when dataset_type=hf\")",
      "in": "MaxTextConfig.set_derived_and_validate_values",
      "when": _all(_cmp(_f("dataset_type"), "==", _c("hf")), _not(_f("hf_path"))),
@@ -124,6 +127,7 @@ def _lower(e: dict) -> dict:
 
 _CP = _lower(_f("context_parallel_strategy"))  # types.py lower-cases it before its checks
 _SMALL_GEMMA4 = {"const": ["gemma4-e2b", "gemma4-e4b"], "kind": "tuple"}
+_STAGES = {"op": "*", "args": [_f("ici_pipeline_parallelism"), _f("dcn_pipeline_parallelism")]}  # pipeline stages
 
 RULES += (
     {"file": "types.py", "anchor": '"Elastic training is only supported with Pathways (`enable_single_controller=True`)."',
@@ -204,19 +208,18 @@ RULES += (
      "reads": ["decoder_block", "opt_type"],
      "message": ["Muon dimension numbers haven't been tested for this model (decoder_block ",
                  {"field": "decoder_block"}, ")."]},
-    {"file": "types.py", "anchor": 'f"The number of microbatches ({self.num_pipeline_microbatches}) must be divisible by the number of "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     # num_stages = ici * dcn pipeline parallelism; a num_pipeline_microbatches of -1 is computed to fit
-     "when": _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
-                  _cmp(_f("num_pipeline_microbatches"), "!=", _c(-1)),
-                  _any(_cmp(_f("num_pipeline_microbatches"), "<=", _c(0)),
-                       _cmp({"op": "%", "args": [_f("num_pipeline_microbatches"),
-                                                 {"op": "*", "args": [_f("ici_pipeline_parallelism"),
-                                                                      _f("dcn_pipeline_parallelism")]}]},
-                            "!=", _c(0)))),
-     "reads": ["dcn_pipeline_parallelism", "ici_pipeline_parallelism", "num_pipeline_microbatches"],
-     "message": ["The number of microbatches (", {"field": "num_pipeline_microbatches"}, ") must be positive and "
-                 "divisible by the number of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism)"]},
+    # (num_stages = ici * dcn pipeline parallelism; a num_pipeline_microbatches of -1 is computed to fit)
+    _validator('assert self.num_pipeline_microbatches > 0, "num_pipeline_microbatches must be positive"',
+               _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                    _cmp(_STAGES, ">", _c(0)),  # 0 stages: divmod fails before (ZeroDivisionError)
+                    _cmp(_f("num_pipeline_microbatches"), "!=", _c(-1)), _cmp(_f("num_pipeline_microbatches"), "<=", _c(0))),
+               ["num_pipeline_microbatches must be positive"]),
+    _validator('f"The number of microbatches ({self.num_pipeline_microbatches}) must be divisible by the number of "',
+               _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                    _cmp(_STAGES, ">", _c(0)), _cmp(_f("num_pipeline_microbatches"), ">", _c(0)),
+                    _cmp({"op": "%", "args": [_f("num_pipeline_microbatches"), _STAGES]}, "!=", _c(0))),
+               ["The number of microbatches (", {"field": "num_pipeline_microbatches"}, ") must be divisible by the "
+                "number of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism)"]),
     *({"file": "types.py", "anchor": 'f"{param_name}_schedule is \'{schedule}\' but {param_name}_end is None. "',
        "in": "MaxTextConfig.set_derived_and_validate_values",
        "when": _all(_cmp(_f(f"{p}_schedule"), "!=", _c("constant")), _cmp(_f(f"{p}_end"), "is", _c(None))),
@@ -231,7 +234,6 @@ RULES += (
 # pipeline_parallel_layers, or when -1 the decoder layers (a DeepSeek decoder's less its first
 # dense layers); the decoder layers are 2**layer_scale * base_num_decoder_layers, layer_scale 0
 # for a global_parameter_scale of 1, 2 or 4 (get_individual_scales; another scale: undecided)
-_STAGES = {"op": "*", "args": [_f("ici_pipeline_parallelism"), _f("dcn_pipeline_parallelism")]}
 _PER_REPEAT = {"op": "*", "args": [_STAGES, _f("num_layers_per_pipeline_stage")]}
 _USING_PP = _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
                  _cmp(_f("global_parameter_scale"), "in", {"const": [1, 2, 4], "kind": "tuple"}))
@@ -258,11 +260,7 @@ RULES += (
                ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
                 "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
                 "which defaults to decoder layers"]),
-    # AttentionType.MLA.value (common_types.py), a value the reading of types.py does not decide
-    _validator('f"`use_indexer=True` requires `attention_type=\'{AttentionType.MLA.value}\'`, since only the "',
-               _all(_f("use_indexer"), _cmp(_f("attention_type"), "!=", _c("mla"))),
-               ["`use_indexer=True` requires `attention_type='mla'`, since only the MLA indexer produces this mask."]),
-    # then, in the same `if self.use_indexer:` (the check above raises first on other attention types)
+    # in types.py's `if self.use_indexer:`, after its attention_type check (read from types.py)
     _validator('raise NotImplementedError("Sparse indexer has not implemented for q_lora_rank = 0.")',
                _all(_f("use_indexer"), _cmp(_f("q_lora_rank"), "==", _c(0))),
                ["Sparse indexer has not implemented for q_lora_rank = 0."]),
