@@ -212,6 +212,14 @@ def _cross(base: dict) -> list[dict]:
         {"profiler": "xplane", "profile_periodically_period": 0}, {"profiler": "nsys"},
         {"log_period": 0}, {"eval_interval": 5, "dataset_type": "synthetic"},
         {"head_dim": 96}, {"num_query_heads": 7}, {"num_kv_heads": 3},
+        {"ici_pipeline_parallelism": 4}, {"ici_pipeline_parallelism": 2, "num_pipeline_repeats": 3},
+        {"ici_pipeline_parallelism": 2, "pipeline_parallel_layers": 8},
+        {"compile_topology": "tpu7x-128"}, {"compile_topology": "v5e-257"},
+        {"compile_topology": "v5e-257", "internal_compile": True, "internal_compile_num_devices": 128},
+        {"use_indexer": True}, {"use_indexer": True, "attention_type": "mla"},
+        {"use_indexer": True, "attention_type": "mla", "q_lora_rank": 64},
+        {"use_indexer": True, "attention_type": "mla", "q_lora_rank": 64, "attention": "dot_product"},
+        {"engram_layers": [1]}, {"engram_layers": [1], "hf_access_token": "t"},
     ]
     return [_m("cross", x) for x in c]
 
@@ -245,16 +253,17 @@ def recipe_text(base: dict, tpu: str, m: dict) -> str:
             '}}}]})\n') % (m["replicas"], env)
 
 
-def judge(workdir: Path, cases: list, oracle) -> list[dict]:
-    """For each ``(name, base, tpu, mutation)``: rcpc's verdicts (built-in, oracle mode) and
-    MaxText's (its loader on the harness's own argv, env, devices, slices)."""
+def prepare(workdir: Path, cases: list) -> tuple[list, list, list]:
+    """For each ``(name, base, tpu, mutation)``, written as a recipe under ``workdir`` and
+    compiled with the built-in schema: its row (``rcpc``: the error codes of the build), the
+    case the harness itself makes for MaxText's loader (its argv, env, devices and slices) and
+    the launches rcpc finds in its renders. Returns ``(rows, truth, found)``."""
     from rcpc.core.diagnostics import CompileError
     from rcpc.domain.launches import launches
     from rcpc.domain.maxtext import argv
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.tpu import tpu_slice
     from rcpc.domain.workspace import Workspace
-    from rcpc.oracle import case_of, check_launches
 
     (workdir / "recipes").mkdir(parents=True, exist_ok=True)
     (workdir / "rcp.toml").write_text('maxtext_schema = "builtin:maxtext"\n', encoding="utf-8")
@@ -269,20 +278,34 @@ def judge(workdir: Path, cases: list, oracle) -> list[dict]:
         except CompileError as exc:
             errors = sorted({d.code for d in exc.diagnostics if d.severity == "error"})
         result = compiler.evaluate(path, {})
-        got = launches(result.renders)
+        found.append(launches(result.renders))
         compiler.release(path)
         devices = tpu_slice(tpu, None).devices * m["replicas"]
-        fs = result.exports["F"]
-        truth.append({"argv": argv(fs), "env": m["env"], "devices": devices, "slices": m["replicas"], "mesh": True})
-        found.append(got)
+        truth.append({"argv": argv(result.exports["F"]), "env": m["env"], "devices": devices,
+                      "slices": m["replicas"], "mesh": True})
         rows.append({"port": port, **m, "rcpc": errors})
-    answers = oracle.run(truth)
+    return rows, truth, found
+
+
+def conclude(rows: list, truth: list, found: list, answers: list, oracle) -> list[dict]:
+    """The rows of :func:`prepare` with MaxText's verdict (``answers``: its loader's on
+    ``truth``), the oracle mode's (``rcpc check --maxtext``'s findings on the launches rcpc
+    found, through ``oracle``: served by its cache when they are the harness's cases) and
+    whether rcpc found the launch the harness made."""
+    from rcpc.oracle import case_of, check_launches
+
     for row, answer, got, case in zip(rows, answers, found, truth):
         row["maxtext"] = (None if "unanswered" in answer else "ok" if answer["ok"]
-                          else f"{answer['type']}: {answer['message'][:200]}")
+                          else f"{answer['type']}: {' '.join(answer['message'].split())[:160]}")
         row["oracle_mode"] = sorted({d.code for d in check_launches(oracle, got)}) if got else ["no launch"]
         row["same_launch"] = [case_of(x) for x in got] == [case]  # rcpc found what the harness made
     return rows
+
+
+def judge(workdir: Path, cases: list, oracle) -> list[dict]:
+    """:func:`prepare`, MaxText's loader on the harness's cases, :func:`conclude`."""
+    rows, truth, found = prepare(workdir, cases)
+    return conclude(rows, truth, found, oracle.run(truth), oracle)
 
 
 def summarize(rows: list) -> dict:
@@ -348,7 +371,8 @@ def main(argv=None) -> int:
             print(f"  {what}: {r['port']} {r['layers']} env={r['env']} x{r['replicas']}: rcpc {r['rcpc']}, "
                   f"MaxText {r['maxtext'][:160]!r}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False) + "\n",
+    lines = ",\n".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)  # a row a line
+    Path(args.out).write_text('{"summary": ' + json.dumps(summary, indent=1) + ',\n"rows": [\n' + lines + "\n]}\n",
                               encoding="utf-8")
     return 0
 

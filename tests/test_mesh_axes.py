@@ -117,7 +117,9 @@ def mesh_errors(text: str) -> list:
         try:
             ws.build(text, dedent=False)
         except CompileError as exc:
-            others = [x for x in exc.diagnostics if x.code != "E0340"]
+            # a cross-field refusal (E0350: 3 pipeline stages of deepseek3's 58 layers) is another
+            # check's (tests/test_maxtext_agreement.py)
+            others = [x for x in exc.diagnostics if x.code not in ("E0340", "E0350")]
             assert not others, others
             return [x for x in exc.diagnostics if x.code == "E0340"]
         return []

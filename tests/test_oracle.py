@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from rcpc.catalog import FAKE_MAXTEXT
 from rcpc.core.diagnostics import CompileError
@@ -97,6 +100,52 @@ def test_a_cache_entry_that_is_no_result_is_a_miss(mt, garbage):
     entries[0].write_bytes(garbage)
     again = Oracle(mt)
     assert again.run([case]) == [{"ok": True}] and again.ran == 1
+
+
+OTHER = 4242  # a uid that is not ours
+
+
+@pytest.mark.parametrize("how", ["other uid", "group writable", "symlink"])
+def test_an_entry_another_user_could_have_planted_is_a_miss(mt, how):
+    """The oracle's cache is trusted as rcpc's others are (rcpc.core.usercache): an entry that
+    says MaxText accepts a flag set it refuses, planted by another user, is not believed."""
+    oracle = Oracle(mt)
+    case = _case(["context_parallel_strategy=usp"])
+    (refused,) = oracle.run([case])
+    assert refused["ok"] is False
+    (entry,) = Path(oracle.cache).iterdir()
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
+    entry.unlink()
+    planted = b'{"ok": true}'
+    if how == "symlink":
+        (entry.parent / "forged").write_bytes(planted)
+        os.chmod(entry.parent / "forged", 0o600)
+        entry.symlink_to("forged")
+    else:
+        entry.write_bytes(planted)
+        os.chmod(entry, 0o664 if how == "group writable" else 0o644)
+        if how == "other uid":
+            if os.getuid() != 0:
+                pytest.skip("chown to another user needs root")
+            os.chown(entry, OTHER, -1)
+    again = Oracle(mt)
+    assert again.run([case]) == [refused] and again.ran == 1
+
+
+@pytest.mark.parametrize("which", ["rcpc", "rcpc/oracle"])
+def test_a_cache_directory_another_user_can_write_is_not_used(mt, tmp_path, monkeypatch, capsys, which):
+    from rcpc.core import usercache
+
+    monkeypatch.setattr(usercache, "_TRUST", {})
+    monkeypatch.setattr(usercache, "_WARNED", [])
+    directory = tmp_path / "cache" / which
+    directory.mkdir(parents=True, mode=0o700)
+    os.chmod(directory, 0o777)
+    oracle = Oracle(mt)
+    assert oracle.cache is None and "warning[W0960]" in capsys.readouterr().err
+    assert oracle.run([_case(["steps=5"])]) == [{"ok": True}]
+    assert not (tmp_path / "cache" / "rcpc" / "oracle").exists() or not any(
+        (tmp_path / "cache" / "rcpc" / "oracle").iterdir())  # nothing written to it
 
 
 def test_what_a_case_carries_to_the_loader(tmp_path, monkeypatch):
@@ -210,3 +259,36 @@ def test_a_check_with_the_oracle_is_never_replayed(ws, mt, cli, monkeypatch):
     monkeypatch.setattr(replay.Recorder, "save", lambda self, code: saved.append(self._ok))
     assert cli("check", "--maxtext", str(mt)).code == 0
     assert saved in ([], [False])
+
+
+# where a refusal is reported -------------------------------------------------------------------
+KNOWN = (("steps", "5"), ("log_period", "10"), ("dtype", '"bfloat16"'), ("learning_rate", "1e-4"),
+         ("per_device_batch_size", "2.0"), ("remat_policy", '"full"'), ("run_name", '"r"'),
+         ("enable_checkpointing", "False"), ("max_target_length", "2048"), ("scan_layers", "True"),
+         ("attention", '"flash"'), ("opt_type", '"adamw"'))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(st.sampled_from(KNOWN), unique=True, min_size=0, max_size=len(KNOWN)), at=st.integers(0, 12),
+       newer=st.sampled_from(["use_gdn_kernel", "gdn_cp_mode", "zz_newer_flag"]))
+@example(keys=list(KNOWN), at=2, newer="use_gdn_kernel")  # the RL recipe's: reported at its last listed key
+def test_a_refusal_listing_every_key_is_reported_at_the_key_it_refuses(sws, keys, at, newer):
+    """pyconfig.py's unknown-key error, "'KEY' not in 'emb_dim', 'mlp_dim', ..." (every key
+    MaxText knows), names nearly every flag of the set: the refusal is of the key it names
+    first, whichever flags the set has and wherever that key is among them."""
+    from rcpc.domain.launches import launches
+    from rcpc.domain.schema import BUILTIN_PATH, load_schema
+    from rcpc.oracle import case_of, refusal
+
+    items = [f'"{k}": {v}' for k, v in keys]
+    items.insert(min(at, len(items)), f'"{newer}": True')
+    text = "F = maxtext_flags({\n" + "".join(f"    {x},\n" for x in items) + f'}}, unknown_keys = ["{newer}"])\n' \
+        'flag_file(name = "f", flags = F)\n'
+    path = sws.write("recipes/r.rcp", text, dedent=False).resolve()
+    (launch,) = launches(sws.compiler().evaluate(path, {}).renders)
+    fields = load_schema(BUILTIN_PATH, None, "builtin:maxtext").fields
+    answer = {"ok": False, "type": "ValueError", "locs": [],
+              "message": f"{newer!r} not in {', '.join(map(repr, fields))}."}
+    d = refusal(launch, case_of(launch), answer)
+    assert d.code == "E0360" and d.span.line == 2 + min(at, len(items) - 1)
+    assert [what for what, _ in d.related] == ["MaxText started here"]

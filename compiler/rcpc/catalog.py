@@ -78,8 +78,8 @@ spec:
 
 
 # A stand-in for a MaxText checkout (the oracle examples): the modules rcpc's oracle driver
-# loads, its config loader refusing what MaxText's refuses for one config (types.py's pipeline
-# checks, which rcpc does not model), and taking a minute for another.
+# loads, its config loader refusing what MaxText's refuses for one config (types.py's check of
+# pipeline weight prefetching, which rcpc does not model), and taking a minute for another.
 FAKE_MAXTEXT = {
     "mt/src/maxtext/__init__.py": "",
     "mt/src/maxtext/configs/__init__.py": "",
@@ -87,9 +87,8 @@ FAKE_MAXTEXT = {
     "mt/src/maxtext/configs/pyconfig.py": (
         "import time\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
         "def initialize(argv):\n"
-        "    if 'num_layers_per_pipeline_stage=3' in argv:\n"
-        "        raise AssertionError('The number of layers per stage (3) times the number of stages (2) must divide "
-        "the number of pipeline_parallel_layers which defaults to decoder layers (16)')\n"
+        "    if 'pipeline_fsdp_ag_per_repeat=True' in argv:\n"
+        "        raise AssertionError('Pipeline weight prefetching only supports circular pipeline.')\n"
         "    if 'steps=-1' in argv:\n"
         "        time.sleep(60)\n"
         "    return object()\n"),
@@ -194,7 +193,8 @@ CATALOG = [
             'F = maxtext_flags({"num_moe_token_chunks": 2})\n' + FLAGS, files=BUILTIN),
     Example("E0321", "MaxText sources cannot be read", argv=("schema", "maxtext", "no-maxtext-here")),
     Example("E0360", "MaxText's own config loader refuses the flag set (rcpc check --maxtext)",
-            'F = maxtext_flags({"ici_pipeline_parallelism": 2, "num_layers_per_pipeline_stage": 3})\n' + FLAGS,
+            'F = maxtext_flags({"ici_pipeline_parallelism": 2, "num_layers_per_pipeline_stage": 8,\n'
+            '                   "pipeline_fsdp_ag_per_repeat": True})\n' + FLAGS,
             files={**FAKE_MAXTEXT, **BUILTIN},
             argv=("check", "--maxtext", "mt")),
     Example("E0361", "MaxText's config loader cannot run", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,

@@ -13,8 +13,11 @@ MaxText's mesh creation when the slice is known. Only the MaxText the user named
 recipe gives data (the argv tokens, the ``M_`` texts), never a program or a path to run.
 
 Results are cached in ``$XDG_CACHE_HOME/rcpc/oracle`` by the SHA-256 of (the driver, the
-content of every file of MaxText's package, the interpreter's path, size and mtime, the case);
-an entry that does not read back as a result is a miss.
+content of every file of MaxText's package, the interpreter's path, size and mtime, the case),
+trusted as rcpc's other caches are (:mod:`rcpc.core.usercache`: a directory another user can
+write is not used, ``W0960``; an entry is read only when it is a regular file of the user's that
+no one else can write, so one another user planted is a miss); an entry that does not read back
+as a result is a miss.
 
 Diagnostics: ``E0360`` MaxText refuses the flag set; ``E0361`` the oracle cannot run (no such
 interpreter, no MaxText package at the path, MaxText cannot be imported by that interpreter);
@@ -37,7 +40,7 @@ from pathlib import Path
 from rcpc.core.envvars import for_subprocess, get
 from rcpc.core.diagnostics import Diagnostic, error
 from rcpc.core.source import Span
-from rcpc.core.usercache import cache_dir, write_atomic
+from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
 from rcpc.domain.maxtext import argv, resolved
 
 DRIVER = Path(__file__).resolve().parent / "oracle_driver.py"
@@ -49,6 +52,9 @@ MAX_PACKAGE_FILES = 20000  # files of MaxText's package hashed, at most
 MAX_PACKAGE_BYTES = 512 << 20
 MAX_RESULT_BYTES = 1 << 20  # one result line
 MAX_SHOWN = 300  # characters of MaxText's message in a diagnostic
+# MaxText keys a refusal's message may name and still be about each of them (a cross-field check
+# names a few); more is a list, as pyconfig.py's "'KEY' not in 'emb_dim', 'mlp_dim', ..." of every key
+MAX_NAMED = 8
 
 
 class Oracle:
@@ -177,9 +183,7 @@ class Oracle:
         if self.cache is None:
             return None
         try:
-            with open(os.path.join(self.cache, key + ".json"), "rb") as f:
-                data = f.read(MAX_RESULT_BYTES + 1)
-            found = json.loads(data)
+            found = json.loads(read_owned(os.path.join(self.cache, key + ".json"), MAX_RESULT_BYTES))
         except (OSError, ValueError):
             return None
         return found if _well_formed(found) else None
@@ -188,7 +192,7 @@ class Oracle:
         if self.cache is None:
             return
         try:
-            os.makedirs(self.cache, exist_ok=True)
+            make_dirs(self.cache)
             write_atomic(os.path.join(self.cache, key + ".json"), json.dumps(answer).encode())
         except OSError:
             pass  # a cache that cannot be written only costs the next run its time
@@ -325,14 +329,25 @@ _WORD = r"(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
 def refusal(launch, case: dict, answer: dict, oracle: Oracle | None = None) -> Diagnostic:
     """``E0360`` for MaxText's refusal ``answer`` of ``launch``: at the flag (or ``M_``
     variable) named by the error's location or message that was set last, the others as
-    related locations; at the ``maxtext_flags`` call when it names none."""
+    related locations; at the ``maxtext_flags`` call when it names none. A message naming more
+    than :data:`MAX_NAMED` of MaxText's keys (the schema's; without one, the flag set's) lists
+    keys (pyconfig.py's unknown-key error lists every key MaxText knows after the one it
+    refuses): the flag it names first is the one refused."""
     fs = launch.flags
     entries = resolved(fs)
     order = {k: i for i, k in enumerate(entries)}
     message = answer["message"]
-    named = {p[0] for p in answer.get("locs", []) if p}
-    keys = [k for k in entries if k in named or k.split(".")[0] in named
-            or re.search(_WORD.format(re.escape(k)), message)]
+    located = {p[0] for p in answer.get("locs", []) if p}
+    named: dict = {}  # key -> where the error names it (-1: its pydantic location)
+    for k in entries:
+        if k in located or k.split(".")[0] in located:
+            named[k] = -1
+        elif found := re.search(_WORD.format(re.escape(k)), message):
+            named[k] = found.start()
+    keys = sorted(named, key=named.__getitem__)
+    known = fs.schema.fields if fs.schema is not None else entries
+    if sum(1 for w in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message)) if w in known) > MAX_NAMED:
+        keys = keys[:1]  # a list of keys (MaxText's valid ones): the refusal is of the key named first
     env = [(n, s) for n, _, s in launch.env if re.search(_WORD.format(re.escape(n)), message)]
     keys.sort(key=lambda k: order[k])
     places = [(f"'{k}' set here", entries[k].value.span) for k in keys] + [(f"{n} set here", s) for n, s in env]

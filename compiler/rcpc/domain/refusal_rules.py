@@ -36,6 +36,20 @@ def _any(*es) -> dict:
     return {"or": list(es)}
 
 
+def _fields(e) -> set:
+    """The fields expression tree ``e`` reads."""
+    if isinstance(e, dict):
+        return ({e["field"]} if "field" in e else set()).union(*(_fields(v) for v in e.values()))
+    return set().union(*(_fields(v) for v in e)) if isinstance(e, list) else set()
+
+
+def _validator(anchor: str, when: dict, message: list) -> dict:
+    """A refusal of types.py's ``MaxTextConfig.set_derived_and_validate_values`` that raises at
+    ``anchor``, reading the fields of ``when``."""
+    return {"file": "types.py", "anchor": anchor, "in": "MaxTextConfig.set_derived_and_validate_values",
+            "when": when, "reads": sorted(_fields(when)), "message": message}
+
+
 # the parallelism keys ep_rank reads (types.py ep_enabled: ici_/dcn_<axis>_parallelism of the
 # axes the `exp` logical axis maps to)
 PARALLEL_AXES = ("diloco", "data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "context",
@@ -68,9 +82,12 @@ RULES: tuple = (
      "reads": ["global_parameter_scale"], "message": ["Global parameter scale cannot be zero."]},
     {"file": "types.py", "anchor": '"Global parameter scale should be a power of two.',
      "in": "get_individual_scales",
-     "when": _all(_cmp(_f("global_parameter_scale"), "!=", _c(0)),
+     "when": _all(_cmp(_f("global_parameter_scale"), ">", _c(0)),
                   _not({"call": "power_of_two", "args": [_f("global_parameter_scale")]})),
      "reads": ["global_parameter_scale"], "message": ["Global parameter scale should be a power of two."]},
+    {"file": "types.py", "anchor": "log_2_scale = math.floor(math.log2(scale))", "in": "get_individual_scales",
+     "when": _cmp(_f("global_parameter_scale"), "<", _c(0)), "reads": ["global_parameter_scale"],
+     "message": ["math domain error", " (math.log2 of a negative global_parameter_scale)"]},
     {"file": "types.py", "anchor": "raise ValueError(\"hf_path can't be empty when dataset_type=hf\")",
      "in": "MaxTextConfig.set_derived_and_validate_values",
      "when": _all(_cmp(_f("dataset_type"), "==", _c("hf")), _not(_f("hf_path"))),
@@ -99,8 +116,8 @@ RULES: tuple = (
      "message": ["At most one of `use_tokamax_splash` and `use_jax_splash` can be set to True."]},
     {"file": "pyconfig.py", "anchor": 'jnp.dtype(final_dict["mu_dtype"])', "in": "HyperParameters.__init__",
      "when": _all(_f("mu_dtype"), _not({"call": "numpy_dtype", "args": [_f("mu_dtype")]})),
-     "reads": ["mu_dtype"], "message": ["jnp.dtype() cannot read mu_dtype ", {"field": "mu_dtype"},
-                                        " (a NumPy or JAX dtype name, such as float32 or bfloat16)"]},
+     "reads": ["mu_dtype"], "message": ["data type '", {"field": "mu_dtype"}, "' not understood (jnp.dtype() of "
+                                        "mu_dtype: a NumPy or JAX dtype name, such as float32 or bfloat16)"]},
 )
 
 
@@ -110,6 +127,7 @@ def _lower(e: dict) -> dict:
 
 _CP = _lower(_f("context_parallel_strategy"))  # types.py lower-cases it before its checks
 _SMALL_GEMMA4 = {"const": ["gemma4-e2b", "gemma4-e4b"], "kind": "tuple"}
+_STAGES = {"op": "*", "args": [_f("ici_pipeline_parallelism"), _f("dcn_pipeline_parallelism")]}  # pipeline stages
 
 RULES += (
     {"file": "types.py", "anchor": '"Elastic training is only supported with Pathways (`enable_single_controller=True`)."',
@@ -190,19 +208,18 @@ RULES += (
      "reads": ["decoder_block", "opt_type"],
      "message": ["Muon dimension numbers haven't been tested for this model (decoder_block ",
                  {"field": "decoder_block"}, ")."]},
-    {"file": "types.py", "anchor": 'f"The number of microbatches ({self.num_pipeline_microbatches}) must be divisible by the number of "',
-     "in": "MaxTextConfig.set_derived_and_validate_values",
-     # num_stages = ici * dcn pipeline parallelism; a num_pipeline_microbatches of -1 is computed to fit
-     "when": _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
-                  _cmp(_f("num_pipeline_microbatches"), "!=", _c(-1)),
-                  _any(_cmp(_f("num_pipeline_microbatches"), "<=", _c(0)),
-                       _cmp({"op": "%", "args": [_f("num_pipeline_microbatches"),
-                                                 {"op": "*", "args": [_f("ici_pipeline_parallelism"),
-                                                                      _f("dcn_pipeline_parallelism")]}]},
-                            "!=", _c(0)))),
-     "reads": ["dcn_pipeline_parallelism", "ici_pipeline_parallelism", "num_pipeline_microbatches"],
-     "message": ["The number of microbatches (", {"field": "num_pipeline_microbatches"}, ") must be positive and "
-                 "divisible by the number of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism)"]},
+    # (num_stages = ici * dcn pipeline parallelism; a num_pipeline_microbatches of -1 is computed to fit)
+    _validator('assert self.num_pipeline_microbatches > 0, "num_pipeline_microbatches must be positive"',
+               _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                    _cmp(_STAGES, ">", _c(0)),  # 0 stages: divmod fails before (ZeroDivisionError)
+                    _cmp(_f("num_pipeline_microbatches"), "!=", _c(-1)), _cmp(_f("num_pipeline_microbatches"), "<=", _c(0))),
+               ["num_pipeline_microbatches must be positive"]),
+    _validator('f"The number of microbatches ({self.num_pipeline_microbatches}) must be divisible by the number of "',
+               _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                    _cmp(_STAGES, ">", _c(0)), _cmp(_f("num_pipeline_microbatches"), ">", _c(0)),
+                    _cmp({"op": "%", "args": [_f("num_pipeline_microbatches"), _STAGES]}, "!=", _c(0))),
+               ["The number of microbatches (", {"field": "num_pipeline_microbatches"}, ") must be divisible by the "
+                "number of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism)"]),
     *({"file": "types.py", "anchor": 'f"{param_name}_schedule is \'{schedule}\' but {param_name}_end is None. "',
        "in": "MaxTextConfig.set_derived_and_validate_values",
        "when": _all(_cmp(_f(f"{p}_schedule"), "!=", _c("constant")), _cmp(_f(f"{p}_end"), "is", _c(None))),
@@ -212,6 +229,61 @@ RULES += (
       for p in ("distill_alpha", "distill_temperature", "distill_beta")),
 )
 
+
+# pipeline parallelism (types.py set_derived_and_validate_values): the layers pipelined are
+# pipeline_parallel_layers, or when -1 the decoder layers (a DeepSeek decoder's less its first
+# dense layers); the decoder layers are 2**layer_scale * base_num_decoder_layers, layer_scale 0
+# for a global_parameter_scale of 1, 2 or 4 (get_individual_scales; another scale: undecided)
+_PER_REPEAT = {"op": "*", "args": [_STAGES, _f("num_layers_per_pipeline_stage")]}
+_USING_PP = _all(_any(_cmp(_f("ici_pipeline_parallelism"), ">", _c(1)), _cmp(_f("dcn_pipeline_parallelism"), ">", _c(1))),
+                 _cmp(_f("global_parameter_scale"), "in", {"const": [1, 2, 4], "kind": "tuple"}))
+_DEEPSEEK = _cmp(_f("decoder_block"), "==", _c("deepseek"))
+_PIPELINED = (  # (condition, the layers pipelined under it)
+    (_cmp(_f("pipeline_parallel_layers"), "!=", _c(-1)), _f("pipeline_parallel_layers")),
+    (_all(_cmp(_f("pipeline_parallel_layers"), "==", _c(-1)), _DEEPSEEK),
+     {"op": "-", "args": [_f("base_num_decoder_layers"), _f("first_num_dense_layers")]}),
+    (_all(_cmp(_f("pipeline_parallel_layers"), "==", _c(-1)), _not(_DEEPSEEK)), _f("base_num_decoder_layers")),
+)
+
+RULES += (
+    _validator('f"The number of layers per stage ({self.num_layers_per_pipeline_stage}) times the number of stages "',
+               _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "==", _c(-1)),
+                    _any(*(_all(when, _cmp({"op": "%", "args": [layers, _PER_REPEAT]}, "!=", _c(0)))
+                           for when, layers in _PIPELINED))),
+               ["The number of layers per stage (", {"field": "num_layers_per_pipeline_stage"}, ") times the number "
+                "of stages (ici_pipeline_parallelism * dcn_pipeline_parallelism) must divide the number of "
+                "pipeline_parallel_layers which defaults to decoder layers"]),
+    _validator('f"The product of pipeline stages ({num_stages}), repeats ({self.num_pipeline_repeats}), and layers "',
+               _all(_USING_PP, _cmp(_f("num_pipeline_repeats"), "!=", _c(-1)),
+                    _any(*(_all(when, _cmp({"op": "*", "args": [_PER_REPEAT, _f("num_pipeline_repeats")]}, "!=", layers))
+                           for when, layers in _PIPELINED))),
+               ["The product of pipeline stages, repeats (", {"field": "num_pipeline_repeats"}, "), and layers per "
+                "stage (", {"field": "num_layers_per_pipeline_stage"}, ") must be equal to pipeline_parallel_layers "
+                "which defaults to decoder layers"]),
+    # in types.py's `if self.use_indexer:`, after its attention_type check (read from types.py)
+    _validator('raise NotImplementedError("Sparse indexer has not implemented for q_lora_rank = 0.")',
+               _all(_f("use_indexer"), _cmp(_f("q_lora_rank"), "==", _c(0))),
+               ["Sparse indexer has not implemented for q_lora_rank = 0."]),
+    _validator('"Sparse indexer is only supported with dot_product attention or flash attention with tokamax splash."',
+               _all(_f("use_indexer"), _not(_any(_cmp(_f("attention"), "==", _c("dot_product")),
+                                                 _all(_cmp(_f("attention"), "==", _c("flash")),
+                                                      _f("use_tokamax_splash"))))),
+               ["Sparse indexer is only supported with dot_product attention or flash attention with tokamax splash."]),
+    # pyconfig.py makes an empty hf_access_token None and never leaves tokenizer_path empty (a
+    # model's Hugging Face id, else MaxText's default tokenizer), so only the token decides
+    _validator('"Engram requires both \'hf_access_token\' and \'tokenizer_path\' "',
+               _all(_f("engram_layers"), _not(_f("hf_access_token"))),
+               ["Engram requires both 'hf_access_token' and 'tokenizer_path' to load the Hugging Face tokenizer."]),
+    # an AOT compile topology MaxText has no system characteristics for (get_num_target_devices,
+    # unless internal_compile bypasses the topology mappings)
+    {"file": "utils/accelerator_to_spec_map.py", "anchor": 'f"Invalid compile topology: {user_facing_name}.',
+     "in": "get_system_characteristics (types.py MaxTextConfig.set_derived_and_validate_values)",
+     "when": _all(_not(_f("internal_compile")), _f("compile_topology"),
+                  _cmp(_f("compile_topology"), "not in", {"keys_of": "UserFacingNameToSystemCharacteristics"})),
+     "reads": ["compile_topology", "internal_compile"],
+     "message": ["Invalid compile topology: ", {"field": "compile_topology"},
+                 " (utils/accelerator_to_spec_map.py's UserFacingNameToSystemCharacteristics names the valid ones)"]},
+)
 
 def custom_rule_refusals(key: str, anchor: str, known: list[str]) -> dict:
     """The refusal of a ``custom_mesh_and_rule`` (or ``..._for_eval``) value whose YAML file
@@ -245,21 +317,27 @@ def located(rules, texts: dict) -> list[dict]:
 
 def _constants(tree, text: str):
     """``tree`` with each ``{"const_of": NAME}`` replaced by the literal tuple or list that
-    MaxText's file assigns to NAME (read with :mod:`ast`, never run). LookupError when the file
-    has no such literal."""
+    MaxText's file assigns to NAME, and each ``{"keys_of": NAME}`` by the keys of the dict
+    display it assigns to NAME (literal keys, no ``**`` unpacking: else the list would be
+    incomplete), read with :mod:`ast`, never run. LookupError when the file has no such
+    literal."""
     if isinstance(tree, list):
         return [_constants(x, text) for x in tree]
     if not isinstance(tree, dict):
         return tree
-    if "const_of" in tree:
+    if "const_of" in tree or "keys_of" in tree:
         import ast
 
+        name = tree.get("const_of") or tree["keys_of"]
         for node in ast.walk(ast.parse(text)):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == tree["const_of"] and isinstance(node.value, (ast.Tuple, ast.List))):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == name:
                 try:
-                    return {"const": list(ast.literal_eval(node.value)), "kind": "tuple"}
-                except ValueError:
+                    if "const_of" in tree and isinstance(node.value, (ast.Tuple, ast.List)):
+                        return {"const": list(ast.literal_eval(node.value)), "kind": "tuple"}
+                    if "keys_of" in tree and isinstance(node.value, ast.Dict) and None not in node.value.keys:
+                        return {"const": sorted(ast.literal_eval(k) for k in node.value.keys), "kind": "tuple"}
+                except (ValueError, TypeError):
                     break
-        raise LookupError(tree["const_of"])
+        raise LookupError(name)
     return {k: _constants(v, text) for k, v in tree.items()}

@@ -249,7 +249,10 @@ class _Extractor:
         "args": [e, e]}``, ``{"len": e}``. A list or dict field is read only where its value
         decides as pydantic's list and pyconfig's tuple alike (``ctx``: a truth value, the
         argument of ``len``, the right of ``in``); an enum field only when its class is a
-        ``str`` or ``int`` enum of types.py (its members compare as their values)."""
+        ``str`` or ``int`` enum of types.py (its members compare as their values).
+        ``Enum.MEMBER.value`` of a str or int enum of types.py or common_types.py is its value;
+        ``isinstance(self.key, int)`` (``float``, ``str``) is True when pydantic makes the key
+        one, and ``self.key is not None`` when it makes it one or None."""
         if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (bool, int, float, str)):
             return {"const": node.value}
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -288,7 +291,33 @@ class _Extractor:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
                 and len(node.args) == 1 and not node.keywords):
             return {"len": self.expression(node.args[0], p, "container")}
+        if (isinstance(node, ast.Attribute) and node.attr == "value" and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)):  # Enum.MEMBER.value
+            value = self._member_value(node.value.value.id, node.value.attr)
+            if value is not None:
+                return {"const": value}
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+                and len(node.args) == 2 and not node.keywords and isinstance(node.args[1], ast.Name)
+                and node.args[1].id in ("int", "float", "str") and isinstance(node.args[0], ast.Attribute)):
+            field = self.expression(node.args[0], p, "value")  # isinstance(self.key, int)
+            t = self.fields[field["field"]]["type"]
+            if t["type"] == node.args[1].id:  # pydantic made it one: always
+                return {"const": True}
+            if t["type"] == "union" and sorted(m["type"] for m in t["of"]) == sorted((node.args[1].id, "none")):
+                return {"compare": field, "ops": [["is not", {"const": None}]]}
         raise Undecidable(ast.unparse(node))
+
+    def _member_value(self, enum: str, member: str):
+        """The value of ``enum.member`` (an ``Enum`` of types.py or of common_types.py), when a
+        str or int; None otherwise."""
+        if enum in self.mod.classes and self.mod.is_enum(enum):
+            members = {st.targets[0].id: st.value.value for st in self.mod.classes[enum].body
+                       if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                       and isinstance(st.value, ast.Constant)}
+        else:
+            members = self.mod.external.get(enum, (None, {}))[1] if enum in self.mod.imported else {}
+        value = members.get(member)
+        return value if type(value) in (str, int) else None
 
     def _comparable(self, t: dict) -> bool:
         """Whether pydantic's value of type ``t`` decides as rcpc's does: an enum must be one
@@ -317,6 +346,11 @@ class _Extractor:
                       and isinstance(v.value, ast.Attribute) and isinstance(v.value.value, ast.Name)
                       and v.value.value.id == p and v.value.attr in self.fields):
                     out.append({"field": v.value.attr})
+                elif (isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
+                      and isinstance(v.value, ast.Attribute) and v.value.attr == "value"
+                      and isinstance(v.value.value, ast.Attribute) and isinstance(v.value.value.value, ast.Name)
+                      and self._member_value(v.value.value.value.id, v.value.value.attr) is not None):
+                    out.append(str(self._member_value(v.value.value.value.id, v.value.value.attr)))  # Enum.X.value
                 else:
                     out.append({"expr": ast.unparse(v.value if isinstance(v, ast.FormattedValue) else v)})
             return out

@@ -9,12 +9,18 @@ Inputs (read as data; nothing of MaxText, pydantic or jax is imported):
   Each annotation becomes a type node (below); ``Field(default, ge=, gt=, le=, lt=)`` gives the
   default and the bounds; ``PositiveInt``, ``NonNegativeInt`` and ``NonNegativeFloat`` are
   bounded ints and floats (pydantic.types); an ``Enum`` class defined in types.py gives its
-  values as choices, one imported from elsewhere (``maxtext.common.common_types``) is a string
-  of unknown choices; a field with a ``field_validator(..., mode="before")`` is ``validated``
-  (its input is converted by MaxText's own code first, so rcpc does not type it).
+  values as choices, one imported from ``maxtext.common.common_types`` those of
+  ``common/common_types.py`` (read the same way; without that file, a string of unknown
+  choices); a field with a ``field_validator(..., mode="before")`` is ``validated`` (its input
+  is converted by MaxText's own code first, so rcpc does not type it).
 * ``base.yml`` — the defaults MaxText starts from, read as MaxText reads it (OmegaConf: YAML 1.1
   plus OmegaConf's float resolver, :func:`rcpc.domain.schema.yaml_loader`).
 * ``models/*.yml`` — the per-model configs ``model_name=X`` loads, read the same way.
+* MaxText's refusals: those of types.py's validators (:mod:`rcpc.domain.refusals`) and those
+  modelled by hand (:mod:`rcpc.domain.refusal_rules`), located by their text in the file each
+  names (``pyconfig.py`` beside types.py, ``utils/accelerator_to_spec_map.py`` in the package),
+  the rules with a YAML file (``custom_mesh_and_rule/``) and the ``remat_policy`` values of
+  ``layers/decoders.py``.
 
 Type nodes are JSON objects with a ``type``: ``int``, ``float`` (optional bounds ``ge gt le
 lt``), ``bool``, ``str``, ``none``, ``any``, ``literal`` (``values``), ``enum`` (``name``,
@@ -128,10 +134,13 @@ def derive(root: Path, commit: str | None = None, repository: str = REPOSITORY,
                         hint="this MaxText uses a type rcpc does not know yet; please report it") from None
         refusals = [r for r in refusals if not contradicts(r["when"])]
         texts = {"types.py": once(types_path, MAX_SCHEMA_BYTES).decode("utf-8")}
-        pyconfig = cdir / "pyconfig.py"
-        if os.path.lexists(pyconfig):
-            files["pyconfig.py"], texts["pyconfig.py"] = pyconfig, once(pyconfig, MAX_SCHEMA_BYTES).decode("utf-8")
         rules = list(RULES)
+        for name in sorted({r["file"] for r in rules} - {"types.py"}):  # the other files rules are found in
+            p = (cdir.parent if "/" in name else cdir) / name  # "utils/x.py": in the package; "x.py": in configs/
+            if os.path.lexists(p):
+                files[name], texts[name] = p, once(p, MAX_SCHEMA_BYTES).decode("utf-8")
+                if "/" in name:
+                    paths[name] = f"{PACKAGE}/{name}"
         rule_dir = cdir / "custom_mesh_and_rule"
         if rule_dir.is_dir() and "custom_mesh_and_rule" in fields:  # a rule with no YAML file: refused
             known = []
