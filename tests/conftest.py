@@ -68,6 +68,22 @@ def _hypothesis_profile() -> None:
 _hypothesis_profile()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``tests/run``: ``-n auto``) each worker has a user cache of its own
+    (``XDG_CACHE_HOME``, a new empty directory, removed at the end), as each process of a
+    serial run had the whole cache to itself: a test that counts cache entries or hits never
+    sees another worker's, whichever tests run beside it. Set before collection, which
+    compiles the recipes of ``rcp.toml``."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        import shutil
+        import tempfile
+
+        cache = tempfile.mkdtemp(prefix=f"rcpc-test-cache-{worker}-")
+        os.environ["XDG_CACHE_HOME"] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """After a test that ran out of memory is reported, what it allocated is freed (its
