@@ -16,6 +16,9 @@ from rcpc.testing.golden import GoldenExtension
 
 pytest_plugins = ["pytester"]
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixture (the goldens) runs once
+pytestmark = pytest.mark.xdist_group("test_golden_plugin")
+
 RECIPE = '''
 TUNED = param(bool, default = False)
 N = param(int, default = 2)

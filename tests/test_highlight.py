@@ -15,6 +15,9 @@ from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Stri
 
 from rcpc.domain.builtins import NAMES
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixture runs VS Code's TextMate engine (node) once
+pytestmark = pytest.mark.xdist_group("test_highlight")
+
 REPO = Path(__file__).resolve().parent.parent
 GRAMMAR = REPO / "editors/vscode/syntaxes/rcp.tmLanguage.json"
 TOKENIZE = REPO / "tests/js/tokenize.mjs"
