@@ -32,6 +32,7 @@ from rcpc.core.diagnostics import CompileError, format_text
 from rcpc.domain.recipe import Compiler
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python
+from rcpc.domain import stdlib
 from rcpc.domain.workspace import Workspace
 
 # A test whose memory runs away fails with MemoryError where it allocates, its traceback in the
@@ -115,6 +116,22 @@ def pytest_runtest_makereport(item, call):
 
 
 RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
+REPO = Path(__file__).resolve().parents[1]
+STDLIB_SOURCE = REPO / "compiler" / "rcpc" / "stdlib"  # rcpc's standard library (@rcpc//NAME.rcp) in the checkout
+# The .rcp files of the checkout: the bundled recipes and the standard library
+BUNDLED_FILES = sorted([*(REPO / "recipes").rglob("*.rcp"), *STDLIB_SOURCE.rglob("*.rcp")])
+
+
+def bundled_sources() -> dict[str, str]:
+    """The bundled ``.rcp`` files as a workspace of their own would hold them, {workspace path:
+    text}: the recipes under ``recipes/``, and rcpc's standard library (``@rcpc//NAME``) as
+    ``recipes/lib/NAME`` with the recipes' ``@rcpc//`` loads pointed there, so that a test may
+    change (format, mutate) a standard library file as it changes a recipe."""
+    out = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8").replace('"' + stdlib.PREFIX, '"//recipes/lib/')
+           for p in sorted((REPO / "recipes").rglob("*.rcp"))}
+    out.update(("recipes/lib/" + p.relative_to(STDLIB_SOURCE).as_posix(), p.read_text(encoding="utf-8"))
+               for p in sorted(STDLIB_SOURCE.rglob("*.rcp")))
+    return out
 RECIPE = "recipes/r.rcp"
 LIB = "recipes/lib/consts.rcp"
 SPAN = Span("<test>", 1, 1, 1, 1)
@@ -416,3 +433,4 @@ def run_bash_stubbed(text: str, programs) -> list:
         else:
             cur.append(w.decode("utf-8", "surrogateescape"))
     return out
+

@@ -267,7 +267,7 @@ def _examples():
 
 
 def _copy_workspace(root: Path) -> None:
-    for sub in ("recipes/rl", "recipes/lib"):
+    for sub in ("recipes/rl",):   # it loads @rcpc//rl_pathways.rcp, the package's
         shutil.copytree(REPO / sub, root / sub, dirs_exist_ok=True)
     (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n')
 

@@ -27,8 +27,9 @@ from test_fuzz import BUNDLED, generated_inputs, mutated_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("tests/**/*.rcp"), *REPO.glob("docs/**/*.rcp"),
-                 *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"), *SHARED.glob("**/*.rcp")})
+CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("compiler/**/*.rcp"), *REPO.glob("tests/**/*.rcp"),
+                 *REPO.glob("docs/**/*.rcp"), *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"),
+                 *SHARED.glob("**/*.rcp")})
 
 
 def _result(parse, text: str, path: str):
@@ -327,11 +328,18 @@ def test_the_scanner_tries_frequent_terminals_first_without_changing_any_match()
 # properties ------------------------------------------------------------------------------------
 def mutated(files: dict) -> list:
     """The texts of :func:`test_fuzz.mutated_inputs`'s files that its mutations changed: the
-    others are bundled recipes as they are, each checked once on its own above
-    (``test_*_on_every_recipe``), not again with every example (most of these properties'
-    time, as they were)."""
+    others are bundled sources as they are (:data:`test_fuzz.BUNDLED`), each checked once on its
+    own (``test_*_on_each_bundled_source``), not again with every example (most of these
+    properties' time, as they were)."""
     return [data.decode("utf-8", "surrogateescape") for path, data in files.items()
             if data != BUNDLED[path].encode("utf-8")]
+
+
+@pytest.mark.parametrize("path", sorted(BUNDLED))
+def test_fast_parser_equals_lark_on_each_bundled_source(path):
+    """What the mutations start from, unmutated."""
+    assert check_agrees(BUNDLED[path], must_accept=True) == "ok"
+    check_scan(BUNDLED[path])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -38,7 +38,7 @@ def make_repo(root: Path, edits: list[dict[str, str]]) -> Path:
     """A repository at ``root`` with the RL recipe: one commit, then one commit per dict of
     (path → new text) in ``edits``."""
     root.mkdir(parents=True, exist_ok=True)
-    for sub in ("recipes/rl", "recipes/lib"):
+    for sub in ("recipes/rl",):   # it loads @rcpc//rl_pathways.rcp, the package's
         shutil.copytree(REPO / sub, root / sub)
     (root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n')
     git(root, "init", "-q", "-b", "main")

@@ -28,10 +28,12 @@ from rcpc.core.fmt import WIDTH, format_source, normalize_string
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
 
+from conftest import bundled_sources
+
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = Path(__file__).with_name("fmt")
 CASES = sorted(p.name[: -len(".in.rcp")] for p in GOLDEN_DIR.glob("*.in.rcp"))
-BUNDLED = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "recipes").rglob("*.rcp"))
+BUNDLED = bundled_sources()  # the recipes, and the standard library as recipes/lib/NAME.rcp
 RCP_TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
 
 
@@ -199,15 +201,15 @@ def check_format_properties(files: dict) -> None:
         assert _renders(Path(b)) == _renders(Path(a))
 
 
-@pytest.mark.parametrize("path", BUNDLED)
+@pytest.mark.parametrize("path", sorted(BUNDLED))
 def test_bundled_recipe_formatting_is_idempotent(path):
-    text = (REPO / path).read_text(encoding="utf-8")
+    text = BUNDLED[path]
     once = fmt(text, path)
     assert fmt(once, path) == once
 
 
 def test_bundled_recipes_render_the_same_formatted():
-    files = {p: (REPO / p).read_text(encoding="utf-8") for p in BUNDLED}
+    files = BUNDLED
     with tempfile.TemporaryDirectory() as b:
         _formatted_copy(files, Path(b))
         formatted = _renders(Path(b))

@@ -46,9 +46,10 @@ from rcpc.domain.recipe import Compiler
 from rcpc.core.source import Span
 from rcpc.domain.workspace import Workspace
 
+from conftest import bundled_sources
+
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
-           for p in sorted((REPO / "recipes").rglob("*.rcp"))}
+BUNDLED = bundled_sources()  # the standard library as recipes/lib/NAME.rcp: mutated as the recipes are
 BUNDLED_RECIPES = [k for k in BUNDLED if not k.startswith("recipes/lib/")]
 BUNDLED_LIBS = [k for k in BUNDLED if k.startswith("recipes/lib/")]
 
@@ -928,7 +929,8 @@ class _Gen:
         if self.sloppy and self.chance(25):
             path = self.pick(['"lib/missing.rcp"', '"lib/fuzzlib.txt"', '"/abs/x.rcp"', '"../../../x.rcp"',
                               'f"lib/fuzzlib.rcp"', '"r.rcp"', '"//recipes/r.rcp"', '"//maxtext/base.yml"',
-                              '"lib"', '"//recipes/lib/maxtext_tpu.rcp"'])
+                              '"lib"', '"//recipes/lib/maxtext_tpu.rcp"', '"@rcpc//maxtext_tpu.rcp"',
+                              '"@rcpc//../x.rcp"', '"@rcpc//nope.rcp"', '"@other//x.rcp"'])
         names = self.draw(st.lists(st.sampled_from(sorted(exports)), min_size=1, max_size=4, unique=True))
         names = [n for n in names if n not in self.env] or [n for n in exports if n not in self.env][:1]
         args = [path]

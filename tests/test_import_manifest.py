@@ -33,7 +33,7 @@ from rcpc.importer.driver import import_manifest
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = REPO.parent / "shared" / "data" / "tpu-recipes"
 ALL = sorted(p.name for p in TEMPLATES.glob("*.yaml"))
-# What each template imports as: the shared library's function (recipes/lib/maxtext_tpu.rcp)
+# What each template imports as: the shared library's function (@rcpc//maxtext_tpu.rcp)
 # and the startup command function passed to it, read off the template and proven equal. The
 # hand ports (recipes/tpu_recipes/) are written with the same functions.
 IMPORTS = {
@@ -77,6 +77,11 @@ def test_candidates_read_the_shape_off_the_template(name):
     assert shapes == expect
 
 
+# use_random_routing=True with an expert-parallel rank of 1 (the ports leave it out)
+REFUSED = {"deepseek3-671b_4k-bf16-tpu7x-4x4x8.yaml", "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.yaml",
+           "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.yaml"}
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_every_template_imports_equal(name, tmp_path):
     ws = Workspace.find(REPO)
@@ -89,7 +94,10 @@ def test_every_template_imports_equal(name, tmp_path):
     values = {"WORKLOAD_NAME": "q3-0", "WORKLOAD_IMAGE": "gcr.io/p-1/runner@sha256:" + "0a" * 32,
               "BASE_OUTPUT_DIR": "gs://tpu-runs_eu-1/exp=lr-3e-4/v1.2+rc/", "DATASET_DIR": "gs://d/ata"}
     values = {k: v for k, v in values.items() if k in re.findall(r"\$\{(\w+)\}", (TEMPLATES / name).read_text())}
-    renders = proof.build(proof.fresh_compiler(REPO), out, values)
+    # the templates MaxText's pinned schema refuses (E0350): rendered as evaluated, W1208 said
+    refused = any(d.code == "W1208" for d in imported.notes)
+    assert refused is (name in REFUSED)
+    renders = (proof.renders if refused else proof.build)(proof.fresh_compiler(REPO), out, values)
     (text,) = renders.values()
     assert yaml.safe_load(text) == yaml.safe_load(_real_envsubst(TEMPLATES / name, values))
     # a call of the library function: shorter than the template, and lint clean
@@ -98,7 +106,7 @@ def test_every_template_imports_equal(name, tmp_path):
         assert f"\n{function}(" in imported.text or f"    {function}(" in imported.text
     assert "COMMAND =" not in imported.text and "jobset(\n    name =" not in imported.text  # no literal left
     assert _nonblank(imported.text) < _nonblank((TEMPLATES / name).read_text())
-    assert [(d.code, d.message) for d in lint(proof.fresh_compiler(REPO), [out])] == []
+    assert [d.code for d in lint(proof.fresh_compiler(REPO), [out])] == (["E0350"] if refused else [])
     assert "TPU_WORKER_ID =" not in imported.text  # read by the pod's shell: kept literal
 
 

@@ -31,15 +31,19 @@ from rcpc.importer.driver import import_shell
 REPO = Path(__file__).resolve().parents[1]
 XPK = REPO.parent / "shared" / "data" / "tpu-recipes" / "xpk"
 ALL = sorted(p.name for p in XPK.glob("*.sh"))
-# The flag blobs that stay strings: a quoted value (tokenizer_path='...', 'fixed,-224,224'), a
-# glob (*.arrayrecord) the flag set's shell form would quote, maxdiffusion's repeated keys.
-NO_FLAG_SET = {"deepseek3-671b_4k-bf16-tpu7x-4x8x8-gcs.sh", "deepseek3-671b_4k-bf16-tpu7x-4x8x8-lustre.sh",
-               "llama3.1-70b_8k-fp8-tpu7x-4x4x4.sh", "wan2.1-14b_bf16-tpu7x-4x4x4.sh"}
-# The recipes whose launch command is a call of the shared library (recipes/lib/maxtext_tpu.rcp),
+# The flag blob that stays a string: MaxDiffusion's, whose command writes some keys again
+# before it (a flag set's tokens would not be the trainer's). Quoted values ('fixed,-224,224',
+# tokenizer_path='...') and a glob (*.arrayrecord) are flag sets' shell_quoted/raw keys.
+NO_FLAG_SET = {"wan2.1-14b_bf16-tpu7x-4x4x4.sh"}
+# The recipes whose launch command is a call of the shared library (@rcpc//maxtext_tpu.rcp),
 # and the call. The others are not: deepseek3 gcs/lustre run `--tpu-type`, `--base-docker-image`,
-# `--storage` and another --command (cd, pip install, MAXTEXT_ASSETS_ROOT); llama3.1 fp8 and
-# wan2.1 keep their flags as a string (NO_FLAG_SET); wan2.1 runs MaxDiffusion with its flags
-# written twice.
+# `--storage` and another --command (cd, pip install, MAXTEXT_ASSETS_ROOT); wan2.1 keeps its
+# flags as a string (NO_FLAG_SET).
+# The recipes MaxText's pinned schema refuses (use_random_routing=True with an expert-parallel
+# rank of 1): equal, with a W1208 TODO(import).
+REFUSED = {"deepseek3-671b_4k-bf16-tpu7x-4x4x8.sh", "deepseek3-671b_4k-bf16-tpu7x-4x8x8-gcs.sh",
+           "deepseek3-671b_4k-bf16-tpu7x-4x8x8-lustre.sh", "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.sh",
+           "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.sh"}
 ONE_CALL = "maxtext_xpk_workload"
 TWO_CALLS = "xpk_workload_create with xpk_workload_command"
 CALLS = {
@@ -53,6 +57,7 @@ CALLS = {
     "gpt-oss-120b_8k-bf16-tpu7x-4x4x4.sh": ONE_CALL,
     "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh": ONE_CALL,
     "llama3.1-70b_8k-bf16-tpu7x-4x8x8.sh": ONE_CALL,
+    "llama3.1-70b_8k-fp8-tpu7x-4x4x4.sh": TWO_CALLS,
     "qwen3-235b-a22b_4k-bf16-tpu7x-4x8x8.sh": TWO_CALLS,
 }
 
@@ -64,9 +69,9 @@ def _nonblank(text: str) -> int:
 
 
 def _params(compiler, path: Path) -> dict:
-    """The recipe's params and their defaults."""
-    recipe, _ = compiler.recipe(path.resolve())
-    return {p.name: p.default.value for p in recipe.params}
+    """The recipe's params and their defaults (as evaluated: before the checks, which refuse
+    the REFUSED recipes)."""
+    return {p.name: p.default.value for p in compiler.evaluate(path.resolve(), {}).params}
 
 
 def _original_argv(src: Path, values: dict) -> list:
@@ -95,7 +100,7 @@ def test_every_shell_recipe_imports_equal(name, tmp_path):
     params = _params(compiler, out)
     assert {"WORKLOAD_NAME", "WORKLOAD_IMAGE", "CLUSTER_NAME", "PROJECT_ID", "ZONE"} <= set(params)
     values = {k: f"t-{k.lower().replace('_', '-')}" for k in params}
-    renders = proof.build(compiler, out, values)
+    renders = (proof.renders if name in REFUSED else proof.build)(compiler, out, values)  # REFUSED: E0350
     assert list(renders) == ["launch.sh"]
     ours = run_bash_stubbed(renders["launch.sh"], ["xpk"])
     theirs = _original_argv(XPK / name, values)
@@ -125,10 +130,16 @@ def test_a_library_call_where_a_shape_matches(name, tmp_path):
     assert imported.how == f"a command_file render, a call of {CALLS[name]}"
     assert f"    argv = {CALLS[name].split(' with ')[0]}(" in imported.text
     assert '"xpk",' not in imported.text and "--command=" not in imported.text and "_JOINED" not in imported.text
-    assert _nonblank(imported.text) < _nonblank((XPK / name).read_text())
+    # shorter than the shell file, but for the slice it names, which the recipe checks the flags
+    # on (TPU_SLICE lines: a check the shell file has not); the llama3.1 fp8 recipe's six empty
+    # exports are documented params, longer than the file
+    tie = sum(_nonblank(line) for line in imported.text.splitlines() if "TPU_SLICE" in line)
+    if name != "llama3.1-70b_8k-fp8-tpu7x-4x4x4.sh":
+        assert _nonblank(imported.text) - tie < _nonblank((XPK / name).read_text())
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)
-    assert [(d.code, d.message) for d in lint(proof.fresh_compiler(REPO), [out])] == []
+    refused = ["E0350"] if name in REFUSED else []  # the W1208 the import said
+    assert [d.code for d in lint(proof.fresh_compiler(REPO), [out])] == refused
 
 
 _LAYERS = st.sampled_from(sorted(shell_library.LAYERS))
@@ -197,7 +208,8 @@ def test_the_candidates_decline_a_command_of_another_shape(order, keep, renamed,
         set(shell_library.CREATE_FLAGS) - {"enable-debug-logs"} <= set(names)
     for cand in shell_library.SHELL_CANDIDATES:
         assert (cand.extract(script) is not None) is (shaped and cand.function == "xpk_workload_create"
-                                                      or shaped and "enable-debug-logs" in names)
+                                                      or shaped and "enable-debug-logs" in names
+                                                      and cand.function == "maxtext_xpk_workload")
 
 
 def test_the_proof_decides_not_the_candidate(tmp_path):
@@ -221,7 +233,8 @@ def test_nothing_is_dropped_silently(name):
     src = (XPK / name).read_text()
     text = imported.text
     todos = text.count("# TODO(import)")
-    assert todos == sum(1 for d in imported.notes if d.code == "W1200") > 0
+    assert todos == sum(1 for d in imported.notes if d.code in ("W1200", "W1208")) > 0
+    assert any(d.code == "W1208" for d in imported.notes) is (name in REFUSED)
     for node in bashlex.parse(src):
         first = src[node.pos[0]:node.pos[1]].splitlines()[0]
         name_ = first.removeprefix("export ").split("=", 1)[0]
@@ -261,7 +274,7 @@ def test_a_recipe_that_differs_is_not_equal(tmp_path):
     name = "llama3.1-70b_8k-bf16-tpu7x-4x4x4.sh"
     imported = import_shell(Workspace.find(REPO), XPK / name, name)
     out = tmp_path / "r.rcp"
-    out.write_text(imported.text.replace('"tpu7x-4x4x4",', '"tpu7x-4x8x8",'))  # a call's argument
+    out.write_text(imported.text.replace('tpu_slice("v7x:4x4x4")', 'tpu_slice("v7x:4x8x8")'))  # the slice
     found = imported.check(proof.fresh_compiler(REPO), out)
     assert found and "$argv[0][8]" in found[0] and "--device-type=tpu7x-4x8x8" in found[0]
     out.write_text(imported.text.replace('"steps": 30,', '"steps": 31,'))
@@ -288,7 +301,8 @@ def test_cli_import_then_build_writes_an_executable_launch_sh(tmp_path, monkeypa
     src = XPK / "gemma4-2b_8k-bf16-tpu7x-4x4x4.sh"
     code, out, err = _run(["import", "shell", str(src), "-o", "recipes/gemma.rcp"], capsys)
     assert code == 0, err
-    assert "equal (a command_file render)" in err and "warning[W1200]: TODO(import)" in err
+    # a workspace of rcp.toml alone: the call of the standard library (@rcpc//maxtext_tpu.rcp)
+    assert "equal (a command_file render, a call of xpk_workload_create" in err and "warning[W1200]: TODO(import)" in err
     code, _, err = _run(["build", "gemma", "--set", "PROJECT_ID=p1", "-o", "out"], capsys)
     assert code == 0, err
     launch = ws / "out" / "gemma" / "custom" / "launch.sh"

@@ -148,25 +148,23 @@ def _import(tmp_path: Path, text: str, sandbox: Path) -> tuple[int, dict, dict]:
 @given(construct=st.sampled_from(ACTING), where=st.sampled_from(EXPANSION_PLACES))
 @example(construct="<(touch MARK)", where="command-word")  # the reported case: kubectl apply -f <(touch X)
 def test_no_expansion_anywhere_runs(construct, where, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("imp")
-    box = tmp_path / "box"
-    box.mkdir()
-    (box / "src.sh").write_text(f"touch {shlex.quote(str(box / 'MARK'))}\n")
-    code, before, after = _import(tmp_path, _placed(construct, where), box)
-    assert code in (0, 1)
-    assert not (box / "MARK").exists()
-    assert after == before
+    _runs_nothing(tmp_path_factory.mktemp("imp"), _placed(construct, where))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(statement=st.sampled_from(STATEMENTS), where=st.sampled_from(STATEMENT_PLACES))
 @example(statement="export RCPC_ARGV=MARK", where="statement-first")  # the reported harness variable
 def test_no_statement_anywhere_runs(statement, where, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("imp")
+    _runs_nothing(tmp_path_factory.mktemp("imp"), _placed(statement, where))
+
+
+def _runs_nothing(tmp_path, script: str) -> None:
+    """Importing ``script`` (a sourced ``box/src.sh`` would make ``box/MARK``) makes no MARK and
+    changes nothing but its output, whether it imports (0) or not (1)."""
     box = tmp_path / "box"
     box.mkdir()
     (box / "src.sh").write_text(f"touch {shlex.quote(str(box / 'MARK'))}\n")
-    code, before, after = _import(tmp_path, _placed(statement, where), box)
+    code, before, after = _import(tmp_path, script, box)
     assert code in (0, 1)
     assert not (box / "MARK").exists()
     assert after == before

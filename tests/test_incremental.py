@@ -16,8 +16,10 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Source
 from rcpc.core.syntax import incremental, parser, postlex
 
+from conftest import BUNDLED_FILES
+
 REPO = Path(__file__).resolve().parents[1]
-FILES = sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.rcp"))
+FILES = [str(p.relative_to(REPO)) for p in BUNDLED_FILES]
 # Lines that open or close what decides where statements begin: brackets, strings, blocks,
 # continuations, comments.
 SNIPPETS = ["else:", "elif X:", "if X:", "    Y = 1", "def f(a):", "    return a", "X = (", ")", "]", "}",

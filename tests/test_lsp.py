@@ -245,13 +245,18 @@ def test_completion(workspace):
         ed.change(uri, 5, text)
         items = await ed.complete(uri, text.count("\n"), len(text.split("\n")[-1]))
         assert [(i.label, i.insert_text) for i in items] == [("STEPS", '"STEPS"')]
+        # ... and in a sweep's variants(over = {...})
+        text = RECIPE + 'variants(over = {'
+        ed.change(uri, 6, text)
+        items = await ed.complete(uri, text.count("\n"), len(text.split("\n")[-1]))
+        assert [(i.label, i.insert_text) for i in items] == [("STEPS", '"STEPS"')]
         # JobSet fields in jobset(spec = {...}), following the path of keys
         text = RECIPE + 'jobset(name = "b", spec = {"replicatedJobs": [{"template": {"spec": {"'
-        ed.change(uri, 6, text)
+        ed.change(uri, 7, text)
         items = {i.label for i in await ed.complete(uri, text.count("\n"), len(text.split("\n")[-1]))}
         assert {"parallelism", "completions", "backoffLimit", "template"} <= items
         text = RECIPE + 'jobset(name = "b", spec = {"'
-        ed.change(uri, 7, text)
+        ed.change(uri, 8, text)
         items = {i.label for i in await ed.complete(uri, text.count("\n"), len(text.split("\n")[-1]))}
         assert {"replicatedJobs", "failurePolicy", "network", "successPolicy"} <= items
 

@@ -31,6 +31,7 @@ from lsprotocol import types as T  # noqa: E402
 
 from rcpc import api  # noqa: E402
 from rcpc.core.syntax import ast  # noqa: E402
+from rcpc.domain import stdlib  # noqa: E402
 from test_fuzz import BUNDLED, BUNDLED_LIBS, BUNDLED_RECIPES, mutated_inputs  # noqa: E402
 from test_lsp_untrusted import CANCELLED, HANG, Served, position_request  # noqa: E402
 
@@ -43,10 +44,13 @@ REVIEW_EXAMPLE = ('"ENABLE_MULTI_NUMA": "0",', '"ENABLE_MULTI_NUMA": "1" if TRAI
 
 
 def copy_workspace(to: Path) -> Path:
-    """The repository's workspace (rcp.toml and recipes/) copied to ``to``."""
+    """The repository's workspace (rcp.toml and recipes/) copied to ``to``, the standard
+    library as its own library (``BUNDLED``: recipes/lib/NAME.rcp)."""
     to.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "rcp.toml", to / "rcp.toml")
-    shutil.copytree(REPO / "recipes", to / "recipes", dirs_exist_ok=True)
+    for path, text in BUNDLED.items():
+        (to / path).parent.mkdir(parents=True, exist_ok=True)
+        (to / path).write_text(text, encoding="utf-8")
     return to.resolve()
 
 
@@ -254,13 +258,14 @@ def test_docs_review_example_shows_the_contract_errors(editor):
 
 # hover and definition ----------------------------------------------------------------------
 def test_library_functions_hover_and_definition(editor):
-    """A call of a function loaded from a library: hover shows its signature and doc
+    """A call of a function loaded from rcpc's standard library (``@rcpc//``): hover shows its signature and doc
     comment, definition jumps to its ``def`` in the library; likewise from the load()'s
     name; in the library, hover on the ``def`` header (an internal error) and on an
-    argument; references of the function reach the recipe's call."""
+    argument; references of the function (from the recipe) reach its def and the recipe's call."""
     served, root, _ = editor
-    recipe, lib = (root / TPU).as_uri(), (root / LIB).as_uri()
-    text, lib_text = BUNDLED[TPU], BUNDLED[LIB]
+    recipe, lib = (root / TPU).as_uri(), (stdlib.DIRECTORY / "maxtext_tpu.rcp").as_uri()  # the installed file
+    text, lib_text = (REPO / TPU).read_text(encoding="utf-8"), BUNDLED[LIB]
+    assert '"@rcpc//maxtext_tpu.rcp"' in text
     served.open(recipe, text)
 
     def at(source: str, needle: str, plus: int = 1) -> tuple[int, int]:
@@ -276,14 +281,14 @@ def test_library_functions_hover_and_definition(editor):
     for where in (at(text, "xpk_generated_jobset(\n"), at(text, '"xpk_generated_jobset"', 2)):
         hover = request("textDocument/hover", recipe, where)["contents"]["value"]
         assert "def xpk_generated_jobset(name, image, slice, command" in hover
-        assert "loaded from `//recipes/lib/maxtext_tpu.rcp`" in hover
-        assert f"recipes/lib/maxtext_tpu.rcp:{def_line + 1}" in hover
+        assert "loaded from `@rcpc//maxtext_tpu.rcp`" in hover
+        assert f"@rcpc//maxtext_tpu.rcp:{def_line + 1}" in hover
         doc_line = lib_text.split("\n")[def_line - 1].lstrip("# ")
         assert doc_line and doc_line in hover   # the comment right above the def
         loc = request("textDocument/definition", recipe, where)
         assert loc["uri"] == lib and loc["range"]["start"] == {"line": def_line, "character": 4}
     header = lib_text.count("\n", 0, lib_text.index("def libtpu_init_args("))
-    assert header == 227   # recipes/lib/maxtext_tpu.rcp:228, the reported line
+    assert header == 227   # @rcpc//maxtext_tpu.rcp:228, the reported line
     for char in range(len(lib_text.split("\n")[header]) + 1):
         request("textDocument/hover", lib, (header, char))
         request("textDocument/definition", lib, (header, char))
@@ -291,8 +296,10 @@ def test_library_functions_hover_and_definition(editor):
     assert "def libtpu_init_args(flags, *, spaced = False)" in hover and "LIBTPU_INIT_ARGS" in hover
     hover = request("textDocument/hover", lib, at(lib_text, "flags[k]}", 0))["contents"]["value"]
     assert hover == "`flags`: argument of libtpu_init_args()"
+    # from the recipe's call: a standard library file belongs to no workspace (opened on its
+    # own, its references are those of the workspace its directory is in)
     refs = served.request("textDocument/references", position_request(
-        "textDocument/references", lib, *at(lib_text, "def xpk_generated_jobset(", 5)))["result"]
+        "textDocument/references", recipe, *at(text, "xpk_generated_jobset(\n")))["result"]
     assert {(r["uri"], r["range"]["start"]["line"]) for r in refs} >= {
         (lib, def_line), (recipe, at(text, "xpk_generated_jobset(\n")[0])}
 

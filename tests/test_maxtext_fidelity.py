@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import SCHEMA_TOML, Ws
+from rcpc.core.diagnostics import CompileError
 from rcpc.domain.schema import BUILTIN_PATH, load_schema
 from rcpc.domain.schemagen import BUILTIN
 
@@ -74,12 +75,19 @@ def test_values_maxtext_reads_otherwise_warn(sws, layer, code, message):
                         and SCHEMA.type_of(k)["values"] and all(type(v) is str for v in SCHEMA.type_of(k)["values"])]),
        st.data())
 def test_every_choice_key_refuses_other_strings_and_takes_its_choices(key, data):
-    """The kind of 'bad choice': every Literal/Enum key of types.py."""
+    """The kind of 'bad choice': every Literal/Enum key of types.py. A choice spelled none (any
+    case) is taken by none: MaxText makes the string None before its model reads it
+    (pyconfig._prepare_for_pydantic), so only a key that may be None takes it
+    (VisionEncoderBlockType.NONE = "none" is refused so)."""
     from rcpc.domain import maxtext
     from test_maxtext_schema import _entry
 
     values = SCHEMA.type_of(key)["values"]
     good = data.draw(st.sampled_from(values))
+    if good.lower() == "none":  # judged as None is
+        codes = [d.code for d in maxtext.check_entry(_entry(key, good), SCHEMA, {})[1]]
+        assert codes == [d.code for d in maxtext.check_entry(_entry(key, None), SCHEMA, {})[1]], key
+        return
     bad = data.draw(st.text(min_size=1, max_size=8).filter(lambda s: s not in values and s.lower() != "none"
                                                            and s != "???"))
     assert not [d for d in maxtext.check_entry(_entry(key, good), SCHEMA, {})[1] if d.severity == "error"]
@@ -312,3 +320,30 @@ def test_build_cache_depends_on_the_schema_file(cached_ws, build_calls):
 def test_the_shipped_schema_is_a_dependency_of_every_checked_recipe(sws):
     sws.build('F = maxtext_flags({"steps": 1})\n' + FLAGS)
     assert BUILTIN_PATH in sws.last_compiler.dependencies((sws.root / "recipes/r.rcp").resolve())
+
+
+# acknowledgements travel with the flag set ---------------------------------------------------------
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.sampled_from(["splice", "splice+slice", "plus"]), min_size=1, max_size=4),
+       acknowledged=st.booleans())
+@example(steps=["splice+slice"], acknowledged=True)  # maxtext_flags(F, tpu_slice = S) dropped F's unknown_keys
+def test_an_acknowledged_unknown_key_stays_acknowledged_where_its_flag_set_goes(steps, acknowledged, tmp_path_factory):
+    """A key a flag set acknowledged (unknown_keys) is acknowledged in every flag set made from
+    it (spliced into maxtext_flags, with or without a slice, or joined with +), and never
+    otherwise: E0310 exactly when no maxtext_flags acknowledged it."""
+    ws = Ws(tmp_path_factory.mktemp("ack"))
+    (ws.root / "rcp.toml").write_text(SCHEMA_TOML)
+    ack = ', unknown_keys = ["use_gdn_kernel"]' if acknowledged else ""
+    lines = [f'F0 = maxtext_flags({{"steps": 1, "use_gdn_kernel": True}}{ack})']
+    for i, step in enumerate(steps, 1):
+        made = {"splice": f'maxtext_flags(F{i - 1}, {{"steps": {i + 1}}})',
+                "splice+slice": f'maxtext_flags(F{i - 1}, {{"steps": {i + 1}}}, tpu_slice = tpu_slice("tpu7x:2x2x1"))',
+                "plus": f'F{i - 1} + maxtext_flags({{"steps": {i + 1}}})'}[step]
+        lines.append(f"F{i} = {made}")
+    lines.append(f'flag_file(name = "r", flags = F{len(steps)})')
+    try:
+        ws.build("\n".join(lines) + "\n", dedent=False)
+        codes = []
+    except CompileError as exc:
+        codes = sorted({d.code for d in exc.diagnostics})
+    assert codes == ([] if acknowledged else ["E0310"]), (steps, codes)

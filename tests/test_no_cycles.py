@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from rcpc.core.source import Source
 from rcpc.core.syntax import parser
 
+from conftest import BUNDLED_FILES
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = sorted((ROOT / "recipes").rglob("*.rcp"))
+CORPUS = BUNDLED_FILES
 OURS = ("rcpc.",)
 
 

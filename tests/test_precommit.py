@@ -17,7 +17,10 @@ from rcpc.core.fmt import format_source
 
 REPO = Path(__file__).resolve().parent.parent
 TOML = 'recipe_dirs = ["recipes"]\nlibrary_dirs = ["recipes/lib"]\n'
-UNFORMATTED = 'V = 1\nS = 2\nmanifest(name="m", apiVersion="v1", kind="ConfigMap", data={"v": str(V)})\n'
+# it loads rcpc's standard library: pre-commit installs rcpc as a package (not editable), so
+# rcpc-check passes only where the package ships it (pyproject.toml's package data)
+UNFORMATTED = ('load("@rcpc//maxtext_tpu.rcp", "ACCELERATOR_LABEL")\nV = 1\nS = 2\n'
+               'manifest(name="m", apiVersion="v1", kind="ConfigMap", data={"v": str(V), "k": ACCELERATOR_LABEL})\n')
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
 
 

@@ -1,7 +1,7 @@
 """Every check that is about flags gives the same verdict for the same flags in every render
 shape (issue 35): a ``flag_file``, a manifest's ``args`` list, a manifest's ``bash -c`` string,
 a ``command_file``'s ``--command`` word, and the library's JobSet and XPK builders
-(recipes/lib/maxtext_tpu.rcp), which put the flags where their published recipes do.
+(@rcpc//maxtext_tpu.rcp), which put the flags where their published recipes do.
 
 For generated flag sets and tuned variants, per shape: MaxText's launch findings (model-config
 conflicts E0315, cross-field refusals E0350), the contract's verdict (the undeclared keys whose
@@ -13,7 +13,6 @@ the shapes that select one have; it is left out of the comparison.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
@@ -24,7 +23,6 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.domain.explain import explain
 from rcpc.domain.renders import render_changes
 
-REPO = Path(__file__).resolve().parents[1]
 
 _POD = ('{{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{"template": {{"spec": {{"containers": '
         '[{{"name": "main", "image": "i", {field}}}]}}}}}}}}}}]}}')
@@ -39,7 +37,7 @@ SHAPES = {
     "library xpk": 'command_file(name = "r", argv = maxtext_xpk_workload("c", "p", "z", "tpu7x-4x4x4", "img", "w", F, '
                    '{"xla_tpu_scoped_vmem_limit_kib": 65536}))',
 }
-LOAD = 'load("//recipes/lib/maxtext_tpu.rcp", "maxtext_jobset", "maxtext_xpk_workload")\n'
+LOAD = 'load("@rcpc//maxtext_tpu.rcp", "maxtext_jobset", "maxtext_xpk_workload")\n'
 STEM = {"library jobset": "jobset"}  # the render's name where the library chooses it
 
 # keys and the values drawn for them: a model-config conflict (llama3.1-8b's base_emb_dim is
@@ -126,8 +124,6 @@ def test_every_flag_check_gives_one_verdict_in_every_shape(case, tmp_path_factor
         root = tmp_path_factory.mktemp("shape")
         ws = Ws(root)
         (root / "rcp.toml").write_text(SCHEMA_TOML)
-        (root / "recipes" / "lib").mkdir(parents=True)
-        shutil.copy(REPO / "recipes" / "lib" / "maxtext_tpu.rcp", root / "recipes" / "lib")
         verdicts[shape] = _verdict(ws, _text(shape, base, tuned, declared))
     first = verdicts["flag_file"]
     for shape, v in verdicts.items():
@@ -138,7 +134,6 @@ def test_the_reported_contract_names_the_undeclared_key_in_a_command(sws):
     """Issue 35, kind 1: remat_policy and per_device_batch_size change, remat_policy is
     declared: per_device_batch_size is named, remat_policy is not called unchanged, and no
     help suggests the path of the command that holds the flags."""
-    shutil.copytree(REPO / "recipes" / "lib", sws.root / "recipes" / "lib")
     text = _text("library jobset", {"remat_policy": '"full"', "per_device_batch_size": "2"},
                  {"remat_policy": '"minimal"', "per_device_batch_size": "4"}, ["remat_policy"])
     path = sws.write("recipes/r.rcp", text.replace("'", '"'), dedent=False).resolve()

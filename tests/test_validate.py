@@ -248,4 +248,4 @@ def test_check_strict_crd_reports_what_the_webhook_defaults(cli, monkeypatch, ca
     assert sum(rule_name in h for h in heads) == len(list((REPO / "recipes" / "tpu_recipes").glob("*.rcp")))
     assert {h.split(":")[0] for h in heads} == {f"recipes/tpu_recipes/{p.name}"
                                                for p in (REPO / "recipes" / "tpu_recipes").glob("*.rcp")}
-    assert "value made here: recipes/lib/maxtext_tpu.rcp:" in err
+    assert "value made here: @rcpc//maxtext_tpu.rcp:" in err

@@ -1,6 +1,6 @@
 """Names XPK and Kueue refuse (issue 38, kind 5).
 
-* ``xpk_workload_create`` (recipes/lib/maxtext_tpu.rcp) refuses a workload name XPK's
+* ``xpk_workload_create`` (@rcpc//maxtext_tpu.rcp) refuses a workload name XPK's
   ``workload_name_type`` (AI-Hypercomputer/xpk ``src/xpk/parser/validators.py``) refuses:
   ``re.fullmatch(r'[a-z]([-a-z0-9]*[a-z0-9])?', name)`` and at most 40 characters. The oracle
   is that code's rule, the names near its limits (39, 40, 41 characters; each end; each
@@ -20,7 +20,6 @@ from tests.conftest import Ws
 from tests.test_jobset_gates_cel import jobset_of, validate
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-REPO_LIB = __import__("pathlib").Path(__file__).resolve().parents[1] / "recipes" / "lib" / "maxtext_tpu.rcp"
 
 
 def xpk_accepts(name: str) -> bool:
@@ -41,8 +40,7 @@ NAMES = st.one_of(
 @example(name="user-deepseekv3-671b-4096-fsdp-20250101-1200")   # a shell recipe's printf %.26s + date: 44
 def test_xpk_workload_create_refuses_what_xpk_refuses(tmp_path_factory, name):
     ws = Ws(tmp_path_factory.mktemp("ws"))
-    ws.write("recipes/lib/maxtext_tpu.rcp", REPO_LIB.read_text(encoding="utf-8"), dedent=False)
-    ws.write("recipes/r.rcp", 'load("//recipes/lib/maxtext_tpu.rcp", "xpk_workload_create")\n'
+    ws.write("recipes/r.rcp", 'load("@rcpc//maxtext_tpu.rcp", "xpk_workload_create")\n'
              'NAME = param(str, default = "w")\n'
              'command_file(name = "launch", argv = xpk_workload_create("c", "p", "z", "tpu7x-4x4x4", "img", NAME, '
              '"echo"))\n')

@@ -124,7 +124,6 @@ class Rendered:
 def _no_recipe(ws, name: str) -> str:
     """The message for ``name``, which names no recipe of workspace ``ws``: the closest
     recipe name, else one of them, and what a recipe is."""
-    from rcpc.core.diagnostics import did_you_mean
     from rcpc.domain.workspace import RECIPE_SUFFIX
 
     try:
@@ -206,17 +205,22 @@ class Workspace:
         return list(dict.fromkeys(out))
 
     def build(self, recipes=(), *, variant: str | None = None, sets: list[str] | None = None,
+              values: list[str] | None = None, flags: list[str] | None = None,
               jobs: int = 1, output: str | os.PathLike | None = None) -> Build:
         """Compile ``recipes`` (default: all) for every declared variant, or only ``variant``,
-        or with ``sets`` (``NAME=VALUE`` param values, built as variant ``custom``): from the
+        or with ``sets`` (``NAME=VALUE`` param values) and ``values`` (values files, paths
+        relative to the current directory; :mod:`rcpc.domain.overrides`), built as variant
+        ``custom``; ``flags``: ``RENDER.KEY=VALUE`` MaxText flag overrides. From the
         build cache when nothing they read changed, else in ``jobs`` processes. Raises the
         first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result.
         ``output``: the directory it will be written to, compared with the renders as
         workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
         from rcpc.cache import request
+        from rcpc.domain.overrides import Overrides
         from rcpc.parallel import compile_recipes
 
         ws = self.config
+        sets = Overrides.of(sets, values, flags)
         cache, options = request(ws, variant, sets)
         paths = self.recipe_paths(recipes)
         compared = arrived = None
@@ -239,12 +243,16 @@ class Workspace:
         return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
                      listed=bool(recipes), compared=compared)
 
-    def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None) -> Rendered:
-        """The renders of one variant of ``recipe`` (default: ``default``; with ``sets``, the
-        param values given, as variant ``custom``), compiled in memory, nothing written."""
+    def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None,
+               values: list[str] | None = None, flags: list[str] | None = None) -> Rendered:
+        """The renders of one variant of ``recipe`` (default: ``default``; with ``sets`` or
+        ``values``, the param values given, as variant ``custom``; ``flags`` as in
+        :meth:`build`), compiled in memory, nothing written."""
+        from rcpc.domain.overrides import Overrides
+
         (path,) = self.recipe_paths([recipe])
-        chosen = variant if variant or sets else None
-        info, builds = self.compiler.build(path, chosen or ("default" if not sets else None), sets)
+        sets = Overrides.of(sets, values, flags)
+        info, builds = self.compiler.build(path, variant or (None if sets else "default"), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
@@ -321,24 +329,28 @@ class Workspace:
             return exc.diagnostics
 
     def explain(self, recipe: str, flag_set: str, key: str, variant: str | None = None,
-                sets: list[str] | None = None) -> dict:
+                sets: list[str] | None = None, values: list[str] | None = None,
+                flags: list[str] | None = None) -> dict:
         """Where flag ``key`` of ``flag_set`` (a top-level name bound to ``maxtext_flags``,
         or a flag render such as ``trainer``) gets its effective value, as plain data
         (:func:`rcpc.domain.explain.explain`: ``effective``, ``chain`` of layers, ``env``
         overrides, the schema default)."""
         from rcpc.domain.explain import explain
+        from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return explain(self.compiler, path, flag_set, key, variant, sets)
+        return explain(self.compiler, path, flag_set, key, variant, Overrides.of(sets, values, flags))
 
     def explain_effective(self, recipe: str, render: str, variant: str | None = None,
-                          sets: list[str] | None = None) -> dict:
+                          sets: list[str] | None = None, values: list[str] | None = None,
+                          flags: list[str] | None = None) -> dict:
         """The whole config MaxText starts with for the flag set ``render`` carries, each
         value with where it comes from (:func:`rcpc.domain.explain.effective`)."""
         from rcpc.domain.explain import effective
+        from rcpc.domain.overrides import Overrides
 
         (path,) = self.recipe_paths([recipe])
-        return effective(self.compiler, path, render, variant, sets)
+        return effective(self.compiler, path, render, variant, Overrides.of(sets, values, flags))
 
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
@@ -392,15 +404,8 @@ class Workspace:
 
         (path,) = self.recipe_paths([recipe])
         info, _ = self.compiler.recipe(path)
-        variants = {v.name: v for v in info.variants}
-        for name in (variant, against):
-            if name is not None and name not in variants:
-                raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{name}'", None,
-                                              hint=did_you_mean(name, variants) or f"variants: {', '.join(variants)}"))
-        against = against or variants[variant].against or "default"
-        if against not in variants:
-            raise CompileError(Diagnostic("E0607", f"recipe {info.name} has no variant '{against}'", None,
-                                          hint="name the variant to compare with: --against V"))
+        against = against or info.variant(variant).against or "default"
+        info.variant(against)  # E0607 unless declared
         _, (new,) = self.compiler.build(path, variant)
         _, (old,) = self.compiler.build(path, against)
         return info.name, against, review.compare(old.renders, new.renders, f"{against}/", f"{variant}/")
@@ -470,6 +475,7 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     """:meth:`Workspace.check` of the recipe and library files given (real paths) of
     workspace settings ``ws``, compiled by ``get_compiler()``, with the build cache and
     options ``requested`` (:func:`rcpc.cache.request`)."""
+    from rcpc.domain.stdlib import attributed
     from rcpc.parallel import compile_recipes
 
     recipes = list(dict.fromkeys(recipes))
@@ -502,10 +508,11 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
         noted = compiler.files_read()
     # An error in a library is found by each recipe that loads it ("loaded from") and by
     # the library's own evaluation: reported once, the first time (with its load site).
-    diagnostics = unique(diagnostics)
+    # One found in rcpc's standard library is shown at the recipe's load or call that reached it.
+    diagnostics = unique(map(attributed, diagnostics))
     errors = sum(1 for d in diagnostics if d.severity == "error")
-    return Check(tuple(diagnostics), tuple(unique(found)), errors, len(recipes), variants, len(set(libraries)),
-                 tuple(deps))
+    return Check(tuple(diagnostics), tuple(unique(map(attributed, found))), errors, len(recipes), variants,
+                 len(set(libraries)), tuple(deps))
 
 
 def parse(text: str, path: str = "<text>"):

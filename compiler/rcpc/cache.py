@@ -199,17 +199,19 @@ def _validate(entry, key: str, recipe: str):
     return deps, builds, warnings
 
 
-def request(ws, variant: str | None, sets: list[str] | None) -> tuple[BuildCache, list[str]]:
+def request(ws, variant: str | None, sets) -> tuple[BuildCache, list[str]]:
     """The build cache of workspace ``ws`` and a request's options (what, besides files,
-    changes results)."""
-    options = [f"variant={variant or ''}", *(f"set={s}" for s in sets or []),
+    changes results); ``sets``: ``--set`` items or an :class:`~rcpc.domain.overrides.Overrides`."""
+    from rcpc.domain.overrides import Overrides
+
+    options = [f"variant={variant or ''}", *Overrides.of(sets).options(),
                f"maxtext_schema={ws.maxtext_schema}", f"kube_schemas={list(map(str, ws.kube_schemas))}",
                *(["strict_crd"] if ws.strict_crd else [])]
     return BuildCache(ws.root, ws.config_bytes), options
 
 
 def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
-                  variant: str | None = None, sets: list[str] | None = None, lint: bool = False):
+                  variant: str | None = None, sets=None, lint: bool = False):
     """Compile one recipe with ``compiler`` (a :class:`~rcpc.domain.recipe.Compiler`), check its
     contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
     ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
@@ -224,7 +226,8 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
             raise CompileError(diags)
         from rcpc.domain.lint import unsilenced
 
-        found = unsilenced(compiler, unique([*compiler.loaded_warnings(path), *compiler.context.diagnostics[seen:]]))
+        found = unsilenced(compiler, compiler.in_recipe(path, unique([*compiler.loaded_warnings(path),
+                                                                      *compiler.context.diagnostics[seen:]])))
         if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
             from rcpc.domain.lint import lint_built
 

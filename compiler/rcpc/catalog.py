@@ -159,6 +159,8 @@ CATALOG = [
             files={"recipes/lib/a.rcp": "MESHES = 1\n_X = 2\n"}),
     Example("E0204", "load path leaving the workspace", 'load("//../outside.rcp", "A")\n'),
     Example("E0205", "load path that is not a .rcp file", 'load("//recipes/lib/a.txt", "A")\n'),
+    Example("E0206", "load path that names no file of rcpc's standard library",
+            'load("@rcpc//../stdlib/maxtext_tpu.rcp", "maxtext_jobset")\n'),
     # types and values -------------------------------------------------------------------------
     Example("E0301", "type error", 'X = 1 + "a"\n'),
     Example("E0302", "key repeated in one dict", 'F = maxtext_flags({\n    "steps": 1,\n    "steps": 2,\n})\n'),
@@ -265,6 +267,27 @@ CATALOG = [
             argv=("explain", "r", "F", "step")),
     Example("E0620", "explain of an unknown flag set", 'F = maxtext_flags({"steps": 1})\n' + FLAGS,
             argv=("explain", "r", "FLAG", "steps")),
+    Example("E0630", "values file that cannot be read", "N = param(int, default = 1)\n" + 'variant("default")\n',
+            argv=("build", "r", "--values", "clusters/prod.toml")),
+    Example("E0631", "values file that is not TOML", "N = param(int, default = 1)\n",
+            files={"prod.toml": "N = 1 2\n"}, argv=("build", "r", "--values", "prod.toml")),
+    Example("E0632", "values file key that is no param = value", "N = param(int, default = 1)\n",
+            files={"prod.toml": "[cluster]\nN = 2\n"}, argv=("build", "r", "--values", "prod.toml")),
+    Example("E0633", "sweep naming two points alike",
+            'BS = param(int, default = 1)\nREMAT = param(str, default = "full")\n'
+            'variants(over = {"BS": [2, 4], "REMAT": ["full", "minimal"]}, name = "bs{BS}")\n'),
+    Example("E0634", "sweep name template field that is not swept",
+            'BS = param(int, default = 1)\nvariants(over = {"BS": [2, 4]}, name = "bs{BZ}")\n'),
+    Example("E0635", "sweep with nothing to sweep", 'BS = param(int, default = 1)\nvariants(over = {"BS": []})\n'),
+    Example("E0636", "sweep too large", 'A = param(int, default = 1)\nB = param(int, default = 1)\n'
+            'variants(over = {"A": range(100), "B": range(100)}, name = "a{A}-b{B}")\n'),
+    Example("E0637", "param both swept and fixed",
+            'BS = param(int, default = 1)\nvariants(over = {"BS": [2, 4]}, set = {"BS": 8})\n'),
+    Example("E0638", "--flag naming no render", 'F = maxtext_flags({"steps": 10})\nflag_file(name = "trainer", flags = F)\n',
+            argv=("build", "r", "--flag", "trainr.steps=20")),
+    Example("E0639", "--flag of a render that carries no flag set",
+            'manifest(name = "cm", apiVersion = "v1", kind = "ConfigMap", data = {"a": "x"})\n',
+            argv=("build", "r", "--flag", "cm.steps=20")),
     # renders ------------------------------------------------------------------------------------
     Example("E0701", "bad render name", 'manifest(name = "../m", apiVersion = "v1", kind = "ConfigMap")\n'),
     Example("E0702", "two renders with one name",
@@ -397,7 +420,8 @@ CATALOG = [
                               '{"type": "string"}, "metadata": {"type": "object"}, "immutable": {"type": "boolean"}, '
                               '"data": {"type": "object", "additionalProperties": {"type": "string"}}}}\n'}),
     # import ---------------------------------------------------------------------------------------
-    Example("E1200", "file that is not one manifest to import", files={"t.yaml": IMPORT_CM + "---\n" + IMPORT_CM},
+    Example("E1200", "document that is not a Kubernetes object to import",
+            files={"t.yaml": IMPORT_CM + "---\napiVersion: v1\nkind: ConfigMap\n"},
             argv=("import", "manifest", "t.yaml")),
     Example("E1201", "shell file that bash cannot parse", files={"launch.sh": "if [ -n \"$X\" ]; then\n  xpk run\n"},
             argv=("import", "shell", "launch.sh")),
@@ -414,6 +438,10 @@ CATALOG = [
     Example("E1207", "placeholder of a typed field that cannot be a typed param",
             files={"t.yaml": IMPORT_TYPED.replace("replicas: ${SLICES}", 'replicas: "${SLICES}"')},
             argv=("import", "manifest", "t.yaml")),
+    Example("W1208", "imported config MaxText refuses (TODO(import))",
+            files={**BUILTIN, "launch.sh": 'ARGS="steps=1 num_moe_token_chunks=2"\nxpk workload create --workload=w '
+                   '--command="python3 -m MaxText.train MaxText/configs/base.yml ${ARGS}"\n'},
+            argv=("import", "shell", "launch.sh", "-o", "r.rcp"), exit=0),
     Example("W1201", "typed param whose default the import chose is not valid (TODO(import))",
             files={"t.yaml": IMPORT_TYPED}, argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},

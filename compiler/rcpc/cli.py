@@ -123,6 +123,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     g.add_argument("--variant", metavar="V", help="only this variant (default: every declared variant)")
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE",
                    help="set a declared param; the build is written as variant 'custom'")
+    _values_option(b)
     b.add_argument("-o", "--output", metavar="DIR", help="output directory (default: rcp.toml output_dir, else rcpc-out)")
     _jobs_option(b)
 
@@ -132,6 +133,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--variant", metavar="V", default=None)
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
+    _values_option(r)
 
     pa = sub.add_parser("params", parents=[common], help="list the params of a recipe")
     pa.add_argument("recipe", metavar="RECIPE")
@@ -185,6 +187,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     g = e.add_mutually_exclusive_group()
     g.add_argument("--variant", metavar="V")
     g.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE")
+    _values_option(e)
     e.add_argument("--format", choices=("text", "json"), default="text")
 
     s = sub.add_parser("schema", help="derive a schema rcpc ships from its source (builtin:maxtext, builtin:jobset)")
@@ -253,6 +256,23 @@ def _seconds(text: str) -> float:
     if not (math.isfinite(n) and n > 0):
         raise argparse.ArgumentTypeError(f"expected a number of seconds (more than 0), got {text!r}")
     return n
+
+
+def _values_option(p) -> None:
+    p.add_argument("--values", action="append", metavar="FILE.toml",
+                   help="param values from a TOML file of NAME = VALUE lines (repeatable: a later file wins, "
+                        "--set wins over files); the build is variant 'custom' (docs/cli.md, Values files)")
+    p.add_argument("--flag", dest="flags", action="append", metavar="RENDER.KEY=VALUE",
+                   help="set one MaxText flag of the flag set RENDER carries, as its last layer (repeatable); "
+                        "the build is variant 'custom', of --variant V checked against V's contract "
+                        "(docs/cli.md, Flag overrides)")
+
+
+def _no_variant_with_values(args) -> None:
+    """``--values`` sets params, as ``--set`` does: not with ``--variant`` (a usage error)."""
+    if args.values and args.variant:
+        raise _Usage("--values sets params as --set does: not with --variant (use one, or copy the variant's "
+                     "values into the file)")
 
 
 def _jobs_option(p) -> None:
@@ -440,10 +460,12 @@ class _Sources(dict):
             from rcpc.core.limits import MAX_FILE_BYTES
             from rcpc.core.source import Source
 
-            real = Path(os.path.realpath(self.ws.root / path))
+            from rcpc.domain import stdlib
+
+            real = Path(os.path.realpath(self.ws.path_of(path)))
             named = {Path(os.path.realpath(p)) for p in (self.ws.maxtext_schema, *self.ws.kube_schemas) if p}
-            if self.ws.root not in real.parents and real not in named:
-                return default  # never read outside the workspace, save the schema files named
+            if self.ws.root not in real.parents and real not in named and not stdlib.contains(real):
+                return default  # never read outside the workspace, save the schema files named and rcpc's own
             try:  # bounded, as when compiling (E0803); decoded as the compiler decodes it: no
                 # newline translation (a lone '\r' stays)
                 self[path] = Source(path, read_limited(real, MAX_FILE_BYTES).decode("utf-8"), str(real))
@@ -470,7 +492,9 @@ class _Report:
             _stderr(line)
 
     def add(self, diags, sources) -> None:
-        for d in diags:
+        from rcpc.domain.stdlib import attributed
+
+        for d in map(attributed, diags):
             if self.kind == "github":
                 from rcpc.findings import github_command
 
@@ -512,8 +536,9 @@ def _build(args, ws, compiler) -> int:
     if args.output == "":
         raise _Usage("-o needs a directory")
     out_dir = Path(args.output) if args.output else ws.output_dir
-    build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, jobs=args.jobs,
-                                     output=out_dir)
+    _no_variant_with_values(args)
+    build = compiler.workspace.build(args.recipes, variant=args.variant, sets=args.sets, values=args.values,
+                                     flags=args.flags, jobs=args.jobs, output=out_dir)
     _print_diagnostics(build.diagnostics, compiler)
     written = build.write(out_dir, args.output or ws.display(out_dir))
     if written:
@@ -538,7 +563,8 @@ def _build(args, ws, compiler) -> int:
 
 
 def _render(args, ws, compiler) -> int:
-    rendered = compiler.workspace.render(args.recipe, args.variant, args.sets)
+    _no_variant_with_values(args)
+    rendered = compiler.workspace.render(args.recipe, args.variant, args.sets, args.values, args.flags)
     renders = rendered.renders
     if args.render:
         renders = [r for r in renders if r.name == args.render or r.name.rsplit(".", 1)[0] == args.render]
@@ -670,8 +696,10 @@ def _explain(args, ws, compiler) -> int:
 
     if args.effective == (args.key is not None):
         raise _Usage("explain needs a KEY, or --effective without one")
+    _no_variant_with_values(args)
     if args.effective:
-        report = compiler.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets)
+        report = compiler.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets,
+                                                      args.values, args.flags)
         if args.format == "json":
             print(json.dumps(report, indent=2, ensure_ascii=False))
             return 0
@@ -681,14 +709,18 @@ def _explain(args, ws, compiler) -> int:
         for r in report["config"]:
             print(f"  {r['key']:<{width}}  {r['value']}  ({r['from']})")
         return 0
-    report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets)
+    report = compiler.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets, args.values,
+                                        args.flags)
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     print(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
     print(f"effective: {report['effective']}")
     for i, step in enumerate(report["chain"], 1):
-        print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']})")
+        came = f"; value from {step['value_from']}" if "value_from" in step else ""
+        print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']}{came})")
+        if "received" in step:
+            print(f"     the container receives {step['received']}  (Kubernetes expands $(VAR) and $$ with its env)")
     for env in report["env"]:
         print(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
               f"{env['render']}; MaxText reads it instead of the default)")
@@ -802,6 +834,7 @@ def _import(args, ws, compiler) -> int:
     to stdout or ``-o`` (never over an existing file without ``--force``), then proven equal
     to the input; exit 1 when it is not."""
     from rcpc.core.files import write_output
+    from rcpc.domain import stdlib
     from rcpc.importer import driver
 
     source = Path(args.file)
@@ -820,6 +853,8 @@ def _import(args, ws, compiler) -> int:
             problem = "exists (rcpc import never replaces a file unless --force is given)"
         elif target.exists() and target.resolve() == source.resolve():
             problem = "is the input file"
+        elif stdlib.contains(Path(os.path.realpath(target))):
+            problem = f"it is in rcpc's standard library ({stdlib.DIRECTORY}): rcpc's own files are never written"
         if problem:
             raise CompileError(Diagnostic("E1202", f"cannot write {out}: {problem}", None,
                                           hint="name a new .rcp file, or add --force to replace it"))

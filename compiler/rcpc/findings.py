@@ -40,8 +40,11 @@ def artifact(path: str) -> dict:
     """A SARIF ``artifactLocation`` for a diagnostic's path: a path relative to the workspace
     root as a relative URI reference under ``%SRCROOT%`` (percent-encoded, RFC 3986); a path
     outside it (``rcpc validate /abs/file.yaml``) as an absolute ``file:`` URI, with no base
-    (SARIF 2.1.0 §3.4.3: with ``uriBaseId``, ``uri`` is relative)."""
-    p = Path(path)
+    (SARIF 2.1.0 §3.4.3: with ``uriBaseId``, ``uri`` is relative); a standard library label
+    (``@rcpc//maxtext_tpu.rcp``) as the ``file:`` URI of the installed file."""
+    from rcpc.domain import stdlib
+
+    p = stdlib.path_of(path) if stdlib.is_label(path) else Path(path)
     if p.is_absolute():
         return {"uri": p.as_uri()}
     return {"uri": quote(p.as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}

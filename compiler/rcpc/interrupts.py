@@ -15,14 +15,37 @@ what is written otherwise (a full disk, a closed descriptor) is an error, exit 1
 import os
 import sys
 
-_STATE = {"interrupted": False}  # True: the next signal is ignored (unwinding or finishing)
+# interrupted: the next signal is ignored (unwinding or finishing); holding: a signal is kept
+# for release() (hold()); pending: one was kept
+_STATE = {"interrupted": False, "holding": False, "pending": False}
 
 
 def _interrupt(signum, frame):
     if _STATE["interrupted"]:
         return
+    if _STATE["holding"]:
+        _STATE["pending"] = True
+        return
     _STATE["interrupted"] = True
     raise KeyboardInterrupt
+
+
+def hold() -> None:
+    """From now until :func:`release`, a signal :func:`interrupts` handles is kept, not
+    raised. Blocking the signals (``pthread_sigmask``) holds them back only from the calling
+    thread: one sent to the process is taken by another thread that does not block it (a
+    library's worker thread, such as OpenBLAS's in a test process), and Python runs the
+    handler in the main thread at once."""
+    _STATE["holding"] = True
+
+
+def release() -> None:
+    """End :func:`hold`: raises KeyboardInterrupt once if a signal was kept meanwhile."""
+    _STATE["holding"] = False
+    if _STATE["pending"]:
+        _STATE["pending"] = False
+        _STATE["interrupted"] = True
+        raise KeyboardInterrupt
 
 
 def _signal_module():

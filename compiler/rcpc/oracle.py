@@ -34,6 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rcpc.core.envvars import for_subprocess, get
 from rcpc.core.diagnostics import Diagnostic, error
 from rcpc.core.source import Span
 from rcpc.core.usercache import cache_dir, write_atomic
@@ -65,7 +66,7 @@ class Oracle:
         self.shown = shown or str(maxtext)  # how to name it in messages (as the user wrote it)
         self.package = _package_dir(Path(maxtext), span)
         self.python = _interpreter(python, span)
-        self.cache = cache_dir("oracle") if cache and os.environ.get("RCPC_NO_CACHE") != "1" else None
+        self.cache = cache_dir("oracle") if cache and get("RCPC_NO_CACHE") != "1" else None
         self._digest: str | None = None
         self.timed_out: float | None = None  # the timeout a subprocess ran into
         self.ran = 0  # cases run in a subprocess (not from the cache)
@@ -130,7 +131,7 @@ class Oracle:
             os.mkdir(home)
             with open(job_path, "w", encoding="utf-8") as f:
                 json.dump(job, f)
-            env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": home, "TMPDIR": home,
+            env = {"PATH": for_subprocess().get("PATH", os.defpath), "HOME": home, "TMPDIR": home,
                    "PYTHONPATH": str(self.package.parent), "PYTHONDONTWRITEBYTECODE": "1",
                    "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
                    "TF_CPP_MIN_LOG_LEVEL": "3", "LC_ALL": "C.UTF-8"}

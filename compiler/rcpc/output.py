@@ -72,6 +72,7 @@ from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_fd, read_limited
 from rcpc.core.limits import MAX_MANIFEST_BYTES
 from rcpc.core.names import problem
+from rcpc.interrupts import hold, release
 
 AREA = ".rcpc"
 MARKER = "MANAGED_BY_RCPC"
@@ -126,6 +127,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             new = _stage(area, gen, old, tree, kept,
                          {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            hold()  # a signal another thread takes is kept too (rcpc.interrupts.hold)
             try:  # the swap and the clean-up run to the end
                 _swap(out, gen, links)
                 staged = []
@@ -133,6 +135,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             finally:
                 try:  # a signal held back meanwhile is raised here
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                    release()
                 except KeyboardInterrupt:
                     if staged:  # the swap failed and was undone
                         raise

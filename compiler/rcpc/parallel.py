@@ -39,7 +39,7 @@ def default_jobs() -> int:
 
 
 def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], paths: list[Path],
-                    variant: str | None = None, sets: list[str] | None = None, lint: bool = False,
+                    variant: str | None = None, sets=None, lint: bool = False,
                     jobs: int = 1, arrived=None) -> list:
     """Compile the recipes ``paths`` of workspace ``ws``: each from ``cache`` when its inputs
     are unchanged, else by :func:`rcpc.cache.compile_fresh` with ``get_compiler()`` or in

@@ -10,7 +10,8 @@ file outside the repository (not versioned with it) is read where it is now.
 
 The revision is compiled by the rcpc that is running, not the one committed at the revision:
 :func:`own_files_differ` says whether rcpc's own source (when it lives in the same
-repository) differs between the two.
+repository) differs between the two. rcpc's standard library (``@rcpc//``) is the exception:
+in rcpc's own repository, the revision's recipes load the revision's standard library.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from rcpc.core import record
 from rcpc.core.diagnostics import error
 from rcpc.core.envvars import for_subprocess
 from rcpc.core.limits import MAX_FILE_BYTES, MAX_SCHEMA_BYTES
+from rcpc.domain import stdlib
 from rcpc.domain.workspace import CONFIG_NAME, SCHEMA_DIR, Workspace
 
 
@@ -217,8 +219,29 @@ def _materialise(rev: Revision, dest: Path, live: Workspace) -> Workspace:
             _write(rev, dest, _tree(rev, Path(rel).as_posix()))
         return path
 
-    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema, raw.get("maxtext_schema")),
-                         kube_schemas=tuple(located(p, r) for p, r in zip(ws.kube_schemas, raw.get("kube_schemas", ()))))
+    kube = tuple(located(p, r) for p, r in zip(ws.kube_schemas, raw.get("kube_schemas", ())))
+    return record.evolve(ws, maxtext_schema=located(ws.maxtext_schema, raw.get("maxtext_schema")), kube_schemas=kube,
+                         stdlib_dir=_stdlib_at(rev, dest))
+
+
+def _stdlib_at(rev: Revision, dest: Path) -> Path | None:
+    """The revision's standard library (written under ``dest``) when the running rcpc's
+    (:data:`rcpc.domain.stdlib.DIRECTORY`) is a directory of this repository that the
+    revision has: in rcpc's own repository a change to ``@rcpc//`` files is a change of the
+    recipes that load them, reviewed as one. None (the running rcpc's) otherwise: in any
+    other repository the standard library is the installed package's, the same on both
+    sides."""
+    try:
+        rel = stdlib.DIRECTORY.relative_to(rev.top).as_posix()
+    except ValueError:
+        return None
+    if not os.path.lexists(dest / rel):  # else written with the workspace's subtree
+        files = _tree(rev, rel)
+        if not files:
+            return None
+        _write(rev, dest, files)
+    real = (dest / rel).resolve()
+    return real if dest in real.parents and real.is_dir() else None  # never through a symlink out
 
 
 def _configured_paths(ws: Workspace) -> dict:
@@ -239,7 +262,8 @@ def _configured_paths(ws: Workspace) -> dict:
 def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
     """rcpc's own source files (paths in the repository) that differ between the revision
     and what is running now (``package``: rcpc's package directory, this one by default);
-    empty when they are the same or rcpc is not in the repository."""
+    empty when they are the same or rcpc is not in the repository. The standard library's
+    files are not counted: each side loads its own (:func:`_stdlib_at`)."""
     package = (package or Path(__file__).parent).resolve()
     try:
         rel = package.relative_to(rev.top).as_posix()
@@ -255,4 +279,5 @@ def own_files_differ(rev: Revision, package: Path | None = None) -> list[str]:
         if p.is_file() and "__pycache__" not in p.parts:
             data = p.read_bytes()  # git's blob id: the hash of "blob <size>\0" + content
             now[p.relative_to(rev.top).as_posix()] = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
-    return sorted(n for n in then.keys() | now.keys() if then.get(n) != now.get(n))
+    library = f"{rel}/{stdlib.DIRECTORY.name}/"
+    return sorted(n for n in then.keys() | now.keys() if then.get(n) != now.get(n) and not n.startswith(library))

@@ -1,5 +1,5 @@
 """Every limit rcpc puts on input, in one place. Each is reported as a diagnostic with the
-span that crossed it (E08xx), never as a crash or a hang (DESIGN.md §6)."""
+span that crossed it (E08xx), never as a crash or a hang (docs/language.md, *Limits*)."""
 
 # The help of a limit's error: values this large are mistakes, not recipes.
 LIMIT_HINT = ("rcpc's limits are in docs/language.md (Limits); a value this large is a mistake "
@@ -19,6 +19,7 @@ MAX_TOKENS = 100_000         # tokens of one source file, f-string fields and co
 MAX_SCHEMA_BYTES = 16 * 1024 * 1024  # size of one schema file: MaxText base.yml, CRD (E0320, E1102)
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024  # an output generation's manifest (larger: not ours, rebuilt)
 MAX_RENDERS = 10_000         # renders of one recipe (E0805)
+MAX_SWEEP = 1_000            # points of one variants(over = {...}) product, checked before expanding (E0636)
 MAX_NAME = 200               # characters of a render or variant name: it becomes a file name
 MAX_ERRORS = 20              # name errors reported for one file (then E0808), as clang's -ferror-limit
 MAX_LOAD_DEPTH = 64          # files in one chain of loads, the recipe not counted (E0801)

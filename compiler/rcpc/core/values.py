@@ -1,6 +1,6 @@
 """Runtime values of the recipe language. Every value carries the :class:`Span` of the
 expression that produced it (provenance), and numbers, booleans and nulls keep their source
-spelling (``text``) so renders write them as the author did (DESIGN.md §2).
+spelling (``text``) so renders write them as the author did (docs/language.md, *How values are written*).
 
 Scalars: :class:`Null`, :class:`Bool`, :class:`Int`, :class:`Float`, :class:`Str`.
 Containers: :class:`List`, :class:`Dict` (insertion-ordered, string keys).

@@ -19,9 +19,11 @@
   and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
-``shell_quoted(keys)`` (the shell form with those flags' value parts quoted); TPU slices have
-``generation accelerator topology dims chips hosts devices chips_per_host devices_per_chip
-machine_type node_selector name``. ``+`` joins flag sets (later layers win).
+``shell_quoted(keys, raw = [])`` (the shell form with those flags' value parts quoted, and
+those of ``raw`` as written) and ``shell_raw(keys)``; TPU slices have ``generation accelerator
+topology dims chips hosts devices chips_per_host devices_per_chip machine_type node_selector
+name accelerator_type device_type`` (:func:`rcpc.domain.tpu.accelerator_type`). ``+`` joins
+flag sets (later layers win).
 
 A recipe's top-level expression statement declares renders (a render value, or a list of
 them) or a variant; :class:`RecipeResult` holds what a recipe declared.
@@ -29,6 +31,7 @@ them) or a variant; :class:`RecipeResult` holds what a recipe declared.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable
 
@@ -37,13 +40,13 @@ from rcpc.core import record
 from rcpc.core.builtins import Declaration, Function, Universe, _article, _bind, _expect, _int
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
-from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME
+from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import maxtext, mesh, provenance
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
-from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, tpu_slice
+from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
 
 
@@ -175,20 +178,22 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
     return tpu_slice(spec.value, spec.span)
 
 
-def _variant(ctx, fn, span, args, kwargs):
-    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
-    name = _expect(a["name"], (Str,), "variant name")
-    if names.fold(name.value) == "custom":
-        raise error("E0604", f"variant name {name.value!r} is reserved for --set builds ('custom')", name.span,
+def _check_variant_name(name: str, span: Span, hint: str = "use letters, digits, '.', '-' and '_'") -> None:
+    """``E0604`` when ``name`` cannot name a variant: ``custom`` (the ``--set`` builds'), or
+    not one plain, portable directory name (:mod:`rcpc.core.names`)."""
+    if names.fold(name) == "custom":
+        raise error("E0604", f"variant name {name!r} is reserved for --set builds ('custom')", span,
                     hint="choose another name")
-    if not RENDER_NAME.fullmatch(name.value) or ".." in name.value or len(name.value) > MAX_NAME:
-        raise error("E0604", f"variant name {name.value[:40]!r} is not a plain directory name", name.span,
-                    hint="use letters, digits, '.', '-' and '_'")
-    why = names.problem(name.value)
+    if not RENDER_NAME.fullmatch(name) or ".." in name or len(name) > MAX_NAME:
+        raise error("E0604", f"variant name {name[:40]!r} is not a plain directory name", span, hint=hint)
+    why = names.problem(name)
     if why is not None:
-        raise error("E0604", f"variant name {name.value!r} is not a portable directory name: it {why}", name.span,
-                    hint="use letters, digits, '.', '-' and '_'")
-    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+        raise error("E0604", f"variant name {name!r} is not a portable directory name: it {why}", span, hint=hint)
+
+
+def _contract(a: dict) -> tuple:
+    """(against, changes) of a ``variant()`` or ``variants()`` call's arguments ``a``:
+    ``E0609`` for ``changes`` without ``against``."""
     against = a.get("against")
     if against is not None:
         against = _expect(against, (Str,), "against").value
@@ -198,14 +203,87 @@ def _variant(ctx, fn, span, args, kwargs):
         if against is None:
             raise error("E0609", "changes = {...} needs against = \"VARIANT\": the variant it is compared with",
                         changes.span, hint='add against = "default"')
-    return Variant(name.value, sets, against, changes, span)
+    return against, changes
+
+
+def _variant(ctx, fn, span, args, kwargs):
+    a = _bind("variant", span, args, kwargs, ("name",), {"name"}, {"set", "against", "changes"})
+    name = _expect(a["name"], (Str,), "variant name")
+    _check_variant_name(name.value, name.span)
+    sets = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    return Variant(name.value, sets, *_contract(a), span)
+
+
+_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def _variants(ctx, fn, span, args, kwargs):
+    """``variants(over = {PARAM: [values], ...}, name = "TEMPLATE", set = {...}, against =
+    ..., changes = {...})``: a sweep, one :class:`Variant` per point of the product of the
+    ``over`` lists (the first param varying slowest, as ``itertools.product``), each setting
+    its point's values (and ``set``'s), named by the template with ``{PARAM}`` replaced by
+    the point's value (default: the values joined by ``-``), each with the same contract.
+    The product's size is checked before it is expanded (``E0636`` over
+    :data:`~rcpc.core.limits.MAX_SWEEP`). Errors: ``E0635`` an empty ``over`` or list,
+    ``E0634`` a template field that is not a param of ``over``, ``E0633`` two points given
+    one name, ``E0637`` a param in both ``over`` and ``set``, ``E0604`` a name that is no
+    variant name, ``E0602`` a value that is no param value."""
+    a = _bind("variants", span, args, kwargs, (), {"over"}, {"name", "set", "against", "changes"})
+    over = _expect(a["over"], (Dict,), "over")
+    if not over.items:
+        raise error("E0635", "variants(over = {}) declares no variant", over.span,
+                    hint='give each param swept and its values: over = {"BS": [2, 4]}')
+    size = 1
+    for key, values in over.items.items():
+        _expect(values, (List,), f"over[{key!r}]")
+        if not values.items:
+            raise error("E0635", f"over[{key!r}] is an empty list: the product has no point", values.span,
+                        hint="give the param's values, or leave it out of over")
+        size *= len(values.items)
+        if size > MAX_SWEEP:  # before anything is expanded
+            raise error("E0636", f"variants(): the product of over's lists has more than {MAX_SWEEP:,} points",
+                        over.span, hint="sweep fewer values at once (split the sweep, or build one point with "
+                                        "--set); every point is evaluated, checked and kept as goldens")
+        for v in values.items:
+            if type(v) not in PARAM_TYPES["float"] + PARAM_TYPES["bool"] + PARAM_TYPES["str"]:
+                raise error("E0602", f"over[{key!r}] holds {_article(type_name(v))}, not a param value", v.span,
+                            hint="sweep bool, int, float or str values")
+    template = _expect(a.get("name", Str("-".join(f"{{{k}}}" for k in over.items), over.span)), (Str,), "name")
+    for field in _FIELD.findall(template.value):
+        if field not in over.items:
+            raise error("E0634", f"name template field {{{field}}} is not a param of over", template.span,
+                        hint=did_you_mean_or_list(field, list(over.items), "over's params"))
+    base = _expect(a.get("set", Dict({}, {}, span)), (Dict,), "set")
+    for key in base.items:
+        if key in over.items:
+            raise error("E0637", f"'{key}' is both swept (over) and fixed (set)", base.key_spans.get(key, base.span),
+                        hint="give it in one of them")
+    against, changes = _contract(a)
+    keys = list(over.items)
+    out, seen = [], {}
+    for point in itertools.product(*(over.items[k].items for k in keys)):
+        values = dict(zip(keys, point))
+        name = _FIELD.sub(lambda m: text_of(values[m.group(1)]), template.value)
+        _check_variant_name(name, template.span, hint="give name = \"...\" a template whose values make a name of "
+                            "letters, digits, '.', '-' and '_'")
+        shown = ", ".join(f"{k}={text_of(v)}" for k, v in values.items())
+        first = seen.get(names.fold(name))
+        seen[names.fold(name)] = shown
+        if first is not None:
+            raise error("E0633", f"variants(): points {{{first}}} and {{{shown}}} are both named {name!r}",
+                        template.span, hint="list each value of over once" if first == shown else
+                        "name every swept param in the template, e.g. " + "-".join(f"{k.lower()}{{{k}}}" for k in keys))
+        sets = Dict({**base.items, **values}, {**base.key_spans, **over.key_spans}, span)
+        out.append(Variant(name, sets, against, changes, span, sweep=True))
+    return List(tuple(out), span)
 
 
 def _flagset_plus(ctx, left: FlagSet, right: FlagSet, span: Span) -> FlagSet:
     """``a + b`` of flag sets: ``b``'s layers after ``a``'s (MaxText's last key wins)."""
     if len(left.layers) + len(right.layers) > maxtext.MAX_LAYERS:
         raise error("E0802", f"flag set of more than {maxtext.MAX_LAYERS} layers", span, hint=LIMIT_HINT)
-    joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema)
+    joined = FlagSet(left.layers + right.layers, span, left.schema or right.schema,
+                     left.acknowledged + right.acknowledged)
     maxtext.check_weight(joined)
     problems = maxtext.merge_problems(joined)
     if problems:
@@ -228,32 +306,46 @@ def _slice_attrs(s: TpuSlice, span: Span) -> dict:
         "chips_per_host": lambda: _int(s.chips_per_host, span),
         "devices_per_chip": lambda: _int(s.devices_per_chip, span),
         "machine_type": lambda: Str(s.machine_type, span),
+        "accelerator_type": lambda: Str(accelerator_type_name(s), span),
+        "device_type": lambda: Str(device_type_name(s), span),
         "node_selector": lambda: Dict({ACCELERATOR_LABEL: Str(s.accelerator, span),
                                        TOPOLOGY_LABEL: Str(s.topology, span)},
                                       {ACCELERATOR_LABEL: span, TOPOLOGY_LABEL: span}, span),
     }
 
 
-def _shell_keys(name: str, fn, span, args, kwargs) -> frozenset:
-    """The ``keys`` argument of ``FLAGS.shell_quoted(keys)`` / ``FLAGS.shell_raw(keys)``:
-    flags of the set (``E0656`` for one it does not have)."""
-    a = _bind(name, span, args, kwargs, ("keys",), {"keys"})
-    keys = _expect(a["keys"], (List,), f"{name}() keys")
-    for k in keys.items:
-        _expect(k, (Str,), "each key")
+def _shell_keys(name: str, fn, span, args, kwargs, keyword: str = "") -> tuple:
+    """The ``keys`` argument of ``FLAGS.shell_quoted(keys, raw = [...])`` /
+    ``FLAGS.shell_raw(keys)`` (and the ``keyword`` list, when given): flags of the set
+    (``E0656`` for one it does not have); ``(keys, keyword keys)``."""
+    a = _bind(name, span, args, kwargs, ("keys",), {"keys"}, {keyword} if keyword else frozenset())
     present = {e.key for layer in fn.receiver.layers for e in layer.entries}
-    for k in keys.items:
-        if k.value not in present:
-            raise error("E0656", f"{name}(): the flag set has no flag '{k.value}'", k.span,
-                        hint=did_you_mean_or_list(k.value, present, "its flags"))
-    return frozenset(k.value for k in keys.items)
+    out = []
+    for arg in ("keys", keyword):
+        if arg not in a:
+            out.append(frozenset())
+            continue
+        keys = _expect(a[arg], (List,), f"{name}() {arg}")
+        for k in keys.items:
+            _expect(k, (Str,), "each key")
+            if k.value not in present:
+                raise error("E0656", f"{name}(): the flag set has no flag '{k.value}'", k.span,
+                            hint=did_you_mean_or_list(k.value, present, "its flags"))
+        out.append(frozenset(k.value for k in keys.items))
+    return tuple(out)
 
 
 def _flagset_shell_quoted(ctx, fn, span, args, kwargs):
-    """``FLAGS.shell_quoted(keys)``: the shell form with the value part of each flag in
-    ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
-    recipe may publish it; the argv the shell reads is the same."""
-    return provenance.shell_value(fn.receiver, span, _shell_keys("shell_quoted", fn, span, args, kwargs))
+    """``FLAGS.shell_quoted(keys, raw = [])``: the shell form with the value part of each flag
+    in ``keys`` quoted even where the shell needs no quotes (``key='a,b'``), as a hand-written
+    recipe may publish it; the argv the shell reads is the same. ``raw``: flags written as
+    ``shell_raw`` writes them (``E0656`` when a key is in both)."""
+    always, raw = _shell_keys("shell_quoted", fn, span, args, kwargs, "raw")
+    if always & raw:
+        raise error("E0656", f"shell_quoted(): '{sorted(always & raw)[0]}' is both quoted and raw", span,
+                    hint="a flag's value part is either quoted or written as it is: name it in one list")
+    _raw_strings(fn.receiver, raw)
+    return provenance.shell_value(fn.receiver, span, always, raw)
 
 
 def _flagset_shell_raw(ctx, fn, span, args, kwargs):
@@ -262,13 +354,18 @@ def _flagset_shell_raw(ctx, fn, span, args, kwargs):
     expands there; a published template's ``<placeholder>`` stays as published). Each such
     flag's value must be a string (``E0656``): the shell, not MaxText's YAML reading, gives
     the text MaxText gets, and rcpc checks the text as written."""
-    raw = _shell_keys("shell_raw", fn, span, args, kwargs)
-    for layer in fn.receiver.layers:
+    (raw,) = _shell_keys("shell_raw", fn, span, args, kwargs)[:1]
+    _raw_strings(fn.receiver, raw)
+    return provenance.shell_value(fn.receiver, span, raw=raw)
+
+
+def _raw_strings(fs: FlagSet, raw: frozenset) -> None:
+    """``E0656`` unless the value of each flag of ``fs`` in ``raw`` is a string."""
+    for layer in fs.layers:
         for e in layer.entries:
             if e.key in raw and type(e.value) is not Str:
                 raise error("E0656", f"shell_raw(): the value of '{e.key}' is {type_name(e.value)}, not a string",
                             e.value.span, hint="a raw value is text the shell reads: write it as a string")
-    return provenance.shell_value(fn.receiver, span, raw=raw)
 
 
 def _flagset_attrs(fs: FlagSet, span: Span) -> dict:
@@ -289,7 +386,7 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
     if all(kind_of(v) is not None for v in items):  # an empty list: no renders
         kind = "renders"
         target = result.renders
-    elif type(value) is Variant:
+    elif all(type(v) is Variant for v in items):  # variant(...), or the list variants(...) makes
         kind = "variants"
         target = result.variants
     else:
@@ -333,6 +430,8 @@ def _declare_param(ev, stmt: ast.Assign, call: ast.Call, result):
         value = ev.overrides[stmt.name]
         if type(value) is str:  # from --set NAME=VALUE: typed by the param
             value = param_value_from_text(param, value)
+        else:  # a variant's or a values file's value: of the param's type, where it is written
+            check_param_value(param.type, value, stmt.name, param.choices)
     elif param.default is None:
         raise error("E0606", f"param '{stmt.name}' has no default and no value was given", call.span,
                     hint=f"give it a default, or set it with --set {stmt.name}=VALUE")
@@ -352,7 +451,12 @@ def _finish(ev, module: ast.Module, result) -> None:
         if type(stmt) is not ast.Assign:
             continue
         value = ev.env.get(stmt.name)
-        if (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
+        sweep = type(value) is List and value.items and all(type(v) is Variant for v in value.items)
+        if sweep and id(value.items[0]) not in declared:
+            ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds variants that are never declared",
+                                   stmt.name_span, "warning",
+                                   hint=f"write {stmt.name} on a line of its own to declare them"))
+        elif (type(value) is Variant or kind_of(value) is not None) and id(value) not in declared:
             what = "variant" if type(value) is Variant else "render"
             ev.ctx.warn(Diagnostic("W0707", f"'{stmt.name}' holds a {type_name(value)} that is never "
                                      f"declared as a {what}", stmt.name_span, "warning",
@@ -372,6 +476,11 @@ UNIVERSE = Universe(
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
                             "A named set of param values; `changes` is its diff contract against `against`.",
                             ("set", "against", "changes"), "variant"),
+        "variants": Function(_variants, "variants(over = {PARAM: [values], ...}, name = \"TEMPLATE\", set = {...}, "
+                             "against = \"...\", changes = {...})",
+                             "A sweep: one variant per point of the product of `over`'s lists, named by the template "
+                             "(`\"bs{BS}-{REMAT}\"`; default: the values joined by `-`), each with the contract.",
+                             ("over", "name", "set", "against", "changes"), "variant"),
         "merge": Function(_merge, "merge(base, patch, ...)",
                           "A deep merge of dicts with Kubernetes' strategic-merge rules: lists of containers, env, "
                           "volumes, ports ... merge item by item by their key; the patch wins."),

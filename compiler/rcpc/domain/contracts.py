@@ -125,9 +125,11 @@ def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
 
 def check_contract(variant, against_build, build) -> list[Diagnostic]:
     """Diagnostics for ``variant``'s contract against ``against_build`` (empty when it holds
-    or there is none): ``E0610`` first, then each ``E0612``."""
+    or there is none): ``E0610`` first, then each ``E0612``. A sweep's point
+    (:attr:`~rcpc.domain.values.Variant.sweep`) may leave what it declares unchanged."""
     if variant.against is None or variant.changes is None:
         return []
+    exact = not variant.sweep
     delta = render_delta(against_build, build)
     old = {r.name: r.value for r in against_build.renders}
     new = {r.name: r.value for r in build.renders}
@@ -148,7 +150,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
         if status != "identical":
             actual.append(f"{name} {status}")
         if status == "identical":
-            if name in keys:
+            if name in keys and exact:
                 problems.append(f"{name} is declared to change but is byte-identical")
             continue
         if name not in keys:
@@ -157,7 +159,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
             continue
         compared = _compare(name, old[name], new[name])
         actual.extend(f"  {line}" for line in compared.summary())
-        declared = _declared_paths(name, paths.get(name, ()), compared, problems, diags)
+        declared = _declared_paths(name, paths.get(name, ()), compared, problems if exact else [], diags)
         unexplained.extend((name, c) for c in compared.paths if not any(covered(c.path, d) for d in declared))
         allowed = keys.get(name, set())
         extra = sorted({f.key for f in compared.flags if f.change is not None} - allowed)
@@ -167,7 +169,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
             if f.change is None or f.key not in allowed:
                 unexplained.append(f)
         missing = [k for k in sorted(allowed) if k in compared.carried and k not in compared.changed]
-        if missing:
+        if missing and exact:
             problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
     for e in entries:  # a declared key that no named render carries, in either variant
         carried = set().union(*(_carried_keys(v[n]) for n in e.renders for v in (old, new) if n in v))

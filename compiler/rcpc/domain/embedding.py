@@ -14,7 +14,12 @@ its data, whatever shape the recipe or a library function gave it:
 
 An :class:`Embedding` says which flag set, where (a path spelled as :mod:`rcpc.domain.delta`
 spells it), in which form, the tokens as written, and the Kubernetes container whose
-``command`` or ``args`` hold it (for the launch checks: its env, its pod's TPU slice).
+``command`` or ``args`` hold it (for the launch checks: its env, its pod's TPU slice). In a
+container's ``command`` and ``args`` Kubernetes expands ``$(VAR)`` and ``$$`` before the
+process starts (:mod:`rcpc.domain.kube_expansion`): :meth:`Embedding.seen` is the flag set with
+each value as the container receives it, so every check, contract, diff and explain reads
+what MaxText reads. Each value is expanded on its own; a ``$(`` left open in one value that a
+later token's ``)`` would close is read as kept (no flag value of a real recipe holds one).
 
 :func:`without_flags` is the other half of the protocol: the data with each run of flag
 tokens replaced by one marker, so that a contract or a diff compares what is not flags by
@@ -25,12 +30,16 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.values import Dict, List, Str
+from rcpc.domain.emit.flags import shell_quote, token
+from rcpc.domain.provenance import FlagToken
 from rcpc.domain.delta import Index, Key, Named, names
-from rcpc.domain.values import FlagLayer, FlagSet
+from rcpc.domain.kube_expansion import container_env, expand
+from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 MARKER = "\0maxtext_flags\0"  # stands for one run of flag tokens in without_flags (no token holds NUL)
 _SHOWN = "{maxtext flags}"   # how a marker reads in a message
 _CONTAINER_LISTS = ("containers", "initContainers")  # a pod spec's container lists (Kubernetes PodSpec)
+_EXPANDED = ("command", "args")  # a container's fields the kubelet expands with its env (ExpandContainerCommandAndArgs)
 
 
 @record.frozen
@@ -46,27 +55,39 @@ class Embedding:
     tokens: tuple
     container: object = None
     wrapper: str = MARKER  # argv form: each item's text around its token (MARKER: the token alone)
+    env: tuple = ()  # ((name, value), ...): the env Kubernetes expands the tokens with (command/args)
+
+    def received(self, entry: FlagEntry) -> FlagEntry:
+        """``entry`` (one of the tokens') as the process receives it: a string value with
+        ``$(VAR)`` or ``$$`` expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.expand`
+        with :attr:`env`); ``entry`` itself when expansion leaves it as written."""
+        v = entry.value
+        if not self.env or type(v) is not Str or "$" not in v.value:
+            return entry
+        text = expand(v.value, dict(self.env))
+        return entry if text == v.value else record.evolve(entry, value=Str(text, v.span))
 
     def seen(self) -> FlagSet:
-        """The flag set MaxText reads here: the tokens' entries in the order written, one layer
-        for each run of one layer (``flags`` itself when the tokens are all of its entries, in
-        order: the common case, and the identity launch checks are kept by)."""
-        entries = [t.entry for t, _ in self.tokens]
+        """The flag set MaxText reads here: the tokens' entries in the order written, as the
+        process receives them (:meth:`received`), one layer for each run of one layer
+        (``flags`` itself when the tokens are all of its entries, in order, none changed by
+        expansion: the common case, and the identity launch checks are kept by)."""
+        entries = [self.received(t.entry) for t, _ in self.tokens]
         mine = [e for layer in self.flags.layers for e in layer.entries]
         if len(entries) == len(mine) and all(a is b for a, b in zip(entries, mine)):
             return self.flags
         layers: list[FlagLayer] = []
         run: list = []
         last = None
-        for t, _ in self.tokens:
+        for (t, _), entry in zip(self.tokens, entries):
             if run and t.layer != last:
                 layers.append(FlagLayer(tuple(run), self.flags.layers[last - 1].span, self.flags.layers[last - 1].why))
                 run = []
-            run.append(t.entry)
+            run.append(entry)
             last = t.layer
         if run:
             layers.append(FlagLayer(tuple(run), self.flags.layers[last - 1].span, self.flags.layers[last - 1].why))
-        return FlagSet(tuple(layers), self.flags.span, self.flags.schema)
+        return FlagSet(tuple(layers), self.flags.span, self.flags.schema, self.flags.acknowledged)
 
     def keys(self) -> list[str]:
         """The flag keys of the tokens, each once, in order."""
@@ -119,11 +140,18 @@ def _walk(v, path: tuple, container, memo: dict, out: list) -> None:
 
 def _children(v, path: tuple, container, memo: dict, out: list) -> None:
     if type(v) is Dict:
+        env = None
         for k, x in v.items.items():
             if type(x) is List and k in _CONTAINER_LISTS:
                 _walk(x, path + (Key(k),), "pod", memo, out)
             elif type(x) in (Dict, List, Str):
+                start = len(out)
                 _walk(x, path + (Key(k),), container, memo, out)
+                if v is container and k in _EXPANDED and len(out) > start:
+                    env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
+                        if env is None else env
+                    if env:
+                        out[start:] = [record.evolve(e, env=env) for e in out[start:]]
         return
     _in_list(v, path, container, memo, out)
 
@@ -204,6 +232,76 @@ def without_flags(data):
             out.append(y)
         return List(tuple(out), data.span) if changed else data
     return data
+
+
+def with_layer(data, fs: FlagSet, grown: FlagSet):
+    """``data`` with every embedding of flag set ``fs`` carrying ``grown`` instead, ``fs``'s
+    layers and then one more (``--flag RENDER.KEY=VALUE``, :mod:`rcpc.domain.flag_overrides`):
+    each token of ``fs`` now names ``grown``, and the tokens of ``grown``'s last layer are
+    written right after each run of ``fs``'s tokens, in that run's form (an argv run: one item
+    each, in the run's wrapper; a string: after the run's last token, joined by a space and
+    shell-quoted when the run was), so MaxText, which keeps the last value of a repeated key,
+    reads them last. Values that hold no token of ``fs`` are kept as they are."""
+    extra = [(token(e.key, e.value), FlagToken(e.key, len(grown.layers), e, grown.layers[-1].why, grown))
+             for e in grown.layers[-1].entries]
+
+    def walk(v):
+        t = type(v)
+        if t is Str:
+            return _string_with(v, fs, grown, extra) if v.pieces else v
+        if t is Dict:
+            items = {k: walk(x) for k, x in v.items.items()}
+            return v if all(items[k] is x for k, x in v.items.items()) else Dict(items, v.key_spans, v.span, v.why)
+        if t is List:
+            out: list = []
+            for i, x in enumerate(v.items):
+                held = _item_token(x)
+                if held is not None and held[0].flags is fs:
+                    out.append(_repoint(x, fs, grown))
+                    after = _item_token(v.items[i + 1]) if i + 1 < len(v.items) else None
+                    if after is None or after[0].flags is not fs or after[1] != held[1]:  # the run ends here
+                        for text, origin in extra:
+                            a = held[1].index(MARKER)
+                            out.append(Str(held[1].replace(MARKER, text), x.span, ((a, a + len(text), origin),)))
+                    continue
+                out.append(walk(x))
+            return v if len(out) == len(v.items) and all(a is b for a, b in zip(out, v.items)) else \
+                List(tuple(out), v.span)
+        return v
+
+    return walk(data)
+
+
+def _repoint(s: Str, fs: FlagSet, grown: FlagSet) -> Str:
+    """``s`` with its pieces of ``fs`` naming ``grown``."""
+    return Str(s.value, s.span, tuple((a, b, record.evolve(o, flags=grown) if o.flags is fs else o)
+                                      for a, b, o in s.pieces))
+
+
+def _string_with(s: Str, fs: FlagSet, grown: FlagSet, extra: list) -> Str:
+    """:func:`with_layer` of one string: ``extra``'s tokens after each run of ``fs``'s pieces
+    (pieces adjacent or one space apart)."""
+    if not any(o.flags is fs for _, _, o in s.pieces):
+        return s
+    text, out, pieces, at = s.value, [], [], 0
+    shift = 0
+    for i, (a, b, o) in enumerate(s.pieces):
+        pieces.append((a + shift, b + shift, record.evolve(o, flags=grown) if o.flags is fs else o))
+        nxt = s.pieces[i + 1] if i + 1 < len(s.pieces) else None
+        ends = o.flags is fs and (nxt is None or nxt[2].flags is not fs or nxt[0] not in (b, b + 1)
+                                  or nxt[0] == b + 1 and text[b] != " ")
+        if not ends:
+            continue
+        out.append(text[at:b])
+        at = b
+        for tok, origin in extra:
+            written = shell_quote(tok) if o.form == "shell" else tok
+            start = b + shift + 1
+            out.append(" " + written)
+            pieces.append((start, start + len(written), record.evolve(origin, form=o.form)))
+            shift += 1 + len(written)
+    out.append(text[at:])
+    return Str("".join(out), s.span, tuple(pieces))
 
 
 def _string_without(s: Str) -> Str:

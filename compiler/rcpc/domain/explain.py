@@ -14,25 +14,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from rcpc.core.diagnostics import did_you_mean, error
+from rcpc.core.source import COMMAND_LINE_SPAN
 from rcpc.domain.emit.flags import value_text
 from rcpc.core.emit.scalars import scalar_str
-from rcpc.domain.recipe import Compiler, parse_sets
+from rcpc.domain.overrides import Overrides
+from rcpc.domain.recipe import Compiler
 from rcpc.domain.values import FlagSet
 
 
-def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets: list[str] | None):
+def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets):
     """(recipe, the variant's name, its evaluation) of ``--variant`` (default ``default``) or
-    ``--set`` items. ``E0607`` for an unknown variant."""
+    param overrides (``--set`` items, or an :class:`~rcpc.domain.overrides.Overrides`:
+    values files and ``--flag`` items too). ``E0607`` for an unknown variant."""
+    from rcpc.domain.flag_overrides import apply_flags
+
     recipe, _ = compiler.recipe(path)
-    if sets:
-        return recipe, "custom", compiler.evaluate(path, parse_sets(sets))
-    name = variant or "default"
-    chosen = [v for v in recipe.variants if v.name == name]
-    if not chosen:
-        names = [v.name for v in recipe.variants]
-        raise error("E0607", f"recipe {recipe.name} has no variant '{name}'", None,
-                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
-    return recipe, name, compiler.evaluate(path, dict(chosen[0].sets.items))
+    overrides = Overrides.of(sets)
+    if overrides.params:
+        name, raw = "custom", compiler.param_overrides(overrides)[0]
+    else:
+        name = variant or "default"
+        raw = dict(recipe.variant(name).sets.items)
+    result = compiler.evaluate(path, raw)
+    if overrides.flags:  # the renders as built with them (the names bound in the recipe as written)
+        result.renders = apply_flags(result.renders, overrides.flags, compiler.context.warn)
+        name = "custom"
+    return recipe, name, result
 
 
 def effective(compiler: Compiler, path: Path, render: str, variant: str | None = None,
@@ -49,7 +56,7 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
     from rcpc.domain.renders import carried, kind_of
 
     recipe, name, result = _evaluated(compiler, path, variant, sets)
-    fs, container, where = _find(result, render), None, render
+    (fs, _), container, where = _find(result, render), None, render
     for r in result.renders:
         if render in (r.name, kind_of(r).file_name(r)):
             found = carried(r)
@@ -68,7 +75,7 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
         value, at = values.raw(key)
         source = values.source(key)
         if source == "flag":
-            label = str(values.cli[key].key_span)
+            label = _where(values.cli[key].key_span)
         elif source == "env":
             label = f"{at[0].split(' = ')[0]} of container {_name(container)} in {where}" if at else "env"
         elif source == "model":
@@ -97,13 +104,19 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
     ``E0616`` a key no layer of the flag set sets and no ``M_<KEY>`` environment variable of
     its containers sets (did-you-mean over the keys it sets)."""
     recipe, name, result = _evaluated(compiler, path, variant, sets)
-    fs = _find(result, flagset)
+    fs, embedded = _find(result, flagset)
+    overrides = Overrides.of(sets)
+    given = {f.shown for f in compiler.param_overrides(overrides)[1]} | {COMMAND_LINE_SPAN.path}
     chain = []
-    for index, layer in enumerate(fs.layers, 1):
-        for e in layer.entries:
-            if e.key == key:
-                chain.append({"value": value_text(e.value), "location": str(e.key_span), "layer": index,
-                              "active": _why(compiler, layer.why)})
+    if embedded is None:
+        for index, layer in enumerate(fs.layers, 1):
+            for e in layer.entries:
+                if e.key == key:
+                    chain.append(_step(compiler, e, e, index, layer.why, given))
+    else:  # the tokens a render carries, each as the container receives it
+        for t, _ in embedded.tokens:
+            if t.key == key:
+                chain.append(_step(compiler, t.entry, embedded.received(t.entry), t.layer, t.why, given))
     env = _env(result, fs, key)
     if not chain and not env:
         keys = list(dict.fromkeys(e.key for layer in fs.layers for e in layer.entries))
@@ -112,12 +125,32 @@ def explain(compiler: Compiler, path: Path, flagset: str, key: str, variant: str
                     hint=did_you_mean(key, keys) or (f"keys set: {shown}" if keys else "it sets no keys"))
     report = {"recipe": recipe.name, "variant": name, "flag_set": flagset, "key": key,
               # not on the command line, MaxText takes the M_<KEY> environment value
-              "effective": chain[-1]["value"] if chain else env[-1]["value"], "chain": chain, "env": env}
+              "effective": chain[-1].get("received", chain[-1]["value"]) if chain else env[-1]["value"],
+              "chain": chain, "env": env}
     if fs.schema is not None:
         report["schema"] = fs.schema.path
         report["in_schema"] = key in fs.schema.defaults
         report["schema_default"] = _yaml_text(fs.schema.defaults.get(key)) if key in fs.schema.defaults else None
     return report
+
+
+def _step(compiler: Compiler, written, received, layer: int, why: tuple, given: set) -> dict:
+    """One step of explain's chain: the value as written, and as the container receives it
+    when Kubernetes' ``$(VAR)`` expansion changes it (``received``); ``value_from``, where a
+    param's value came from when it is one of ``given`` (a values file, ``--set``)."""
+    step = {"value": value_text(written.value), "location": _where(written.key_span), "layer": layer,
+            "active": _why(compiler, why)}
+    if received is not written:
+        step["received"] = value_text(received.value)
+    span = written.value.span
+    if span.path in given:
+        step["value_from"] = span.path if span == COMMAND_LINE_SPAN else str(span)
+    return step
+
+
+def _where(span) -> str:
+    """Where a flag is set: ``path:line:col``, or a ``--flag`` item (a span of no line)."""
+    return span.path if span.line == 0 else str(span)
 
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:
@@ -141,18 +174,20 @@ def _env(result, fs: FlagSet, key: str) -> list[dict]:
     return out
 
 
-def _find(result, name: str) -> FlagSet:
+def _find(result, name: str) -> tuple:
+    """(the flag set named ``name``, the :class:`~rcpc.domain.embedding.Embedding` it was
+    read from: None for a name bound to a flag set)."""
     from rcpc.domain.renders import carried, kind_of
 
     value = result.exports.get(name)
     if type(value) is FlagSet:
-        return value
+        return value, None
     for r in result.renders:
         if name in (r.name, kind_of(r).file_name(r)):
             sets = {tuple(id(t.entry) for t, _ in e.tokens): e for e in carried(r)}  # one per token sequence
             if len(sets) == 1:
                 (e,) = sets.values()
-                return e.seen()
+                return e.seen(), e
             if sets:
                 raise error("E0620", f"render '{name}' carries {len(sets)} flag sets", None,
                             hint="name the flag set by the constant it is bound to")

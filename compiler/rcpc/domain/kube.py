@@ -1,4 +1,4 @@
-"""Kubernetes rules for manifests (DESIGN.md §3.3), reported at the span that produced the
+"""Kubernetes rules for manifests (docs/kubernetes.md), reported at the span that produced the
 offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the manifest path
 (``spec.replicatedJobs[1].template...``). docs/kubernetes.md lists every rule with its source.
 
@@ -61,8 +61,9 @@ _JOB_SPECS = {"Job": ("spec",), "CronJob": ("jobTemplate", "spec"), "JobSet": ("
 _STRING_MAPS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
 
-def kind_of(data: Dict) -> str:
-    """The manifest's ``kind`` (``manifest`` when it has none)."""
+def object_kind(data: Dict) -> str:
+    """The Kubernetes object kind of manifest ``data`` (its ``kind``; ``manifest`` when it
+    has none). Not :func:`rcpc.domain.renders.kind_of` (a render value's render kind)."""
     kind = data.items.get("kind")
     return kind.value if type(kind) is Str else "manifest"
 
@@ -74,7 +75,7 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: froz
     from rcpc.domain import jobset, jobset_cel, kueue
     from rcpc.domain.kube_schema import builtin_jobset_schema, check_lists, check_schema
 
-    kind = kind_of(data)
+    kind = object_kind(data)
     api = data.items.get("apiVersion")
     api = api.value if type(api) is Str else ""
     schema = index.schema(api, kind) if index is not None else None
@@ -97,7 +98,7 @@ def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
     """Every built-in rule violation of one manifest (see the module docstring).
     ``core_lists``: apply Kubernetes' pod rules on duplicate entries (for kinds whose list
     types no schema gives)."""
-    kind = kind_of(data)
+    kind = object_kind(data)
     out: list[Diagnostic] = []
     _check_type(data, out)
     _check_name(data, kind, out)
@@ -160,7 +161,7 @@ def _check_type(data: Dict, out: list) -> None:
             continue
         how = "missing" if v is None else "null" if type(v) is Null else "empty" if type(v) is Str else \
             f"a {type_name(v)}, not a string"
-        example = _API_VERSIONS.get(kind_of(data), "v1' or 'batch/v1") if key == "apiVersion" else "JobSet"
+        example = _API_VERSIONS.get(object_kind(data), "v1' or 'batch/v1") if key == "apiVersion" else "JobSet"
         out.append(Diagnostic("E1015", f"{key} is {how}: kubectl cannot tell which resource the object is",
                               (v or data).span, hint=f"give {key} as a string, such as '{example}'"))
 

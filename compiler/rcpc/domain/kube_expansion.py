@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from rcpc.core import record
+from rcpc.core.values import Dict, List, Str
 
 JOB_COMPLETION_INDEX = "JOB_COMPLETION_INDEX"
 
@@ -77,3 +78,41 @@ def expand(text: str, env: Mapping[str, str]) -> str:
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+def env_entries(container) -> list[tuple]:
+    """(entry dict, name, value as the container receives it) of each named entry of a
+    container's ``env`` (``container``: a container dict, a language value), in order, as the
+    kubelet makes them (``makeEnvironmentVariables``): a literal ``value`` expanded with the
+    entries before it (:func:`expand`; a later entry of a name replaces an earlier one), an
+    absent or empty one ``""``; None for a value known only when the pod runs (``valueFrom``,
+    or a value that refers to such a name). ``envFrom`` sources and the services' variables
+    are not known here (their references are kept as written by :func:`expand_known`, as the
+    warnings of :mod:`rcpc.domain.kube_references` say)."""
+    env = container.items.get("env") if type(container) is Dict else None
+    defined: dict[str, str | None] = {}
+    out = []
+    for var in env.items if type(env) is List else ():
+        if type(var) is not Dict or type(var.items.get("name")) is not Str:
+            continue
+        name, value = var.items["name"].value, var.items.get("value")
+        if type(value) is Str and value.value:
+            runtime = any(defined.get(r.name, "") is None for r in references(value.value))
+            text = None if runtime else expand_known(value.value, defined)
+        else:
+            text = None if "valueFrom" in var.items else ""
+        defined[name] = text
+        out.append((var, name, text))
+    return out
+
+
+def container_env(container) -> dict[str, str | None]:
+    """{name: value} of the env a container's ``command`` and ``args`` are expanded with
+    (:func:`env_entries`, the last entry of a name winning; None: known only at run time)."""
+    return {name: text for _, name, text in env_entries(container)}
+
+
+def expand_known(text: str, env: Mapping[str, str | None]) -> str:
+    """:func:`expand` with the names of ``env`` whose value is known (not None): a reference to
+    a name known only at run time is kept as written, as an undefined one is."""
+    return expand(text, {k: v for k, v in env.items() if v is not None})

@@ -35,6 +35,7 @@ from rcpc.domain.emit.flags import value_text
 from rcpc.domain import lax
 from rcpc.domain.crossfield import check_refusals
 from rcpc.domain.kube import pod_slice
+from rcpc.domain.kube_expansion import env_entries
 from rcpc.domain.maxtext import resolved
 from rcpc.domain.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
@@ -240,14 +241,16 @@ def check_model_config(fs: FlagSet) -> list[Diagnostic]:
 
 def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
     """(name, value, entry) of each ``M_...`` variable of a container's env (none when it has
-    no ``env`` list)."""
+    no ``env`` list); a string value as the container receives it, ``$(VAR)`` and ``$$``
+    expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.env_entries`; the span the
+    value's)."""
     out = []
-    env = container.items.get("env")
-    for item in env.items if type(env) is List else ():
-        if type(item) is Dict and type(item.items.get("name")) is Str:
-            name = item.items["name"].value
-            if name.startswith(ENV_PREFIX):
-                out.append((name, item.items.get("value"), item))
+    for item, name, text in env_entries(container):
+        if name.startswith(ENV_PREFIX):
+            value = item.items.get("value")
+            if type(value) is Str and text is not None and text != value.value:
+                value = Str(text, value.span)
+            out.append((name, value, item))
     return out
 
 

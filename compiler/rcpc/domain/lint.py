@@ -11,7 +11,8 @@ L0002     warning   a param never used in its recipe
 L0003     warning   a loaded name never used (in a library: a private ``_alias``)
 L0004     warning   a param used in its recipe but by no render (only by ``require``,
                     ``variant`` or values no render reaches)
-L0005     warning   a variant whose renders are byte-identical to its ``against``
+L0005     warning   a variant whose renders are byte-identical to its ``against`` (not a
+                    sweep's point: a sweep may hold its baseline)
                     variant's (not reported when it declares ``changes = {}``: then that
                     is the contract)
 L0006     note      one flag set spells its bools both ``True``/``False`` and
@@ -63,7 +64,7 @@ CODES = {
 _IGNORE = re.compile(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
 # calls whose value a recipe declares as a statement (an unused one is W0707's, not L0001's)
 _RENDER_CALLS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes != "value")
-_NOT_RENDERS = frozenset(("variant", "require"))
+_NOT_RENDERS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes == "variant") | {"require"}
 
 
 def lint(compiler, paths: Iterable[str | Path] = ()) -> list[Diagnostic]:
@@ -306,6 +307,8 @@ def _identical_variants(compiler, recipe, builds) -> list[Diagnostic]:
             continue
         if v.changes is not None and not v.changes.items:
             continue  # changes = {}: identical is the declared contract
+        if v.sweep:
+            continue  # a sweep's point may be its baseline (BS = [1, 2, 4] with BS 1 by default)
         a, b = by_name[v.name], by_name[v.against]
         if [(r.name, r.text) for r in a.renders] == [(r.name, r.text) for r in b.renders]:
             out.append(Diagnostic("L0005", f"variant '{v.name}' renders exactly what '{v.against}' renders",

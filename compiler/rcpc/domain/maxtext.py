@@ -1,4 +1,4 @@
-"""MaxText flag-set semantics (DESIGN.md §3.1): ordered layers, last key wins.
+"""MaxText flag-set semantics (docs/maxtext.md, *Last key wins*): ordered layers, last key wins.
 
 A flag set is a list of layers; each layer is an ordered map written as a dict in a recipe.
 A key repeated inside one layer is an error (always a typo); a key repeated across layers is
@@ -72,12 +72,14 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
     With a :class:`~rcpc.domain.schema.MaxTextSchema`, every entry is checked as MaxText reads it
     (:func:`check_entry`); ``unknown_keys`` acknowledges, key by key, keys the schema does not
     know, and ``unknown_values`` (key → list of values) values of a key's choices the schema
-    does not know (a newer MaxText's enum member). Those findings do not make the flag set malformed: errors go to ``report(diagnostic)``
+    does not know (a newer MaxText's enum member); the keys a spliced flag set acknowledged stay
+    acknowledged (:attr:`FlagSet.acknowledged`). Those findings do not make the flag set malformed: errors go to ``report(diagnostic)``
     when given (the caller raises them with the rest of the recipe's), else are raised;
     warnings and notes go to ``warn(diagnostic)``.
     """
     out = []
     problems: list = []
+    inherited: dict = {}  # the unknown keys the spliced flag sets acknowledged
     for layer in layers:
         t = type(layer)
         if t is Dict:
@@ -85,19 +87,20 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
                 out.append(layer_from_dict(layer, problems))
         elif t is FlagSet:
             out.extend(layer.layers)
+            inherited.update(layer.acknowledged)
             if len(out) > MAX_LAYERS:
                 raise error("E0802", f"flag set of more than {MAX_LAYERS} layers", span, hint=LIMIT_HINT)
         else:
             problems.append(Diagnostic("E0301", f"a maxtext_flags layer must be a dict, got {type_name(layer)}",
                                        layer.span, hint="write the layer as {\"key\": value, ...}"))
-    fs = FlagSet(tuple(out), span, schema)
+    fs = FlagSet(tuple(out), span, schema, tuple(inherited.items()))
     problems.extend(merge_problems(fs))
     if problems:
         raise CompileError(problems)
     warn = warn or (lambda d: None)
     found: list = []
     if schema is not None:
-        acknowledged = _acknowledged(unknown_keys, schema, out, warn)
+        acknowledged = {**inherited, **_acknowledged(unknown_keys, schema, out, warn)}
         values_ok = _acknowledged_values(unknown_values, schema, warn)
         seen = resolved(fs)  # what MaxText sees of each key: its last value (repeated dicts merged)
         last = {id(x): x for x in {e.key: e for e in entries(fs)}.values()}
@@ -113,7 +116,7 @@ def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | Non
                     found.extend(diags)
                 checked.append(e)
             layers_checked.append(record.evolve(layer, entries=tuple(checked)))
-        fs = FlagSet(tuple(layers_checked), span, schema)
+        fs = FlagSet(tuple(layers_checked), span, schema, tuple(acknowledged.items()))
     check_weight(fs)
     _lint(fs, warn)
     errors = [d for d in found if d.severity == "error"]

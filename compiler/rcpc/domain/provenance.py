@@ -1,4 +1,4 @@
-"""Flag-token provenance on strings (DESIGN.md §3.4: contracts hold inside every render).
+"""Flag-token provenance on strings (docs/review.md, *Diff contracts*: contracts hold inside every render).
 
 A flag set's ``.argv`` items and its ``.shell`` form are strings whose characters come from
 the set's tokens. Each such :class:`~rcpc.core.values.Str` carries ``pieces``: the character range

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from pathlib import Path
 
 from rcpc.core import astcache
@@ -23,7 +24,7 @@ from rcpc.core.limits import LIMIT_HINT, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NOD
 from rcpc.core.diagnostics import (CompileError, Diagnostic, by_place, did_you_mean, did_you_mean_or_list, error,
                                    io_hint, unique)
 from rcpc.core.evaluate import Evaluator
-from rcpc.core.files import TooLarge, read_limited
+from rcpc.core.files import NotRegular, TooLarge, read_limited
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
 from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
@@ -32,11 +33,16 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
 from rcpc.core.values import Dict
+from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
-from rcpc.domain.workspace import LINK, Workspace
+from rcpc.domain import stdlib
+from rcpc.domain.workspace import LINK, Workspace, entry
 
 DEFAULT_VARIANT = "default"
+# the built-ins whose call statements declare variants (variant, variants): a variant's own
+# build skips them (its declarations come from the default evaluation)
+VARIANT_CALLS = frozenset(n for n, f in B.UNIVERSE.functions.items() if f.makes == "variant")
 
 
 @record.frozen
@@ -68,6 +74,17 @@ class Recipe:
     name: str
     params: tuple
     variants: tuple
+
+    def variant(self, name: str):
+        """The declared variant ``name`` (:class:`~rcpc.domain.values.Variant`). Raises
+        CompileError ``E0607`` when the recipe declares none of that name (did-you-mean over
+        the declared ones)."""
+        for v in self.variants:
+            if v.name == name:
+                return v
+        names = [v.name for v in self.variants]
+        raise error("E0607", f"recipe {self.name} has no variant '{name}'", None,
+                    hint=did_you_mean(name, names) or f"variants: {', '.join(names)}")
 
 
 class Compiler:
@@ -106,6 +123,7 @@ class Compiler:
         self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
+        self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
         self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
 
     # files ------------------------------------------------------------------------------
@@ -282,6 +300,24 @@ class Compiler:
             found.extend(self._warnings.get(dep, ()))
         return found
 
+    def in_recipe(self, real: Path, diags) -> list[Diagnostic]:
+        """The warnings and notes found for recipe ``real`` as its author reads them
+        (:func:`rcpc.domain.stdlib.attributed`): one whose span is in rcpc's standard library
+        and that names no place of the workspace (a flag entry written there) gets, as
+        ``loaded from``, the recipe's ``load()`` that reaches that file, and is shown there,
+        where ``# rcpc: ignore[CODE]`` silences it. Call before :meth:`release`."""
+        out = []
+        for d in diags:
+            if d.span is not None and stdlib.is_label(d.span.path) \
+                    and all(stdlib.is_label(s.path) for _, s in d.related):
+                dep = self.workspace.path_of(d.span.path)
+                site = next((stmt.path_span for target, stmt in self._load_targets(real)
+                             if target == dep or dep in self.dependencies(target)), None)
+                if site is not None:
+                    d = record.evolve(d, related=(*d.related, ("loaded from", site)))
+            out.append(stdlib.attributed(d))
+        return out
+
     def library_warnings(self, real: Path) -> list[Diagnostic]:
         """Warnings and notes found evaluating library ``real`` in this run (with those of the
         files it loads); empty when it has not been evaluated, or failed."""
@@ -298,7 +334,7 @@ class Compiler:
         elif target == BUILTIN:
             path = BUILTIN_PATH
         else:
-            path = self.workspace.resolve_path(target, self.workspace.root / span.path, span, verb="read")
+            path = self.workspace.resolve_path(target, self.workspace.path_of(span.path), span, verb="read")
         self.schema_files.update(schema_sources(path))
         schema = self._schemas.get(path)
         if schema is None:
@@ -363,7 +399,7 @@ class Compiler:
                 out.add(f)
                 todo.extend(self._loads.get(f, ()))
         kube = set(self.workspace.kube_schemas) if self._kube is not None else set()
-        return out | self.schema_files | kube
+        return out | self.schema_files | kube | set(self._values)
 
     def read_digests(self, since: int = 0) -> dict[str, str]:
         """{path: SHA-256 hex} of every file read in this run (with one version); ``since``:
@@ -419,7 +455,7 @@ class Compiler:
         self._failed = {}
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context, universe=B.UNIVERSE,
-                         skip_calls=frozenset() if declare_variants else frozenset({"variant"}),
+                         skip_calls=frozenset() if declare_variants else VARIANT_CALLS,
                          record=record, base=base).run(mod)
 
     def default_exports(self, real: Path) -> dict:
@@ -428,10 +464,11 @@ class Compiler:
         exports = self._base_exports.get(real)
         return exports if exports is not None else self.evaluate(real, {}).exports
 
-    def bindings(self, real: Path, sets: list[str] | None = None) -> dict:
-        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items.
-        Raises the errors reported while evaluating (:meth:`Context.report`)."""
-        result = self.evaluate(real, parse_sets(sets or []))
+    def bindings(self, real: Path, sets=None) -> dict:
+        """The recipe's top-level bindings (name → value), evaluated with ``--set`` items (or
+        an :class:`~rcpc.domain.overrides.Overrides`' param values). Raises the errors
+        reported while evaluating (:meth:`Context.report`)."""
+        result = self.evaluate(real, self.param_overrides(Overrides.of(sets))[0])
         if result.errors:
             raise CompileError(result.errors)
         return result.exports
@@ -453,34 +490,103 @@ class Compiler:
         self._base_exports[real] = result.exports
         return Recipe(real, self.workspace.recipe_name(real), tuple(result.params), variants), build
 
-    def build(self, real: Path, variant: str | None = None, sets: list[str] | None = None):
-        """Evaluate a recipe for every declared variant (or the one named, or ``--set``
-        overrides as variant ``custom``). Returns (Recipe, [VariantBuild]).
-        ``E0601`` for a ``--set`` name that is not a declared param."""
+    def param_overrides(self, overrides: Overrides) -> tuple[dict, list]:
+        """The param values of ``overrides``, layered (:mod:`rcpc.domain.overrides`): values
+        files in order, then ``--set`` items. Returns ({name: value, or ``--set`` text}, [the
+        :class:`~rcpc.domain.valuesfile.ValuesFile` of each file]). Raises as
+        :meth:`values_file` and :func:`parse_sets`."""
+        raw, files = {}, [self.values_file(Path(path), given) for path, given in overrides.values]
+        for found in files:
+            raw.update(found.values)
+        raw.update(parse_sets(overrides.sets))
+        return raw, files
+
+    def values_file(self, path: Path, given: str):
+        """The :class:`~rcpc.domain.valuesfile.ValuesFile` at ``path`` (absolute; ``given``:
+        as the user named it), read once a run. A values file is named on the command line,
+        so it may lie outside the workspace; one named inside it must resolve inside it
+        (``E0906``: a symlink there leading out is not read, as for recipes, so a file another
+        user can write cannot make a build quote a file elsewhere). It is resolved once and read
+        without following a symlink put in its place since
+        (:func:`rcpc.core.files.read_limited`), within
+        :data:`~rcpc.core.limits.MAX_FILE_BYTES` (``E0803``, checked before reading), and it
+        is a dependency of the build (the cache and replay check its bytes). ``E0630`` when
+        it cannot be read or is not a regular file, ``E0003`` when it is not UTF-8, and the
+        errors of :func:`~rcpc.domain.valuesfile.read_values`."""
+        from rcpc.domain.valuesfile import read_values
+
+        inside = self.workspace.root in entry(path).parents
+        real = self.workspace.inside(path) if inside else Path(os.path.realpath(path))  # E0906: a link out
+        found = self._values.get(real)
+        if found is not None:
+            return found
+        shown = self.workspace.display(real) if self.workspace.root in real.parents else given
+        try:
+            data = self.read(real, MAX_FILE_BYTES, follow=False)
+        except TooLarge as exc:
+            raise too_large(shown, exc.size) from None
+        except OSError as exc:
+            why = "it is not a regular file" if isinstance(exc, NotRegular) else exc.strerror
+            raise error("E0630", f"cannot read values file {shown}: {why}", None,
+                        hint=io_hint(exc) if not isinstance(exc, NotRegular) else
+                        "name a TOML file of NAME = VALUE lines (docs/cli.md, Values files)") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(shown, data[:exc.start].count(b"\n") + 1) from None
+        self.sources[shown] = Source(shown, text, str(real))
+        found = self._values[real] = read_values(text, shown)
+        return found
+
+    def build(self, real: Path, variant: str | None = None, sets=None):
+        """Evaluate a recipe for every declared variant (or the one named, or param
+        overrides, ``--set`` items or an :class:`~rcpc.domain.overrides.Overrides`, as variant
+        ``custom``). Returns (Recipe, [VariantBuild]). ``E0601`` for an overridden name
+        that is not a declared param (at its key in a values file)."""
         self._rendered = 0
-        if sets:
-            raw = parse_sets(sets)
-            result = self.evaluate(real, raw)
-            params = {p.name: p for p in result.params}
-            for name in raw:
-                if name not in params:
-                    raise error("E0601", f"--set {name}: no such param", None,
-                                hint=did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}")
-            recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
-                            _check_variants(result.variants, params))
-            builds = [self._variant_build("custom", result)]
-            self._raise_problems(recipe, builds)
-            return recipe, builds
+        overrides = Overrides.of(sets)
+        if overrides:
+            return self._build_custom(real, variant, overrides)
         recipe, default = self._recipe(real)
-        chosen = recipe.variants
-        if variant is not None:
-            chosen = [v for v in recipe.variants if v.name == variant]
-            if not chosen:
-                names = [v.name for v in recipe.variants]
-                raise error("E0607", f"recipe {recipe.name} has no variant '{variant}'", None,
-                            hint=did_you_mean(variant, names) or f"variants: {', '.join(names)}")
+        chosen = recipe.variants if variant is None else [recipe.variant(variant)]
         builds = [self.evaluate_with(real, v.name, dict(v.sets.items), default) for v in chosen]
         self._raise_problems(recipe, builds)
+        return recipe, builds
+
+    def _build_custom(self, real: Path, variant: str | None, overrides: Overrides) -> tuple[Recipe, list]:
+        """The build of :meth:`build` with ``overrides``, as variant ``custom``: param values
+        (``--set``, ``--values``), else the params of ``variant`` (default: ``default``), and
+        the ``--flag`` items applied to the renders (:mod:`rcpc.domain.flag_overrides`). A
+        ``--flag`` build of a variant with a contract is checked against it (``E0610``,
+        ``E0612``), its against variant built as declared."""
+        from rcpc.domain.flag_overrides import apply_flags
+
+        base = None
+        if overrides.params:
+            raw, files = self.param_overrides(overrides)
+        else:
+            declared, _ = self._recipe(real)
+            base = declared.variant(variant or DEFAULT_VARIANT)
+            raw = dict(base.sets.items)
+        result = self.evaluate(real, raw)
+        params = {p.name: p for p in result.params}
+        if overrides.params:
+            _check_overridden(overrides, files, params)
+        recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
+                        _check_variants(result.variants, params))
+        if overrides.flags:
+            result.renders = apply_flags(result.renders, overrides.flags, self.context.warn)
+        builds = [self._variant_build("custom", result)]
+        self._raise_problems(recipe, builds)
+        if base is not None and overrides.flags and base.against is not None and base.changes is not None:
+            from rcpc.domain.contracts import check_contract
+
+            other = recipe.variant(base.against)
+            other = self.evaluate_with(real, other.name, dict(other.sets.items), self._base[real])
+            found = check_contract(base, other, builds[0])
+            if found:
+                built = "built with " + " ".join(f"--flag {f}" for f in overrides.flags)
+                raise CompileError([record.evolve(d, notes=(built,) + d.notes) for d in found])
         return recipe, builds
 
     def _raise_problems(self, recipe: Recipe, builds: list) -> None:
@@ -632,18 +738,15 @@ def _check_variants(variants: list, params: dict) -> tuple:
     return tuple(variants)
 
 
-def parse_sets(sets: list[str]) -> dict[str, str]:
-    """``NAME=VALUE`` strings from ``--set`` → {name: text}; the text is typed by the param
-    when it is declared (:func:`rcpc.domain.builtins.param_value_from_text`). ``E0608`` for an item
-    without ``=`` or one that is not UTF-8 (a surrogate-escaped byte of argv)."""
-    out = {}
-    for item in sets:
-        name, eq, text = item.partition("=")
-        if not eq or not name:
-            raise error("E0608", f"--set {item!r} is not NAME=VALUE", None,
-                        hint="write --set NAME=VALUE, e.g. --set MAX_STEPS=100")
-        if any("\ud800" <= c <= "\udfff" for c in item):  # bytes argv could not decode
-            raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
-                        hint="values are written into UTF-8 renders")
-        out[name] = text
-    return out
+def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
+    """``E0601`` for a name of a values file (at its key) or of a ``--set`` item that is not
+    a declared param of ``params``, with the closest param's name."""
+    hint = lambda name: did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}"  # noqa: E731
+    for found in files:
+        for name, span in found.keys.items():
+            if name not in params:
+                raise error("E0601", f"values file {found.shown} sets '{name}', which is not a param", span,
+                            hint=hint(name))
+    for name in parse_sets(overrides.sets):
+        if name not in params:
+            raise error("E0601", f"--set {name}: no such param", None, hint=hint(name))

@@ -35,7 +35,7 @@ from rcpc.core import names
 from rcpc.core.source import Span
 from rcpc.core.values import Dict, List, Str, weight
 from rcpc.domain.delta import data_delta
-from rcpc.domain.embedding import delta as flag_changes, embeddings, match, without_flags
+from rcpc.domain.embedding import delta as flag_changes, embeddings, match, with_layer, without_flags
 from rcpc.domain.emit.flags import flag_file, shell_quote, value_text
 from rcpc.domain.maxtext import argv, flags_weight
 from rcpc.domain.provenance import argv_value
@@ -58,6 +58,9 @@ class RenderKind:
     emit: Callable
     check: Callable
     data: Callable
+    # (value, fs, grown) -> the value carrying flag set ``grown`` (``fs`` and one more layer)
+    # wherever it carried ``fs`` (:func:`rcpc.domain.embedding.with_layer`; ``--flag``)
+    with_flags: Callable = None
     paths: bool = True        # contracts may name paths in it (its data is more than one flag set)
     executable: bool = False  # written with the execute bits (0777 less the umask)
 
@@ -156,7 +159,8 @@ MANIFEST = RenderKind(
     weight=lambda value: weight(value.data),
     emit=_emit_manifest,
     check=lambda compiler, value, text: compiler.check_manifest(value, text),
-    data=lambda value: value.data)
+    data=lambda value: value.data,
+    with_flags=lambda value, fs, grown: record.evolve(value, data=with_layer(value.data, fs, grown)))
 
 FLAG_FILE = RenderKind(
     name="flag_file", suffix=".flags", value_type=FlagFile,
@@ -167,6 +171,7 @@ FLAG_FILE = RenderKind(
     emit=lambda value: flag_file(argv(value.flags)),
     check=lambda compiler, value, text: [],
     data=lambda value: argv_value(value.flags, value.span),  # token strings, with provenance
+    with_flags=lambda value, fs, grown: record.evolve(value, flags=grown) if value.flags is fs else value,
     paths=False)
 
 COMMAND_FILE = RenderKind(
@@ -178,6 +183,7 @@ COMMAND_FILE = RenderKind(
     emit=emit_command_file,
     check=lambda compiler, value, text: [],
     data=lambda value: value.argv,
+    with_flags=lambda value, fs, grown: record.evolve(value, argv=with_layer(value.argv, fs, grown)),
     executable=True)
 
 KINDS = (MANIFEST, FLAG_FILE, COMMAND_FILE)

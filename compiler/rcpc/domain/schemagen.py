@@ -32,7 +32,6 @@ import ast
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 
 from rcpc import __version__
@@ -40,6 +39,7 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
+from rcpc.domain.emit.flags import OMEGACONF_FLOAT
 from rcpc.domain.refusal_rules import RULES, custom_rule_refusals, located
 from rcpc.domain.refusals import contradicts, extract
 
@@ -494,17 +494,6 @@ def _union(parts: list) -> dict:
     return out[0] if len(out) == 1 else {"type": "union", "of": out}
 
 
-# OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
-# also exponent forms without a dot or without a sign.
-_OMEGACONF_FLOAT = re.compile(r"""^(?:
-     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |\.[0-9_]+(?:[eE][-+][0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""", re.X)
-
-
 def yaml_loader():
     """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver: MaxText's YAML."""
     import yaml
@@ -515,7 +504,7 @@ def yaml_loader():
         pass
 
     Loader.yaml_implicit_resolvers = {k: list(v) for k, v in base.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _OMEGACONF_FLOAT, list("-+0123456789."))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", OMEGACONF_FLOAT, list("-+0123456789."))
     return Loader
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from rcpc.core import record
-from rcpc.core.diagnostics import error
+from rcpc.core.diagnostics import CompileError, error
 from rcpc.core.source import Span
 from rcpc.domain.values import TpuSlice
 
@@ -55,20 +55,25 @@ class Generation:
     max_chips: int
     single_host: dict = record.field(factory=dict)
     cubes: bool = False  # a slice of 4x4x4 or more is whole cubes: dimensions multiples of 4
+    type_prefix: str = ""  # the accelerator type's name before '-' (v5p-16, tpu7x-4x4x4)
+    tensorcores_per_chip: int = 1  # the count an accelerator type's name gives is of TensorCores
 
 
 _3D = dict(dims=3, single_host={"2x2x1": (None, 4)})
 GENERATIONS = {
     g.name: g for g in (
-        Generation("v4", "tpu-v4-podslice", "ct4p-hightpu-4t", 4, 1, max_chips=4096, **_3D),
-        Generation("v5p", "tpu-v5p-slice", "ct5p-hightpu-4t", 4, 1, max_chips=6144, cubes=True, **_3D),
-        Generation("v7x", "tpu7x", "tpu7x-standard-4t", 4, 2, max_chips=9216, **_3D),
+        Generation("v4", "tpu-v4-podslice", "ct4p-hightpu-4t", 4, 1, max_chips=4096, type_prefix="v4",
+                   tensorcores_per_chip=2, **_3D),
+        Generation("v5p", "tpu-v5p-slice", "ct5p-hightpu-4t", 4, 1, max_chips=6144, cubes=True, type_prefix="v5p",
+                   tensorcores_per_chip=2, **_3D),
+        Generation("v7x", "tpu7x", "tpu7x-standard-4t", 4, 2, max_chips=9216, type_prefix="tpu7x",
+                   tensorcores_per_chip=2, **_3D),
         Generation("v5e", "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", 4, 1, dims=2, max_chips=256,
                    single_host={"1x1": ("ct5lp-hightpu-1t", 1), "2x2": ("ct5lp-hightpu-4t", 4),
-                                "2x4": ("ct5lp-hightpu-8t", 8)}),
+                                "2x4": ("ct5lp-hightpu-8t", 8)}, type_prefix="v5litepod"),
         Generation("v6e", "tpu-v6e-slice", "ct6e-standard-4t", 4, 1, dims=2, max_chips=256,
                    single_host={"1x1": ("ct6e-standard-1t", 1), "2x2": ("ct6e-standard-4t", 4),
-                                "2x4": ("ct6e-standard-8t", 8)}),
+                                "2x4": ("ct6e-standard-8t", 8)}, type_prefix="v6e"),
     )
 }
 # The values GKE labels TPU nodes with (cloud.google.com/gke-tpu-accelerator).
@@ -171,3 +176,74 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
         hosts = chips // chips_per_host
     return TpuSlice(gen.name, gen.accelerator, topology, dims, chips, hosts, chips_per_host,
                     gen.devices_per_chip, machine, span)
+
+
+# Accelerator types ----------------------------------------------------------------------------
+# Cloud TPU's and XPK's names of a slice (`gcloud compute tpus accelerator-types list`; XPK's
+# src/xpk/core/system_characteristics.py, get_tpu_system_characteristics_map, which gives each
+# topology both names): `<prefix>-<topology>` (tpu7x-4x4x4, v5p-2x2x2) and `<prefix>-<count>`,
+# the count being TensorCores (two a chip on v4, v5p and v7x: v5p-16 is 8 chips, 2x2x2) or
+# chips (v5e, v6e: v6e-256 is 16x16).
+_PREFIXES = {g.type_prefix: g for g in GENERATIONS.values()}
+_TYPE = re.compile(r"([a-z0-9]+)-([1-9][0-9]*(?:x[1-9][0-9]*)*)")
+
+
+def accelerator_type_name(s: TpuSlice) -> str:
+    """The accelerator type of slice ``s`` with a count (``v5p-16``, ``v6e-256``, ``tpu7x-128``)."""
+    g = GENERATIONS[s.generation]
+    return f"{g.type_prefix}-{s.chips * g.tensorcores_per_chip}"
+
+
+def device_type_name(s: TpuSlice) -> str:
+    """The accelerator type of slice ``s`` with its topology (``tpu7x-4x4x4``): XPK's other
+    spelling of a device type (``xpk workload create --device-type``)."""
+    return f"{GENERATIONS[s.generation].type_prefix}-{s.topology}"
+
+
+def accelerator_type(name: str) -> str | None:
+    """The ``tpu_slice`` spec (``"v5p:2x2x2"``) of an accelerator type (``v5p-16``,
+    ``tpu7x-4x4x4``, ``v6e-256``), None when ``name`` is not one of a slice :func:`tpu_slice`
+    accepts. A count names the topology XPK gives it: of the generation's topologies with that
+    many chips, the one closest to a cube (the smallest largest dimension, then the smallest
+    next: v5p-512 is 4x8x8, not 4x4x16)."""
+    m = _TYPE.fullmatch(name)
+    gen = _PREFIXES.get(m.group(1)) if m else None
+    if gen is None:
+        return None
+    span = Span("<accelerator type>", 1, 1, 1, 1)
+    if "x" in m.group(2):
+        candidates = [m.group(2)]
+    else:
+        count = int(m.group(2)) if len(m.group(2)) <= 6 else 0
+        if count % gen.tensorcores_per_chip:
+            return None
+        candidates = _topologies(count // gen.tensorcores_per_chip, gen.dims)
+    for topology in candidates:
+        try:
+            tpu_slice(f"{gen.name}:{topology}", span)
+        except CompileError:
+            continue
+        return f"{gen.name}:{topology}"
+    return None
+
+
+def _topologies(chips: int, dims: int) -> list:
+    """The topologies of ``chips`` chips in ``dims`` dimensions, smallest dimension first, the
+    one closest to a cube first."""
+    if chips < 1 or chips > max(g.max_chips for g in GENERATIONS.values()):
+        return []
+    found = set()
+
+    def split(rest: int, left: int, least: int, dims_so_far: tuple) -> None:
+        if left == 1:
+            if rest >= least:
+                found.add(dims_so_far + (rest,))
+            return
+        for d in range(max(least, 1), rest + 1):
+            if rest % d == 0:
+                split(rest // d, left - 1, d, dims_so_far + (d,))
+
+    split(chips, dims, 1, ())
+    if dims == 3 and chips == 4:
+        found.add((2, 2, 1))  # the single-host 3-D slice is written 2x2x1
+    return ["x".join(map(str, t)) for t in sorted(found, key=lambda t: sorted(t, reverse=True))]

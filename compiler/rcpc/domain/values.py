@@ -36,13 +36,16 @@ class FlagLayer:
 @_value
 class FlagSet:
     """MaxText flags as ordered layers: a later layer's key overrides an earlier one's
-    (MaxText keeps the last value of a repeated key), DESIGN.md §3.1."""
+    (MaxText keeps the last value of a repeated key), docs/maxtext.md, *Last key wins*."""
 
     TYPE_NAME = "maxtext_flags"
 
     layers: tuple
     span: Span
     schema: Any = None  # the MaxTextSchema its keys were checked against, if any
+    # ((key, span), ...): the unknown keys acknowledged where its layers were made
+    # (maxtext_flags' unknown_keys), carried wherever it is spliced in or joined
+    acknowledged: tuple = ()
 
 
 @_value
@@ -103,7 +106,10 @@ class CommandFile:
 
 @_value
 class Variant:
-    """``variant(name, set = {...}, against = ..., changes = {...})``."""
+    """``variant(name, set = {...}, against = ..., changes = {...})``, or one point of
+    ``variants(over = {...}, ...)`` (``sweep``: its ``changes`` say what the point *may*
+    change, since a point equal to ``against`` in one swept param leaves that param's flags
+    as they are; docs/language.md, Sweeps)."""
 
     TYPE_NAME = "variant"
 
@@ -112,6 +118,7 @@ class Variant:
     against: str | None
     changes: Dict | None
     span: Span
+    sweep: bool = False
 
 
 @_value

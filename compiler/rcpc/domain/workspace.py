@@ -35,6 +35,7 @@ from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.names import fold, problem
 from rcpc.core.source import Span, file_span
+from rcpc.domain import stdlib
 
 CONFIG_NAME = "rcp.toml"
 RECIPE_SUFFIX = ".rcp"
@@ -69,6 +70,9 @@ class Workspace:
     maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
+    # rcpc's standard library (@rcpc//): the running rcpc's when None (rcpc.domain.stdlib);
+    # never a setting of rcp.toml (rcpc diff --rev sets a revision's: rcpc.revision)
+    stdlib_dir: Path | None = None
 
     def real(self, raw: Path, parents: dict | None = None) -> Path:
         """``raw`` with symlinks resolved (:meth:`pathlib.Path.resolve`). When a symlink was
@@ -112,14 +116,14 @@ class Workspace:
         try:
             raw = read_limited(cfg, MAX_FILE_BYTES)
             text = raw.decode("utf-8")
-            _check_dotted_keys(text)
+            check_dotted_keys(text)
             data = tomllib.loads(text)
         except RecursionError:  # tomllib recurses into arrays and inline tables: `[[[...` 500 deep
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: its arrays or inline tables nest too deeply",
                         Span(CONFIG_NAME, 1, 1, 1, 1),
                         hint="rcp.toml's values are strings and lists of strings (docs/cli.md, Workspace)") from None
         except tomllib.TOMLDecodeError as exc:
-            why, where = _toml_error(exc, raw)
+            why, where = toml_error(exc, raw)
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {why}", where,
                         hint="rcp.toml is TOML 1.0 (toml.io); its keys are listed in docs/cli.md, Workspace") from None
         except UnicodeDecodeError as exc:
@@ -204,15 +208,25 @@ class Workspace:
         return _key_span(self.config_bytes.decode("utf-8", "replace"), key)
 
     def display(self, path: Path) -> str:
-        """``path`` relative to the root when inside it (for diagnostics), else absolute."""
+        """``path`` relative to the root when inside it (for diagnostics), its ``@rcpc//``
+        label when it is a file of rcpc's standard library (:mod:`rcpc.domain.stdlib`), else
+        absolute."""
+        if stdlib.contains(path, self.stdlib_dir):
+            return stdlib.label(path, self.stdlib_dir)
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
 
+    def path_of(self, shown: str) -> Path:
+        """The file a display path (:meth:`display`, a span's path) names: a standard library
+        label's file, else the path relative to the root (not resolved)."""
+        return stdlib.path_of(shown, self.stdlib_dir) if stdlib.is_label(shown) else self.root / shown
+
     def is_library(self, path: Path) -> bool:
-        """``path`` (absolute, real) is a library directory or inside one."""
-        return any(_within(path, d) for d in self.library_dirs)
+        """``path`` (absolute, real) is a library directory or inside one, or a file of rcpc's
+        standard library."""
+        return any(_within(path, d) for d in self.library_dirs) or stdlib.contains(path, self.stdlib_dir)
 
     def recipe_name(self, path: Path) -> str:
         """``recipes/rl/x.rcp`` → ``rl/x``: the path under the recipe dir without ``.rcp``."""
@@ -351,13 +365,19 @@ class Workspace:
         return None
 
     def resolve_load(self, target: str, from_file: Path, span: Span) -> Path:
-        """The real path of ``load(target)`` written in ``from_file``: ``//x`` is relative to
-        the root, anything else to the loading file's directory. Symlinks are resolved
-        before checking that the file is inside the workspace. Errors: ``E0204`` escaping the
-        workspace, ``E0201`` missing file, ``E0205`` not a ``.rcp`` path."""
+        """The real path of ``load(target)`` written in ``from_file``: ``@rcpc//x`` is a file
+        of rcpc's standard library (:func:`rcpc.domain.stdlib.resolve`, as is every load of a
+        standard library file), ``//x`` is relative to the root, anything else to the loading
+        file's directory. Symlinks are resolved before checking that the file is inside the
+        workspace. Errors: ``E0204`` escaping the workspace, ``E0201`` missing file, ``E0205``
+        not a ``.rcp`` path, ``E0206`` a label naming no standard library file."""
         if not target.endswith(RECIPE_SUFFIX):
             raise error("E0205", f"load path {target!r} does not name a {RECIPE_SUFFIX} file", span,
                         hint=f"load() reads recipe files: end the path with {RECIPE_SUFFIX}")
+        if target.startswith("@"):
+            return stdlib.resolve(target, span, directory=self.stdlib_dir)
+        if stdlib.contains(from_file, self.stdlib_dir):
+            return stdlib.resolve(target, span, stdlib.label(from_file, self.stdlib_dir), self.stdlib_dir)
         return self.resolve_path(target, from_file, span)
 
     def resolve_path(self, target: str, from_file: Path, span: Span, verb: str = "load") -> Path:
@@ -382,8 +402,9 @@ class Workspace:
             raise error("E0204", f"load path {target!r} leaves the workspace", span,
                         hint="recipes may only read files inside their workspace (the directory of rcp.toml)")
         if not is_file:
+            shipped = stdlib.suggestion(target) if verb == "load" else None
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
-                        hint=f"looked for {self.display(real)}")
+                        hint=f"looked for {self.display(real)}" + (f"; {shipped}" if shipped else ""))
         return real
 
 
@@ -404,10 +425,11 @@ def _key_span(text: str, key: str) -> Span:
     return Span(CONFIG_NAME, 1, 1, 1, 1)
 
 
-def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
-    """tomllib's reason for refusing rcp.toml and where: its ``lineno``/``colno`` (Python
-    3.14+), else the ``(at line L, column C)`` or ``(at end of document)`` that Python 3.11's
-    tomllib ends its message with (both 1-based, columns in characters)."""
+def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_NAME) -> tuple[str, Span]:
+    """tomllib's reason for refusing TOML file ``shown`` (rcp.toml, a values file) and where:
+    its ``lineno``/``colno`` (Python 3.14+), else the ``(at line L, column C)`` or ``(at end of
+    document)`` that Python 3.11's tomllib ends its message with (both 1-based, columns in
+    characters)."""
     message = str(exc)
     found = re.search(r" \(at (?:line (\d+), column (\d+)|end of document)\)$", message)
     why = message[:found.start()] if found else message
@@ -417,7 +439,7 @@ def _toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes) -> tuple[str, Span]:
     if line is None:  # at the end of the document
         lines = raw.decode("utf-8").split("\n")
         line, col = len(lines), len(lines[-1]) + 1
-    return why, Span(CONFIG_NAME, line, col, line, col + 1)
+    return why, Span(shown, line, col, line, col + 1)
 
 
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
@@ -440,20 +462,22 @@ def _gates(names: list, text: str) -> frozenset:
     return frozenset(names)
 
 
-def _check_dotted_keys(text: str) -> None:
-    """``E0901`` at the key that brings the dots of rcp.toml's dotted keys past
-    :data:`MAX_KEY_DOTS`. Python's tomllib takes time quadratic in a dotted key's parts
-    (``x.x.x....y = 1``: 20,000 parts, 8 s; a 4 MiB rcp.toml, hours), and rcp.toml's keys
-    are top-level names, so none is needed (a dot in a quoted part counts too)."""
+def check_dotted_keys(text: str, shown: str = CONFIG_NAME, code: str = "E0901") -> None:
+    """``code`` (``E0901`` for rcp.toml) at the key that brings the dots of the dotted keys of
+    TOML file ``shown`` past :data:`MAX_KEY_DOTS`, checked before tomllib reads it. Python's
+    tomllib takes time quadratic in a dotted key's parts (``x.x.x....y = 1``: 20,000 parts,
+    8 s; a 4 MiB rcp.toml, hours), and the keys of rcp.toml and of a values file are
+    top-level names, so none is needed (a dot in a quoted part counts too)."""
     dots = 0
     for m in _DOTTED_KEY.finditer(text):
         dots += m.group().count(".")
         if dots > MAX_KEY_DOTS:
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-            raise error("E0901", f"{CONFIG_NAME}: its dotted keys and table headers hold more than "
-                        f"{MAX_KEY_DOTS:,} dots", Span(CONFIG_NAME, line, col, line, col + 1),
-                        hint="rcp.toml's keys are top-level names (docs/cli.md, Workspace): no tables")
+            raise error(code, f"{shown}: its dotted keys and table headers hold more than "
+                        f"{MAX_KEY_DOTS:,} dots", Span(shown, line, col, line, col + 1),
+                        hint=f"{shown}'s keys are top-level names (docs/cli.md, "
+                             f"{'Workspace' if shown == CONFIG_NAME else 'Values files'}): no tables")
 
 
 def _offset_span(raw: bytes, offset: int) -> Span:

@@ -6,7 +6,10 @@ written, before the Kubernetes and TPU rules); the first equal one is the import
 data literal, which must be equal itself. The chosen recipe is then built with its defaults,
 as ``rcpc build`` would: an error there is the template's (the recipe is the template as
 data), reported at the template (:mod:`.relocate`), except one at a typed param whose
-default the import chose, a ``W1201`` ``TODO(import)``. The recipe text is ``rcpc fmt``'s
+default the import chose, a ``W1201`` ``TODO(import)``, and a refusal of the config by
+MaxText's pinned schema (``E0350``: a recipe published for another MaxText version), a
+``W1208`` ``TODO(import)``: the recipe is equal to its input, and ``rcpc build`` refuses it
+as it refuses the input. A shell recipe is built the same way once proven equal. The recipe text is ``rcpc fmt``'s
 canonical form of what the stages wrote. No diagnostic names the temporary recipe file the
 import builds: each is moved to the input file.
 """
@@ -67,17 +70,17 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
             if isinstance(outcome, list):
                 return text, outcome
             exc, keys, recipe_shown = outcome
-            s = template.startup
+            s = manifest.split_startup_of(template)
             if not keys or s is None or s.flags is None or set(keys) <= set(s.unknown_keys):
                 raise CompileError(_at_template(template, text, recipe_shown, exc.diagnostics,
                                                 "found evaluating the recipe rcpc import made"))
             note = _unknown_note(keys, manifest.locate(template.shown, template.text, f"{keys[0]}="))
-            template = attrs.evolve(template, notes=template.notes + (note,),
-                                    startup=attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
+            template = manifest.with_startup(attrs.evolve(template, notes=template.notes + (note,)),
+                                             attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
     tried = []
-    for cand in library.CANDIDATES:
-        if not (root / cand.library.removeprefix("//")).is_file() or cand.extract(template) is None:
+    for cand in library.CANDIDATES if not template.documents else ():  # several documents: data literals
+        if not _has_library(ws, cand.library) or cand.extract(template) is None:
             continue
         try:
             text, found = attempt(cand.extract)
@@ -96,7 +99,8 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
                                       "and YAML may read its value as a number or bool after envsubst: quote it in the "
                                       "template, add the object's schema to kube_schemas, or make the param typed by hand"))
     template, text = _valid(root, template, manifest.literal, text)
-    how = "a data literal" + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
+    how = (f"data literals, one render for each of its {len(template.documents)} documents" if template.documents
+           else "a data literal") + (f" (no library function renders it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, template.notes, check)
 
 
@@ -127,6 +131,16 @@ def _schemas(ws):
     return schema_of
 
 
+def _has_library(ws, load_path: str) -> bool:
+    """The library a candidate loads (``@rcpc//FILE.rcp``, rcpc's standard library, or a
+    workspace path ``//...``) exists, so its functions can be tried."""
+    from rcpc.domain import stdlib
+
+    if stdlib.is_label(load_path):
+        return stdlib.path_of(load_path, ws.stdlib_dir).is_file()
+    return (ws.root / load_path.removeprefix("//")).is_file()
+
+
 def _valid(root: Path, template, make, text: str):
     """``(template, text)`` once the recipe ``text`` (``make(template)``) is built with its
     defaults, as ``rcpc build`` would: every error at the template (:func:`_at_template`). An
@@ -136,24 +150,17 @@ def _valid(root: Path, template, make, text: str):
     :class:`CompileError`."""
     from rcpc.importer import proof, relocate
 
-    def run(path: Path):
-        compiler = proof.fresh_compiler(root)
-        try:
-            compiler.build(path)
-        except CompileError as exc:
-            return exc.diagnostics, _shown(compiler, path)
-        return [], ""
-
-    errors, shown = proof.with_recipe(text, run)
+    errors, shown = _build_errors(root, text)
     if not errors:
         return template, text
     defaults = ", ".join(f"{n}={v}" for n, v in template.params.items())
     found = _at_template(template, text, shown, errors, "found building the recipe rcpc import made, with its "
                          "defaults" + (f" ({defaults})" if defaults else ""))
+    refused, found = _refused(found)
     chosen = {template.places[n].span: n for n in template.chosen}
     if not all(any(s in chosen for s in relocate.spans(d)) for d in found):
         raise CompileError([d for d in found if not any(s in chosen for s in relocate.spans(d))])
-    notes = []
+    notes = list(refused)
     for d in found:
         name = next(chosen[s] for s in relocate.spans(d) if s in chosen)
         notes.append(Diagnostic("W1201", f"TODO(import): {name} = {template.params[name]}, the default rcpc import "
@@ -163,6 +170,41 @@ def _valid(root: Path, template, make, text: str):
                                 "or change the param's default"))
     template = attrs.evolve(template, notes=template.notes + tuple(notes))
     return template, canonical(make(template))
+
+
+def _build_errors(root: Path, text: str) -> tuple:
+    """``(diagnostics, the recipe's path as they show it)`` of building the recipe ``text``
+    with its defaults in the workspace at ``root``, as ``rcpc build`` would (``([], "")``
+    when it builds)."""
+    from rcpc.importer import proof
+
+    def run(path: Path):
+        compiler = proof.fresh_compiler(root)
+        try:
+            compiler.build(path)
+        except CompileError as exc:
+            return exc.diagnostics, _shown(compiler, path)
+        return [], ""
+
+    return proof.with_recipe(text, run)
+
+
+# Findings of the build that say the input's MaxText config is one the pinned MaxText refuses
+# (a recipe published for another MaxText version): the import is still equal, and says so.
+REFUSALS = frozenset({"E0350"})
+
+
+def _refused(found: list) -> tuple[list, list]:
+    """``(W1208 notes, the other diagnostics)`` of ``found`` (diagnostics at the input): each
+    of :data:`REFUSALS` becomes a ``W1208`` ``TODO(import)`` at the same place."""
+    notes = [Diagnostic("W1208", f"TODO(import): rcpc build refuses the recipe as it refuses the input it equals: "
+                        f"{d.message} ({d.code})", d.span, severity="warning",
+                        related=d.related, notes=d.notes,
+                        hint="the input sets a config the pinned MaxText schema refuses (it may be written for "
+                        "another MaxText version): change the flags MaxText names, or pin the maxtext_schema of the "
+                        "MaxText it runs, before you build")
+             for d in found if d.code in REFUSALS]
+    return notes, [d for d in found if d.code not in REFUSALS]
 
 
 def _at_template(template, text: str, shown: str, diagnostics, how: str) -> list:
@@ -267,7 +309,7 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
 
     tried = []
     for cand in shell_library.SHELL_CANDIDATES:
-        launch = cand.extract(script) if (root / cand.library.removeprefix("//")).is_file() else None
+        launch = cand.extract(script) if _has_library(ws, cand.library) else None
         if launch is None:
             continue
         try:
@@ -275,14 +317,31 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
         except CompileError as exc:
             found = [f"the call does not build: {exc.diagnostics[0].message}"]
         if not found:
+            text = _valid_shell(root, script, lambda: canonical(shell.recipe(script, launch)), text)
             return Imported(text, f"a command_file render, a call of {cand.shape}", tuple(shell.notes(script)), check)
         tried.append(f"{cand.shape}: {found[0]}")
     text, found = attempt(None)
     if found:
         raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {shown}: {found[0]}", None,
                                       notes=tuple(found[1:4]), hint=IMPORT_BUG_HINT))
+    text = _valid_shell(root, script, lambda: canonical(shell.recipe(script, None)), text)
     how = "a command_file render" + (f" (no library function builds it: {'; '.join(tried)})" if tried else "")
     return Imported(text, how, tuple(shell.notes(script)), check)
+
+
+def _valid_shell(root: Path, script, make, text: str) -> str:
+    """The recipe ``text`` (``make()``) once built with its defaults, as ``rcpc build`` would:
+    a finding that MaxText refuses the input's config (:data:`REFUSALS`) is a ``W1208``
+    ``TODO(import)`` of the script (the recipe made again with it); any other error is
+    raised at the shell file."""
+    errors, shown = _build_errors(root, text)
+    if not errors:
+        return text
+    refused, rest = _refused(_at_script(script, text, shown, errors))
+    if rest:
+        raise CompileError(rest)
+    script.notes.extend(refused)
+    return make()
 
 
 def _at_script(script, text: str, shown: str, diagnostics) -> list:
@@ -316,7 +375,7 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
     programs = shell.programs(script)
     for values in (defaults, _other(defaults)):
         sets = [f"{k}={shell._text(v)}" for k, v in values.items()]
-        renders = proof.build(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
+        renders = proof.renders(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
         try:
             ours = [line for name, text in renders.items() if name.endswith(".sh")
                     for line in interpret.run(text, programs)]
@@ -366,6 +425,8 @@ def _typed(b):
         return int(b.default)
     if b.type == "bool":
         return b.default == "true"
+    if b.type == "float":
+        return float(b.default)
     return b.default
 
 
@@ -374,5 +435,5 @@ def _other(defaults: dict) -> dict:
     from rcpc.importer.proof import other_values
 
     strings = other_values({k: v for k, v in defaults.items() if isinstance(v, str)})
-    return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else strings[k])
-            for k, v in defaults.items()}
+    return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else v + 0.5 if isinstance(v, float)
+                else strings[k]) for k, v in defaults.items()}

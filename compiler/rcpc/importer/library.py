@@ -11,8 +11,8 @@ trusted: :mod:`rcpc.importer.proof` renders the call and compares it with the te
 data, and the import falls back to a data literal (:func:`rcpc.importer.manifest.literal`)
 when none is equal. A new library function is one more entry in :data:`CANDIDATES`.
 
-The functions are those of ``recipes/lib/maxtext_tpu.rcp`` (the shapes of the published TPU
-recipes, ../shared/reference/tpu-recipes.md): ``maxtext_jobset`` (the whole hand-written
+The functions are those of ``@rcpc//maxtext_tpu.rcp`` (rcpc's standard library; the shapes of
+the published TPU recipes, ../shared/reference/tpu-recipes.md): ``maxtext_jobset`` (the whole hand-written
 recipe in one call), ``xpk_jobset`` with ``xpk_command`` or ``xpk_maxdiffusion_command``,
 and ``xpk_generated_jobset`` with ``xpk_generated_command`` (the JobSet as XPK generates it).
 """
@@ -26,9 +26,9 @@ import attrs
 from rcpc.importer import manifest as m
 from rcpc.importer.literals import fstring, placeholders, scalar, string
 
-MAXTEXT_TPU = "//recipes/lib/maxtext_tpu.rcp"
+MAXTEXT_TPU = "@rcpc//maxtext_tpu.rcp"
 
-# Kubernetes/GKE names the library's functions write (recipes/lib/maxtext_tpu.rcp).
+# Kubernetes/GKE names the library's functions write (@rcpc//maxtext_tpu.rcp).
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
@@ -64,8 +64,8 @@ class Call:
 
 @attrs.frozen
 class Candidate:
-    """``function`` of ``library`` (a workspace path, ``//...``), its startup command built
-    by ``command`` (a function of the library, or "" when ``arguments`` writes it);
+    """``function`` of ``library`` (a load path: ``@rcpc//...``, or a workspace path
+    ``//...``), its startup command built by ``command`` (a function of the library, or "" when ``arguments`` writes it);
     ``arguments(template)`` returns ``(lines defining LIBTPU_FLAGS etc., the call)`` or None
     when the template has not the functions' shape."""
 
@@ -270,7 +270,7 @@ def _quote(s: m.Startup) -> list:
 
 def _xpk_command(t: m.Template):
     """``xpk_command(MAXTEXT_FLAGS, LIBTPU_FLAGS, ...)``: the command of the hand-written
-    recipes (recipes/lib/maxtext_tpu.rcp)."""
+    recipes (@rcpc//maxtext_tpu.rcp)."""
     s = t.startup
     if s is None or _GENERATED_START in s.text or s.xla is None:
         return None

@@ -7,7 +7,10 @@ trainer is split (:mod:`.command`): its flag words become a ``maxtext_flags`` se
 in the spelling the template has), its ``LIBTPU_INIT_ARGS`` a list of XLA flags, and the
 shell around them is kept as text. The manifest itself is a call of a shared library
 function when one renders the same data (:data:`rcpc.importer.library.CANDIDATES`, tried in
-order, each proven by :mod:`.proof`), else a data literal (:func:`literal`).
+order, each proven by :mod:`.proof`), else a data literal (:func:`literal`). A file of several
+documents (a server's Namespace, StorageClass, claim and Deployment) is one recipe of one data
+literal render a document, in order, proven document by document; the first document with a
+startup command has it split.
 """
 
 from __future__ import annotations
@@ -73,7 +76,9 @@ class Template:
     command (or None), ``notes`` what was not converted (warnings to list), ``places`` name →
     the first :class:`~rcpc.importer.fields.Place` of a typed param (an ``int``, ``bool`` or
     ``float``; the others are ``str``), ``chosen`` the typed params whose default the import
-    chose (no ``--set``), ``value`` the document as values with spans (where each node is)."""
+    chose (no ``--set``), ``value`` the document as values with spans (where each node is);
+    for a file of several documents, ``documents`` holds each one's template (its ``doc``,
+    ``startup`` and ``value``) and ``doc``/``value``/``startup`` are None."""
 
     shown: str
     text: str
@@ -84,11 +89,26 @@ class Template:
     places: dict = attrs.field(factory=dict)
     chosen: frozenset = frozenset()
     value: object = None
+    documents: tuple = ()  # a file of several documents: each one's Template (doc, startup, value)
 
     def type_of(self, name: str) -> str:
         """The param type of placeholder ``name``."""
         place = self.places.get(name)
         return place.type if place is not None else "str"
+
+
+def split_startup_of(t: Template) -> Startup | None:
+    """The startup command the recipe of ``t`` splits: its own, or, of a file of several
+    documents, the one document's that has one (:func:`read` splits only one)."""
+    return next((d.startup for d in t.documents if d.startup is not None), None) if t.documents else t.startup
+
+
+def with_startup(t: Template, startup: Startup) -> Template:
+    """``t`` with the startup command of :func:`split_startup_of` replaced by ``startup``."""
+    if not t.documents:
+        return attrs.evolve(t, startup=startup)
+    return attrs.evolve(t, documents=tuple(attrs.evolve(d, startup=startup) if d.startup is not None else d
+                                           for d in t.documents))
 
 
 def containers(doc) -> list:
@@ -200,12 +220,13 @@ def is_maxtext(program: str) -> bool:
 
 
 def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
-    """The template of file ``path`` for import. ``sets``: param defaults (``--set``);
+    """The template of file ``path`` for import (of several documents: each one's in
+    ``documents``, one recipe rendering each, :func:`literal`). ``sets``: param defaults (``--set``);
     ``variables``: the placeholders that become params (None: every ``${NAME}`` but
     :data:`RUNTIME_VARIABLES`); ``schema_of(apiVersion, kind)``: the object's schema, or None
     (typed params, :mod:`rcpc.importer.fields`). Raises
     :class:`~rcpc.core.diagnostics.CompileError`: ``E1103`` (not readable YAML), ``E1200``
-    (not one Kubernetes object), ``E1205`` (a ``--set`` name that is not a placeholder),
+    (no document, or one that is not a Kubernetes object), ``E1205`` (a ``--set`` name that is not a placeholder),
     ``E1207`` (a placeholder of a typed field that cannot be a typed param)."""
     from rcpc.importer import fields
 
@@ -216,18 +237,15 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
 
     retyped: list = []  # W1104: keys kubectl sends as other text, as the recipe will write them
     source, docs = load_manifests(path, shown, retyped)
-    whole = Span(shown, 1, 1, 1, 1)
-    if len(docs) != 1:
-        raise CompileError(Diagnostic("E1200", f"{shown} holds {len(docs)} documents; import reads one manifest",
-                                      docs[1].span if len(docs) > 1 else whole,
-                                      hint="split the file: one manifest (one recipe) each"))
-    value = docs[0]
-    for key in ("apiVersion", "kind", "metadata"):
-        if key not in value.items:
-            raise CompileError(Diagnostic("E1200", f"{shown} is not a Kubernetes object: it has no {key}",
-                                          value.span, hint="a manifest has apiVersion, kind and metadata"))
+    if not docs:
+        raise CompileError(Diagnostic("E1200", f"{shown} holds no document; import reads Kubernetes objects",
+                                      Span(shown, 1, 1, 1, 1), hint="a manifest has apiVersion, kind and metadata"))
+    for value in docs:
+        for key in ("apiVersion", "kind", "metadata"):
+            if key not in value.items:
+                raise CompileError(Diagnostic("E1200", f"{shown} is not a Kubernetes object: it has no {key}",
+                                              value.span, hint="a manifest has apiVersion, kind and metadata"))
     text = source.text
-    doc = to_python(value)  # as kubectl reads it
     found = _placeholder_names(text)
     if variables is None:
         variables = [n for n in found if n not in RUNTIME_VARIABLES]
@@ -235,21 +253,39 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
         if name not in variables:
             raise CompileError(Diagnostic("E1205", f"--set {name}: the template has no placeholder ${{{name}}}",
                                           None, hint=f"placeholders: {', '.join(variables) or 'none'}"))
-    api, kind = doc.get("apiVersion"), doc.get("kind")
-    schema = schema_of(api, kind) if schema_of is not None and isinstance(api, str) and isinstance(kind, str) \
-        else None
-    places = fields.param_types(fields.typed_places(value, text, schema, set(variables))) if schema else {}
+    places: dict = {}
+    for value in docs:
+        doc = to_python(value)
+        api, kind = doc.get("apiVersion"), doc.get("kind")
+        schema = schema_of(api, kind) if schema_of is not None and isinstance(api, str) and isinstance(kind, str) \
+            else None
+        found_places = fields.param_types(fields.typed_places(value, text, schema, set(variables))) if schema else {}
+        for name, place in found_places.items():
+            places.setdefault(name, place)  # a placeholder typed in two documents: the first one's type
     for name, text_set in sets.items():
         if name in places:
             fields.check_set(places[name], text_set)
     params = {n: sets[n] if n in sets else fields.default_text(places[n]) if n in places else visible_default(n)
               for n in variables}
-    startup, notes = None, []
-    command = startup_command(doc)
-    if command is not None:
-        startup, notes = split_startup(command, set(params), lambda words: locate(shown, text, words))
-    return Template(shown, text, doc, params, startup, (*retyped, *notes), places,
-                    frozenset(n for n in places if n not in sets), value)
+    templates, split_one = [], False
+    for value in docs:
+        doc = to_python(value)  # as kubectl reads it
+        startup, notes = None, []
+        command = startup_command(doc)
+        if command is not None and split_one:
+            notes = [Diagnostic("W1200", "TODO(import): the startup command of this document is kept as text (the "
+                                "recipe splits one document's command into a flag set)", value.span,
+                                severity="warning", hint="split it by hand once reviewed")]
+        elif command is not None:
+            startup, notes = split_startup(command, set(params), lambda words: locate(shown, text, words))
+            split_one = True
+        templates.append(Template(shown, text, doc, params, startup, tuple(notes), places,
+                                  frozenset(n for n in places if n not in sets), value))
+    if len(templates) == 1:
+        return attrs.evolve(templates[0], notes=(*retyped, *templates[0].notes))
+    notes = (*retyped, *(n for t in templates for n in t.notes))
+    return Template(shown, text, None, params, None, notes, places, frozenset(n for n in places if n not in sets),
+                    None, tuple(templates))
 
 
 def locate(shown: str, text: str, words: str):
@@ -335,10 +371,26 @@ def flag_lines(t: Template) -> list:
 def literal(t: Template) -> str:
     """The recipe that is the manifest as a data literal (``jobset(...)`` for a JobSet of the
     API version rcpc writes, else ``manifest(...)``); the startup command a named f-string of
-    the kept shell, the flag set and the XLA flag list."""
+    the kept shell, the flag set and the XLA flag list. A file of several documents is one
+    recipe of one render a document, in order (each named by its kind, with its position
+    when two documents have the same kind)."""
+    how = "as a data literal" if not t.documents else \
+        f"as data literals, one render for each of its {len(t.documents)} documents"
+    lines = header(t, how)
+    docs = t.documents or (t,)
+    kinds = [str(d.doc.get("kind", "manifest")).lower() for d in docs]
+    for i, d in enumerate(docs):
+        name = kinds[i] if kinds.count(kinds[i]) == 1 else f"{kinds[i]}-{i + 1}"
+        lines += _literal_body(d, name, first=not t.documents or i == 0)
+    return "\n".join(lines + ['variant("default")']) + "\n"
+
+
+def _literal_body(t: Template, name: str, first: bool) -> list:
+    """The lines of one document as a data literal, its render named ``name`` (a JobSet of
+    rcpc's API version is ``jobset``'s ``jobset`` when it is the file's ``first``)."""
     from rcpc.domain.renders import JOBSET_API_VERSION
 
-    lines = header(t, "as a data literal") + flag_lines(t)
+    lines = flag_lines(t)
     s = t.startup
     if s is not None:
         if s.xla is not None:
@@ -352,16 +404,15 @@ def literal(t: Template) -> str:
     rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
     names = set(t.params)
     if doc.get("apiVersion") == JOBSET_API_VERSION and doc.get("kind") == "JobSet" and list(rest) == ["spec"]:
-        call = ['jobset(', '    name = "jobset",']
+        call = ['jobset(', f'    name = {string("jobset" if first else name)},']
     else:
-        call = ["manifest(", f"    name = {string(str(doc.get('kind', 'manifest')).lower())},",
+        call = ["manifest(", f"    name = {string(name)},",
                 f"    apiVersion = {value(doc['apiVersion'], names, s)},",
                 f"    kind = {value(doc['kind'], names, s)},"]
     call.append(f"    metadata = {value(doc['metadata'], names, s)},")
     for k, v in rest.items():
         call.append(f"    {k} = {value(v, names, s)},")
-    lines += call + [")", "", 'variant("default")']
-    return "\n".join(lines) + "\n"
+    return lines + call + [")", ""]
 
 
 def value(v, names, startup: Startup | None) -> str:

@@ -111,26 +111,27 @@ def typed_other_values(defaults: dict, types: dict) -> dict:
 
 
 def manifest_differences(compiler, recipe: Path, template_text: str, defaults: dict, types: dict | None = None) -> list:
-    """The differences between the recipe's one render (:func:`renders`) and the template
-    after envsubst, for the defaults (``--set`` text) and for :func:`typed_other_values`
-    (``types``: name → param type, ``str`` when not named); empty when equal. Raises
+    """The differences between the recipe's renders (:func:`renders`, in the order the recipe
+    declares them) and the template's documents after envsubst, document by document, for
+    the defaults (``--set`` text) and for :func:`typed_other_values` (``types``: name → param
+    type, ``str`` when not named); empty when equal. Raises
     :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not evaluate."""
     from rcpc.core.values import to_python
     from rcpc.domain.manifests import parse_manifests
 
-    def read(text: str, shown: str):  # as kubectl reads it (go-yaml), not PyYAML: `n:` is the key "false"
-        docs = parse_manifests(text, shown)
-        return to_python(docs[0]) if len(docs) == 1 else [to_python(d) for d in docs]
+    def read(text: str, shown: str) -> list:  # as kubectl reads it (go-yaml), not PyYAML: `n:` is the key "false"
+        return [to_python(d) for d in parse_manifests(text, shown)]
 
     for values in (defaults, typed_other_values(defaults, types or {})):
-        renders_ = renders(compiler, recipe, values)
-        if len(renders_) != 1:
-            return [f"the recipe has {len(renders_)} renders, the template one manifest"]
-        (text,) = renders_.values()
-        found = list(differences(read(text, "the render"), read(envsubst(template_text, values), "the input")))
-        if found:
-            shown = ", ".join(f"{k}={v}" for k, v in values.items())
-            return [f"with {shown}: {d}" for d in found]
+        ours = [doc for text in renders(compiler, recipe, values).values() for doc in read(text, "the render")]
+        theirs = read(envsubst(template_text, values), "the input")
+        if len(ours) != len(theirs):
+            return [f"the recipe renders {len(ours)} manifests, the template has {len(theirs)} documents"]
+        shown = ", ".join(f"{k}={v}" for k, v in values.items())
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            found = list(differences(a, b, f"$[{i}]" if len(theirs) > 1 else "$"))
+            if found:
+                return [f"with {shown}: {d}" for d in found]
     return []
 
 

@@ -2,16 +2,22 @@
 
 Top-level statements, in order:
 
-* ``export NAME=value`` → a typed param (``int`` for digits, ``bool`` for true/false, else
-  ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
+* ``export NAME=value`` → a typed param (``int`` for digits, ``float`` for digits with a
+  decimal point, ``bool`` for true/false, else ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
   computes (``$(date ...)``) → a ``str`` param, its shell text kept as a ``TODO(import)``;
+* a variable read but never set (``$PROJECT``, ``export ZONE="${ZONE}"``: the environment's)
+  → a ``str`` param, its default its name in lowercase;
 * ``NAME="--xla_a=1 --xla_b=2"`` → a list (with the joined string where the command uses it);
   ``NAME="k=v k2=v2"`` → ``maxtext_flags`` (each value in its spelling; ``$VAR`` parts as
-  references); other values that use only known names → an f-string;
+  references; a value in single quotes the shell needs not, or one the shell reads as written
+  such as a glob, through ``FLAGS.shell_quoted(keys, raw = [...])`` as ``NAME_SHELL``, with
+  the spaces around the words); other values that use only known names → an f-string;
 * ``if [ "$FLAG" = true ]; then NAME="$NAME k=v ..."; fi`` → a conditional layer of the
   flag set on the bool param ``FLAG``;
 * a command that is not a shell builtin (``xpk workload create ...``) → a ``command_file``
-  render, its words as the recipe's expressions.
+  render, its words as the recipe's expressions; an accelerator type it names
+  (``--tpu-type=v5p-16``) → ``TPU_SLICE = tpu_slice("v5p:2x2x2")``, given to the flag sets
+  (``tpu_slice``, ``num_slices``) so that the mesh is checked.
 
 Anything else (``source``, ``set -e``, ``echo``, other compound commands), and bindings the
 command does not use, is kept as a comment marked ``TODO(import)`` and listed as ``W1200``.
@@ -28,13 +34,14 @@ from rcpc.core.diagnostics import CompileError, Diagnostic, io_hint
 from rcpc.core.source import Span
 from rcpc.importer import interpret
 from rcpc.importer.command import flag_list
-from rcpc.importer.literals import Ref, flag_value, fstring, joined, string
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
 
 # Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
 BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "shopt", "trap", "export", "unset",
                       "true", "false", ":", "wait", "read", "local", "declare", "readonly", "alias", "umask",
                       "eval", "exec", "return", "shift", "test", "[", "[["})
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")  # as the recipe writes a float back
 
 
 @attrs.define
@@ -55,18 +62,39 @@ class Binding:
     note: object = None                  # a W1200 to list when the binding is used
     raw: str = ""                        # the assignment as written (NAME=value)
     unknown_keys: tuple = ()             # flags: keys the MaxText schema does not know
+    words: object = None                 # flags: the FlagWords read (quoted, raw, pad)
+    origin: str = ""                     # param: "env" when its value comes from the environment
+
+    @property
+    def shell_name(self) -> str:
+        """Recipe source of a flag set's shell text as the shell file writes it:
+        ``NAME.shell``, or ``NAME_SHELL`` (defined by :func:`_binding`) when some values are
+        quoted or raw or the words have spaces around them."""
+        w = self.words
+        plain = w is None or (not w.quoted and not w.raw and w.pad == ("", ""))
+        return f"{self.name}.shell" if plain else f"{self.name}_SHELL"
 
 
 @attrs.define
 class Script:
     """A shell file read for import: ``items`` in source order, each a :class:`Binding`, a
-    ``("command", name, [word sources], uses, node)`` or a ``("todo", text, node)``."""
+    ``("command", name, [word sources], uses, node, [word pieces])`` or a ``("todo", text,
+    node)``."""
 
     shown: str
     text: str
     items: list
     bindings: dict
     notes: list
+    slice: tuple | None = None  # (tpu_slice spec, number of slices) the launch command names
+
+
+# The words that name a launch's TPU slice by its accelerator type (xpk workload create
+# --tpu-type/--device-type; MaxText's benchmarks.benchmark_runner --device_type) and its
+# number of slices; the recipe binding the slice.
+SLICE_WORDS = ("--tpu-type=", "--device-type=", "--device_type=")
+NUM_SLICES_WORDS = ("--num-slices=", "--num_slices=")
+SLICE_NAME = "TPU_SLICE"
 
 
 def _span(script_shown: str, text: str, pos) -> Span:
@@ -149,17 +177,46 @@ def _statement(script: Script, node) -> None:
     if not program.replace("-", "_").replace(".", "_").isidentifier():
         _todo(script, node, "not converted (the program is not a plain command name)")
         return
-    sources, uses = [], set()
+    sources, uses, all_pieces = [], set(), []
     for w in words:
         pieces = _pieces(script, w)
         if pieces is None:
             _todo(script, node, f"not converted: the word {script.text[w.pos[0]:w.pos[1]][:40]!r} uses a value "
                   "rcpc does not have")
             return
-        uses |= {p.text.split(".")[0].removesuffix("_JOINED") for p in pieces if isinstance(p, Ref)}
+        all_pieces.append(pieces)
+    _tie_slice(script, all_pieces)
+    for pieces in all_pieces:
+        uses |= _names(script, pieces)
         sources.append(fstring(pieces))
     n = sum(1 for i in script.items if isinstance(i, tuple) and i[0] == "command")
-    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node))
+    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node, all_pieces))
+
+
+def _tie_slice(script: Script, words: list) -> None:
+    """The first launch command naming its TPU slice by an accelerator type
+    (:data:`SLICE_WORDS`, :func:`rcpc.domain.tpu.accelerator_type`: ``--tpu-type=v5p-16``)
+    gets the slice as :data:`SLICE_NAME` (``tpu_slice("v5p:2x2x2")``): the word becomes its
+    ``.accelerator_type`` (or ``.device_type``), and the flag sets get
+    ``tpu_slice`` and ``num_slices`` (the command's ``--num-slices``), so that MaxText's mesh
+    is checked against the slice (:func:`_binding`). ``words``: each word's pieces, changed in
+    place."""
+    from rcpc.domain.tpu import accelerator_type
+
+    if script.slice is not None or SLICE_NAME in script.bindings:
+        return
+    plain = [p[0] if len(p) == 1 and isinstance(p[0], str) else None for p in words]
+    found = [(i, w.partition("=")) for i, w in enumerate(plain) if w and w.startswith(SLICE_WORDS)]
+    slices = [(i, flag, accelerator_type(name)) for i, (flag, _, name) in found]
+    if len(slices) != 1 or slices[0][2] is None:
+        return
+    i, flag, spec = slices[0]
+    counts = [w.partition("=")[2] for w in plain if w and w.startswith(NUM_SLICES_WORDS)]
+    if len(counts) > 1 or (counts and not (counts[0].isdigit() and counts[0][0] != "0")):
+        return
+    form = "device_type" if "x" in plain[i].partition("=")[2] else "accelerator_type"
+    words[i][:] = [flag + "=", Ref(f"{SLICE_NAME}.{form}")]
+    script.slice = (spec, int(counts[0]) if counts else 1)
 
 
 def _pieces(script: Script, word, start: int | None = None):
@@ -173,10 +230,13 @@ def _pieces(script: Script, word, start: int | None = None):
     except interpret.Unsupported:
         return None
     out: list = []
+    unset = [u[1] for u in units if u[0] == "param" and u[1] not in script.bindings]
+    if any(n in interpret.SHELL_VARIABLES for n in unset):
+        return None
+    for name in dict.fromkeys(unset):
+        _env_param(script, name)
     for u in units:
         if u[0] == "param":
-            if u[1] not in script.bindings:
-                return None
             out.append(_ref(script, Ref(u[1])))
         elif out and isinstance(out[-1], str):
             out[-1] += u[1]
@@ -185,10 +245,23 @@ def _pieces(script: Script, word, start: int | None = None):
     return out
 
 
+def _env_param(script: Script, name: str, node=None) -> Binding:
+    """A ``str`` param for the variable ``name`` the script reads but does not set (its
+    value comes from the environment it runs in): first among the bindings, so that it is
+    set before any use; its default the placeholder :func:`_visible` (the script has none)."""
+    b = Binding(name, "param", "", set(), node, default="", origin="env")
+    script.bindings[name] = b
+    at = 0
+    while at < len(script.items) and getattr(script.items[at], "origin", "") == "env":
+        at += 1
+    script.items.insert(at, b)  # after the others, in the order they are first read
+    return b
+
+
 def _ref(script: Script, ref: Ref) -> Ref:
     b = script.bindings[ref.text]
     if b.kind == "flags":
-        return Ref(f"{b.name}.shell")
+        return Ref(b.shell_name)
     if b.kind == "list":
         return Ref(f"{b.name}_JOINED")
     return ref
@@ -213,6 +286,9 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
         return
     value_text = raw[len(name) + 1:]
     inner = value_text[1:-1] if len(value_text) > 1 and value_text[0] == value_text[-1] == '"' else value_text
+    if inner in ("${" + name + "}", "$" + name) and name not in script.bindings:  # NAME="${NAME}": the environment's
+        _env_param(script, name, node).raw = raw
+        return
     fallback = "${" + name + ":-"
     if inner.startswith(fallback) and inner.endswith("}"):  # NAME="${NAME:-default}": a param
         default = inner[len(fallback):-1]
@@ -233,16 +309,15 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
             script.bindings[name] = b
             script.items.append(b)
             return
-    flags = _flags(script, pieces) if pieces is not None else None
-    if flags is not None:
-        entries, uses = flags
-        b = Binding(name, "flags", "", uses, node, default=entries)
+    flags = _flag_words(script, pieces) if pieces is not None else ""
+    if isinstance(flags, FlagWords):
+        b = Binding(name, "flags", "", set(flags.names), node, default=flags.entries, words=flags)
         script.bindings[name] = b
         script.items.append(b)
         return
     if pieces is not None:
-        b = Binding(name, "string", fstring(pieces), _names(pieces), node)
-        why = _not_flags(script, pieces)
+        b = Binding(name, "string", fstring(pieces), _names(script, pieces), node)
+        why = flags
         if why:
             b.comment = f"TODO(import): kept as a string, not maxtext_flags: {why}"
             b.note = Diagnostic("W1200", f"TODO(import): {name} is kept as a string, not maxtext_flags: {why}",
@@ -259,8 +334,15 @@ def _assign(script: Script, node, word, raw: str, exported: bool) -> None:
                         hint=f"set it with --set {name}=... when you build")
 
 
-def _names(pieces) -> set:
-    return {p.text.split(".")[0].removesuffix("_JOINED") for p in pieces if isinstance(p, Ref)}
+def _names(script: Script, pieces) -> set:
+    """The bindings the :class:`Ref` pieces (written by :func:`_ref`) refer to."""
+    out = set()
+    for p in pieces:
+        if isinstance(p, Ref):
+            name = p.text.split(".")[0]
+            base = name.removesuffix("_JOINED").removesuffix("_SHELL")
+            out.add(name if name in script.bindings or base not in script.bindings else base)
+    return out
 
 
 def _param(script: Script, node, name: str, default: str) -> Binding:
@@ -268,6 +350,8 @@ def _param(script: Script, node, name: str, default: str) -> Binding:
         ptype, source = "int", default
     elif default in ("true", "false"):
         ptype, source = "bool", default
+    elif _FLOAT.fullmatch(default):
+        ptype, source = "float", default
     else:
         ptype, source = "str", string(default)
     b = Binding(name, "param", source, set(), node, type=ptype, default=default)
@@ -276,47 +360,99 @@ def _param(script: Script, node, name: str, default: str) -> Binding:
     return b
 
 
-def _flags(script: Script, pieces, least: int = 2) -> tuple | None:
-    """A value of ``key=value`` words separated by single spaces (text and :class:`Ref`
-    pieces) → (key → value source, names used), each word as the flag set's shell form writes
-    it; None otherwise."""
-    if any(isinstance(p, Ref) and script.bindings[p.text].kind != "param" for p in pieces):
-        return None
+@attrs.frozen
+class FlagWords:
+    """A value of ``key=value`` words read as a flag set: ``entries`` key → value source (in
+    order), ``names`` the params used, ``quoted`` the keys whose value part is in quotes the
+    shell needs not (``FLAGS.shell_quoted(keys)``), ``raw`` the keys whose value part the
+    shell reads as written, unquoted (``shell_raw``: ``dir=${D}/*.arrayrecord``), ``pad`` the
+    spaces before and after the words (``"k=v "``)."""
+
+    entries: dict
+    names: set
+    quoted: tuple = ()
+    raw: tuple = ()
+    pad: tuple = ("", "")
+
+
+# Characters the shell that runs the command does not read as themselves in a raw value
+# (quotes, expansions, word and command separators, a tilde after '=').
+_RAW_UNSAFE = set("'\"\\`$ \t\n;&|<>(){}~")
+
+
+def _flag_words(script: Script, pieces, least: int = 2):
+    """The value of text and :class:`Ref` pieces as :class:`FlagWords`: ``key=value`` words
+    separated by single spaces (spaces before and after kept as ``pad``), each word as the
+    flag set's shell form writes it: bare, its value part in single quotes
+    (:func:`~rcpc.importer.literals.quoted_flag_value`), or written as it is (a value the
+    shell form would quote, such as a glob, holding only characters the shell reads as
+    themselves, and param references). A string saying why not otherwise ("" when the value
+    is not ``key=value`` words at all)."""
+    if any(isinstance(p, Ref) and getattr(script.bindings.get(p.text), "kind", "") != "param" for p in pieces):
+        return "it uses a value that is not a param"
     if any(isinstance(p, str) and "${" in p for p in pieces):
-        return None
+        return "it holds a ${...} the shell file does not set"
     value = "".join(p if isinstance(p, str) else "${" + p.text + "}" for p in pieces)
-    words = value.split(" ")
-    if len(words) < least or any(not w or "=" not in w for w in words):
-        return None
-    names = {p.text for p in pieces if isinstance(p, Ref)}
-    entries = {}
-    for w in words:
-        key = w.split("=", 1)[0]
-        source = flag_value(key, w, names) if key.isidentifier() else None
-        if source is None or key in entries:
-            return None
-        entries[key] = source
-    return entries, names
-
-
-def _not_flags(script: Script, pieces) -> str:
-    """Why a value of ``key=value`` words is not a flag set ("" when it is not such a value)."""
-    value = "".join(p if isinstance(p, str) else "${" + p.text + "}" for p in pieces)
-    words = value.split()
-    if len(words) < 2 or not all("=" in w and w.split("=", 1)[0].isidentifier() for w in words):
+    body = value.strip(" ")
+    words = _words(body)
+    if words is None:
+        return "its quotes are not closed"
+    if len(words) < least or not all("=" in w and w.split("=", 1)[0].isidentifier() for w in words if w):
         return ""
-    if " ".join(words) != value:
+    if any(not w for w in words):
         return "its words are not separated by single spaces"
     names = {p.text for p in pieces if isinstance(p, Ref)}
-    seen = set()
+    entries, quoted, raw = {}, [], []
     for w in words:
-        key = w.split("=", 1)[0]
-        if key in seen:
+        key, _, text = w.partition("=")
+        if key in entries:
             return f"{key} is set twice"
-        seen.add(key)
-        if flag_value(key, w, names) is None:
+        source = flag_value(key, w, names)
+        if source is None:
+            found = quoted_flag_value(key, w, names)
+            if found is not None:
+                source = found[0]
+                if found[1]:
+                    quoted.append(key)
+            elif text and not any(c in _RAW_UNSAFE for c in "".join(p for p in placeholders(text, names)
+                                                                     if isinstance(p, str))):
+                source = fstring(placeholders(text, names))
+                raw.append(key)
+        if source is None:
             return f"{w[:60]!r} has no maxtext_flags spelling that the shell form writes the same way"
-    return "it uses a value that is not a param"
+        entries[key] = source
+    pad = (value[:len(value) - len(value.lstrip(" "))], value[len(value.rstrip(" ")):])
+    return FlagWords(entries, names, tuple(quoted), tuple(raw), pad)
+
+
+def _words(text: str) -> list | None:
+    """``text`` split at each space outside quotes (single or double, a backslash escaping the
+    next character outside single quotes), as the shell that runs the command reads the
+    blob's words when they are separated by single spaces; None when a quote is not closed."""
+    words, cur, mode, i = [], [], None, 0
+    while i < len(text):
+        c = text[i]
+        if mode is None and c == " ":
+            words.append("".join(cur))
+            cur = []
+        else:
+            if c == "\\" and mode != "'" and i + 1 < len(text):
+                cur.append(c)
+                i += 1
+                c = text[i]
+            elif mode is None and c in "'\"":
+                mode = c
+            elif c == mode:
+                mode = None
+            cur.append(c)
+        i += 1
+    return None if mode is not None else words + ["".join(cur)]
+
+
+def _flags(script: Script, pieces, least: int = 2) -> FlagWords | None:
+    """:func:`_flag_words` when the value is a flag set, else None."""
+    found = _flag_words(script, pieces, least)
+    return found if isinstance(found, FlagWords) else None
 
 
 def _conditional_layer(script: Script, node) -> bool:
@@ -353,9 +489,9 @@ def _conditional_layer(script: Script, node) -> bool:
             or not pieces[1].startswith(" "):
         return False
     found = _flags(script, [pieces[1][1:], *pieces[2:]], least=1)
-    if found is None:
+    if found is None or found.quoted or found.raw or found.pad != ("", ""):
         return False
-    entries, uses = found
+    entries, uses = found.entries, found.names
     if set(entries) & set(target.default) or any(set(entries) & set(e) for _, e in target.layers):
         return False  # the shell would repeat a key (MaxText's last wins); a layer replaces it
     target.layers.append((flag.name, entries))
@@ -382,20 +518,29 @@ def recipe(script: Script, launch=None) -> str:
                                    "flag tokens).", 98, initial_indent="# ", subsequent_indent="# ",
                                    break_on_hyphens=False)
         lines += [launch.load, ""]
+    for d in script.notes:
+        if d.code == "W1208":
+            lines += textwrap.wrap(d.message, 98, initial_indent="# ", subsequent_indent="# ",
+                                   break_on_hyphens=False) + [""]
+    if script.slice is not None:
+        lines += [f"{SLICE_NAME} = tpu_slice({string(script.slice[0])})", ""]
     for item in script.items:
         if isinstance(item, Binding):
             if item.name not in used_names:
+                if item.node is None:  # read from the environment by a statement kept as a comment
+                    continue
                 raw = script.text[item.node.pos[0]:item.node.pos[1]]
                 lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
                 continue
             if launch is not None and item.name in launch.dicts:
                 lines += [launch.dicts[item.name], ""]
                 continue
-            lines += _binding(item, launch.layers.get(item.name) if launch is not None else None)
+            lines += _binding(item, launch.layers.get(item.name) if launch is not None else None,
+                              shell_line=launch is None, tied=script.slice)
         elif item[0] == "todo":
             lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
         elif item[0] == "command":
-            _, name, sources, _, _ = item
+            name, sources = item[1], item[2]
             argv = launch.argv if launch is not None else "[" + ", ".join(sources) + "]"
             lines += [f"command_file(name = {string(name)}, argv = {argv})", ""]
     return "\n".join(lines + ['variant("default")']) + "\n"
@@ -426,6 +571,8 @@ def notes(script: Script) -> list:
     out = list(script.notes)
     for b in script.bindings.values():
         if b.name not in used_names:
+            if b.node is None:
+                continue
             out.append(Diagnostic("W1200", f"TODO(import): {b.name} is not used by the launch command",
                                   _span(script.shown, script.text, b.node.pos), severity="warning",
                                   hint="kept as a comment in the recipe"))
@@ -456,13 +603,18 @@ def used(script: Script) -> set:
     return used
 
 
-def _binding(b: Binding, named: list | None = None) -> list:
+def _binding(b: Binding, named: list | None = None, shell_line: bool = True, tied: tuple | None = None) -> list:
     """The recipe lines of a used binding; ``named``: a flag set's entries as layers, each a
-    dict of entries or the name of a library constant holding them (in order)."""
+    dict of entries or the name of a library constant holding them (in order);
+    ``shell_line``: a flag set's ``NAME_SHELL`` line too, where it has one (not when a library
+    call takes the quoted and raw keys itself); ``tied``: the script's slice (a flag set gets
+    ``tpu_slice`` and ``num_slices``)."""
     out = [f"# {b.comment}"] if b.comment else []
     if b.kind == "param" and b.default == "":
+        doc = "From the environment the shell file runs in (it has no default there)" if b.origin == "env" \
+            else "Empty in the shell file"
         return out + [f"{b.name} = param(str, default = {string(_visible(b.name))}, doc = "
-                      f"{string('Empty in the shell file: set it with --set.')})"]
+                      f"{string(doc + ': set it with --set.')})"]
     if b.kind == "param":
         return out + [f"{b.name} = param({b.type}, default = {b.source})"]
     if b.kind == "list":
@@ -477,7 +629,17 @@ def _binding(b: Binding, named: list | None = None) -> list:
         if b.unknown_keys:
             layers.append("unknown_keys = [" + ", ".join(string(k) for k in b.unknown_keys) + "]")
             out.append("# TODO(import): MaxText keys the schema does not know: " + ", ".join(b.unknown_keys))
-        return out + [f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")", ""]
+        if tied is not None:
+            layers.append(f"tpu_slice = {SLICE_NAME}" + (f", num_slices = {tied[1]}" if tied[1] != 1 else ""))
+        out.append(f"{b.name} = maxtext_flags(" + ", ".join(layers) + ")")
+        if shell_line and b.shell_name != f"{b.name}.shell":
+            w = b.words
+            keys = "[" + ", ".join(string(k) for k in w.quoted) + "]"
+            form = f"{b.name}.shell_quoted({keys}" + (", raw = [" + ", ".join(string(k) for k in w.raw) + "]"
+                                                      if w.raw else "") + ")"
+            out.append(f"{b.shell_name} = " + " + ".join(x for x in (w.pad[0] and string(w.pad[0]), form,
+                                                                     w.pad[1] and string(w.pad[1])) if x))
+        return out + [""]
     return out + [f"{b.name} = {b.source}"]
 
 

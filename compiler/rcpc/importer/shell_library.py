@@ -9,7 +9,7 @@ the command line bash runs, and the MaxText flag tokens) decides, and the import
 to the words of the command line when no call is equal. A new library function is one more
 entry in :data:`SHELL_CANDIDATES`.
 
-The functions are those of ``recipes/lib/maxtext_tpu.rcp``: ``xpk_workload_create`` (the
+The functions are those of ``@rcpc//maxtext_tpu.rcp``: ``xpk_workload_create`` (the
 argv of ``xpk workload create``, its flags in the order the published XPK launch recipes
 write them, ../shared/data/tpu-recipes/xpk/*.sh) with ``xpk_workload_command`` (the
 ``--command`` text: XPK exports the TPU runtime environment itself, so it is
@@ -72,24 +72,18 @@ class ShellCandidate:
 
     def extract(self, script) -> Launch | None:
         """The launch command of ``script`` (its only one) as a call, or None."""
-        from rcpc.importer import shell
 
         commands = [i for i in script.items if isinstance(i, tuple) and i[0] == "command"]
         if len(commands) != 1:
             return None
-        words = []
-        for w in (p for p in commands[0][4].parts if p.kind == "word"):
-            pieces = shell._pieces(script, w)
-            if pieces is None:
-                return None
-            words.append(pieces)
+        words = commands[0][5]
         found = self.arguments(script, words)
         if found is None:
             return None
         dicts, call = found
         layers = {}
         for b in script.bindings.values():
-            if b.kind == "flags" and f"{b.name}.shell" in {r.text for w in words for r in w if isinstance(r, Ref)}:
+            if b.kind == "flags" and b.shell_name in {r.text for w in words for r in w if isinstance(r, Ref)}:
                 parts = named_layers(b.default)
                 if any(isinstance(p, str) for p in parts):
                     layers[b.name] = parts
@@ -99,7 +93,7 @@ class ShellCandidate:
 
 
 # Flag layers -----------------------------------------------------------------------------
-# The library's flag layers (recipes/lib/maxtext_tpu.rcp "MaxText flags"), each entry as the
+# The library's flag layers (@rcpc//maxtext_tpu.rcp "MaxText flags"), each entry as the
 # importer writes its value (recipe source).
 LAYERS = {
     "FSDP_MESH": {"dcn_pipeline_parallelism": "1", "dcn_data_parallelism": "-1", "ici_pipeline_parallelism": "1",
@@ -231,9 +225,12 @@ def _xpk_workload_command(script, text: str, refs: list):
     ``python3 -m ...`` program) running a flag set, after ``set -e`` and the steps the library
     writes; each keyword read off the text where it differs from the default."""
     libtpu = _libtpu(script, text, refs)
-    flags = [r.text.removesuffix(".shell") for r in refs if r.text.endswith(".shell")]
+    flags = [b for b in script.bindings.values() if b.kind == "flags" and any(r.text == b.shell_name for r in refs)]
     if libtpu is None or len(flags) != 1 or not text.startswith("set -e && "):
         return None
+    words = flags[0].words
+    if words is not None and words.pad != ("", ""):
+        return None  # the library writes the flags with no spaces around them
     trainers = [t for t in TRAINERS if f"{t} " in text]
     if len(trainers) != 1:
         return None
@@ -243,7 +240,10 @@ def _xpk_workload_command(script, text: str, refs: list):
     if not stripped.endswith("&&"):
         return None
     lead = before[len(stripped) + 1:]
-    args, loads = [flags[0], libtpu[0]], []
+    args, loads = [flags[0].name, libtpu[0]], []
+    for keyword, keys in (("quote", words.quoted if words else ()), ("raw", words.raw if words else ())):
+        if keys:
+            args.append(f"{keyword} = [{', '.join(string(k) for k in keys)}]")
     if TRAINERS[trainer] != "MAXTEXT_TRAIN_LEGACY":
         args.append(f"trainer = {TRAINERS[trainer]}")
         loads.append(TRAINERS[trainer])
@@ -288,7 +288,42 @@ def _maxtext_xpk_workload(script, words):
     return dicts, Call("maxtext_xpk_workload", coordinates + inner, [])
 
 
+# maxtext_benchmark_runner ----------------------------------------------------------------
+RUNNER = ("python3", "-m", "benchmarks.benchmark_runner", "xpk")
+# Its flags in its order, each with its argument's place (None: the slice, read off the word).
+RUNNER_FLAGS = ("project", "zone", "device_type", "num_slices", "cluster_name", "base_output_directory",
+                "model_name", "base_docker_image")
+
+
+def _maxtext_benchmark_runner(script, words):
+    """``maxtext_benchmark_runner(PROJECT, ZONE, TPU_SLICE, CLUSTER, OUTPUT_DIR, MODEL, IMAGE)``:
+    the runner's flags in :data:`RUNNER_FLAGS` order, ``--device_type`` the slice the import
+    tied (:func:`rcpc.importer.shell._tie_slice`)."""
+    from rcpc.importer.shell import SLICE_NAME
+
+    flat = [_flat(w) for w in words]
+    if tuple(t for t, _ in flat[:4]) != RUNNER or len(flat) != 4 + len(RUNNER_FLAGS):
+        return None
+    values = {}
+    for (text, refs), flag in zip(flat[4:], RUNNER_FLAGS):
+        if not text.startswith(f"--{flag}="):
+            return None
+        values[flag] = (text[len(flag) + 3:], refs)
+    device, refs = values.pop("device_type")
+    if device != f"{_MARK}0{_MARK}" or refs[0].text != f"{SLICE_NAME}.accelerator_type":
+        return None
+    num, num_refs = values.pop("num_slices")
+    if num_refs or not num.isdigit():
+        return None
+    args = [_source(*values[f]) for f in ("project", "zone")] + [SLICE_NAME] + \
+        [_source(*values[f]) for f in ("cluster_name", "base_output_directory", "model_name", "base_docker_image")]
+    if num != "1":
+        args.append(f"num_slices = {num}")
+    return {}, Call("maxtext_benchmark_runner", args, [])
+
+
 SHELL_CANDIDATES = (
     ShellCandidate(MAXTEXT_TPU, "maxtext_xpk_workload", "", _maxtext_xpk_workload),
     ShellCandidate(MAXTEXT_TPU, "xpk_workload_create", "xpk_workload_command", _create(_xpk_workload_command)),
+    ShellCandidate(MAXTEXT_TPU, "maxtext_benchmark_runner", "", _maxtext_benchmark_runner),
 )

@@ -29,6 +29,7 @@ import attrs
 
 from rcpc.core.builtins import Function
 from rcpc.domain import builtins as B
+from rcpc.domain import stdlib
 from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.resolve import ARGUMENT, BUILTIN, COMPREHENSION, FUNCTION, LOADED, LOCAL, PARAM, TOP_LEVEL
@@ -551,7 +552,8 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
         quote = (lambda k: k) if ctx.in_string else (lambda k: json.dumps(k))
         if callee == "maxtext_flags" and len(ctx.path) == 2 and ctx.path[1][1] is None:
             return _maxtext_items(session, quote)
-        if callee == "variant" and len(ctx.path) == 2 and ctx.path[1][1] == "set":
+        if len(ctx.path) == 2 and (callee, ctx.path[1][1]) in (("variant", "set"), ("variants", "set"),
+                                                               ("variants", "over")):
             return _param_items(session, real, quote)
         if callee == "jobset" and len(ctx.path) >= 2 and ctx.path[1][1] == "spec":
             return _jobset_items(ctx.path[2:], quote)
@@ -580,8 +582,9 @@ def _load_items(session, real: Path, text: str, offset: int, ctx: Context) -> li
     if not ctx.in_string:
         return []
     if ctx.string_arg == 0:
-        return [Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
-                if lib != real and ws.is_library(lib)]
+        return [*(Item("//" + ws.display(lib), "file", "library") for lib in workspace_files(ws)
+                  if lib != real and ws.is_library(lib) and not stdlib.contains(lib)),
+                *(Item(label, "file", "rcpc's standard library") for label in stdlib.files())]
     m = list(re.finditer(r"load\s*\(\s*(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')", text[:offset]))
     if not m:
         return []

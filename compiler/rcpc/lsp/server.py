@@ -41,6 +41,7 @@ from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source
 from rcpc.core.limits import MAX_MESSAGE_BYTES
 from rcpc.core.source import Source, Span
+from rcpc.domain import stdlib
 from rcpc.lsp import query
 from rcpc.lsp.documents import BadUri, locate, path_of
 from rcpc.lsp.protocol import TOO_LARGE, ClientIn, ClientOut, RcpProtocol, RequestError
@@ -339,6 +340,8 @@ def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
     if got is None:
         return None
     session, real, src = got
+    if stdlib.contains(real):
+        return None   # rcpc's own file: no workspace writes it
     text = src.text
     try:
         out = format_source(text, session.workspace.display(real))

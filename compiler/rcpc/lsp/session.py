@@ -26,6 +26,7 @@ from rcpc.core.source import Source
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
 from rcpc.domain import builtins as B
+from rcpc.domain import stdlib
 from rcpc.domain.lint import lint, unsilenced
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
@@ -169,8 +170,9 @@ class Session:
 
     def real(self, shown: str) -> Path:
         """The real path of a display path (a span's ``path``)."""
-        return (self.workspace.root / shown).resolve()
+        return self.workspace.path_of(shown).resolve()
 
     def inside(self, real: Path) -> bool:
-        """Whether ``real`` lies in the workspace (what the session may read)."""
-        return self.workspace.root in real.parents
+        """Whether ``real`` lies in the workspace or is a file of rcpc's standard library
+        (what the session may read)."""
+        return self.workspace.root in real.parents or stdlib.contains(real)

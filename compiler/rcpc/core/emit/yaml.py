@@ -1,4 +1,4 @@
-"""Canonical YAML emitter for manifests (DESIGN.md §3.3).
+"""Canonical YAML emitter for manifests (docs/kubernetes.md).
 
 Output rules: block style, 2-space indentation, sequences indented under their key, keys in
 declared order (never sorted), no line folding at any width, multi-line strings as ``|``

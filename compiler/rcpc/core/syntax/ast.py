@@ -2,7 +2,7 @@
 :class:`~rcpc.core.source.Span` of the source text it came from.
 
 Literals keep their source spelling (``text``) so that ``1e-6`` renders as ``1e-6`` and
-``True`` as ``True`` (DESIGN.md §2). The tree also keeps what ``rcpc fmt`` needs to print it
+``True`` as ``True`` (docs/language.md, *How values are written*). The tree also keeps what ``rcpc fmt`` needs to print it
 back without the source: a string's ``raw`` text (quotes, prefix and escapes as written), the
 ``trailing_comma`` of a bracketed list, and the parentheses around an expression
 (``parens``: one :class:`Paren` a pair, innermost first; a node's own ``span`` excludes them).

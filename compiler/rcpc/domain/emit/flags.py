@@ -1,5 +1,5 @@
 """Flag emission: MaxText ``key=value`` tokens, the argv list, the one-line shell form and
-the ``.flags`` file (DESIGN.md §3.1–3.2).
+the ``.flags`` file (docs/maxtext.md, *Last key wins* and *Quoting*).
 
 MaxText reads each token with OmegaConf's ``from_cli``: split at the first ``=``, the rest
 read as YAML (PyYAML, YAML 1.1 plus OmegaConf's float resolver). So a value is written so
@@ -37,9 +37,16 @@ from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 # '1_0' from --set for a float is an int) are written in a canonical form instead.
 _DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 _YAML11_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?")
-_OMEGACONF_FLOAT = re.compile(r"[-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
-                              r"|[-+]?[0-9]+(?:_[0-9]+)*[eE][-+]?[0-9]+"
-                              r"|\.[0-9]+(?:_[0-9]+)*(?:[eE][-+][0-9]+)?")
+# OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
+# also exponent forms without a dot or without a sign. Also the derived schema's YAML loader
+# (rcpc.domain.schemagen.yaml_loader).
+OMEGACONF_FLOAT = re.compile(r"""^(?:
+     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
 # Field case F5: MaxText's base.yml spells "no value" as the string None, so a flag holding the
 # four letters None must come from a string the author wrote, and is then quoted (x='None')
 # so that it visibly stays a string; the null value renders as null.
@@ -100,7 +107,7 @@ def value_text(v, in_list: bool = False) -> str:
     if t is Int:
         return v.text if _DECIMAL_INT.fullmatch(v.text) else str(v.value)
     if t is Float:
-        if _YAML11_FLOAT.fullmatch(v.text) or _OMEGACONF_FLOAT.fullmatch(v.text):
+        if _YAML11_FLOAT.fullmatch(v.text) or OMEGACONF_FLOAT.fullmatch(v.text):
             return v.text
         return float_text(v)
     if t is Bool:
