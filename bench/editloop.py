@@ -10,14 +10,18 @@ workspace and goldens, in its own user cache:
 
 * python: ``python -c pass``;
 * edit: one MaxText flag of the RL recipe changed (a new value each round), then
-  ``rcpc build <recipe>``: the recipe is parsed (its unchanged statements from the AST cache)
-  and evaluated, its libraries come from the AST cache, the output is published;
+  ``rcpc build <recipe>``: the recipe and its libraries are parsed and evaluated, the
+  output is published;
 * golden: the same edit, then ``python -m pytest -q rcp.toml`` (the shipped pytest plugin on
   the goldens: it fails, as after any edit, and says what changed);
 * noop: ``rcpc build <recipe>`` right after the edit's build, before replay may record it;
-* check: ``rcpc check`` of the workspace after the edit.
+* check: ``rcpc check`` of the workspace after the edit;
+* first: the first build after a clone: ``rcpc build <recipe>`` with an empty user cache
+  (a new ``XDG_CACHE_HOME``) into a new output directory (parse, evaluate, validate, emit,
+  write every render and every cache entry).
 
-Targets (issue 37): edit <= 8x python -c pass, golden <= 2x edit.
+Targets (issue 37): edit <= 8x python -c pass, golden <= 2x edit; (issue 41) first <= 10x
+python -c pass.
 
 Usage: python bench/editloop.py [--runs N] [--against PATH/TO/rcpc]
 Writes bench/results/editloop.json. Run from the repository root with rcpc installed in a
@@ -42,7 +46,7 @@ from pathlib import Path
 
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = '"ragged_buffer_factor": 2.0,'
-ROWS = ("python", "edit", "golden", "noop", "check")
+ROWS = ("python", "edit", "golden", "noop", "check", "first")
 
 
 def timed(cmd: list[str], cwd: Path, env: dict, ok=(0,)) -> tuple[float, float]:
@@ -63,7 +67,7 @@ class Subject:
     """One rcpc install: its command, its interpreter, its workspace and user cache."""
 
     def __init__(self, label: str, rcpc: str, repo: Path, tmp: Path, env: dict):
-        self.label, self.rcpc = label, rcpc
+        self.label, self.rcpc, self.tmp = label, rcpc, tmp
         self.python = str(Path(rcpc).with_name("python"))
         if not Path(self.python).exists():
             sys.exit(f"no python beside {rcpc}")
@@ -89,8 +93,15 @@ class Subject:
         return timed([self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "rcp.toml"], self.ws, self.env,
                      ok=(0, 1))
 
+    def first(self, i: int):
+        """A build after a clone: an empty user cache, a new output directory."""
+        fresh = self.tmp / self.label / f"first-{i}"
+        env = {**self.env, "XDG_CACHE_HOME": str(fresh / "cache")}
+        return timed([self.rcpc, "build", RECIPE, "-o", str(fresh / "out")], self.ws, env)
+
     def round(self, i: int) -> None:
         self.series["python"].append(timed([self.python, "-c", "pass"], self.ws, self.env))
+        self.series["first"].append(self.first(i))
         self.edit(f"{3 + i}.5")
         self.series["edit"].append(self.build())
         os.utime(self.recipe)  # changed just now (racy): neither recorded nor replayed, so a real build
@@ -104,6 +115,7 @@ class Subject:
             self.edit(f"1.{i + 1}")
             self.build()
             self.golden()
+            self.first(-1 - i)
 
     def summary(self) -> dict:
         med = statistics.median

@@ -24,18 +24,22 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 sys.path.insert(0, str(REPO / "compiler"))
-from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS, MAX_SCHEMA_BYTES  # noqa: E402
+from rcpc.core.limits import MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_RENDERS, MAX_SCHEMA_BYTES, MAX_TOKENS  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import summary  # noqa: E402
+from stats import RSS_METHOD, loglog_slope, machine_load, run_measured  # noqa: E402
 
 MB = 1 << 20
 
@@ -154,115 +158,228 @@ SHAPES = {
     "schema": ("MaxText base.yml keys", MAX_SCHEMA_BYTES, schema),
     "diamond": ("diamond of failing loads (levels)", MAX_LOAD_DEPTH, diamond),
 }
-COMMANDS = {"check": ["check"], "fmt": ["fmt", "--check"]}
+COMMANDS = {"check": ["check"], "fmt": ["fmt", "--check"], "lint": ["lint"]}
 NO_FMT = {"schema", "diamond", "renders"}  # fmt reads the recipe only: nothing new to measure
+LINT = {"assign"}  # one finding a line (L0001): silencing was a whole-file scan per finding
 COUNTS = {"diamond", "renders"}  # sizes in files or renders, not bytes
+# the diagnostic a shape exists to provoke: any other limit's code (E08xx) means the size was
+# rejected, not measured, and the row is left out of the fit. E0808 (more than MAX_ERRORS
+# errors, the rest not reported: clang's -ferror-limit) caps a report after the work, it
+# refuses nothing.
+EXPECTED = {"digits": "E0806"}
+NOT_REFUSALS = {"E0808"}
+_CODE = re.compile(r"error\[(E08\d\d)\]")
+_TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|\d+|"[^"\n]*"|#[^\n]*|[^\s\w]')
 
 
-def run(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple[float, float, int]:
-    """(seconds, peak resident set in MiB, exit code) of one process; a timeout is 'inf'."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = start + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            proc.kill()
-            _, status, usage = os.wait4(proc.pid, 0)
-            return math.inf, usage.ru_maxrss / 1024, -9
-        time.sleep(0.01)
-    elapsed = time.perf_counter() - start
-    return elapsed, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+def _commands(name: str) -> list[str]:
+    return ["check", *([] if name in NO_FMT else ["fmt"]), *(["lint"] if name in LINT else [])]
 
 
-def slope(points: list) -> float | None:
-    """Slope of log(y) against log(x) between the two largest x."""
-    (x1, y1), (x2, y2) = points[-2:]
-    if not (y1 > 0 and y2 > 0 and x2 > x1) or math.isinf(y2):
+def accepted_limit(name: str, limit: int, build) -> int:
+    """The largest size of shape ``name`` to time: its limit, or, where the file would have
+    more than MAX_TOKENS tokens at that size (E0809: refused before any work, nothing to time),
+    90% of the size at which it would. Tokens are counted by rcpc's parser on 1/64 of the limit
+    and scaled (shapes grow by repeating a unit); a shape the parser refuses (syntax errors) is
+    counted by a regex at the full size."""
+    if name in COUNTS or name == "schema":
+        return limit
+    from rcpc.core.source import Source
+    from rcpc.core.syntax import postlex
+    from rcpc.core.syntax.parser import parse
+
+    with tempfile.TemporaryDirectory(prefix="rcpc-limits-") as tmp:
+        root = Path(tmp)
+        (root / "recipes" / "lib").mkdir(parents=True)
+        build(root, limit // 64)
+        text = (root / "recipes" / "r.rcp").read_text()
+        try:
+            parse(Source("r.rcp", text))
+            tokens = postlex.TOKENS[0] * limit / len(text)
+        except Exception:  # an error shape: the parser stops at the first errors
+            build(root, limit - 200)
+            tokens = len(_TOKEN.findall((root / "recipes" / "r.rcp").read_text()))
+    return limit if tokens <= MAX_TOKENS else int(limit * 0.9 * MAX_TOKENS / tokens)
+
+
+def measure(name: str, argv: list, size: int, build, rcpc: str, env: dict, runs: int, timeout: float) -> dict:
+    """One shape at one size, ``runs`` times: the median time, the largest peak memory, the exit
+    codes, the limit codes (E08xx) printed and those of them it was refused with (:func:`refused`).
+    Wall time and CPU time (user + system: what load on a shared machine disturbs least) are
+    both kept."""
+    with tempfile.TemporaryDirectory(prefix="rcpc-limits-") as tmp:
+        root = Path(tmp)
+        (root / "recipes" / "lib").mkdir(parents=True)
+        (root / "rcp.toml").write_text("")
+        extra = build(root, size)
+        measured = size if name in COUNTS else sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        times, cpus, mems, codes, limits = [], [], [], set(), set()
+        for _ in range(runs):
+            try:
+                r = run_measured([rcpc, *argv, *extra], root, env, timeout, check=False)
+            except TimeoutError:
+                times.append(math.inf)
+                codes.add(-9)
+                break
+            times.append(r.wall)
+            cpus.append(r.cpu)
+            mems.append(r.rss_mib)
+            codes.add(r.code)
+            limits.update(_CODE.findall(r.stderr))
+    return {"size": measured, "seconds": statistics.median(times), "runs": times,
+            "cpu_seconds": statistics.median(cpus) if cpus else math.inf, "peak_mib": max(mems or [0]),
+            "exit": sorted(codes), "codes": sorted(limits), "rejected": refused(name, limits)}
+
+
+def refused(name: str, codes) -> list[str]:
+    """The limit codes among ``codes`` that mean the input of shape ``name`` was refused."""
+    return sorted(set(codes) - NOT_REFUSALS - {EXPECTED.get(name)})
+
+
+MIN_STEP = 0.05  # CPU seconds: steps smaller than this are within the noise of a loaded machine
+
+
+def added_cost_exponent(rows: list, key: str) -> float | None:
+    """log2 of how much more the last doubling of the size added to ``key`` than the doubling
+    before it: (c(4s) - c(2s)) / (c(2s) - c(s)) is 2 for linear cost and 4 for quadratic, whatever
+    the fixed cost, so this is 1 for linear and 2 for quadratic. From the three largest sizes
+    accepted (each twice the one before); None without them or when a step adds less than
+    :data:`MIN_STEP` (a ratio of noise)."""
+    ok = [r for r in rows if not r["rejected"]][-3:]
+    if len(ok) < 3 or any(abs(b["size"] / a["size"] - 2) > 0.1 for a, b in zip(ok, ok[1:])):
         return None
-    return math.log(y2 / y1) / math.log(x2 / x1)
+    first, second = ok[1][key] - ok[0][key], ok[2][key] - ok[1][key]
+    return math.log2(second / first) if min(first, second) >= MIN_STEP else None
+
+
+def analyse(doc: dict) -> None:
+    """Mark the refused rows and fit the slopes of every result of ``doc`` (in place), from
+    its measurements: so that ``--report-only`` applies the rules of this file to a
+    limits.json measured before."""
+    base = doc["baseline"]
+    for key, r in doc["results"].items():
+        name = key.split("/")[0]
+        for row in r["rows"]:
+            row["rejected"] = refused(name, row.get("codes", row["rejected"]))
+        r["time_slope"] = fitted(r["rows"], "cpu_seconds", base["cpu_seconds"])
+        r["wall_slope"] = fitted(r["rows"], "seconds", base["seconds"])
+        r["memory_slope"] = fitted(r["rows"], "peak_mib", base["peak_mib"])
+        r["added_cost_exponent"] = added_cost_exponent(r["rows"], "cpu_seconds")
+
+
+def fitted(rows: list, key: str, base: float) -> float | None:
+    """The least-squares log-log slope of ``key`` above the fixed cost ``base`` against size,
+    over the rows not rejected whose cost above ``base`` is at least ``base`` / 2 (smaller
+    ones are start-up noise)."""
+    pts = [(r["size"], r[key] - base) for r in rows if not r["rejected"] and r[key] - base >= base / 2]
+    return loglog_slope(pts) if len(pts) >= 2 else None
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="0.0625,0.25,1", help="fractions of each shape's limit")
+    ap.add_argument("--sizes", default="0.0625,0.125,0.25,0.5,1",
+                    help="fractions of each shape's accepted limit (doubling by default)")
     ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--report-only", action="store_true",
+                    help="apply this file's rules to bench/results/limits.json and rewrite the reports")
     args = ap.parse_args()
+    if args.report_only:
+        doc = json.loads((RESULTS / "limits.json").read_text())
+        analyse(doc)
+        write(doc)
+        return 0
     rcpc = shutil.which("rcpc") or sys.exit("rcpc is not installed (pip install .)")
     fractions = [float(f) for f in args.sizes.split(",")]
     env = {**os.environ, "RCPC_NO_CACHE": "1"}
-    base_time, base_mem, _ = run([sys.executable, "-c", "pass"], REPO, env, 60)
+    with tempfile.TemporaryDirectory(prefix="rcpc-limits-") as tmp:  # the fixed cost: rcpc with no work
+        (Path(tmp) / "rcp.toml").write_text("")
+        empty = [run_measured([rcpc, "check"], tmp, env, 60, check=False) for _ in range(max(3, args.runs))]
+    base_time = statistics.median(r.wall for r in empty)
+    base_cpu = statistics.median(r.cpu for r in empty)
+    base_mem = statistics.median(r.rss_mib for r in empty)
     results = {}
     for name in args.shapes.split(","):
         what, limit, build = SHAPES[name]
-        for command, argv in COMMANDS.items():
-            if command == "fmt" and name in NO_FMT:
-                continue
+        top = accepted_limit(name, limit, build)
+        for command in _commands(name):
+            argv = COMMANDS[command]
             rows = []
             for frac in fractions:
-                size = max(2, int(limit * frac)) if name in COUNTS else int(limit * frac) - 200
-                with tempfile.TemporaryDirectory(prefix="rcpc-limits-") as tmp:
-                    root = Path(tmp)
-                    (root / "recipes" / "lib").mkdir(parents=True)
-                    (root / "rcp.toml").write_text("")
-                    extra = build(root, size)
-                    measured = size if name in COUNTS else sum(
-                        p.stat().st_size for p in root.rglob("*") if p.is_file())
-                    times, mems, codes = [], [], set()
-                    for _ in range(args.runs):
-                        t, m, code = run([rcpc, *argv, *extra], root, env, args.timeout)
-                        times.append(t)
-                        mems.append(m)
-                        codes.add(code)
-                rows.append({"size": measured, "seconds": statistics.median(times), "peak_mib": max(mems),
-                             "exit": sorted(codes)})
-                print(f"{name:12} {command:6} {measured:>10} {rows[-1]['seconds']:8.2f} s "
-                      f"{rows[-1]['peak_mib']:8.1f} MiB  exit {sorted(codes)}", flush=True)
+                size = max(2, int(top * frac)) if name in COUNTS else int(top * frac) - 200
+                rows.append(measure(name, argv, size, build, rcpc, env, args.runs, args.timeout))
+                row = rows[-1]
+                print(f"{name:12} {command:6} {row['size']:>10} {row['seconds']:8.2f} s {row['peak_mib']:8.1f} MiB  "
+                      f"exit {row['exit']}{'  REJECTED ' + ','.join(row['rejected']) if row['rejected'] else ''}",
+                      flush=True)
             results[f"{name}/{command}"] = {
-                "shape": what, "command": "rcpc " + " ".join(argv), "rows": rows,
-                "time_slope": slope([(r["size"], r["seconds"] - base_time) for r in rows]),
-                "memory_slope": slope([(r["size"], r["peak_mib"] - base_mem) for r in rows]),
-            }
+                "shape": what, "command": "rcpc " + " ".join(argv), "limit": limit, "accepted_limit": top,
+                "rows": rows}
     doc = {"python": platform.python_version(), "machine": platform.platform(), "cpus": os.cpu_count(),
-           "baseline": {"command": "python -c pass", "seconds": base_time, "peak_mib": base_mem},
+           "runs": args.runs, "load": machine_load(), "rss_method": RSS_METHOD,
+           "baseline": {"command": "rcpc check (empty workspace)", "seconds": base_time, "cpu_seconds": base_cpu,
+                        "peak_mib": base_mem},
            "limits": {"source_bytes": MAX_FILE_BYTES, "schema_bytes": MAX_SCHEMA_BYTES,
-                      "load_depth": MAX_LOAD_DEPTH}, "results": results}
+                      "load_depth": MAX_LOAD_DEPTH, "tokens": MAX_TOKENS}, "results": results}
+    analyse(doc)
+    write(doc)
+    return 0
+
+
+def write(doc: dict) -> None:
+    """limits.json, LIMITS.md, limits.png and the summary from ``doc``."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "limits.json").write_text(json.dumps(doc, indent=2) + "\n")
     (RESULTS / "LIMITS.md").write_text(report(doc))
     plot(doc)
+    summary.write()
     print(report(doc))
-    return 0
 
 
 def _fmt_slope(s: float | None) -> str:
     return "n/a" if s is None else f"{s:.2f}"
 
 
+MEMORY_CAVEAT = ("The memory figures of this run are not the commands' own: each command was started by the "
+                 "benchmark process, and on Linux a child's peak resident set starts at its parent's (bench/stats.py "
+                 "now starts every command from a small launcher). Its times are unaffected.")
+
+
 def report(doc: dict) -> str:
     base = doc["baseline"]
     out = ["# Limits benchmark", "",
            "Generated by `python bench/limits.py` (see bench/README.md, \"Limits\"). Each row: one",
-           "input shape at sizes up to its limit, one whole `rcpc` process with the build cache off;",
-           "seconds (wall) and peak resident set (MiB). The slopes are d log(cost) / d log(size)",
-           "between the two largest sizes, after subtracting `python -c pass` "
-           f"({base['seconds'] * 1000:.0f} ms, {base['peak_mib']:.0f} MiB): 1 is linear, 2 quadratic.", "",
-           f"Limits: source file {doc['limits']['source_bytes']} bytes, schema file "
-           f"{doc['limits']['schema_bytes']} bytes, load chain {doc['limits']['load_depth']} files.", "",
-           "| shape | command | size | seconds | peak MiB | exit | time slope | memory slope |",
-           "|---|---|---|---|---|---|---|---|"]
+           "input shape at one size, doubling up to the largest size the compiler accepts (the",
+           "documented limit, or below the token limit where that comes first), one whole `rcpc`",
+           f"process with the build cache off, {doc['runs']} runs: CPU and wall seconds (medians; the wall",
+           "time of every run listed) and peak resident set (MiB, the largest). The slopes are",
+           "least-squares fits of log(cost above the fixed cost of `rcpc check` of an empty workspace:",
+           f"{base['cpu_seconds'] * 1000:.0f} ms CPU, {base['seconds'] * 1000:.0f} ms wall, "
+           f"{base['peak_mib']:.0f} MiB) on log(size), over the",
+           "sizes accepted whose cost above it is at least half of it (1 is linear, 2 quadratic); the",
+           "time slope is CPU time's, which the load of a shared machine disturbs least. A row with a",
+           "limit code under \"rejected\" was refused, not worked on, and is not fitted.", "",
+           f"Limits: source file {doc['limits']['source_bytes']} bytes, {doc['limits'].get('tokens', '?')} tokens, "
+           f"schema file {doc['limits']['schema_bytes']} bytes, load chain {doc['limits']['load_depth']} files.", "",
+           "The added-cost exponent is log2 of how much more CPU time the last doubling of the size added",
+           "than the one before (1: linear, 2: quadratic), free of any fixed cost; n/a where a step",
+           f"added less than {MIN_STEP} s (noise).", "",
+           "| shape | command | size | CPU s | wall s | wall, each run | peak MiB | exit | rejected | "
+           "CPU slope | added-cost exponent | wall slope | memory slope |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in doc["results"].items():
         for i, row in enumerate(r["rows"]):
             last = i == len(r["rows"]) - 1
             out.append(f"| {r['shape'] if i == 0 else ''} | {r['command'] if i == 0 else ''} | {row['size']} | "
-                       f"{row['seconds']:.2f} | {row['peak_mib']:.0f} | {','.join(map(str, row['exit']))} | "
-                       f"{_fmt_slope(r['time_slope']) if last else ''} | "
-                       f"{_fmt_slope(r['memory_slope']) if last else ''} |")
-    out += ["", f"Machine: {doc['machine']}, {doc['cpus']} CPUs, Python {doc['python']}.", ""]
+                       f"{row['cpu_seconds']:.2f} | {row['seconds']:.2f} | {', '.join(f'{t:.2f}' for t in row['runs'])} | "
+                       f"{row['peak_mib']:.0f} | {','.join(map(str, row['exit']))} | {','.join(row['rejected'])} | "
+                       + (f"{_fmt_slope(r['time_slope'])} | {_fmt_slope(r.get('added_cost_exponent'))} | "
+                          f"{_fmt_slope(r.get('wall_slope'))} | {_fmt_slope(r['memory_slope'])} |" if last else " | | | |"))
+    if doc.get("rss_method") != RSS_METHOD:
+        out += ["", MEMORY_CAVEAT]
+    out += ["", f"Machine: {doc['machine']}, {doc['cpus']} CPUs, Python {doc['python']}; load when it ended: "
+            f"{doc['load']}.", ""]
     return "\n".join(out)
 
 

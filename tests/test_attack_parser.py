@@ -1,6 +1,6 @@
 """Attacks on the fast parser (rcpc.core.syntax.descent) against lark's, the reference
 (tests/test_descent.py's ``check_agrees``: same statements, spans, comments, token count and
-offsets, incremental runs; the fast parser declines what lark rejects), and on the wired
+offsets; the fast parser declines what lark rejects), and on the wired
 ``parser.parse``: bad input gives located diagnostics, never a traceback."""
 
 from __future__ import annotations

@@ -131,6 +131,22 @@ def test_a_corrupted_cache_entry_is_ignored_and_rebuilt(wsc, tmp_path, part):
     assert build() == 0 and len(calls) == 2   # the entry was rewritten
 
 
+@pytest.mark.parametrize("contracts", [["nope"], ["default", "default"], [1], "default", None])
+def test_an_entry_naming_contracts_it_could_not_hold_is_ignored(wsc, tmp_path, contracts):
+    """An entry's list of variants whose contract held (what ``pytest rcp.toml`` serves
+    contract items from) names built variants, each once; anything else is a miss."""
+    import json
+
+    root, calls = wsc
+    build()
+    for p in (tmp_path / "cache" / "rcpc" / "builds").rglob("entries/*.json"):
+        entry = json.loads(p.read_text())
+        assert entry["contracts"] == []
+        p.write_text(json.dumps({**entry, "contracts": contracts}))
+    (root / "rcpc-out").rename(root / "old-out")
+    assert build() == 0 and len(calls) == 2
+
+
 def test_errors_are_never_cached(wsc):
     root, calls = wsc
     (root / "recipes" / "r.rcp").write_text(RECIPE + "X = Y\n")

@@ -7,10 +7,7 @@ can lie). A hypothesis state machine applies random sequences of
   rewritten right after the compiler has read it);
 * damage to the caches: a build-cache entry truncated, replaced by garbage or by valid JSON of
   another shape, two recipes' entries swapped, an entry naming ``../../POISON.yaml`` or an
-  empty dependency list, a blob corrupted, a replay record's byte flipped; an AST-cache entry
-  (:mod:`rcpc.core.astcache`) truncated, a byte of it flipped, two files' entries swapped, or its
-  payload replaced by a pickle that names another class (with the header's digest made to
-  match);
+  empty dependency list, a blob corrupted, a replay record's byte flipped;
 * commands (``build``, ``build --variant``, ``build <recipe>``, ``check``), run in-process
   with both caches, as ``rcpc`` runs (replay first);
 
@@ -80,7 +77,6 @@ FILES = sorted(POOLS)
 COMMANDS = [("build",), ("build", "--variant", "more"), ("build", "a"), ("check",)]
 ENTRY_DAMAGE = ["truncate", "garbage", "shape", "swap", "poison_render", "poison_variant", "no_deps",
                 "bad_warning", "blob", "blob_swap"]
-AST_DAMAGE = ["truncate", "flip", "swap", "foreign"]
 QUOTED = re.compile(r"^\s*(\d+\s*)?\|")  # a quoted source line or caret line of a diagnostic
 
 
@@ -285,42 +281,6 @@ class CacheModel(RuleBasedStateMachine):
             data[at % len(data)] ^= 0x20
             record.write_bytes(bytes(data))
 
-    @precondition(lambda self: self.builds > 0)
-    @rule(kind=st.sampled_from(AST_DAMAGE), pick=st.integers(0, 99), at=st.integers(0, 10 ** 6))
-    def damage_ast(self, kind, pick, at):
-        """Damage one AST-cache entry (or, for ``swap``, exchange two), and drop the replay
-        records and build-cache entries so that the next command parses, through the AST
-        cache, every file it needs."""
-        import hashlib
-        import pickle
-
-        from rcpc.core import astcache
-
-        for p in [*self.cache.glob("rcpc/replay/*"), *self._entries()]:
-            p.unlink()
-        entries = sorted(self.cache.glob("rcpc/ast/*/*"))
-        if not entries:
-            return
-        victim = entries[pick % len(entries)]
-        data = bytearray(victim.read_bytes())
-        if not data:  # truncated to nothing already
-            return
-        if kind == "truncate":
-            victim.write_bytes(bytes(data[: at % len(data)]))
-        elif kind == "flip":  # mostly in the payload, where a flip can change a name or a number
-            header = len(astcache.MAGIC) + 128
-            data[at % len(data) if at % 3 == 0 or len(data) <= header else header + at % (len(data) - header)] ^= 0x01
-            victim.write_bytes(bytes(data))
-        elif kind == "swap":
-            other = entries[(pick + 1) % len(entries)]
-            victim_data = bytes(data)
-            victim.write_bytes(other.read_bytes())
-            other.write_bytes(victim_data)
-        else:  # a well-formed entry whose payload builds something other than AST nodes
-            payload = pickle.dumps(("recipes/a.rcp", (Path("POISON"),), ()))
-            head = bytes(data[:len(astcache.MAGIC) + 64])
-            victim.write_bytes(head + hashlib.sha256(payload).hexdigest().encode() + payload)
-
     # commands ----------------------------------------------------------------------------
     def _oracle(self, argv) -> tuple[int, str, str, dict]:
         """The command without any cache, in a copy of the workspace as it is now."""
@@ -421,14 +381,6 @@ def test_one_command_sees_one_version_of_a_file_edited_while_it_runs():
     _sequence([("command_with_an_edit_while_compiling", ("check",), "recipes/lib/l1.rcp", 3),
                ("retarget",), ("retarget",),
                ("command_with_an_edit_while_compiling", ("check",), "recipes/lib/l1.rcp", 0)])
-
-
-@pytest.mark.parametrize("kind", AST_DAMAGE)
-def test_a_damaged_ast_entry_is_a_miss(kind):
-    edits = [("edit", "recipes/lib/l1.rcp", 1, True), ("edit", "recipes/a.rcp", 1, True)]
-    _sequence([*ALL_COMMANDS, *[step for pick in range(4) for argv in COMMANDS for step in
-                                (("damage_ast", kind, pick, 7919 * pick + 40), ("command", argv))],
-               *edits, *ALL_COMMANDS])
 
 
 @pytest.mark.parametrize("kind", ENTRY_DAMAGE)

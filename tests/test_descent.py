@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Source, Span
-from rcpc.core.syntax import incremental, lexer, parser, postlex
+from rcpc.core.syntax import lexer, parser, postlex
 from rcpc.core.syntax.descent import DECLINED, FastParser
 from rcpc.core.syntax.tokens import Token
 from test_fuzz import BUNDLED, generated_inputs, mutated_inputs
@@ -100,18 +100,6 @@ def check_agrees(text: str, must_accept: bool = False) -> str:
         if fast is not None:
             assert same(fast, reference)
     assert same(wired_parse(text), reference)
-    if reference[0] == "ok":  # the incremental parser's runs of lines
-        source = Source("r.rcp", text)
-        starts = incremental.chunk_starts(text)
-        for start, end in zip(starts, starts[1:] + [len(text)]):
-            try:
-                expected = parser._parse_lines_lark(source, start, end)
-            except CompileError as exc:
-                with pytest.raises(CompileError) as got:
-                    parser.parse_lines(source, start, end)
-                assert got.value.diagnostics == exc.diagnostics
-                continue
-            assert same(parser.parse_lines(source, start, end), expected)
     return reference[0]
 
 

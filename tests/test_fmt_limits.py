@@ -24,7 +24,7 @@ from rcpc.core import fmt
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.limits import MAX_DEPTH, MAX_TOKENS
 from rcpc.core.source import Source
-from rcpc.core.syntax import incremental, parser, postlex
+from rcpc.core.syntax import parser, postlex
 
 
 # generated recipes: the same kinds of boxes, laid out at random ----------------------------
@@ -76,7 +76,7 @@ def recipes(draw):
 
 # the verdicts, under patched limits ----------------------------------------------------------
 def _limits(monkeypatch, tokens: int, size: int) -> None:
-    for module in (postlex, parser, incremental):  # where the parsers count and report
+    for module in (postlex, parser):  # where the parsers count and report
         monkeypatch.setattr(module, "MAX_TOKENS", tokens)
     monkeypatch.setattr(fmt, "MAX_FILE_BYTES", size)
 

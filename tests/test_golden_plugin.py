@@ -256,3 +256,43 @@ def test_a_golden_only_session_does_not_import_hypothesis(updated, with_property
                        timeout=300)
     assert r.returncode == 0, r.stdout[-2000:]
     assert f"hypothesis imported: {with_property}" in r.stdout
+
+
+def test_unchanged_recipes_come_from_the_build_cache(workspace, build_calls, monkeypatch, tmp_path):
+    """A recipe whose inputs are unchanged since a build, check or golden run is served from
+    the build cache, compiled by nothing: the same items, with the same outcomes, as a run
+    without the cache. A changed recipe is compiled (and stored); one whose contract fails
+    is never stored, so its contract item fails on every run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+
+    def items(*args):
+        rec = workspace.inline_run("-p", "no:cacheprovider", "rcp.toml", *args)
+        return sorted((r.nodeid, r.outcome) for r in rec.getreports("pytest_runtest_logreport") if r.when == "call")
+
+    written = items("--snapshot-update")
+    assert len(build_calls) == 1 and len(written) == 10
+    assert items() == written and len(build_calls) == 1  # from the cache
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert items() == written and len(build_calls) == 2  # the same without it
+    monkeypatch.delenv("RCPC_NO_CACHE")
+    recipe = workspace.path / "recipes" / "r.rcp"
+    recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
+    changed = items()
+    assert len(build_calls) == 3 and sum(o == "failed" for _, o in changed) == 4
+    assert items() == changed and len(build_calls) == 3
+    recipe.write_text(RECIPE.replace('["custom_mesh_and_rule"]', '["steps"]'))
+    for calls in (4, 5):  # a broken contract: compiled each time, never served
+        outcomes = dict(items())
+        assert outcomes["rcp.toml::r/tuned:contract"] == "failed" and len(build_calls) == calls
+
+
+def test_a_golden_alias_bomb_reads_as_changed_text():
+    """The summary reads goldens with libyaml, weighed before they are built: a golden
+    edited into an alias bomb (a billion nodes from a few hundred bytes) is "text changed",
+    at once."""
+    from rcpc.testing.plugin import golden_summary
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))
+    assert golden_summary([("r/v/m.yaml", bomb, "a: 1\n")])[0] == "text changed"

@@ -590,14 +590,14 @@ def test_a_long_load_chain_is_one_error_found_before_evaluation(n, tmp_path_fact
     E0801 (every library above the crossing is a root of the same chain), each file parsed once,
     and only the files under the limit evaluated."""
     from rcpc import api
-    from rcpc.core import astcache
+    from rcpc.core.syntax import parser
 
     root = tmp_path_factory.mktemp("chain")
     _chain(root, n)
     parsed, evaluated = [], []
-    real_parse, real_run = astcache.parse, rcpc.core.evaluate.Evaluator.run
+    real_parse, real_run = parser.parse, rcpc.core.evaluate.Evaluator.run
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(astcache, "parse", lambda source: parsed.append(source.path) or real_parse(source))
+        mp.setattr(parser, "parse", lambda source: parsed.append(source.path) or real_parse(source))
         mp.setattr(rcpc.core.evaluate.Evaluator, "run",
                    lambda self, module: evaluated.append(module.path) or real_run(self, module))
         mp.setenv("RCPC_NO_CACHE", "1")

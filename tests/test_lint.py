@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from rcpc.core.diagnostics import format_text
 from rcpc.domain.lint import CODES, ignored_codes, lint
@@ -270,3 +272,109 @@ def test_used_function_names_are_not_reported(ws):
     ws.write(LIB, "def _helper(x):\n    return x\n\ndef f(a, *, b = 1):\n"
                   "    y = [_helper(i) for i in [a]]\n    if b > 0:\n        return y\n    return []\n")
     assert run(ws, LIB) == []
+
+
+# silencing is linear: one index a file, whatever the number of findings (issue 41, kind 4) --
+def _silenced_by_rescanning(compiler, d, cache):
+    """The algorithm before the index, kept as the oracle: for each finding, a scan of its
+    whole file for ``ignore[`` (quadratic in findings x bytes), then the same rule."""
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.core.syntax import ast
+
+    if d.span is None or d.severity == "error":
+        return False
+    src = compiler.sources.get(d.span.path)
+    if src is None or "ignore[" not in src.text:
+        return False
+    info = cache.get(d.span.path)
+    if info is None:
+        try:
+            module = compiler.module(Path(src.real))
+        except CompileError:
+            module = ast.Module(src.path, ())
+        ends = {}
+        for stmt in module.stmts:
+            ends.setdefault(stmt.span.line, stmt.span.end_line)
+        info = cache[d.span.path] = (ignored_codes(module), ends)
+    ignores, ends = info
+    lines = {d.span.line, d.span.end_line, ends.get(d.span.line, d.span.line)}
+    return any(d.code.upper() in ignores.get(line, ()) for line in lines)
+
+
+_SILENCE_CODES = ("L0001", "l0002", "W0330", "N0331")
+_codes = st.lists(st.sampled_from(_SILENCE_CODES), min_size=1, max_size=3, unique=True)
+_comment = st.one_of(st.just(""), _codes.map(lambda cs: f"  # rcpc: ignore[{', '.join(cs)}]"),
+                     st.just("  # a plain comment"))
+_statement = st.one_of(
+    st.tuples(st.just("one"), _comment),                      # Xi = i  # ...
+    st.tuples(st.just("list"), _comment, _comment),           # Xi = [  # ...\n    1,\n]  # ...
+    st.tuples(st.just("own"), _codes),                        # # rcpc: ignore[...] on its own line
+    st.tuples(st.just("string"), _codes),                     # Xi = "# rcpc: ignore[...]"
+    st.tuples(st.just("broken"), _comment),                   # a syntax error: the file does not compile
+)
+
+
+def _ignore_file(stmts) -> str:
+    out = []
+    for i, s in enumerate(stmts):
+        if s[0] == "one":
+            out.append(f"X{i} = {i}{s[1]}")
+        elif s[0] == "list":
+            out += [f"X{i} = [{s[1]}", "    1,", f"]{s[2]}"]
+        elif s[0] == "own":
+            out.append(f"# rcpc: ignore[{','.join(s[1])}]")
+        elif s[0] == "string":
+            out.append(f'X{i} = "# rcpc: ignore[{",".join(s[1])}]"')
+        else:
+            out.append(f"X{i} = ({s[1]}")
+    return "\n".join(out) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(stmts=[("one", "  # rcpc: ignore[L0001]"), ("one", "")])
+@example(stmts=[("list", "", "  # rcpc: ignore[W0330, L0001]"), ("own", ["L0001"]), ("string", ["l0002"])])
+@example(stmts=[("broken", "  # rcpc: ignore[L0001]")])
+@given(stmts=st.lists(_statement, max_size=8))
+def test_silencing_verdicts_equal_the_rescanning_oracle(ws, stmts):
+    """Every finding a file could have (each line, span end, code, severity) gets the verdict
+    the old per-finding rescan gave, in files with and without ignore comments."""
+    from rcpc.core.diagnostics import Diagnostic
+    from rcpc.core.source import Span
+    from rcpc.domain import lint as lint_module
+
+    real = ws.write(RECIPE, _ignore_file(stmts), dedent=False).resolve()
+    compiler = Compiler(Workspace.find(ws.root))
+    src = compiler.source(real)
+    last = src.text.count("\n") + 1
+    diags = [Diagnostic("L0001", "no span", None, "warning"),
+             Diagnostic("L0001", "elsewhere", Span("recipes/other.rcp", 1, 1, 1, 2), "warning")]
+    for line in range(1, last + 1):
+        for end in {line, min(line + 2, last)}:
+            for code in (*_SILENCE_CODES, "L0003"):
+                for severity in ("warning", "note", "error"):
+                    diags.append(Diagnostic(code, "m", Span(src.path, line, 1, end, 2), severity))
+    new_cache: dict = {}
+    old_cache: dict = {}
+    got = [lint_module._silenced(compiler, d, new_cache) for d in diags]
+    want = [_silenced_by_rescanning(compiler, d, old_cache) for d in diags]
+    assert got == want
+
+
+def test_silencing_indexes_each_file_once_whatever_the_findings(ws):
+    """The work per finding is constant: a file of 300 unused constants, half silenced, is
+    looked up (and searched for ignore comments) a few times in all, not once per finding."""
+
+    class Counting(dict):
+        looked_up = 0
+
+        def get(self, key, default=None):
+            Counting.looked_up += key == RECIPE
+            return super().get(key, default)
+
+    text = "".join(f"X{i} = {i}{'  # rcpc: ignore[L0001]' if i % 2 else ''}\n" for i in range(300))
+    ws.write(RECIPE, text + 'variant("default")\n', dedent=False)
+    compiler = Compiler(Workspace.find(ws.root))
+    compiler.sources = Counting()
+    found = lint(compiler, [str(ws.root / RECIPE)])
+    assert [d.span.line for d in found if d.code == "L0001"] == list(range(1, 301, 2))
+    assert Counting.looked_up <= 5

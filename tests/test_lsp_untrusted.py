@@ -358,15 +358,15 @@ def test_a_buffer_is_held_to_the_size_limit_before_it_is_parsed(hostile, delta, 
     characters): over it, the one diagnostic is E0803, as for a file; a lone surrogate is
     E0003 (not UTF-8); either way nothing parses the text, and requests on it find nothing.
     At or under it, the text is checked as the CLI checks a file."""
-    import rcpc.core.astcache as astcache
+    from rcpc.core.syntax import parser
     from rcpc.lsp import session as session_module
 
     text = _sized(MAX_FILE_BYTES + delta, char, surrogate)
     size = len(text.encode("utf-8", "surrogatepass"))
     parsed: list = []
-    real_parse, real_partial = astcache.parse, session_module.parse
+    real_parse, real_partial = parser.parse, session_module.parse
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(astcache, "parse", lambda src, *a, **k: parsed.append(len(src.text)) or real_parse(src, *a, **k))
+        mp.setattr(parser, "parse", lambda src, *a, **k: parsed.append(len(src.text)) or real_parse(src, *a, **k))
         mp.setattr(session_module, "parse", lambda src: parsed.append(len(src.text)) or real_partial(src))
         served = Served(hostile["ws"])
         try:

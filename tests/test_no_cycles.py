@@ -58,7 +58,6 @@ def test_the_check_sees_a_cycle():
 def test_parsing_a_file_leaves_no_cycle(path):
     source = Source(str(path), path.read_text(encoding="utf-8"))
     assert _cyclic_garbage(lambda: parser.parse(source)) == []
-    assert _cyclic_garbage(lambda: parser.parse_lines(source, 0, len(source.text))) == []
 
 
 @given(text=st.sampled_from([p.read_text(encoding="utf-8") for p in CORPUS]), cut=st.integers(0, 400))

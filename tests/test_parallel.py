@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import output_tree
@@ -143,7 +143,7 @@ def test_the_jobs_policy_forks_only_for_enough_work(wsp, capsys, monkeypatch):
     assert len(calls) == 1   # the first here, the rest (exactly the threshold) in workers
     assert output_tree(root / "out") == output_tree(root / "out2")
     paths = sorted((root / "recipes").glob("*.rcp"))
-    assert not parallel._worth_workers(1, paths) and not parallel._worth_workers(2, paths[:MIN_PARALLEL - 1])
+    assert not parallel._workers(1, paths) and not parallel._workers(2, paths[:MIN_PARALLEL - 1])
 
 
 @given(n=st.integers(0, 3000), jobs=st.integers(1, 64))
@@ -290,3 +290,56 @@ def test_a_killed_worker_fails_its_recipe_with_e0952_and_the_build_writes_nothin
     assert main(["check", "-j", "3"]) == 1
     err = capsys.readouterr().err
     assert err.count("error[E0952]") == 2 and "recipes/r4.rcp: error[E0952]" in err
+
+
+# -j auto: workers only on CPUs no other process is waiting for (issue 41, kind 5) -------------
+def _loadavg(tmp_path, monkeypatch, runnable: int, cpus: int) -> None:
+    """This machine, as -j auto sees it: ``cpus`` usable, ``runnable`` processes runnable now."""
+    f = tmp_path / f"loadavg-{runnable}"
+    f.write_text(f"{runnable + 0.5:.2f} 5.50 4.10 {runnable}/424 28782\n")
+    monkeypatch.setattr(parallel, "LOADAVG", str(f))
+    monkeypatch.setattr(parallel, "default_jobs", lambda: cpus)
+
+
+@settings(deadline=None)
+@example(cpus=2, runnable=6, jobs=parallel.AUTO)   # the loaded machine where auto was 1.19x -j 1
+@example(cpus=2, runnable=1, jobs=parallel.AUTO)   # an idle one: both CPUs
+@example(cpus=2, runnable=6, jobs=2)               # -j 2 asked for: forks whatever the load
+@given(cpus=st.integers(1, 64), runnable=st.integers(1, 100), jobs=st.sampled_from([parallel.AUTO, 1, 2, 3, 8]))
+def test_auto_forks_only_onto_idle_cpus(tmp_path_factory, cpus, runnable, jobs):
+    """-j auto never forks more workers than CPUs idle now (usable CPUs less the other runnable
+    processes), and none unless two are idle: a worker on a busy CPU costs the fork and
+    gains nothing. An explicit -j N forks N whatever the load; -j 1 never forks."""
+    tmp = tmp_path_factory.mktemp("loadavg")
+    with pytest.MonkeyPatch.context() as mp:
+        _loadavg(tmp, mp, runnable, cpus)
+        mp.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+        got = parallel._workers(jobs, [tmp / f"r{k}.rcp" for k in range(MIN_PARALLEL)])
+    idle = max(0, cpus - (runnable - 1))
+    if jobs == parallel.AUTO:
+        assert got == (idle if idle >= 2 else 0)
+    else:
+        assert got == (jobs if jobs >= 2 else 0)
+
+
+def test_idle_cpus_without_a_readable_loadavg_counts_every_cpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 3)
+    monkeypatch.setattr(parallel, "LOADAVG", str(tmp_path / "missing"))
+    assert parallel.idle_cpus() == 3
+    (tmp_path / "bad").write_text("garbage\n")
+    monkeypatch.setattr(parallel, "LOADAVG", str(tmp_path / "bad"))
+    assert parallel.idle_cpus() == 3
+
+
+@pytest.mark.parametrize("runnable,in_workers", [(6, False), (1, True)])
+def test_build_with_auto_stays_in_process_on_a_busy_machine(wsp, capsys, tmp_path, monkeypatch, runnable,
+                                                            in_workers):
+    """The default -j auto of a whole build: on 2 CPUs with 5 other processes runnable, every
+    recipe compiles here (as with -j 1); on an idle machine, workers take all but the first.
+    The outputs are the same."""
+    root, calls = wsp
+    _loadavg(tmp_path, monkeypatch, runnable, 2)
+    assert run(capsys, "build", "-o", "auto")[0] == 0
+    assert len(calls) == (1 if in_workers else COUNT)
+    assert run(capsys, "build", "-j", "1", "-o", "one")[0] == 0
+    assert output_tree(root / "auto") == output_tree(root / "one")

@@ -4,17 +4,15 @@ it must be current (so it cannot drift), and every port must be smaller than its
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from conftest import bench_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("ports_report", REPO / "bench" / "ports.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("ports")
 
 
 def test_ports_report_is_current():

@@ -91,7 +91,6 @@ def test_the_patterns_are_found():
     names = set(PATTERNS)
     assert {"grammar LONG_STRING", "grammar STRING", "grammar INT", "grammar FLOAT", "grammar _NL"} <= names
     assert any(n.startswith("rcpc.core.syntax.lexer.") for n in names)
-    assert any(n.startswith("rcpc.core.syntax.incremental.") for n in names)
 
 
 def test_the_plain_twin_is_plain():

@@ -29,7 +29,7 @@ import pytest
 
 from rcpc import replay
 from rcpc.__main__ import run
-from rcpc.core import astcache, distributions, envvars, usercache
+from rcpc.core import distributions, envvars, usercache
 from rcpc.domain import schemacache
 from test_replay import served, settle
 
@@ -136,7 +136,7 @@ IMPORTED = """
 import sys
 before = set(sys.modules)  # the interpreter's start-up (site, .pth files)
 from rcpc.__main__ import run
-for argv in (["check", "-j", "1"], ["build", "-j", "1"], ["validate", "{manifest}"]):
+for argv in (["check", "-j", "1"], ["build", "-j", "1"], ["validate", "{manifest}"], ["validate", "{invalid}"]):
     assert run(argv) in (0, 1), argv
 print(" ".join(sorted({{name.split(".")[0] for name, m in sys.modules.items()
                        if name not in before and getattr(m, "__file__", None)}})))
@@ -148,8 +148,8 @@ INERT = {"idna": "jsonschema's format checks; rcpc's validators are made with no
 
 
 def test_every_distribution_a_full_run_imports_is_in_the_closure(tmp_path):
-    """Cold runs of check, build and validate of the bundled recipes (every manifest
-    validated with jsonschema): each module they import from outside the standard library
+    """Cold runs of check, build and validate of the bundled recipes and of a JobSet the
+    compiled validator refuses (so jsonschema validates it too): each module they import from outside the standard library
     belongs to rcpc or to a distribution of :func:`distributions.found` ("whichever is
     complete": the closure of the declared dependencies holds what was imported), or is one
     a dependency imports when installed that changes none of rcpc's results (:data:`INERT`,
@@ -160,13 +160,16 @@ def test_every_distribution_a_full_run_imports_is_in_the_closure(tmp_path):
     shutil.copytree(REPO / "recipes", ws / "recipes")
     shutil.copy2(REPO / "rcp.toml", ws / "rcp.toml")
     manifest = REPO.parent / "shared" / "data" / "tpu-recipes" / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"
+    invalid = ws / "invalid.yaml"
+    invalid.write_text(manifest.read_text().replace("replicas: 1", "replicas: one", 1))
+    assert invalid.read_text() != manifest.read_text()
     env = {**os.environ, "RCPC_NO_CACHE": "1"}
-    r = subprocess.run([sys.executable, "-c", IMPORTED.format(manifest=manifest)], cwd=ws, env=env,
+    r = subprocess.run([sys.executable, "-c", IMPORTED.format(manifest=manifest, invalid=invalid)], cwd=ws, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     owners = importlib.metadata.packages_distributions()
     imported = {m for m in r.stdout.split() if m not in sys.stdlib_module_names and m != "rcpc"}
-    assert "jsonschema" in imported and "yaml" in imported
+    assert {"jsonschema", "fastjsonschema", "yaml"} <= imported
     closure = {name for name, *_ in distributions.found()}
     outside = {m: owners.get(m) for m in imported
                if not {distributions.normalize(d) for d in owners.get(m, [])} & closure}
@@ -196,7 +199,6 @@ def fresh_process(monkeypatch) -> None:
     monkeypatch.setattr(distributions, "_FOUND", [])
     monkeypatch.setattr(usercache, "_KNOWN", {})
     monkeypatch.setattr(schemacache, "_KEY_BASE", [])
-    monkeypatch.setattr(astcache, "_KEY_BASE", [])
 
 
 def upgrade(info: Path, version: str = "999.0") -> Path:
@@ -268,6 +270,9 @@ def test_an_upgraded_jsonschema_is_neither_replayed_nor_served_from_the_caches(s
     fresh_process(monkeypatch)
     monkeypatch.setattr(kube_schema, "_errors", lambda validator, plain: [[["spec"], "required", "'x' is a "
                                                                             "required property", None]])
+    # the new findings are jsonschema's: the compiled validator (rcpc.domain.kube_compiled, rcpc's own
+    # code) sends every JobSet on to it, as it does each one it refuses
+    monkeypatch.setattr(kube_schema.SchemaIndex, "compiled", lambda self, api, kind: None)
     capsys.readouterr()
     assert served(["check"]) is None
     assert run(["check"]) == 1

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from rcpc import replay
 from rcpc.__main__ import run
-from rcpc.core import astcache, usercache
+from rcpc.core import usercache
 from rcpc.core.source import Source
 from rcpc.domain import schemacache
 from test_replay import settle
@@ -244,13 +244,7 @@ def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, 
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_planted_ast_and_validation_entries_are_misses(base, how):
-    source = Source("recipes/r.rcp", "X = 1\n")
-    astcache.parse(source)
-    k = astcache.key(source)
-    entry = base / "rcpc" / "ast" / k[:2] / k
-    _plant(entry, entry.read_bytes(), how)
-    assert astcache.lookup(source) is None
+def test_planted_validation_entries_are_misses(base, how):
     key = "ab" * 32
     schemacache.store(key, schemacache.NO_FINDINGS)
     assert schemacache.lookup(key) == schemacache.NO_FINDINGS

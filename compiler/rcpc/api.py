@@ -211,7 +211,8 @@ class Workspace:
         or with ``sets`` (``NAME=VALUE`` param values) and ``values`` (values files, paths
         relative to the current directory; :mod:`rcpc.domain.overrides`), built as variant
         ``custom``; ``flags``: ``RENDER.KEY=VALUE`` MaxText flag overrides. From the
-        build cache when nothing they read changed, else in ``jobs`` processes. Raises the
+        build cache when nothing they read changed, else in ``jobs`` processes
+        (:data:`rcpc.parallel.AUTO`: as ``-j auto`` decides). Raises the
         first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result.
         ``output``: the directory it will be written to, compared with the renders as
         workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
@@ -314,7 +315,10 @@ class Workspace:
             return []
         from rcpc.domain.launches import recipe_launches
         from rcpc.oracle import Oracle, check_launches
+        from rcpc.parallel import AUTO, idle_cpus
 
+        if jobs == AUTO:
+            jobs = max(1, idle_cpus())
         try:
             oracle = Oracle(path, python, span, timeout=timeout, jobs=jobs,
                             shown=str(maxtext) if maxtext is not None else self.config.display(path))
@@ -354,7 +358,7 @@ class Workspace:
 
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
-        default: the recipe directories), formatted in ``jobs`` processes, nothing written:
+        default: the recipe directories), formatted in ``jobs`` processes (or :data:`rcpc.parallel.AUTO`), nothing written:
         ``([(file, new text | None when canonical | CompileError | FormatterBug)], errors)``,
         ``errors`` being the diagnostics of files not read (a symlink out of the workspace,
         ``E0906``). :class:`UsageError` for a path that does not exist or is outside the

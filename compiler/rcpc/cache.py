@@ -81,17 +81,19 @@ class BuildCache:
     def _entry_path(self, key: str) -> Path:
         return Path(self.dir) / "entries" / f"{key}.json"
 
-    def lookup(self, recipe: Path, options: list[str]):
+    def lookup(self, recipe: Path, options: list[str], contracts: bool = False):
         """``(builds, warnings, deps)`` of the last identical request, or None. ``builds`` is a
         list of (variant, [(render name, text)]); ``warnings`` a list of
         :class:`~rcpc.core.diagnostics.Diagnostic`; ``deps`` maps each dependency's path to its
-        SHA-256 hex digest (or ``LINK`` + the real path of a symlink)."""
+        SHA-256 hex digest (or ``LINK`` + the real path of a symlink). With ``contracts``, a
+        fourth item: the variants whose diff contract was checked and held, in the recipe's
+        order (an entry is stored only when every contract held)."""
         if not self.enabled:
             return None
         key = self._key(recipe, options)
         try:
             entry = json.loads(read_owned(str(self._entry_path(key)), _MAX_BLOB))
-            deps, builds, warnings = _validate(entry, key, str(recipe))
+            deps, builds, warnings, held = _validate(entry, key, str(recipe))
             for path, digest in deps.items():
                 if digest.startswith(LINK):
                     if os.path.realpath(path) != digest[len(LINK):]:
@@ -108,26 +110,27 @@ class BuildCache:
                     texts.append((name, data.decode("utf-8")))
                 out.append((variant, texts))
             self.note(deps)
-            return out, warnings, deps
+            return (out, warnings, deps, held) if contracts else (out, warnings, deps)
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
 
     def store(self, recipe: Path, options: list[str], deps: dict[str, str] | None, builds,
-              warnings: list) -> dict | None:
+              warnings: list, contracts: list[str] = ()) -> dict | None:
         """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
         hex of the bytes compiled, or ``LINK`` + real path}, from
         :meth:`~rcpc.domain.recipe.Compiler.dependency_digests`) were compiled into ``builds``
-        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts); failures to
-        write are ignored. Returns ``deps``, or None when the cache is off or ``deps`` is
-        None (a dependency changed while it was compiled: nothing is stored)."""
+        ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts), every diff
+        contract of the variants ``contracts`` holding; failures to write are ignored.
+        Returns ``deps``, or None when the cache is off or ``deps`` is None (a dependency
+        changed while it was compiled: nothing is stored)."""
         if not self.enabled or deps is None:
             return None
         self.note(deps)
         key = self._key(recipe, options)
-        self._write(key, deps, builds, warnings)
+        self._write(key, deps, builds, warnings, list(contracts))
         return deps
 
-    def _write(self, key: str, deps: dict, builds, warnings: list) -> None:
+    def _write(self, key: str, deps: dict, builds, warnings: list, contracts: list) -> None:
         """Write the entry ``key`` and the blobs of its renders (those not already there
         intact); failures to write are ignored."""
         try:
@@ -149,19 +152,19 @@ class BuildCache:
                         write_atomic(blob, data)
                     refs.append([name, digest])
                 entry_builds.append([variant, refs])
-            entry = {"key": key, "deps": deps, "builds": entry_builds, "warnings": warnings}
+            entry = {"key": key, "deps": deps, "builds": entry_builds, "warnings": warnings, "contracts": contracts}
             write_atomic(self._entry_path(key), json.dumps(entry).encode())
         except OSError:
             pass
 
 
 def _validate(entry, key: str, recipe: str):
-    """``(deps, builds, warnings)`` of a cache entry read back, with the warnings as
+    """``(deps, builds, warnings, contracts)`` of a cache entry read back, with the warnings as
     :class:`~rcpc.core.diagnostics.Diagnostic`. Raises ValueError for anything that a store of the
     request ``key`` for ``recipe`` could not have written."""
     from rcpc.core.diagnostics import from_json
 
-    if type(entry) is not dict or set(entry) != {"key", "deps", "builds", "warnings"}:
+    if type(entry) is not dict or set(entry) != {"key", "deps", "builds", "warnings", "contracts"}:
         raise ValueError("not a cache entry")
     if entry["key"] != key:  # another request's entry (swapped or copied): not ours
         raise ValueError("the entry of another request")
@@ -195,8 +198,11 @@ def _validate(entry, key: str, recipe: str):
             names.add(name)
     if type(entry["warnings"]) is not list:
         raise ValueError("bad warnings")
+    held = entry["contracts"]
+    if type(held) is not list or not all(v in variants for v in held) or len(set(held)) != len(held):
+        raise ValueError("bad contracts")
     warnings = [from_json(d) for d in entry["warnings"]]
-    return deps, builds, warnings
+    return deps, builds, warnings, held
 
 
 def request(ws, variant: str | None, sets) -> tuple[BuildCache, list[str]]:
@@ -216,7 +222,7 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
     contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
     ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
     Raises :class:`~rcpc.core.diagnostics.CompileError`."""
-    from rcpc.core.diagnostics import CompileError, to_json, unique
+    from rcpc.core.diagnostics import CompileError
 
     seen = len(compiler.context.diagnostics)
     try:
@@ -224,17 +230,35 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
         diags = compiler.check_contracts(recipe, builds)
         if diags:
             raise CompileError(diags)
-        from rcpc.domain.lint import unsilenced
-
-        found = unsilenced(compiler, compiler.in_recipe(path, unique([*compiler.loaded_warnings(path),
-                                                                      *compiler.context.diagnostics[seen:]])))
-        if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
-            from rcpc.domain.lint import lint_built
-
-            found += [d for d in lint_built(compiler, path, recipe, builds)
-                      if d.code.startswith("L") and d.severity != "error"]
-        out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
-        deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found])
+        return store_built(compiler, cache, options, path, recipe, builds, seen, lint)
     finally:
         compiler.release(path)  # memory stays flat; diagnostics quoting it read the file again
+
+
+def contract_variants(recipe, builds: list) -> list[str]:
+    """The names of the variants among ``builds`` whose declaration in ``recipe`` has a diff
+    contract (``against`` and ``changes``), in the recipe's order."""
+    built = {b.variant for b in builds}
+    return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
+
+
+def store_built(compiler, cache: BuildCache, options: list[str], path: Path, recipe, builds: list, seen: int,
+                lint: bool = False):
+    """Store in ``cache`` the builds ``builds`` of ``recipe`` (at ``path``), made by ``compiler``
+    after it had ``seen`` diagnostics, every contract of them checked and holding, with the
+    warnings a build prints (and the linter's, with ``lint``). Returns what
+    :func:`compile_fresh` returns."""
+    from rcpc.core.diagnostics import to_json, unique
+    from rcpc.domain.lint import unsilenced
+
+    found = unsilenced(compiler, compiler.in_recipe(path, unique([*compiler.loaded_warnings(path),
+                                                                  *compiler.context.diagnostics[seen:]])))
+    if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
+        from rcpc.domain.lint import lint_built
+
+        found += [d for d in lint_built(compiler, path, recipe, builds)
+                  if d.code.startswith("L") and d.severity != "error"]
+    out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
+    deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found],
+                       contract_variants(recipe, builds))
     return out, found, deps

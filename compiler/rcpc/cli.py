@@ -233,9 +233,9 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def _jobs(text: str) -> int:
     if text == "auto":
-        from rcpc.parallel import default_jobs
+        from rcpc.parallel import AUTO
 
-        return default_jobs()
+        return AUTO
     try:
         n = int(text)
     except ValueError:
@@ -277,7 +277,7 @@ def _no_variant_with_values(args) -> None:
 
 def _jobs_option(p) -> None:
     p.add_argument("-j", "--jobs", type=_jobs, default="auto", metavar="N",
-                   help="work in N processes (default: auto, one per CPU; 1: no workers)")
+                   help="work in N processes (default: auto, one per idle CPU when the work pays; 1: no workers)")
 
 
 def main(argv: list[str] | None = None) -> int:

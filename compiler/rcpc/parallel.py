@@ -1,20 +1,24 @@
 """Compiling the recipes of a command: each from the build cache when its inputs are
-unchanged, the others in this process or, with ``-j N`` (default: the CPUs this process may
-use), in N worker processes. ``rcpc fmt`` formats files the same way
-(:func:`format_files`).
+unchanged, the others in this process or, with ``-j N`` (default ``auto``: :data:`AUTO`), in
+worker processes. ``rcpc fmt`` formats files the same way (:func:`format_files`).
 
-The ``-j`` policy, so that ``-j N`` is never slower than ``-j 1``: the first recipe that
-needs compiling is compiled in this process, which imports the compiler and parses and
-evaluates the libraries it loads; workers are then forked only when at least
-:data:`MIN_PARALLEL` more recipes need compiling and their sources hold at least
-:data:`MIN_PARALLEL_BYTES` (a recipe's cost grows with its size; below that, forking and
-sending results back cost more than the second CPU saves: measured with
-``bench/editloop.py`` and ``bench/peers.py``). Each worker inherits that compiler (``fork``):
-modules imported, libraries parsed and evaluated once, in the parent. Results come back in
-the order of the recipes given, whatever order they finish in, so output and diagnostics are
-the same as with ``-j 1``. Ctrl-C stops the workers and nothing is written; a worker that ends
-before it is done (killed) fails only the recipe or file it was working on (``E0952``). The
-pool itself is :mod:`rcpc.pool`.
+The ``-j`` policy (:func:`_workers`): small work stays in this process. The first recipe that
+needs compiling is compiled here, which imports the compiler and parses and evaluates the
+libraries it loads; workers are then forked only when at least :data:`MIN_PARALLEL` more
+recipes need compiling and their sources hold at least :data:`MIN_PARALLEL_BYTES` (a recipe's
+cost grows with its size; below that, forking and sending results back cost more than a
+second CPU saves: measured with ``bench/jobs.py`` and ``bench/peers.py``). ``-j auto``, so
+that it is never slower than ``-j 1``, decides how many at that moment: one per CPU this
+process may use that no other process is waiting for (:func:`idle_cpus`), and none when fewer
+than two are. A worker on a CPU busy with other work does not run beside this process but
+instead of it: the build pays for the fork, the copy-on-write faults and the results sent back
+and gains no CPU (``-j 2`` took 1.1-1.2x the time of ``-j 1`` at 10 recipes on 2 CPUs under a
+load average of 6). An explicit ``-j N`` forks N workers whatever the load, as ``make -j N``
+does. Each worker inherits the compiler (``fork``): modules imported, libraries parsed and
+evaluated once, in the parent. Results come back in the order of the recipes given, whatever
+order they finish in, so output and diagnostics are the same as with ``-j 1``. Ctrl-C stops
+the workers and nothing is written; a worker that ends before it is done (killed) fails only
+the recipe or file it was working on (``E0952``). The pool itself is :mod:`rcpc.pool`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
 MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
+AUTO = 0  # ``-j auto``: as many workers as idle CPUs when the work is there (:func:`idle_cpus`)
+LOADAVG = "/proc/loadavg"
 
 
 def default_jobs() -> int:
@@ -36,6 +42,23 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def idle_cpus() -> int:
+    """The CPUs this process may run on (:func:`default_jobs`) less the other processes
+    runnable now, at least 0. The runnable count is the 4th field of Linux's ``/proc/loadavg``
+    (``running/total``, this process included), an instant count, not the load average, which
+    lags by a minute. GNU make's ``job.c`` (``load_too_high``) has the same reading for ``-l``,
+    left off by default there because a user's ``-l`` may exceed the cores ("we need to clamp
+    this value at the number of cores"); here it is clamped: at most the CPUs usable.
+    Without that file (not Linux), every CPU counts as idle."""
+    cpus = default_jobs()
+    try:
+        with open(LOADAVG, encoding="ascii") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return cpus
+    return max(0, cpus - max(0, runnable - 1))
 
 
 def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], paths: list[Path],
@@ -57,7 +80,8 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
         else:
             results[i] = hit
     for n, i in enumerate(misses):
-        if n == 1 and _worth_workers(jobs, [paths[j] for j in misses[1:]]):
+        workers = _workers(jobs, [paths[j] for j in misses[1:]]) if n == 1 else 0
+        if workers:
             rest = misses[1:]
 
             def each(k: int, outcome: tuple) -> None:
@@ -65,7 +89,7 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
                     arrived(paths[rest[k]], outcome[1])
 
             settings = {"args": (cache, options), "kwargs": (variant, sets, lint), "read": compiler.files_read()}
-            outcomes = pool.run(jobs, [paths[j] for j in rest], _work, (compiler, settings), each,
+            outcomes = pool.run(workers, [paths[j] for j in rest], _work, (compiler, settings), each,
                                 lambda path, status: ("error", [_lost(ws, path, status, "compiling")], {}))
             for j, (kind, outcome, read) in zip(rest, outcomes):
                 results[j] = outcome if kind == "ok" else CompileError(outcome)
@@ -93,30 +117,35 @@ def _lost(ws, path: Path, status: str, doing: str):
                            "own process")
 
 
-def _worth_workers(jobs: int, paths: list[Path]) -> bool:
-    """The -j policy (module docstring): enough recipes left, with enough source, for
-    workers to pay for themselves."""
-    if jobs < 2 or len(paths) < MIN_PARALLEL:
-        return False
+def _workers(jobs: int, paths: list[Path]) -> int:
+    """The -j policy (module docstring): the workers to fork for ``paths`` (0: none, do them
+    in this process) with ``-j jobs`` (:data:`AUTO` or 1 and more): enough recipes left, with
+    enough source, for workers to pay for themselves, and for ``AUTO`` two CPUs idle at least."""
+    if jobs == 1 or len(paths) < MIN_PARALLEL:
+        return 0
     size = 0
     for p in paths:
         try:
             size += os.stat(p).st_size
         except OSError:  # reported when it is compiled
             pass
-    return size >= MIN_PARALLEL_BYTES
+    if size < MIN_PARALLEL_BYTES:
+        return 0
+    workers = idle_cpus() if jobs == AUTO else jobs
+    return workers if workers >= 2 else 0
 
 
 def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     """Format the files ``paths`` of workspace ``ws`` (:func:`rcpc.core.fmt.format_file`) with
-    ``get_compiler()`` or, when the -j policy says so (:func:`_worth_workers`), in
+    ``get_compiler()`` or, when the -j policy says so (:func:`_workers`), in
     workers. Returns, per path, in order, the canonical text, ``None`` when the file is
     canonical already, or the :class:`~rcpc.core.diagnostics.CompileError` or
     :class:`~rcpc.core.fmt.FormatterBug` it raised."""
-    if _worth_workers(jobs, paths):
+    workers = _workers(jobs, paths)
+    if workers:
         from rcpc.domain.recipe import Compiler
 
-        outcomes = pool.run(jobs, paths, _format_work, (Compiler(ws), {}), None,
+        outcomes = pool.run(workers, paths, _format_work, (Compiler(ws), {}), None,
                             lambda path, status: ("error", [_lost(ws, path, status, "formatting")]))
     else:
         outcomes = [_format_one(get_compiler(), path) for path in paths]

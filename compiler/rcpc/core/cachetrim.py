@@ -1,7 +1,7 @@
 """Keeping rcpc's user cache (``$XDG_CACHE_HOME/rcpc``) bounded, as ccache and sccache keep
 theirs: when its files pass the size limit, the least recently used are removed until the
 cache is at most 80% of it. Every entry of every cache there is validated when read and a
-missing one is a miss (the build, AST, validation and grammar caches; replay records), so
+missing one is a miss (the build, validation and grammar caches; replay records), so
 removing any file costs at most a recompile, never a wrong result.
 
 The limit is ``RCPC_CACHE_MAX_MB`` (MiB, whole; ``0``: no limit), 1024 MiB by default. A trim

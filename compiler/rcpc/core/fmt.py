@@ -71,10 +71,8 @@ def format_file(compiler, real) -> str | None:
     """The canonical text of workspace file ``real``, or ``None`` when it is canonical
     already. The file is read as the compiler reads it (``compiler.source``: UTF-8, size
     limit; ``E0003``, ``E0803``), and kept for quoting in diagnostics only when it fails."""
-    from rcpc.core import astcache
-
     source = compiler.source(real)
-    out = format_module(astcache.parse(source))
+    out = format_module(parse(source))
     compiler.release(real)
     return None if out == source.text else out
 
@@ -655,11 +653,10 @@ def module_shape(module: ast.Module):
 def _verify(module: ast.Module, out: str, path: str) -> None:
     """Raise :class:`FormatterBug` unless ``out`` parses to the same meaning as ``module``
     (:func:`module_shape`) with the same comments."""
-    from rcpc.core import astcache
     from rcpc.core.diagnostics import CompileError
 
     try:
-        again = astcache.parse(Source(path, out))
+        again = parse(Source(path, out))
     except CompileError as exc:  # pragma: no cover - a formatter bug
         raise FormatterBug(f"rcpc fmt produced text that does not parse: {exc}") from None
     if module_shape(again) != module_shape(module):  # pragma: no cover - a formatter bug

@@ -10,7 +10,7 @@ broken ``rcpc check`` print ok, and lark's grammar cache is a pickle): ``rcpc`` 
 directory and every directory rcpc makes or uses under it must be a directory (``lstat``: not
 a symbolic link), owned by the user running rcpc and not writable by group or others; rcpc
 makes its directories with mode 0700. When one is not, rcpc does not use the cache at all (no
-build, AST, validation or grammar cache, no replay) and says so once a process (``W0960``).
+build, validation or grammar cache, no replay) and says so once a process (``W0960``).
 Each file is read only when it is a regular file (not followed if a symbolic link) owned by
 the user and not writable by group or others (:func:`read_owned`), so an entry another user
 planted (before the directory was made private, say) is a miss; files are written with mode
@@ -30,6 +30,7 @@ from rcpc.core.files import discard, read_fd
 WARNING = "W0960"
 _TRUST: dict[str, str | None] = {}  # directory -> why it is not trusted (None: trusted), once a process
 _WARNED: list[str] = []             # the cache directories warned about (once a process)
+_MADE: set[str] = set()             # directories make_dirs made (or found) and trusted
 
 
 def cache_dir(*parts: str) -> str | None:
@@ -109,6 +110,8 @@ def make_dirs(directory: str) -> None:
     """Make ``directory`` of the user cache (``rcpc`` or a directory under it) and those
     missing on the way (mode 0700), each of them trusted (:func:`why_untrusted`). Raises
     OSError (PermissionError when it is not in the user cache, or one cannot be trusted)."""
+    if directory in _MADE and _TRUST.get(directory, "") is None:  # made and trusted, once a process (_why)
+        return
     root = cache_dir()
     if root is None or not (directory == root or directory.startswith(root + os.sep)):
         raise PermissionError(f"{directory} is not in rcpc's user cache")
@@ -123,6 +126,7 @@ def make_dirs(directory: str) -> None:
         why = _why(here)
         if why is not None:
             raise PermissionError(f"{here} {why}")
+    _MADE.add(directory)
 
 
 def owned_file(path: str) -> bool:

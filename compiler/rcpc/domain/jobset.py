@@ -58,17 +58,18 @@ def default(plain: dict) -> None:
     """The mutating webhook's ``Default`` (jobset_webhook.go), in place on plain data:
     success and startup policies, ``completionMode: Indexed``, pod ``restartPolicy:
     OnFailure``, DNS hostnames and not-ready addresses on, failure-policy rule names
-    ``failurePolicyRule<i>``, volume-claim retention ``Delete``."""
+    ``failurePolicyRule<i>``, volume-claim retention ``Delete``. A field of another type than
+    the schema's is left as it is (validation reports it)."""
     spec = plain.get("spec")
     if not isinstance(spec, dict):
         return
     spec.setdefault("successPolicy", {"operator": "All"})
     spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
-    for rj in spec.get("replicatedJobs") or []:
-        jspec = (rj.get("template") or {}).get("spec") if isinstance(rj, dict) else None
+    for rj in _items(spec.get("replicatedJobs")):
+        jspec = _field(_field(rj, "template"), "spec")
         if isinstance(jspec, dict):
             jspec.setdefault("completionMode", "Indexed")
-            pod = (jspec.get("template") or {}).get("spec")
+            pod = _field(_field(jspec, "template"), "spec")
             if isinstance(pod, dict) and not pod.get("restartPolicy"):
                 pod["restartPolicy"] = "OnFailure"
     if spec.get("network") is None:
@@ -77,13 +78,22 @@ def default(plain: dict) -> None:
     if isinstance(network, dict):
         network.setdefault("enableDNSHostnames", True)
         network.setdefault("publishNotReadyAddresses", True)
-    policy = spec.get("failurePolicy")
-    for i, rule in enumerate((policy.get("rules") if isinstance(policy, dict) else None) or []):
+    for i, rule in enumerate(_items(_field(spec.get("failurePolicy"), "rules"))):
         if isinstance(rule, dict) and not rule.get("name"):
             rule["name"] = rule_name(i)
-    for claim in spec.get("volumeClaimPolicies") or []:
+    for claim in _items(spec.get("volumeClaimPolicies")):
         if isinstance(claim, dict) and claim.get("retentionPolicy") is None:
             claim["retentionPolicy"] = {"whenDeleted": "Delete"}
+
+
+def _field(value, name: str):
+    """``value[name]`` of a mapping, else None (a value of another type, or no such field)."""
+    return value.get(name) if isinstance(value, dict) else None
+
+
+def _items(value) -> list:
+    """The items of a list, else none."""
+    return value if isinstance(value, list) else []
 
 
 def rule_name(index: int) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
 from rcpc.domain import schemacache
+from rcpc.domain import kube_compiled
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube_paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -237,12 +238,24 @@ class SchemaIndex:
             made = self._made[key] = jsonschema.Draft7Validator(self.structural(api_version, kind))
         return made
 
+    def compiled(self, api_version: str, kind: str):
+        """The validator compiled ahead of time for this very schema
+        (:func:`rcpc.domain.kube_compiled.validator`), or None; made as :meth:`structural` is."""
+        key = (api_version, kind, "compiled")
+        if key not in self._made:
+            self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind))
+        return self._made[key]
+
     def errors(self, api_version: str, kind: str, plain) -> list:
         """jsonschema's violations of ``plain`` as records ``[path, validator, message,
-        allowed fields or None]``, by path. ``E1102`` at the schema's file when jsonschema
-        cannot apply the schema (a keyword whose value is not what Draft 7 allows, such as
-        a ``maximum`` that YAML 1.1 reads as a string: jsonschema then raises instead of
-        reporting)."""
+        allowed fields or None]``, by path: none, without jsonschema, when the validator
+        compiled for this schema finds it valid (:mod:`rcpc.domain.kube_compiled`). ``E1102``
+        at the schema's file when jsonschema cannot apply the schema (a keyword whose value
+        is not what Draft 7 allows, such as a ``maximum`` that YAML 1.1 reads as a string:
+        jsonschema then raises instead of reporting)."""
+        check = self.compiled(api_version, kind)
+        if check is not None and kube_compiled.valid(check, plain):
+            return []
         try:
             return _errors(self.validator(api_version, kind), plain)
         except Exception as exc:
@@ -461,18 +474,23 @@ def check_schema(data: Dict, index: SchemaIndex | None, strict_crd: bool = False
     ``strict_crd``, also ``E1012`` for each violation of the raw schema that one of those
     steps removes (what kubeconform, validating offline, reports). What jsonschema finds is
     kept in the validation cache (:mod:`rcpc.domain.schemacache`): an unchanged manifest is
-    not validated again."""
+    not validated again. A manifest of a schema that may have a compiled validator
+    (:mod:`rcpc.domain.kube_compiled`) is kept by its shape only when valid (:func:`_validate`):
+    the verdict costs less than an entry for each manifest."""
     if index is None:
         return []
     api, kind = data.items.get("apiVersion"), data.items.get("kind")
     if type(api) is not Str or type(kind) is not Str or index.schema(api.value, kind.value) is None:
         return []
     plain = to_python(data)
-    k = schemacache.key(index.identity, api.value, kind.value, strict_crd, plain)
-    found = schemacache.lookup(k)
-    if found is None or len(found["before"]) != (len(_STAGES) if strict_crd else 0):
+    if (api.value, kind.value) in kube_compiled.COMPILED:  # its verdict or its shape's costs less than an exact entry
         found = _validate(index, api.value, kind.value, plain, strict_crd)
-        schemacache.store(k, found)  # and a valid one under its shape too (_validate)
+    else:
+        k = schemacache.key(index.identity, api.value, kind.value, strict_crd, plain)
+        found = schemacache.lookup(k)
+        if found is None or len(found["before"]) != (len(_STAGES) if strict_crd else 0):
+            found = _validate(index, api.value, kind.value, plain, strict_crd)
+            schemacache.store(k, found)  # and a valid one under its shape too (_validate)
     before = [_keyed(records) for records in found["before"]]
     final = _keyed(found["final"])
     out = [d for rec in final.values() for d in _schema_diags(rec, data, kind.value)]
@@ -490,7 +508,8 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     ``[path, validator, message, allowed fields or None]``: before each stage with
     ``strict_crd`` (``before``) and after them all (``final``). Without ``strict_crd``, a
     manifest whose :func:`rcpc.domain.schemashape.shape` was found valid before is valid
-    without jsonschema (what that module proves), and a valid one is kept under its shape."""
+    without any validator (what that module proves; in the edit loop, the compiled one is
+    not even loaded), and a valid one is kept under its shape."""
     from rcpc.domain.schemashape import shape
 
     schema = index.schema(api, kind)

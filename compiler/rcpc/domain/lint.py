@@ -374,22 +374,39 @@ def _bools(value):
 # silencing ---------------------------------------------------------------------------------
 def _silenced(compiler, d: Diagnostic, cache: dict) -> bool:
     """An ignore comment for ``d.code`` on the line ``d`` is reported at, on the last line of
-    its span, or on the last line of the top-level statement that starts on that line."""
+    its span, or on the last line of the top-level statement that starts on that line.
+
+    ``cache`` maps a display path to its index (:func:`_ignore_index`), built once per file and
+    call: each finding then costs O(1), not a scan of its file (linear in findings x bytes)."""
     if d.span is None or d.severity == "error":
         return False
-    src = compiler.sources.get(d.span.path)
-    if src is None or "ignore[" not in src.text:  # no comment to parse for
+    path = d.span.path
+    if path in cache:
+        index = cache[path]
+    else:
+        index = cache[path] = _ignore_index(compiler, path)
+    if index is None:
         return False
-    info = cache.get(d.span.path)
-    if info is None:
-        try:
-            module = compiler.module(Path(src.real))  # parsed once in this run, then kept
-        except CompileError:  # a file that does not compile has no findings to silence
-            module = ast.Module(src.path, ())
-        ends: dict = {}
-        for stmt in module.stmts:
-            ends.setdefault(stmt.span.line, stmt.span.end_line)
-        info = cache[d.span.path] = (ignored_codes(module), ends)
-    ignores, ends = info
-    lines = {d.span.line, d.span.end_line, ends.get(d.span.line, d.span.line)}
-    return any(d.code.upper() in ignores.get(line, ()) for line in lines)
+    ignores, ends = index
+    code = d.code.upper()
+    return any(code in ignores.get(line, ())
+               for line in (d.span.line, d.span.end_line, ends.get(d.span.line, d.span.line)))
+
+
+def _ignore_index(compiler, path: str) -> tuple[dict[int, set[str]], dict[int, int]] | None:
+    """``({line: {codes}}, {first line: last line of each top-level statement})`` of the file
+    shown as ``path``, or None when it has no ignore comment (or is not a source of this run)."""
+    src = compiler.sources.get(path)
+    if src is None or "ignore[" not in src.text:  # no comment to parse for: one scan a file
+        return None
+    try:
+        module = compiler.module(Path(src.real))  # parsed once in this run, then kept
+    except CompileError:  # a file that does not compile has no findings to silence
+        return None
+    ignores = ignored_codes(module)
+    if not ignores:
+        return None
+    ends: dict[int, int] = {}
+    for stmt in module.stmts:
+        ends.setdefault(stmt.span.line, stmt.span.end_line)
+    return ignores, ends

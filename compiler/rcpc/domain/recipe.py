@@ -17,7 +17,6 @@ import itertools
 import os
 from pathlib import Path
 
-from rcpc.core import astcache
 from rcpc.core import record
 from rcpc.domain import builtins as B
 from rcpc.core.limits import LIMIT_HINT, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
@@ -31,7 +30,7 @@ from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
 from rcpc.domain.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.syntax import ast
-from rcpc.core.syntax.parser import parse
+from rcpc.core.syntax import parser
 from rcpc.core.values import Dict
 from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
@@ -164,7 +163,7 @@ class Compiler:
         mod = self._modules.get(real)
         if mod is None:
             self.check_load_depth(real)  # before resolving, which loads (and evaluates) what it names
-            mod = self._parsed.pop(real, None) or astcache.parse(self.source(real))
+            mod = self._parsed.pop(real, None) or parser.parse(self.source(real))
             if isinstance(mod, CompileError):
                 raise mod
             resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
@@ -180,7 +179,7 @@ class Compiler:
         mod = self._modules.get(real) or self._parsed.get(real)
         if mod is None:
             try:
-                mod = self._parsed[real] = astcache.parse(self.source(real))
+                mod = self._parsed[real] = parser.parse(self.source(real))
             except CompileError as exc:
                 mod = self._parsed[real] = exc  # raised again by module(), not parsed twice
         out = self._targets[real] = []

@@ -82,6 +82,20 @@ def _effective_tokens(text: str) -> dict:
     return out
 
 
+def _read_yaml(text: str):
+    """One YAML document (a golden or a render) as data, read by libyaml where PyYAML has it
+    (``CSafeLoader``: the pure-Python ``safe_load`` was a quarter of the golden run after an
+    edit, ``bench/editloop.py``), weighed before it is built
+    (:func:`rcpc.core.files.load_yaml_bounded`: a golden edited into an alias bomb is refused,
+    ValueError). Raises ``yaml.YAMLError`` for text that does not read."""
+    import yaml
+
+    from rcpc.core.files import load_yaml_bounded, yaml_node_limit
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return load_yaml_bounded(text, loader, yaml_node_limit(len(text)), single=True)[0]
+
+
 def _render_changes(name: str, old: str, new: str) -> list[str]:
     """What changed in one render, one line a change: a flag file's effective values, a
     manifest's paths (:func:`rcpc.domain.delta.data_delta` of both texts read as YAML)."""
@@ -96,7 +110,7 @@ def _render_changes(name: str, old: str, new: str) -> list[str]:
                      for k in [*a, *(k for k in b if k not in a)] if a.get(k) != b.get(k)]
             return lines or ["flag tokens changed, no effective value"]
         if name.endswith(".yaml"):
-            lines = [c.describe() for c in data_delta(yaml.safe_load(old), yaml.safe_load(new))]
+            lines = [c.describe() for c in data_delta(_read_yaml(old), _read_yaml(new))]
             return lines or ["text changed, data the same"]
     except (ValueError, yaml.YAMLError):  # a golden edited by hand into something unreadable
         pass
@@ -276,41 +290,68 @@ class OrphansItem(_Item):
 
 
 class RecipeWorkspace(pytest.File):
-    """The recipes of one workspace, as golden, contract and orphan test items."""
+    """The recipes of one workspace, as golden, contract and orphan test items. A recipe
+    whose inputs are unchanged since it was last built (by ``rcpc build``, ``rcpc check`` or
+    this plugin) comes from the build cache (:mod:`rcpc.cache`: the renders of every variant
+    and the contracts that held), compiled by nothing; the others are compiled, and stored
+    there when every contract holds."""
 
     def collect(self):
         from rcpc.api import Workspace
+        from rcpc.cache import request, store_built
         from rcpc.core.diagnostics import CompileError
-        from rcpc.domain.contracts import check_contract
 
         try:
             workspace = Workspace(self.path.parent)  # the library API (docs/api.md)
-            ws, compiler = workspace.config, workspace.compiler
+            ws = workspace.config
         except CompileError as exc:
             yield RecipeErrorItem.from_parent(self, name=CONFIG_NAME, diagnostics=exc.diagnostics, sources={})
             return
+        cache, options = request(ws, None, None)
         expected: set[Path] = set()
         unknown: list[Path] = []
         for path in ws.recipes():
             name = ws.recipe_name(path)
-            try:
-                recipe, builds = compiler.build(path)
-            except CompileError as exc:
-                unknown.append(ws.golden_dir / name)
-                yield RecipeErrorItem.from_parent(self, name=name, diagnostics=exc.diagnostics,
-                                                  sources=compiler.sources)
-                continue
-            by_variant = {b.variant: b for b in builds}
-            for b in builds:
-                for r in b.renders:
-                    golden = ws.golden_dir / name / b.variant / r.name
+            hit = cache.lookup(path, options, contracts=True)
+            if hit is not None:
+                built, _, _, held = hit
+                contracts = [(variant, []) for variant in held]
+                sources: dict = {}
+            else:
+                compiler = workspace.compiler
+                seen = len(compiler.context.diagnostics)
+                try:
+                    recipe, builds = compiler.build(path)
+                    contracts = self._contracts(recipe, builds)
+                except CompileError as exc:
+                    unknown.append(ws.golden_dir / name)
+                    yield RecipeErrorItem.from_parent(self, name=name, diagnostics=exc.diagnostics,
+                                                      sources=compiler.sources)
+                    continue
+                built = [(b.variant, [(r.name, r.text) for r in b.renders]) for b in builds]
+                if not any(diags for _, diags in contracts):
+                    store_built(compiler, cache, options, path, recipe, builds, seen)
+                sources = compiler.sources
+            for variant, renders in built:
+                for render, text in renders:
+                    golden = ws.golden_dir / name / variant / render
                     expected.add(golden)
-                    yield GoldenItem.from_parent(self, name=f"{name}/{b.variant}/{r.name}",
-                                                 golden_path=golden, text=r.text)
-            for v in recipe.variants:
-                if v.against is not None and v.changes is not None:
-                    diags = check_contract(v, by_variant[v.against], by_variant[v.name])
-                    yield ContractItem.from_parent(self, name=f"{name}/{v.name}:contract",
-                                                   diagnostics=diags, sources=compiler.sources)
+                    yield GoldenItem.from_parent(self, name=f"{name}/{variant}/{render}",
+                                                 golden_path=golden, text=text)
+            for variant, diags in contracts:
+                yield ContractItem.from_parent(self, name=f"{name}/{variant}:contract",
+                                               diagnostics=diags, sources=sources)
         yield OrphansItem.from_parent(self, name="orphans", golden_dir=ws.golden_dir,
                                       expected=expected, unknown=unknown)
+
+    @staticmethod
+    def _contracts(recipe, builds: list) -> list:
+        """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in
+        the recipe's order (:func:`rcpc.domain.contracts.check_contract`)."""
+        from rcpc.cache import contract_variants
+        from rcpc.domain.contracts import check_contract
+
+        by_variant = {b.variant: b for b in builds}
+        variants = {v.name: v for v in recipe.variants}
+        return [(name, check_contract(variants[name], by_variant[variants[name].against], by_variant[name]))
+                for name in contract_variants(recipe, builds)]

@@ -205,38 +205,6 @@ def _parse_lark(source: Source, token_at: list | None = None) -> ast.Module:
     return ast.Module(source.path, tuple(stmts), comments, source)
 
 
-def parse_lines(source: Source, start: int, end: int) -> tuple[tuple, tuple, int]:
-    """Parse ``source.text[start:end]``, whole lines of the file (``start`` at a line's
-    first character): (statements, comments, tokens read), spans in the file's terms.
-    :func:`rcpc.core.syntax.incremental.parse` parses a file's top-level statements one
-    run at a time with it. Fast parser first, lark on whatever it declines, as :func:`parse`.
-    Raises :class:`CompileError` as :func:`parse` does (the errors of this text only: no
-    recovery into later statements)."""
-    _TOKENS[0] = 0
-    found: list = []
-    fast = FastParser(source)
-    try:
-        stmts = fast.statements(source.text[start:end], start, found)
-    except DECLINED:
-        return _parse_lines_lark(source, start, end)
-    finally:
-        fast.close()
-    return tuple(stmts), tuple(_comment(source, tok, start) for tok in found), _TOKENS[0]
-
-
-def _parse_lines_lark(source: Source, start: int, end: int) -> tuple[tuple, tuple, int]:
-    """:func:`parse_lines` by lark alone (the reference)."""
-    parser, builder = _parser()
-    _TOKENS[0] = 0
-    _SINK.found = found = {}
-    try:
-        stmts = _parse_text(parser, builder, source, source.text[start:end], start, lines=True)
-    finally:
-        _SINK.found = None
-    comments = tuple(_comment(source, found[k], start) for k in sorted(found))
-    return tuple(stmts), comments, _TOKENS[0]
-
-
 def _comment(source: Source, tok, base: int = 0) -> ast.Comment:
     text = tok.value.rstrip()
     return ast.Comment(text, source.span(base + tok.start_pos, base + tok.start_pos + len(text)))
@@ -276,16 +244,14 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
     return found
 
 
-def _parse_text(parser, builder, source: Source, text: str, base: int, lines: bool = False):
-    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse.
-    ``lines``: ``text`` is whole lines of the file (its comments are collected), not a
-    part of a string."""
+def _parse_text(parser, builder, source: Source, text: str, base: int):
+    """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
     from lark.exceptions import UnexpectedInput
 
     saved = builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0]
     builder.source, builder.base = source, base
     _TEXT[0] = text
-    if base and not lines:  # not the file itself: its comments are part of a string
+    if base:  # not the file itself: its comments are part of a string
         _SINK.found = None
     builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
     try:

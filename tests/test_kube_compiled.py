@@ -1,0 +1,172 @@
+"""The compiled JobSet validator (:mod:`rcpc.domain.kube_compiled`) changes nothing but the
+time: over mutations of every JobSet the bundled recipes render and of the published TPU
+manifests (a leaf replaced by a value of any JSON type, a field removed, an unknown field
+added, at any depth), :func:`rcpc.domain.kube_schema.check_schema` gives the same diagnostics
+(code, message, span, hint) with the compiled validator as with jsonschema alone, with
+``strict_crd`` or not; and the generated module is what ``python -m rcpc.domain.kube_codegen``
+writes today."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rcpc.api import Workspace
+from rcpc.domain import kube_codegen, kube_compiled, kube_schema
+from rcpc.domain.kube_schema import SchemaIndex, check_schema
+from rcpc.domain.manifests import load_manifests
+
+REPO = Path(__file__).resolve().parents[1]
+JOBSET = REPO / "compiler" / "rcpc" / "domain" / "schemas" / "jobset.json"
+TEMPLATES = REPO.parent / "shared" / "data" / "tpu-recipes"
+API, KIND = "jobset.x-k8s.io/v1alpha2", "JobSet"
+
+
+def _jobsets() -> list:
+    """The JobSets of the bundled recipes' renders (every variant) and of the published TPU
+    manifests (placeholders filled), as plain data."""
+    out = []
+    for _, _, renders in Workspace(REPO).build().variants:
+        for name, text in renders:
+            if name.endswith(".yaml"):
+                out.extend(d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind") == KIND)
+    for path in sorted(TEMPLATES.glob("*.yaml")):
+        text = re.sub(r"\$\{(\w+)\}", lambda m: m.group(1).lower().replace("_", "-"), path.read_text())
+        out.extend(d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind") == KIND)
+    return out
+
+
+JOBSETS = _jobsets()
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=False, allow_infinity=False, width=32),
+                   st.sampled_from(["", "a", "100Mi", "100Mi\n", "Never", "OnFailure", "x" * 70, "1.5", "-1",
+                                    "Parallel", "Sequential", "kubernetes.io/hostname"]),
+                   st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.sampled_from(["a", "name"]),
+                                                                           st.integers(0, 2), max_size=2))
+
+
+def _places(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _places(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _places(v, (*path, i))
+
+
+def _mutate(doc, path, how: str, value):
+    doc = copy.deepcopy(doc)
+    *parent_path, last = path
+    parent = doc
+    for p in parent_path:
+        parent = parent[p]
+    if how == "replace":
+        parent[last] = value
+    elif how == "remove" and isinstance(parent, dict):
+        del parent[last]
+    elif how == "add" and isinstance(parent[last], dict):
+        parent[last]["unknownField"] = value
+    return doc
+
+
+def _diagnostics(doc, tmp: Path, strict_crd: bool, compiled: bool, monkeypatch) -> list:
+    path = tmp / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    data = load_manifests(path, "m.yaml")[1][0]
+    with monkeypatch.context() as mp:
+        mp.setenv("RCPC_NO_CACHE", "1")
+        if not compiled:
+            mp.setattr(SchemaIndex, "compiled", lambda self, api, kind: None)
+        found = check_schema(data, SchemaIndex([JOBSET]), strict_crd)
+    return [(d.code, d.message, str(d.span), d.hint) for d in found]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("compiled")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), how=st.sampled_from(["replace", "remove", "add"]), value=VALUES,
+       strict_crd=st.booleans())
+@example(data=None, how="replace", value=True, strict_crd=False)     # a bool where an integer goes
+@example(data=None, how="replace", value="100Mi\n", strict_crd=False)  # `$` before a final newline
+def test_the_compiled_validator_changes_no_diagnostic(tmp, monkeypatch, data, how, value, strict_crd):
+    if data is None:  # the examples: the first JobSet's replicas (an integer), or a quantity (a string)
+        doc = JOBSETS[0]
+        path = ("spec", "replicatedJobs", 0, "replicas") if value is True else (
+            "spec", "replicatedJobs", 0, "template", "spec", "template", "spec", "containers", 0, "resources")
+        if value is not True:
+            doc = _mutate(doc, path, "replace", {"limits": {"memory": "1"}})
+            path = (*path, "limits", "memory")
+    else:
+        doc = data.draw(st.sampled_from(JOBSETS))
+        path = data.draw(st.sampled_from([p for p in _places(doc) if p]))
+    mutated = _mutate(doc, path, how, value)
+    fast = _diagnostics(mutated, tmp, strict_crd, True, monkeypatch)
+    assert fast == _diagnostics(mutated, tmp, strict_crd, False, monkeypatch)
+
+
+def test_every_bundled_jobset_is_valid_by_the_compiled_validator():
+    """The compiled validator serves the shipped schema (its digest matches) and finds the
+    bundled JobSets valid, as jsonschema does: the fast path is the one taken."""
+    index = SchemaIndex([JOBSET])
+    check = index.compiled(API, KIND)
+    assert check is not None and len(JOBSETS) > 13
+    strict = jsonschema.Draft7Validator(index.structural(API, KIND))
+    for doc in JOBSETS:
+        plain = copy.deepcopy(doc)
+        for _, _, step in kube_schema._STAGES:
+            step(plain, index.schema(API, KIND), KIND)
+        assert kube_compiled.valid(check, plain) and not list(strict.iter_errors(plain))
+
+
+def test_a_lenient_validator_would_be_caught(tmp, monkeypatch):
+    """The canary: a compiled validator that accepts everything changes the diagnostics of
+    an invalid JobSet (so the property above can fail)."""
+    doc = _mutate(JOBSETS[0], ("spec", "replicatedJobs", 0, "replicas"), "replace", "two")
+    honest = _diagnostics(doc, tmp, False, False, monkeypatch)
+    monkeypatch.setattr(SchemaIndex, "compiled", lambda self, api, kind: lambda plain: None)
+    assert honest and _diagnostics(doc, tmp, False, True, monkeypatch) == []
+
+
+def test_another_schema_is_not_served_by_the_compiled_validator():
+    """A schema of the same apiVersion and kind that is not the one the module was made from
+    (a field added) gets no compiled validator: jsonschema validates it."""
+    structural = copy.deepcopy(SchemaIndex([JOBSET]).structural(API, KIND))
+    assert kube_compiled.validator(API, KIND, structural) is not None
+    structural["properties"]["spec"]["properties"]["extra"] = {"type": "string"}
+    assert kube_compiled.validator(API, KIND, structural) is None
+    assert kube_compiled.validator("v1", "ConfigMap", structural) is None
+
+
+def test_the_generated_module_is_current():
+    """``python -m rcpc.domain.kube_codegen --check``: the module is what the generator writes
+    from today's schema and ``structural`` (rcpc[test] pins the fastjsonschema it names)."""
+    assert kube_codegen.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("value", [True, 3, "x", ["a"], None])
+@pytest.mark.parametrize("path", [("spec", "replicatedJobs"), ("spec", "replicatedJobs", 0, "template"),
+                                  ("spec", "replicatedJobs", 0, "template", "spec", "template"),
+                                  ("spec", "failurePolicy"), ("spec", "failurePolicy", "rules"),
+                                  ("spec", "volumeClaimPolicies")])
+def test_the_webhook_defaults_take_a_field_of_any_type(path, value):
+    """Found by the property above: the JobSet webhook's defaults (rcpc.domain.jobset.default)
+    raised on a ``template`` that is not a mapping (a traceback from ``rcpc validate``); a
+    field of another type than the schema's is left for validation to report."""
+    from rcpc.domain import jobset
+
+    doc = copy.deepcopy(JOBSETS[0])
+    doc["spec"].setdefault("failurePolicy", {"rules": [{}]})
+    doc["spec"].setdefault("volumeClaimPolicies", [{}])
+    mutated = _mutate(doc, path, "replace", value)
+    jobset.default(mutated)
+    assert mutated["spec"]["successPolicy"] == {"operator": "All"}
