@@ -65,7 +65,8 @@ def updated(workspace, goldens):
 
 
 # what each pytest run here leaves out: its cache, and jaxtyping's plugin (installed with
-# MaxText's loader requirements: it imports numpy, half of a run's time)
+# MaxText's loader requirements: it imports numpy, half of a run's time, and in a run in this
+# process numpy's second import, after pytester undid the first, fails)
 QUIET = ("-p", "no:cacheprovider", "-p", "no:jaxtyping")
 
 
@@ -267,7 +268,7 @@ def test_unchanged_recipes_come_from_the_build_cache(workspace, build_calls, mon
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
 
     def items(*args):
-        rec = workspace.inline_run("-p", "no:cacheprovider", "rcp.toml", *args)
+        rec = workspace.inline_run(*QUIET, "rcp.toml", *args)
         return sorted((r.nodeid, r.outcome) for r in rec.getreports("pytest_runtest_logreport") if r.when == "call")
 
     written = items("--snapshot-update")
