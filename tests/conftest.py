@@ -68,6 +68,33 @@ def _hypothesis_profile() -> None:
 
 _hypothesis_profile()
 
+CI_PROFILE = os.environ.get("RCPC_HYPOTHESIS_PROFILE") == "ci"
+
+
+def examples(explore: int, ci: int) -> int:
+    """``max_examples`` of a property that draws many: ``explore`` where each run draws new
+    examples (the default profile), ``ci`` in the ``ci`` profile (``tests/run``, CI), whose
+    runs all draw the same ones, so that more of them would repeat the same check on every
+    run. ``ci`` is chosen per property to still reach every part of its value space (each
+    branch of its strategies, many times over); each fault found is an ``@example``."""
+    return ci if CI_PROFILE else explore
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``tests/run``: ``-n auto``) each worker has a user cache of its own
+    (``XDG_CACHE_HOME``, a new empty directory, removed at the end), as each process of a
+    serial run had the whole cache to itself: a test that counts cache entries or hits never
+    sees another worker's, whichever tests run beside it. Set before collection, which
+    compiles the recipes of ``rcp.toml``."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        import shutil
+        import tempfile
+
+        cache = tempfile.mkdtemp(prefix=f"rcpc-test-cache-{worker}-")
+        os.environ["XDG_CACHE_HOME"] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):

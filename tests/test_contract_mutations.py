@@ -32,6 +32,9 @@ from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
 from rcpc.domain.workspace import Workspace
 
 pytest_plugins = ["pytester"]
+# each in-process pytest run leaves out jaxtyping's plugin (pyproject.toml's addopts do not reach
+# it): its numpy import, undone after the run with the modules it added, cannot be done twice
+QUIET = ("-p", "no:cacheprovider", "-p", "no:jaxtyping")
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = "recipes/rl/qwen35_397b_256_v7x.rcp"
@@ -303,7 +306,7 @@ def test_any_manifest_leaf_changed_by_tuned_breaks_the_contract(m, pytester, cap
     code, err = _run(capsys, "build")
     assert code == 1 and f"at {path}" in err and f"made here: {where}" in err, err
     assert not (root / "rcpc-out").exists()
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "rcp.toml", "-k", "contract")
+    result = pytester.runpytest_inprocess(*QUIET, "rcp.toml", "-k", "contract")
     out = result.stdout.str()
     assert result.ret == 1 and "qwen35_397b_256_v7x/tuned:contract" in out, out
     assert f"at {path}" in out and f"made here: {where}" in out, (path, where, out)
@@ -313,5 +316,5 @@ def test_the_unedited_recipe_keeps_its_contract(pytester, capsys, monkeypatch):
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     _copy_workspace(pytester.path)
     assert _run(capsys, "check")[0] == 0
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "rcp.toml", "-k", "contract")
+    result = pytester.runpytest_inprocess(*QUIET, "rcp.toml", "-k", "contract")
     result.assert_outcomes(passed=2)

@@ -23,12 +23,13 @@ from rcpc.core.source import Source, Span
 from rcpc.core.syntax import lexer, parser, postlex
 from rcpc.core.syntax.descent import DECLINED, FastParser
 from rcpc.core.syntax.tokens import Token
-from test_fuzz import generated_inputs, mutated_inputs
+from test_fuzz import BUNDLED, generated_inputs, mutated_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("tests/**/*.rcp"), *REPO.glob("docs/**/*.rcp"),
-                 *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"), *SHARED.glob("**/*.rcp")})
+CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("compiler/**/*.rcp"), *REPO.glob("tests/**/*.rcp"),
+                 *REPO.glob("docs/**/*.rcp"), *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"),
+                 *SHARED.glob("**/*.rcp")})
 
 
 def _result(parse, text: str, path: str):
@@ -268,9 +269,8 @@ def test_scan_is_lex_and_postlex_on_random_text(text):
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated_inputs())
 def test_scan_is_lex_and_postlex_on_mutated_recipes(files_target):
-    files, _ = files_target
-    for data in files.values():
-        check_scan(data.decode("utf-8", "surrogateescape"))
+    for text in mutated(files_target[0]):
+        check_scan(text)
 
 
 # grammar.lark's strings, unrolled: the texts of the plain form they replaced
@@ -314,6 +314,22 @@ def test_the_scanner_tries_frequent_terminals_first_without_changing_any_match()
 
 
 # properties ------------------------------------------------------------------------------------
+def mutated(files: dict) -> list:
+    """The texts of :func:`test_fuzz.mutated_inputs`'s files that its mutations changed: the
+    others are bundled sources as they are (:data:`test_fuzz.BUNDLED`), each checked once on its
+    own (``test_*_on_each_bundled_source``), not again with every example (most of these
+    properties' time, as they were)."""
+    return [data.decode("utf-8", "surrogateescape") for path, data in files.items()
+            if data != BUNDLED[path].encode("utf-8")]
+
+
+@pytest.mark.parametrize("path", sorted(BUNDLED))
+def test_fast_parser_equals_lark_on_each_bundled_source(path):
+    """What the mutations start from, unmutated."""
+    assert check_agrees(BUNDLED[path], must_accept=True) == "ok"
+    check_scan(BUNDLED[path])
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(generated_inputs())
 def test_fast_parser_equals_lark_on_generated_recipes(files):
@@ -324,9 +340,7 @@ def test_fast_parser_equals_lark_on_generated_recipes(files):
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated_inputs())
 def test_fast_parser_equals_lark_on_mutated_recipes(files_target):
-    files, target = files_target
-    for data in files.values():
-        text = data.decode("utf-8", "surrogateescape")
+    for text in mutated(files_target[0]):
         check_agrees(text)
 
 

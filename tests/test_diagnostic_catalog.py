@@ -25,7 +25,20 @@ def write(root: Path, files: dict) -> None:
         p.write_bytes(text.encode("utf-8", "surrogateescape"))
 
 
+# The examples run in one worker (pytest-xdist, --dist loadgroup): the docs page reuses their
+# outputs (_OUTPUTS) instead of running every example again (E0804's alone takes seconds).
+pytestmark = pytest.mark.xdist_group("diagnostic-catalog")
+_OUTPUTS: dict = {}  # code -> (exit code, stderr) of its example, as run_example returned them
+
+
 def run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
+    """Run ``example`` in the empty directory ``root``: (exit code, stderr with ``root`` written
+    ``$PWD``). Remembered in :data:`_OUTPUTS`."""
+    _OUTPUTS[example.code] = _run_example(example, root, monkeypatch, capsys)
+    return _OUTPUTS[example.code]
+
+
+def _run_example(example, root: Path, monkeypatch, capsys) -> tuple[int, str]:
     write(root, example.workspace())
     for path, target in example.links.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -85,9 +98,9 @@ def _section(example, output: str) -> str:
 def test_docs_table_is_rendered_from_the_catalog(tmp_path_factory, monkeypatch, capsys, snapshot, request):
     sections = []
     severity = {}  # as the example prints it (an L finding is a warning or a note)
-    for example in CATALOG:
-        root = tmp_path_factory.mktemp(example.code)
-        _, err = run_example(example, root, monkeypatch, capsys)
+    for example in CATALOG:  # each example's output, as its test above printed it
+        _, err = _OUTPUTS.get(example.code) or run_example(example, tmp_path_factory.mktemp(example.code),
+                                                            monkeypatch, capsys)
         sections.append(_section(example, err))
         severity[example.code] = re.search(rf"(error|warning|note)\[{example.code}\]", err).group(1)
     table = "\n".join(f"| [{e.code}](#{e.code.lower()}-{re.sub(r'[^a-z0-9 -]', '', e.title.lower()).replace(' ', '-')}) "

@@ -131,31 +131,52 @@ STRAY = st.sampled_from(["nodeSelector", "matchLabels", "env", "exec", "command"
                          "containers", "spec", "value", "name"])
 
 
-@st.composite
-def along(draw, s, depth=0):
+LEAF = st.one_of(SCALARS, st.just({}), st.just([]))
+STRING_LEAF = st.one_of(st.sampled_from(NAMES), LABEL_VALUES)
+_KEY_STRATEGIES: dict = {}
+
+
+def key_strategies(props: dict):
+    """(a marked key, or None; up to 3 of the keys) of a schema node's ``properties``, made
+    once per node: Hypothesis validates every strategy made, and making these on every draw
+    (and a composite strategy for every value drawn) was most of this file's time."""
+    found = _KEY_STRATEGIES.get(id(props))
+    if found is None:
+        marked = sorted(k for k, x in props.items() if ref_marked(x))
+        found = _KEY_STRATEGIES[id(props)] = (props, st.sampled_from(marked) if marked else None,
+                                              st.lists(st.sampled_from(sorted(props)), max_size=3, unique=True))
+    return found[1:]
+
+
+def draw_along(draw, s, depth=0):
     """A plain value drawn along schema ``s``: mostly what it describes, sometimes not."""
     if not isinstance(s, dict) or depth > 16 or draw(st.integers(0, 60)) == 0:
-        return draw(st.one_of(SCALARS, st.just({}), st.just([])))
+        return draw(LEAF)
     props = s.get("properties") or {}
     extra = s.get("additionalProperties")
     if props:
-        marked = sorted(k for k, x in props.items() if ref_marked(x))
-        names = sorted(props)
-        keys = [draw(st.sampled_from(marked))] if marked else []  # on towards the list rules
+        marked, some = key_strategies(props)
+        keys = [draw(marked)] if marked is not None else []  # on towards the list rules
         keys += [k for k in ("name", "value", "containerPort") if k in props and draw(st.integers(0, 3))]
-        keys += [k for k in draw(st.lists(st.sampled_from(names), max_size=3, unique=True)) if k not in keys]
-        out = {k: draw(along(props[k], depth + 1)) for k in keys}
+        keys += [k for k in draw(some) if k not in keys]
+        out = {k: draw_along(draw, props[k], depth + 1) for k in keys}
         if draw(st.integers(0, 4)) == 0:
             k = draw(STRAY)
-            out[k] = draw(along(props.get(k, s), depth + 1))
+            out[k] = draw_along(draw, props.get(k, s), depth + 1)
         return out
     if isinstance(extra, dict):
-        return {draw(LABEL_KEYS): draw(along(extra, depth + 1)) for _ in range(draw(st.integers(0, 3)))}
+        return {draw(LABEL_KEYS): draw_along(draw, extra, depth + 1) for _ in range(draw(st.integers(0, 3)))}
     if s.get("type") == "array" or "items" in s:
-        return [draw(along(s.get("items"), depth + 1)) for _ in range(draw(st.integers(0, 3)))]
+        return [draw_along(draw, s.get("items"), depth + 1) for _ in range(draw(st.integers(0, 3)))]
     if s.get("type") == "object":
         return {draw(LABEL_KEYS): draw(LABEL_VALUES) for _ in range(draw(st.integers(0, 3)))}
-    return draw(st.one_of(st.sampled_from(NAMES), LABEL_VALUES) if s.get("type") == "string" else SCALARS)
+    return draw(STRING_LEAF if s.get("type") == "string" else SCALARS)
+
+
+@st.composite
+def along(draw, s):
+    """:func:`draw_along` as a strategy."""
+    return draw_along(draw, s)
 
 
 def spanned(x, counter):
@@ -206,45 +227,44 @@ def test_manifest_checks_agree_with_the_full_walks(plain, core_lists):
     assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data, core_lists))
 
 
-@st.composite
-def along_shared(draw, s, pool, counter, depth=0):
-    """A language value drawn along schema ``s`` (as :func:`along`) that often reuses a value
-    drawn before (from ``pool``), wherever it lands: renders share values, under other keys,
-    schema nodes and metadata."""
+def draw_along_shared(draw, s, pool, counter, depth=0):
+    """A language value drawn along schema ``s`` (as :func:`draw_along`) that often reuses a
+    value drawn before (from ``pool``), wherever it lands: renders share values, under other
+    keys, schema nodes and metadata."""
     if pool and draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from(pool))
+        return pool[draw(st.integers(0, len(pool) - 1))]
     if not isinstance(s, dict) or depth > 16 or draw(st.integers(0, 60)) == 0:
-        return spanned(draw(st.one_of(SCALARS, st.just({}), st.just([]))), counter)
+        return spanned(draw(LEAF), counter)
     props = s.get("properties") or {}
     extra = s.get("additionalProperties")
     if props:
-        marked = sorted(k for k, x in props.items() if ref_marked(x))
-        keys = [draw(st.sampled_from(marked))] if marked else []
+        marked, some = key_strategies(props)
+        keys = [draw(marked)] if marked is not None else []
         keys += [k for k in ("name", "value", "containerPort", "metadata") if k in props and draw(st.integers(0, 3))]
-        keys += [k for k in draw(st.lists(st.sampled_from(sorted(props)), max_size=3, unique=True)) if k not in keys]
-        items = {k: draw(along_shared(props[k], pool, counter, depth + 1)) for k in dict.fromkeys(keys)}
+        keys += [k for k in draw(some) if k not in keys]
+        items = {k: draw_along_shared(draw, props[k], pool, counter, depth + 1) for k in dict.fromkeys(keys)}
         v = Dict(items, {k: Span("<k>", 1, 1, 1, 2) for k in items}, Span("<d>", next(counter), 1, 1, 2))
     elif isinstance(extra, dict) or s.get("type") == "object":
         v = spanned({draw(LABEL_KEYS): draw(LABEL_VALUES) for _ in range(draw(st.integers(0, 3)))}, counter)
     elif s.get("type") == "array" or "items" in s:
-        v = List(tuple(draw(along_shared(s.get("items"), pool, counter, depth + 1))
+        v = List(tuple(draw_along_shared(draw, s.get("items"), pool, counter, depth + 1)
                        for _ in range(draw(st.integers(0, 3)))), Span("<l>", next(counter), 1, 1, 2))
     else:
-        return spanned(draw(st.one_of(st.sampled_from(NAMES), LABEL_VALUES)), counter)
+        return spanned(draw(STRING_LEAF), counter)
     pool.append(v)
     return v
 
 
 @st.composite
 def shared_manifests(draw):
-    """Two JobSets drawn along the schema from one pool of values (see :func:`along_shared`)."""
+    """Two JobSets drawn along the schema from one pool of values (see :func:`draw_along_shared`)."""
     pool: list = []
     counter = itertools.count(1)
     out = []
     for _ in range(2):
-        spec = draw(along_shared(SCHEMA["properties"]["spec"], pool, counter))
+        spec = draw_along_shared(draw, SCHEMA["properties"]["spec"], pool, counter)
         head = spanned({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}, counter)
-        md = draw(along_shared(SCHEMA["properties"]["metadata"], pool, counter))
+        md = draw_along_shared(draw, SCHEMA["properties"]["metadata"], pool, counter)
         out.append(Dict({**head.items, "metadata": md, "spec": spec}, {}, head.span))
     return out
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from conftest import SPAN, Ws, rcp_string, same, spelled, value_of
+from conftest import SPAN, Ws, examples, rcp_string, same, spelled, value_of
 from rcpc.domain import maxtext
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.emit.flags import flag_file, shell_form, shell_quote, token
@@ -515,7 +515,10 @@ def _flagset(layers):
     return maxtext.make_flagset([value_of(layer) for layer in layers], SPAN)
 
 
-@settings(max_examples=1000, deadline=None)
+# 400 in CI: LAYERS' every branch (5 scalar kinds, lists and dicts nested to 8 leaves, 1 to 3
+# layers, YAML and OmegaConf words as keys and values) many times over; each fault found is an
+# @example below
+@settings(max_examples=examples(1000, ci=400), deadline=None)
 @given(LAYERS)
 @example([{"profiler": ""}])                                         # F1
 @example([{"learning_rate": spelled(1e-6, "1e-6")}])                 # F2

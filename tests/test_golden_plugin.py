@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from conftest import output_tree
 from rcpc.testing.golden import GoldenExtension
 
 pytest_plugins = ["pytester"]
+
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixture (the goldens) runs once
+pytestmark = pytest.mark.xdist_group("test_golden_plugin")
 
 RECIPE = '''
 TUNED = param(bool, default = False)
@@ -39,8 +43,35 @@ def workspace(pytester):
     return pytester
 
 
+@pytest.fixture(scope="module")
+def goldens(tmp_path_factory) -> Path:
+    """The golden directory ``pytest rcp.toml --snapshot-update`` writes for RECIPE, made once
+    (test_missing_goldens_fail_then_update_writes_them checks that run)."""
+    root = tmp_path_factory.mktemp("goldens")
+    (root / "rcp.toml").write_text("")
+    (root / "recipes").mkdir()
+    (root / "recipes" / "r.rcp").write_text(RECIPE)
+    r = subprocess.run([sys.executable, "-m", "pytest", *QUIET, "rcp.toml", "--snapshot-update"], cwd=root,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "10 passed" in r.stdout, r.stdout[-2000:]
+    return root / "golden"
+
+
+@pytest.fixture
+def updated(workspace, goldens):
+    """``workspace`` with its goldens written (:func:`goldens`)."""
+    shutil.copytree(goldens, workspace.path / "golden")
+    return workspace
+
+
+# what each pytest run here leaves out: its cache, and jaxtyping's plugin (installed with
+# MaxText's loader requirements: it imports numpy, half of a run's time, and in a run in this
+# process numpy's second import, after pytester undid the first, fails)
+QUIET = ("-p", "no:cacheprovider", "-p", "no:jaxtyping")
+
+
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "rcp.toml", *args)
+    return pytester.runpytest_subprocess(*QUIET, "rcp.toml", *args)
 
 
 def test_missing_goldens_fail_then_update_writes_them(workspace):
@@ -55,8 +86,8 @@ def test_missing_goldens_fail_then_update_writes_them(workspace):
                                    b"custom_mesh_and_rule=cp-as-ep-dense-no-cp\n")
 
 
-def test_golden_bytes_equal_rcpc_build_output(workspace):
-    run(workspace, "--snapshot-update").assert_outcomes(passed=10)
+def test_golden_bytes_equal_rcpc_build_output(updated):
+    workspace = updated
     out = workspace.path / "out"
     subprocess.run([sys.executable, "-m", "rcpc", "build", "-o", str(out)], cwd=workspace.path, check=True)
     golden = workspace.path / "golden"
@@ -64,8 +95,8 @@ def test_golden_bytes_equal_rcpc_build_output(workspace):
                                 for p in sorted(golden.rglob("*")) if p.is_file()}
 
 
-def test_changed_flag_fails_exactly_the_affected_items(workspace):
-    run(workspace, "--snapshot-update")
+def test_changed_flag_fails_exactly_the_affected_items(updated):
+    workspace = updated
     recipe = workspace.path / "recipes" / "r.rcp"
     recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
     result = run(workspace)
@@ -77,8 +108,8 @@ def test_changed_flag_fails_exactly_the_affected_items(workspace):
     run(workspace).assert_outcomes(passed=10)
 
 
-def test_deleted_variant_leaves_orphans_until_update(workspace):
-    run(workspace, "--snapshot-update")
+def test_deleted_variant_leaves_orphans_until_update(updated):
+    workspace = updated
     recipe = workspace.path / "recipes" / "r.rcp"
     recipe.write_text(RECIPE.split('variant("tuned"')[0])
     result = run(workspace)
@@ -89,8 +120,8 @@ def test_deleted_variant_leaves_orphans_until_update(workspace):
     run(workspace).assert_outcomes(passed=5)
 
 
-def test_deleted_render_and_recipe_are_orphans(workspace):
-    run(workspace, "--snapshot-update")
+def test_deleted_render_and_recipe_are_orphans(updated):
+    workspace = updated
     recipe = workspace.path / "recipes" / "r.rcp"
     recipe.write_text(RECIPE.replace("N = param(int, default = 2)", "N = param(int, default = 1)"))
     run(workspace).assert_outcomes(failed=1, passed=7)
@@ -138,11 +169,13 @@ def test_golden_extension_is_byte_exact(tmp_path, text):
 
 
 def test_renders_do_not_depend_on_hash_seed(tmp_path):
+    """Each build compiles (RCPC_NO_CACHE): the second was a replay of the first from the
+    user cache, which proved nothing."""
     repo = Path(__file__).resolve().parents[1]
     trees = []
     for seed in ("0", "1"):
         out = tmp_path / f"out{seed}"
-        env = {**os.environ, "PYTHONHASHSEED": seed}
+        env = {**os.environ, "PYTHONHASHSEED": seed, "RCPC_NO_CACHE": "1"}
         subprocess.run([sys.executable, "-m", "rcpc", "build", "-o", str(out)], cwd=repo, env=env, check=True,
                        capture_output=True)
         trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
@@ -152,14 +185,14 @@ def test_renders_do_not_depend_on_hash_seed(tmp_path):
 def test_ordinary_tests_run_beside_goldens(workspace):
     workspace.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
     workspace.makeini("[pytest]\ntestpaths = test_plain.py rcp.toml\n")
-    assert workspace.runpytest_subprocess("-p", "no:cacheprovider", "--snapshot-update").ret == 0
-    result = workspace.runpytest_subprocess("-p", "no:cacheprovider")
+    assert workspace.runpytest_subprocess(*QUIET, "--snapshot-update").ret == 0
+    result = workspace.runpytest_subprocess(*QUIET)
     result.assert_outcomes(passed=11)
     assert result.ret == 0
 
 
-def test_one_summary_of_what_changed_leads_the_failures(workspace):
-    run(workspace, "--snapshot-update")
+def test_one_summary_of_what_changed_leads_the_failures(updated):
+    workspace = updated
     recipe = workspace.path / "recipes" / "r.rcp"
     recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
     result = run(workspace)
@@ -210,12 +243,12 @@ sys.exit(code)
 
 
 @pytest.mark.parametrize("with_property", [False, True])
-def test_a_golden_only_session_does_not_import_hypothesis(workspace, with_property):
+def test_a_golden_only_session_does_not_import_hypothesis(updated, with_property):
     """Hypothesis's pytest plugin imported all of hypothesis in its terminal summary, even in
     a session that ran no property (~0.7 s of ``pytest rcp.toml``): rcpc's plugin unregisters
     it there. A session that runs a property keeps it, and its summary."""
-    run(workspace, "--snapshot-update")
-    args = ["-q", "-p", "no:cacheprovider", "rcp.toml"]
+    workspace = updated
+    args = ["-q", *QUIET, "rcp.toml"]
     if with_property:
         workspace.makepyfile(test_prop="from hypothesis import given, strategies as st\n"
                                        "@given(st.integers())\ndef test_p(x):\n    assert x == x\n")
@@ -235,7 +268,7 @@ def test_unchanged_recipes_come_from_the_build_cache(workspace, build_calls, mon
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
 
     def items(*args):
-        rec = workspace.inline_run("-p", "no:cacheprovider", "rcp.toml", *args)
+        rec = workspace.inline_run(*QUIET, "rcp.toml", *args)
         return sorted((r.nodeid, r.outcome) for r in rec.getreports("pytest_runtest_logreport") if r.when == "call")
 
     written = items("--snapshot-update")

@@ -17,6 +17,9 @@ from rcpc.domain.builtins import NAMES
 
 from conftest import BUNDLED_FILES
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixture runs VS Code's TextMate engine (node) once
+pytestmark = pytest.mark.xdist_group("test_highlight")
+
 REPO = Path(__file__).resolve().parent.parent
 GRAMMAR = REPO / "editors/vscode/syntaxes/rcp.tmLanguage.json"
 TOKENIZE = REPO / "tests/js/tokenize.mjs"

@@ -26,6 +26,9 @@ import pytest
 
 from conftest import area_leftovers, output_tree
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixture (the template builds and syscall counts) runs once
+pytestmark = pytest.mark.xdist_group("test_interrupts")
+
 RECIPE = '''load("//recipes/lib/l.rcp", "LR")
 N = param(int, default = {n})
 F = maxtext_flags({{"learning_rate": LR, "steps": N}})

@@ -27,6 +27,9 @@ import yaml
 
 from tests.test_tpu_recipes_port import TEMPLATES, VALUES, envsubst
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixtures (rcpc build of every recipe, the CRD schema) run once
+pytestmark = pytest.mark.xdist_group("test_real_validators")
+
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 BIN = Path(sys.executable).parent

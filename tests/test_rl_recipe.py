@@ -22,6 +22,9 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.workspace import Workspace
 
+# all in one pytest-xdist worker (tests/run: --dist loadgroup): its module fixtures (the RL recipe compiled) run once
+pytestmark = pytest.mark.xdist_group("test_rl_recipe")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 REFERENCE = SHARED / "reference" / "rl-397b-v7x.md"

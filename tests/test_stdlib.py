@@ -65,7 +65,10 @@ def test_a_repository_of_rcp_toml_and_one_recipe_builds_checks_and_keeps_goldens
     (repo / "recipes").mkdir(parents=True)
     (repo / "rcp.toml").write_text('maxtext_schema = "builtin:maxtext"\nkube_schemas = ["builtin:jobset"]\n')
     (repo / "recipes" / "train.rcp").write_text(RECIPE)
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    # as a new user's shell has it: no pytest-xdist worker's variables (tests/run), which make
+    # the pytest run below an xdist worker to syrupy (no snapshot report)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")},
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for argv in (["build"], ["check"], ["fmt", "--check", "recipes/"], ["lint"]):
         got = _rcpc(repo, *argv, env=env)
         assert got.returncode == 0, (argv, got.stderr)
