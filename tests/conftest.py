@@ -96,6 +96,15 @@ def pytest_configure(config):
         config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
 
 
+# The modules whose one expensive fixture makes them the suite's long pole: collected first, so
+# that under xdist (--dist loadgroup) a worker starts on them while the other takes the rest.
+FIRST = ("test_maxtext_agreement.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: the order is kept otherwise
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """After a test that ran out of memory is reported, what it allocated is freed (its

@@ -31,6 +31,10 @@ from rcpc.domain.refusal_eval import Undecided, holds
 from rcpc.domain.schema import BUILTIN_PATH, load_schema
 from rcpc.domain.schemagen import BUILTIN
 
+# one worker runs MaxText's loader once for the module (its fixture is ~100 s), started first
+# (tests/conftest.py, pytest_collection_modifyitems)
+pytestmark = pytest.mark.xdist_group("test_maxtext_agreement")
+
 REPO = Path(__file__).resolve().parents[1]
 MAXTEXT = REPO.parent / "shared" / "data" / "maxtext-src"
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
