@@ -331,12 +331,19 @@ def test_a_render_found_invalid_is_reported_in_every_run(kube_ws, monkeypatch):
         assert {d.code for d in exc.value.diagnostics} and all(d.code.startswith("E") for d in exc.value.diagnostics)
 
 
-def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path):
+@pytest.mark.parametrize("seen_before", [False, True], ids=["bytes new to the process", "bytes seen before"])
+def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path, seen_before):
     """Structural schemas and validators are made once a process for the same schema bytes,
-    wherever the file is and however it is shown; other bytes get their own."""
+    wherever the file is and however it is shown; other bytes get their own. Whether the
+    bytes were seen before (by an earlier index, or an earlier test of this worker) does not
+    matter: two indexes made before either is used share too (an index that has made nothing
+    yet was once given a fresh table by the next one)."""
+    text = json.dumps(SCHEMA) + " " * (1 + len(str(tmp_path)))  # bytes of this test's own, same schema
+    if seen_before:
+        SchemaIndex([_written(tmp_path / "earlier.json", text)]).structural("v1", "ConfigMap")
     a, b, c = tmp_path / "a.json", tmp_path / "sub-b.json", tmp_path / "c.json"
-    a.write_text(json.dumps(SCHEMA))
-    b.write_text(json.dumps(SCHEMA))
+    a.write_text(text)
+    b.write_text(text)
     stricter = json.loads(json.dumps(SCHEMA))
     stricter["required"] = ["immutable"]
     c.write_text(json.dumps(stricter))
@@ -347,6 +354,11 @@ def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path):
     data = manifest(tmp_path, GOOD)
     assert uncached(data, ia) == uncached(data, ib) == []
     assert [m for _, m, _, _ in uncached(data, ic)] == ["ConfigMap (the manifest): missing required field 'immutable'"]
+
+
+def _written(path, text):
+    path.write_text(text)
+    return path
 
 
 def test_the_same_bytes_read_as_json_and_as_yaml_are_other_schemas(tmp_path):

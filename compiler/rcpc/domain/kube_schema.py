@@ -177,7 +177,8 @@ class SchemaIndex:
         self.identity = schemacache.schema_identity(self._files)
         # what the schemas are made of, wherever the files are and however they are shown
         content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
-        self._made = _MADE.pop(content, None) or {}
+        made = _MADE.pop(content, None)  # an empty dict is one nothing was made in yet: it is still shared
+        self._made = {} if made is None else made
         _MADE[content] = self._made  # the newest last
         while len(_MADE) > MADE_KEPT:
             del _MADE[next(iter(_MADE))]
