@@ -40,7 +40,7 @@ _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 # A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-_RENDER_SUFFIXES = (".yaml", ".flags")
+_RENDER_SUFFIXES = (".yaml", ".flags", ".sh")  # of rcpc.domain.renders.KINDS (tests/test_cache.py)
 _MAX_BLOB = MAX_RENDERS * MAX_FILE_BYTES  # no render is larger than this
 
 

@@ -534,7 +534,7 @@ class Compiler:
         except UnicodeDecodeError as exc:
             raise not_utf8(shown, data[:exc.start].count(b"\n") + 1) from None
         self.sources[shown] = Source(shown, text, str(real))
-        found = self._values[real] = read_values(text, shown)
+        found = self._values[real] = read_values(text, shown, str(real), hashlib.sha256(data).hexdigest())
         return found
 
     def build(self, real: Path, variant: str | None = None, sets=None):

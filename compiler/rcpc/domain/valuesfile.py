@@ -39,18 +39,23 @@ _FLOAT = re.compile(r"^[-+]?[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][-+]
 
 @record.frozen
 class ValuesFile:
-    """One values file read: ``shown`` (its path as diagnostics name it), ``values`` (param
-    name → :class:`~rcpc.core.values.Bool` / ``Int`` / ``Float`` / ``Str``, spans in the file)
-    and ``keys`` (param name → the span of its key), in the file's order."""
+    """One values file read: ``shown`` (its path as diagnostics name it: relative to the
+    workspace when inside it, else as given), ``values`` (param name →
+    :class:`~rcpc.core.values.Bool` / ``Int`` / ``Float`` / ``Str``, spans in the file) and
+    ``keys`` (param name → the span of its key), in the file's order; ``path`` (its real path,
+    the build's dependency) and ``sha256`` (hex, of the bytes read) when read from a file."""
 
     shown: str
     values: dict
     keys: dict
+    path: str = ""
+    sha256: str = ""
 
 
-def read_values(text: str, shown: str) -> ValuesFile:
+def read_values(text: str, shown: str, path: str = "", sha256: str = "") -> ValuesFile:
     """The values of values file ``shown`` holding ``text`` (decoded UTF-8, at most
-    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller). Raises ``E0631`` for
+    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller; ``path`` and ``sha256``:
+    the file's real path and the SHA-256 hex of its bytes, kept in the result). Raises ``E0631`` for
     text that is not TOML (at tomllib's line and column), ``E0632`` for a table, a dotted key
     or a value that is no param value (an array, an inline table, a date, nan or inf, an
     integer outside 64 bits)."""
@@ -69,7 +74,7 @@ def read_values(text: str, shown: str) -> ValuesFile:
         key_span, value_span, written = places.get(name, (Span(shown, 1, 1, 1, 1),) * 2 + ("",))
         keys[name] = key_span
         values[name] = _value(name, raw, written, value_span, shown)
-    return ValuesFile(shown, values, keys)
+    return ValuesFile(shown, values, keys, path, sha256)
 
 
 def _value(name: str, raw, written: str, span: Span, shown: str):
