@@ -251,15 +251,23 @@ class Workspace:
     def _provenance(self, overrides, variant: str | None, results: tuple) -> dict:
         """{(recipe, variant): record} of the variants of ``results`` built with ``overrides``
         (:func:`rcpc.domain.overrides.provenance`); {} without any. Each values file is the
-        one this run's compiler read (once a run: the same bytes when it compiled here), and
-        must be the one every recipe was built from (its SHA-256 among the build's
-        dependencies): ``E0630`` when it changed while they were built (from the cache or in
-        workers), rather than a record of bytes the renders did not come from."""
+        one this run's compiler read when it compiled here (once a run: the same bytes), else
+        read now, without a compiler (a build from the cache imports none), and must be the
+        one every recipe was built from (its SHA-256 among the build's dependencies):
+        ``E0630`` when it changed meanwhile, rather than a record of bytes the renders did not
+        come from."""
         if not overrides:
             return {}
+        from rcpc.core.files import read_limited
         from rcpc.domain.overrides import provenance
+        from rcpc.domain.valuesfile import load, locate
 
-        files = [self.compiler.values_file(Path(path), given) for path, given in overrides.values]
+        files = []
+        for path, given in overrides.values:
+            if self._compiler is not None:
+                files.append(self._compiler.values_file(Path(path), given))
+            else:
+                files.append(load(*locate(self.config, Path(path), given), read_limited)[0])
         for f in files:
             if any(deps is not None and deps.get(f.path) != f.sha256 for _, _, _, deps in results):
                 raise CompileError(Diagnostic("E0630", f"values file {f.shown} changed while rcpc built with it",
