@@ -58,8 +58,8 @@ def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, r
 def _expect(value, types, what: str):
     if type(value) not in types:
         names = " or ".join(sorted({type_name_of(t) for t in types}))
-        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span,
-                    hint=f"give {_article(names)} here")
+        raise error("E0301", f"{what} must be {article(names)}, got {article(type_name(value))}", value.span,
+                    hint=f"give {article(names)} here")
     return value
 
 
@@ -77,7 +77,9 @@ def _int(value: int, span: Span) -> Int:
     return Int(value, str(value), span)
 
 
-def _article(word: str) -> str:
+def article(word: str) -> str:
+    """``word`` after its indefinite article, chosen by its first letter: ``an int``, ``a
+    str``, ``an int or float`` (the type names and descriptions diagnostics write)."""
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 

@@ -37,7 +37,7 @@ from typing import Callable
 
 from rcpc.core import names
 from rcpc.core import record
-from rcpc.core.builtins import Declaration, Function, Universe, _article, _bind, _expect, _int
+from rcpc.core.builtins import Declaration, Function, Universe, _bind, _expect, _int, article
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
@@ -103,8 +103,8 @@ def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
 def check_param_value(ptype: str, value, name: str, choices) -> None:
     """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
     if type(value) not in PARAM_TYPES[ptype]:
-        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span,
-                    hint=f"give {_article(ptype)} value, or change the param's type")
+        raise error("E0602", f"param '{name}' is {article(ptype)}, got {article(type_name(value))}", value.span,
+                    hint=f"give {article(ptype)} value, or change the param's type")
     if choices is not None and not any(equal(value, c) for c in choices):
         allowed = ", ".join(text_of(c) or "?" for c in choices)
         raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span,
@@ -133,7 +133,7 @@ def param_value_from_text(param: Param, text: str):
     if value is None:
         hint = {"bool": "write true, false, True or False", "int": "write decimal digits",
                 "float": "write a number such as 0.5 or 1e-6"}.get(param.type)
-        raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
+        raise error("E0602", f"--set {param.name}={text}: not {article(param.type)}", param.span, hint=hint)
     if param.choices is not None and not any(equal(value, c) for c in param.choices):
         allowed = ", ".join(text_of(c) or "?" for c in param.choices)
         raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span,
@@ -246,7 +246,7 @@ def _variants(ctx, fn, span, args, kwargs):
                                         "--set); every point is evaluated, checked and kept as goldens")
         for v in values.items:
             if type(v) not in PARAM_TYPES["float"] + PARAM_TYPES["bool"] + PARAM_TYPES["str"]:
-                raise error("E0602", f"over[{key!r}] holds {_article(type_name(v))}, not a param value", v.span,
+                raise error("E0602", f"over[{key!r}] holds {article(type_name(v))}, not a param value", v.span,
                             hint="sweep bool, int, float or str values")
     template = _expect(a.get("name", Str("-".join(f"{{{k}}}" for k in over.items), over.span)), (Str,), "name")
     for field in _FIELD.findall(template.value):

@@ -250,7 +250,7 @@ def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
     expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.env_entries`; the span the
     value's)."""
     out = []
-    for item, name, text in env_entries(container):
+    for _, item, name, text in env_entries(container):
         if name.startswith(ENV_PREFIX):
             value = item.items.get("value")
             if type(value) is Str and text is not None and text != value.value:

@@ -426,6 +426,39 @@ class Compiler:
         out.update((written, LINK + real_path) for written, real_path in self.workspace.links.items())
         return out
 
+    def compile(self, real: Path, variant: str | None = None, sets=None, lint: bool = False) -> tuple:
+        """Build recipe ``real`` as :meth:`build` does, check its variants' contracts (and
+        lint it when ``lint``): ``(Recipe, [VariantBuild], [the warnings and notes a build
+        prints])``, what ``rcpc build`` and ``rcpc check`` report of it (the tool stores it in
+        the build cache, :func:`rcpc.cache.store_built`). The recipe is released after
+        (:meth:`release`: memory stays flat; diagnostics quoting it read the file again).
+        Raises :class:`~rcpc.core.diagnostics.CompileError` (a build's errors, a broken
+        contract)."""
+        seen = len(self.context.diagnostics)
+        try:
+            recipe, builds = self.build(real, variant, sets)
+            diags = self.check_contracts(recipe, builds)
+            if diags:
+                raise CompileError(diags)
+            return recipe, builds, self.build_warnings(real, recipe, builds, seen, lint)
+        finally:
+            self.release(real)
+
+    def build_warnings(self, real: Path, recipe: Recipe, builds: list, seen: int, lint: bool = False) -> list:
+        """The warnings and notes a build of recipe ``real`` prints, as ``recipe`` and
+        ``builds`` made by this compiler after it had ``seen`` diagnostics: its own and those
+        of the files it loads, as its author reads them (:meth:`in_recipe`), less those an
+        ``# rcpc: ignore`` silences; with ``lint``, the linter's findings on them too (L
+        codes). Call before :meth:`release`."""
+        from rcpc.domain.lint import lint_built, unsilenced
+
+        found = unsilenced(self, self.in_recipe(real, unique([*self.loaded_warnings(real),
+                                                              *self.context.diagnostics[seen:]])))
+        if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
+            found += [d for d in lint_built(self, real, recipe, builds)
+                      if d.code.startswith("L") and d.severity != "error"]
+        return found
+
     def release(self, real: Path) -> None:
         """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation
         and its trace, renders kept by identity, render texts found clean)
@@ -663,6 +696,13 @@ class Compiler:
         if found:  # with the manifests' errors, reported at once (their places as found)
             raise CompileError(by_place(unique([*found, *(d for d, _, _ in problems)])))
         return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
+
+
+def contract_variants(recipe: Recipe, builds: list) -> list[str]:
+    """The names of the variants among ``builds`` whose declaration in ``recipe`` has a diff
+    contract (``against`` and ``changes``), in the recipe's order."""
+    built = {b.variant for b in builds}
+    return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:

@@ -330,7 +330,8 @@ class RecipeWorkspace(pytest.File):
                     continue
                 built = [(b.variant, [(r.name, r.text) for r in b.renders]) for b in builds]
                 if not any(diags for _, diags in contracts):
-                    store_built(compiler, cache, options, path, recipe, builds, seen)
+                    store_built(cache, options, compiler, path, recipe, builds,
+                                compiler.build_warnings(path, recipe, builds, seen))
                 sources = compiler.sources
             for variant, renders in built:
                 for render, text in renders:
@@ -348,8 +349,8 @@ class RecipeWorkspace(pytest.File):
     def _contracts(recipe, builds: list) -> list:
         """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in
         the recipe's order (:func:`rcpc.domain.contracts.check_contract`)."""
-        from rcpc.cache import contract_variants
         from rcpc.domain.contracts import check_contract
+        from rcpc.domain.recipe import contract_variants
 
         by_variant = {b.variant: b for b in builds}
         variants = {v.name: v for v in recipe.variants}
