@@ -287,7 +287,7 @@ def loader_env(container: Dict) -> list[tuple[str, str, Dict]]:
     other than the ``M_`` ones, that MaxText's config loader reads and can refuse on
     (:data:`LOADER_ENV`), the last entry of a name winning; one whose value is known only
     when the pod runs (``valueFrom``) is left out."""
-    found = {name: (name, text, item) for item, name, text in env_entries(container)
+    found = {name: (name, text, item) for _, item, name, text in env_entries(container)
              if name in LOADER_ENV and text is not None}
     return list(found.values())
 
