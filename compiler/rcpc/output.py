@@ -29,6 +29,8 @@ spelling of it, symlinks included, takes the same lock):
    (``custom``, the ``--set`` output, is kept until the next ``--set`` build), a variant
    built alone replaces that variant, every other recipe's current output is carried over,
    and on a build of every recipe the outputs of recipes that no longer exist are dropped;
+   each variant built with overrides gets their record in the manifest (``provenance``),
+   every other keeps the one its output had (:func:`_records`);
 2. unless that is exactly the current generation, refuses, before touching anything, to go
    on when the current generation, or the output of a recipe that changes, holds a file its
    manifest does not list (``E0911``: a user's file inside a variant directory would be lost
