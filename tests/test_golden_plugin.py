@@ -334,3 +334,18 @@ def test_the_plugin_imports_no_compiler_until_it_collects():
     from rcpc.domain.workspace import CONFIG_NAME
 
     assert json.loads(r.stdout) == [CONFIG_NAME, ["rcpc.testing", "rcpc.testing.plugin"]]
+
+
+def test_the_documented_fast_setting_gives_the_same_report(updated, monkeypatch):
+    """docs/review.md (*How long pytest rcp.toml takes*): with plugin autoloading off and
+    only rcpc's plugin and syrupy's loaded, assertions plain, the goldens fail and pass as in
+    a default run, with the same summary of what changed, and ``--snapshot-update`` works."""
+    workspace = updated
+    (workspace.path / "recipes" / "r.rcp").write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    fast = ("-p", "rcpc", "-p", "syrupy", "--assert=plain")
+    result = run(workspace, *fast)
+    result.assert_outcomes(failed=4, passed=6)
+    assert "flag steps: 100 → 200" in result.stdout.str()
+    assert "rcpc: --snapshot-update changed 4 golden file(s)" in run(workspace, *fast, "--snapshot-update").stdout.str()
+    run(workspace, *fast).assert_outcomes(passed=10)
