@@ -4,7 +4,7 @@ A file of the shape AI-Hypercomputer/tpu-recipes publishes for a vLLM server on 
 (../shared/data/tpu-recipes/more/inference_ironwood_vLLM_Gemma4_gemma4-server.yaml: a
 Namespace, a StorageClass, a PersistentVolumeClaim and a Deployment running
 ``vllm.entrypoints.openai.api_server``) is read document by document: each one of those kinds
-becomes a call of the library function rendering it (``namespace``, ``gke_pd_storage_class``,
+becomes a call of the library function rendering it (``kube_namespace``, ``gke_pd_storage_class``,
 ``volume_claim``, ``vllm_tpu_deployment``), the server's ``--name=value`` arguments a dict
 of options (``VLLM_OPTIONS``, rendered by ``vllm_args``), and any other document a data literal
 (:func:`rcpc.importer.manifest.literal`'s form). The shape is the Deployment's: without one
@@ -56,7 +56,7 @@ def _metadata(doc: dict, names) -> tuple[str, list]:
 def _namespace(doc: dict, names):
     if set(doc) != {"apiVersion", "kind", "metadata"} or set(doc["metadata"]) != {"name"}:
         return None
-    return [], Call("namespace", [_text(doc["metadata"]["name"], names)], [])
+    return [], Call("kube_namespace", [_text(doc["metadata"]["name"], names)], [])
 
 
 def _storage_class(doc: dict, names):
