@@ -30,10 +30,24 @@ def budget(text: str) -> int:
 
 
 def parse(text: str) -> list:
-    """``bashlex.parse(text)``: its nodes. Raises what bashlex raises for text it cannot
-    parse, and ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the
-    offset of the word it was expanding, else 0) past :func:`budget` calls. A trace
-    function set before (a debugger, coverage) is suspended meanwhile and restored."""
+    """``bashlex.parse(text)``: its nodes, in order, with each top-level ``case ... esac``
+    (which bashlex lacks) a :class:`rcpc.importer.shcase.Case` node whose arms' commands are
+    bashlex's. Raises what bashlex raises for text it cannot parse, and
+    ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the offset of the
+    word it was expanding, else 0) past :func:`budget` calls (each text parsed has its own:
+    the script without its cases, and each arm's commands). A trace function set before (a
+    debugger, coverage) is suspended meanwhile and restored."""
+    from rcpc.importer import shcase
+
+    if "case" not in text:
+        return _parse(text)
+    rest, cases = shcase.split(text, _parse)
+    nodes = _parse(rest) if rest.strip() else []
+    return sorted(nodes + cases, key=lambda n: n.pos[0])
+
+
+def _parse(text: str) -> list:
+    """``bashlex.parse(text)``, bounded (:func:`parse`)."""
     import bashlex
 
     limit = budget(text)

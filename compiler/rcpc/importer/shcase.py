@@ -1,0 +1,230 @@
+"""bash's ``case WORD in PATTERN) ... ;; esac``, which bashlex 0.18 does not parse: found in
+the script text and read here, each arm's commands parsed by bashlex.
+
+:func:`split` finds each ``case`` that starts a line outside quotes (a top-level statement, as
+launch recipes write it: ``case "$TPU_TYPE" in``) and its ``esac``, and reads it as a
+:class:`Case` node: the word, and each arm's patterns (``"7x-8" | "tpu7x-2x2x1")``) and body
+(bash(1) Compound Commands: ``;;`` ends an arm; ``;&`` and ``;;&``, which fall through, and a
+``case`` inside an arm are refused). The text it returns has each ``case ... esac`` replaced
+by spaces (its newlines kept), so that bashlex parses the rest with every offset that of the
+script; an arm's body is parsed alone, its nodes' offsets then moved to the script's. The
+nodes have bashlex's ``kind`` and ``pos`` (offsets in the script), so the interpreter
+(:mod:`rcpc.importer.interpret`) and the importer (:mod:`rcpc.importer.shell`) read them with
+the others. Chosen over a second parser (tree-sitter-bash) because everything else of the
+importer reads bashlex's nodes and offsets: one syntax tree, one offset space.
+
+Errors are ``bashlex.errors.ParsingError`` at the offset they are found at, as bashlex's own.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Arm:
+    """One arm: ``patterns`` the ``(start, end)`` offsets of each pattern word, ``body`` the
+    bashlex nodes of its commands, ``pos`` from its first pattern to its ``;;`` (or ``esac``)."""
+
+    patterns: tuple
+    body: tuple
+    pos: tuple
+
+
+@attrs.frozen
+class Case:
+    """``case WORD in ... esac``: ``word`` the ``(start, end)`` of WORD, ``arms`` its
+    :class:`Arm` list, ``pos`` the offsets of ``case`` to the end of ``esac``."""
+
+    word: tuple
+    arms: tuple
+    pos: tuple
+    kind: str = "case"
+
+
+def _error(message: str, text: str, pos: int):
+    import bashlex
+
+    return bashlex.errors.ParsingError(message, text, pos)
+
+
+def _word_end(text: str, i: int, stop: str = "") -> int:
+    """The end of the shell word at ``i`` (quotes and backslashes followed; ends at
+    whitespace, ``;&|()<>`` or a character of ``stop``)."""
+    mode = None
+    while i < len(text):
+        c = text[i]
+        if mode == "'":
+            mode = None if c == "'" else mode
+        elif mode == '"':
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                mode = None
+        elif c in "'\"":
+            mode = c
+        elif c == "\\":
+            i += 1
+        elif c.isspace() or c in ";&|()<>" or c in stop:
+            return i
+        i += 1
+    if mode is not None:
+        raise _error(f"the {mode} quote is not closed", text, i)
+    return len(text)
+
+
+def _skip(text: str, i: int) -> int:
+    """Past spaces, newlines and comments from ``i``."""
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text[i] == "#":
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        else:
+            return i
+    return i
+
+
+def _line_starts(text: str):
+    """Offsets of the first word of each line outside quotes (a backslash-newline continues
+    the line), with the word."""
+    i, mode, start = 0, None, True
+    while i < len(text):
+        c = text[i]
+        if start and mode is None:
+            j = i
+            while j < len(text) and text[j] in " \t":
+                j += 1
+            end = _plain_end(text, j)
+            yield j, text[j:end]
+            start = False
+            i = j
+            continue
+        if mode == "'":
+            mode = None if c == "'" else mode
+        elif mode == '"':
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                mode = None
+        elif c in "'\"":
+            mode = c
+        elif c == "\\":
+            i += 1
+        elif c == "#" and (i == 0 or text[i - 1].isspace()):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif c == "\n":
+            start = True
+        i += 1
+
+
+def _plain_end(text: str, i: int) -> int:
+    while i < len(text) and (text[i].isalnum() or text[i] == "_"):
+        i += 1
+    return i
+
+
+def _arms(text: str, i: int, end_of_case) -> tuple:
+    """The arms from ``i`` (after ``in``) and the offset after ``esac``."""
+    arms = []
+    while True:
+        i = _skip(text, i)
+        if text.startswith("esac", i) and _plain_end(text, i) == i + 4:
+            return tuple(arms), i + 4
+        if i >= len(text):
+            raise _error("unexpected EOF while looking for matching 'esac'", text, len(text))
+        first = i
+        if text[i] == "(":
+            i += 1
+        patterns = []
+        while True:
+            i = _skip(text, i)
+            end = _word_end(text, i, ")|")
+            if end == i:
+                raise _error("a case pattern is missing", text, i)
+            patterns.append((i, end))
+            i = _skip(text, end)
+            if i < len(text) and text[i] == "|":
+                i += 1
+                continue
+            if i < len(text) and text[i] == ")":
+                i += 1
+                break
+            raise _error("a case pattern list ends without ')'", text, i)
+        body_start, body_end, after = i, None, None
+        while i < len(text):
+            i = _skip(text, i)
+            if text.startswith(";;&", i) or text.startswith(";&", i):
+                raise _error("a case arm that falls through (;& or ;;&)", text, i)
+            if text.startswith(";;", i):
+                body_end, after = i, i + 2
+                break
+            if text.startswith("esac", i) and _plain_end(text, i) == i + 4:
+                body_end, after = i, i
+                break
+            if text.startswith("case", i) and _plain_end(text, i) == i + 4:
+                raise _error("a case inside a case arm", text, i)
+            end = _word_end(text, i)
+            i = end + 1 if end == i else end
+        if body_end is None:
+            raise _error("unexpected EOF while looking for matching 'esac'", text, len(text))
+        arms.append(Arm(tuple(patterns), tuple(end_of_case(body_start, body_end)), (first, after)))
+        i = after
+
+
+def split(text: str, parse) -> tuple[str, list]:
+    """``(text with each top-level case ... esac blanked, [Case nodes])``; ``parse(text)``
+    parses a text with bashlex (the bounded :func:`rcpc.importer.bash.parse`). Raises
+    ``bashlex.errors.ParsingError`` for a ``case`` it cannot read."""
+    cases, blanks, last = [], [], 0
+
+    def alone(start: int, end: int) -> list:
+        part = text[start:end]
+        nodes = parse(part) if part.strip() else []
+        for n in nodes:
+            _shift(n, start)
+        return nodes
+
+    for at, word in _line_starts(text):
+        if word != "case" or at < last:
+            continue
+        i = _skip(text, at + 4)
+        word_end = _word_end(text, i)
+        if word_end == i:
+            raise _error("a case without a word", text, i)
+        j = _skip(text, word_end)
+        if not (text.startswith("in", j) and _plain_end(text, j) == j + 2):
+            raise _error("a case word not followed by 'in'", text, j)
+        arms, end = _arms(text, j + 2, alone)
+        cases.append(Case((i, word_end), arms, (at, end)))
+        blanks.append((at, end))
+        last = end
+    out, prev = [], 0
+    for start, end in blanks:
+        out += [text[prev:start], _blank(text, start, end)]
+        prev = end
+    return "".join(out) + text[prev:], cases
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` as spaces, its newlines kept."""
+    return "".join("\n" if c == "\n" else " " for c in text[start:end])
+
+
+def _shift(node, offset: int) -> None:
+    """Move the offsets of bashlex ``node`` and every node under it by ``offset``."""
+    import bashlex
+
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if hasattr(n, "pos"):
+            n.pos = (n.pos[0] + offset, n.pos[1] + offset)
+        for v in vars(n).values():
+            if isinstance(v, bashlex.ast.node):
+                todo.append(v)
+            elif isinstance(v, list):
+                todo.extend(x for x in v if isinstance(x, bashlex.ast.node))
