@@ -375,13 +375,18 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
     defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()
                 if b.kind == "param" and b.name in kept}
     programs = shell.programs(script)
-    for values in (defaults, _other(defaults)):
+    other = _other(defaults)
+    for b in script.bindings.values():  # a param a case chooses on: another of its choices
+        if b.name in other and b.choices:
+            other[b.name] = b.choices[-1] if b.default != b.choices[-1] else b.choices[0]
+    globbed = [] if script.globbed else None  # eval's words keep glob characters as written (noted)
+    for values in (defaults, other):
         sets = [f"{k}={shell._text(v)}" for k, v in values.items()]
         renders = proof.renders(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
         try:
             ours = [line for name, text in renders.items() if name.endswith(".sh")
                     for line in interpret.run(text, programs)]
-            theirs = interpret.run(shell.derived_script(script, values), programs)
+            theirs = interpret.run(shell.derived_script(script, values), programs, globbed)
         except interpret.Unsupported as exc:
             return [f"the comparison cannot interpret {exc.message}"]
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())

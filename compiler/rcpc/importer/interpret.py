@@ -232,10 +232,12 @@ def expand(text: str, start: int, end: int, env: dict) -> str:
     return "".join(u[1] if u[0] == "text" else _value(env, u[1], u[3]) for u in units(text, start, end))
 
 
-def fields(text: str, start: int, end: int, env: dict) -> list[str]:
+def fields(text: str, start: int, end: int, env: dict, globbed: list | None = None) -> list[str]:
     """The words bash makes of the word ``text[start:end]`` in a command: quotes removed,
     parameters expanded, and unquoted expansions split at runs of ``IFS`` characters. An
-    unquoted expansion holding a glob character is :class:`Unsupported`."""
+    unquoted expansion holding a glob character is :class:`Unsupported`; with ``globbed``
+    (a list), it is kept as written, as bash keeps a pattern no file matches (no
+    ``nullglob``), and ``(NAME, offset)`` appended to ``globbed``."""
     out: list[str] = []
     cur: list[str] = []
     started = False  # a field is open (it may be empty: an explicit null)
@@ -249,9 +251,11 @@ def fields(text: str, start: int, end: int, env: dict) -> list[str]:
                 if started:
                     out.append("".join(cur))
                     cur, started = [], False
-            elif c in GLOB:
+            elif c in GLOB and globbed is None:
                 raise Unsupported(f"the unquoted ${u[1]} holds {c!r}: a glob pattern (quote it)", u[3])
             else:
+                if c in GLOB and (u[1], u[3]) not in globbed:
+                    globbed.append((u[1], u[3]))
                 cur.append(c)
                 started = True
     if started:
@@ -260,12 +264,15 @@ def fields(text: str, start: int, end: int, env: dict) -> list[str]:
 
 
 # statements ------------------------------------------------------------------------------------
-def run(text: str, programs) -> list[list[str]]:
-    """The command lines (lists of words) bash would run for the launch ``programs`` when it
-    runs the script ``text``, in order; nothing is run. Raises :class:`Unsupported` for
-    what the module docstring does not list, and for text bashlex cannot parse (bashlex 0.18
-    fails on some words bash reads, such as a backquote inside single quotes)."""
+def run(text: str, programs, globbed: list | None = None) -> list[list[str]]:
+    """The command lines (lists of words) bash would run for the launch ``programs`` (a
+    container of names) when it runs the script ``text``, in order; nothing is run. Raises
+    :class:`Unsupported` for what the module docstring does not list, and for text bashlex
+    cannot parse (bashlex 0.18 fails on some words bash reads, such as a backquote inside
+    single quotes). ``globbed``: keep glob characters of unquoted expansions in a command's
+    words as written, listing them there (:func:`fields`)."""
     state = _State(text, programs)
+    state.globbed = globbed
     try:
         nodes = bash.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex's ParsingError, and its own faults on input it misreads
@@ -281,6 +288,7 @@ class _State:
         self.text = text
         self.programs = programs
         self.depth = depth
+        self.globbed = None
         self.env: dict[str, str] = {}
         self.lines: list[list[str]] = []
 
@@ -315,7 +323,7 @@ class _State:
             return
         if len(words) != len(node.parts):
             raise Unsupported("a command with environment assignments", node.pos[0])
-        argv = [f for w in words for f in fields(self.text, w.pos[0], w.pos[1], self.env)]
+        argv = [f for w in words for f in fields(self.text, w.pos[0], w.pos[1], self.env, self.globbed)]
         if argv and argv[0] == "eval" and self.text[words[0].pos[0]:words[0].pos[1]] == "eval":
             self.eval(" ".join(argv[1:]), node.pos[0])
             return
@@ -331,7 +339,7 @@ class _State:
         if self.depth >= MAX_EVAL_DEPTH:
             raise Unsupported(f"eval nested more than {MAX_EVAL_DEPTH} deep", offset)
         inner = _State(text, self.programs, self.depth + 1)
-        inner.env, inner.lines = self.env, self.lines
+        inner.env, inner.lines, inner.globbed = self.env, self.lines, self.globbed
         try:
             nodes = bash.parse(text) if text.strip() else []
             for node in nodes:
