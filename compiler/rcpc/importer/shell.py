@@ -140,13 +140,13 @@ def read(path, shown: str) -> Script:
     return script
 
 
-def _todo(script: Script, node, why: str) -> None:
+def _todo(script: Script, node, why: str, hint: str = "") -> None:
     raw = script.text[node.pos[0]:node.pos[1]]
     script.items.append(("todo", raw, node, why))
     first = raw.splitlines()[0] if raw else ""
     script.notes.append(Diagnostic("W1200", f"TODO(import): {why}: {first[:70]}", _span(script.shown, script.text,
                                    node.pos), severity="warning",
-                                   hint="kept as a comment in the recipe: convert it by hand, or leave it out"))
+                                   hint=hint or "kept as a comment in the recipe: convert it by hand, or leave it out"))
 
 
 def _statement(script: Script, node) -> None:
@@ -218,6 +218,10 @@ def _command(script: Script, node, all_pieces: list, proof_uses: frozenset = fro
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
 
 
+EVAL_HINT = ("rcpc import reads an eval whose string the script sets from literals and params (cmd=\"xpk ...\"; "
+             "eval ${cmd}): write the command that way, or convert it by hand")
+
+
 class _AnyProgram:
     """Every program but a shell builtin (``in``): an eval's command, whatever it runs."""
 
@@ -254,10 +258,15 @@ def _eval(script: Script, node, words) -> None:
         lines = interpret.run("\n".join(symbolic + [statement]) + "\n", _AnyProgram())
         interpret.run("\n".join(actual + [statement]) + "\n", _AnyProgram(), globbed)
     except interpret.Unsupported as exc:
-        _todo(script, node, f"not converted: eval runs a string rcpc cannot know ({exc.message})")
+        _todo(script, node, f"not converted: eval runs a string rcpc cannot know ({exc.message})", EVAL_HINT)
+        return
+    named = [marks[m] for m in re.findall(f"{_MARK_OPEN}[0-9]+{_MARK_CLOSE}", lines[0][0])] if len(lines) == 1 else []
+    if named:
+        _todo(script, node, f"not converted: eval runs a string rcpc cannot know (its command is ${named[0]}, a "
+              "value of the environment or the shell)", EVAL_HINT)
         return
     if len(lines) != 1 or not lines[0][0].replace("-", "_").replace(".", "_").isidentifier():
-        _todo(script, node, f"not converted: eval runs {len(lines)} commands, not one launch command")
+        _todo(script, node, f"not converted: eval runs {len(lines)} commands, not one launch command", EVAL_HINT)
         return
     names = set()
     for w in words[1:]:
@@ -275,8 +284,6 @@ def _eval(script: Script, node, words) -> None:
 
 def _marked(script: Script, word: str, marks: dict) -> list:
     """A word of the eval's symbolic run as text and :class:`Ref` pieces."""
-    import re
-
     out: list = []
     for i, part in enumerate(re.split(f"({_MARK_OPEN}[0-9]+{_MARK_CLOSE})", word)):
         if i % 2:
