@@ -24,26 +24,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_bash_stubbed
+from test_import_shapes import _import
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.lint import lint
-from rcpc.domain.workspace import Workspace
 from rcpc.importer import interpret, proof
-from rcpc.importer.driver import import_shell
 
 REPO = Path(__file__).resolve().parents[1]
 WAN = REPO.parent / "shared" / "data" / "tpu-recipes" / "more" / \
     "inference_ironwood_MaxDiffusion_Wan2.x_Wan2.1-T2V_run_recipe.sh"
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 ENV = ("PROJECT_ID", "CLUSTER_NAME", "ZONE", "BASE_OUTPUT_DIR", "HF_TOKEN")
-
-
-def _import(tmp_path: Path, text: str, name: str = "s.sh"):
-    src = tmp_path / name
-    src.write_text(text)
-    imported = import_shell(Workspace.find(REPO), src, name)
-    out = tmp_path / "r.rcp"
-    out.write_text(imported.text)
-    return imported, out
 
 
 # the interpreter ---------------------------------------------------------------------------
@@ -110,7 +100,7 @@ def test_what_the_interpreter_does_not_follow_is_unsupported_at_its_place(text, 
 ])
 def test_a_case_the_front_end_cannot_read_is_e1201_at_its_place(text, offset, tmp_path):
     with pytest.raises(CompileError) as exc:
-        _import(tmp_path, text)
+        _import(tmp_path, "s.sh", text)
     d = exc.value.diagnostics[0]
     line = text.count("\n", 0, offset) + 1
     assert d.code == "E1201" and d.span.line == line, (d.message, d.span)
@@ -160,7 +150,7 @@ def test_a_case_and_an_eval_import_as_choices_lookups_and_the_command(file, tmp_
     string is the command it spells, its words the recipe's expressions; the proof holds,
     and bash runs the same command for every choice."""
     text, keys = file
-    imported, out = _import(tmp_path, text)
+    imported, out = _import(tmp_path, "s.sh", text)
     assert f"choices = [{', '.join(chr(34) + k + chr(34) for k in keys)}]" in imported.text.replace("\n    ", " ")
     assert "[KIND]" in imported.text and "command_file(" in imported.text and "TODO(import): not converted" not in \
         imported.text
@@ -180,7 +170,7 @@ def test_the_published_maxdiffusion_script_imports_equal(values, tmp_path):
     variables, and bash running the render with the same values, run the same xpk command line,
     for each resolution and TPU type; the recipe is lint clean."""
     text = WAN.read_text()
-    imported, out = _import(tmp_path, text, WAN.name)
+    imported, out = _import(tmp_path, WAN.name, text)
     assert imported.how.startswith("a command_file render")
     assert 'TPU_TYPE = param(str, default = "7x-8", choices = ["7x-8", "tpu7x-2x2x1", "7x-16", "tpu7x-2x2x2"])' \
         in imported.text
@@ -203,9 +193,9 @@ def test_an_eval_of_a_string_rcpc_cannot_know_is_a_todo_with_a_hint(statement, w
     """Alone, it is E1204 (nothing to launch) listing why; beside a launch, a W1200
     TODO(import) at the eval with the hint."""
     with pytest.raises(CompileError) as exc:
-        _import(tmp_path, statement + "\n")
+        _import(tmp_path, "s.sh", statement + "\n")
     d = exc.value.diagnostics[0]
     assert d.code == "E1204" and any(why in n for n in d.notes), d.notes
-    imported, _ = _import(tmp_path, statement + "\nxpk run --x=1\n", "t.sh")
+    imported, _ = _import(tmp_path, "t.sh", statement + "\nxpk run --x=1\n")
     (note,) = [n for n in imported.notes if "eval" in n.message]
     assert why in note.message and "eval ${cmd}" in note.hint and note.span.line == statement.count("\n") + 1

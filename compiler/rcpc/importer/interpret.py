@@ -164,28 +164,16 @@ def _braces(text: str, start: int, end: int) -> None:
     """Raise :class:`Unsupported` when the word has an unquoted ``{`` (not ``${``) with an
     unquoted ``,`` or ``..`` after it and an unquoted ``}`` after those: a brace expansion
     (bash(1) Brace Expansion makes several words of it). Other braces are themselves."""
-    mode, opened, sep = None, None, False
-    i = start
-    while i < end:
-        c = text[i]
-        if mode == "'":
-            mode = None if c == "'" else mode
-        elif mode == '"':
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                mode = None
-        elif c in "'\"":
-            mode = c
-        elif c == "\\":
-            i += 1
-        elif c == "{" and not (i > start and text[i - 1] == "$"):
+    from rcpc.importer.shcase import unquoted
+
+    opened, sep = None, False
+    for i, c in unquoted(text, start, end):
+        if c == "{" and not (i > start and text[i - 1] == "$"):
             opened = i if opened is None else opened
         elif opened is not None and (c == "," or text.startswith("..", i)):
             sep = True
         elif c == "}" and opened is not None and sep:
             raise Unsupported("an unquoted {...,...} is a brace expansion (it makes several words)", opened)
-        i += 1
 
 
 def parameter(text: str, i: int, end: int, inside_quotes: bool = False) -> tuple:

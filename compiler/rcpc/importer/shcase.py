@@ -48,11 +48,13 @@ def _error(message: str, text: str, pos: int):
     return bashlex.errors.ParsingError(message, text, pos)
 
 
-def _word_end(text: str, i: int, stop: str = "") -> int:
-    """The end of the shell word at ``i`` (quotes and backslashes followed; ends at
-    whitespace, ``;&|()<>`` or a character of ``stop``)."""
-    mode = None
-    while i < len(text):
+def unquoted(text: str, start: int, end: int, comments: bool = False):
+    """``(offset, character)`` of each character of ``text[start:end]`` outside quotes and
+    not escaped by a backslash (bash(1) QUOTING; the quotes and backslashes themselves are
+    not yielded); with ``comments``, a ``#`` starting a word and the rest of its line are
+    not yielded either. A quote not closed runs to ``end`` (bashlex reports it)."""
+    mode, i = None, start
+    while i < end:
         c = text[i]
         if mode == "'":
             mode = None if c == "'" else mode
@@ -65,11 +67,21 @@ def _word_end(text: str, i: int, stop: str = "") -> int:
             mode = c
         elif c == "\\":
             i += 1
-        elif c.isspace() or c in ";&|()<>" or c in stop:
-            return i
+        elif comments and c == "#" and (i == start or text[i - 1].isspace()):
+            newline = text.find("\n", i, end)
+            i = end if newline < 0 else newline
+            continue
+        else:
+            yield i, c
         i += 1
-    if mode is not None:
-        raise _error(f"the {mode} quote is not closed", text, i)
+
+
+def _word_end(text: str, i: int, stop: str = "") -> int:
+    """The end of the shell word at ``i`` (quotes and backslashes followed; ends at
+    whitespace, ``;&|()<>`` or a character of ``stop``)."""
+    for at, c in unquoted(text, i, len(text)):
+        if c.isspace() or c in ";&|()<>" or c in stop:
+            return at
     return len(text)
 
 
@@ -89,36 +101,11 @@ def _skip(text: str, i: int) -> int:
 def _line_starts(text: str):
     """Offsets of the first word of each line outside quotes (a backslash-newline continues
     the line), with the word."""
-    i, mode, start = 0, None, True
-    while i < len(text):
-        c = text[i]
-        if start and mode is None:
-            j = i
-            while j < len(text) and text[j] in " \t":
-                j += 1
-            end = _plain_end(text, j)
-            yield j, text[j:end]
-            start = False
-            i = j
-            continue
-        if mode == "'":
-            mode = None if c == "'" else mode
-        elif mode == '"':
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                mode = None
-        elif c in "'\"":
-            mode = c
-        elif c == "\\":
-            i += 1
-        elif c == "#" and (i == 0 or text[i - 1].isspace()):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        elif c == "\n":
-            start = True
-        i += 1
+    for at in [0] + [i + 1 for i, c in unquoted(text, 0, len(text), comments=True) if c == "\n"]:
+        j = at
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        yield j, text[j:_plain_end(text, j)]
 
 
 def _plain_end(text: str, i: int) -> int:
