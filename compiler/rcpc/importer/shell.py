@@ -14,6 +14,10 @@ Top-level statements, in order:
   the spaces around the words); other values that use only known names → an f-string;
 * ``if [ "$FLAG" = true ]; then NAME="$NAME k=v ..."; fi`` → a conditional layer of the
   flag set on the bool param ``FLAG``;
+* ``case "$P" in "a" | "b") X=1 ;; ... *) echo ...; exit 1 ;; esac`` on a str param P whose
+  arms assign literal values → P's ``choices``, and ``X = {"a": 1, "b": 1, ...}[P]``;
+* ``eval ${cmd}`` of a string the script sets from what it knows → the command the string
+  spells (:func:`_eval`), as a launch command below;
 * a command that is not a shell builtin (``xpk workload create ...``) → a ``command_file``
   render, its words as the recipe's expressions; an accelerator type it names
   (``--tpu-type=v5p-16``) → ``TPU_SLICE = tpu_slice("v5p:2x2x2")``, given to the flag sets
