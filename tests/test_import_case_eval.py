@@ -75,6 +75,7 @@ def _case_scripts(draw):
 @SETTINGS
 @given(text=_case_scripts())
 @example(text="P=b\nW=u\ncase \"$P\" in\n  a | \"b\") W=1 ;;\n  *) W=2 ;;\nesac\ncmd=\"xpk --w=$W\"\neval ${cmd}\n")
+@example(text="P=b\ncase $P in a) X=1 ;; (b) X=2; Y=3 ;; *) echo no; exit 1;; esac; xpk \"$X$Y\"\n")  # one line
 def test_the_interpreter_runs_case_and_eval_as_bash_does(text):
     assert interpret.run(text, ["xpk"]) == run_bash_stubbed(text, ["xpk"])
 

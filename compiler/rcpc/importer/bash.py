@@ -34,16 +34,11 @@ def parse(text: str) -> list:
     (which bashlex lacks) a :class:`rcpc.importer.shcase.Case` node whose arms' commands are
     bashlex's. Raises what bashlex raises for text it cannot parse, and
     ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the offset of the
-    word it was expanding, else 0) past :func:`budget` calls (each text parsed has its own:
-    the script without its cases, and each arm's commands). A trace function set before (a
+    word it was expanding, else 0) past :func:`budget` calls. A trace function set before (a
     debugger, coverage) is suspended meanwhile and restored."""
     from rcpc.importer import shcase
 
-    if "case" not in text:
-        return _parse(text)
-    rest, cases = shcase.split(text, _parse)
-    nodes = _parse(rest) if rest.strip() else []
-    return sorted(nodes + cases, key=lambda n: n.pos[0])
+    return shcase.parse(text, _parse) if "case" in text else _parse(text)
 
 
 def _parse(text: str) -> list:

@@ -1,13 +1,13 @@
 """bash's ``case WORD in PATTERN) ... ;; esac``, which bashlex 0.18 does not parse: found in
 the script text and read here, each arm's commands parsed by bashlex.
 
-:func:`split` finds each ``case`` that starts a line outside quotes (a top-level statement, as
+:func:`parse` finds each ``case`` that starts a line outside quotes (a top-level statement, as
 launch recipes write it: ``case "$TPU_TYPE" in``) and its ``esac``, and reads it as a
 :class:`Case` node: the word, and each arm's patterns (``"7x-8" | "tpu7x-2x2x1")``) and body
 (bash(1) Compound Commands: ``;;`` ends an arm; ``;&`` and ``;;&``, which fall through, and a
-``case`` inside an arm are refused). The text it returns has each ``case ... esac`` replaced
-by spaces (its newlines kept), so that bashlex parses the rest with every offset that of the
-script; an arm's body is parsed alone, its nodes' offsets then moved to the script's. The
+``case`` inside an arm are refused). bashlex parses the script once, with each ``case``'s
+own words blanked (newlines kept, a newline where an arm ends): every offset is the
+script's, and each node inside a case's arm is that arm's command. The
 nodes have bashlex's ``kind`` and ``pos`` (offsets in the script), so the interpreter
 (:mod:`rcpc.importer.interpret`) and the importer (:mod:`rcpc.importer.shell`) read them with
 the others. Chosen over a second parser (tree-sitter-bash) because everything else of the
@@ -114,13 +114,14 @@ def _plain_end(text: str, i: int) -> int:
     return i
 
 
-def _arms(text: str, i: int, end_of_case) -> tuple:
-    """The arms from ``i`` (after ``in``) and the offset after ``esac``."""
+def _arms(text: str, i: int) -> tuple:
+    """``([(patterns, (body start, body end), (first, after))], offset after esac)`` of the
+    arms from ``i`` (after ``in``); a body ends at its ``;;`` (or ``esac``)."""
     arms = []
     while True:
         i = _skip(text, i)
         if text.startswith("esac", i) and _plain_end(text, i) == i + 4:
-            return tuple(arms), i + 4
+            return arms, i + 4
         if i >= len(text):
             raise _error("unexpected EOF while looking for matching 'esac'", text, len(text))
         first = i
@@ -158,23 +159,18 @@ def _arms(text: str, i: int, end_of_case) -> tuple:
             i = end + 1 if end == i else end
         if body_end is None:
             raise _error("unexpected EOF while looking for matching 'esac'", text, len(text))
-        arms.append(Arm(tuple(patterns), tuple(end_of_case(body_start, body_end)), (first, after)))
+        arms.append((tuple(patterns), (body_start, body_end), (first, after)))
         i = after
 
 
-def split(text: str, parse) -> tuple[str, list]:
-    """``(text with each top-level case ... esac blanked, [Case nodes])``; ``parse(text)``
-    parses a text with bashlex (the bounded :func:`rcpc.importer.bash.parse`). Raises
-    ``bashlex.errors.ParsingError`` for a ``case`` it cannot read."""
-    cases, blanks, last = [], [], 0
-
-    def alone(start: int, end: int) -> list:
-        part = text[start:end]
-        nodes = parse(part) if part.strip() else []
-        for n in nodes:
-            _shift(n, start)
-        return nodes
-
+def parse(text: str, parse_text) -> list:
+    """The statements of ``text``, in order: bashlex's nodes, each top-level ``case ... esac``
+    a :class:`Case`. ``parse_text(text)`` is bashlex's parse (bounded:
+    :func:`rcpc.importer.bash.parse`), called once, on ``text`` with every part of each case
+    but its arms' commands blanked (newlines kept, a newline where each arm ends), so that
+    every offset is the script's. Raises ``bashlex.errors.ParsingError`` for a ``case`` it
+    cannot read, and what ``parse_text`` raises."""
+    found, last = [], 0
     for at, word in _line_starts(text):
         if word != "case" or at < last:
             continue
@@ -185,33 +181,33 @@ def split(text: str, parse) -> tuple[str, list]:
         j = _skip(text, word_end)
         if not (text.startswith("in", j) and _plain_end(text, j) == j + 2):
             raise _error("a case word not followed by 'in'", text, j)
-        arms, end = _arms(text, j + 2, alone)
-        cases.append(Case((i, word_end), arms, (at, end)))
-        blanks.append((at, end))
-        last = end
-    out, prev = [], 0
-    for start, end in blanks:
-        out += [text[prev:start], _blank(text, start, end)]
-        prev = end
-    return "".join(out) + text[prev:], cases
-
-
-def _blank(text: str, start: int, end: int) -> str:
-    """``text[start:end]`` as spaces, its newlines kept."""
-    return "".join("\n" if c == "\n" else " " for c in text[start:end])
-
-
-def _shift(node, offset: int) -> None:
-    """Move the offsets of bashlex ``node`` and every node under it by ``offset``."""
-    import bashlex
-
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if hasattr(n, "pos"):
-            n.pos = (n.pos[0] + offset, n.pos[1] + offset)
-        for v in vars(n).values():
-            if isinstance(v, bashlex.ast.node):
-                todo.append(v)
-            elif isinstance(v, list):
-                todo.extend(x for x in v if isinstance(x, bashlex.ast.node))
+        arms, last = _arms(text, j + 2)
+        found.append(((at, last), (i, word_end), arms))
+    chars = list(text)
+    for (at, end), _, arms in found:
+        bodies = iter([b for _, b, _ in arms] + [(end, end)])
+        body = next(bodies)
+        for k in range(at, end):
+            if k == body[1]:
+                chars[k] = "\n"  # the arm's commands end here
+                body = next(bodies)
+            elif not (body[0] <= k < body[1]) and chars[k] != "\n":
+                chars[k] = " "
+        after = _skip(text, end) if end < len(text) and text[end] in " \t" else end
+        if text.startswith(";", after) and not text.startswith(";;", after):
+            chars[after] = " "  # esac; next: the next statement on the same line
+    masked = "".join(chars)
+    nodes = parse_text(masked) if masked.strip() else []
+    out, bodies = [], {id(a): [] for _, _, arms in found for a in arms}
+    for n in nodes:
+        case = next((f for f in found if f[0][0] <= n.pos[0] < f[0][1]), None)
+        if case is None:
+            out.append(n)
+            continue
+        arm = next((a for a in case[2] if a[1][0] <= n.pos[0] and n.pos[1] <= a[1][1]), None)
+        if arm is None:
+            raise _error("a command runs past the end of its case arm", text, n.pos[0])
+        bodies[id(arm)].append(n)
+    for span, word, arms in found:
+        out.append(Case(word, tuple(Arm(p, tuple(bodies[id(a)]), pos) for a in arms for p, _, pos in [a]), span))
+    return sorted(out, key=lambda n: n.pos[0])
