@@ -6,7 +6,8 @@
   (``'fixed,-224,224'``), when the shell reads a value as written (a glob after a param), and
   with spaces around its words (``FLAGS.shell_quoted(keys, raw = [...])``);
 * a file of several YAML documents (the vLLM server manifests, E1200 before) is one recipe of
-  one render a document, proven equal document by document;
+  one render a document, proven equal document by document (the vLLM serving shape as calls
+  of @rcpc//vllm_tpu.rcp: tests/test_import_serving.py);
 * an accelerator type (``--tpu-type=v5p-16``) is ``tpu_slice("v5p:2x2x2")``, tied to the flag
   sets so that the mesh check runs.
 
@@ -189,9 +190,10 @@ def test_several_documents_are_one_render_each(docs, tmp_path):
 
 def test_the_vllm_server_manifests_import_equal(tmp_path):
     """The published vLLM server file: four documents (Namespace, StorageClass,
-    PersistentVolumeClaim, Deployment), four renders, equal."""
+    PersistentVolumeClaim, Deployment), four renders, equal; one library call a document
+    (tests/test_import_serving.py)."""
     imported = import_manifest(Workspace.find(REPO), VLLM, VLLM.name, {}, None)
-    assert imported.how == "data literals, one render for each of its 4 documents"
+    assert imported.how == "a call of vllm_tpu_deployment"
     out = tmp_path / "r.rcp"
     out.write_text(imported.text)
     compiler = proof.fresh_compiler(REPO)

@@ -8,8 +8,10 @@ Stages, data flowing one way:
 * :mod:`.fields`: each placeholder's param type, from the Kubernetes schema of the field it
   stands in (``replicas: ${N}`` an ``int``);
 * :mod:`.manifest`: a manifest template (``${VAR}`` placeholders) → recipe text, as a call
-  of a shared library function (:mod:`.library`) when one renders the same data, else as a
-  data literal;
+  of a shared library function (:mod:`.library`; a vLLM server's documents, :mod:`.serving`)
+  when one renders the same data, else as a data literal;
+* :mod:`.bash` and :mod:`.shcase`: bashlex's parser, bounded, and ``case ... esac``, which
+  it lacks;
 * :mod:`.shell`: a shell launch recipe → recipe text with a ``command_file`` render;
 * :mod:`.proof`: the new recipe built and compared with its input;
 * :mod:`.relocate`: the diagnostics of that build moved from the temporary recipe to the

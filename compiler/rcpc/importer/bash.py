@@ -30,10 +30,19 @@ def budget(text: str) -> int:
 
 
 def parse(text: str) -> list:
-    """``bashlex.parse(text)``: its nodes. Raises what bashlex raises for text it cannot
-    parse, and ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the
-    offset of the word it was expanding, else 0) past :func:`budget` calls. A trace
-    function set before (a debugger, coverage) is suspended meanwhile and restored."""
+    """``bashlex.parse(text)``: its nodes, in order, with each top-level ``case ... esac``
+    (which bashlex lacks) a :class:`rcpc.importer.shcase.Case` node whose arms' commands are
+    bashlex's. Raises what bashlex raises for text it cannot parse, and
+    ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the offset of the
+    word it was expanding, else 0) past :func:`budget` calls. A trace function set before (a
+    debugger, coverage) is suspended meanwhile and restored."""
+    from rcpc.importer import shcase
+
+    return shcase.parse(text, _parse) if "case" in text else _parse(text)
+
+
+def _parse(text: str) -> list:
+    """``bashlex.parse(text)``, bounded (:func:`parse`)."""
     import bashlex
 
     limit = budget(text)

@@ -1,6 +1,7 @@
 """``rcpc import``: choose the recipe an input becomes, and prove it equal.
 
-For a manifest, each library candidate (:data:`rcpc.importer.library.CANDIDATES`) that
+For a manifest, each library candidate (:data:`rcpc.importer.library.CANDIDATES`, and
+:data:`rcpc.importer.serving.CANDIDATES` for a file of several documents too) that
 extracts a call is rendered and compared with the template (:mod:`.proof`: the renders as
 written, before the Kubernetes and TPU rules); the first equal one is the import, else the
 data literal, which must be equal itself. The chosen recipe is then built with its defaults,
@@ -51,7 +52,7 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
     the arguments and errors), proven equal to it in the workspace ``ws``. Raises
     :class:`CompileError` ``E1203`` when no recipe is equal (the first differences), and the
     errors of the recipe's build at the template."""
-    from rcpc.importer import library, manifest, proof
+    from rcpc.importer import library, manifest, proof, serving
 
     template = manifest.read(path, shown, sets, variables, _schemas(ws))
     root = ws.root
@@ -79,7 +80,8 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
                                              attrs.evolve(s, unknown_keys=tuple(dict.fromkeys(s.unknown_keys + keys))))
 
     tried = []
-    for cand in library.CANDIDATES if not template.documents else ():  # several documents: data literals
+    # a JobSet's functions read one document; the serving shape's, each document of a file
+    for cand in (library.CANDIDATES if not template.documents else ()) + serving.CANDIDATES:
         if not _has_library(ws, cand.library) or cand.extract(template) is None:
             continue
         try:
@@ -373,13 +375,18 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
     defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()
                 if b.kind == "param" and b.name in kept}
     programs = shell.programs(script)
-    for values in (defaults, _other(defaults)):
+    other = _other(defaults)
+    for b in script.bindings.values():  # a param a case chooses on: another of its choices
+        if b.name in other and b.choices:
+            other[b.name] = b.choices[-1] if b.default != b.choices[-1] else b.choices[0]
+    globbed = [] if script.globbed else None  # eval's words keep glob characters as written (noted)
+    for values in (defaults, other):
         sets = [f"{k}={shell._text(v)}" for k, v in values.items()]
         renders = proof.renders(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
         try:
             ours = [line for name, text in renders.items() if name.endswith(".sh")
                     for line in interpret.run(text, programs)]
-            theirs = interpret.run(shell.derived_script(script, values), programs)
+            theirs = interpret.run(shell.derived_script(script, values), programs, globbed)
         except interpret.Unsupported as exc:
             return [f"the comparison cannot interpret {exc.message}"]
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())

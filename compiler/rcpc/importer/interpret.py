@@ -18,6 +18,10 @@ EXPRESSIONS), and nothing else:
   arguments are removed"); the words are recorded, nothing is run;
 * ``if [ A = B ]; then ...; [else ...;] fi`` (also ``==``, ``!=``, ``[[ ]]``) over such
   statements, and lists joined by ``;`` or newlines;
+* ``case WORD in P1 | P2) ...;; *) ...;; esac`` (:mod:`rcpc.importer.shcase`): the first arm
+  with a pattern equal to WORD, a pattern a word matched as written or ``*`` alone;
+* ``eval WORDS``: the words expanded (and split), joined by spaces, and the statements that
+  string spells interpreted as above (bash(1) eval), at most :data:`MAX_EVAL_DEPTH` deep;
 * quoting: single quotes, double quotes (a backslash escapes ``$ ` " \\`` and newline), a
   backslash outside quotes, ``$NAME`` and ``${NAME}`` of a variable the script set.
 
@@ -28,7 +32,7 @@ value would come from the environment) or one bash gives a meaning of its own (`
 ``RANDOM``, ``PATH``, ...), unquoted glob characters, tildes and brace expansions (their
 result depends on the file system and user database), redirections, pipelines, ``&&``,
 ``||``, ``&``, functions, subshells, loops, and every command that is not a launch program
-(builtins included: ``eval``, ``source``, ``export``, ``cd`` all act).
+(builtins included: ``source``, ``export``, ``cd`` all act; ``eval`` is followed as above).
 
 :func:`units` is the one reader of a word's quoting, used both here and by the importer's
 conversion (:mod:`rcpc.importer.shell`), so that what the importer accepts is what this
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 from rcpc.importer import bash
 
+MAX_EVAL_DEPTH = 8  # eval of a string that runs eval ...
 IFS = " \t\n"  # bash's default IFS; a script that sets IFS is Unsupported
 GLOB = "*?["
 
@@ -159,28 +164,16 @@ def _braces(text: str, start: int, end: int) -> None:
     """Raise :class:`Unsupported` when the word has an unquoted ``{`` (not ``${``) with an
     unquoted ``,`` or ``..`` after it and an unquoted ``}`` after those: a brace expansion
     (bash(1) Brace Expansion makes several words of it). Other braces are themselves."""
-    mode, opened, sep = None, None, False
-    i = start
-    while i < end:
-        c = text[i]
-        if mode == "'":
-            mode = None if c == "'" else mode
-        elif mode == '"':
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                mode = None
-        elif c in "'\"":
-            mode = c
-        elif c == "\\":
-            i += 1
-        elif c == "{" and not (i > start and text[i - 1] == "$"):
+    from rcpc.importer.shcase import unquoted
+
+    opened, sep = None, False
+    for i, c in unquoted(text, start, end):
+        if c == "{" and not (i > start and text[i - 1] == "$"):
             opened = i if opened is None else opened
         elif opened is not None and (c == "," or text.startswith("..", i)):
             sep = True
         elif c == "}" and opened is not None and sep:
             raise Unsupported("an unquoted {...,...} is a brace expansion (it makes several words)", opened)
-        i += 1
 
 
 def parameter(text: str, i: int, end: int, inside_quotes: bool = False) -> tuple:
@@ -227,10 +220,12 @@ def expand(text: str, start: int, end: int, env: dict) -> str:
     return "".join(u[1] if u[0] == "text" else _value(env, u[1], u[3]) for u in units(text, start, end))
 
 
-def fields(text: str, start: int, end: int, env: dict) -> list[str]:
+def fields(text: str, start: int, end: int, env: dict, globbed: list | None = None) -> list[str]:
     """The words bash makes of the word ``text[start:end]`` in a command: quotes removed,
     parameters expanded, and unquoted expansions split at runs of ``IFS`` characters. An
-    unquoted expansion holding a glob character is :class:`Unsupported`."""
+    unquoted expansion holding a glob character is :class:`Unsupported`; with ``globbed``
+    (a list), it is kept as written, as bash keeps a pattern no file matches (no
+    ``nullglob``), and ``(NAME, offset)`` appended to ``globbed``."""
     out: list[str] = []
     cur: list[str] = []
     started = False  # a field is open (it may be empty: an explicit null)
@@ -244,9 +239,11 @@ def fields(text: str, start: int, end: int, env: dict) -> list[str]:
                 if started:
                     out.append("".join(cur))
                     cur, started = [], False
-            elif c in GLOB:
+            elif c in GLOB and globbed is None:
                 raise Unsupported(f"the unquoted ${u[1]} holds {c!r}: a glob pattern (quote it)", u[3])
             else:
+                if c in GLOB and (u[1], u[3]) not in globbed:
+                    globbed.append((u[1], u[3]))
                 cur.append(c)
                 started = True
     if started:
@@ -255,12 +252,15 @@ def fields(text: str, start: int, end: int, env: dict) -> list[str]:
 
 
 # statements ------------------------------------------------------------------------------------
-def run(text: str, programs) -> list[list[str]]:
-    """The command lines (lists of words) bash would run for the launch ``programs`` when it
-    runs the script ``text``, in order; nothing is run. Raises :class:`Unsupported` for
-    what the module docstring does not list, and for text bashlex cannot parse (bashlex 0.18
-    fails on some words bash reads, such as a backquote inside single quotes)."""
-    state = _State(text, frozenset(programs))
+def run(text: str, programs, globbed: list | None = None) -> list[list[str]]:
+    """The command lines (lists of words) bash would run for the launch ``programs`` (a
+    container of names) when it runs the script ``text``, in order; nothing is run. Raises
+    :class:`Unsupported` for what the module docstring does not list, and for text bashlex
+    cannot parse (bashlex 0.18 fails on some words bash reads, such as a backquote inside
+    single quotes). ``globbed``: keep glob characters of unquoted expansions in a command's
+    words as written, listing them there (:func:`fields`)."""
+    state = _State(text, programs)
+    state.globbed = globbed
     try:
         nodes = bash.parse(text) if text.strip() else []
     except Exception as exc:  # bashlex's ParsingError, and its own faults on input it misreads
@@ -272,9 +272,11 @@ def run(text: str, programs) -> list[list[str]]:
 
 
 class _State:
-    def __init__(self, text: str, programs: frozenset):
+    def __init__(self, text: str, programs, depth: int = 0):
         self.text = text
         self.programs = programs
+        self.depth = depth
+        self.globbed = None
         self.env: dict[str, str] = {}
         self.lines: list[list[str]] = []
 
@@ -292,9 +294,11 @@ class _State:
                     self.statement(part)
         elif kind == "compound" and len(node.list) == 1 and node.list[0].kind == "if":
             self.conditional(node.list[0])
+        elif kind == "case":
+            self.case(node)
         else:
-            raise Unsupported(f"a {kind} (only assignments, launch commands and if ... fi are followed)",
-                              node.pos[0])
+            raise Unsupported(f"a {kind} (only assignments, launch commands, eval, if ... fi and case ... esac "
+                              "are followed)", node.pos[0])
 
     def command(self, node) -> None:
         words = [p for p in node.parts if p.kind == "word"]
@@ -307,11 +311,44 @@ class _State:
             return
         if len(words) != len(node.parts):
             raise Unsupported("a command with environment assignments", node.pos[0])
-        argv = [f for w in words for f in fields(self.text, w.pos[0], w.pos[1], self.env)]
+        argv = [f for w in words for f in fields(self.text, w.pos[0], w.pos[1], self.env, self.globbed)]
+        if argv and argv[0] == "eval" and self.text[words[0].pos[0]:words[0].pos[1]] == "eval":
+            self.eval(" ".join(argv[1:]), node.pos[0])
+            return
         if not argv or argv[0] not in self.programs:
             shown = argv[0] if argv else ""
             raise Unsupported(f"the command {shown[:40]!r} is not a launch program (it would run)", node.pos[0])
         self.lines.append(argv)
+
+    def eval(self, text: str, offset: int) -> None:
+        """``eval`` of ``text`` (its arguments expanded and joined by spaces, bash(1) eval):
+        the statements ``text`` spells, run here in this state. An :class:`Unsupported`
+        inside it is reported at the ``eval`` (``offset``), saying where in the string."""
+        if self.depth >= MAX_EVAL_DEPTH:
+            raise Unsupported(f"eval nested more than {MAX_EVAL_DEPTH} deep", offset)
+        inner = _State(text, self.programs, self.depth + 1)
+        inner.env, inner.lines, inner.globbed = self.env, self.lines, self.globbed
+        try:
+            nodes = bash.parse(text) if text.strip() else []
+            for node in nodes:
+                inner.statement(node)
+        except Unsupported as exc:
+            raise Unsupported(f"in the string eval runs, at offset {exc.offset}: {exc.message}", offset) from None
+        except Exception as exc:  # bashlex's ParsingError, and its own faults
+            raise Unsupported(f"the string eval runs is not shell the parser reads ({bash.problem(exc)})",
+                              offset) from None
+
+    def case(self, node) -> None:
+        """``case WORD in P1 | P2) ...;; *) ...;; esac``: the commands of the first arm one
+        of whose patterns is WORD (expanded, not split). A pattern is a word matched as
+        written, or ``*`` alone (every word); any other glob pattern is Unsupported."""
+        word = expand(self.text, *node.word, self.env)
+        for arm in node.arms:
+            for start, end in arm.patterns:
+                if self.text[start:end] == "*" or expand(self.text, start, end, self.env) == word:
+                    for statement in arm.body:
+                        self.statement(statement)
+                    return
 
     def assign(self, node) -> None:
         a, b = node.pos

@@ -381,11 +381,11 @@ def literal(t: Template) -> str:
     kinds = [str(d.doc.get("kind", "manifest")).lower() for d in docs]
     for i, d in enumerate(docs):
         name = kinds[i] if kinds.count(kinds[i]) == 1 else f"{kinds[i]}-{i + 1}"
-        lines += _literal_body(d, name, first=not t.documents or i == 0)
+        lines += literal_body(d, name, first=not t.documents or i == 0)
     return "\n".join(lines + ['variant("default")']) + "\n"
 
 
-def _literal_body(t: Template, name: str, first: bool) -> list:
+def literal_body(t: Template, name: str, first: bool) -> list:
     """The lines of one document as a data literal, its render named ``name`` (a JobSet of
     rcpc's API version is ``jobset``'s ``jobset`` when it is the file's ``first``)."""
     from rcpc.domain.renders import JOBSET_API_VERSION

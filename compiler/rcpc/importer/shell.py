@@ -14,6 +14,10 @@ Top-level statements, in order:
   the spaces around the words); other values that use only known names → an f-string;
 * ``if [ "$FLAG" = true ]; then NAME="$NAME k=v ..."; fi`` → a conditional layer of the
   flag set on the bool param ``FLAG``;
+* ``case "$P" in "a" | "b") X=1 ;; ... *) echo ...; exit 1 ;; esac`` on a str param P whose
+  arms assign literal values → P's ``choices``, and ``X = {"a": 1, "b": 1, ...}[P]``;
+* ``eval ${cmd}`` of a string the script sets from what it knows → the command the string
+  spells (:func:`_eval`), as a launch command below;
 * a command that is not a shell builtin (``xpk workload create ...``) → a ``command_file``
   render, its words as the recipe's expressions; an accelerator type it names
   (``--tpu-type=v5p-16``) → ``TPU_SLICE = tpu_slice("v5p:2x2x2")``, given to the flag sets
@@ -64,6 +68,7 @@ class Binding:
     unknown_keys: tuple = ()             # flags: keys the MaxText schema does not know
     words: object = None                 # flags: the FlagWords read (quoted, raw, pad)
     origin: str = ""                     # param: "env" when its value comes from the environment
+    choices: tuple = ()                  # param: the values a case on it accepts (the others exit)
 
     @property
     def shell_name(self) -> str:
@@ -87,6 +92,7 @@ class Script:
     bindings: dict
     notes: list
     slice: tuple | None = None  # (tpu_slice spec, number of slices) the launch command names
+    globbed: bool = False  # an eval's words hold glob characters bash keeps as written (no file matches)
 
 
 # The words that name a launch's TPU slice by its accelerator type (xpk workload create
@@ -138,17 +144,22 @@ def read(path, shown: str) -> Script:
     return script
 
 
-def _todo(script: Script, node, why: str) -> None:
+def _todo(script: Script, node, why: str, hint: str = "") -> None:
     raw = script.text[node.pos[0]:node.pos[1]]
     script.items.append(("todo", raw, node, why))
     first = raw.splitlines()[0] if raw else ""
     script.notes.append(Diagnostic("W1200", f"TODO(import): {why}: {first[:70]}", _span(script.shown, script.text,
                                    node.pos), severity="warning",
-                                   hint="kept as a comment in the recipe: convert it by hand, or leave it out"))
+                                   hint=hint or "kept as a comment in the recipe: convert it by hand, or leave it out"))
 
 
 def _statement(script: Script, node) -> None:
     if node.kind == "compound" and _conditional_layer(script, node):
+        return
+    if node.kind == "case":
+        if not _case(script, node):
+            _todo(script, node, "not converted (only a case on a str param whose arms assign values, and whose "
+                  "'*' arm exits, is)")
         return
     if node.kind != "command":
         _todo(script, node, "not converted (only assignments, flag layers and commands are)")
@@ -167,6 +178,9 @@ def _statement(script: Script, node) -> None:
         _todo(script, node, "not converted (a command with environment assignments)")
         return
     program = words[0].word
+    if program == "eval" and script.text[words[0].pos[0]:words[0].pos[1]] == "eval":
+        _eval(script, node, words)
+        return
     if program == "export" and len(words) > 1 and all("=" in w.word for w in words[1:]):
         for w in words[1:]:
             _assignment(script, node, w, exported=True)
@@ -185,12 +199,192 @@ def _statement(script: Script, node) -> None:
                   "rcpc does not have")
             return
         all_pieces.append(pieces)
+    _command(script, node, all_pieces)
+
+
+def _command(script: Script, node, all_pieces: list, proof_uses: frozenset = frozenset()) -> None:
+    """A launch command of words (each its text and :class:`Ref` pieces): the item
+    ``("command", render name, [word sources], uses, node, pieces, proof_uses)``;
+    ``proof_uses``: bindings the statement ``node`` reads that the words do not (an eval's
+    string), which the proof's script sets (:func:`derived_script`)."""
     _tie_slice(script, all_pieces)
+    sources, uses = [], set()
     for pieces in all_pieces:
         uses |= _names(script, pieces)
         sources.append(fstring(pieces))
     n = sum(1 for i in script.items if isinstance(i, tuple) and i[0] == "command")
-    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node, all_pieces))
+    script.items.append(("command", "launch" if n == 0 else f"launch-{n + 1}", sources, uses, node, all_pieces,
+                         proof_uses))
+
+
+# A param's or case-chosen value in the eval's symbolic run: a private-use character, its
+# index, another (no shell reads them as anything but text, and no script writes them).
+_MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
+
+
+EVAL_HINT = ("rcpc import reads an eval whose string the script sets from literals and params (cmd=\"xpk ...\"; "
+             "eval ${cmd}): write the command that way, or convert it by hand")
+
+
+class _AnyProgram:
+    """Every program but a shell builtin (``in``): an eval's command, whatever it runs."""
+
+    def __contains__(self, program) -> bool:
+        return program not in BUILTINS
+
+
+def _eval(script: Script, node, words) -> None:
+    """``eval WORDS`` of a string the script sets from what it knows: the command it spells,
+    interpreted (:func:`rcpc.importer.interpret.run`: nothing runs) with each param and
+    case-chosen value a marker that becomes its reference, so the words are the recipe's
+    expressions. Anything else (a string from the environment or the shell's output, more
+    than one command, a builtin) is a ``TODO(import)`` saying why. When the string holds a
+    glob character bash matches against the files present (``jax[tpu]``), the words keep it
+    as written (bash's result when no file matches) and a ``W1200`` says so."""
+    symbolic, actual, marks = [], [], {}
+    for item in script.items:
+        if isinstance(item, Binding):
+            if item.kind in ("param", "lookup"):
+                mark = f"{_MARK_OPEN}{len(marks)}{_MARK_CLOSE}"
+                marks[mark] = item.name
+                symbolic.append(f"{item.name}={mark}")
+            else:
+                symbolic.append(item.raw)
+            if item.kind == "param":
+                actual.append(f"{item.name}={_quote(item.default or _visible(item.name))}")
+            elif item.kind != "lookup":
+                actual.append(item.raw)
+        elif item[0] == "case":
+            actual.append(script.text[item[1].pos[0]:item[1].pos[1]])
+    statement = script.text[node.pos[0]:node.pos[1]]
+    globbed: list = []
+    try:
+        lines = interpret.run("\n".join(symbolic + [statement]) + "\n", _AnyProgram())
+        interpret.run("\n".join(actual + [statement]) + "\n", _AnyProgram(), globbed)
+    except interpret.Unsupported as exc:
+        _todo(script, node, f"not converted: eval runs a string rcpc cannot know ({exc.message})", EVAL_HINT)
+        return
+    named = [marks[m] for m in re.findall(f"{_MARK_OPEN}[0-9]+{_MARK_CLOSE}", lines[0][0])] if len(lines) == 1 else []
+    if named:
+        _todo(script, node, f"not converted: eval runs a string rcpc cannot know (its command is ${named[0]}, a "
+              "value of the environment or the shell)", EVAL_HINT)
+        return
+    if len(lines) != 1 or not lines[0][0].replace("-", "_").replace(".", "_").isidentifier():
+        _todo(script, node, f"not converted: eval runs {len(lines)} commands, not one launch command", EVAL_HINT)
+        return
+    names = set()
+    for w in words[1:]:
+        names |= {u[1] for u in interpret.units(script.text, *w.pos) if u[0] == "param"}
+    if globbed:
+        script.globbed = True
+        script.notes.append(Diagnostic(
+            "W1200", "TODO(import): eval splits " + ", ".join(f"${n}" for n, _ in globbed) + " unquoted and its value "
+            "holds a glob character: bash matches it against the files of the directory it runs in; the recipe's "
+            "words keep it as written (what bash does when no file matches)", _span(script.shown, script.text,
+                                                                                   node.pos), severity="warning",
+            hint="quote the expansion in the shell file (eval \"$cmd\") if the word is meant as written"))
+    _command(script, node, [_marked(script, w, marks) for w in lines[0]], frozenset(names))
+
+
+def _marked(script: Script, word: str, marks: dict) -> list:
+    """A word of the eval's symbolic run as text and :class:`Ref` pieces."""
+    out: list = []
+    for i, part in enumerate(re.split(f"({_MARK_OPEN}[0-9]+{_MARK_CLOSE})", word)):
+        if i % 2:
+            out.append(_ref(script, Ref(marks[part])))
+        elif part:
+            out.append(part)
+    return out
+
+
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+def _case(script: Script, node) -> bool:
+    """``case "$P" in "a" | "b") X=1; Y=2 ;; ... *) echo ...; exit 1 ;; esac`` on a str param
+    P whose arms assign the same names literal values: P's ``choices`` are the patterns (a
+    value of no arm exits), and each name a lookup binding ``{"a": 1, "b": 1, ...}[P]``. False
+    (nothing changed) for any other case."""
+    text = script.text
+    try:
+        units = [u for u in interpret.units(text, *node.word) if u[0] == "param" or u[1]]
+    except interpret.Unsupported:
+        return False
+    param = script.bindings.get(units[0][1]) if len(units) == 1 and units[0][0] == "param" else None
+    if param is None or param.kind != "param" or param.type != "str" or param.choices:
+        return False
+    arms, keys = [], []
+    for i, arm in enumerate(node.arms):
+        patterns = [text[a:b] for a, b in arm.patterns]
+        if "*" in patterns:
+            if patterns != ["*"] or i != len(node.arms) - 1 or not _exits(arm.body, text):
+                return False
+            continue
+        try:
+            values = [interpret.expand(text, a, b, {}) for a, b in arm.patterns]
+            assigned = _literal_assignments(arm.body, text)
+        except interpret.Unsupported:
+            return False
+        if assigned is None:
+            return False
+        arms.append((values, assigned))
+        keys += values
+    if len(arms) != len(node.arms) - 1 or not arms or len(set(keys)) != len(keys) or param.default not in keys:
+        return False
+    names = list(arms[0][1])
+    if any(list(a) != names for _, a in arms) or any(n in script.bindings for n in names):
+        return False
+    param.choices = tuple(keys)
+    for name in names:
+        entries = ", ".join(f"{string(k)}: {_literal(a[name])}" for values, a in arms for k in values)
+        b = Binding(name, "lookup", f"{{{entries}}}[{param.name}]", {param.name}, None)
+        script.bindings[name] = b
+        script.items.append(b)
+    script.items.append(("case", node, tuple(names)))
+    return True
+
+
+def _literal_assignments(body, text: str) -> dict | None:
+    """``{NAME: value}`` of an arm made only of ``NAME=value`` assignments of literal values
+    (raises :class:`~rcpc.importer.interpret.Unsupported` for a value with an expansion);
+    None for any other command."""
+    out: dict = {}
+    for n in _simple_commands(body):
+        if n is None or n.kind != "command" or any(p.kind != "assignment" for p in n.parts):
+            return None
+        for p in n.parts:
+            name = text[p.pos[0]:p.pos[1]].partition("=")[0]
+            if not name.isidentifier() or name in interpret.SHELL_VARIABLES:
+                return None
+            out[name] = interpret.expand(text, p.pos[0] + len(name) + 1, p.pos[1], {})
+    return out
+
+
+def _exits(body, text: str) -> bool:
+    """Whether an arm reports and exits: ``echo``/``printf`` commands, then ``exit N``, N not 0."""
+    commands = list(_simple_commands(body))
+    words = [[text[w.pos[0]:w.pos[1]] for w in c.parts if w.kind == "word"] if c is not None and c.kind == "command"
+             else [] for c in commands]
+    return bool(words) and all(w and w[0] in ("echo", "printf") for w in words[:-1]) and len(words[-1]) == 2 and \
+        words[-1][0] == "exit" and words[-1][1].isdigit() and int(words[-1][1]) != 0
+
+
+def _simple_commands(body):
+    """The commands of an arm's statements (lists joined by ';' or newlines opened); None for
+    a statement of another kind."""
+    for n in body:
+        if n.kind == "list" and all(p.kind == "command" or getattr(p, "op", "") in (";", "\n") for p in n.parts):
+            yield from (p for p in n.parts if p.kind == "command")
+        else:
+            yield n if n.kind == "command" else None
+
+
+def _literal(value: str) -> str:
+    """The recipe literal written back as ``value``: an int or float as spelled, else a string."""
+    return value if _INT.fullmatch(value) or _FLOAT.fullmatch(value) else string(value)
 
 
 def _tie_slice(script: Script, words: list) -> None:
@@ -539,6 +733,9 @@ def recipe(script: Script, launch=None) -> str:
                               shell_line=launch is None, tied=script.slice)
         elif item[0] == "todo":
             lines += [f"# TODO(import): {item[3]}:"] + _commented(item[1])
+        elif item[0] == "case" and not set(item[2]) & used_names:
+            lines += ["# TODO(import): not used by the launch command:"] + _commented(
+                script.text[item[1].pos[0]:item[1].pos[1]])
         elif item[0] == "command":
             name, sources = item[1], item[2]
             argv = launch.argv if launch is not None else "[" + ", ".join(sources) + "]"
@@ -590,9 +787,11 @@ def _commented(raw: str) -> list:
     return ["#     " + ln if ln else "#" for ln in raw.splitlines()] + [""]
 
 
-def used(script: Script) -> set:
-    """The names the launch commands use, directly or through other bindings."""
-    todo = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command" for n in i[3]]
+def used(script: Script, proof: bool = False) -> set:
+    """The names the launch commands use, directly or through other bindings; with
+    ``proof``, also those the statements the proof's script keeps read (an eval's string)."""
+    todo = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command"
+            for n in (*i[3], *(i[6] if proof else ()))]
     used: set = set()
     while todo:
         n = todo.pop()
@@ -616,7 +815,8 @@ def _binding(b: Binding, named: list | None = None, shell_line: bool = True, tie
         return out + [f"{b.name} = param(str, default = {string(_visible(b.name))}, doc = "
                       f"{string(doc + ': set it with --set.')})"]
     if b.kind == "param":
-        return out + [f"{b.name} = param({b.type}, default = {b.source})"]
+        choices = f", choices = [{', '.join(string(c) for c in b.choices)}]" if b.choices else ""
+        return out + [f"{b.name} = param({b.type}, default = {b.source}{choices})"]
     if b.kind == "list":
         prefix, sep, suffix = b.list_format
         return out + [f"{b.name} = {b.source}", f"{b.name}_JOINED = {joined(b.name, prefix, sep, suffix)}", ""]
@@ -651,15 +851,18 @@ def derived_script(script: Script, values: dict) -> str:
     import shlex
 
     out = []
-    kept = used(script)
+    kept = used(script, proof=True)
     for item in script.items:
         if isinstance(item, Binding):
-            if item.name not in kept:
+            if item.name not in kept or item.kind == "lookup":  # a lookup: its case statement sets it
                 continue
             if item.kind == "param":
                 out.append(f"{item.name}={shlex.quote(_text(values[item.name]))}")
             else:
                 out.append(item.raw)
+        elif item[0] == "case":
+            if set(item[2]) & kept:
+                out.append(script.text[item[1].pos[0]:item[1].pos[1]])
         elif item[0] in ("layer", "command"):
             node = item[2] if item[0] == "layer" else item[4]
             out.append(script.text[node.pos[0]:node.pos[1]])
@@ -674,5 +877,5 @@ def _text(v) -> str:
 
 def programs(script: Script) -> list:
     """The programs the launch commands run (their first words), in order, once each."""
-    return list(dict.fromkeys(item[4].parts[0].word for item in script.items
+    return list(dict.fromkeys("".join(p for p in item[5][0] if isinstance(p, str)) for item in script.items
                               if isinstance(item, tuple) and item[0] == "command"))
