@@ -4,6 +4,7 @@ a usage error is what the full parser does."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 
@@ -36,11 +37,45 @@ def run(parser, argv):
             return ("exit", exc.code, out.getvalue() + err.getvalue())
 
 
-def test_every_command_is_covered():
-    assert sorted({a[0] for a in ARGVS}) == sorted(COMMANDS)
+def _every_argument(words: list[str], parser) -> list[list[str]]:
+    """Command lines of the (sub)parser ``parser``, reached by ``words``: each of its
+    optional arguments given once, every positional filled (a value of its choices, else
+    ``1``); one command line per choice of a nested command (``schema maxtext``)."""
+    line, nested = list(words), None
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            nested = action
+            continue
+        value = [str(next(iter(action.choices)) if action.choices else "1")]
+        if not action.option_strings:
+            line += value
+        elif action.nargs == 0:
+            if not any(isinstance(g, argparse._MutuallyExclusiveGroup) and action in g._group_actions
+                       and any(a.option_strings and a.option_strings[0] in line for a in g._group_actions)
+                       for g in parser._mutually_exclusive_groups):
+                line.append(action.option_strings[0])
+        elif not any(action in g._group_actions and any(a.option_strings[0] in line for a in g._group_actions)
+                     for g in parser._mutually_exclusive_groups):
+            line += [action.option_strings[0], *value]
+    if nested is None:
+        return [line]
+    return [out for name, sub in nested.choices.items() for out in _every_argument([*line, name], sub)]
 
 
-@pytest.mark.parametrize("argv", ARGVS + BAD + [[c, "--help"] for c in COMMANDS] + [["--help"], ["-h", "build"]],
+GENERATED = [argv for c in COMMANDS for argv in _every_argument([c], FULL._subparsers._group_actions[0].choices[c])]
+
+
+def test_every_command_and_argument_is_generated():
+    """Every command (found, not listed here: a new one needs no edit of this file) and each
+    of its arguments appear in a generated command line that the full parser takes."""
+    assert sorted({a[0] for a in GENERATED}) == sorted(COMMANDS)
+    for argv in GENERATED:
+        assert run(FULL, argv)[0] == "ok", argv
+
+
+@pytest.mark.parametrize("argv", ARGVS + GENERATED + BAD + [[c, "--help"] for c in COMMANDS] + [["--help"], ["-h", "build"]],
                          ids=lambda a: " ".join(a) or "none")
 def test_the_invoked_commands_parser_parses_as_the_full_one(argv):
     assert run(cli.parser(invoked(argv)), argv) == run(cli.parser(), argv)
