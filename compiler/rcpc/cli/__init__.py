@@ -1,7 +1,7 @@
 """The ``rcpc`` command line: :func:`main` and the dispatch.
 
 Each command is one module of :mod:`rcpc.cli.commands`, a shell over :mod:`rcpc.api`, found
-by its file (``import_.py`` is ``import``: a Python keyword); it declares
+by its file (``import_.py`` is ``import``, a Python keyword); it declares
 
 * ``ORDER``: its place in ``rcpc --help``;
 * ``arguments(sub)``: adds its parser to ``sub`` (argparse's subparsers);
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import keyword
 import os
 import sys
 import threading
@@ -40,14 +39,22 @@ from rcpc.replay import Recorder, stderr_color
 COMMANDS = Path(__file__).parent / "commands"  # one module a command
 
 
+def _modules() -> dict[str, str]:
+    """{command name: module name} of the modules of :mod:`rcpc.cli.commands`, by name (a
+    command that is a Python keyword has a module named with a ``_`` after it)."""
+    stems = sorted(n[:-3] for n in os.listdir(COMMANDS) if n.endswith(".py") and n[0] != "_")
+    return {stem.removesuffix("_"): stem for stem in stems}
+
+
 def command_names() -> list[str]:
     """The commands, by name, from the modules of :mod:`rcpc.cli.commands` (sorted)."""
-    return sorted(n[:-3].removesuffix("_") for n in os.listdir(COMMANDS) if n.endswith(".py") and n[0] != "_")
+    return list(_modules())
 
 
 def command(name: str):
-    """The module of command ``name`` (:func:`command_names`), imported."""
-    return importlib.import_module(f"rcpc.cli.commands.{name}{'_' if keyword.iskeyword(name) else ''}")
+    """The module of command ``name`` (:func:`command_names`), imported: the CLI's one
+    deferred import."""
+    return importlib.import_module(f"rcpc.cli.commands.{_modules()[name]}")
 
 
 def parser(name: str | None = None) -> argparse.ArgumentParser:
