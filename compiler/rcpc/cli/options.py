@@ -44,8 +44,8 @@ def schema_options(args: argparse.Namespace) -> dict:
 
 
 def jobs(text: str, auto: int) -> int:
-    """``-j N``: a number of processes (1 or more), or ``auto``, which is ``auto``
-    (:data:`rcpc.parallel.AUTO`)."""
+    """The value of ``-j TEXT``: N, a number of processes (1 or more), or for ``auto`` the
+    value ``auto`` (:data:`rcpc.parallel.AUTO`, which the commands that run workers pass)."""
     if text == "auto":
         return auto
     try:
