@@ -194,3 +194,47 @@ def test_every_command_module_is_found_and_declares_what_the_dispatch_reads():
         assert module.__doc__ and f"rcpc {name}" in module.__doc__, name
         orders.append(module.ORDER)
     assert len(set(orders)) == len(orders)
+
+
+NEW_COMMAND = '''"""``rcpc recipes``: list the recipes of the workspace (a command added by one file)."""
+
+ORDER = 35
+
+
+def arguments(sub) -> None:
+    sub.add_parser("recipes", help="list the recipes of the workspace")
+
+
+def execute(args, run) -> int:
+    for p in run.workspace.recipe_paths():
+        print(run.config.recipe_name(p))
+    return 0
+'''
+
+
+def test_a_command_is_one_module(monkeypatch, capsys, tmp_path):
+    """A command module dropped beside the others (here: a copy of the commands directory
+    with one more) is listed by ``rcpc --help`` at its ORDER, parsed and run, without a
+    registry or any other file changed (docs/architecture.md, Where things go)."""
+    from rcpc import cli
+    from rcpc.cli import commands
+
+    copy = tmp_path / "commands"
+    copy.mkdir()
+    for p in CLI.joinpath("commands").glob("*.py"):
+        (copy / p.name).symlink_to(p)
+    (copy / "recipes.py").write_text(NEW_COMMAND)
+    monkeypatch.setattr(cli, "COMMANDS", copy)
+    monkeypatch.setattr(commands, "__path__", [*commands.__path__, str(copy)])
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("    ")]
+    assert listed[:5] == ["build", "render", "params", "recipes", "diff"]
+    try:
+        assert cli.main(["recipes"]) == 0
+        assert "rl/qwen35_397b_256_v7x" in capsys.readouterr().out.splitlines()
+    finally:  # the trial module leaves the process
+        sys.modules.pop("rcpc.cli.commands.recipes", None)
+        vars(commands).pop("recipes", None)

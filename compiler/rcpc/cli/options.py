@@ -38,9 +38,11 @@ def strict() -> argparse.ArgumentParser:
 
 def schema_options(args: argparse.Namespace) -> dict:
     """The ``--maxtext-schema`` (``--maxtext-base``), ``--kube-schema`` and ``--strict-crd``
-    options, as :class:`rcpc.api.Workspace` takes them."""
-    return {"maxtext_schema": args.maxtext_schema or args.maxtext_base, "kube_schemas": args.kube_schema,
-            "strict_crd": getattr(args, "strict_crd", False)}
+    options, as :class:`rcpc.api.Workspace` takes them; a command without them (no
+    :func:`common` parent) gets the workspace's own settings."""
+    value = vars(args).get
+    return {"maxtext_schema": value("maxtext_schema") or value("maxtext_base"), "kube_schemas": value("kube_schema"),
+            "strict_crd": value("strict_crd", False)}
 
 
 def jobs(text: str, auto: int) -> int:
