@@ -224,14 +224,18 @@ def test_a_command_is_one_module(monkeypatch, capsys, tmp_path):
     for p in CLI.joinpath("commands").glob("*.py"):
         (copy / p.name).symlink_to(p)
     (copy / "recipes.py").write_text(NEW_COMMAND)
+    for stray in (".#recipes.py", "recipes.py~", "notes.txt", "old-build.py"):  # an editor's, a person's
+        (copy / stray).write_text("raise SystemExit('imported')\n")
     monkeypatch.setattr(cli, "COMMANDS", copy)
     monkeypatch.setattr(commands, "__path__", [*commands.__path__, str(copy)])
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     with pytest.raises(SystemExit):
         cli.main(["--help"])
-    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("    ")]
-    assert listed[:5] == ["build", "render", "params", "recipes", "diff"]
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]  # not a wrapped help line
+    assert listed[:5] == ["build", "render", "params", "recipes", "diff"] and len(listed) == len(cli.command_names())
+    assert "old-build" not in cli.command_names()
     try:
         assert cli.main(["recipes"]) == 0
         assert "rl/qwen35_397b_256_v7x" in capsys.readouterr().out.splitlines()

@@ -41,7 +41,8 @@ COMMANDS = Path(__file__).parent / "commands"  # one module a command
 def _modules() -> dict[str, str]:
     """{command name: module name} of the modules of :mod:`rcpc.cli.commands`, by name (a
     command that is a Python keyword has a module named with a ``_`` after it)."""
-    stems = sorted(n[:-3] for n in os.listdir(COMMANDS) if n.endswith(".py") and n[0] != "_")
+    stems = sorted(n[:-3] for n in os.listdir(COMMANDS)
+                   if n.endswith(".py") and n[:-3].isidentifier() and n[0] != "_")  # not an editor's .#x.py
     return {stem.removesuffix("_"): stem for stem in stems}
 
 
