@@ -1,16 +1,19 @@
-"""Start-up builds only the invoked command's arguments (``rcpc.cli._parser(command)``): what
-it parses, prints for ``--help`` and reports for a usage error is what the full parser does."""
+"""Start-up builds only the invoked command's arguments (``rcpc.cli.parser(command)``, which
+imports that command's module alone): what it parses, prints for ``--help`` and reports for
+a usage error is what the full parser does."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 
 import pytest
 
 from rcpc import cli
+from rcpc.cli.parsing import invoked
 
-FULL = cli._parser()
+FULL = cli.parser()
 COMMANDS = list(FULL._subparsers._group_actions[0].choices)
 ARGVS = [
     ["build"], ["build", "rl/x", "-o", "out", "-j", "1", "--variant", "v"], ["build", "--set", "A=1", "--set", "B=2"],
@@ -34,24 +37,60 @@ def run(parser, argv):
             return ("exit", exc.code, out.getvalue() + err.getvalue())
 
 
-def test_every_command_is_covered():
-    assert sorted({a[0] for a in ARGVS}) == sorted(COMMANDS)
+def _every_argument(words: list[str], parser) -> list[list[str]]:
+    """Command lines of the (sub)parser ``parser``, reached by ``words``: each of its
+    optional arguments given once, every positional filled (a value of its choices, else
+    ``1``); one command line per choice of a nested command (``schema maxtext``)."""
+    line, nested = list(words), None
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            nested = action
+            continue
+        value = [str(next(iter(action.choices)) if action.choices else "1")]
+        if not action.option_strings:
+            line += value
+        elif action.nargs == 0:
+            if not any(isinstance(g, argparse._MutuallyExclusiveGroup) and action in g._group_actions
+                       and any(a.option_strings and a.option_strings[0] in line for a in g._group_actions)
+                       for g in parser._mutually_exclusive_groups):
+                line.append(action.option_strings[0])
+        elif not any(action in g._group_actions and any(a.option_strings[0] in line for a in g._group_actions)
+                     for g in parser._mutually_exclusive_groups):
+            line += [action.option_strings[0], *value]
+    if nested is None:
+        return [line]
+    return [out for name, sub in nested.choices.items() for out in _every_argument([*line, name], sub)]
 
 
-@pytest.mark.parametrize("argv", ARGVS + BAD + [[c, "--help"] for c in COMMANDS] + [["--help"], ["-h", "build"]],
+GENERATED = [argv for c in COMMANDS for argv in _every_argument([c], FULL._subparsers._group_actions[0].choices[c])]
+
+
+def test_every_command_and_argument_is_generated():
+    """Every command (found, not listed here: a new one needs no edit of this file) and each
+    of its arguments appear in a generated command line that the full parser takes."""
+    assert sorted({a[0] for a in GENERATED}) == sorted(COMMANDS)
+    for argv in GENERATED:
+        assert run(FULL, argv)[0] == "ok", argv
+
+
+@pytest.mark.parametrize("argv", ARGVS + GENERATED + BAD + [[c, "--help"] for c in COMMANDS] + [["--help"], ["-h", "build"]],
                          ids=lambda a: " ".join(a) or "none")
 def test_the_invoked_commands_parser_parses_as_the_full_one(argv):
-    assert run(cli._parser(cli._invoked(argv)), argv) == run(cli._parser(), argv)
+    assert run(cli.parser(invoked(argv)), argv) == run(cli.parser(), argv)
 
 
 def test_a_parser_used_before_parses_as_a_new_one():
-    """Parsers are built once a process: parsing arguments leaves nothing behind in them."""
+    """Parsing arguments leaves nothing behind in a parser (a tool may keep one, as the
+    completion script's generator reads the full one)."""
+    used = {}
     for argv in ARGVS + BAD:
-        run(cli._parser(cli._invoked(argv)), argv)
-        run(cli._parser(), argv)
+        run(used.setdefault(invoked(argv), cli.parser(invoked(argv))), argv)
+        run(FULL, argv)
     for argv in ARGVS + BAD + [[c, "--help"] for c in COMMANDS]:
-        fresh = cli._build_parser(cli._invoked(argv))
-        assert run(cli._parser(cli._invoked(argv)), argv) == run(fresh, argv)
+        fresh = cli.parser(invoked(argv))
+        assert run(used.get(invoked(argv), FULL), argv) == run(fresh, argv) == run(FULL, argv)
 
 
 # A command's positionals after its options (`rcpc render R --variant V trainer.flags`, as
@@ -74,10 +113,10 @@ INTERMIXED = [  # (command, positionals, option words)
 @pytest.mark.parametrize("command, positionals, options", INTERMIXED)
 def test_options_may_come_between_positionals(command, positionals, options):
     """Every place the options can go among the positionals parses to what options first do."""
-    expected = vars(cli._parse([command, *options, *positionals]))
+    expected = vars(cli.parse([command, *options, *positionals]))
     for at in range(len(positionals) + 1):
         argv = [command, *positionals[:at], *options, *positionals[at:]]
-        assert vars(cli._parse(argv)) == expected, argv
+        assert vars(cli.parse(argv)) == expected, argv
 
 
 @pytest.mark.parametrize("argv", [["render", "r", "--variant", "v", "trainer.flags", "extra"],
@@ -85,5 +124,5 @@ def test_options_may_come_between_positionals(command, positionals, options):
 def test_what_no_parse_takes_is_a_usage_error_of_the_command(argv):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
-        cli._parse(argv)
+        cli.parse(argv)
     assert info.value.code == 2 and f"rcpc {argv[0]}: error:" in err.getvalue()

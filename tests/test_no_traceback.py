@@ -275,7 +275,7 @@ def test_a_stream_the_command_replaces_stays_replaced(monkeypatch, name, replace
         monkeypatch.setattr(sys, n, stream)
     new = io.StringIO() if replacement else None
 
-    def command(args) -> int:
+    def command(args, run) -> int:
         setattr(sys, name, new)
         return 0
 

@@ -125,7 +125,7 @@ def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
     (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
     files = {f[0] for f in replay.read_record(str(record))[2]}
     package = Path(replay.__file__).parent
-    assert {str(package / "__init__.py"), str(package / "cli.py"), str(package / "core" / "syntax" / "grammar.lark")} <= files
+    assert {str(package / "__init__.py"), str(package / "cli" / "__init__.py"), str(package / "core" / "syntax" / "grammar.lark")} <= files
     dirs = {d for d, _ in replay.read_record(str(record))[3]}
     assert str(package) in dirs and str(package / "core" / "syntax") in dirs
 

@@ -566,3 +566,122 @@ def format_source(text: str, path: str = "<text>") -> str:
     from rcpc.core.fmt import format_source as fmt
 
     return fmt(text, path)
+
+
+def derive_schema(kind: str, path: str | os.PathLike, commit: str | None = None) -> str:
+    """The text of a schema rcpc ships, derived from its source (``rcpc schema``): ``kind``
+    ``maxtext``, the MaxText schema of the checkout at ``path`` (types.py, base.yml, models/;
+    :func:`rcpc.domain.schemagen.derive`; ``commit`` default: the checkout's git HEAD), or
+    ``jobset``, the JobSet schema of the CRD file ``path``
+    (``jobset.x-k8s.io_jobsets.yaml``; :func:`rcpc.domain.crd.derive_schema`). Raises
+    :class:`CompileError` for a source it cannot read or derive from."""
+    if kind == "maxtext":
+        from rcpc.domain.schemagen import derive, dumps
+
+        return dumps(derive(Path(path), commit=commit))
+    from rcpc.domain.crd import derive_schema as jobset
+
+    return jobset(Path(path), commit)
+
+
+def import_recipe(workspace: Workspace, kind: str, file: str, *, sets: list[str] | None = None,
+                  variables: list[str] | None = None, output: str | None = None, force: bool = False):
+    """The recipe ``rcpc import`` makes of ``file`` (as named on the command line): ``kind``
+    ``manifest``, a manifest template with ``${VAR}`` placeholders (``sets``: ``VAR=VALUE``
+    defaults, ``variables``: the placeholders that become params, as envsubst's SHELL-FORMAT),
+    or ``shell``, a shell launch recipe; proven equal to it (:mod:`rcpc.importer.driver`).
+    Returns the :class:`rcpc.importer.driver.Imported` (``text``, ``how``, ``notes``), nothing
+    written. ``output``, the recipe file it is for, is checked first, before any work:
+    ``E1202`` for an empty name, a directory, an existing file without ``force``, the input
+    itself or a file of rcpc's standard library. :class:`UsageError` when ``file`` does not
+    exist; the import's errors (``E12xx``) as :class:`CompileError`."""
+    from rcpc.domain import stdlib
+    from rcpc.importer import driver
+
+    source = Path(file)
+    if not os.path.lexists(source):  # as rcpc fmt: a usage error (exit 2), not an E12xx of the file
+        raise UsageError(f"no such file: {file}")
+    if output is not None:
+        target = Path(output)
+        problem = None
+        if output == "":
+            problem = "-o needs a file name"
+        elif target.is_dir():
+            problem = "is a directory"
+        elif (target.exists() or target.is_symlink()) and not force:
+            problem = "exists (rcpc import never replaces a file unless --force is given)"
+        elif target.exists() and target.resolve() == source.resolve():
+            problem = "is the input file"
+        elif stdlib.contains(Path(os.path.realpath(target))):
+            problem = f"it is in rcpc's standard library ({stdlib.DIRECTORY}): rcpc's own files are never written"
+        if problem:
+            raise CompileError(Diagnostic("E1202", f"cannot write {output}: {problem}", None,
+                                          hint="name a new .rcp file, or add --force to replace it"))
+    if kind == "manifest":
+        from rcpc.domain.recipe import parse_sets
+
+        return driver.import_manifest(workspace.config, source, file, parse_sets(sets or []), variables)
+    return driver.import_shell(workspace.config, source, file)
+
+
+def check_import(workspace: Workspace, imported, file: str, recipe: str | os.PathLike) -> None:
+    """Prove the recipe written at ``recipe`` equal to the input ``file`` of ``imported``
+    (:func:`import_recipe`), compiled afresh as the workspace will compile it. Raises
+    :class:`CompileError` ``E1203`` (the first differences) when it is not."""
+    from rcpc.importer.driver import IMPORT_BUG_HINT
+    from rcpc.importer.proof import fresh_compiler
+
+    found = imported.check(fresh_compiler(workspace.config.root), Path(recipe).resolve())
+    if found:
+        raise CompileError(Diagnostic("E1203", f"the imported recipe is not equal to {file}: {found[0]}", None,
+                                      notes=tuple(found[1:4]), hint=IMPORT_BUG_HINT))
+
+
+def diff_revision(workspace: Workspace, rev: str, recipes=(), variant: str | None = None, *,
+                  maxtext_schema: str | None = None, kube_schemas: list[str] | None = None,
+                  strict_crd: bool = False):
+    """The renders of ``workspace`` at git revision ``rev`` compared with the work tree's
+    (``rcpc diff --rev``, :func:`rcpc.review.diff_revision`), both built by the running rcpc:
+    ``recipes`` (default: every recipe on either side) × ``variant`` (default: every one) ×
+    render, the schema options applied to both sides as :class:`Workspace` applies them.
+    Returns the :class:`rcpc.review.RevisionDiff`. ``E0615`` (git), ``E0607`` (a variant on
+    neither side) as :class:`CompileError`; :class:`UsageError` for a recipe on neither side."""
+    from rcpc import review
+
+    try:
+        return review.diff_revision(workspace.config, rev, list(recipes), variant,
+                                    lambda w: with_options(w, maxtext_schema, kube_schemas, strict_crd))
+    except LookupError as exc:
+        raise UsageError(f"no recipe {exc.args[0]!r} in the work tree or at {rev}") from None
+
+
+def output_bookkeeping(output: str | os.PathLike):
+    """What a build that finds its output already in place reads of the output directory's
+    bookkeeping, for no-op replay to check the same (:func:`rcpc.output.bookkeeping`:
+    ``(links, files, absent)``, or None when nothing may be replayed)."""
+    from rcpc.output import bookkeeping
+
+    return bookkeeping(Path(output))
+
+
+def completion_candidates(kind: str, recipe: str | None = None, root: str | os.PathLike = ".") -> list[str]:
+    """The words shell completion offers for ``kind`` in the workspace of ``root``:
+    ``recipes`` (recipe names), or ``recipe``'s ``variants``, ``renders`` (file names) or
+    ``params`` (as ``NAME=``). [] when there are none: no workspace, no such recipe, or a
+    recipe that does not compile (completion never reports errors)."""
+    try:
+        workspace = Workspace(root)
+        ws = workspace.config
+        if kind == "recipes":
+            return [ws.recipe_name(p) for p in ws.recipes()]
+        path = ws.find_recipe(recipe or "")
+        if path is None:
+            return []
+        rec, build = workspace.compiler.recipe(path)
+    except (CompileError, OSError):
+        return []
+    if kind == "variants":
+        return list(dict.fromkeys(["default", *(v.name for v in rec.variants)]))
+    if kind == "renders":
+        return [r.name for r in build.renders]
+    return [f"{p.name}=" for p in rec.params]

@@ -52,16 +52,15 @@ function __rcpc_params; rcpc completion --list params (__rcpc_recipe_word) 2>/de
 _FUNCS = {kind: {"bash": f"_rcpc_{kind}", "zsh": f"_rcpc_{kind}", "fish": f"(__rcpc_{kind})"} for kind in KINDS}
 
 
-def annotate(parser: argparse.ArgumentParser, commands: dict) -> None:
-    """Mark the arguments of ``commands`` (name → subparser) that take a recipe, a variant,
-    a render or a ``--set`` param with the completion function of each shell (shtab's
-    ``complete`` attribute)."""
-    for sub in commands.values():
-        for action in sub._actions:
-            kind = {"recipe": "recipes", "recipes": "recipes", "variant": "variants", "against": "variants",
-                    "render": "renders", "sets": "params"}.get(action.dest)
-            if kind is not None:
-                action.complete = _FUNCS[kind]
+def annotate(command: argparse.ArgumentParser) -> None:
+    """Mark the arguments of a command's parser that take a recipe, a variant, a render or
+    a ``--set`` param with the completion function of each shell (shtab's ``complete``
+    attribute), whose candidates :func:`rcpc.api.completion_candidates` gives."""
+    for action in command._actions:
+        kind = {"recipe": "recipes", "recipes": "recipes", "variant": "variants", "against": "variants",
+                "render": "renders", "sets": "params"}.get(action.dest)
+        if kind is not None:
+            action.complete = _FUNCS[kind]
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
@@ -70,28 +69,3 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 
     preamble = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}[shell]
     return shtab.complete(parser, shell, preamble={shell: preamble})
-
-
-def candidates(kind: str, recipe: str | None) -> list[str]:
-    """The words to offer for ``kind`` (recipe names; a recipe's variants, render names, or
-    params as ``NAME=``), [] when there are none or the recipe does not compile."""
-    from rcpc.core.diagnostics import CompileError
-    from rcpc.domain.workspace import Workspace
-
-    try:
-        ws = Workspace.find(".")
-        if kind == "recipes":
-            return [ws.recipe_name(p) for p in ws.recipes()]
-        path = ws.find_recipe(recipe or "")
-        if path is None:
-            return []
-        from rcpc.domain.recipe import Compiler
-
-        rec, build = Compiler(ws).recipe(path)
-    except (CompileError, OSError):
-        return []
-    if kind == "variants":
-        return list(dict.fromkeys(["default", *(v.name for v in rec.variants)]))
-    if kind == "renders":
-        return [r.name for r in build.renders]
-    return [f"{p.name}=" for p in rec.params]
