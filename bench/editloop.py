@@ -14,6 +14,8 @@ workspace and goldens, in its own user cache:
   output is published;
 * golden: the same edit, then ``python -m pytest -q rcp.toml`` (the shipped pytest plugin on
   the goldens: it fails, as after any edit, and says what changed);
+* pytest: ``python -m pytest -q`` of an empty directory: pytest's own start-up and teardown
+  with the plugins installed beside it (the floor under golden: nothing collected);
 * noop: ``rcpc build <recipe>`` right after the edit's build, before replay may record it;
 * check: ``rcpc check`` of the workspace after the edit;
 * first: the first build after a clone: ``rcpc build <recipe>`` with an empty user cache
@@ -25,9 +27,10 @@ python -c pass.
 
 Usage: python bench/editloop.py [--runs N] [--against PATH/TO/rcpc]
 Writes bench/results/editloop.json. Run from the repository root with rcpc installed in a
-regular (not editable) install, pytest and syrupy beside it; PYTHONDONTWRITEBYTECODE is unset
-for the runs (without byte-code files every import compiles its module, and pytest rewrites
-the plugin's modules again each run).
+regular (not editable) install with its test dependencies (``pip install '.[test]'``: the
+pytest plugins of the repository's test venv are what ``pytest`` loads);
+PYTHONDONTWRITEBYTECODE is unset for the runs (without byte-code files every import compiles
+its module, and pytest rewrites the plugin's modules again each run).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from pathlib import Path
 
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = '"ragged_buffer_factor": 2.0,'
-ROWS = ("python", "edit", "golden", "noop", "check", "first")
+ROWS = ("python", "edit", "golden", "pytest", "noop", "check", "first")
 
 
 def timed(cmd: list[str], cwd: Path, env: dict, ok=(0,)) -> tuple[float, float]:
@@ -73,6 +76,7 @@ class Subject:
             sys.exit(f"no python beside {rcpc}")
         self.ws = tmp / label / "ws"
         self.ws.mkdir(parents=True)
+        (self.ws / "empty").mkdir()
         for name in ("rcp.toml",):
             shutil.copy2(repo / name, self.ws / name)
         for name in ("recipes", "golden"):
@@ -109,6 +113,8 @@ class Subject:
         self.series["check"].append(timed([self.rcpc, "check"], self.ws, self.env))
         self.edit(f"{3 + i}.25")
         self.series["golden"].append(self.golden())
+        self.series["pytest"].append(timed([self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "empty"],
+                                           self.ws, self.env, ok=(5,)))
 
     def warm(self) -> None:
         for i in range(2):  # byte code, page cache, grammar tables, ASTs, build cache, rewritten modules
@@ -127,9 +133,10 @@ class Subject:
             if k != "python":
                 out[k]["wall_ratio_to_python"] = med(w / b for (w, _), (b, _) in zip(rows, base))
                 out[k]["cpu_ratio_to_python"] = med(c / b for (_, c), (_, b) in zip(rows, base))
-        out["golden_over_edit"] = {
-            "wall": med(g / e for (g, _), (e, _) in zip(self.series["golden"], self.series["edit"])),
-            "cpu": med(g / e for (_, g), (_, e) in zip(self.series["golden"], self.series["edit"]))}
+        for k in ("golden", "pytest"):
+            out[f"{k}_over_edit"] = {
+                "wall": med(g / e for (g, _), (e, _) in zip(self.series[k], self.series["edit"])),
+                "cpu": med(g / e for (_, g), (_, e) in zip(self.series[k], self.series["edit"]))}
         return out
 
 
@@ -162,8 +169,9 @@ def main() -> int:
             row = summary[k]
             print(f"  {k:16s}  wall {row['wall_median_s'] * 1000:6.1f} ms {row['wall_ratio_to_python']:5.1f}x   "
                   f"cpu {row['cpu_median_s'] * 1000:6.1f} ms {row['cpu_ratio_to_python']:5.1f}x python -c pass")
-        print(f"  golden / edit     wall {summary['golden_over_edit']['wall']:.2f}x   "
-              f"cpu {summary['golden_over_edit']['cpu']:.2f}x")
+        for k in ("golden", "pytest"):
+            print(f"  {k + ' / edit':16s}  wall {summary[f'{k}_over_edit']['wall']:.2f}x   "
+                  f"cpu {summary[f'{k}_over_edit']['cpu']:.2f}x")
     print(f"load average (1 min) before / after {result['load_average']}")
     shutil.rmtree(tmp, ignore_errors=True)
     (repo / "bench" / "results" / "editloop.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -68,6 +68,8 @@ JOBSET_ENV = [
         ("REPLICATED_JOB_NAME", "jobset.sigs.k8s.io/replicatedjob-name"),
         ("JOB_INDEX", "jobset.sigs.k8s.io/job-index"),
         ("POD_INDEX", "batch.kubernetes.io/job-completion-index"),
+        # the coordinator's DNS name, which the Pathways workers' args name as $(PATHWAYS_HEAD)
+        ("PATHWAYS_HEAD", "jobset.sigs.k8s.io/coordinator"),
     ]
 ]
 _POD_BASE = {"restartPolicy": "Never", "priorityClassName": "medium"}

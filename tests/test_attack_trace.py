@@ -48,7 +48,7 @@ def test_attacks_build_the_same(tmp_path, name):
 
 def test_release_drops_the_default_trace(tmp_path):
     """Compiler.release promises to drop the recipe's "source text, AST, default evaluation ...
-    so memory stays flat over a large workspace" (rcpc.cache.compile_fresh calls it after each
+    so memory stays flat over a large workspace" (rcpc.domain.recipe.Compiler.compile calls it after each
     recipe). The trace of the default evaluation (Compiler._traces) holds the AST and every
     value of that evaluation: a run over N recipes kept N traces (the 14 bundled recipes: 14
     traces, ~0.9 MB, after each was released)."""

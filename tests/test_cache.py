@@ -152,3 +152,19 @@ def test_errors_are_never_cached(wsc):
     (root / "recipes" / "r.rcp").write_text(RECIPE + "X = Y\n")
     assert build() == 1 and build() == 1
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("kind", ["flag_file", "manifest", "command_file"])
+def test_a_recipe_of_every_render_kind_is_served_from_the_cache(wsc, kind):
+    """An entry is read back whatever render kinds its recipe has: the suffixes an entry's
+    render names may end with are those of every render kind (a recipe with a command file,
+    ``.sh``, was compiled on every build)."""
+    from rcpc.domain.renders import KINDS
+
+    root, calls = wsc
+    assert set(rcpc.cache._RENDER_SUFFIXES) == {k.suffix for k in KINDS}
+    render = {"flag_file": 'flag_file(name = "more", flags = maxtext_flags({"steps": 3}))\n',
+              "manifest": 'manifest(name = "more", apiVersion = "v1", kind = "ConfigMap", data = {})\n',
+              "command_file": 'command_file(name = "more", argv = ["echo", "hi"])\n'}[kind]
+    (root / "recipes" / "r.rcp").write_text(RECIPE + render)
+    assert build() == 0 and build() == 0 and len(calls) == 1

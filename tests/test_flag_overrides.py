@@ -147,3 +147,61 @@ def test_provenance_and_cli(tmp_path, monkeypatch, capsys):
     for n in (40, 41):
         assert main(["build", "r", "--flag", f"trainer.steps={n}"]) == 0
         assert (tmp_path / "rcpc-out/r/custom/trainer.flags").read_text().endswith(f"steps={n}\n")
+
+
+_PINNED = {"steps": st.integers(0, 10 ** 6).map(str), "run_name": st.text("abcXYZ_-.", min_size=1, max_size=8),
+           "learning_rate": st.sampled_from(["1e-4", "0.5", "3"]), "enable_checkpointing": st.sampled_from(["true",
+                                                                                                            "false"])}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(render=st.sampled_from(["trainer", "trainer.flags", "js", "launch.sh"]),
+       item=st.sampled_from(sorted(_PINNED)).flatmap(lambda k: _PINNED[k].map(lambda v: (k, v))),
+       declared=st.integers(1, 64))
+@example(render="trainer", item=("steps", "20"), declared=4)
+@example(render="js", item=("steps", "10"), declared=2)  # the value it already has: its tokens still change
+def test_a_flag_on_a_key_the_contract_pins_is_refused(tmp_path, render, item, declared):
+    """--variant t --flag on any key t's contract does not declare, whatever its value and
+    whichever render names the flag set, breaks the contract (E0610, with the E0612 naming
+    the key); the key it declares may take any value."""
+    api = _api(Path(tempfile.mkdtemp(dir=tmp_path)))
+    key, value = item
+    with pytest.raises(CompileError) as info:
+        api.render("r", "t", flags=[f"{render}.{key}={value}"])
+    codes = [d.code for d in info.value.diagnostics]
+    assert codes[0] == "E0610" and any(d.code == "E0612" and (f"flag {key}:" in d.message or f"'{key}'" in d.message)
+                                       for d in info.value.diagnostics), codes
+    ok = api.render("r", "t", flags=[f"{render}.per_device_batch_size={declared}"])
+    assert _read_back(ok.files, "per_device_batch_size") == [str(declared)] * 5
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(render=st.sampled_from(["trainer", "js", "launch"]), chunks=st.integers(2, 64),
+       variant=st.sampled_from([None, "t"]))
+@example(render="trainer", chunks=2, variant=None)
+def test_a_flag_maxtext_refuses_is_refused(tmp_path, render, chunks, variant):
+    """A --flag value MaxText's config loader refuses (num_moe_token_chunks > 1 without
+    use_ring_of_experts: types.py's set_derived_and_validate_values) is E0350, as the same
+    value written in the recipe is, with or without a variant's contract."""
+    api = _api(Path(tempfile.mkdtemp(dir=tmp_path)))
+    with pytest.raises(CompileError) as info:
+        api.render("r", variant, flags=[f"{render}.num_moe_token_chunks={chunks}"])
+    assert info.value.diagnostics[0].code == "E0350"
+    one = api.render("r", flags=[f"{render}.num_moe_token_chunks=1"])  # what MaxText accepts
+    assert one.files["trainer.flags"].endswith("num_moe_token_chunks=1\n")
+
+
+def test_a_stem_names_every_render_of_that_name(tmp_path):
+    """RENDER as a stem names every render of that name (as a contract's changes do): they
+    must carry one flag set between them (E0639 for two), whatever the hash seed."""
+    api = _api(tmp_path)
+    body = ('F = maxtext_flags({"steps": 1})\nG = maxtext_flags({"steps": 2})\nflag_file(name = "t", flags = F)\n'
+            'manifest(name = "t", apiVersion = "v1", kind = "ConfigMap", data = {"a": %s.shell})\n')
+    (tmp_path / "recipes" / "r.rcp").write_text(body % "F")
+    files = api.render("r", flags=["t.steps=3"]).files
+    assert files["t.flags"] == "steps=1\nsteps=3\n" and "steps=1 steps=3" in files["t.yaml"]
+    (tmp_path / "recipes" / "r.rcp").write_text(body % "G")
+    with pytest.raises(CompileError) as info:
+        Api(tmp_path).render("r", flags=["t.steps=3"])
+    assert info.value.diagnostics[0].code == "E0639" and "t.flags and t.yaml" in info.value.diagnostics[0].message
+    assert Api(tmp_path).render("r", flags=["t.yaml.steps=3"]).files["t.yaml"].count("steps=3") == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from syrupy.data import Snapshot, SnapshotCollection
 
 from conftest import output_tree
@@ -297,3 +300,52 @@ def test_a_golden_alias_bomb_reads_as_changed_text():
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))
     assert golden_summary([("r/v/m.yaml", bomb, "a: 1\n")])[0] == "text changed"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab=.,-_ \t\r\n\x0b\x0c\x1c\x85\xa0\u2028'\"\\", max_size=30))
+@example(text="a=1\x0bb=2\n")  # a vertical tab: whitespace to str.split, part of a token to a shell
+@example(text="a='x y'\nb=2\n")
+def test_flag_tokens_split_as_a_shell_splits_them(text):
+    """The summary reads a ``.flags`` render's tokens as ``shlex.split`` does (a shell's
+    words), without shlex's pure-Python tokenizer when the text has no quotes or
+    backslashes: split at the shell's whitespace only, not ``str.split``'s (a vertical tab,
+    a no-break space or U+2028 is part of a token)."""
+    import shlex
+
+    from rcpc.testing.plugin import _effective_tokens
+
+    try:
+        tokens = shlex.split(text)
+    except ValueError:  # an unclosed quote: shlex's error either way
+        with pytest.raises(ValueError):
+            _effective_tokens(text)
+        return
+    assert _effective_tokens(text) == {k: v for k, _, v in (t.partition("=") for t in tokens)}
+
+
+def test_the_plugin_imports_no_compiler_until_it_collects():
+    """pytest imports the plugin in every session (each xdist worker too), most of which
+    collect no rcp.toml: importing it imports nothing else of rcpc (the workspace module's
+    imports cost more than the plugin), and the file it collects is the workspace's config."""
+    code = ("import sys, rcpc.testing.plugin as p, json; "
+            "print(json.dumps([p.CONFIG_NAME, sorted(m for m in sys.modules if m.startswith('rcpc.'))]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    from rcpc.domain.workspace import CONFIG_NAME
+
+    assert json.loads(r.stdout) == [CONFIG_NAME, ["rcpc.testing", "rcpc.testing.plugin"]]
+
+
+def test_the_documented_fast_setting_gives_the_same_report(updated, monkeypatch):
+    """docs/review.md (*How long pytest rcp.toml takes*): with plugin autoloading off and
+    only rcpc's plugin and syrupy's loaded, assertions plain, the goldens fail and pass as in
+    a default run, with the same summary of what changed, and ``--snapshot-update`` works."""
+    workspace = updated
+    (workspace.path / "recipes" / "r.rcp").write_text(RECIPE.replace('"steps": 100', '"steps": 200'))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    fast = ("-p", "rcpc", "-p", "syrupy", "--assert=plain")
+    result = run(workspace, *fast)
+    result.assert_outcomes(failed=4, passed=6)
+    assert "flag steps: 100 → 200" in result.stdout.str()
+    assert "rcpc: --snapshot-update changed 4 golden file(s)" in run(workspace, *fast, "--snapshot-update").stdout.str()
+    run(workspace, *fast).assert_outcomes(passed=10)

@@ -78,7 +78,8 @@ WORDS = st.sampled_from(["$(A)", "$(RUN_ID)", "$(JOB_COMPLETION_INDEX)", "$(date
 
 
 @settings(max_examples=80, deadline=None)
-@given(env=st.lists(st.tuples(st.sampled_from(["A", "B", "RUN_ID", JOB_COMPLETION_INDEX]), WORDS), max_size=3),
+@given(env=st.lists(st.tuples(st.sampled_from(["A", "B", "RUN_ID", JOB_COMPLETION_INDEX]), WORDS | st.none()),
+                    max_size=3),
        shell=st.booleans(), args=st.lists(WORDS, max_size=3), kind=st.sampled_from(["Pod", "Job", "JobSet"]),
        mode=st.sampled_from([None, "Indexed", "NonIndexed"]), env_from=st.booleans())
 @example(env=[], shell=False, args=["--base_output_directory=gs://b/$(RUN_ID)/out"], kind="JobSet", mode=None,
@@ -88,12 +89,17 @@ WORDS = st.sampled_from(["$(A)", "$(RUN_ID)", "$(JOB_COMPLETION_INDEX)", "$(date
 @example(env=[], shell=False, args=["--process_id=$(JOB_COMPLETION_INDEX)"], kind="Job", mode=None, env_from=False)
 @example(env=[("B", "$(JOB_COMPLETION_INDEX)")], shell=False, args=[], kind="JobSet", mode=None, env_from=False)
 @example(env=[], shell=True, args=["echo $(date)"], kind="Job", mode=None, env_from=False)  # the shell's $(date)
+@example(env=[("A", None), ("B", "$(A)-$(RUN_ID)")], shell=False, args=["$(B)"], kind="Pod", mode=None,
+         env_from=False)  # a valueFrom entry defines its name; the reference is placed at its entry's index
 def test_references_left_as_written_are_warned(env, shell, args, kind, mode, env_from):
     """W1004 for each ``$(X)`` that names no env var defined for its place (env values: the
-    earlier ones; command and args: all, and JOB_COMPLETION_INDEX in an Indexed Job's pods),
-    but a service's variable, a container with envFrom, and a shell's own command
-    substitution; W1005 for a $(JOB_COMPLETION_INDEX) among them."""
-    container = {"env": [{"name": n, "value": v} for n, v in env], "args": list(args)}
+    earlier ones, valueFrom entries too; command and args: all, and JOB_COMPLETION_INDEX in an
+    Indexed Job's pods), but a service's variable, a container with envFrom, and a shell's own
+    command substitution; W1005 for a $(JOB_COMPLETION_INDEX) among them; each at its place
+    (``env[j].value``: the entry's index in the list)."""
+    field_ref = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    container = {"env": [{"name": n, **({"value": v} if v is not None else field_ref)} for n, v in env],
+                 "args": list(args)}
     if shell:
         container["command"] = ["/bin/bash", "-c"]
     if env_from:
@@ -104,7 +110,7 @@ def test_references_left_as_written_are_warned(env, shell, args, kind, mode, env
     if not env_from:
         defined: set = set()
         for j, (n, v) in enumerate(env):
-            for m in REFERENCE.finditer(v):
+            for m in REFERENCE.finditer(v or ""):
                 if m[0] != "$$" and m[1] not in defined and not m[1].endswith("_SERVICE_HOST"):
                     code = "W1005" if m[1] == JOB_COMPLETION_INDEX else "W1004"
                     want.append((code, f"{prefix}containers[0].env[{j}].value", m[1]))

@@ -409,6 +409,44 @@ def test_yaml_merge_keys_expand_within_a_bound(tmp_path_factory, reader, fan, de
     _read_within_the_bound(tmp_path_factory, reader, *_merge_bomb(fan, depth))
 
 
+
+# YAML's structural characters, spaces and letters: no "&", so no anchor
+_UNANCHORED = "-?:[]{},#|>!*<'\" \n\tab."
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet=_UNANCHORED, max_size=24))
+@example(text="-")  # a list and its null item: two nodes from one character
+@example(text="?")  # a mapping and its null value
+def test_a_yaml_text_without_anchors_is_read_without_weighing(text):
+    """``load_yaml_bounded`` weighed every document in Python before building it, most of
+    the cost of reading a 16 kB manifest with libyaml (the golden summary reads eight after a
+    flag edit). A text without ``&`` shares no node, so it has at most two nodes a
+    character and is read unweighed when that is within the limit, with the same result;
+    the property checks the bound the skip relies on, over YAML's structural characters."""
+    try:
+        nodes = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+        expected = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        assume(False)
+    assert sum(files.expanded_size(n, 10 ** 6, files.yaml_node_children) for n in nodes) <= 2 * len(text) + 1
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(files, "expanded_size", lambda *a: pytest.fail("weighed"))
+        assert files.load_yaml_bounded(text, yaml.SafeLoader, 2 * len(text) + 1) == expected
+
+
+def test_a_yaml_text_with_an_anchor_is_weighed(monkeypatch):
+    """The skip is only for texts without ``&``, and within half the limit: an anchor (even
+    one that is never used) or a text over half the limit is weighed as before."""
+    weighed = []
+    real = files.expanded_size
+    monkeypatch.setattr(files, "expanded_size", lambda *a: weighed.append(1) or real(*a))
+    assert files.load_yaml_bounded("a: &x [1]\nb: *x\n", yaml.SafeLoader, 100) == [{"a": [1], "b": [1]}]
+    assert files.load_yaml_bounded("a: 1\n", yaml.SafeLoader, 10) == [{"a": 1}]  # 2 * 5 + 1 > 10
+    assert files.load_yaml_bounded("a: 1\n", yaml.SafeLoader, 11) == [{"a": 1}]
+    assert len(weighed) == 2
+
+
 @st.composite
 def _shared_lists(draw):
     """A document of lists sharing parts (as YAML aliases share their anchor's value): node i

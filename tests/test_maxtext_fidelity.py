@@ -218,6 +218,47 @@ def test_env_conflict_through_a_shell_command_with_quoted_values(sws, form):
     assert (d.code, str(d.span)) == ("E0316", "recipes/r.rcp:3:20")
 
 
+# XLA_FLAGS beside dump_hlo_xla_flags (types.py, validate_and_set_hlo_dump_defaults) --------------
+_XLA = {  # the container's XLA_FLAGS entries (before the env's other entries): (entries, the text received)
+    "absent": ([], ""),
+    "empty": (['{"name": "XLA_FLAGS", "value": ""}'], ""),
+    "set": (['{"name": "XLA_FLAGS", "value": "--xla_dump_to=/tmp/d"}'], "set"),
+    "expanded empty": (['{"name": "D", "value": ""}', '{"name": "XLA_FLAGS", "value": "$(D)"}'], ""),
+    "expanded": (['{"name": "D", "value": "/tmp/d"}', '{"name": "XLA_FLAGS", "value": "--xla_dump_to=$(D)"}'], "set"),
+    "set, then emptied": (['{"name": "XLA_FLAGS", "value": "--x"}', '{"name": "XLA_FLAGS", "value": ""}'], ""),
+    "runtime": (['{"name": "XLA_FLAGS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}'], ""),
+}
+_DUMP = {  # where dump_hlo_xla_flags comes from: (flags, env entries, whether it is set)
+    "none": ({}, [], False),
+    "flag, empty": ({"dump_hlo_xla_flags": '""'}, [], False),
+    "flag": ({"dump_hlo_xla_flags": '"--xla_dump_to=/tmp/h"'}, [], True),
+    "M_ variable": ({}, ['{"name": "M_DUMP_HLO_XLA_FLAGS", "value": "--xla_dump_to=/tmp/h"}'], True),
+    "M_ variable, empty": ({}, ['{"name": "M_DUMP_HLO_XLA_FLAGS", "value": ""}'], False),
+}
+_CARRY = {"args": '"args": F.argv', "bash -c": '"command": ["bash", "-c", "python3 -m maxtext.train " + F.shell]'}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(xla=st.sampled_from(sorted(_XLA)), dump=st.sampled_from(sorted(_DUMP)), carry=st.sampled_from(sorted(_CARRY)))
+@example(xla="set", dump="flag", carry="args")  # the reported case: refused by MaxText, passed by check
+def test_xla_flags_beside_dump_hlo_xla_flags_is_refused(tmp_path_factory, xla, dump, carry):
+    """MaxText refuses a launch whose env has XLA_FLAGS (not empty, as the container receives it)
+    and whose config has dump_hlo_xla_flags (not empty, from a flag or M_DUMP_HLO_XLA_FLAGS):
+    E0322 at the XLA_FLAGS entry, in every shape a container carries flags; no finding otherwise."""
+    ws = Ws(tmp_path_factory.mktemp("xla"))
+    (ws.root / "rcp.toml").write_text(SCHEMA_TOML, encoding="utf-8")
+    (xla_entries, received), (flags, dump_env, dumped) = _XLA[xla], _DUMP[dump]
+    flag_text = ", ".join(f'"{k}": {v}' for k, v in {"steps": "10", **flags}.items())
+    env = ",\n        ".join(xla_entries + dump_env)
+    text = (f"F = maxtext_flags({{{flag_text}}})\n"
+            'jobset(name = "js", spec = {"template": {"spec": {"containers": [{"name": "c", "image": "i", '
+            f'{_CARRY[carry]},\n  "env": [\n        {env}\n    ]}}]}}}}}})\n')
+    found = [d for d in diags_of(ws, text) if d.code.startswith("E")]
+    assert [d.code for d in found] == (["E0322"] if received and dumped else []), (text, found)
+    if found:
+        assert found[0].span.line == 3 + len(xla_entries) and "XLA_FLAGS" in found[0].message
+
+
 def test_explain_shows_env_overrides(sws, capsys, monkeypatch):
     from rcpc.cli import main
 

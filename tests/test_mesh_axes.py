@@ -44,29 +44,32 @@ ONE_SLICE = ["data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "context"
              "tensor", "tensor_sequence", "expert", "context_autoregressive", "autoregressive"]
 
 # (accelerator label, topology, JAX devices, hosts, chips a host), from GKE's TPU tables
-SLICES = [("tpu7x", "4x4x4", 128, 16, 4), ("tpu7x", "2x2x1", 8, 1, 4), ("tpu-v6e-slice", "4x4", 16, 4, 4)]
+SLICES = [("tpu7x", "4x4x4", 128, 16, 4), ("tpu7x", "2x2x1", 8, 1, 4), ("tpu-v6e-slice", "4x4", 16, 4, 4),
+          ("tpu7x", "4x4x8", 256, 32, 4)]
 ICI_KEYS = ["data", "fsdp", "sequence", "tensor", "expert", "pipeline", "context"]
 DCN_KEYS = ["data", "fsdp", "diloco", "sequence", "pipeline"]
-VALUES = st.sampled_from([-1, 0, 1, 2, 3, 4, 8, 16, 64, 128, True, 2.0])
+VALUES = st.sampled_from([-1, 0, 1, 2, 3, 4, 8, 16, 32, 64, 128, True, 2.0])
+# max_utils.is_valid_custom_mesh: strategy -> the distinct ICI sizes it reshapes
+RINGS = {"hybrid_ring_64x4": [1, 4, 64], "hybrid_ring_32x8": [1, 8, 32]}
 DCN_VALUES = st.sampled_from([-1, 0, 1, 2, 3, 4])
 AXES = st.lists(st.sampled_from(["data", "stage", "fsdp", "sequence", "tensor", "model", "expert", "context",
                                  "diloco", "attn_dp", "bogus"]), min_size=1, max_size=5, unique=True)
 
 
-def fill(values: list, target: int) -> bool:
-    """max_utils.fill_unspecified_mesh_axes: whether its asserts pass."""
+def fill(values: list, target: int) -> list | None:
+    """max_utils.fill_unspecified_mesh_axes: the filled values, or None where its asserts fail."""
     values = list(values)
     if -1 in values:
         if values.count(-1) != 1:
-            return False
+            return None
         try:
             determined = target / math.prod(values) * -1
         except ZeroDivisionError:  # numpy gives inf, and int(inf) raises
-            return False
+            return None
         if not determined >= 1:
-            return False
+            return None
         values[values.index(-1)] = int(determined)
-    return math.prod(values) == target
+    return values if math.prod(values) == target else None
 
 
 def maxtext_accepts(cfg: dict, devices: int, slices: int) -> bool:
@@ -85,8 +88,16 @@ def maxtext_accepts(cfg: dict, devices: int, slices: int) -> bool:
             return False
         dcn[dcn.index(-1)] = slices // other
     if cfg.get("inference_benchmark_test"):
-        return fill(ici, devices * slices)
-    return fill(ici, devices) and (slices == 1 or fill(dcn, slices))
+        devices, slices = devices * slices, 1
+    filled = fill(ici, devices)
+    if filled is None or (slices > 1 and fill(dcn, slices) is None):
+        return False
+    # maxtext_utils.create_device_mesh asks max_utils.is_valid_custom_mesh on several slices, or with
+    # allow_split_physical_axes: an unknown strategy, or ICI sizes not the strategy's, raise
+    strategy = cfg.get("custom_mesh") or ""
+    if strategy and (slices > 1 or cfg.get("allow_split_physical_axes")):
+        return sorted(set(filled)) == RINGS.get(strategy)
+    return True
 
 
 def literal(v) -> str:
@@ -139,6 +150,9 @@ def configs(draw):
         flags[f"dcn_{k}_parallelism"] = v
     if draw(st.integers(0, 9)) == 0:
         flags["inference_benchmark_test"] = True
+    if draw(st.integers(0, 5)) == 0:
+        flags["custom_mesh"] = draw(st.sampled_from([*RINGS, "hybrid_ring_16x16"]))
+        flags["allow_split_physical_axes"] = draw(st.booleans())
     env = {}
     for k, v in draw(st.dictionaries(st.sampled_from([f"ici_{k}_parallelism" for k in ICI_KEYS]
                                                      + [f"dcn_{k}_parallelism" for k in DCN_KEYS]),
@@ -183,6 +197,14 @@ def effective(flags: dict, env: dict, model) -> dict:
 @example(slice_=SLICES[0], replicas=1, config=({"ici_fsdp_parallelism": -1, "ici_tensor_parallelism": 2.0}, {}, None))
 @example(slice_=SLICES[0], replicas=2, config=({"ici_fsdp_parallelism": 128, "inference_benchmark_test": True}, {},
                                                None))
+# custom_mesh: a strategy MaxText has not, and one whose ring sizes are not the ICI mesh's
+@example(slice_=SLICES[3], replicas=2, config=({"custom_mesh": "hybrid_ring_16x16"}, {}, None))
+@example(slice_=SLICES[3], replicas=2, config=({"custom_mesh": "hybrid_ring_64x4", "ici_fsdp_parallelism": 64,
+                                                "ici_tensor_parallelism": 4}, {}, None))
+@example(slice_=SLICES[3], replicas=1, config=({"custom_mesh": "hybrid_ring_32x8", "ici_fsdp_parallelism": 64,
+                                                "ici_tensor_parallelism": 4, "allow_split_physical_axes": True}, {},
+                                               None))
+@example(slice_=SLICES[3], replicas=1, config=({"custom_mesh": "hybrid_ring_32x8"}, {}, None))
 def test_the_mesh_rcpc_checks_is_the_mesh_maxtext_builds(slice_, replicas, config):
     flags, env, model = config
     accepts = maxtext_accepts(effective(flags, env, model), slice_[2], replicas)

@@ -36,11 +36,13 @@ FAKE["mt/src/maxtext/configs/pyconfig.py"] = (
 # argv (without MaxText's base.yml), the M_ variables and the device count it sees.
 ECHO = dict(FAKE_MAXTEXT)
 ECHO["mt/src/maxtext/configs/pyconfig.py"] = (
-    "import json, os\n\n\ndef _handle_config_exception(e):\n    raise e\n\n\n"
+    "import json, os\n\nAT_IMPORT = os.environ.get('XLA_FLAGS')\n\n\ndef _handle_config_exception(e):\n"
+    "    raise e\n\n\n"
     "def initialize(argv):\n"
     "    env = {k: v for k, v in os.environ.items() if k.startswith('M_')}\n"
     "    raise ValueError(json.dumps({'argv': argv[2:], 'base': argv[1].endswith('configs/base.yml'), 'env': env,\n"
-    "                                 'xla': os.environ.get('XLA_FLAGS'), 'home': os.environ.get('HOME'),\n"
+    "                                 'xla': os.environ.get('XLA_FLAGS'), 'devices': AT_IMPORT,\n"
+    "                                 'home': os.environ.get('HOME'),\n"
     "                                 'cwd': os.getcwd()}))\n")
 
 
@@ -156,9 +158,36 @@ def test_what_a_case_carries_to_the_loader(tmp_path, monkeypatch):
     seen = json.loads(answer["message"])
     assert seen["argv"] == ["steps=5", "run_name=a b"] and seen["base"] is True
     assert seen["env"] == {"M_DTYPE": "float32"}
-    assert seen["xla"] == "--xla_force_host_platform_device_count=8"
+    assert seen["devices"] == "--xla_force_host_platform_device_count=8"  # the process's, for jax's backend
+    assert seen["xla"] is None  # what the loader reads is the launch's env: no XLA_FLAGS there
     home = Path(seen["home"])
     assert seen["cwd"] == str(home) and home != Path.home() and not home.exists()  # a temporary directory, gone
+
+
+@pytest.mark.parametrize("entries, seen", [
+    ([], None),  # the oracle's own XLA_FLAGS (its CPU devices) are never the loader's
+    ([("XLA_FLAGS", "--xla_dump_to=/tmp/d")], "--xla_dump_to=/tmp/d"),
+    ([("D", "/tmp/e"), ("XLA_FLAGS", "--xla_dump_to=$(D)")], "--xla_dump_to=/tmp/e"),  # as the container receives it
+    ([("XLA_FLAGS", "--a"), ("XLA_FLAGS", "")], ""),  # the last entry wins
+])
+def test_the_loader_reads_the_xla_flags_of_the_launchs_container(sws, tmp_path, monkeypatch, entries, seen):
+    """MaxText's loader reads XLA_FLAGS (types.py, validate_and_set_hlo_dump_defaults, which
+    refuses it beside dump_hlo_xla_flags): a case carries the container's, expanded as
+    Kubernetes expands it, and the loader sees it, not the oracle's device count."""
+    from rcpc.domain.launches import launches
+    from rcpc.oracle import case_of
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    env = ", ".join(f'{{"name": "{n}", "value": "{v}"}}' for n, v in entries)
+    path = sws.write("recipes/r.rcp", JOBSET.replace('{"name": "M_DTYPE", "value": "float32"}',
+                                                     '{"name": "M_DTYPE", "value": "float32"}, ' + env if env
+                                                     else '{"name": "M_DTYPE", "value": "float32"}')
+                     .replace("CP})", '"ring"})'), dedent=False).resolve()
+    (launch,) = launches(sws.compiler().evaluate(path, {}).renders)
+    (answer,) = Oracle(_write(tmp_path, ECHO)).run([case_of(launch)])
+    got = json.loads(answer["message"])
+    assert got["xla"] == seen and got["env"] == {"M_DTYPE": "float32"}
+    assert got["devices"] == "--xla_force_host_platform_device_count=32"  # 2 slices of 16
 
 
 def test_a_loader_that_does_not_answer_is_ended_at_its_timeout(mt):

@@ -29,7 +29,9 @@ class UsageError(ValueError):
 class Build:
     """Compiled recipes, not written yet. ``recipes``: (recipe name, [(variant, [(file name,
     text)])], diagnostics, dependencies) per recipe, in the order asked; ``diagnostics``: the
-    warnings found, each once; ``paths``: the recipe files."""
+    warnings found, each once; ``paths``: the recipe files; ``provenance``: {(recipe,
+    variant): record} of each variant built with ``--set``/``--values``/``--flag`` overrides
+    (:func:`rcpc.domain.overrides.provenance`), written into the output's manifest."""
 
     workspace: "Workspace"
     paths: tuple
@@ -38,6 +40,7 @@ class Build:
     whole: bool  # every variant of each recipe was built (no --variant or --set)
     listed: bool  # the recipes were named (not: every recipe of the workspace)
     compared: object = None  # the rcpc.output.Comparison made while compiling, or None
+    provenance: dict = record.field(factory=dict)
 
     @property
     def variants(self) -> list:
@@ -67,7 +70,8 @@ class Build:
                            whole=set(names) if self.whole else set(),
                            known=None if self.listed else set(names),
                            origins={name: file_span(ws.display(path)) for name, path in zip(names, self.paths)},
-                           compared=self.compared if self.compared and self.compared.out_dir == out_dir else None)
+                           compared=self.compared if self.compared and self.compared.out_dir == out_dir else None,
+                           provenance=self.provenance)
         except OSError as exc:
             raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {_why_not(out_dir, exc)}", None,
                                           hint="the previous output, if any, is unchanged")) from None
@@ -242,7 +246,34 @@ class Workspace:
         results = tuple((ws.recipe_name(path), *result) for path, result in zip(paths, compiled))
         found = unique(d for _, _, diags, _ in results for d in diags if d.severity != "note")
         return Build(self, tuple(paths), results, tuple(found), whole=not (variant or sets),
-                     listed=bool(recipes), compared=compared)
+                     listed=bool(recipes), compared=compared, provenance=self._provenance(sets, variant, results))
+
+    def _provenance(self, overrides, variant: str | None, results: tuple) -> dict:
+        """{(recipe, variant): record} of the variants of ``results`` built with ``overrides``
+        (:func:`rcpc.domain.overrides.provenance`); {} without any. Each values file is the
+        one this run's compiler read when it compiled here (once a run: the same bytes), else
+        read now, without a compiler (a build from the cache imports none), and must be the
+        one every recipe was built from (its SHA-256 among the build's dependencies):
+        ``E0630`` when it changed meanwhile, rather than a record of bytes the renders did not
+        come from."""
+        if not overrides:
+            return {}
+        from rcpc.core.files import read_limited
+        from rcpc.domain.overrides import provenance
+        from rcpc.domain.valuesfile import load, locate
+
+        files = []
+        for path, given in overrides.values:
+            if self._compiler is not None:
+                files.append(self._compiler.values_file(Path(path), given))
+            else:
+                files.append(load(*locate(self.config, Path(path), given), read_limited)[0])
+        for f in files:
+            if any(deps is not None and deps.get(f.path) != f.sha256 for _, _, _, deps in results):
+                raise CompileError(Diagnostic("E0630", f"values file {f.shown} changed while rcpc built with it",
+                                              None, hint="build again (nothing was written)"))
+        return {(name, v): provenance(overrides, variant, files, [n for n, _ in renders])
+                for name, builds, _, _ in results for v, renders in builds}
 
     def render(self, recipe: str, variant: str | None = None, sets: list[str] | None = None,
                values: list[str] | None = None, flags: list[str] | None = None) -> Rendered:

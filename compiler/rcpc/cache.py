@@ -40,7 +40,7 @@ _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 # A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-_RENDER_SUFFIXES = (".yaml", ".flags")
+_RENDER_SUFFIXES = (".yaml", ".flags", ".sh")  # of rcpc.domain.renders.KINDS (tests/test_cache.py)
 _MAX_BLOB = MAX_RENDERS * MAX_FILE_BYTES  # no render is larger than this
 
 
@@ -216,48 +216,16 @@ def request(ws, variant: str | None, sets) -> tuple[BuildCache, list[str]]:
     return BuildCache(ws.root, ws.config_bytes), options
 
 
-def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path,
-                  variant: str | None = None, sets=None, lint: bool = False):
-    """Compile one recipe with ``compiler`` (a :class:`~rcpc.domain.recipe.Compiler`), check its
-    contracts (and lint it when ``lint``), and store the result in ``cache``. Returns
-    ``([(variant, [(render, text)])], [warnings and notes], {dependency: SHA-256} or None)``.
-    Raises :class:`~rcpc.core.diagnostics.CompileError`."""
-    from rcpc.core.diagnostics import CompileError
+def store_built(cache: BuildCache, options: list[str], compiler, path: Path, recipe, builds: list,
+                found: list):
+    """Store in ``cache`` the builds ``builds`` of ``recipe`` (at ``path``), made by
+    ``compiler`` with the warnings ``found``, every contract of them checked and holding
+    (:meth:`rcpc.domain.recipe.Compiler.compile`). Returns ``([(variant, [(render, text)])],
+    found, {dependency: SHA-256} or None)`` (None: the cache is off, or a dependency changed
+    while it was compiled)."""
+    from rcpc.core.diagnostics import to_json
+    from rcpc.domain.recipe import contract_variants
 
-    seen = len(compiler.context.diagnostics)
-    try:
-        recipe, builds = compiler.build(path, variant, sets)
-        diags = compiler.check_contracts(recipe, builds)
-        if diags:
-            raise CompileError(diags)
-        return store_built(compiler, cache, options, path, recipe, builds, seen, lint)
-    finally:
-        compiler.release(path)  # memory stays flat; diagnostics quoting it read the file again
-
-
-def contract_variants(recipe, builds: list) -> list[str]:
-    """The names of the variants among ``builds`` whose declaration in ``recipe`` has a diff
-    contract (``against`` and ``changes``), in the recipe's order."""
-    built = {b.variant for b in builds}
-    return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
-
-
-def store_built(compiler, cache: BuildCache, options: list[str], path: Path, recipe, builds: list, seen: int,
-                lint: bool = False):
-    """Store in ``cache`` the builds ``builds`` of ``recipe`` (at ``path``), made by ``compiler``
-    after it had ``seen`` diagnostics, every contract of them checked and holding, with the
-    warnings a build prints (and the linter's, with ``lint``). Returns what
-    :func:`compile_fresh` returns."""
-    from rcpc.core.diagnostics import to_json, unique
-    from rcpc.domain.lint import unsilenced
-
-    found = unsilenced(compiler, compiler.in_recipe(path, unique([*compiler.loaded_warnings(path),
-                                                                  *compiler.context.diagnostics[seen:]])))
-    if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
-        from rcpc.domain.lint import lint_built
-
-        found += [d for d in lint_built(compiler, path, recipe, builds)
-                  if d.code.startswith("L") and d.severity != "error"]
     out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]
     deps = cache.store(path, options, compiler.dependency_digests(path), out, [to_json(d) for d in found],
                        contract_variants(recipe, builds))

@@ -184,6 +184,9 @@ CATALOG = [
     Example("E0318", "keys OmegaConf merges into one value", 'F = maxtext_flags({"m": [1, 2]}, {"m.0": 9})\n'),
     Example("E0319", "M_KEY value MaxText cannot read",
             'F = maxtext_flags({"steps": 10})\n' + ENV_JOBSET % ("M_LEARNING_RATE", "fast"), files=BUILTIN),
+    Example("E0322", "XLA_FLAGS in the env beside dump_hlo_xla_flags",
+            'F = maxtext_flags({"dump_hlo_xla_flags": "--xla_dump_to=/tmp/hlo"})\n'
+            + ENV_JOBSET % ("XLA_FLAGS", "--xla_dump_hlo_as_text"), files=BUILTIN),
     Example("E0320", "MaxText schema cannot be read", 'F = maxtext_flags({"steps": 1})\n',
             files={"rcp.toml": 'maxtext_base = "missing.yml"\n'}),
     Example("E0340", "mesh does not fit the TPU slice",

@@ -8,8 +8,12 @@ case it is given, and then, for a case that names a slice, MaxText's mesh creati
 (``maxtext.utils.maxtext_utils.create_device_mesh``), on the CPU devices the process was
 started with (``XLA_FLAGS=--xla_force_host_platform_device_count=N``, ``JAX_PLATFORMS=cpu``).
 
+The CPU backend is made before the first case, with this process's ``XLA_FLAGS``; each case
+then runs with the environment the launch gives MaxText (its ``M_`` variables and its own
+``XLA_FLAGS`` or none, which MaxText's loader reads: ``validate_and_set_hlo_dump_defaults``).
+
 Input (stdin, JSON): ``{"slices": S, "cases": [{"argv": [token, ...], "env": {"M_KEY":
-"text"}, "mesh": bool}, ...]}``. Output (the file descriptor named by ``argv[1]``), one JSON
+"text", "XLA_FLAGS": "text"}, "mesh": bool}, ...]}``. Output (the file descriptor named by ``argv[1]``), one JSON
 line per case in order: ``{"ok": true}``, or ``{"ok": false, "type": exception class,
 "message": str(exception), "locs": [pydantic error locations]}``; a first line
 ``{"startup": "..."}`` instead when MaxText cannot be imported. MaxText's own output (logs,
@@ -80,6 +84,8 @@ def _mesh(config, slices, make):
 def _run(case, slices, pyconfig, make):
     saved = dict(os.environ)
     try:
+        # the backend is up with this process's device count; the loader sees the launch's env only
+        os.environ.pop("XLA_FLAGS", None)
         os.environ.update(case.get("env") or {})
         config = pyconfig.initialize(["", *case["argv"]])
         if case.get("mesh"):
@@ -112,6 +118,8 @@ def main():
         from maxtext.configs import pyconfig
 
         _stub(slices)
+        if "jax" in sys.modules:  # MaxText's loader imported it: its CPU backend is made now, with
+            sys.modules["jax"].devices()  # this process's XLA_FLAGS, before any case's env hides them
         if any(case.get("mesh") for case in job["cases"]):
             import jax  # noqa: F401 - what mesh creation needs, imported before the first case
             from maxtext.utils.maxtext_utils import create_device_mesh as make

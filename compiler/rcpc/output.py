@@ -7,7 +7,8 @@ publishes a new *generation* of the whole output directory ``DIR``::
         MANAGED_BY_RCPC            the marker saying so
         lock                       the build lock (fcntl.flock)
         current -> gen/7           the one symlink switched to publish a generation
-        gen/7/.manifest            what generation 7 is (JSON): recipes, variants, renders
+        gen/7/.manifest            what generation 7 is (JSON): recipes, variants, renders, and
+                                   the overrides each custom build was made with
         gen/7/rl/x -> ../../../outputs/12   each recipe's output, by a relative symlink
         outputs/12/<variant>/<render>       one recipe's output, never changed once published
     DIR/rl -> .rcpc/current/rl     one link per first part of a recipe name
@@ -28,6 +29,8 @@ spelling of it, symlinks included, takes the same lock):
    (``custom``, the ``--set`` output, is kept until the next ``--set`` build), a variant
    built alone replaces that variant, every other recipe's current output is carried over,
    and on a build of every recipe the outputs of recipes that no longer exist are dropped;
+   each variant built with overrides gets their record in the manifest (``provenance``),
+   every other keeps the one its output had (:func:`_records`);
 2. unless that is exactly the current generation, refuses, before touching anything, to go
    on when the current generation, or the output of a recipe that changes, holds a file its
    manifest does not list (``E0911``: a user's file inside a variant directory would be lost
@@ -89,14 +92,17 @@ class InterruptedAfterWrite(KeyboardInterrupt):
 
 
 def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=None, origins=None,
-            compared: "Comparison | None" = None) -> int:
+            compared: "Comparison | None" = None, provenance: dict | None = None) -> int:
     """Make ``builds`` [(recipe, variant, [(render name, text)])] the output in ``out_dir``
     (``shown`` is how diagnostics name it). ``whole``: the recipes built with every declared
     variant (their other variant directories, ``custom`` aside, are dropped); ``known``: every
     recipe of the workspace when all were built (outputs of others are dropped), else None;
     ``origins``: recipe → span of its file, for ``E0910``; ``compared``: renders compared with
-    the output while they were compiled (:class:`Comparison`). Returns how many variant
-    directories were written (0 when the output already was exactly this). Raises
+    the output while they were compiled (:class:`Comparison`); ``provenance``: {(recipe,
+    variant): record} of the variants built with overrides (:func:`rcpc.domain.overrides.provenance`),
+    kept in the manifest while the variant's output is (a variant built without is recorded
+    with none). Returns how many variant directories were written (0 when the output already
+    was exactly this, or only its record of overrides changed). Raises
     :class:`CompileError` (``E0905``, ``E0910``-``E0912``; nothing touched) or OSError."""
     for recipe, variant, renders in builds:
         _check_names(recipe, variant, [name for name, _ in renders])
@@ -113,9 +119,11 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
                                   compared if compared is not None and compared.valid(old_gen, old) else None,
                                   None if compared is None else compared.verified)
             links = set(_links(tree))
+            records = _records(old, tree, builds, provenance or {})
             kept = {recipe for recipe, variants in tree.items() if variants == old["recipes"].get(recipe)
                     and not any((recipe, v) in changed for v in variants)}   # their outputs stay as they are
-            same = tree == old["recipes"] and not changed and all(_ours(out, name) for name in links)
+            same = (tree == old["recipes"] and records == old.get("provenance", {}) and not changed
+                    and all(_ours(out, name) for name in links))
             if not same:  # before anything is touched
                 if old_gen is not None:
                     _refuse_foreign(area, old_gen, old, kept, shown)
@@ -125,7 +133,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
                 return 0
             gen = _staged_dir(area / "gen", staged)
             new = _stage(area, gen, old, tree, kept,
-                         {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged)
+                         {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged, records)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
             hold()  # a signal another thread takes is kept too (rcpc.interrupts.hold)
             try:  # the swap and the clean-up run to the end
@@ -243,8 +251,10 @@ def bookkeeping(out_dir: Path) -> tuple[dict[str, str], list[str], list[str]] | 
 def _read_manifest(gen: Path) -> dict | None:
     """The manifest of generation ``gen``: ``{"format": 1, "recipes": {recipe: {variant:
     [render names]}}, "outputs": {recipe: n, its directory outputs/<n>}, "links": [first
-    parts of the recipe names]}``; None when it is missing, unreadable, or not of that shape
-    with portable names only."""
+    parts of the recipe names]}``, and ``"provenance": {recipe: {variant: record}}`` when
+    a variant was built with overrides (:func:`rcpc.domain.overrides.provenance`: a JSON
+    object with a list ``overrides`` of objects); None when it is missing, unreadable, or
+    not of that shape with portable names only."""
     try:
         data = json.loads(read_limited(gen / MANIFEST, MAX_MANIFEST_BYTES))
         recipes, outputs = data["recipes"], data["outputs"]
@@ -257,6 +267,12 @@ def _read_manifest(gen: Path) -> dict | None:
             for variant, renders in variants.items():
                 ok = ok and type(renders) is list and all(type(r) is str for r in renders)
                 _check_names(recipe, variant, renders)
+        records = data.get("provenance", {})
+        ok = ok and type(records) is dict and all(
+            type(variants) is dict and variants and variants.keys() <= recipes.get(recipe, {}).keys()
+            and all(type(r) is dict and type(r.get("overrides")) is list
+                    and all(type(o) is dict for o in r["overrides"]) for r in variants.values())
+            for recipe, variants in records.items())
         _nested(recipes)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, CompileError):
         return None
@@ -363,6 +379,19 @@ def _plan(old_gen: Path | None, old: dict, builds: list, whole, known, compared=
         elif verified is not None:  # the directory's stat first, then each file's
             verified[(recipe, variant)] = {os.path.basename(path): st for path, st in stats[1:]}
     return {recipe: {v: tree[recipe][v] for v in sorted(tree[recipe])} for recipe in sorted(tree)}, changed
+
+
+def _records(old: dict, tree: dict, builds: list, provenance: dict) -> dict:
+    """The new generation's record of overrides ({recipe: {variant: record}}, only the
+    variants that have one): each variant built gets its record in ``provenance`` (or none),
+    every other variant of ``tree`` keeps the one it had (its output is carried over)."""
+    records = {recipe: {v: r for v, r in old.get("provenance", {}).get(recipe, {}).items() if v in variants}
+               for recipe, variants in tree.items()}
+    for recipe, variant, _ in builds:
+        records[recipe].pop(variant, None)
+        if (recipe, variant) in provenance:
+            records[recipe][variant] = provenance[(recipe, variant)]
+    return {recipe: dict(sorted(variants.items())) for recipe, variants in records.items() if variants}
 
 
 def _same(gen: Path | None, manifest: dict, recipe: str, variant: str, renders: list, stats=None) -> bool:
@@ -530,8 +559,10 @@ def _next_dir(parent: Path, after: list | None = None) -> Path:
     return parent / str(n)
 
 
-def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict, staged: list) -> dict:
-    """Write generation ``gen``, not yet published, and return its manifest: a recipe
+def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict, staged: list,
+           records: dict) -> dict:
+    """Write generation ``gen``, not yet published, and return its manifest (with
+    ``records``, the overrides of custom builds, :func:`_records`, when there are any): a recipe
     ``kept`` keeps its output directory; any other gets a new one (added to ``staged``)
     holding the renders ``built`` {(recipe, variant): renders}, and the others of its
     variants hard-linked from its current one (copied where the file system has no hard
@@ -571,6 +602,8 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
             parents.add(parent)
         os.symlink(_target(recipe, n), link)
     manifest = {"format": FORMAT, "links": _links(tree), "outputs": outputs, "recipes": tree}
+    if records:  # a build without overrides writes the manifest it always did
+        manifest["provenance"] = records
     with open(gen / MANIFEST, "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")

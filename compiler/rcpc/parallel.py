@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 
 from rcpc import pool
-from rcpc.cache import BuildCache, compile_fresh
+from rcpc.cache import BuildCache, store_built
 from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
@@ -65,7 +65,7 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
                     variant: str | None = None, sets=None, lint: bool = False,
                     jobs: int = 1, arrived=None) -> list:
     """Compile the recipes ``paths`` of workspace ``ws``: each from ``cache`` when its inputs
-    are unchanged, else by :func:`rcpc.cache.compile_fresh` with ``get_compiler()`` or in
+    are unchanged, else by :func:`compile_fresh` with ``get_compiler()`` or in
     workers. ``options`` are the request's cache options. Returns, per path, in order,
     ``(builds, found, deps)`` or the :class:`~rcpc.core.diagnostics.CompileError` it raised.
     ``arrived(path, (builds, found, deps))``: called in this process for each recipe a
@@ -102,6 +102,17 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
             results[i] = exc
         cache.note(compiler.read_digests())
     return results
+
+
+def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path, variant: str | None = None,
+                  sets=None, lint: bool = False) -> tuple:
+    """Compile one recipe with ``compiler`` (:meth:`rcpc.domain.recipe.Compiler.compile`: its
+    contracts checked, linted when ``lint``) and store the result in ``cache`` under the
+    request's ``options`` (:func:`rcpc.cache.store_built`). Returns ``([(variant, [(render,
+    text)])], [warnings and notes], {dependency: SHA-256} or None)``. Raises
+    :class:`~rcpc.core.diagnostics.CompileError`."""
+    recipe, builds, found = compiler.compile(path, variant, sets, lint)
+    return store_built(cache, options, compiler, path, recipe, builds, found)
 
 
 def _lost(ws, path: Path, status: str, doing: str):

@@ -58,8 +58,8 @@ def _bind(fname: str, span: Span, args: list, kwargs: dict, positional: tuple, r
 def _expect(value, types, what: str):
     if type(value) not in types:
         names = " or ".join(sorted({type_name_of(t) for t in types}))
-        raise error("E0301", f"{what} must be {_article(names)}, got {_article(type_name(value))}", value.span,
-                    hint=f"give {_article(names)} here")
+        raise error("E0301", f"{what} must be {article(names)}, got {article(type_name(value))}", value.span,
+                    hint=f"give {article(names)} here")
     return value
 
 
@@ -77,7 +77,9 @@ def _int(value: int, span: Span) -> Int:
     return Int(value, str(value), span)
 
 
-def _article(word: str) -> str:
+def article(word: str) -> str:
+    """``word`` after its indefinite article, chosen by its first letter: ``an int``, ``a
+    str``, ``an int or float`` (the type names and descriptions diagnostics write)."""
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
@@ -193,11 +195,12 @@ def _require(ctx, fn, span, args, kwargs):
 @record.frozen
 class Function:
     """A built-in function, declared once: ``call(ctx, builtin, span, args, kwargs)`` computes
-    it; ``signature`` and ``doc`` (one sentence) are what an editor shows (hover, completion)
-    and docs/language.md lists; ``keywords`` its keyword arguments (completion); ``makes``
-    ``"value"``, or ``"render"``/``"variant"`` for a call whose value a recipe declares as a
-    statement (lint leaves an unused one to ``W0707``). The lint tables, the language
-    server's, and both highlighting grammars are derived from these declarations
+    it; ``signature`` and ``doc`` (one sentence) are what an editor shows (hover, completion);
+    ``keywords`` its keyword arguments (completion); ``makes`` ``"value"``, or
+    ``"render"``/``"variant"`` for a call whose value a recipe declares as a statement (lint
+    leaves an unused one to ``W0707``); ``reference`` (Markdown) what docs/language.md's
+    built-in table says after ``doc``. The lint tables, the language server's, both
+    highlighting grammars and that table are derived from these declarations
     (:mod:`rcpc.grammars`)."""
 
     call: Callable
@@ -205,6 +208,7 @@ class Function:
     doc: str
     keywords: tuple = ()
     makes: str = "value"
+    reference: str = ""
 
 
 @record.frozen
@@ -216,13 +220,20 @@ class TypeDoc:
 
 FUNCTIONS = {
     "dict": Function(_dict, "dict(key = value, ...)",
-                     'A dict of the keyword arguments, in order: `dict(steps = 30)` is `{"steps": 30}`.'),
-    "range": Function(_range, "range(stop) / range(start, stop[, step])", "A list of ints."),
+                     'A dict of the keyword arguments, in order: `dict(steps = 30)` is `{"steps": 30}`.',
+                     reference="Starlark's `dict`: `maxtext_flags(dict(steps = 30, run_name = \"x\"))` is "
+                               "`maxtext_flags({\"steps\": 30, \"run_name\": \"x\"})`; keys are names, so a key "
+                               "such as `a.b` needs the literal; keyword arguments only, each once (E0306)."),
+    "range": Function(_range, "range(stop) / range(start, stop[, step])", "A list of ints.",
+                      reference="As in Python."),
     "len": Function(_len, "len(x)", "The length of a string, list or dict."),
-    "str": Function(_str, "str(x)", "`x` as a string; as a param type, a string param."),
-    "json": Function(_json, "json(x)", "`x` as compact JSON text."),
+    "str": Function(_str, "str(x)", "`x` as a string; as a param type, a string param.",
+                    reference="A number keeps its spelling."),
+    "json": Function(_json, "json(x)", "`x` as compact JSON text.",
+                     reference="Keys in the order written, numbers as spelled."),
     "require": Function(_require, "require(condition, message)",
-                        "Fails the build (E0790) with `message` when `condition` is false."),
+                        "Fails the build (E0790) with `message` when `condition` is false.",
+                        reference="May stand alone as a statement."),
 }
 TYPES = {"bool": TypeDoc("The param type of `True`/`False` (also spelled `true`/`false`)."),
          "int": TypeDoc("The param type of whole numbers."),
@@ -239,13 +250,14 @@ class Declaration:
     """A built-in that declares the name it is assigned to (``NAME = param(...)``):
     ``declare(evaluator, stmt, call, result)`` evaluates the call and returns the name's
     value; ``usage`` is shown when it is called anywhere else (``E0501``); ``signature``,
-    ``doc`` and ``keywords`` as for :class:`Function`."""
+    ``doc``, ``keywords`` and ``reference`` as for :class:`Function`."""
 
     declare: Callable
     usage: str
     signature: str = ""
     doc: str = ""
     keywords: tuple = ()
+    reference: str = ""
 
 
 @record.frozen

@@ -322,12 +322,23 @@ def __init__(self, _a0, _a1, _a2=None, _a3=None, _a4=None):
 _36 = __init__.__code__
 
 
+def __init__(self, _a0, _a1, _a2=None, _a3=None, _a4=None, _a5=None):
+    _setattr = _OBJ_SETATTR.__get__(self)
+    _setattr('_n0', _a0)
+    _setattr('_n1', _a1)
+    _setattr('_n2', _a2)
+    _setattr('_n3', _a3)
+    _setattr('_n4', _a4)
+    _setattr('_n5', _a5)
+_37 = __init__.__code__
+
+
 def __init__(self, _a0, _a1, _a2):
     _setattr = _OBJ_SETATTR.__get__(self)
     _setattr('_n0', _a0)
     _setattr('_n1', _a1)
     _setattr('_n2', _a2)
-_37 = __init__.__code__
+_38 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None):
@@ -336,7 +347,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None):
     _setattr('_n1', _a1)
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
-_38 = __init__.__code__
+_39 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
@@ -346,7 +357,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_39 = __init__.__code__
+_40 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None):
@@ -357,7 +368,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_40 = __init__.__code__
+_41 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None, _a6=None):
@@ -369,7 +380,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None, _a6=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_41 = __init__.__code__
+_42 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3):
@@ -378,7 +389,7 @@ def __init__(self, _a0, _a1, _a2, _a3):
     _setattr('_n1', _a1)
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
-_42 = __init__.__code__
+_43 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None):
@@ -388,7 +399,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_43 = __init__.__code__
+_44 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None):
@@ -400,7 +411,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_44 = __init__.__code__
+_45 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None, _a7=None):
@@ -413,7 +424,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None, _a7=None):
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     _setattr('_n7', _a7)
-_45 = __init__.__code__
+_46 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4):
@@ -423,7 +434,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_46 = __init__.__code__
+_47 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None):
@@ -434,7 +445,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_47 = __init__.__code__
+_48 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None, _a6=None, _a7=None, _a8=None, _a9=None, _a10=None, _a11=None, _a12=NOTHING, _a13=None, _a14=None):
@@ -457,7 +468,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None, _a6=None, _a7=None, _a8=No
         _setattr('_n12', _factory12())
     _setattr('_n13', _a13)
     _setattr('_n14', _a14)
-_48 = __init__.__code__
+_49 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5):
@@ -468,10 +479,10 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_49 = __init__.__code__
+_50 = __init__.__code__
 
 
-def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6=None):
+def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6=None, _a7=NOTHING):
     _setattr = _OBJ_SETATTR.__get__(self)
     _setattr('_n0', _a0)
     _setattr('_n1', _a1)
@@ -480,7 +491,11 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_50 = __init__.__code__
+    if _a7 is not NOTHING:
+        _setattr('_n7', _a7)
+    else:
+        _setattr('_n7', _factory7())
+_51 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6):
@@ -492,7 +507,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_51 = __init__.__code__
+_52 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9=None, _a10=None):
@@ -511,7 +526,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_52 = __init__.__code__
+_53 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _a10=None):
@@ -527,7 +542,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_53 = __init__.__code__
+_54 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
@@ -542,7 +557,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
     _setattr('_n7', _a7)
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
-_54 = __init__.__code__
+_55 = __init__.__code__
 
 
 def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _a6=None):
@@ -555,7 +570,7 @@ def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     self.__attrs_post_init__()
-_55 = __init__.__code__
+_56 = __init__.__code__
 
 
 def __init__(self, _a0, _a1):
@@ -564,7 +579,7 @@ def __init__(self, _a0, _a1):
     _setattr('_n1', _a1)
     _setattr('_n2', _default2)
     self.__attrs_post_init__()
-_56 = __init__.__code__
+_57 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
@@ -584,7 +599,7 @@ def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
     else:
         _setattr('_n4', _factory4())
     self.__attrs_post_init__()
-_57 = __init__.__code__
+_58 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None):
@@ -595,7 +610,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _default4)
     self.__attrs_post_init__()
-_58 = __init__.__code__
+_59 = __init__.__code__
 
 
 TEMPLATES = {
@@ -636,26 +651,27 @@ TEMPLATES = {
     ('init', True, False, 'rrd'): _34,
     ('init', True, False, 'rrdd'): _35,
     ('init', True, False, 'rrddd'): _36,
-    ('init', True, False, 'rrr'): _37,
-    ('init', True, False, 'rrrd'): _38,
-    ('init', True, False, 'rrrdd'): _39,
-    ('init', True, False, 'rrrddd'): _40,
-    ('init', True, False, 'rrrdddd'): _41,
-    ('init', True, False, 'rrrr'): _42,
-    ('init', True, False, 'rrrrd'): _43,
-    ('init', True, False, 'rrrrddd'): _44,
-    ('init', True, False, 'rrrrdddd'): _45,
-    ('init', True, False, 'rrrrr'): _46,
-    ('init', True, False, 'rrrrrd'): _47,
-    ('init', True, False, 'rrrrrdddddddfdd'): _48,
-    ('init', True, False, 'rrrrrr'): _49,
-    ('init', True, False, 'rrrrrrd'): _50,
-    ('init', True, False, 'rrrrrrr'): _51,
-    ('init', True, False, 'rrrrrrrfddd'): _52,
-    ('init', True, False, 'rrrrrrrrddd'): _53,
-    ('init', True, False, 'rrrrrrrrrr'): _54,
-    ('init', True, True, 'ddddddd-'): _55,
-    ('init', True, True, 'rrD'): _56,
-    ('init', True, True, 'rrfff-'): _57,
-    ('init', True, True, 'rrrdD'): _58,
+    ('init', True, False, 'rrdddd'): _37,
+    ('init', True, False, 'rrr'): _38,
+    ('init', True, False, 'rrrd'): _39,
+    ('init', True, False, 'rrrdd'): _40,
+    ('init', True, False, 'rrrddd'): _41,
+    ('init', True, False, 'rrrdddd'): _42,
+    ('init', True, False, 'rrrr'): _43,
+    ('init', True, False, 'rrrrd'): _44,
+    ('init', True, False, 'rrrrddd'): _45,
+    ('init', True, False, 'rrrrdddd'): _46,
+    ('init', True, False, 'rrrrr'): _47,
+    ('init', True, False, 'rrrrrd'): _48,
+    ('init', True, False, 'rrrrrdddddddfdd'): _49,
+    ('init', True, False, 'rrrrrr'): _50,
+    ('init', True, False, 'rrrrrrdf'): _51,
+    ('init', True, False, 'rrrrrrr'): _52,
+    ('init', True, False, 'rrrrrrrfddd'): _53,
+    ('init', True, False, 'rrrrrrrrddd'): _54,
+    ('init', True, False, 'rrrrrrrrrr'): _55,
+    ('init', True, True, 'ddddddd-'): _56,
+    ('init', True, True, 'rrD'): _57,
+    ('init', True, True, 'rrfff-'): _58,
+    ('init', True, True, 'rrrdD'): _59,
 }

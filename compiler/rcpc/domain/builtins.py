@@ -37,7 +37,7 @@ from typing import Callable
 
 from rcpc.core import names
 from rcpc.core import record
-from rcpc.core.builtins import Declaration, Function, Universe, _article, _bind, _expect, _int
+from rcpc.core.builtins import Declaration, Function, Universe, _bind, _expect, _int, article
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
@@ -103,8 +103,8 @@ def make_param(name: str, span: Span, args: list, kwargs: dict) -> Param:
 def check_param_value(ptype: str, value, name: str, choices) -> None:
     """``E0602`` when ``value`` is not of the param's type or not one of its choices."""
     if type(value) not in PARAM_TYPES[ptype]:
-        raise error("E0602", f"param '{name}' is {_article(ptype)}, got {_article(type_name(value))}", value.span,
-                    hint=f"give {_article(ptype)} value, or change the param's type")
+        raise error("E0602", f"param '{name}' is {article(ptype)}, got {article(type_name(value))}", value.span,
+                    hint=f"give {article(ptype)} value, or change the param's type")
     if choices is not None and not any(equal(value, c) for c in choices):
         allowed = ", ".join(text_of(c) or "?" for c in choices)
         raise error("E0602", f"param '{name}' must be one of: {allowed}", value.span,
@@ -133,7 +133,7 @@ def param_value_from_text(param: Param, text: str):
     if value is None:
         hint = {"bool": "write true, false, True or False", "int": "write decimal digits",
                 "float": "write a number such as 0.5 or 1e-6"}.get(param.type)
-        raise error("E0602", f"--set {param.name}={text}: not {_article(param.type)}", param.span, hint=hint)
+        raise error("E0602", f"--set {param.name}={text}: not {article(param.type)}", param.span, hint=hint)
     if param.choices is not None and not any(equal(value, c) for c in param.choices):
         allowed = ", ".join(text_of(c) or "?" for c in param.choices)
         raise error("E0602", f"--set {param.name}={text}: not one of the choices ({allowed})", param.span,
@@ -246,7 +246,7 @@ def _variants(ctx, fn, span, args, kwargs):
                                         "--set); every point is evaluated, checked and kept as goldens")
         for v in values.items:
             if type(v) not in PARAM_TYPES["float"] + PARAM_TYPES["bool"] + PARAM_TYPES["str"]:
-                raise error("E0602", f"over[{key!r}] holds {_article(type_name(v))}, not a param value", v.span,
+                raise error("E0602", f"over[{key!r}] holds {article(type_name(v))}, not a param value", v.span,
                             hint="sweep bool, int, float or str values")
     template = _expect(a.get("name", Str("-".join(f"{{{k}}}" for k in over.items), over.span)), (Str,), "name")
     for field in _FIELD.findall(template.value):
@@ -470,27 +470,55 @@ UNIVERSE = Universe(
             "tpu_slice = S, "
             "num_slices = 1)", "A MaxText flag set: layers of `{key: value}`, the last value of a key wins (as "
             "MaxText's command line); checked against the MaxText schema.",
-            ("schema", "unknown_keys", "unknown_values", "tpu_slice", "num_slices")),
+            ("schema", "unknown_keys", "unknown_values", "tpu_slice", "num_slices"),
+            reference="Layers are dicts (or flag sets, spliced in); `{}` layers are skipped. The schema is the "
+            "one rcp.toml configures (docs/maxtext.md); `unknown_keys` acknowledges keys the schema does not know, one by one, "
+            "and `unknown_values` (`{\"key\": [\"value\", ...]}`) values of a key's choices it does not know (a "
+            "newer MaxText's); `schema = None` checks no key (another trainer's flags, such as MaxDiffusion's); "
+            "`tpu_slice` checks the mesh parallelism against the slice. Attributes: `.argv` (list of `key=value` "
+            "tokens, repeats kept), `.shell` (one string, shell-quoted), `.shell_quoted(keys, raw = [...])` (the "
+            "same with those flags' value parts quoted, and those of `raw` written as `.shell_raw` writes them), "
+            "`.shell_raw(keys)` (the same with those flags' value parts written unquoted, for the shell that runs "
+            "the command to read: `run_name=$RUN_ID`; E0656 unless each value is a string), `.resolved` (dict, "
+            "last value wins). The tokens of `.argv` and `.shell` know the flag key, layer and flag set they "
+            "render, also inside strings built from them (see *Strings that carry flags* below; diff contracts "
+            "and MaxText checks use it: docs/review.md, docs/maxtext.md)."),
         "tpu_slice": Function(_tpu_slice, "tpu_slice(spec)",
-                              "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`)."),
+                              "A TPU slice, `\"<generation>:<topology>\"` (e.g. `\"tpu7x:4x4x8\"`).",
+                              reference="v4, v5e, v5p, v6e, v7x. Attributes: `.generation .accelerator .topology "
+                              ".dims .chips .hosts .devices .chips_per_host .devices_per_chip .machine_type "
+                              ".node_selector .name`, `.accelerator_type` (Cloud TPU's and XPK's name with a count: "
+                              "`v5p-16` for v5p:2x2x2, TensorCores on v4, v5p and v7x, chips on v5e and v6e) and "
+                              "`.device_type` (XPK's `--device-type` spelling with the topology: `tpu7x-4x4x4`; XPK "
+                              "takes both)."),
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
                             "A named set of param values; `changes` is its diff contract against `against`.",
-                            ("set", "against", "changes"), "variant"),
+                            ("set", "against", "changes"), "variant",
+                            reference="`rcpc build` writes each (docs/review.md, Contracts)."),
         "variants": Function(_variants, "variants(over = {PARAM: [values], ...}, name = \"TEMPLATE\", set = {...}, "
                              "against = \"...\", changes = {...})",
                              "A sweep: one variant per point of the product of `over`'s lists, named by the template "
                              "(`\"bs{BS}-{REMAT}\"`; default: the values joined by `-`), each with the contract.",
-                             ("over", "name", "set", "against", "changes"), "variant"),
+                             ("over", "name", "set", "against", "changes"), "variant",
+                             reference="See *Sweeps* above."),
         "merge": Function(_merge, "merge(base, patch, ...)",
                           "A deep merge of dicts with Kubernetes' strategic-merge rules: lists of containers, env, "
-                          "volumes, ports ... merge item by item by their key; the patch wins."),
+                          "volumes, ports ... merge item by item by their key; the patch wins.",
+                          reference="Dicts merge key by key, scalars and most lists replace; the keys of the lists "
+                          "that merge: `containers`, `env`, `volumes`, `replicatedJobs` by `name`, `volumeMounts` by "
+                          "`mountPath`, `ports` by `containerPort`. Each leaf keeps its provenance "
+                          "(docs/kubernetes.md)."),
         "replace": Function(_replace, "replace(value)",
-                            "Inside a `merge()` patch: replace this value whole instead of merging it."),
+                            "Inside a `merge()` patch: replace this value whole instead of merging it.",
+                            reference="Kubernetes' `$patch: replace`."),
         **{name: f for kind in KINDS for name, f in kind.functions.items()}},
     declarations={"param": Declaration(_declare_param, "NAME = param(type, default = ...)",
                                        "param(type, default = ..., doc = \"\", choices = [...])",
                                        "A typed recipe parameter, set by variants and `--set NAME=VALUE`.",
-                                       ("default", "doc", "choices"))},
+                                       ("default", "doc", "choices"),
+                                       reference="`type` is `bool`, `int`, `float` or `str`; it must be assigned to "
+                                       "a top-level name in the recipe; `--values` files set it too (docs/cli.md, "
+                                       "Values files).")},
     attributes={TpuSlice: _slice_attrs, FlagSet: _flagset_attrs},
     plus={FlagSet: _flagset_plus},
     statement=_statement, finish=_finish, result=RecipeResult)

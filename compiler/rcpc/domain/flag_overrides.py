@@ -3,7 +3,8 @@ build without declaring a param (docs/cli.md, Flag overrides), as ``kubectl set 
 one-off ``key=value`` on MaxText's command line would.
 
 The flag set is found by the render protocol (:func:`rcpc.domain.renders.carried`): the one
-flag set render ``RENDER`` (a file name, ``trainer.flags``, or its stem, ``trainer``) carries,
+flag set render ``RENDER`` (a file name, ``trainer.flags``, or its stem, ``trainer``: every render
+of that name, which must carry one flag set between them) carries,
 in whatever shape (a flag file, a JobSet's argv or ``bash -c`` string, a command file). The
 override is one more layer of that flag set (:func:`rcpc.domain.embedding.with_layer`), so
 MaxText's last-value-wins reads it last, in every render that carries the set. Its value is
@@ -25,6 +26,7 @@ from rcpc.core.diagnostics import CompileError, did_you_mean, error
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS
 from rcpc.core.source import Span
 from rcpc.domain import maxtext
+from rcpc.domain.overrides import flag_target
 from rcpc.domain.renders import carried, kind_of
 from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
@@ -39,9 +41,9 @@ def apply_flags(renders: list, items, warn) -> list:
     those of the flag's checks."""
     renders = list(renders)
     for item in items:
-        value, key, text = _parse(item, renders)
-        sets = list({id(e.flags): e.flags for e in carried(value)}.values())
-        shown = kind_of(value).file_name(value)
+        named, key, text = _parse(item, renders)
+        sets = list({id(e.flags): e.flags for value in named for e in carried(value)}.values())
+        shown = " and ".join(kind_of(r).file_name(r) for r in named)
         if len(sets) != 1:
             raise error("E0639", f"--flag {item}: render {shown} carries "
                         f"{'no MaxText flag set' if not sets else f'{len(sets)} flag sets'}", None,
@@ -55,15 +57,16 @@ def apply_flags(renders: list, items, warn) -> list:
 
 
 def _parse(item: str, renders: list) -> tuple:
-    """(render value, key, value text) of ``RENDER.KEY=VALUE``; ``E0638``."""
-    head, eq, text = item.partition("=")
+    """(the render values RENDER names, KEY, VALUE text) of ``RENDER.KEY=VALUE``
+    (:func:`rcpc.domain.overrides.flag_target`); ``E0638``."""
+    head, eq, _ = item.partition("=")
     if not eq or any("\ud800" <= c <= "\udfff" for c in item):
         raise error("E0638", f"--flag {item!r} is not RENDER.KEY=VALUE" + ("" if eq else " (no '=')"), None,
                     hint=HINT)
-    named = sorted(((n, r) for r in renders for n in {kind_of(r).file_name(r), r.name}), key=lambda t: -len(t[0]))
-    for name, value in named:
-        if head.startswith(name + ".") and len(head) > len(name) + 1:
-            return value, head[len(name) + 1:], text
+    by_file = {kind_of(r).file_name(r): r for r in renders}
+    name, files, key, text = flag_target(item, list(by_file))
+    if files:
+        return [by_file[f] for f in files], key, text
     stems = [r.name for r in renders]
     raise error("E0638", f"--flag {item}: no render named {head.split('.')[0]!r}", None,
                 hint=did_you_mean(head.split(".")[0], stems) or f"renders: {', '.join(stems) or 'none'}")

@@ -81,8 +81,9 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def env_entries(container) -> list[tuple]:
-    """(entry dict, name, value as the container receives it) of each named entry of a
-    container's ``env`` (``container``: a container dict, a language value), in order, as the
+    """(index in ``env``, entry dict, name, value as the container receives it) of each named
+    entry of a container's ``env`` (``container``: a container dict, a language value; the
+    index places the entry, ``env[index]``, for diagnostics), in order, as the
     kubelet makes them (``makeEnvironmentVariables``): a literal ``value`` expanded with the
     entries before it (:func:`expand`; a later entry of a name replaces an earlier one), an
     absent or empty one ``""``; None for a value known only when the pod runs (``valueFrom``,
@@ -92,7 +93,7 @@ def env_entries(container) -> list[tuple]:
     env = container.items.get("env") if type(container) is Dict else None
     defined: dict[str, str | None] = {}
     out = []
-    for var in env.items if type(env) is List else ():
+    for index, var in enumerate(env.items if type(env) is List else ()):
         if type(var) is not Dict or type(var.items.get("name")) is not Str:
             continue
         name, value = var.items["name"].value, var.items.get("value")
@@ -102,14 +103,14 @@ def env_entries(container) -> list[tuple]:
         else:
             text = None if "valueFrom" in var.items else ""
         defined[name] = text
-        out.append((var, name, text))
+        out.append((index, var, name, text))
     return out
 
 
 def container_env(container) -> dict[str, str | None]:
     """{name: value} of the env a container's ``command`` and ``args`` are expanded with
     (:func:`env_entries`, the last entry of a name winning; None: known only at run time)."""
-    return {name: text for _, name, text in env_entries(container)}
+    return {name: text for _, _, name, text in env_entries(container)}
 
 
 def expand_known(text: str, env: Mapping[str, str | None]) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from rcpc.core.values import Dict, List, Str
-from rcpc.domain.kube_expansion import JOB_COMPLETION_INDEX, references
+from rcpc.domain.kube_expansion import JOB_COMPLETION_INDEX, env_entries, references
 from rcpc.domain.kube_paths import CONTAINER_LISTS, diag
 
 SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox"))
@@ -64,18 +64,14 @@ def _check_container(c: Dict, at: tuple, kind: str, injected: bool, out: list) -
         return  # the sources' keys are not known here
     name = c.items.get("name")
     container = repr(name.value) if type(name) is Str else "of the pod"
-    env = c.items.get("env")
-    defined: set[str] = set()
-    for j, var in enumerate(env.items if type(env) is List else ()):
-        if type(var) is not Dict:
-            continue
-        value, var_name = var.items.get("value"), var.items.get("name")
+    defined: set[str] = set()  # the names of the entries before each one (its own earlier definition included)
+    for j, var, var_name, _ in env_entries(c):
+        value = var.items.get("value")
         if type(value) is Str:
             for ref in references(value.value):
                 if ref.name not in defined:
                     _warn(ref.name, value, at + ("env", j, "value"), kind, container, "env", False, out)
-        if type(var_name) is Str:
-            defined.add(var_name.value)
+        defined.add(var_name)
     if injected:
         defined.add(JOB_COMPLETION_INDEX)
     argv = [(k, n, x) for k in ("command", "args") for n, x in enumerate(_items(c, k))]

@@ -17,6 +17,8 @@ Findings:
   and its config then refuses (the schema's type: an enum's other value, a bound, ``none``
   made None by ``_prepare_for_pydantic``);
 * ``W0315`` — an ``M_`` variable naming no key MaxText reads (it is ignored);
+* ``E0322`` — a container env ``XLA_FLAGS`` beside a ``dump_hlo_xla_flags`` of its flags
+  (MaxText's ``validate_and_set_hlo_dump_defaults`` refuses both);
 * ``E0350`` — a config one of MaxText's cross-field refusals (types.py's model validators)
   refuses (:func:`rcpc.domain.crossfield.check_refusals`), once a flag set;
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
@@ -42,6 +44,9 @@ from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.values import FlagSet, Manifest
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
+# variables other than M_ ones that MaxText's config loader reads and can refuse on (types.py:
+# validate_and_set_hlo_dump_defaults); the others it reads (HF_TOKEN, JOBSET_NAME) only fill values
+LOADER_ENV = ("XLA_FLAGS",)
 _READABLE = {"bool": "y/yes/t/true/1 or n/no/f/false/0 (any case)", "int": "write decimal digits (Python's int())",
              "float": "write a number Python's float() reads, such as 1e-5"}
 
@@ -245,7 +250,7 @@ def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
     expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.env_entries`; the span the
     value's)."""
     out = []
-    for item, name, text in env_entries(container):
+    for _, item, name, text in env_entries(container):
         if name.startswith(ENV_PREFIX):
             value = item.items.get("value")
             if type(value) is Str and text is not None and text != value.value:
@@ -273,6 +278,46 @@ def check_env(container: Dict, carried: list) -> list[Diagnostic]:
         typed = next((i for i, fs in enumerate(carried) if fs.schema is not None), None)
         if typed is not None:
             out.extend(_env_against_schema(carried[typed], lines[typed], name, value, span, cname))
+    out.extend(_hlo_dump_twice(container, cname, carried, lines))
+    return out
+
+
+def loader_env(container: Dict) -> list[tuple[str, str, Dict]]:
+    """(name, text as the container receives it, entry) of each variable of a container's env,
+    other than the ``M_`` ones, that MaxText's config loader reads and can refuse on
+    (:data:`LOADER_ENV`), the last entry of a name winning; one whose value is known only
+    when the pod runs (``valueFrom``) is left out."""
+    found = {name: (name, text, item) for _, item, name, text in env_entries(container)
+             if name in LOADER_ENV and text is not None}
+    return list(found.values())
+
+
+def _hlo_dump_twice(container: Dict, cname: str, carried: list, lines: list) -> list[Diagnostic]:
+    """``E0322``: the container's env sets ``XLA_FLAGS`` (not empty) and a MaxText flag set it
+    carries sets ``dump_hlo_xla_flags`` (not empty, by a flag or an ``M_DUMP_HLO_XLA_FLAGS``
+    variable): MaxText's ``validate_and_set_hlo_dump_defaults`` (types.py) refuses both."""
+    xla = next((entry for name, text, entry in loader_env(container) if name == "XLA_FLAGS" and text), None)
+    if xla is None:
+        return []
+    env = {name: value for name, value, _ in env_overrides(container)}
+    out = []
+    for fs, cli in zip(carried, lines):
+        if fs.schema is None or "dump_hlo_xla_flags" not in fs.schema.fields:
+            continue
+        by_env = env.get(ENV_PREFIX + "DUMP_HLO_XLA_FLAGS")
+        if type(by_env) is Str:
+            dump, related = by_env.value, (("M_DUMP_HLO_XLA_FLAGS set here", by_env.span),)
+        elif "dump_hlo_xla_flags" in cli:
+            value, entry = cli["dump_hlo_xla_flags"]
+            dump, related = value, (("dump_hlo_xla_flags set here", entry.key_span),)
+        else:
+            continue
+        if dump and type(dump) is str:
+            out.append(Diagnostic(
+                "E0322", f"container '{cname}' sets XLA_FLAGS in its env and its MaxText flags set "
+                "dump_hlo_xla_flags", xla.items["name"].span, related=related,
+                hint="MaxText refuses both (types.py, validate_and_set_hlo_dump_defaults): put the dump flags "
+                     "in dump_hlo_xla_flags and drop XLA_FLAGS, or the other way round"))
     return out
 
 

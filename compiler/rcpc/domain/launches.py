@@ -1,6 +1,7 @@
 """What MaxText is started with, per flag set a variant renders: the flag set, the devices and
 slices it finds (the TPU slice a container's pod selects, times the replicated job's
-``replicas``), and the ``M_<KEY>`` variables of the container's env. The input of the MaxText
+``replicas``), and the variables of the container's env MaxText's loader reads (``M_<KEY>``,
+``XLA_FLAGS``). The input of the MaxText
 oracle (:mod:`rcpc.oracle`, ``rcpc check --maxtext``), which runs MaxText's own loader on each.
 
 Found as :mod:`rcpc.domain.launch`'s checks find them (the render protocol: every flag set a
@@ -14,7 +15,7 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.source import Span
 from rcpc.core.values import Dict, List, Str
-from rcpc.domain.launch import env_overrides, render_sites
+from rcpc.domain.launch import env_overrides, loader_env, render_sites
 from rcpc.domain.values import FlagSet
 
 
@@ -23,7 +24,8 @@ class Launch:
     """One start of MaxText: ``flags`` (its argv), ``devices`` (all the devices of all its
     slices; None when no TPU slice is known, as for a ``flag_file``), ``slices`` (at least
     1), ``env`` (``(name, text, span)`` of each ``M_`` variable with a literal value, in env
-    order) and ``span`` (the container or flag file)."""
+    order, then each other variable MaxText's loader can refuse on,
+    :func:`rcpc.domain.launch.loader_env`) and ``span`` (the container or flag file)."""
 
     flags: FlagSet
     devices: int | None
@@ -61,6 +63,8 @@ def _env(container: Dict) -> tuple:
     for name, value, item in env_overrides(container):  # a later entry wins, as in the kubelet
         if type(value) is Str:
             found[name] = (name, value.value, value.span)
+    for name, text, item in loader_env(container):
+        found[name] = (name, text, item.items["name"].span)
     return tuple(found.values())
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from rcpc.core import record
+from rcpc.core.builtins import article
 from rcpc.domain import lax
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS, MAX_NODES
 from rcpc.core.diagnostics import (NOTE, WARNING, CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error,
@@ -339,16 +340,16 @@ def check_entry(e: FlagEntry, schema, acknowledged: dict, values_ok: dict | None
                         if _SPELLINGS[w][0].match(py)), None)
         if spelled is not None:
             typed = spelled[1](py, value.span)
-            found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: the string {py!r} is written as the "
+            found.append(Diagnostic("W0321", f"'{e.key}' is {article(want)}: the string {py!r} is written as the "
                                     f"{want} {typed.text}", value.span, WARNING,
                                     hint=f"write {typed.text} without quotes (a param that holds it is then a "
                                          f"param({want}, ...))"))
             return record.evolve(e, value=typed), found
-        found.append(Diagnostic("W0321", f"'{e.key}' is {_a(want)}: MaxText reads the string {py!r} as "
+        found.append(Diagnostic("W0321", f"'{e.key}' is {article(want)}: MaxText reads the string {py!r} as "
                                 f"{_py_text(got)}", value.span, WARNING, hint=f"write {_py_text(got)}"))
     elif py is not None and type(got) is not type(py) and not (type(py) is int and type(got) is float) \
             and type(py) in (bool, int, float):
-        found.append(Diagnostic("W0322", f"'{e.key}' is {_a(lax.describe(t))}: MaxText reads the "
+        found.append(Diagnostic("W0322", f"'{e.key}' is {article(lax.describe(t))}: MaxText reads the "
                                 f"{_PY_NAMES[type(py)]} {value_text(value)} as {_py_text(got)}", value.span,
                                 WARNING, hint=f"write {_py_text(got)}"))
     return e, found
@@ -420,7 +421,7 @@ def _type_at(t: dict, rest: str, e: FlagEntry):
             return None, None
         else:
             return None, Diagnostic("E0311", f"'{e.key}' sets a part of '{e.key.split('.')[0]}', which is "
-                                    f"{_a(lax.describe(t))}: OmegaConf makes a mapping of it", e.key_span,
+                                    f"{article(lax.describe(t))}: OmegaConf makes a mapping of it", e.key_span,
                                     hint="set the whole value")
     return t, None
 
@@ -434,7 +435,7 @@ def _invalid(e: FlagEntry, t: dict, py, exc: "lax.Invalid", schema) -> Diagnosti
         return Diagnostic("E0310", f"unknown MaxText key '{where}': {exc.expected} has no key {exc.path[-1]!r}",
                           value.span, notes=notes, hint="check the key's spelling against the schema")
     if py is None and not exc.path:
-        return Diagnostic("E0314", f"'{e.key}' cannot be None: it is {_a(lax.describe(t))}", value.span,
+        return Diagnostic("E0314", f"'{e.key}' cannot be None: it is {article(lax.describe(t))}", value.span,
                           hint=_default_hint(schema, e.key), notes=notes)
     if exc.kind == lax.CHOICE:
         return Diagnostic("E0312", f"'{where}' must be {exc.expected}; got {shown}", value.span,
@@ -443,8 +444,8 @@ def _invalid(e: FlagEntry, t: dict, py, exc: "lax.Invalid", schema) -> Diagnosti
     if exc.kind == lax.BOUND:
         return Diagnostic("E0313", f"'{where}' must be {exc.expected}; got {shown}", value.span,
                           hint=_default_hint(schema, e.key), notes=notes)
-    got = f"{_a(type_name(value))}" + (f" {text_of(value)!r}" if text_of(value) is not None else "")
-    return Diagnostic("E0311", f"'{e.key}' is {_a(lax.describe(t))} in the MaxText schema; got {got}",
+    got = f"{article(type_name(value))}" + (f" {text_of(value)!r}" if text_of(value) is not None else "")
+    return Diagnostic("E0311", f"'{e.key}' is {article(lax.describe(t))} in the MaxText schema; got {got}",
                       value.span, hint=_default_hint(schema, e.key), notes=notes)
 
 
@@ -490,10 +491,6 @@ def _strings(value):
     elif t is Dict:
         for x in value.items.values():
             yield from _strings(x)
-
-
-def _a(word: str) -> str:
-    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def _lint(fs: FlagSet, warn) -> None:

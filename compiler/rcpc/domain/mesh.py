@@ -26,6 +26,10 @@ Sources, at the pinned MaxText commit (``../shared/data/maxtext/``):
   product of the twelve DCN keys other than diloco (``sequence`` included) must be 1 or -1
   ("DCN parallelism requested but only one slice available").
 
+* ``custom_mesh`` (``max_utils.is_valid_custom_mesh``, asked on several slices, or on one
+  with ``allow_split_physical_axes``): one of the ring strategies (``hybrid_ring_64x4``,
+  ``hybrid_ring_32x8``), and the filled ICI values' distinct sizes those the strategy names.
+
 Not checked (the devices are not the slice's, or the axes are not known): a flag set naming
 ``custom_mesh_and_rule`` (its YAML, not read, may replace ``mesh_axes``), ``compile_topology``
 or ``internal_compile`` (ahead-of-time compilation for another topology).
@@ -51,6 +55,8 @@ VLLM_AXES = frozenset(("attn_dp", "attn_dp_expert"))  # always 1 in MaxText's me
 # the DCN keys of types.py's one-slice check, in its order (diloco is not among them)
 ONE_SLICE_DCN = ("data", "pipeline", "fsdp", "fsdp_transpose", "sequence", "context", "context_usp_ulysses",
                  "tensor", "tensor_sequence", "expert", "context_autoregressive", "autoregressive")
+# max_utils.is_valid_custom_mesh: strategy -> the distinct ICI axis sizes it reshapes, sorted
+CUSTOM_MESHES = {"hybrid_ring_64x4": [1, 4, 64], "hybrid_ring_32x8": [1, 8, 32]}
 ENV_PREFIX = "M_"
 _UNKNOWN = object()  # a value rcpc cannot know (or that MaxText refuses, reported elsewhere)
 # maxtext.inference.inference_utils.str2bool, pyconfig's parser of a bool M_ variable
@@ -206,7 +212,37 @@ def check_mesh(fs, tpu_slice, num_slices: int, span: Span, env: dict | None = No
         what += f" x {num_slices} (inference_benchmark_test)" if benchmark and num_slices > 1 else ""
     out += _fill(v, "ici", axes, devices, what, span)
     out += _dcn(v, dcn_axes, num_slices, benchmark, span)
+    if not out:
+        out += _custom_mesh(v, axes, devices, 1 if benchmark else num_slices, span)
     return out
+
+
+def _custom_mesh(v: EffectiveValues, axes, devices: int, slices: int, span: Span) -> list[Diagnostic]:
+    """``custom_mesh``: a strategy that reshapes the mesh into rings
+    (``max_utils.is_valid_custom_mesh``), asked by ``create_device_mesh`` on several slices, or
+    on one with ``allow_split_physical_axes``: a name of no strategy, or one whose distinct
+    filled ICI values (sorted) are not the strategy's, is refused."""
+    strategy, where = v.typed("custom_mesh", "str")
+    if strategy in ("", None, _UNKNOWN) or (slices <= 1 and v.typed("allow_split_physical_axes", "bool")[0]
+                                            is not True):
+        return []
+    at = where[1] if where else span
+    if strategy not in CUSTOM_MESHES:
+        return [Diagnostic("E0340", f"custom_mesh {strategy!r} is no strategy MaxText reshapes a mesh with", at,
+                           hint="MaxText's strategies: " + ", ".join(CUSTOM_MESHES) + " (or \"\" for none)")]
+    got = _group(v, "ici", [AXIS_KEYS[a] for a in axes if a not in VLLM_AXES], span, [])
+    if got is None:
+        return []
+    values = [x for _, x, _ in got] + [1] * sum(a in VLLM_AXES for a in axes)
+    known = _product(x for x in values if x != -1)
+    values = [devices // known if x == -1 else x for x in values]
+    if sorted(set(values)) == CUSTOM_MESHES[strategy]:
+        return []
+    return [Diagnostic("E0340", f"custom_mesh {strategy!r} needs an ICI mesh whose distinct axis sizes are "
+                       f"{', '.join(map(str, CUSTOM_MESHES[strategy]))}; this one's are "
+                       f"{', '.join(map(str, sorted(set(values))))}", at,
+                       notes=("ici axes: " + " * ".join(f"{k}={x}" for (k, _, _), x in zip(got, values)),),
+                       hint="set the ici axes to the strategy's sizes, or leave custom_mesh empty")]
 
 
 def _group(v: EffectiveValues, prefix: str, names, span: Span, out: list):

@@ -3,7 +3,12 @@ NAME=VALUE`` items, ``--values FILE.toml`` files of param values and ``--flag
 RENDER.KEY=VALUE`` MaxText flag overrides.
 
 Param values are layered as Helm layers ``-f`` and ``--set``: values files in the order given
-(a later file wins), then ``--set`` items (in order; they win over every file).
+(a later file wins), then ``--set`` items (in order; they win over every file); ``--flag``
+items are then later layers of the flag sets the renders carry.
+
+:func:`provenance` is what a build with overrides records beside its renders, in the output's
+manifest (docs/cli.md, Output directory: every override, in the order it was layered), as
+Helm keeps the values a release was installed with (``helm get values``).
 """
 
 from __future__ import annotations
@@ -63,4 +68,52 @@ def parse_sets(sets) -> dict[str, str]:
             raise error("E0608", f"--set {item!r} is not valid UTF-8 text", None,
                         hint="values are written into UTF-8 renders")
         out[name] = text
+    return out
+
+
+def flag_target(item: str, files) -> tuple[str, list[str], str, str]:
+    """What ``--flag`` item ``item`` (``RENDER.KEY=VALUE``) names among the render file names
+    ``files`` (in declaration order): ``(RENDER, the file names it names, KEY, VALUE)``.
+    RENDER is a file name (``trainer.flags``) or a stem (``trainer``: every render of that
+    name, as in a contract's ``changes``); the longest one that ``item`` starts with, followed
+    by ``.`` and a key, is taken (render names may hold dots). ``("", [], "", VALUE)`` when
+    none is."""
+    head, _, text = item.partition("=")
+    found: dict[str, list[str]] = {}
+    for f in files:
+        for name in dict.fromkeys((f, f.rsplit(".", 1)[0])):
+            found.setdefault(name, []).append(f)
+    for name in sorted(found, key=len, reverse=True):
+        if head.startswith(name + ".") and len(head) > len(name) + 1:
+            return name, found[name], head[len(name) + 1:], text
+    return "", [], "", text
+
+
+def provenance(overrides: Overrides, variant: str | None, files, renders) -> dict:
+    """The record of one variant built with ``overrides`` (true): ``{"overrides": [...]}``,
+    each override in the order it was layered (values files, then ``--set`` items, then
+    ``--flag`` items, each in the order given), plus ``"variant"``, the variant whose params
+    a build of ``--flag`` items alone has (``variant`` or ``default``). An override is
+
+    * ``{"kind": "values", "path": P, "sha256": D, "params": [NAME, ...]}``: a values file
+      (``P`` relative to the workspace when inside it, else as given; ``D`` the SHA-256 hex of
+      the bytes the build read; the params it sets, in the file's order);
+    * ``{"kind": "set", "name": NAME, "value": TEXT}``: a ``--set`` item, the value as typed;
+    * ``{"kind": "flag", "render": RENDER, "key": KEY, "value": TEXT}``: a ``--flag`` item
+      (``RENDER`` as given: a file name or a stem).
+
+    ``files``: the :class:`~rcpc.domain.valuesfile.ValuesFile` of each values file, in order;
+    ``renders``: the variant's render file names (:func:`flag_target` resolves each ``--flag``
+    item among them as the build did). JSON data: lists and strings only."""
+    layers: list[dict] = [{"kind": "values", "path": f.shown, "sha256": f.sha256, "params": list(f.keys)}
+                          for f in files]
+    for item in overrides.sets:
+        name, _, text = item.partition("=")
+        layers.append({"kind": "set", "name": name, "value": text})
+    for item in overrides.flags:
+        render, _, key, text = flag_target(item, renders)
+        layers.append({"kind": "flag", "render": render, "key": key, "value": text})
+    out: dict = {"overrides": layers}
+    if not overrides.params:
+        out["variant"] = variant or "default"
     return out

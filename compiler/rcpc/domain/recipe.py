@@ -23,7 +23,7 @@ from rcpc.core.limits import LIMIT_HINT, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NOD
 from rcpc.core.diagnostics import (CompileError, Diagnostic, by_place, did_you_mean, did_you_mean_or_list, error,
                                    io_hint, unique)
 from rcpc.core.evaluate import Evaluator
-from rcpc.core.files import NotRegular, TooLarge, read_limited
+from rcpc.core.files import TooLarge, read_limited
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
 from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
@@ -36,7 +36,7 @@ from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
 from rcpc.domain import stdlib
-from rcpc.domain.workspace import LINK, Workspace, entry
+from rcpc.domain.workspace import LINK, Workspace, entry, not_utf8, too_large
 
 DEFAULT_VARIANT = "default"
 # the built-ins whose call statements declare variants (variant, variants): a variant's own
@@ -426,6 +426,39 @@ class Compiler:
         out.update((written, LINK + real_path) for written, real_path in self.workspace.links.items())
         return out
 
+    def compile(self, real: Path, variant: str | None = None, sets=None, lint: bool = False) -> tuple:
+        """Build recipe ``real`` as :meth:`build` does, check its variants' contracts (and
+        lint it when ``lint``): ``(Recipe, [VariantBuild], [the warnings and notes a build
+        prints])``, what ``rcpc build`` and ``rcpc check`` report of it (the tool stores it in
+        the build cache, :func:`rcpc.cache.store_built`). The recipe is released after
+        (:meth:`release`: memory stays flat; diagnostics quoting it read the file again).
+        Raises :class:`~rcpc.core.diagnostics.CompileError` (a build's errors, a broken
+        contract)."""
+        seen = len(self.context.diagnostics)
+        try:
+            recipe, builds = self.build(real, variant, sets)
+            diags = self.check_contracts(recipe, builds)
+            if diags:
+                raise CompileError(diags)
+            return recipe, builds, self.build_warnings(real, recipe, builds, seen, lint)
+        finally:
+            self.release(real)
+
+    def build_warnings(self, real: Path, recipe: Recipe, builds: list, seen: int, lint: bool = False) -> list:
+        """The warnings and notes a build of recipe ``real`` prints, as ``recipe`` and
+        ``builds`` made by this compiler after it had ``seen`` diagnostics: its own and those
+        of the files it loads, as its author reads them (:meth:`in_recipe`), less those an
+        ``# rcpc: ignore`` silences; with ``lint``, the linter's findings on them too (L
+        codes). Call before :meth:`release`."""
+        from rcpc.domain.lint import lint_built, unsilenced
+
+        found = unsilenced(self, self.in_recipe(real, unique([*self.loaded_warnings(real),
+                                                              *self.context.diagnostics[seen:]])))
+        if lint:  # its own findings (L codes) on the builds just made; the compiler's warnings are in already
+            found += [d for d in lint_built(self, real, recipe, builds)
+                      if d.code.startswith("L") and d.severity != "error"]
+        return found
+
     def release(self, real: Path) -> None:
         """Drop what this run keeps of recipe ``real`` (source text, AST, default evaluation
         and its trace, renders kept by identity, render texts found clean)
@@ -502,39 +535,17 @@ class Compiler:
 
     def values_file(self, path: Path, given: str):
         """The :class:`~rcpc.domain.valuesfile.ValuesFile` at ``path`` (absolute; ``given``:
-        as the user named it), read once a run. A values file is named on the command line,
-        so it may lie outside the workspace; one named inside it must resolve inside it
-        (``E0906``: a symlink there leading out is not read, as for recipes, so a file another
-        user can write cannot make a build quote a file elsewhere). It is resolved once and read
-        without following a symlink put in its place since
-        (:func:`rcpc.core.files.read_limited`), within
-        :data:`~rcpc.core.limits.MAX_FILE_BYTES` (``E0803``, checked before reading), and it
-        is a dependency of the build (the cache and replay check its bytes). ``E0630`` when
-        it cannot be read or is not a regular file, ``E0003`` when it is not UTF-8, and the
-        errors of :func:`~rcpc.domain.valuesfile.read_values`."""
-        from rcpc.domain.valuesfile import read_values
+        as the user named it), read once a run (:func:`rcpc.domain.valuesfile.load`: where it
+        may lie, the limits, the errors), through :meth:`read`: it is a dependency of the build
+        (the cache and replay check its bytes)."""
+        from rcpc.domain.valuesfile import load, locate
 
-        inside = self.workspace.root in entry(path).parents
-        real = self.workspace.inside(path) if inside else Path(os.path.realpath(path))  # E0906: a link out
+        real, shown = locate(self.workspace, path, given)
         found = self._values.get(real)
-        if found is not None:
-            return found
-        shown = self.workspace.display(real) if self.workspace.root in real.parents else given
-        try:
-            data = self.read(real, MAX_FILE_BYTES, follow=False)
-        except TooLarge as exc:
-            raise too_large(shown, exc.size) from None
-        except OSError as exc:
-            why = "it is not a regular file" if isinstance(exc, NotRegular) else exc.strerror
-            raise error("E0630", f"cannot read values file {shown}: {why}", None,
-                        hint=io_hint(exc) if not isinstance(exc, NotRegular) else
-                        "name a TOML file of NAME = VALUE lines (docs/cli.md, Values files)") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(shown, data[:exc.start].count(b"\n") + 1) from None
-        self.sources[shown] = Source(shown, text, str(real))
-        found = self._values[real] = read_values(text, shown)
+        if found is None:
+            found, text = load(real, shown, self.read)
+            self.sources[shown] = Source(shown, text, str(real))
+            self._values[real] = found
         return found
 
     def build(self, real: Path, variant: str | None = None, sets=None):
@@ -693,17 +704,11 @@ class Compiler:
         return VariantBuild(name, dict(result.param_values), tuple(renders), tuple(problems))
 
 
-def too_large(shown: str, size: int) -> CompileError:
-    """``E0803``: source file ``shown`` (a file, or an editor's buffer) holds ``size`` bytes
-    (UTF-8), over :data:`~rcpc.core.limits.MAX_FILE_BYTES`."""
-    return error("E0803", f"{shown} is {size} bytes, over the limit of {MAX_FILE_BYTES}", Span(shown, 1, 1, 1, 1),
-                 hint="split it into files loaded with load() (docs/language.md, Limits)")
-
-
-def not_utf8(shown: str, line: int) -> CompileError:
-    """``E0003``: source file ``shown`` is not UTF-8 text from line ``line`` on."""
-    return error("E0003", f"{shown} is not UTF-8 text", Span(shown, line, 1, line, 1),
-                 hint="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8 converts Latin-1)")
+def contract_variants(recipe: Recipe, builds: list) -> list[str]:
+    """The names of the variants among ``builds`` whose declaration in ``recipe`` has a diff
+    contract (``against`` and ``changes``), in the recipe's order."""
+    built = {b.variant for b in builds}
+    return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:

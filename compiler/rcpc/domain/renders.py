@@ -152,10 +152,12 @@ MANIFEST = RenderKind(
     name="manifest", suffix=".yaml", value_type=Manifest,
     functions={"jobset": Function(_jobset, "jobset(name = ..., metadata = {...}, spec = {...}, apiVersion = ...)",
                                   "A JobSet (jobset.x-k8s.io/v1alpha2), rendered as `<name>.yaml`.",
-                                  ("name", "metadata", "spec", "apiVersion"), "render"),
+                                  ("name", "metadata", "spec", "apiVersion"), "render",
+                                  reference="`metadata` defaults to `{\"name\": name}`."),
                "manifest": Function(_manifest, "manifest(name = ..., apiVersion = ..., kind = ..., metadata = {...}, "
                                     "<field> = ...)", "Any Kubernetes object, rendered as `<name>.yaml`.",
-                                    ("name", "apiVersion", "kind", "metadata"), "render")},
+                                    ("name", "apiVersion", "kind", "metadata"), "render",
+                                    reference="Fields in the order written.")},
     weight=lambda value: weight(value.data),
     emit=_emit_manifest,
     check=lambda compiler, value, text: compiler.check_manifest(value, text),
@@ -178,7 +180,10 @@ COMMAND_FILE = RenderKind(
     name="command_file", suffix=".sh", value_type=CommandFile,
     functions={"command_file": Function(_command_file, "command_file(name = ..., argv = [...])",
                                         "A command line rendered as `<name>.sh`, an executable bash script that "
-                                        "runs `argv`.", ("name", "argv"), "render")},
+                                        "runs `argv`.", ("name", "argv"), "render",
+                                        reference="`argv` is a non-empty list of strings, the program first; each "
+                                        "word is quoted for bash only where needed (E1206: empty, or a word with a "
+                                        "NUL). `rcpc import shell` writes it.")},
     weight=lambda value: weight(value.argv),
     emit=emit_command_file,
     check=lambda compiler, value, text: [],

@@ -11,7 +11,8 @@ bool, an integer, a float or a string::
 
 :func:`read_values` reads one: the values as recipe values whose spans point into the file
 (so a wrong type is reported at the value, and ``rcpc explain`` shows where a value came from),
-and where each key is. The param types them (:func:`rcpc.domain.builtins.check_param_value`,
+and where each key is; :func:`locate` and :func:`load` find and read the file a ``--values``
+item names. The param types them (:func:`rcpc.domain.builtins.check_param_value`,
 as a variant's ``set``); an unknown param is reported at its key
 (:meth:`rcpc.domain.recipe.Compiler.build`). Errors: ``E0630`` a file that cannot be read,
 ``E0631`` text that is not TOML, ``E0632`` a key that is not a param name = value (a table, a
@@ -20,16 +21,20 @@ dotted key, an array, a date), ``E0803``/``E0003`` as for recipes.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
 import tomllib
+from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import error
-from rcpc.core.limits import INT_LIMIT
+from rcpc.core.diagnostics import error, io_hint
+from rcpc.core.files import NotRegular, TooLarge
+from rcpc.core.limits import INT_LIMIT, MAX_FILE_BYTES
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Float, Int, Str
-from rcpc.domain.workspace import check_dotted_keys, toml_error
+from rcpc.domain.workspace import check_dotted_keys, entry, not_utf8, toml_error, too_large
 
 _HINT = "a values file holds lines NAME = VALUE: a param's name, a bool, integer, float or string (docs/cli.md, " \
         "Values files)"
@@ -39,18 +44,58 @@ _FLOAT = re.compile(r"^[-+]?[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][-+]
 
 @record.frozen
 class ValuesFile:
-    """One values file read: ``shown`` (its path as diagnostics name it), ``values`` (param
-    name → :class:`~rcpc.core.values.Bool` / ``Int`` / ``Float`` / ``Str``, spans in the file)
-    and ``keys`` (param name → the span of its key), in the file's order."""
+    """One values file read: ``shown`` (its path as diagnostics name it: relative to the
+    workspace when inside it, else as given), ``values`` (param name →
+    :class:`~rcpc.core.values.Bool` / ``Int`` / ``Float`` / ``Str``, spans in the file) and
+    ``keys`` (param name → the span of its key), in the file's order; ``path`` (its real path,
+    the build's dependency) and ``sha256`` (hex, of the bytes read) when read from a file."""
 
     shown: str
     values: dict
     keys: dict
+    path: str = ""
+    sha256: str = ""
 
 
-def read_values(text: str, shown: str) -> ValuesFile:
+def locate(workspace, path: Path, given: str) -> tuple[Path, str]:
+    """``(real path, shown)`` of the values file at ``path`` (absolute; ``given``: as the user
+    named it) in workspace ``workspace`` (:class:`~rcpc.domain.workspace.Workspace`). A values
+    file is named on the command line, so it may lie outside the workspace; one named inside
+    it must resolve inside it (``E0906``: a symlink there leading out is not read, as for
+    recipes, so a file another user can write cannot make a build quote a file elsewhere).
+    ``shown`` is its path relative to the workspace when inside it, else ``given``."""
+    inside = workspace.root in entry(path).parents
+    real = workspace.inside(path) if inside else Path(os.path.realpath(path))  # E0906: a link out
+    return real, workspace.display(real) if workspace.root in real.parents else given
+
+
+def load(real: Path, shown: str, read) -> tuple[ValuesFile, str]:
+    """The :class:`ValuesFile` at ``real`` (:func:`locate`) and its text, its bytes read by
+    ``read(real, limit, follow)`` (:func:`rcpc.core.files.read_limited`, or a compiler's
+    read that records them) without following a symlink put in its place since it was
+    resolved, within :data:`~rcpc.core.limits.MAX_FILE_BYTES` (``E0803``, checked before
+    reading). ``E0630`` when it cannot be read or is not a regular file, ``E0003`` when it
+    is not UTF-8, and the errors of :func:`read_values`."""
+    try:
+        data = read(real, MAX_FILE_BYTES, follow=False)
+    except TooLarge as exc:
+        raise too_large(shown, exc.size) from None
+    except OSError as exc:
+        why = "it is not a regular file" if isinstance(exc, NotRegular) else exc.strerror
+        raise error("E0630", f"cannot read values file {shown}: {why}", None,
+                    hint=io_hint(exc) if not isinstance(exc, NotRegular) else
+                    "name a TOML file of NAME = VALUE lines (docs/cli.md, Values files)") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(shown, data[:exc.start].count(b"\n") + 1) from None
+    return read_values(text, shown, str(real), hashlib.sha256(data).hexdigest()), text
+
+
+def read_values(text: str, shown: str, path: str = "", sha256: str = "") -> ValuesFile:
     """The values of values file ``shown`` holding ``text`` (decoded UTF-8, at most
-    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller). Raises ``E0631`` for
+    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller; ``path`` and ``sha256``:
+    the file's real path and the SHA-256 hex of its bytes, kept in the result). Raises ``E0631`` for
     text that is not TOML (at tomllib's line and column), ``E0632`` for a table, a dotted key
     or a value that is no param value (an array, an inline table, a date, nan or inf, an
     integer outside 64 bits)."""
@@ -69,7 +114,7 @@ def read_values(text: str, shown: str) -> ValuesFile:
         key_span, value_span, written = places.get(name, (Span(shown, 1, 1, 1, 1),) * 2 + ("",))
         keys[name] = key_span
         values[name] = _value(name, raw, written, value_span, shown)
-    return ValuesFile(shown, values, keys)
+    return ValuesFile(shown, values, keys, path, sha256)
 
 
 def _value(name: str, raw, written: str, span: Span, shown: str):

@@ -520,3 +520,16 @@ def _real(raw: Path, links: dict, parents: dict | None = None) -> Path:
     if str(real) != written:
         links[written] = str(real)
     return real
+
+
+def too_large(shown: str, size: int) -> CompileError:
+    """``E0803``: source file ``shown`` (a file, or an editor's buffer) holds ``size`` bytes
+    (UTF-8), over :data:`~rcpc.core.limits.MAX_FILE_BYTES`."""
+    return error("E0803", f"{shown} is {size} bytes, over the limit of {MAX_FILE_BYTES}", Span(shown, 1, 1, 1, 1),
+                 hint="split it into files loaded with load() (docs/language.md, Limits)")
+
+
+def not_utf8(shown: str, line: int) -> CompileError:
+    """``E0003``: source file ``shown`` is not UTF-8 text from line ``line`` on."""
+    return error("E0003", f"{shown} is not UTF-8 text", Span(shown, line, 1, line, 1),
+                 hint="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8 converts Latin-1)")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import attrs
 
+from rcpc.core.builtins import article
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.source import Span
 from rcpc.importer.literals import Ref, placeholders
@@ -142,14 +143,10 @@ def _cannot(name: str, path: tuple, span: Span, field: str, quoted: bool) -> Dia
         return Diagnostic("E1207", f"${{{name}}} is quoted in {manifest_path(path)}, {what}: after envsubst it "
                           f"is a string for every value, which Kubernetes refuses there", span,
                           hint=f"write it unquoted ({key}: ${{{name}}}): it then imports as "
-                          f"{_article(TYPES[field][0])} param")
+                          f"{article(TYPES[field][0])} param")
     return Diagnostic("E1207", f"${{{name}}} is part of the value of {manifest_path(path)}, {what}: rcpc "
                       "import makes a typed param of a placeholder that is the whole value", span,
                       hint=f"make the whole value one placeholder ({key}: ${{{name}}}), or write the value out")
-
-
-def _article(t: str) -> str:
-    return f"an {t}" if t[0] in "aeiou" else f"a {t}"
 
 
 def param_types(places: list) -> dict:
@@ -209,7 +206,7 @@ def check_set(place: Place, text: str) -> None:
             "float": lambda: type(read) is float and read == value and "_" not in text}[place.type]
     if value is None or not same():
         raise CompileError(Diagnostic("E1207", f"--set {place.name}={text}: ${{{place.name}}} stands in "
-                                      f"{place.where()}, so it is {_article(place.type)} param", place.span,
+                                      f"{place.where()}, so it is {article(place.type)} param", place.span,
                                       hint=hint))
 
 

@@ -25,9 +25,8 @@ from urllib.parse import unquote, urlsplit
 
 from rcpc.core.diagnostics import Diagnostic, error, io_hint
 from rcpc.core.limits import MAX_FILE_BYTES
-from rcpc.domain.recipe import not_utf8, too_large
 from rcpc.core.files import identity
-from rcpc.domain.workspace import CONFIG_NAME, Workspace, entry
+from rcpc.domain.workspace import CONFIG_NAME, Workspace, entry, not_utf8, too_large
 
 MAX_URI = 16 * 1024  # characters of a document URI: a path of PATH_MAX (4096) bytes, each percent-escaped
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from rcpc.domain.workspace import CONFIG_NAME
-
+# rcpc.domain.workspace.CONFIG_NAME, not imported from there: pytest imports this plugin in
+# every session (each xdist worker too), most of which collect no rcp.toml, and that module's
+# imports (the workspace, its records, diagnostics, stdlib) cost more than the rest of the plugin
+CONFIG_NAME = "rcp.toml"
 
 _CHANGED = pytest.StashKey[list]()    # (render name, golden text or None, render text, rcp.toml path)
 _WRITTEN = pytest.StashKey[list]()    # (golden path, what was done) under --snapshot-update
@@ -72,11 +75,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def _effective_tokens(text: str) -> dict:
-    """key → last value text of a ``.flags`` render (one shell-quoted token a line)."""
-    import shlex
+    """key → last value text of a ``.flags`` render (one shell-quoted token a line). A text
+    without quotes or backslashes splits at shell whitespace (space, tab, CR, LF: not
+    ``str.split``'s wider set), as ``shlex.split`` would split it (POSIX mode, no comments),
+    without its pure-Python tokenizer (a sixth of the summary of a flag edit)."""
+    if any(c in text for c in "'\"\\"):
+        import shlex
 
+        tokens = shlex.split(text)
+    else:
+        tokens = [t for t in re.split(r"[ \t\r\n]+", text) if t]
     out: dict = {}
-    for tok in shlex.split(text):
+    for tok in tokens:
         key, _, value = tok.partition("=")
         out[key] = value
     return out
@@ -211,12 +221,12 @@ class GoldenItem(_Item):
         options = {}
         if hasattr(self.config.option, "update_new_snapshots_only"):
             options["update_new_snapshots_only"] = self.config.option.update_new_snapshots_only
-        before = GoldenExtension().read_snapshot_data_from_location(
-            snapshot_location=str(self.golden_path), snapshot_name=self.name, session_id="")
-        new_only = options.get("update_new_snapshots_only")
-        if _update(self.config) and before != self.text and (before is None or not new_only):
-            self.config.stash[_WRITTEN].append((os.path.relpath(self.golden_path),
-                                                "written" if before is None else "rewritten"))
+        if _update(self.config):  # what the update does to the golden, for the terminal summary
+            before = GoldenExtension().read_snapshot_data_from_location(
+                snapshot_location=str(self.golden_path), snapshot_name=self.name, session_id="")
+            if before != self.text and (before is None or not options.get("update_new_snapshots_only")):
+                self.config.stash[_WRITTEN].append((os.path.relpath(self.golden_path),
+                                                    "written" if before is None else "rewritten"))
         assertion = SnapshotAssertion(update_snapshots=_update(self.config), extension_class=GoldenExtension,
                                       test_location=PyTestLocation(self), session=self.config._syrupy,
                                       **options)
@@ -330,7 +340,8 @@ class RecipeWorkspace(pytest.File):
                     continue
                 built = [(b.variant, [(r.name, r.text) for r in b.renders]) for b in builds]
                 if not any(diags for _, diags in contracts):
-                    store_built(compiler, cache, options, path, recipe, builds, seen)
+                    store_built(cache, options, compiler, path, recipe, builds,
+                                compiler.build_warnings(path, recipe, builds, seen))
                 sources = compiler.sources
             for variant, renders in built:
                 for render, text in renders:
@@ -348,8 +359,8 @@ class RecipeWorkspace(pytest.File):
     def _contracts(recipe, builds: list) -> list:
         """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in
         the recipe's order (:func:`rcpc.domain.contracts.check_contract`)."""
-        from rcpc.cache import contract_variants
         from rcpc.domain.contracts import check_contract
+        from rcpc.domain.recipe import contract_variants
 
         by_variant = {b.variant: b for b in builds}
         variants = {v.name: v for v in recipe.variants}
