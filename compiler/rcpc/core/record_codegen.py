@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from rcpc.core import record
+from rcpc.core.generated import write_or_check
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TARGET = Path(__file__).with_name("record_templates.py")
@@ -67,14 +68,7 @@ def module_text(found: dict) -> str:
 
 def main(argv: list[str]) -> int:
     """Write the module (``--check``: exit 1 when it differs, naming it)."""
-    text = module_text(templates())
-    if "--check" in argv:
-        if not TARGET.is_file() or TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET} is stale: run python -m rcpc.core.record_codegen", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check({TARGET: module_text(templates())}, argv, "python -m rcpc.core.record_codegen")
 
 
 if __name__ == "__main__":

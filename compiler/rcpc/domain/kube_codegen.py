@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from rcpc.core.generated import write_or_check
 from rcpc.domain.kube_compiled import COMPILED, OPTIONS, digest
 
 
@@ -54,14 +55,7 @@ def expected() -> dict[Path, str]:
 
 def main(argv: list[str]) -> int:
     """Write the generated modules (``--check``: exit 1, naming them, when one differs)."""
-    stale = [p for p, text in expected().items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
-    if "--check" in argv:
-        for p in stale:
-            print(f"{p} is stale: run python -m rcpc.domain.kube_codegen", file=sys.stderr)
-        return 1 if stale else 0
-    for p, text in expected().items():
-        p.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(expected(), argv, "python -m rcpc.domain.kube_codegen")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ try:
 except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse
 
+from rcpc.core.generated import write_or_check
 from rcpc.core.syntax.lexer import LexError
 from rcpc.core.syntax.tokens import make
 
@@ -331,14 +332,7 @@ def tables_text() -> str:
 
 def main(argv: list[str]) -> int:
     """Write :mod:`rcpc.core.syntax.scan_tables` (``--check``: exit 1 when it differs)."""
-    text = tables_text()
-    if "--check" in argv:
-        if not TABLES_PATH.is_file() or TABLES_PATH.read_text(encoding="utf-8") != text:
-            print(f"{TABLES_PATH} is stale: run python -m rcpc.core.syntax.terminals", file=sys.stderr)
-            return 1
-        return 0
-    TABLES_PATH.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check({TABLES_PATH: tables_text()}, argv, "python -m rcpc.core.syntax.terminals")
 
 
 if __name__ == "__main__":
