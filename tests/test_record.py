@@ -13,6 +13,7 @@ import copy
 import itertools
 import pickle
 import re
+import subprocess
 import sys
 import types
 import weakref
@@ -22,6 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rcpc.cli  # noqa: F401  (the build path's record classes, for the prebuilt templates' test)
+import rcpc.domain.recipe  # noqa: F401
 from rcpc.core import record, record_templates
 
 # Each side's classes live in a module of their own (one name, both sides: repr and messages
@@ -302,13 +305,8 @@ def test_prebuilt_templates_are_what_the_package_classes_ask_for_today():
     of rcpc's own classes) is what ``python -m rcpc.core.record_codegen`` writes now: every
     shape the package's record classes have, each template's source as record makes it. A
     fresh process: the generator listens while it imports the classes."""
-    import subprocess
-
     r = subprocess.run([sys.executable, "-m", "rcpc.core.record_codegen", "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    import rcpc.cli  # noqa: F401
-    import rcpc.domain.recipe  # noqa: F401  (the build path's classes)
-
     made = [(cls, name) for module in list(sys.modules.values()) if module.__name__.startswith("rcpc.")
             for cls in vars(module).values() if isinstance(cls, type) and record.has(cls)
             and cls.__module__ == module.__name__
