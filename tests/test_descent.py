@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Source, Span
-from rcpc.core.syntax import lexer, parser, postlex
+from rcpc.core.syntax import lexer, parser, postlex, terminals
 from rcpc.core.syntax.descent import DECLINED, FastParser
 from rcpc.core.syntax.tokens import Token
 from test_fuzz import BUNDLED, generated_inputs, mutated_inputs
@@ -157,7 +157,7 @@ def test_lexer_and_postlexer_give_lark_tokens(path):
     postlex.TOKENS[0] = 0
     try:
         got = [(t.type, t.value, t.start_pos)
-               for t in postlex.postlex(lexer.lex(text, None), text, None, 0, Token.new_borrow_pos)]
+               for t in postlex.postlex(terminals.lex(text, None), text, None, 0, Token.new_borrow_pos)]
     except (lexer.LexError, postlex.BadIndent):
         got = None
     if expected is not None:
@@ -168,32 +168,32 @@ def test_lexer_order_and_keywords_are_lark_s():
     """The terminals read from grammar.lark, in lark's order; keywords as lark's lexer decides."""
     lark, _ = parser._parser()
     basic = lark.parser.lexer.lexer
-    assert lexer.ORDER == [t.name for t in basic.scanner.terminals]
+    assert terminals.ORDER == [t.name for t in basic.scanner.terminals]
     assert set(parser._KEYWORDS) == {t.pattern.value for t in lark.terminals
                                      if t.pattern.type == "str" and t.pattern.value.isidentifier()}
-    assert {t.pattern.value: t.name for t in lark.terminals if t.pattern.value in lexer.KEYWORDS} == lexer.KEYWORDS
+    assert {t.pattern.value: t.name for t in lark.terminals if t.pattern.value in terminals.KEYWORDS} == terminals.KEYWORDS
 
 
 def test_skipped_blanks_begin_no_other_terminal():
     """The master regex skips blanks and backslash-newlines before each token (a possessive
     prefix): sound only if no other terminal can begin where they do."""
     for c in " \t\f\\":
-        for t in lexer.TERMINALS:
-            if t.name not in lexer.IGNORED:
+        for t in terminals.TERMINALS:
+            if t.name not in terminals.IGNORED:
                 for rest in ("", "a", "1", "\n", '"', " ", "\\"):
                     assert re.match(t.regex, c + rest) is None, (t.name, c + rest)
 
 
 # the scanner (lexer.scan): lex + postlex in one loop ------------------------------------------
 def _lex_postlex(text: str, base: int = 7):
-    """The reference token stream of the fast parser: ``lexer.lex`` (MASTER, lark's order)
+    """The reference token stream of the fast parser: ``terminals.lex`` (MASTER, lark's order)
     through the shared postlexer, as ``scan``'s four lists with ``$END``, plus the comments,
     the recorded offsets (sorted) and the token count; or the name of the exception."""
     postlex.TOKENS[0] = 0
     comments: list = []
     record: list = []
     try:
-        toks = [tuple(t) for t in postlex.postlex(lexer.lex(text, comments), text, record, base,
+        toks = [tuple(t) for t in postlex.postlex(terminals.lex(text, comments), text, record, base,
                                                    Token.new_borrow_pos)]
     except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
         return type(exc).__name__
@@ -281,7 +281,7 @@ PLAIN_LONG_STRING = r'f?("""(?:[^"\\]|\\[\s\S]|"(?!""))*+"""|' + r"'''(?:[^'\\]|
 @settings(max_examples=400, deadline=None)
 @given(st.text("f\"'\\\r\na ", max_size=30), st.integers(0, 5))
 def test_grammar_strings_match_what_the_plain_regexes_match(text, at):
-    regexes = {t.name: t.regex for t in lexer.TERMINALS}
+    regexes = {t.name: t.regex for t in terminals.TERMINALS}
     for name, plain in (("STRING", PLAIN_STRING), ("LONG_STRING", PLAIN_LONG_STRING)):
         a, b = re.compile(plain).match(text, at), re.compile(regexes[name]).match(text, at)
         assert (a and a.span()) == (b and b.span()), name
@@ -293,8 +293,8 @@ def test_first_chars_cover_every_match_of_each_terminal():
     alphabet = SCAN_ALPHABET + "AZ_9"
     rests = ("", "a", "1", '"', "'", "\n", '""', "''", '"x"', "'x'", '""x"""', "'''", "=", "/", "0")
     probes = [c + rest for c in alphabet for rest in rests]
-    for t in lexer.TERMINALS:
-        chars, empty = lexer._first_chars(lexer._sre_parse.parse(t.regex))
+    for t in terminals.TERMINALS:
+        chars, empty = terminals._first_chars(terminals._sre_parse.parse(t.regex))
         assert chars is not None and not empty, t.name
         starts = {p[0] for p in probes if re.match(t.regex, p)}
         assert starts <= chars, t.name
@@ -304,9 +304,9 @@ def test_first_chars_cover_every_match_of_each_terminal():
 def test_the_scanner_tries_frequent_terminals_first_without_changing_any_match():
     """Each pair of terminals the scanner tries in another order than lark's cannot begin alike."""
     order = lexer.SCAN_ORDER
-    lark_order = [n for n in lexer.ORDER if n in order]
+    lark_order = [n for n in terminals.ORDER if n in order]
     assert sorted(order) == sorted(lark_order) and order[:3] == ["_NL", "LONG_STRING", "STRING"]
-    first = {t.name: lexer._first_chars(lexer._sre_parse.parse(t.regex))[0] for t in lexer.TERMINALS}
+    first = {t.name: terminals._first_chars(terminals._sre_parse.parse(t.regex))[0] for t in terminals.TERMINALS}
     for i, a in enumerate(lark_order):
         for b in lark_order[i + 1:]:
             if order.index(b) < order.index(a):
@@ -473,3 +473,15 @@ def test_a_syntax_error_is_reported_by_lark(tmp_path):
     assert "recipes/r.rcp:1:8" in r.stderr and "E0001" in r.stderr and "expected" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert r.stdout.strip().splitlines()[-1] == "LARK"
+
+
+def test_the_scanner_tables_are_what_the_grammar_gives_today():
+    """rcpc.core.syntax.scan_tables (what a build's scanner is compiled from, so no process
+    reads the grammar to parse) is what ``python -m rcpc.core.syntax.terminals`` writes from
+    grammar.lark now; the scanner and keywords the lexer serves are those tables'."""
+    assert terminals.main(["--check"]) == 0
+    assert terminals.TABLES_PATH.read_text(encoding="utf-8") == terminals.tables_text()
+    scanner, order = terminals._scanner(terminals.TERMINALS, terminals.IGNORED, terminals.KEYWORDS)
+    assert lexer.SCANNER.pattern == scanner.pattern and lexer.SCAN_ORDER == order
+    assert lexer.KEYWORD_NAMES == frozenset(terminals.KEYWORDS)
+    assert lexer._EXACT == terminals.exact(terminals.TERMINALS, terminals.IGNORED, terminals.KEYWORDS)

@@ -13,6 +13,7 @@ import copy
 import itertools
 import pickle
 import re
+import subprocess
 import sys
 import types
 import weakref
@@ -22,7 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rcpc.core import record
+import rcpc.cli  # noqa: F401  (the build path's record classes, for the prebuilt templates' test)
+import rcpc.domain.recipe  # noqa: F401
+from rcpc.core import record, record_templates
 
 # Each side's classes live in a module of their own (one name, both sides: repr and messages
 # name the class), where pickle finds them.
@@ -295,3 +298,33 @@ def test_methods_of_one_shape_share_a_template_and_keep_their_names():
         @record.frozen
         class Bad:
             self: int
+
+
+def test_prebuilt_templates_are_what_the_package_classes_ask_for_today():
+    """rcpc.core.record_templates (compiled with the package, so start-up compiles no template
+    of rcpc's own classes) is what ``python -m rcpc.core.record_codegen`` writes now: every
+    shape the package's record classes have, each template's source as record makes it. A
+    fresh process: the generator listens while it imports the classes."""
+    r = subprocess.run([sys.executable, "-m", "rcpc.core.record_codegen", "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    made = [(cls, name) for module in list(sys.modules.values()) if module.__name__.startswith("rcpc.")
+            for cls in vars(module).values() if isinstance(cls, type) and record.has(cls)
+            and cls.__module__ == module.__name__
+            for name in ("__init__", "__eq__", "__hash__")
+            if getattr(getattr(cls, name, None), "__code__", None) is not None
+            and getattr(cls, name).__code__.co_filename in ("<record>", record_templates.__file__)]
+    assert len(made) > 100
+    compiled = [f"{cls.__qualname__}.{name}" for cls, name in made
+                if getattr(cls, name).__code__.co_filename != record_templates.__file__]
+    assert not compiled, f"compiled at start-up, not prebuilt: {compiled}"
+
+
+def test_a_shape_not_prebuilt_is_compiled_as_a_prebuilt_one_would_be():
+    """A template missing from the prebuilt table is compiled from the same source lines: its
+    byte code is that of the prebuilt template of the same shape."""
+    key = next(k for k in record.PREBUILT if k[0] == "init" and k[1] and "r" in k[3])
+    source = record._init_source(key[3], key[1], key[2])
+    module = compile("\n".join(source), "<record>", "exec")
+    made = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    assert made.co_code == record.PREBUILT[key].co_code
+    assert made.co_varnames == record.PREBUILT[key].co_varnames

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcpc
-from rcpc.core.syntax import lexer
+from rcpc.core.syntax import terminals
 
 
 def _plain(pattern: str) -> str:
@@ -76,7 +76,7 @@ def _patterns() -> dict:
             for v in list(values)[:50]:
                 if isinstance(v, re.Pattern) and _possessive(v.pattern):
                     found[f"{info.name}.{name}"] = (v.pattern, v.flags)
-    for t in lexer.TERMINALS:
+    for t in terminals.TERMINALS:
         if _possessive(t.regex):
             found[f"grammar {t.name}"] = (t.regex, 0)
     return found

@@ -5,7 +5,11 @@ classes are :mod:`rcpc.core.record` classes). Whole processes, as a user runs th
 
 Cold (empty user cache), manifests are validated against the JobSet schema with jsonschema,
 which imports attrs itself: there every attrs import must come from inside jsonschema's. After
-an edit of one MaxText flag (the edit loop), no attrs module is imported at all."""
+an edit of one MaxText flag (the edit loop), no attrs module is imported at all.
+
+What was made ahead of time is not made again (issues 37 and 41): neither a first build nor
+an edit's imports fastjsonschema (the compiled JobSet validator runs without it), the grammar's
+reference lexer (the scanner's tables are generated) or the record templates' generator."""
 
 from __future__ import annotations
 
@@ -82,3 +86,23 @@ def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all
             assert "rcpc.core.evaluate" in found and "rcpc.domain.recipe" in found
         assert "rcpc.core.syntax.ast" in found
         assert not [n for n in found if _is_attrs(n)], f"rcpc {' '.join(args)} after an edit imported attrs"
+
+
+# Made ahead of time, so never imported by a build (BUILT_AHEAD's modules write what they replace).
+BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record_codegen", "rcpc.domain.kube_codegen")
+
+
+def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
+    ws, env = workspace
+    first = {name for name, _ in imports(ws, env, "build", RECIPE)}
+    # the compiled validator gave its verdicts (importlib.import_module's imports are not listed,
+    # but what the generated module imports is)
+    assert "rcpc.domain.kube_compiled" in first
+    path = ws / "recipes" / f"{RECIPE}.rcp"
+    text, n = re.subn(FLAG, '"ragged_buffer_factor": 7.0,', path.read_text(), count=1)
+    assert n == 1
+    path.write_text(text)
+    edit = {name for name, _ in imports(ws, env, "build", RECIPE)}
+    assert "rcpc.core.syntax.lexer" in edit and "rcpc.core.evaluate" in edit  # compiled, not replayed
+    for found in (first, edit):
+        assert not [n for n in found if n.split(".")[0] in BUILT_AHEAD or n in BUILT_AHEAD], sorted(found)

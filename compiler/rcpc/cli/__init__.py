@@ -59,20 +59,35 @@ def command(name: str):
     return sys.modules[module]
 
 
+class _Unbuilt:
+    """Stands for the subparser of a command that was not invoked: every call does nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+def _subparser(unbuilt: bool = False, **kwargs):
+    """A command's parser (``add_subparsers``' ``parser_class``): a :class:`Parser`, or for a
+    command not invoked (``unbuilt``) an :class:`_Unbuilt`: its name is all the parent's usage
+    and "invalid choice" list show, and an ArgumentParser made for it costs ~0.2 ms (argparse
+    translates its group titles, ``gettext.find`` each time)."""
+    return _Unbuilt() if unbuilt else Parser(**kwargs)
+
+
 def parser(name: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: every command by name, and the arguments of command ``name``
     only (start-up imports its module alone); of every command when ``name`` is None or
     names no command (help, a usage error that lists them, completion scripts)."""
     p = Parser(prog="rcpc", description="Compile launch recipes into MaxText flags and Kubernetes manifests.")
     p.add_argument("--version", action="version", version=f"rcpc {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_subparser)
     names = command_names()
     if name in names:
         for n in names:
             if n == name:
                 command(n).arguments(sub)
             else:
-                sub.add_parser(n, add_help=False)  # named, for "invalid choice"; never parsed
+                sub.add_parser(n, unbuilt=True)  # named, for "invalid choice"; never parsed
     else:
         for module in sorted(map(command, names), key=lambda m: m.ORDER):
             module.arguments(sub)

@@ -7,10 +7,12 @@ instructions; ``import attrs`` adds 146 M (it imports ``typing``, ``inspect``, `
 classes another 101 M (~1 ms a class: attrs compiles each method's script and, for
 ``slots=True``, builds every class twice). A build imports ~70 such classes. Here the
 methods a build calls most (``__init__``, ``__eq__``, ``__hash__``) are generated code as in
-attrs, but from templates compiled once a process per shape (which fields have defaults or
-factories, how many are compared) and renamed per class (``CodeType.replace``), so most
-classes compile nothing; the rest are shared functions. Measured: importing the modules of a
-build 530 M -> 287 M instructions. attrs stays where data is not on the build path (importer,
+attrs, but from templates made once per shape (which fields have defaults or factories, how
+many are compared) and renamed per class (``CodeType.replace``), so most classes compile
+nothing; the rest are shared functions. Measured: importing the modules of a build 530 M ->
+287 M instructions. The templates of the shapes rcpc's own classes have are compiled ahead of
+time (:mod:`rcpc.core.record_templates`, written by ``python -m rcpc.core.record_codegen``):
+compiling them at start-up was ~7 ms of every build (57 templates). attrs stays where data is not on the build path (importer,
 language server, review); ``tests/test_record.py`` checks this module against attrs itself,
 on random class specs.
 
@@ -43,6 +45,8 @@ Not mirrored (nothing on the build path uses them): validators, converters, ``kw
 
 import operator
 from _thread import _local
+
+from rcpc.core.record_templates import TEMPLATES as PREBUILT
 
 __all__ = ["NOTHING", "Factory", "Field", "FrozenInstanceError", "NotARecordClassError", "define", "evolve",
            "field", "fields", "frozen", "has"]
@@ -187,18 +191,24 @@ def _collect(cls) -> tuple:
 
 
 _FunctionType = type(_is_class_var)
-_TEMPLATES: dict = {}  # shape → code object (see _compiled)
+_TEMPLATES: dict = {}  # shape → code object (see _template)
 
 
-def _compiled(key, lines: list):
-    """The code object of the one function ``lines`` define, compiled once a process per ``key``
-    (the shape of the method: which fields have defaults or factories, how many are compared).
-    Field names in templates are placeholders (``_a<i>`` an argument, ``_n<i>`` an attribute),
-    renamed per class by :func:`_function`, so classes of one shape share one ``compile``."""
+def _template(key, source):
+    """The code object of the one function the lines ``source()`` define, made once a process
+    per ``key`` (the shape of the method: which fields have defaults or factories, how many are
+    compared): from :mod:`rcpc.core.record_templates` when it holds ``key`` (the shapes of
+    rcpc's own classes, compiled ahead of time: loaded with the package's byte code), else
+    compiled now. Field names in templates are placeholders (``_a<i>`` an argument, ``_n<i>``
+    an attribute), renamed per class by :func:`_function`, so classes of one shape share one
+    code object."""
     code = _TEMPLATES.get(key)
     if code is None:
-        module = compile("\n".join(lines), "<record>", "exec")
-        code = _TEMPLATES[key] = next(c for c in module.co_consts if type(c) is type(module))
+        code = PREBUILT.get(key)
+        if code is None:
+            module = compile("\n".join(source()), "<record>", "exec")
+            code = next(c for c in module.co_consts if type(c) is type(module))
+        _TEMPLATES[key] = code
     return code
 
 
@@ -218,9 +228,13 @@ def _init_template(every, is_frozen: bool, post_init: bool):
     kinds = "".join(("f" if type(f.default) is Factory else "r" if f.default is NOTHING else "d") if f.init
                     else ("F" if type(f.default) is Factory else "-" if f.default is NOTHING else "D")
                     for f in every)
-    key = ("init", is_frozen, post_init, kinds)
-    if key in _TEMPLATES:
-        return _TEMPLATES[key]
+    return _template(("init", is_frozen, post_init, kinds), lambda: _init_source(kinds, is_frozen, post_init))
+
+
+def _init_source(kinds: str, is_frozen: bool, post_init: bool) -> list:
+    """The lines of the ``__init__`` template of fields of ``kinds`` (one letter a field:
+    ``r`` required, ``d`` defaulted, ``f`` a factory; ``-``, ``D``, ``F``: not an argument, left
+    unset, set from its default, from its factory)."""
     args, steps = [], []
     put = "_setattr('_n{}', {})" if is_frozen else "self._n{} = {}"
     if is_frozen:
@@ -239,13 +253,12 @@ def _init_template(every, is_frozen: bool, post_init: bool):
             steps.append(put.format(i, f"_default{i}"))
     if post_init:
         steps.append("self.__attrs_post_init__()")
-    return _compiled(key, [f"def __init__(self{''.join(', ' + a for a in args)}):"]
-                     + ["    " + s for s in steps or ["pass"]])
+    return [f"def __init__(self{''.join(', ' + a for a in args)}):"] + ["    " + s for s in steps or ["pass"]]
 
 
 def _methods(cls, every, is_frozen: bool, eq: bool, body: dict) -> dict:
     """``__init__``, ``__eq__`` and ``__hash__`` of ``cls`` (those ``body`` does not define),
-    from templates shared by classes of one shape (:func:`_compiled`)."""
+    from templates shared by classes of one shape (:func:`_template`)."""
     qualname = cls.__qualname__
     globs = {"__name__": cls.__module__, "__builtins__": __builtins__, "NOTHING": NOTHING,
              "_OBJ_SETATTR": _OBJ_SETATTR}
@@ -269,14 +282,14 @@ def _methods(cls, every, is_frozen: bool, eq: bool, body: dict) -> dict:
     compared = {f"_n{i}": name for i, name in enumerate(f.name for f in every if f.eq)}
     n = len(compared)
     if eq and "__eq__" not in body:
-        code = _TEMPLATES.get(("eq", n)) or _compiled(("eq", n), [
+        code = _template(("eq", n), lambda: [
             "def __eq__(self, other):", "    if other.__class__ is not self.__class__:",
             "        return NotImplemented",
             "    return " + (" and ".join(f"self._n{i} == other._n{i}" for i in range(n)) or "True")])
         made["__eq__"] = _function(code, compared, globs, f"{qualname}.__eq__")
     if eq and is_frozen and "__hash__" not in body:
         globs["_TYPE_HASH"] = hash(f"<record {cls.__module__}.{qualname} {id(cls)}>")
-        code = _TEMPLATES.get(("hash", n)) or _compiled(("hash", n), [
+        code = _template(("hash", n), lambda: [
             "def __hash__(self):", f"    return hash((_TYPE_HASH,{''.join(f' self._n{i},' for i in range(n))}))"])
         made["__hash__"] = _function(code, compared, globs, f"{qualname}.__hash__")
     return made

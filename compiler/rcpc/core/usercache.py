@@ -199,7 +199,7 @@ def _fingerprint(package: str, *more: str) -> str:
 
     parts = list(more)
     for d, dirs, files in os.walk(package):
-        dirs.sort()
+        dirs[:] = sorted(n for n in dirs if n != "__pycache__")  # byte code only: listing it was ~0.5 ms a build
         for name in sorted(files):
             if name.endswith((".py", ".lark")):
                 path = os.path.join(d, name)

@@ -123,10 +123,13 @@ def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
     return entries, diags
 
 
-def check_contract(variant, against_build, build) -> list[Diagnostic]:
+def check_contract(variant, against_build, build, memo: dict | None = None) -> list[Diagnostic]:
     """Diagnostics for ``variant``'s contract against ``against_build`` (empty when it holds
     or there is none): ``E0610`` first, then each ``E0612``. A sweep's point
-    (:attr:`~rcpc.domain.values.Variant.sweep`) may leave what it declares unchanged."""
+    (:attr:`~rcpc.domain.values.Variant.sweep`) may leave what it declares unchanged.
+    ``memo``: what the run found under each large value of the renders, as for
+    :func:`rcpc.domain.embedding.embeddings` (the variants' renders share values, and the
+    build walked them already: :func:`rcpc.domain.launch.render_sites`)."""
     if variant.against is None or variant.changes is None:
         return []
     exact = not variant.sweep
@@ -134,7 +137,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
     old = {r.name: r.value for r in against_build.renders}
     new = {r.name: r.value for r in build.renders}
     entries, diags = _entries(variant, {**old, **new})
-    diags.extend(_flag_keys_without_flags(entries, old, new))
+    diags.extend(_flag_keys_without_flags(entries, old, new, memo))
     if diags:
         return diags
     keys: dict[str, set] = {}
@@ -157,7 +160,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
             problems.append(f"{name} is {status} but not declared in changes")
         if status != "changed":
             continue
-        compared = _compare(name, old[name], new[name])
+        compared = _compare(name, old[name], new[name], memo)
         actual.extend(f"  {line}" for line in compared.summary())
         declared = _declared_paths(name, paths.get(name, ()), compared, problems if exact else [], diags)
         unexplained.extend((name, c) for c in compared.paths if not any(covered(c.path, d) for d in declared))
@@ -172,7 +175,7 @@ def check_contract(variant, against_build, build) -> list[Diagnostic]:
         if missing and exact:
             problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
     for e in entries:  # a declared key that no named render carries, in either variant
-        carried = set().union(*(_carried_keys(v[n]) for n in e.renders for v in (old, new) if n in v))
+        carried = set().union(*(_carried_keys(v[n], memo) for n in e.renders for v in (old, new) if n in v))
         absent = [k for k, _ in e.flag_keys if k not in carried]
         if absent:
             problems.append(f"{', '.join(e.renders)}: {', '.join(absent)} declared to change but did not")
@@ -217,10 +220,10 @@ class _Compared:
         return lines[:limit]
 
 
-def _compare(name: str, old_value, new_value) -> _Compared:
+def _compare(name: str, old_value, new_value, memo: dict | None) -> _Compared:
     a, b = render_data(old_value), render_data(new_value)
     flags, changed, carried = [], set(), set()
-    for ea, eb in match(embeddings(a), embeddings(b)):
+    for ea, eb in match(embeddings(a, memo), embeddings(b, memo)):
         carried.update(*(e.keys() for e in (ea, eb) if e is not None))
         d = flag_delta(ea, eb)
         at = (eb or ea).path
@@ -234,8 +237,8 @@ def _compare(name: str, old_value, new_value) -> _Compared:
     return _Compared(tuple(flags), frozenset(changed), frozenset(carried), tuple(data_delta(na, nb)), (na, nb))
 
 
-def _carried_keys(value) -> set:
-    return {k for e in embeddings(render_data(value)) for k in e.keys()}
+def _carried_keys(value, memo: dict | None) -> set:
+    return {k for e in embeddings(render_data(value), memo) for k in e.keys()}
 
 
 def _declared_paths(name: str, declared: tuple, compared: _Compared, problems: list, diags: list) -> list:
@@ -255,13 +258,13 @@ def _declared_paths(name: str, declared: tuple, compared: _Compared, problems: l
     return out
 
 
-def _flag_keys_without_flags(entries, old: dict, new: dict) -> list[Diagnostic]:
+def _flag_keys_without_flags(entries, old: dict, new: dict, memo: dict | None) -> list[Diagnostic]:
     """``E0611`` for flag keys listed for renders that carry no flag set."""
     out = []
     for e in entries:
         if not e.flag_keys:
             continue
-        if not any(embeddings(render_data(v[n])) for n in e.renders for v in (old, new) if n in v):
+        if not any(embeddings(render_data(v[n]), memo) for n in e.renders for v in (old, new) if n in v):
             named = [n for n in e.renders if kind_of((new.get(n) or old.get(n))).paths]
             out.append(Diagnostic("E0611", f"changes lists flag keys for '{e.key}', which embeds no flag set",
                                   e.span, hint=f"paths go under the file name: \"{named[0]}\""

@@ -19,7 +19,9 @@ A compiled validator serves a schema only when the SHA-256 of its structural for
 was generated from: a CRD file holding the same JobSet schema is served too, any other
 schema is not. The generated modules are files of the package (``kube_compiled_*.py``),
 written by ``python -m rcpc.domain.kube_codegen``; ``--check`` exits 1 when one differs from
-what it would write (``tests/test_kube_compiled.py`` runs it).
+what it would write (``tests/test_kube_compiled.py`` runs it). They run without fastjsonschema
+(importing it cost 2-10 ms of a first build): the exceptions they raise and catch are
+:class:`JsonSchemaValueException` and :class:`JsonSchemaValuesException` here.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ COMPILED = {("jobset.x-k8s.io/v1alpha2", "JobSet"): ("rcpc.domain.kube_compiled_
 OPTIONS = {"use_default": False, "use_formats": False, "detailed_exceptions": False}
 
 
+class JsonSchemaValueException(ValueError):
+    """A violation, raised by a generated validator (in place of fastjsonschema's exception of
+    that name, ``fastjsonschema/exceptions.py``: the code raises it with a message only)."""
+
+
+class JsonSchemaValuesException(ValueError):
+    """Several violations (fastjsonschema's ``JsonSchemaValuesException``, raised only with
+    ``detailed_exceptions``; the generated code names it where it catches violations)."""
+
+
 def digest(structural: dict) -> str:
     """SHA-256 hex of a structural schema written as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(structural, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -42,7 +54,7 @@ def digest(structural: dict) -> str:
 def validator(api_version: str, kind: str, structural: dict):
     """The compiled validator (a function of a manifest's plain data, raising on a violation)
     of ``structural``, the schema of ``apiVersion``/``kind``; None when none was generated
-    from that very schema or fastjsonschema cannot be imported."""
+    from that very schema or its module cannot be imported."""
     entry = COMPILED.get((api_version, kind))
     if entry is None:
         return None

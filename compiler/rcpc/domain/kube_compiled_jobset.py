@@ -4,7 +4,7 @@ SCHEMA_SHA256 = "74f804341d14e8158dabe4b64f307a7506d0585e7c31ecccfd77a5c5fe2270f
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from rcpc.domain.kube_compiled import JsonSchemaValueException, JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {

@@ -593,7 +593,7 @@ class Compiler:
 
             other = recipe.variant(base.against)
             other = self.evaluate_with(real, other.name, dict(other.sets.items), self._base[real])
-            found = check_contract(base, other, builds[0])
+            found = check_contract(base, other, builds[0], self._embedded())
             if found:
                 built = "built with " + " ".join(f"--flag {f}" for f in overrides.flags)
                 raise CompileError([record.evolve(d, notes=(built,) + d.notes) for d in found])
@@ -640,8 +640,14 @@ class Compiler:
                 other = by_name[v.against] = self.evaluate_with(
                     recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
                 self._raise_problems(recipe, [other])
-            diags.extend(check_contract(v, other, b))
+            diags.extend(check_contract(v, other, b, self._embedded()))
         return diags
+
+    def _embedded(self) -> dict:
+        """The memo of the renders' embeddings this recipe's build keeps (the one
+        :func:`rcpc.domain.launch.check_renders` fills, under ``"embed"``), for the contract
+        checks, which walk the same values."""
+        return self._containers.setdefault("embed", {})
 
     def evaluate_with(self, real: Path, name: str, overrides: dict, default: VariantBuild) -> VariantBuild:
         """One variant's build; reuses the default evaluation when nothing is overridden."""
