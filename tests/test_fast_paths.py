@@ -387,30 +387,32 @@ def test_yaml_emitter_agrees_with_the_reference(doc, shared, shared_size):
     if shared:
         v = sharing(v)
     saved, Y._SHARED_SIZE = Y._SHARED_SIZE, shared_size
+    session = Session()
     try:
-        assert Y.emit_document(v) == ref_emit(v)
-        assert Y.emit_document(v) == ref_emit(v)  # keys and blocks from the memos
-        assert Y.emit_document(sharing(v)) == ref_emit(sharing(v))
+        assert Y.emit_document(v, session) == ref_emit(v)
+        assert Y.emit_document(v, session) == ref_emit(v)  # keys and blocks from the session's memos
+        assert Y.emit_document(sharing(v), session) == ref_emit(sharing(v))
     finally:
         Y._SHARED_SIZE = saved
 
 
 def test_yaml_block_memo_is_bounded_and_keeps_its_values():
-    Y._BLOCKS.clear()
+    session = Session()
     big = value_of({"k": [f"v{i}" for i in range(Y._SHARED_SIZE)]})
     for _ in range(Y._BLOCKS_MAX + 10):
         fresh = value_of({"z": list(range(Y._SHARED_SIZE))})
-        Y.emit_document(Dict({"x": big, "y": fresh}, {}, big.span))
-    assert 0 < len(Y._BLOCKS) <= Y._BLOCKS_MAX
-    assert all(entry[0] is not None and id(entry[0]) == key[0] for key, entry in Y._BLOCKS.items())
+        Y.emit_document(Dict({"x": big, "y": fresh}, {}, big.span), session)
+    blocks = session.table(Y.BLOCKS)
+    assert 0 < len(blocks) <= Y._BLOCKS_MAX
+    assert all(entry[0] is not None and id(entry[0]) == key[0] for key, entry in blocks.items())
 
 
 def test_yaml_key_memo_is_bounded():
-    Y._KEYS.clear()
+    keys: dict = {}
     for i in range(Y._KEYS_MAX + 10):
-        Y._key(f"k{i}")
-    assert len(Y._KEYS) == Y._KEYS_MAX
-    assert Y._key("a: b") == quoted("a: b") and Y._key("\n") == double_quoted("\n")
+        Y._key(f"k{i}", keys)
+    assert len(keys) == Y._KEYS_MAX
+    assert Y._key("a: b", keys) == quoted("a: b") and Y._key("\n", keys) == double_quoted("\n")
 
 
 # literal items of list and dict literals ---------------------------------------------------------

@@ -628,19 +628,23 @@ def shape(node) -> list:
     return out
 
 
-_FIELDS: dict = {}
+def _fields_of(cls) -> tuple | None:
+    """(the class, the fields :func:`shape` keeps) of a record class; ``None`` for any other
+    class."""
+    fields = getattr(cls, "__record_fields__", None)
+    return None if fields is None else (cls, tuple(f.name for f in fields if f.name not in _LAYOUT))
+
+
+# :func:`_fields_of` each class of the AST and Span, found at import (a constant table)
+_FIELDS: dict = {c: _fields_of(c) for c in (Span, *(v for v in vars(ast).values() if isinstance(v, type)))}
 
 
 def _shape_fields(cls) -> tuple | None:
-    """(the class, the fields :func:`shape` keeps) of a record class, found once; ``None``
-    for any other class."""
+    """:func:`_fields_of` ``cls``, from :data:`_FIELDS` for the AST's classes."""
     try:
         return _FIELDS[cls]
     except KeyError:
-        fields = getattr(cls, "__record_fields__", None)
-        found = None if fields is None else (cls, tuple(f.name for f in fields if f.name not in _LAYOUT))
-        _FIELDS[cls] = found
-        return found
+        return _fields_of(cls)
 
 
 def module_shape(module: ast.Module):

@@ -83,7 +83,7 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: froz
     api = api.value if type(api) is Str else ""
     schema = index.schema(api, kind) if index is not None else None
     if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
-        schema = builtin_jobset_schema()
+        schema = builtin_jobset_schema(session)
     out = check_rules(data, core_lists=schema is None, session=session)
     out += kueue.check(data, kind)
     if kind == "JobSet":

@@ -357,16 +357,18 @@ def crd_schemas(doc: dict) -> dict:
     return out
 
 
-_BUILTIN_JOBSET: list = []
+BUILTIN_JOBSET = "rcpc.domain.kube_schema:builtin jobset"  # the session's table: {"schema": the schema}
 
 
-def builtin_jobset_schema() -> dict:
-    """The JobSet schema rcpc ships (``builtin:jobset``), read once a process."""
-    if not _BUILTIN_JOBSET:
+def builtin_jobset_schema(session=None) -> dict:
+    """The JobSet schema rcpc ships (``builtin:jobset``), read once a ``session`` (a
+    :class:`~rcpc.core.session.Session`; default: read for this call)."""
+    table = session.table(BUILTIN_JOBSET) if session is not None else {}
+    if "schema" not in table:
         from rcpc.domain.workspace import builtin_schema
 
-        _BUILTIN_JOBSET.append(json.loads(builtin_schema("jobset").read_text(encoding="utf-8")))
-    return _BUILTIN_JOBSET[0]
+        table["schema"] = json.loads(builtin_schema("jobset").read_text(encoding="utf-8"))
+    return table["schema"]
 
 
 # Where a JSON schema (draft 7) holds schemas: keywords whose value is a map of names to

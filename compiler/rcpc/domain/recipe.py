@@ -680,7 +680,7 @@ class Compiler:
                 text = emitted[1]
             else:
                 try:
-                    text = kind.emit(value)
+                    text = kind.emit(value, self.session)
                 except RecursionError:
                     raise error("E0801", "value nested too deeply to write", value.span, hint=LIMIT_HINT) from None
                 self._emitted[id(value)] = (value, text)

@@ -44,7 +44,7 @@ from rcpc.core.session import Session as Caches
 from rcpc.core.source import Source, Span
 from rcpc.domain import stdlib
 from rcpc.lsp import query
-from rcpc.lsp.documents import BadUri, locate, path_of
+from rcpc.lsp.documents import SETTINGS, BadUri, locate, path_of
 from rcpc.lsp.protocol import TOO_LARGE, ClientIn, ClientOut, RcpProtocol, RequestError
 from rcpc.lsp.session import Session
 from rcpc.lsp.worker import Worker
@@ -89,7 +89,7 @@ class RcpServer(LanguageServer):
         :class:`~rcpc.lsp.documents.BadUri` or :class:`CompileError` (``E0901``, ``E0906``,
         ``E0907``, ``E0201``). A workspace whose settings changed gets a new session, the
         open buffers carried over."""
-        ws, real = locate(path_of(uri))
+        ws, real = locate(path_of(uri), self.caches.table(SETTINGS))
         got = self.sessions.get(ws.root)
         if got is None or got.workspace != ws:
             old = got
