@@ -232,7 +232,7 @@ class SchemaIndex:
 
     def structural(self, api_version: str, kind: str) -> dict:
         """The JSON schema validation applies to ``apiVersion``/``kind`` (its
-        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a process
+        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a session
         for the same schema files' contents (:data:`MADE_KEPT`); KeyError when there is none."""
         key = (api_version, kind)
         made = self._made.get(key)
