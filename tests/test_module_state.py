@@ -108,19 +108,26 @@ def _snapshot(modules: dict) -> dict:
 
 def _interleaved_parses() -> None:
     """Parse a file while another parse is in progress (the second started from the first's
-    token callback), by the fast parser and by lark's (a syntax error): each equals its parse
-    alone."""
+    token callback), by the fast parser and by lark's (a syntax error, or lark's alone:
+    ``_parse_lark``): each equals its parse alone, tokens and comments included."""
+    from rcpc.core.syntax import parser
+
+    _interleave(parser.parse, parser.parse)
+    _interleave(parser._parse_lark, parser.parse)
+
+
+def _interleave(outer_parse, parse) -> None:
+    """``outer_parse`` of each of two files, ``parse`` of one of them started in it."""
     from rcpc.core.diagnostics import CompileError
     from rcpc.core.source import Source
-    from rcpc.core.syntax.parser import parse
 
     good = Source("a.rcp", 'A = 1\nB = f"{A + 1}"  # note\nC = [A, B]\n')
     bad = Source("b.rcp", 'X = (1,\nY = 2 +\nZ = f"{X +}"\n')
 
-    def alone(src, at=None):
+    def alone(src, at=None, how=parse):
         at = [] if at is None else at
         try:
-            return repr(parse(src, at)), list(at)
+            return repr(how(src, at)), list(at)
         except CompileError as exc:
             return repr(exc.diagnostics), None
 
@@ -138,7 +145,7 @@ def _interleaved_parses() -> None:
 
     for outer, inner in ((good, bad), (bad, good), (bad, bad), (good, good)):
         at = Nested(inner)
-        got = alone(outer, at)
+        got = alone(outer, at, outer_parse)
         assert got == expected[outer.path], (outer.path, got)
         assert at.got == expected[inner.path], (inner.path, at.got)
 
