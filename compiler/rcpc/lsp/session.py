@@ -8,7 +8,9 @@ the user sees, saved or not. A buffer is held to the limits the CLI holds a file
 anything parses it (:func:`rcpc.lsp.documents.buffer_problem`); a file that is not open is
 read as the compiler reads any input. An edit to a recipe drops that recipe's cached parse and
 evaluation (:meth:`~rcpc.domain.recipe.Compiler.release`); an edit to a library drops the
-compiler (every recipe that loads the library may change).
+compiler (every recipe that loads the library may change), not what the server's
+:class:`rcpc.core.session.Session` holds (the parse tables, the schemas made, the manifests
+found clean: keyed by their contents, they survive it).
 
 Diagnostics are those of ``rcpc check`` for the file (:func:`rcpc.api.check_file`, the code
 ``check`` runs), and for a library, which ``check`` evaluates but does not lint, those of
