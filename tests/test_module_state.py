@@ -46,8 +46,6 @@ EXCLUDED: dict[tuple[str, str], str] = {
     ("rcpc.core.distributions", "_FOUND"): _PROCESS + ": the installed distributions rcpc depends on",
     ("rcpc.domain.schemacache", "_KEY_BASE"): _PROCESS + ": rcpc's code fingerprint and versions",
     ("rcpc.replay", "_PACKAGE_TREE"): _PROCESS + ": rcpc's package listing",
-    ("rcpc.oracle", "_DIGESTS"): "MaxText package digests by path, once a process: should be the session's (a "
-                                 "long-lived process does not see the package edited; remains)",
     ("rcpc.pool", "WORKER"): "a worker process's own settings, set once in the child (not run in this test)",
     ("rcpc.pool", "_AT_FORK"): "the at-fork hooks registered, once a process (os.register_at_fork has no undo)",
     ("rcpc.pool", "_FORKING"): "set while a pool forks, read by the at-fork hook (a process-wide signal guard)",

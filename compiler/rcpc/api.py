@@ -323,7 +323,8 @@ class Workspace:
             jobs = max(1, idle_cpus())
         try:
             oracle = Oracle(path, python, span, timeout=timeout, jobs=jobs,
-                            shown=str(maxtext) if maxtext is not None else self.config.display(path))
+                            shown=str(maxtext) if maxtext is not None else self.config.display(path),
+                            session=self.session)
             found = []
             for real in recipes:
                 try:
