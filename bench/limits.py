@@ -194,8 +194,9 @@ def accepted_limit(name: str, limit: int, build) -> int:
         build(root, limit // 64)
         text = (root / "recipes" / "r.rcp").read_text()
         try:
-            parse(Source("r.rcp", text))
-            tokens = postlex.TOKENS[0] * limit / len(text)
+            count = postlex.TokenCount()
+            parse(Source("r.rcp", text), tokens=count)
+            tokens = count.n * limit / len(text)
         except Exception:  # an error shape: the parser stops at the first errors
             build(root, limit - 200)
             tokens = len(_TOKEN.findall((root / "recipes" / "r.rcp").read_text()))

@@ -5,7 +5,8 @@ the directories given (e.g. the peers workspace of bench/peers.py); tokens/s of 
     python bench/parse_speed.py [-n N] [DIR...]
 
 Under a checkout without the fast parser (``parser._parse_lark`` missing) it times
-``parser.parse`` alone, as "lark": run it with another venv to compare with main.
+``parser.parse`` alone, as "lark". It needs a checkout whose parser takes a session
+(:mod:`rcpc.core.session`, issue 40).
 """
 
 import argparse
@@ -39,9 +40,16 @@ def main() -> int:
     cases = [("rl", [Source("r.rcp", text)]), ("rl x20", [Source("r.rcp", text * 20)])]
     for d in a.dirs:
         cases.append((d.name, [Source(str(p), p.read_text(encoding="utf-8")) for p in sorted(d.rglob("*.rcp"))]))
-    lark_parse = getattr(parser, "_parse_lark", parser.parse)
-    has_fast = lark_parse is not parser.parse
-    parser._parser()  # lark's tables loaded once (not timed)
+    from rcpc.core.session import Session
+    from rcpc.core.syntax.postlex import TokenCount
+
+    session = Session()  # lark's tables loaded once (not timed), kept by the session
+    has_fast = hasattr(parser, "_parse_lark")
+
+    def lark_parse(s):
+        return parser._parse_lark(s, None, session) if has_fast else parser.parse(s, session=session)
+
+    lark_parse(Source("w.rcp", "X = 1\n"))
 
     def run(fn, sources):
         return lambda: [fn(s) for s in sources]
@@ -49,8 +57,9 @@ def main() -> int:
     for label, sources in cases:
         tokens = 0
         for s in sources:
-            parser.parse(s)
-            tokens += parser._TOKENS[0]
+            count = TokenCount()
+            parser.parse(s, tokens=count)
+            tokens += count.n
         lark = best(run(lark_parse, sources), max(3, a.n // 3))
         line = f"{label:12} {len(sources):4} files {tokens:7} tokens  lark {lark * 1e3:8.2f} ms ({tokens / lark / 1e3:5.0f} k tok/s)"
         if has_fast:

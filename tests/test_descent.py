@@ -7,6 +7,7 @@ a valid build that never imports lark."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -26,6 +27,13 @@ from rcpc.core.syntax.tokens import Token
 from test_fuzz import BUNDLED, generated_inputs, mutated_inputs
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def _reference() -> parser.ReferenceParser:
+    """lark's parser, for its lexer and terminals (made once for this module)."""
+    return parser.ReferenceParser()
+
 SHARED = REPO.parent / "shared"
 CORPUS = sorted({*REPO.glob("recipes/**/*.rcp"), *REPO.glob("compiler/**/*.rcp"), *REPO.glob("tests/**/*.rcp"),
                  *REPO.glob("docs/**/*.rcp"), *REPO.glob("golden/**/*.rcp"), *REPO.glob("bench/**/*.rcp"),
@@ -37,11 +45,12 @@ def _result(parse, text: str, path: str):
     offsets) or ("error", diagnostics)."""
     source = Source(path, text)
     token_at: list = []
+    tokens = postlex.TokenCount()
     try:
-        module = parse(source, token_at)
+        module = parse(source, token_at, tokens=tokens)
     except CompileError as exc:
         return ("error", exc.diagnostics)
-    return ("ok", module.stmts, module.comments, parser._TOKENS[0], token_at)
+    return ("ok", module.stmts, module.comments, tokens.n, token_at)
 
 
 def lark_parse(text: str, path: str = "r.rcp"):
@@ -54,13 +63,13 @@ def fast_parse(text: str, path: str = "r.rcp"):
     source = Source(path, text)
     token_at: list = []
     found: list = []
-    postlex.TOKENS[0] = 0
+    tokens = postlex.TokenCount()
     try:
-        stmts = FastParser(source, token_at).statements(text, 0, found)
+        stmts = FastParser(source, token_at, tokens).statements(text, 0, found)
     except DECLINED:
         return None
     token_at.sort()
-    return ("ok", tuple(stmts), tuple(parser._comment(source, t) for t in found), postlex.TOKENS[0], token_at)
+    return ("ok", tuple(stmts), tuple(parser._comment(source, t) for t in found), tokens.n, token_at)
 
 
 def wired_parse(text: str, path: str = "r.rcp"):
@@ -145,19 +154,16 @@ def test_fast_parser_equals_lark_on_the_docs_examples(text):
 def test_lexer_and_postlexer_give_lark_tokens(path):
     """The master regex and the shared postlexer give the stream lark's lexer gives."""
     text = path.read_text(encoding="utf-8")
-    lark, _ = parser._parser()
-    parser._TEXT[0] = text
-    postlex.TOKENS[0] = 0
+    reference = _reference()
+    reference.text = text
     try:
-        expected = [(t.type, str(t), t.start_pos) for t in lark.lex(text)]
+        expected = [(t.type, str(t), t.start_pos) for t in reference.lark.lex(text)]
     except Exception:  # noqa: BLE001 (lark's error: the fast lexer must fail too)
         expected = None
-    finally:
-        parser._TEXT[0] = ""
-    postlex.TOKENS[0] = 0
     try:
         got = [(t.type, t.value, t.start_pos)
-               for t in postlex.postlex(terminals.lex(text, None), text, None, 0, Token.new_borrow_pos)]
+               for t in postlex.postlex(terminals.lex(text, None), text, None, 0, Token.new_borrow_pos,
+                                        postlex.TokenCount())]
     except (lexer.LexError, postlex.BadIndent):
         got = None
     if expected is not None:
@@ -166,7 +172,7 @@ def test_lexer_and_postlexer_give_lark_tokens(path):
 
 def test_lexer_order_and_keywords_are_lark_s():
     """The terminals read from grammar.lark, in lark's order; keywords as lark's lexer decides."""
-    lark, _ = parser._parser()
+    lark = _reference().lark
     basic = lark.parser.lexer.lexer
     assert terminals.ORDER == [t.name for t in basic.scanner.terminals]
     assert set(parser._KEYWORDS) == {t.pattern.value for t in lark.terminals
@@ -189,32 +195,32 @@ def _lex_postlex(text: str, base: int = 7):
     """The reference token stream of the fast parser: ``terminals.lex`` (MASTER, lark's order)
     through the shared postlexer, as ``scan``'s four lists with ``$END``, plus the comments,
     the recorded offsets (sorted) and the token count; or the name of the exception."""
-    postlex.TOKENS[0] = 0
+    tokens = postlex.TokenCount()
     comments: list = []
     record: list = []
     try:
         toks = [tuple(t) for t in postlex.postlex(terminals.lex(text, comments), text, record, base,
-                                                   Token.new_borrow_pos)]
+                                                   Token.new_borrow_pos, tokens)]
     except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
         return type(exc).__name__
     toks.append(("$END", "", 0, 0))
-    postlex.TOKENS[0] += len(comments)  # comments count too (lark's parser counts them in its comment callback)
+    tokens.n += len(comments)  # comments count too (lark's parser counts them in its comment callback)
     record += [base + c.start_pos for c in comments]
-    if postlex.TOKENS[0] > postlex.MAX_TOKENS:
+    if tokens.n > tokens.limit:
         return "TooManyTokens"
-    return [list(x) for x in zip(*toks)], comments, sorted(record), postlex.TOKENS[0]
+    return [list(x) for x in zip(*toks)], comments, sorted(record), tokens.n
 
 
 def _scanned(text: str, base: int = 7):
     """``lexer.scan``'s result, as :func:`_lex_postlex`'s."""
-    postlex.TOKENS[0] = 0
+    tokens = postlex.TokenCount()
     comments: list = []
     record: list = []
     try:
-        lists = lexer.scan(text, comments, record, base)
+        lists = lexer.scan(text, comments, record, base, tokens)
     except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
         return type(exc).__name__
-    return [list(x) for x in lists], comments, sorted(record), postlex.TOKENS[0]
+    return [list(x) for x in lists], comments, sorted(record), tokens.n
 
 
 def check_scan(text: str) -> None:

@@ -6,8 +6,8 @@ replace, over a value space.
   :func:`rcpc.domain.kube_schema._walk_lists` skips scalars and values whose schema marks
   no list type below (:func:`~rcpc.domain.kube_schema._marks_lists`, memoized per schema
   node). Reference: the walks as they were, visiting every value and checking every dict.
-  Both remember large values found clean (``_CLEAN``, by identity, last path step, metadata
-  and schema node). Manifests are drawn along the bundled JobSet schema (so that pod specs,
+  Both remember large values found clean (the session's tables ``kube.CLEAN`` and
+  ``kube_schema.CLEAN``, by identity, last path step, metadata and schema node). Manifests are drawn along the bundled JobSet schema (so that pod specs,
   containers, env lists and list-map keys come up), with small pools of names and scalars
   (so that duplicates, bad names and TPU requests come up), plus stray fields; and drawn
   again reusing values already drawn at other places, and checked twice.
@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from rcpc.core import evaluate as E
 from rcpc.core.diagnostics import CompileError, error
+from rcpc.core.session import Session
 from rcpc.core.emit import yaml as Y
 from rcpc.core.limits import MAX_DEPTH
 from rcpc.core.syntax import ast
@@ -54,7 +55,7 @@ SCHEMA = kube_schema.builtin_jobset_schema()
 
 
 # reference walks (as they were before the fast paths) -------------------------------------------
-def ref_walk(v, path, kind, out, meta, core_lists):
+def ref_walk(v, path, kind, out, meta, core_lists, clean=None):
     if type(v) is List:
         for i, x in enumerate(v.items):
             ref_walk(x, path + (i,), kind, out, None, core_lists)
@@ -66,7 +67,7 @@ def ref_walk(v, path, kind, out, meta, core_lists):
         ref_walk(x, path + (k,), kind, out, v.items.get("metadata") if k == "spec" else None, core_lists)
 
 
-def ref_walk_lists(v, s, path, kind, out):
+def ref_walk_lists(v, s, path, kind, out, memo=None):
     if not isinstance(s, dict):
         return
     if type(v) is Dict:
@@ -223,8 +224,11 @@ TPU_JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metad
 @example(TPU_JOBSET, False)
 def test_manifest_checks_agree_with_the_full_walks(plain, core_lists):
     data = spanned(plain, itertools.count(1))
-    assert shown(kube.check_manifest(data)) == shown(with_reference(kube.check_manifest, data))
-    assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data, core_lists))
+    session = Session()
+    for _ in range(2):  # again: from the session's memos
+        assert shown(kube.check_manifest(data, session=session)) == shown(with_reference(kube.check_manifest, data))
+        assert shown(kube.check_rules(data, core_lists, session)) == shown(with_reference(kube.check_rules, data,
+                                                                                           core_lists))
 
 
 def draw_along_shared(draw, s, pool, counter, depth=0):
@@ -276,11 +280,13 @@ def test_manifest_checks_with_shared_values_agree_with_the_full_walks(pair, core
     """Also with the memos applied to smaller values (``_SHARED_SIZE``), so that they come up often."""
     saved = kube._SHARED_SIZE, kube_schema._SHARED_SIZE
     kube._SHARED_SIZE = kube_schema._SHARED_SIZE = shared_size
+    session = Session()
     try:
         for data in (*pair, *pair):  # again: from the memos
-            assert shown(kube.check_manifest(data)) == shown(with_reference(kube.check_manifest, data))
-            assert shown(kube.check_rules(data, core_lists)) == shown(with_reference(kube.check_rules, data,
-                                                                                       core_lists))
+            assert shown(kube.check_manifest(data, session=session)) == shown(with_reference(kube.check_manifest,
+                                                                                              data))
+            assert shown(kube.check_rules(data, core_lists, session)) == shown(with_reference(kube.check_rules, data,
+                                                                                               core_lists))
     finally:
         kube._SHARED_SIZE, kube_schema._SHARED_SIZE = saved
 
@@ -307,14 +313,15 @@ SCHEMAS = st.recursive(
 @given(SCHEMAS)
 def test_marks_lists_is_whether_a_list_type_is_below(s):
     if isinstance(s, dict):
-        assert kube_schema._marks_lists(s) == ref_marked(s)
-        assert kube_schema._marks_lists(s) == ref_marked(s)  # from the memo
+        marks: dict = {}
+        assert kube_schema._marks_lists(s, marks) == ref_marked(s)
+        assert kube_schema._marks_lists(s, marks) == ref_marked(s)  # from the memo
 
 
 def test_marks_lists_on_a_cycle_of_aliases_is_in_doubt():
     s: dict = {"properties": {}}
     s["properties"]["self"] = s
-    assert kube_schema._marks_lists(s) is True
+    assert kube_schema._marks_lists(s, {}) is True
 
 
 # reference YAML emitter (as it was before the fast paths) ---------------------------------------
@@ -380,30 +387,32 @@ def test_yaml_emitter_agrees_with_the_reference(doc, shared, shared_size):
     if shared:
         v = sharing(v)
     saved, Y._SHARED_SIZE = Y._SHARED_SIZE, shared_size
+    session = Session()
     try:
-        assert Y.emit_document(v) == ref_emit(v)
-        assert Y.emit_document(v) == ref_emit(v)  # keys and blocks from the memos
-        assert Y.emit_document(sharing(v)) == ref_emit(sharing(v))
+        assert Y.emit_document(v, session) == ref_emit(v)
+        assert Y.emit_document(v, session) == ref_emit(v)  # keys and blocks from the session's memos
+        assert Y.emit_document(sharing(v), session) == ref_emit(sharing(v))
     finally:
         Y._SHARED_SIZE = saved
 
 
 def test_yaml_block_memo_is_bounded_and_keeps_its_values():
-    Y._BLOCKS.clear()
+    session = Session()
     big = value_of({"k": [f"v{i}" for i in range(Y._SHARED_SIZE)]})
     for _ in range(Y._BLOCKS_MAX + 10):
         fresh = value_of({"z": list(range(Y._SHARED_SIZE))})
-        Y.emit_document(Dict({"x": big, "y": fresh}, {}, big.span))
-    assert 0 < len(Y._BLOCKS) <= Y._BLOCKS_MAX
-    assert all(entry[0] is not None and id(entry[0]) == key[0] for key, entry in Y._BLOCKS.items())
+        Y.emit_document(Dict({"x": big, "y": fresh}, {}, big.span), session)
+    blocks = session.table(Y.BLOCKS)
+    assert 0 < len(blocks) <= Y._BLOCKS_MAX
+    assert all(entry[0] is not None and id(entry[0]) == key[0] for key, entry in blocks.items())
 
 
 def test_yaml_key_memo_is_bounded():
-    Y._KEYS.clear()
+    keys: dict = {}
     for i in range(Y._KEYS_MAX + 10):
-        Y._key(f"k{i}")
-    assert len(Y._KEYS) == Y._KEYS_MAX
-    assert Y._key("a: b") == quoted("a: b") and Y._key("\n") == double_quoted("\n")
+        Y._key(f"k{i}", keys)
+    assert len(keys) == Y._KEYS_MAX
+    assert Y._key("a: b", keys) == quoted("a: b") and Y._key("\n", keys) == double_quoted("\n")
 
 
 # literal items of list and dict literals ---------------------------------------------------------

@@ -76,15 +76,15 @@ def recipes(draw):
 
 # the verdicts, under patched limits ----------------------------------------------------------
 def _limits(monkeypatch, tokens: int, size: int) -> None:
-    for module in (postlex, parser):  # where the parsers count and report
-        monkeypatch.setattr(module, "MAX_TOKENS", tokens)
+    monkeypatch.setattr(postlex, "MAX_TOKENS", tokens)  # where a parse's TokenCount takes its limit
     monkeypatch.setattr(fmt, "MAX_FILE_BYTES", size)
 
 
 def _count(text: str) -> int:
     """The tokens the compiler counts in ``text`` (it must parse)."""
-    parser.parse(Source("t.rcp", text))
-    return postlex.TOKENS[0]
+    tokens = postlex.TokenCount()
+    parser.parse(Source("t.rcp", text), tokens=tokens)
+    return tokens.n
 
 
 def check_verdict(text: str, size: int):
@@ -145,7 +145,6 @@ def assert_fmt_agrees_with_check(text: str, canonical: str, count: int, size: in
 def test_fmt_agrees_with_check_around_the_limits(text, token_delta, size_delta):
     """Each generated file is tried with the token limit a few tokens either side of its own
     count, and the size limit a few bytes either side of its canonical text's size."""
-    postlex.TOKENS[0] = 0
     try:
         count = _count(text)
         canonical = fmt.format_source(text, "t.rcp")

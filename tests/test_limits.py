@@ -635,7 +635,7 @@ def test_a_long_load_chain_is_one_error_found_before_evaluation(n, tmp_path_fact
     parsed, evaluated = [], []
     real_parse, real_run = parser.parse, rcpc.core.evaluate.Evaluator.run
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(parser, "parse", lambda source: parsed.append(source.path) or real_parse(source))
+        mp.setattr(parser, "parse", lambda source, *a, **k: parsed.append(source.path) or real_parse(source, *a, **k))
         mp.setattr(rcpc.core.evaluate.Evaluator, "run",
                    lambda self, module: evaluated.append(module.path) or real_run(self, module))
         mp.setenv("RCPC_NO_CACHE", "1")

@@ -430,21 +430,25 @@ def test_explain_json_and_default_variant(capsys, monkeypatch):
 
 def test_a_json_schema_is_made_once_for_the_same_bytes_and_name(tmp_path):
     """load_schema reads the file each time (the build cache hashes what is read) but makes
-    the schema once a process for the same bytes and name; other bytes or another name: its
-    own."""
+    the schema once a session for the same bytes and name; other bytes, another name or
+    another session: its own."""
     import json
 
-    first = load_schema(BUILTIN_PATH, None, "builtin:maxtext")
-    assert load_schema(BUILTIN_PATH, None, "builtin:maxtext") is first
+    from rcpc.core.session import Session
+
+    session = Session()
+    first = load_schema(BUILTIN_PATH, None, "builtin:maxtext", session=session)
+    assert load_schema(BUILTIN_PATH, None, "builtin:maxtext", session=session) is first
+    assert load_schema(BUILTIN_PATH, None, "builtin:maxtext", session=Session()) is not first
     copy = tmp_path / "s.json"
     copy.write_bytes(BUILTIN_PATH.read_bytes())
-    assert load_schema(copy, None, "builtin:maxtext") is first       # same bytes, same name
-    other = load_schema(copy, None, "s.json")
+    assert load_schema(copy, None, "builtin:maxtext", session=session) is first       # same bytes, same name
+    other = load_schema(copy, None, "s.json", session=session)
     assert other is not first and other.path == "s.json" and other.fields == first.fields
     doc = json.loads(BUILTIN_PATH.read_text())
     doc["fields"].pop("steps")
     copy.write_text(json.dumps(doc))
-    changed = load_schema(copy, None, "builtin:maxtext")
+    changed = load_schema(copy, None, "builtin:maxtext", session=session)
     assert "steps" in first and "steps" not in changed
     read = []
     load_schema(BUILTIN_PATH, None, "builtin:maxtext", lambda p, limit: read.append(p) or p.read_bytes())

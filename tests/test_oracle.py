@@ -79,14 +79,20 @@ def test_answers_each_case_and_serves_repeats_from_the_cache(mt):
 
 
 def test_the_cache_keys_on_the_package_content(mt):
+    """A package's digest is found once a session (a Workspace's run), anew in another: an
+    edited MaxText is another oracle, whose results are run again."""
+    from rcpc import oracle as module
+    from rcpc.core.session import Session
+
     case = [_case(["steps=5"])]
     Oracle(mt).run(case)
-    before = package_digest(mt / "src" / "maxtext")
+    session = Session()
+    table = session.table(module.DIGESTS)
+    before = package_digest(mt / "src" / "maxtext", table)
     (mt / "src" / "maxtext" / "configs" / "base.yml").write_text("steps: 7\n")
-    from rcpc import oracle as module
-
-    module._DIGESTS.clear()
-    assert package_digest(mt / "src" / "maxtext") != before
+    assert package_digest(mt / "src" / "maxtext", table) == before  # found once a session (a Workspace's run)
+    assert package_digest(mt / "src" / "maxtext") != before  # no process-wide memo: found anew
+    assert package_digest(mt / "src" / "maxtext", Session().table(module.DIGESTS)) != before
     edited = Oracle(mt)
     edited.run(case)
     assert edited.ran == 1  # another MaxText: run again

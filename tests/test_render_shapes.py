@@ -175,7 +175,7 @@ def test_a_new_render_kind_is_one_declaration(sws, monkeypatch):
         name="kueue_workload", suffix=".workload.yaml", value_type=Workload,
         functions={"kueue_workload": Function(make, "kueue_workload(name = ..., spec = {...})",
                                               "A Kueue Workload.", ("name", "spec"), "render")},
-        weight=lambda v: weight(v.data), emit=lambda v: emit_document(v.data), check=lambda c, v, t: [],
+        weight=lambda v: weight(v.data), emit=lambda v, session=None: emit_document(v.data, session), check=lambda c, v, t: [],
         data=lambda v: v.data)
     monkeypatch.setattr(renders, "KINDS", (*renders.KINDS, kind))
     monkeypatch.setattr(renders, "_BY_TYPE", {**renders._BY_TYPE, Workload: kind})

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.core.diagnostics import CompileError
+from rcpc.core.session import Session
 from rcpc.domain import kube_schema, schemacache
 from rcpc.domain.kube_schema import SchemaIndex, check_schema
 from rcpc.domain.manifests import load_manifests
@@ -331,26 +332,31 @@ def test_a_render_found_invalid_is_reported_in_every_run(kube_ws, monkeypatch):
         assert {d.code for d in exc.value.diagnostics} and all(d.code.startswith("E") for d in exc.value.diagnostics)
 
 
-@pytest.mark.parametrize("seen_before", [False, True], ids=["bytes new to the process", "bytes seen before"])
+@pytest.mark.parametrize("seen_before", [False, True], ids=["bytes new to the session", "bytes seen before"])
 def test_what_a_schema_index_makes_is_shared_by_the_same_bytes_only(tmp_path, seen_before):
-    """Structural schemas and validators are made once a process for the same schema bytes,
-    wherever the file is and however it is shown; other bytes get their own. Whether the
-    bytes were seen before (by an earlier index, or an earlier test of this worker) does not
-    matter: two indexes made before either is used share too (an index that has made nothing
-    yet was once given a fresh table by the next one)."""
+    """Structural schemas and validators are made once a session for the same schema bytes,
+    wherever the file is and however it is shown; other bytes get their own, and so does
+    another session. Whether the bytes were seen before (by an earlier index of the session)
+    does not matter: two indexes made before either is used share too (an index that has made
+    nothing yet was once given a fresh table by the next one)."""
+    session = Session()
     text = json.dumps(SCHEMA) + " " * (1 + len(str(tmp_path)))  # bytes of this test's own, same schema
     if seen_before:
-        SchemaIndex([_written(tmp_path / "earlier.json", text)]).structural("v1", "ConfigMap")
+        SchemaIndex([_written(tmp_path / "earlier.json", text)], session=session).structural("v1", "ConfigMap")
     a, b, c = tmp_path / "a.json", tmp_path / "sub-b.json", tmp_path / "c.json"
     a.write_text(text)
     b.write_text(text)
     stricter = json.loads(json.dumps(SCHEMA))
     stricter["required"] = ["immutable"]
     c.write_text(json.dumps(stricter))
-    ia, ib, ic = SchemaIndex([a]), SchemaIndex([b], lambda p: "shown/" + p.name), SchemaIndex([c])
+    ia, ib = SchemaIndex([a], session=session), SchemaIndex([b], lambda p: "shown/" + p.name, session=session)
+    ic = SchemaIndex([c], session=session)
     assert ia.structural("v1", "ConfigMap") is ib.structural("v1", "ConfigMap")
     assert ia.validator("v1", "ConfigMap") is ib.validator("v1", "ConfigMap")
     assert ic.structural("v1", "ConfigMap") is not ia.structural("v1", "ConfigMap")
+    other = SchemaIndex([a], session=Session())
+    assert other.structural("v1", "ConfigMap") is not ia.structural("v1", "ConfigMap")
+    assert other.structural("v1", "ConfigMap") == ia.structural("v1", "ConfigMap")
     data = manifest(tmp_path, GOOD)
     assert uncached(data, ia) == uncached(data, ib) == []
     assert [m for _, m, _, _ in uncached(data, ic)] == ["ConfigMap (the manifest): missing required field 'immutable'"]
@@ -368,7 +374,9 @@ def test_the_same_bytes_read_as_json_and_as_yaml_are_other_schemas(tmp_path):
                                       '"size": {"type": "number", "maximum": 1e3}')
     (tmp_path / "s.json").write_text(text)
     (tmp_path / "s.yaml").write_text(text)
-    as_json, as_yaml = SchemaIndex([tmp_path / "s.json"]), SchemaIndex([tmp_path / "s.yaml"])
+    session = Session()
+    as_json, as_yaml = SchemaIndex([tmp_path / "s.json"], session=session), SchemaIndex([tmp_path / "s.yaml"],
+                                                                                         session=session)
     assert as_json.structural("v1", "ConfigMap") is not as_yaml.structural("v1", "ConfigMap")
     assert as_json.structural("v1", "ConfigMap")["properties"]["size"]["maximum"] == 1000.0
     assert as_yaml.structural("v1", "ConfigMap")["properties"]["size"]["maximum"] == "1e3"
@@ -382,12 +390,14 @@ def test_what_is_made_of_schemas_is_kept_for_a_bounded_number_of_contents(tmp_pa
     its own."""
     path = tmp_path_factory.mktemp("edits") / "s.json"
     first = None
+    session = Session()
     for i in range(edits):
         path.write_text(json.dumps(SCHEMA) + " " * i)
-        index = SchemaIndex([path])
+        index = SchemaIndex([path], session=session)
         index.validator("v1", "ConfigMap")
         first = first or index
-    assert len(kube_schema._MADE) <= kube_schema.MADE_KEPT
+    assert len(session.table(kube_schema.MADE)) == kube_schema.MADE_KEPT
+    assert len(session.table(kube_schema.READ)) == kube_schema.MADE_KEPT
     assert first.structural("v1", "ConfigMap") is first.structural("v1", "ConfigMap")
 
 
@@ -437,7 +447,9 @@ def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_re
     a.write_bytes(crd)
     b.write_bytes(crd)
     c.write_bytes(crd + b"\n# edited\n")
-    ia, ib, ic = SchemaIndex([a]), SchemaIndex([b], lambda p: "shown/" + p.name), SchemaIndex([c])
+    session = Session()
+    ia, ib = SchemaIndex([a], session=session), SchemaIndex([b], lambda p: "shown/" + p.name, session=session)
+    ic = SchemaIndex([c], session=session)
     key = ("jobset.x-k8s.io/v1alpha2", "JobSet")
     assert ia.schema(*key) is ib.schema(*key)
     assert ic.schema(*key) is not ia.schema(*key) and ic.schema(*key) == ia.schema(*key)
@@ -450,25 +462,26 @@ def test_a_schema_file_is_read_once_for_its_bytes_and_validation_leaves_it_as_re
                 check_schema(data, ia, strict_crd=True)
     import yaml
 
-    assert kube_schema._READ[("yaml", crd)] == list(yaml.safe_load_all(crd))
+    assert session.table(kube_schema.READ)[("yaml", crd)] == list(yaml.safe_load_all(crd))
 
 
 def test_where_a_schema_marks_list_types_is_not_looked_for_again(tmp_path, monkeypatch):
     """Where a schema marks list types is found once for its bytes: an index of the same
-    bytes made later in the process (the language server's next request) checks lists
-    without looking through the schema again, with the findings a fresh look gives."""
+    bytes made later in the session (the language server's next request) checks lists
+    without looking through the schema again, with the findings a fresh look gives (another
+    session's)."""
     crd = (REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_bytes()
     (tmp_path / "j.yaml").write_bytes(crd)
-    monkeypatch.setattr(kube_schema, "_MARKS", {})
+    session = Session()
     published = REPO.parent / "shared" / "data" / "tpu-recipes" / "llama3.1-70b_8k-bf16-tpu7x-4x4x4.yaml"
     (data,) = load_manifests(published, published.name)[1]
     kind = ("jobset.x-k8s.io/v1alpha2", "JobSet")
-    first = kube_schema.check_lists(data, SchemaIndex([tmp_path / "j.yaml"]).schema(*kind), "JobSet")
+    first = kube_schema.check_lists(data, SchemaIndex([tmp_path / "j.yaml"], session=session).schema(*kind),
+                                    "JobSet", session)
     looked = []
     original = kube_schema._look_for_lists
-    monkeypatch.setattr(kube_schema, "_look_for_lists", lambda s: looked.append(s) or original(s))
-    schema = SchemaIndex([tmp_path / "j.yaml"]).schema(*kind)
-    found = kube_schema.check_lists(data, schema, "JobSet")
+    monkeypatch.setattr(kube_schema, "_look_for_lists", lambda s, marks: looked.append(s) or original(s, marks))
+    schema = SchemaIndex([tmp_path / "j.yaml"], session=session).schema(*kind)
+    found = kube_schema.check_lists(data, schema, "JobSet", session)
     assert looked == [] and found == first
-    monkeypatch.setattr(kube_schema, "_MARKS", {})
-    assert kube_schema.check_lists(data, schema, "JobSet") == found and looked
+    assert kube_schema.check_lists(data, schema, "JobSet", Session()) == found and looked

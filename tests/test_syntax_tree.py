@@ -317,10 +317,10 @@ def test_each_file_is_parsed_once_per_command(ws, cli, monkeypatch):
     parsed_texts: list = []
     real = parser._parse_text
 
-    def counting(parser_, builder, source, text, base):
+    def counting(parser_, source, text, base):
         if base == 0:  # a file (not an f-string's field)
             parsed_texts.append((source.path, text))
-        return real(parser_, builder, source, text, base)
+        return real(parser_, source, text, base)
 
     from rcpc.core.syntax.descent import FastParser
 

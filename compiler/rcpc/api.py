@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, unique
+from rcpc.core.session import Session
 
 
 class UsageError(ValueError):
@@ -171,6 +172,7 @@ class Workspace:
 
         # the rcp.toml settings (rcpc.domain.workspace.Workspace)
         self.config = with_options(Config.find(root), maxtext_schema, kube_schemas, strict_crd)
+        self.session = Session()  # this workspace's caches (rcpc.core.session), its compiler's too
         self._compiler = None
         self._manifests: dict = {}  # display path → Source of the manifests validate() read
 
@@ -181,7 +183,7 @@ class Workspace:
         if self._compiler is None:
             from rcpc.domain.recipe import Compiler
 
-            self._compiler = Compiler(self.config)
+            self._compiler = Compiler(self.config, self.session)
         return self._compiler
 
     @property
@@ -352,7 +354,8 @@ class Workspace:
             jobs = max(1, idle_cpus())
         try:
             oracle = Oracle(path, python, span, timeout=timeout, jobs=jobs,
-                            shown=str(maxtext) if maxtext is not None else self.config.display(path))
+                            shown=str(maxtext) if maxtext is not None else self.config.display(path),
+                            session=self.session)
             found = []
             for real in recipes:
                 try:
@@ -467,7 +470,8 @@ class Workspace:
         from rcpc.domain.manifests import load_manifests
 
         ws = self.config
-        index = SchemaIndex(list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")], ws.display)
+        index = SchemaIndex(list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")], ws.display,
+                            session=self.session)
         found: list = []
         documents = 0
         for name in files:
@@ -481,7 +485,7 @@ class Workspace:
             self._manifests[shown] = source
             documents += len(docs)
             for doc in docs:
-                found.extend(check_manifest(doc, index, ws.strict_crd, ws.jobset_feature_gates))
+                found.extend(check_manifest(doc, index, ws.strict_crd, ws.jobset_feature_gates, self.session))
         return documents, tuple(unique(found))
 
 
@@ -550,22 +554,25 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
                  len(set(libraries)), tuple(deps))
 
 
-def parse(text: str, path: str = "<text>"):
+def parse(text: str, path: str = "<text>", session: Session | None = None):
     """The AST (:class:`rcpc.core.syntax.ast.Module`, comments attached on demand) of recipe
     source ``text``; ``path`` names it in diagnostics. Names are not resolved. Raises
-    :class:`CompileError` (``E0001`` syntax, ``E0002`` bad escape)."""
+    :class:`CompileError` (``E0001`` syntax, ``E0002`` bad escape). ``session``: the
+    :class:`~rcpc.core.session.Session` (e.g. a :attr:`Workspace.session`) whose reference
+    parser reads a text the fast parser declines (default: one made for this call, ~12 ms)."""
     from rcpc.core.source import Source
     from rcpc.core.syntax.parser import parse as parse_source
 
-    return parse_source(Source(path, text))
+    return parse_source(Source(path, text), session=session)
 
 
-def format_source(text: str, path: str = "<text>") -> str:
+def format_source(text: str, path: str = "<text>", session: Session | None = None) -> str:
     """The canonical form of recipe source ``text`` (docs/style.md), comments kept, as
-    ``rcpc fmt`` writes it. Raises :class:`CompileError` for a syntax error."""
+    ``rcpc fmt`` writes it. Raises :class:`CompileError` for a syntax error. ``session`` as
+    for :func:`parse`."""
     from rcpc.core.fmt import format_source as fmt
 
-    return fmt(text, path)
+    return fmt(text, path, session)
 
 
 def derive_schema(kind: str, path: str | os.PathLike, commit: str | None = None) -> str:

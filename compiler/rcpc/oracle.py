@@ -63,17 +63,20 @@ class Oracle:
     ``PATH``; None: the interpreter running rcpc). ``span``: where it was named (for
     ``E0361``); ``timeout``: the seconds one subprocess may run (default
     :data:`START_TIMEOUT` plus :data:`CASE_TIMEOUT` for each case); ``jobs``: subprocesses run at
-    once (cases of one device count are split among them when there are enough). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
+    once (cases of one device count are split among them when there are enough); ``session``:
+    the :class:`~rcpc.core.session.Session` whose table (:data:`DIGESTS`) keeps the package's
+    digest for the oracles made after (default: this oracle's own). Raises :class:`CompileError` ``E0361`` when the path holds no MaxText package
     or the interpreter is not found."""
 
     def __init__(self, maxtext: Path, python: str | None = None, span: Span | None = None, cache: bool = True,
-                 timeout: float | None = None, shown: str | None = None, jobs: int = 1):
+                 timeout: float | None = None, shown: str | None = None, jobs: int = 1, session=None):
         self.span, self.timeout, self.jobs = span, timeout, max(1, jobs)
         self.shown = shown or str(maxtext)  # how to name it in messages (as the user wrote it)
         self.package = _package_dir(Path(maxtext), span)
         self.python = _interpreter(python, span)
         self.cache = cache_dir("oracle") if cache and get("RCPC_NO_CACHE") != "1" else None
         self._digest: str | None = None
+        self._digests = session.table(DIGESTS) if session is not None else {}
         self.timed_out: float | None = None  # the timeout a subprocess ran into
         self.ran = 0  # cases run in a subprocess (not from the cache)
 
@@ -86,7 +89,7 @@ class Oracle:
         if self._digest is None:
             h = hashlib.sha256()
             h.update(DRIVER.read_bytes())
-            h.update(package_digest(self.package).encode())
+            h.update(package_digest(self.package, self._digests).encode())
             st = os.stat(self.python)
             h.update(f"{self.python}:{st.st_size}:{st.st_mtime_ns}".encode())
             self._digest = h.hexdigest()
@@ -266,16 +269,19 @@ def _interpreter(python: str | None, span: Span | None) -> str:
     return os.path.abspath(found)
 
 
-_DIGESTS: dict[tuple, str] = {}
+# The session's table (rcpc.core.session.Session.table) of package digests: (package path,) -> hex
+DIGESTS = "rcpc.oracle:digests"
 
 
-def package_digest(package: Path) -> str:
+def package_digest(package: Path, digests: dict | None = None) -> str:
     """SHA-256 hex of MaxText's package: every regular file's path and bytes (``__pycache__``
     left out), at most :data:`MAX_PACKAGE_FILES` files and :data:`MAX_PACKAGE_BYTES` bytes
-    (``E0361`` beyond). Found once a process."""
+    (``E0361`` beyond). Found once for ``digests`` (a session's :data:`DIGESTS` table; default:
+    found anew)."""
+    digests = {} if digests is None else digests
     key = (str(package),)
-    if key in _DIGESTS:
-        return _DIGESTS[key]
+    if key in digests:
+        return digests[key]
     h = hashlib.sha256()
     files = total = 0
     for d, dirs, names in os.walk(package):
@@ -291,8 +297,8 @@ def package_digest(package: Path) -> str:
                             f"{MAX_PACKAGE_BYTES >> 20} MiB at most)", None, hint="name MaxText's own package")
             with open(p, "rb") as f:
                 h.update(os.path.relpath(p, package).encode("utf-8", "surrogateescape") + b"\0" + f.read() + b"\0")
-    _DIGESTS[key] = h.hexdigest()
-    return _DIGESTS[key]
+    digests[key] = h.hexdigest()
+    return digests[key]
 
 
 # launches -> cases -> diagnostics ----------------------------------------------------------------

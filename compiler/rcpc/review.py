@@ -356,6 +356,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
 
     from rcpc import revision
     from rcpc.core.diagnostics import CompileError, error
+    from rcpc.core.session import Session
     from rcpc.domain.recipe import Compiler
 
     rev = revision.find(live.root, rev_text)
@@ -377,7 +378,8 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
                 raise LookupError(n)
             chosen.append(name)
         chosen = list(dict.fromkeys(chosen)) or sorted(sides[0].keys() | sides[1].keys())
-        compilers = (Compiler(old_ws), Compiler(live))
+        session = Session()  # one run: the two revisions share what is made of the same schema bytes
+        compilers = (Compiler(old_ws, session), Compiler(live, session))
         diffs: list[RenderDiff] = []
         errors: list = []
         broken: list = []

@@ -57,14 +57,15 @@ class FormatterBug(AssertionError):
     """The formatted text would not mean what the input means (a bug in rcpc fmt)."""
 
 
-def format_source(text: str, path: str) -> str:
-    """The canonical form of recipe source ``text`` (``path`` is used in diagnostics only).
+def format_source(text: str, path: str, session=None) -> str:
+    """The canonical form of recipe source ``text`` (``path`` is used in diagnostics only;
+    ``session``: the :class:`~rcpc.core.session.Session` whose parsers a syntax error uses).
 
     Raises :class:`~rcpc.core.diagnostics.CompileError` for a syntax error, as the compiler does
     (and ``E0801`` for nesting too deep to format, a few hundred levels; ``E0951`` when the
     canonical text would be over the size limit of a source file).
     The result ends with one newline (or is empty for a file of nothing but whitespace)."""
-    return format_module(parse(Source(path, text)))
+    return format_module(parse(Source(path, text), session=session))
 
 
 def format_file(compiler, real) -> str | None:
@@ -72,7 +73,7 @@ def format_file(compiler, real) -> str | None:
     already. The file is read as the compiler reads it (``compiler.source``: UTF-8, size
     limit; ``E0003``, ``E0803``), and kept for quoting in diagnostics only when it fails."""
     source = compiler.source(real)
-    out = format_module(parse(source))
+    out = format_module(parse(source, session=compiler.session))
     compiler.release(real)
     return None if out == source.text else out
 
@@ -627,19 +628,23 @@ def shape(node) -> list:
     return out
 
 
-_FIELDS: dict = {}
+def _fields_of(cls) -> tuple | None:
+    """(the class, the fields :func:`shape` keeps) of a record class; ``None`` for any other
+    class."""
+    fields = getattr(cls, "__record_fields__", None)
+    return None if fields is None else (cls, tuple(f.name for f in fields if f.name not in _LAYOUT))
+
+
+# :func:`_fields_of` each class of the AST and Span, found at import (a constant table)
+_FIELDS: dict = {c: _fields_of(c) for c in (Span, *(v for v in vars(ast).values() if isinstance(v, type)))}
 
 
 def _shape_fields(cls) -> tuple | None:
-    """(the class, the fields :func:`shape` keeps) of a record class, found once; ``None``
-    for any other class."""
+    """:func:`_fields_of` ``cls``, from :data:`_FIELDS` for the AST's classes."""
     try:
         return _FIELDS[cls]
     except KeyError:
-        fields = getattr(cls, "__record_fields__", None)
-        found = None if fields is None else (cls, tuple(f.name for f in fields if f.name not in _LAYOUT))
-        _FIELDS[cls] = found
-        return found
+        return _fields_of(cls)
 
 
 def module_shape(module: ast.Module):

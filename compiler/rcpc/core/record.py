@@ -310,7 +310,7 @@ def _repr(self) -> str:
         already = _REPR_CONTEXT.already_repring
     except AttributeError:
         already = {id(self)}
-        _REPR_CONTEXT.already_repring = already
+        _REPR_CONTEXT.already_repring = already  # the outermost repr of this thread: removed after it
     else:
         if id(self) in already:
             return "..."
@@ -322,6 +322,8 @@ def _repr(self) -> str:
         return f"{cls.__qualname__.rsplit('>.', 1)[-1]}({shown})"
     finally:
         already.remove(id(self))
+        if not already:  # the outermost: the thread keeps nothing between two reprs
+            del _REPR_CONTEXT.already_repring
 
 
 def _state_methods(every: tuple) -> dict:

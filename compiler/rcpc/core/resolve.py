@@ -98,16 +98,6 @@ class Bindings:
         self._uses[id(name)] = (name, binding)
 
 
-_BUILTINS: dict[frozenset, dict] = {}
-
-
-def _builtins(predeclared: frozenset) -> dict:
-    got = _BUILTINS.get(predeclared)
-    if got is None:
-        got = _BUILTINS[predeclared] = {n: Binding(BUILTIN, n, None) for n in predeclared}
-    return got
-
-
 def resolve(module: ast.Module, predeclared: frozenset[str], loaded_by=None) -> Bindings:
     """Check ``module``'s names and record their bindings (``module.bindings``, returned).
     Raises :class:`CompileError` with every problem found (the bindings found are kept).
@@ -201,12 +191,19 @@ def _is_param(value) -> bool:
 
 
 class _Resolver(Visitor):
+    def _builtin(self, n: str) -> Binding | None:
+        """The binding of built-in ``n`` (None if ``n`` is not predeclared)."""
+        got = self.builtins.get(n)
+        if got is None and n in self.predeclared:
+            got = self.builtins[n] = Binding(BUILTIN, n, None)
+        return got
+
     def __init__(self, module: ast.Module, predeclared: frozenset, bindings: Bindings, loaded_by=None):
         super().__init__()
         self.loaded_by = loaded_by
         self.unloaded: dict[str, tuple] = {}  # name → (the Load whose file exports it, spans of its uses)
         self.predeclared = predeclared
-        self.builtins = _builtins(predeclared)
+        self.builtins: dict[str, Binding] = {}  # the built-ins used, each bound once a module
         self.bindings = bindings
         self.diags: list[Diagnostic] = []
         self.bound: dict[str, Binding] = {}  # top-level names bound so far
@@ -320,7 +317,7 @@ class _Resolver(Visitor):
             if b.name == n:
                 self.bindings._use(node, b)
                 return
-        b = self.locals.get(n) or self.bound.get(n) or self.builtins.get(n)
+        b = self.locals.get(n) or self.bound.get(n) or self._builtin(n)
         if b is not None:
             self.bindings._use(node, b)
             return

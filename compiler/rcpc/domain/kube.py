@@ -68,10 +68,13 @@ def object_kind(data: Dict) -> str:
     return kind.value if type(kind) is Str else "manifest"
 
 
-def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: frozenset = frozenset()) -> list[Diagnostic]:
+def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: frozenset = frozenset(),
+                   session=None) -> list[Diagnostic]:
     """Every finding on one manifest (errors and warnings; see the module docstring).
     ``index``: the :class:`~rcpc.domain.kube_schema.SchemaIndex` of the configured schemas, if
-    any; ``gates``: the JobSet feature gates the cluster runs with (``jobset_feature_gates``)."""
+    any; ``gates``: the JobSet feature gates the cluster runs with (``jobset_feature_gates``);
+    ``session``: the :class:`~rcpc.core.session.Session` whose tables remember the large
+    values found clean (renders share them; default: remembered for this call only)."""
     from rcpc.domain import jobset, jobset_cel, kueue
     from rcpc.domain.kube_schema import builtin_jobset_schema, check_lists, check_schema
 
@@ -80,29 +83,29 @@ def check_manifest(data: Dict, index=None, strict_crd: bool = False, gates: froz
     api = api.value if type(api) is Str else ""
     schema = index.schema(api, kind) if index is not None else None
     if schema is None and kind == "JobSet" and api.startswith(JOBSET_GROUP + "/"):
-        schema = builtin_jobset_schema()
-    out = check_rules(data, core_lists=schema is None)
+        schema = builtin_jobset_schema(session)
+    out = check_rules(data, core_lists=schema is None, session=session)
     out += kueue.check(data, kind)
     if kind == "JobSet":
         named = {d.span for d in out if d.code == "E1002"}
         out += [d for d in jobset.check(data, manifest_path, gates) if d.code != "E1002" or d.span not in named]
         out += jobset_cel.check(data)
     if schema is not None:
-        out += check_lists(data, schema, kind)
+        out += check_lists(data, schema, kind, session)
     flagged = {d.span for d in out if d.severity == "error"}  # a value a rule already reports
     return out + [d for d in check_schema(data, index, strict_crd) if d.span not in flagged]
 
 
 # built-in rules ------------------------------------------------------------------------------
-def check_rules(data: Dict, core_lists: bool = True) -> list[Diagnostic]:
+def check_rules(data: Dict, core_lists: bool = True, session=None) -> list[Diagnostic]:
     """Every built-in rule violation of one manifest (see the module docstring).
     ``core_lists``: apply Kubernetes' pod rules on duplicate entries (for kinds whose list
-    types no schema gives)."""
+    types no schema gives); ``session`` as for :func:`check_manifest`."""
     kind = object_kind(data)
     out: list[Diagnostic] = []
     _check_type(data, out)
     _check_name(data, kind, out)
-    _walk(data, (), kind, out, None, core_lists)
+    _walk(data, (), kind, out, None, core_lists, _clean_table(session))
     for key in _STRING_MAPS.get(kind, ()):
         if type(data.items.get(key)) is Dict:
             for k, value in data.items[key].items.items():
@@ -214,7 +217,7 @@ _RULE_KEYS = frozenset(("nodeSelector", "matchLabels", "env", "template", *_CONT
 _RULE_STEPS = frozenset(("metadata", "exec", *kube_quantity.QUANTITY_MAPS, *kube_quantity.QUANTITY_FIELDS))
 
 
-def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
+def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool, clean: dict) -> None:
     """Visit every dict and list; ``meta`` is the metadata of the object whose ``spec`` ``v``
     is (for a pod spec: its template's labels and annotations). Scalars hold nothing to
     check and are not visited; a dict is checked only when :data:`_RULE_KEYS` or
@@ -223,7 +226,8 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
         for i, x in enumerate(v.items):
             t = type(x)
             if t is Dict or t is List:
-                (_walk_shared if x.size >= _SHARED_SIZE else _walk)(x, path + (i,), kind, out, None, core_lists)
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk)(x, path + (i,), kind, out, None, core_lists,
+                                                                    clean)
         return
     if type(v) is not Dict:
         return
@@ -234,31 +238,38 @@ def _walk(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
         t = type(x)
         if t is Dict or t is List:
             (_walk_shared if x.size >= _SHARED_SIZE else _walk)(
-                x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists)
+                x, path + (k,), kind, out, items.get("metadata") if k == "spec" else None, core_lists, clean)
 
 
+# The session's table (rcpc.core.session.Session.table) of values found clean:
 # (id(value), last two path steps, id(meta), kind, core_lists) -> (the value, meta): a dict or
 # list of at least _SHARED_SIZE found clean there. Renders share values (a recipe's env list in
 # each of its JobSets); what the rules find in one depends on nothing else (the path beyond its
 # last two steps, which place a JobSpec (_JOB_SPECS), only names a finding). Values are immutable; the entry keeps them so that their ids are
 # not reused while it lives.
-_CLEAN: dict = {}
+CLEAN = "rcpc.domain.kube:clean"
 _CLEAN_MAX = 1 << 12
 _SHARED_SIZE = 16
 
 
-def _walk_shared(v, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:
-    """:func:`_walk` of a large value, skipped where it was found clean before (:data:`_CLEAN`)."""
+def _clean_table(session) -> dict:
+    """The table of values found clean (:data:`CLEAN`) of ``session``, or one for this call."""
+    return session.table(CLEAN) if session is not None else {}
+
+
+def _walk_shared(v, path: tuple, kind: str, out: list, meta, core_lists: bool, clean: dict) -> None:
+    """:func:`_walk` of a large value, skipped where it was found clean before (``clean``,
+    the table :data:`CLEAN`)."""
     key = (id(v), path[-2:], id(meta), kind, core_lists)
-    hit = _CLEAN.get(key)
+    hit = clean.get(key)
     if hit is not None and hit[0] is v and hit[1] is meta:
         return
     found = len(out)
-    _walk(v, path, kind, out, meta, core_lists)
+    _walk(v, path, kind, out, meta, core_lists, clean)
     if len(out) == found:
-        if len(_CLEAN) >= _CLEAN_MAX:
-            _CLEAN.clear()
-        _CLEAN[key] = (v, meta)
+        if len(clean) >= _CLEAN_MAX:
+            clean.clear()
+        clean[key] = (v, meta)
 
 
 def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bool) -> None:

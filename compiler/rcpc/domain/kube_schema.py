@@ -28,23 +28,26 @@ from rcpc.core.values import Bool, Dict, Float, Int, List, Str, text_of, to_pyth
 
 
 # list types ----------------------------------------------------------------------------------------
-def check_lists(data: Dict, schema: dict, kind: str) -> list[Diagnostic]:
+def check_lists(data: Dict, schema: dict, kind: str, session=None) -> list[Diagnostic]:
     """``E1010``: a list the schema marks ``x-kubernetes-list-type: map`` with two entries of
     one key (``x-kubernetes-list-map-keys``; a key field left out takes its schema default,
     as the API server defaults before validating), or a ``set`` with a repeated item; reported
     at the second entry, the first as secondary span. Container lists are left to ``E1004``,
-    which also compares names across them."""
+    which also compares names across them. ``session``: the :class:`~rcpc.core.session.Session`
+    whose tables (:data:`MARKS`, :data:`CLEAN`) remember what was found (default: this call
+    only)."""
     out: list[Diagnostic] = []
-    if len(_MARKS) > _MARKS_MAX:  # schemas of earlier runs of a long-lived process
-        _MARKS.clear()
-    _walk_lists(data, schema, (), kind, out)
+    memo = (session.table(MARKS), session.table(CLEAN)) if session is not None else ({}, {})
+    if len(memo[0]) > _MARKS_MAX:  # schemas of earlier runs of a long-lived process
+        memo[0].clear()
+    _walk_lists(data, schema, (), kind, out, memo)
     return out
 
 
-def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
+def _walk_lists(v, s, path: tuple, kind: str, out: list, memo: tuple) -> None:
     """Check the lists of ``v`` against its schema ``s``. Scalars hold no list and are not
     visited, nor is a value whose schema marks no list anywhere below (:func:`_marks_lists`)."""
-    if not isinstance(s, dict) or not _marks_lists(s):
+    if not isinstance(s, dict) or not _marks_lists(s, memo[0]):
         return
     if type(v) is Dict:
         props = s.get("properties") or {}
@@ -53,7 +56,7 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
             t = type(x)
             if t is Dict or t is List:
                 walk = _walk_shared if x.size >= _SHARED_SIZE else _walk_lists
-                walk(x, props.get(k, extra), path + (k,), kind, out)
+                walk(x, props.get(k, extra), path + (k,), kind, out, memo)
     elif type(v) is List:
         items = s.get("items")
         list_type = s.get("x-kubernetes-list-type")
@@ -73,63 +76,67 @@ def _walk_lists(v, s, path: tuple, kind: str, out: list) -> None:
         for i, x in enumerate(v.items):
             t = type(x)
             if t is Dict or t is List:
-                (_walk_shared if x.size >= _SHARED_SIZE else _walk_lists)(x, items, path + (i,), kind, out)
+                (_walk_shared if x.size >= _SHARED_SIZE else _walk_lists)(x, items, path + (i,), kind, out, memo)
 
 
+# The session's table (rcpc.core.session.Session.table) of values found clean:
 # (id(value), id(schema), last path step, kind) -> (the value, the schema): a dict or list of at
-# least _SHARED_SIZE found clean there (as :data:`rcpc.domain.kube._CLEAN`; the path beyond its
+# least _SHARED_SIZE found clean there (as :data:`rcpc.domain.kube.CLEAN`; the path beyond its
 # last step only names a finding). The entry keeps both so that their ids are not reused.
-_CLEAN: dict = {}
+CLEAN = "rcpc.domain.kube_schema:clean"
 _CLEAN_MAX = 1 << 12
 _SHARED_SIZE = 16
 
 
-def _walk_shared(v, s, path: tuple, kind: str, out: list) -> None:
-    """:func:`_walk_lists` of a large value, skipped where it was found clean before."""
+def _walk_shared(v, s, path: tuple, kind: str, out: list, memo: tuple) -> None:
+    """:func:`_walk_lists` of a large value, skipped where it was found clean before
+    (``memo[1]``, the table :data:`CLEAN`)."""
+    clean = memo[1]
     key = (id(v), id(s), path[-1], kind)
-    hit = _CLEAN.get(key)
+    hit = clean.get(key)
     if hit is not None and hit[0] is v and hit[1] is s:
         return
     found = len(out)
-    _walk_lists(v, s, path, kind, out)
+    _walk_lists(v, s, path, kind, out, memo)
     if len(out) == found:
-        if len(_CLEAN) >= _CLEAN_MAX:
-            _CLEAN.clear()
-        _CLEAN[key] = (v, s)
+        if len(clean) >= _CLEAN_MAX:
+            clean.clear()
+        clean[key] = (v, s)
 
 
-# id(schema node) -> (the node, whether it or a schema below it marks a list type); the node
-# is kept so that its id is not reused while the entry lives
-_MARKS: dict = {}
+# The session's table of schema nodes looked through: id(schema node) -> (the node, whether it
+# or a schema below it marks a list type); the node is kept so that its id is not reused while
+# the entry lives
+MARKS = "rcpc.domain.kube_schema:marks"
 _MARKS_MAX = 1 << 16
 
 
-def _marks_lists(s: dict) -> bool:
+def _marks_lists(s: dict, marks: dict) -> bool:
     """False when neither schema node ``s`` nor any schema :func:`_walk_lists` reaches from it
     (``properties``, ``additionalProperties``, ``items``) carries ``x-kubernetes-list-type``
     ``map`` or ``set``:
     no value under ``s`` can break a list rule. True when in doubt (a node of unexpected
     shape, a cycle of YAML aliases, a schema nested too deeply to look through)."""
-    memo = _MARKS.get(id(s))
+    memo = marks.get(id(s))
     if memo is not None and memo[0] is s:
         return memo[1]
-    _MARKS[id(s)] = (s, True)  # while looking below: a cycle back here is in doubt
+    marks[id(s)] = (s, True)  # while looking below: a cycle back here is in doubt
     try:
-        found = _look_for_lists(s)
+        found = _look_for_lists(s, marks)
     except RecursionError:
         found = True
-    _MARKS[id(s)] = (s, found)
+    marks[id(s)] = (s, found)
     return found
 
 
-def _look_for_lists(s: dict) -> bool:
+def _look_for_lists(s: dict, marks: dict) -> bool:
     if s.get("x-kubernetes-list-type") in ("map", "set"):  # what _walk_lists acts on
         return True
     props = s.get("properties") or {}
     if not isinstance(props, dict):
         return True
     below = [*props.values(), s.get("additionalProperties"), s.get("items")]
-    return any(isinstance(x, dict) and _marks_lists(x) for x in below)
+    return any(isinstance(x, dict) and _marks_lists(x, marks) for x in below)
 
 
 def _scalar_key(x):
@@ -161,12 +168,16 @@ def _list_map(v: List, items: dict, keys: list, path: tuple, kind: str, out: lis
 
 # schema validation -------------------------------------------------------------------------------
 class SchemaIndex:
-    """Schemas by (apiVersion, kind), loaded from CRD or JSON-schema files."""
+    """Schemas by (apiVersion, kind), loaded from CRD or JSON-schema files. ``session``: the
+    :class:`~rcpc.core.session.Session` whose tables keep the files as read (:data:`READ`) and
+    what is made of them (:data:`MADE`), shared by its indexes of the same bytes (default:
+    this index's own)."""
 
-    def __init__(self, paths: list[Path], display=str, read=None):
+    def __init__(self, paths: list[Path], display=str, read=None, session=None):
         self.paths = paths
         self.display = display  # how to show a schema file's path
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
+        self._read_table = session.table(READ) if session is not None else {}
         self._schemas: dict = {}
         self._origin: dict = {}  # (apiVersion, kind) -> the display path of the file that gives its schema
         self._files: list = []  # (display path, bytes) of each file read
@@ -177,11 +188,12 @@ class SchemaIndex:
         self.identity = schemacache.schema_identity(self._files)
         # what the schemas are made of, wherever the files are and however they are shown
         content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
-        made = _MADE.pop(content, None)  # an empty dict is one nothing was made in yet: it is still shared
+        made_table = session.table(MADE) if session is not None else {}
+        made = made_table.pop(content, None)  # an empty dict is one nothing was made in yet: it is still shared
         self._made = {} if made is None else made
-        _MADE[content] = self._made  # the newest last
-        while len(_MADE) > MADE_KEPT:
-            del _MADE[next(iter(_MADE))]
+        made_table[content] = self._made  # the newest last
+        while len(made_table) > MADE_KEPT:
+            del made_table[next(iter(made_table))]
 
     def _load(self, path: Path) -> None:
         shown = self.display(path)
@@ -189,7 +201,7 @@ class SchemaIndex:
         try:
             raw = self.read(path, MAX_SCHEMA_BYTES)
             self._files.append((shown, raw))
-            docs = _documents(raw, _format(path), shown)
+            docs = _documents(raw, _format(path), shown, self._read_table)
         except (OSError, ValueError) as exc:
             raise error("E1102", f"cannot read the Kubernetes schema {shown}: "
                         f"{getattr(exc, 'strerror', None) or exc}", None, hint=io_hint(exc)) from None
@@ -220,7 +232,7 @@ class SchemaIndex:
 
     def structural(self, api_version: str, kind: str) -> dict:
         """The JSON schema validation applies to ``apiVersion``/``kind`` (its
-        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a process
+        ``openAPIV3Schema`` with Kubernetes' extensions made explicit), made once a session
         for the same schema files' contents (:data:`MADE_KEPT`); KeyError when there is none."""
         key = (api_version, kind)
         made = self._made.get(key)
@@ -279,35 +291,37 @@ class SchemaIndex:
                      hint="check the schema with a JSON Schema (Draft 7) validator")
 
 
-# SHA-256 of the schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a
-# SchemaIndex made of them}: made once a process, for the MADE_KEPT contents used last (a long-lived process sees a schema file edited)
-_MADE: dict[str, dict] = {}
+# The session's table (rcpc.core.session.Session.table) of what indexes made: SHA-256 of the
+# schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a SchemaIndex made
+# of them}: made once a session, for the MADE_KEPT contents used last (a long-lived process sees
+# a schema file edited)
+MADE = "rcpc.domain.kube_schema:made"
 MADE_KEPT = 8
 
 
-# (format, bytes) of a schema file -> its documents as read, for the MADE_KEPT files read last.
-# Shared by every index of
-# those bytes: nothing changes a schema as read (what validation needs is made from it).
-_READ: dict[tuple, list] = {}
+# The session's table of schema files as read: (format, bytes) of a schema file -> its documents
+# as read, for the MADE_KEPT files read last. Shared by every index of those bytes: nothing
+# changes a schema as read (what validation needs is made from it).
+READ = "rcpc.domain.kube_schema:read"
 
 
 def _format(path: Path) -> str:
     return "json" if path.suffix == ".json" else "yaml"
 
 
-def _documents(raw: bytes, fmt: str, shown: str) -> list:
+def _documents(raw: bytes, fmt: str, shown: str, table: dict) -> list:
     """The documents of a schema file's bytes ``raw`` read as ``fmt`` (``json``, ``yaml``),
-    read once for the same bytes. Raises as :func:`json.loads` and :func:`_yaml_documents`
+    read once for the same bytes (``table``: :data:`READ`'s). Raises as :func:`json.loads` and :func:`_yaml_documents`
     do (UnicodeDecodeError for bytes that are not UTF-8)."""
     key = (fmt, raw)
-    docs = _READ.pop(key, None)
+    docs = table.pop(key, None)
     if docs is None:
         text = raw.decode("utf-8")
         # JSON has no aliases: its values are as many as its text shows (no YAML reader needed)
         docs = [json.loads(text)] if fmt == "json" else _yaml_documents(text, shown)
-    _READ[key] = docs  # the newest last
-    while len(_READ) > MADE_KEPT:
-        del _READ[next(iter(_READ))]
+    table[key] = docs  # the newest last
+    while len(table) > MADE_KEPT:
+        del table[next(iter(table))]
     return docs
 
 
@@ -343,16 +357,18 @@ def crd_schemas(doc: dict) -> dict:
     return out
 
 
-_BUILTIN_JOBSET: list = []
+BUILTIN_JOBSET = "rcpc.domain.kube_schema:builtin jobset"  # the session's table: {"schema": the schema}
 
 
-def builtin_jobset_schema() -> dict:
-    """The JobSet schema rcpc ships (``builtin:jobset``), read once a process."""
-    if not _BUILTIN_JOBSET:
+def builtin_jobset_schema(session=None) -> dict:
+    """The JobSet schema rcpc ships (``builtin:jobset``), read once a ``session`` (a
+    :class:`~rcpc.core.session.Session`; default: read for this call)."""
+    table = session.table(BUILTIN_JOBSET) if session is not None else {}
+    if "schema" not in table:
         from rcpc.domain.workspace import builtin_schema
 
-        _BUILTIN_JOBSET.append(json.loads(builtin_schema("jobset").read_text(encoding="utf-8")))
-    return _BUILTIN_JOBSET[0]
+        table["schema"] = json.loads(builtin_schema("jobset").read_text(encoding="utf-8"))
+    return table["schema"]
 
 
 # Where a JSON schema (draft 7) holds schemas: keywords whose value is a map of names to

@@ -29,6 +29,7 @@ from rcpc.core.resolve import resolve
 from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
 from rcpc.domain.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
+from rcpc.core.session import Session
 from rcpc.core.syntax import ast
 from rcpc.core.syntax import parser
 from rcpc.core.values import Dict
@@ -87,15 +88,19 @@ class Recipe:
 
 
 class Compiler:
-    """Compiles recipes of one workspace; holds the per-run caches. ``share_variants``: a
+    """Compiles recipes of one workspace; holds the per-run caches. ``session``: the
+    :class:`~rcpc.core.session.Session` whose caches (the parse tables, the schemas made, the
+    manifests found clean) it fills: a tool that makes compilers one after another (the language
+    server) passes its own so that they survive; default: a new one. ``share_variants``: a
     variant's evaluation redoes the default evaluation's statements that none of its
     overrides reaches rather than evaluating them (:mod:`rcpc.core.trace`; False evaluates
     every statement, the oracle of tests/test_trace.py)."""
 
     share_variants = True
 
-    def __init__(self, workspace: Workspace):
+    def __init__(self, workspace: Workspace, session: Session | None = None):
         self.workspace = workspace
+        self.session = Session() if session is None else session
         self.sources: dict[str, Source] = {}     # display path → Source (for diagnostics)
         self._modules: dict[Path, ast.Module] = {}
         self._exports: dict[Path, dict] = {}
@@ -163,7 +168,7 @@ class Compiler:
         mod = self._modules.get(real)
         if mod is None:
             self.check_load_depth(real)  # before resolving, which loads (and evaluates) what it names
-            mod = self._parsed.pop(real, None) or parser.parse(self.source(real))
+            mod = self._parsed.pop(real, None) or parser.parse(self.source(real), session=self.session)
             if isinstance(mod, CompileError):
                 raise mod
             resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
@@ -179,7 +184,7 @@ class Compiler:
         mod = self._modules.get(real) or self._parsed.get(real)
         if mod is None:
             try:
-                mod = self._parsed[real] = parser.parse(self.source(real))
+                mod = self._parsed[real] = parser.parse(self.source(real), session=self.session)
             except CompileError as exc:
                 mod = self._parsed[real] = exc  # raised again by module(), not parsed twice
         out = self._targets[real] = []
@@ -339,7 +344,7 @@ class Compiler:
         if schema is None:
             shown = BUILTIN if path == BUILTIN_PATH else self.workspace.display(path)
             schema = self._schemas[path] = load_schema(path, span if target is not None else None, shown,
-                                                       self.read)
+                                                       self.read, self.session)
         return schema
 
     def _schema_identity(self) -> str | None:
@@ -379,8 +384,9 @@ class Compiler:
         from rcpc.domain.kube_schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read)
-        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates)
+            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read,
+                                     self.session)
+        diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates, self.session)
         if not diags:
             self._clean.add(text)
             schemacache.store(key, schemacache.NO_FINDINGS)
@@ -691,7 +697,7 @@ class Compiler:
                 text = emitted[1]
             else:
                 try:
-                    text = kind.emit(value)
+                    text = kind.emit(value, self.session)
                 except RecursionError:
                     raise error("E0801", "value nested too deeply to write", value.span, hint=LIMIT_HINT) from None
                 self._emitted[id(value)] = (value, text)

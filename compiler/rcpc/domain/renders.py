@@ -48,7 +48,8 @@ RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 @record.frozen
 class RenderKind:
     """One kind of render (see the module docstring). ``check(compiler, value, text)`` gets
-    the :class:`~rcpc.domain.recipe.Compiler` of the run (its workspace, schemas and caches)."""
+    the :class:`~rcpc.domain.recipe.Compiler` of the run (its workspace, schemas and caches);
+    ``emit(value, session)`` the run's :class:`~rcpc.core.session.Session` (or None)."""
 
     name: str
     suffix: str
@@ -132,17 +133,18 @@ def _command_file(ctx, fn, span, args, kwargs):
     return CommandFile(_render_name(a["name"]), argv, span)
 
 
-def emit_command_file(value: CommandFile) -> str:
+def emit_command_file(value: CommandFile, session=None) -> str:
     """The ``.sh`` render: ``#!/bin/bash``, then the command, one word a line after the
     first (each line but the last ending in a backslash), each word quoted for bash only when needed
-    (:func:`~rcpc.domain.emit.flags.shell_quote`), so that bash runs exactly ``argv``."""
+    (:func:`~rcpc.domain.emit.flags.shell_quote`), so that bash runs exactly ``argv``. (``session``:
+    unused, as :class:`RenderKind` ``emit`` takes it.)"""
     words = [shell_quote(w.value) for w in value.argv.items]
     return "#!/bin/bash\n" + " \\\n  ".join(words) + "\n"
 
 
-def _emit_manifest(value: Manifest) -> str:
+def _emit_manifest(value: Manifest, session=None) -> str:
     try:
-        return emit_document(value.data)
+        return emit_document(value.data, session)
     except EmitError as exc:
         raise error("E0703", str(exc), exc.value.span,
                     hint="manifests hold dicts, lists, strings, numbers, bools and None") from None
@@ -170,7 +172,7 @@ FLAG_FILE = RenderKind(
                                      "A flag set rendered as `<name>.flags`, one shell-quoted token a line.",
                                      ("name", "flags"), "render")},
     weight=lambda value: flags_weight(value.flags),
-    emit=lambda value: flag_file(argv(value.flags)),
+    emit=lambda value, session=None: flag_file(argv(value.flags)),
     check=lambda compiler, value, text: [],
     data=lambda value: argv_value(value.flags, value.span),  # token strings, with provenance
     with_flags=lambda value, fs, grown: record.evolve(value, flags=grown) if value.flags is fs else value,

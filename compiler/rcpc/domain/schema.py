@@ -88,29 +88,34 @@ def schema_sources(path: Path) -> list[Path]:
     return out
 
 
-# (how it is shown, SHA-256 of its bytes) -> the MaxTextSchema of a .json schema: read each
-# time (the build cache hashes what is read), made once a process; a few kept
-_MADE: dict[tuple, MaxTextSchema] = {}
+# The session's table (rcpc.core.session.Session.table) of what a .json schema made: (how it
+# is shown, SHA-256 of its bytes) -> the MaxTextSchema. Read each time (the build cache hashes
+# what is read), made once a session; MADE_KEPT kept.
+MADE = "rcpc.domain.schema:made"
+MADE_KEPT = 8
 
 
-def load_schema(path: Path, span: Span | None, display: str | None = None, read=None) -> MaxTextSchema:
+def load_schema(path: Path, span: Span | None, display: str | None = None, read=None,
+                session=None) -> MaxTextSchema:
     """Read a schema: a ``.json`` document, or a ``base.yml`` (derived on the fly with the
     ``types.py`` and ``models/`` beside it). ``span`` is where it was named (for errors);
     ``display`` is how to show its path (default: as given); ``read`` as for
     :func:`read_yaml`. A ``.json`` schema of the same bytes and name is made once a
-    process (schemas are not changed once made)."""
+    ``session`` (a :class:`~rcpc.core.session.Session`; schemas are not changed once made;
+    default: made each call)."""
     shown = display or str(path)
     if path.suffix == ".json":
         try:
             raw = (read or read_limited)(path, MAX_SCHEMA_BYTES)
             key = (shown, hashlib.sha256(raw).digest())
-            made = _MADE.get(key)
+            made_table = session.table(MADE) if session is not None else {}
+            made = made_table.get(key)
             if made is None:
                 doc = json.loads(raw.decode("utf-8"))
                 made = MaxTextSchema(shown, doc["fields"], doc.get("models", {}), doc.get("provenance", {}),
                                      doc.get("refusals", []))
-                if len(_MADE) < 8:
-                    _MADE[key] = made
+                if len(made_table) < MADE_KEPT:
+                    made_table[key] = made
             return made
         except (OSError, UnicodeDecodeError) as exc:
             raise error("E0320", f"cannot read the MaxText schema {shown}: {getattr(exc, 'strerror', None) or exc}",

@@ -96,7 +96,7 @@ def renders(compiler, recipe: Path, values: dict) -> dict:
     out = {}
     for value in result.renders:
         kind = kind_of(value)
-        out[kind.file_name(value)] = kind.emit(value)
+        out[kind.file_name(value)] = kind.emit(value, compiler.session)
     return out
 
 

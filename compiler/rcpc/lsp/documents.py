@@ -32,8 +32,10 @@ MAX_URI = 16 * 1024  # characters of a document URI: a path of PATH_MAX (4096) b
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _PIECE = 1 << 20  # characters of a buffer encoded at a time to count its bytes
-_LOADED: dict = {}  # rcp.toml path → (its identity when read, the Workspace read from it)
-_KEPT = 64          # rcp.toml files whose settings are kept
+# The server's table (rcpc.core.session.Session.table) of settings read: rcp.toml path → (its
+# identity when read, the Workspace read from it), for the _KEPT files read last
+SETTINGS = "rcpc.lsp.documents:settings"
+_KEPT = 64
 
 
 class BadUri(ValueError):
@@ -69,21 +71,23 @@ def path_of(uri: str) -> Path:
     return Path(path)
 
 
-def locate(path: Path) -> tuple[Workspace, Path]:
+def locate(path: Path, settings: dict | None = None) -> tuple[Workspace, Path]:
     """The workspace settings of the document at ``path`` (from an ``rcp.toml`` at or above
     the real directory holding its entry, as the CLI finds it; that directory when there is
     none) and the document's real path, which must lie inside that workspace. Raises
     :class:`~rcpc.core.diagnostics.CompileError`: ``E0901`` for a bad ``rcp.toml``,
     ``E0906`` for a symlink out of the workspace, ``E0907`` for one that cannot be
-    resolved, ``E0201`` for a path the system refuses (a name too long)."""
+    resolved, ``E0201`` for a path the system refuses (a name too long). ``settings``: the
+    table (:data:`SETTINGS`) of the settings read before, kept while their file is unchanged
+    (default: read anew)."""
     try:
-        ws = _find(entry(path).parent)
+        ws = _find(entry(path).parent, {} if settings is None else settings)
     except OSError as exc:   # a name too long
         raise error("E0201", f"cannot read {path}: {exc.strerror}", None, hint=io_hint(exc)) from None
     return ws, ws.inside(path)
 
 
-def _find(directory: Path) -> Workspace:
+def _find(directory: Path, loaded: dict) -> Workspace:
     """:meth:`Workspace.find` of a real directory, the settings read from an ``rcp.toml``
     kept while the file is unchanged (its size, times and inode: :func:`rcpc.core.files.identity`),
     so that a request costs a few ``stat`` calls, not a TOML parse."""
@@ -92,13 +96,13 @@ def _find(directory: Path) -> Workspace:
         if not cfg.exists():
             continue
         stamp = identity(cfg)
-        got = _LOADED.get(cfg)
+        got = loaded.get(cfg)
         if got is not None and got[0] == stamp:
             return got[1]
         ws = Workspace.find(d)
         if identity(cfg) == stamp:   # not changed while it was read
-            _LOADED.pop(next(iter(_LOADED)), None) if len(_LOADED) >= _KEPT else None
-            _LOADED[cfg] = (stamp, ws)
+            loaded.pop(next(iter(loaded)), None) if len(loaded) >= _KEPT else None
+            loaded[cfg] = (stamp, ws)
         return ws
     return Workspace.find(directory)
 

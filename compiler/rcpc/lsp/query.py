@@ -556,7 +556,7 @@ def completions(session, real: Path, text: str, offset: int) -> list[Item]:
                                                                ("variants", "over")):
             return _param_items(session, real, quote)
         if callee == "jobset" and len(ctx.path) >= 2 and ctx.path[1][1] == "spec":
-            return _jobset_items(ctx.path[2:], quote)
+            return _jobset_items(ctx.path[2:], quote, session.caches)
         return []
     if ctx.in_string:
         return []
@@ -619,21 +619,23 @@ def _param_items(session, real: Path, quote) -> list[Item]:
             for s in mod.stmts if type(s) is ast.Assign and _is_call(s.value, "param")]
 
 
-_JOBSET: dict = {}
+JOBSET = "rcpc.lsp.query:jobset"  # the server's table (rcpc.core.session.Session.table): {"schema": the JobSet schema}
 
 
-def jobset_schema() -> dict:
-    """The JobSet schema rcpc ships (``builtin:jobset``, :mod:`rcpc.domain.crd`)."""
-    if not _JOBSET:
-        _JOBSET.update(json.loads((SCHEMA_DIR / "jobset.json").read_text(encoding="utf-8")))
-    return _JOBSET
+def jobset_schema(caches) -> dict:
+    """The JobSet schema rcpc ships (``builtin:jobset``, :mod:`rcpc.domain.crd`), read once
+    for ``caches`` (the server's :class:`~rcpc.core.session.Session`)."""
+    table = caches.table(JOBSET)
+    if "schema" not in table:
+        table["schema"] = json.loads((SCHEMA_DIR / "jobset.json").read_text(encoding="utf-8"))
+    return table["schema"]
 
 
-def _jobset_items(path: tuple, quote) -> list[Item]:
+def _jobset_items(path: tuple, quote, caches) -> list[Item]:
     """JobSet fields at the end of ``path`` (the brackets opened inside ``spec = {``, each
     with the key it is the value of): a key steps into its property, a bracket with no key
     into the items of the list it is in."""
-    node = jobset_schema()["properties"]["spec"]
+    node = jobset_schema(caches)["properties"]["spec"]
     for _, key in path:
         if key is not None:
             node = node.get("properties", {}).get(key)

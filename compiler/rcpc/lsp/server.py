@@ -40,10 +40,11 @@ from rcpc import __version__
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source
 from rcpc.core.limits import MAX_MESSAGE_BYTES
+from rcpc.core.session import Session as Caches
 from rcpc.core.source import Source, Span
 from rcpc.domain import stdlib
 from rcpc.lsp import query
-from rcpc.lsp.documents import BadUri, locate, path_of
+from rcpc.lsp.documents import SETTINGS, BadUri, locate, path_of
 from rcpc.lsp.protocol import TOO_LARGE, ClientIn, ClientOut, RcpProtocol, RequestError
 from rcpc.lsp.session import Session
 from rcpc.lsp.worker import Worker
@@ -62,7 +63,8 @@ _TOP = T.Range(T.Position(0, 0), T.Position(0, 0))
 
 
 class RcpServer(LanguageServer):
-    """The server: one :class:`~rcpc.lsp.session.Session` per workspace; ``latest``, the
+    """The server: one :class:`~rcpc.lsp.session.Session` per workspace, all filling the
+    server's ``caches`` (one :class:`rcpc.core.session.Session` for its life); ``latest``, the
     version of each open document (by URI, as the client names it), kept on the protocol's
     thread and read by the compiler thread to skip stale work."""
 
@@ -70,6 +72,7 @@ class RcpServer(LanguageServer):
         super().__init__("rcpc", __version__, text_document_sync_kind=T.TextDocumentSyncKind.Full,
                          protocol_cls=RcpProtocol)
         self.sessions: dict[Path, Session] = {}   # touched on the compiler thread only
+        self.caches = Caches()   # every session's compilers fill it, for the server's life (compiler thread)
         self.variant: str | None = None
         self.latest: dict[str, object] = {}
         self.worker = Worker()
@@ -86,11 +89,11 @@ class RcpServer(LanguageServer):
         :class:`~rcpc.lsp.documents.BadUri` or :class:`CompileError` (``E0901``, ``E0906``,
         ``E0907``, ``E0201``). A workspace whose settings changed gets a new session, the
         open buffers carried over."""
-        ws, real = locate(path_of(uri))
+        ws, real = locate(path_of(uri), self.caches.table(SETTINGS))
         got = self.sessions.get(ws.root)
         if got is None or got.workspace != ws:
             old = got
-            got = self.sessions[ws.root] = Session(ws)
+            got = self.sessions[ws.root] = Session(ws, self.caches)
             for path, text in (old.buffers.items() if old is not None else ()):
                 got.update(path, text)
         return got, real
@@ -344,7 +347,7 @@ def _formatting(ls: RcpServer, params: T.DocumentFormattingParams):
         return None   # rcpc's own file: no workspace writes it
     text = src.text
     try:
-        out = format_source(text, session.workspace.display(real))
+        out = format_source(text, session.workspace.display(real), session.caches)
     except CompileError:
         return None   # the diagnostics say why
     if out == text:

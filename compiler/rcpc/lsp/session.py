@@ -8,7 +8,9 @@ the user sees, saved or not. A buffer is held to the limits the CLI holds a file
 anything parses it (:func:`rcpc.lsp.documents.buffer_problem`); a file that is not open is
 read as the compiler reads any input. An edit to a recipe drops that recipe's cached parse and
 evaluation (:meth:`~rcpc.domain.recipe.Compiler.release`); an edit to a library drops the
-compiler (every recipe that loads the library may change).
+compiler (every recipe that loads the library may change), not what the server's
+:class:`rcpc.core.session.Session` holds (the parse tables, the schemas made, the manifests
+found clean: keyed by their contents, they survive it).
 
 Diagnostics are those of ``rcpc check`` for the file (:func:`rcpc.api.check_file`, the code
 ``check`` runs), and for a library, which ``check`` evaluates but does not lint, those of
@@ -22,6 +24,7 @@ from pathlib import Path
 from rcpc.api import check_file
 from rcpc.core.diagnostics import CompileError, Diagnostic, unique
 from rcpc.core.resolve import resolve
+from rcpc.core.session import Session as Caches
 from rcpc.core.source import Source
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.parser import parse
@@ -35,14 +38,18 @@ from rcpc.lsp.documents import buffer_problem
 
 class Session:
     """Open buffers of one workspace (``workspace``: its settings, as
-    :func:`rcpc.lsp.documents.locate` found them).
+    :func:`rcpc.lsp.documents.locate` found them). ``caches``: the
+    :class:`rcpc.core.session.Session` every compiler made here fills (the server's, kept for
+    its life: the parse tables, the MaxText and Kubernetes schemas made, the manifests found
+    clean survive the compilers an edit drops); default: one of this object's own.
 
     ``buffers`` maps a file's real path to the buffer's text, ``refused`` to the diagnostic
     of a buffer the CLI would not read as a file (too large, not UTF-8). Methods take real
     paths inside the workspace (:class:`~pathlib.Path`, absolute, symlinks resolved)."""
 
-    def __init__(self, workspace: Workspace):
+    def __init__(self, workspace: Workspace, caches: Caches | None = None):
         self.workspace = workspace
+        self.caches = Caches() if caches is None else caches
         self.buffers: dict[Path, str] = {}
         self.refused: dict[Path, Diagnostic] = {}
         self._compiler: Compiler | None = None
@@ -90,7 +97,7 @@ class Session:
     def compiler(self) -> Compiler:
         """The warm compiler, every open buffer laid over its file."""
         if self._compiler is None:
-            self._compiler = Compiler(self.workspace)
+            self._compiler = Compiler(self.workspace, self.caches)
         c = self._compiler
         for real, text in self.buffers.items():
             shown = self.workspace.display(real)
@@ -159,7 +166,7 @@ class Session:
 
     def _partial(self, c: Compiler, real: Path) -> ast.Module | None:
         try:
-            mod = parse(c.source(real))
+            mod = parse(c.source(real), session=self.caches)
         except CompileError:
             return None
         try:

@@ -30,13 +30,17 @@ class EmitError(Exception):
         self.value = value
 
 
-def emit_document(value) -> str:
-    """One YAML document for ``value`` (normally a :class:`Dict`), ending in one newline."""
+def emit_document(value, session=None) -> str:
+    """One YAML document for ``value`` (normally a :class:`Dict`), ending in one newline.
+    ``session``: the :class:`~rcpc.core.session.Session` whose tables (:data:`KEYS`,
+    :data:`BLOCKS`) keep the keys' forms and the large blocks written, for the documents
+    emitted after (default: kept for this document only)."""
     lines: list[str] = []
+    memo = (session.table(KEYS), session.table(BLOCKS)) if session is not None else ({}, {})
     if type(value) is Dict and value.items:
-        _mapping(value, 0, lines)
+        _mapping(value, 0, lines, memo)
     elif type(value) is List and value.items:
-        _sequence(value, 0, lines)
+        _sequence(value, 0, lines, memo)
     else:
         after: list[str] = []
         lines.append(_inline(value, 0, after))
@@ -115,44 +119,47 @@ def _inline(v, indent: int, after: list[str]) -> str:
     raise EmitError(v)
 
 
-# key -> its YAML form: a manifest's keys are few and repeat in every render
-_KEYS: dict[str, str] = {}
+# The session's table (rcpc.core.session.Session.table) of keys written: key -> its YAML form
+# (a manifest's keys are few and repeat in every render)
+KEYS = "rcpc.core.emit.yaml:keys"
 _KEYS_MAX = 1 << 14
 
 
-def _key(k: str) -> str:
-    text = _KEYS.get(k)
+def _key(k: str, keys: dict) -> str:
+    text = keys.get(k)
     if text is None:
         text = k if plain_ok(k) else quoted(k)
-        if len(_KEYS) < _KEYS_MAX:
-            _KEYS[k] = text
+        if len(keys) < _KEYS_MAX:
+            keys[k] = text
     return text
 
 
-# (id(value), indent) -> (the value, its lines): a dict or list of at least _SHARED_SIZE that
-# renders share (a recipe's env list in each of its JobSets) is written once. Values are
-# immutable; the entry keeps its value so that the id is not reused while it lives.
-_BLOCKS: dict = {}
+# The session's table of blocks written: (id(value), indent) -> (the value, its lines): a dict
+# or list of at least _SHARED_SIZE that renders share (a recipe's env list in each of its
+# JobSets) is written once. Values are immutable; the entry keeps its value so that the id is
+# not reused while it lives (as long as the session, at most _BLOCKS_MAX entries).
+BLOCKS = "rcpc.core.emit.yaml:blocks"
 _BLOCKS_MAX = 1 << 12
 _SHARED_SIZE = 64  # smaller blocks cost more to look up and keep than to write again
 
 
-def _block(v, indent: int, out: list[str]) -> None:
+def _block(v, indent: int, out: list[str], memo: tuple) -> None:
     """The lines of a non-empty dict or list at ``indent`` (the lines :func:`_mapping` or
-    :func:`_sequence` write), from :data:`_BLOCKS` when written before."""
+    :func:`_sequence` write), from ``memo[1]`` (the table :data:`BLOCKS`) when written before."""
     if v.size < _SHARED_SIZE:
-        (_mapping if type(v) is Dict else _sequence)(v, indent, out)
+        (_mapping if type(v) is Dict else _sequence)(v, indent, out, memo)
         return
+    blocks = memo[1]
     key = (id(v), indent)
-    hit = _BLOCKS.get(key)
+    hit = blocks.get(key)
     if hit is not None and hit[0] is v:
         out.extend(hit[1])
         return
     start = len(out)
-    (_mapping if type(v) is Dict else _sequence)(v, indent, out)
-    if len(_BLOCKS) >= _BLOCKS_MAX:
-        _BLOCKS.clear()
-    _BLOCKS[key] = (v, out[start:])
+    (_mapping if type(v) is Dict else _sequence)(v, indent, out, memo)
+    if len(blocks) >= _BLOCKS_MAX:
+        blocks.clear()
+    blocks[key] = (v, out[start:])
 
 
 # YAML readers (libyaml, so PyYAML's C loader; go-yaml's scanner) take a simple (implicit) key
@@ -161,11 +168,11 @@ def _block(v, indent: int, out: list[str]) -> None:
 _SIMPLE_KEY_MAX = 1000
 
 
-def _mapping(d: Dict, indent: int, out: list[str]) -> None:
+def _mapping(d: Dict, indent: int, out: list[str], memo: tuple) -> None:
     pad = " " * indent
-    keys = _KEYS
+    keys = memo[0]
     for k, v in d.items.items():
-        key = keys.get(k) or _key(k)
+        key = keys.get(k) or _key(k, keys)
         if len(key) > _SIMPLE_KEY_MAX:
             out.append(f"{pad}? {key}")
             key = ""
@@ -178,7 +185,7 @@ def _mapping(d: Dict, indent: int, out: list[str]) -> None:
         elif t is Dict or t is List:
             if v.items:
                 out.append(f"{pad}{key}:")
-                _block(v, indent + 2, out)
+                _block(v, indent + 2, out, memo)
                 continue
         after: list[str] = []
         out.append(f"{pad}{key}: {_inline(v, indent, after)}")
@@ -186,7 +193,7 @@ def _mapping(d: Dict, indent: int, out: list[str]) -> None:
             out.extend(after)
 
 
-def _sequence(items: List, indent: int, out: list[str]) -> None:
+def _sequence(items: List, indent: int, out: list[str], memo: tuple) -> None:
     pad = " " * indent
     dash = pad + "- "
     inner = indent + 2
@@ -199,7 +206,7 @@ def _sequence(items: List, indent: int, out: list[str]) -> None:
                 continue
         elif (t is Dict or t is List) and v.items:
             start = len(out)
-            _block(v, inner, out)
+            _block(v, inner, out, memo)
             out[start] = dash + out[start][inner:]
             continue
         after: list[str] = []

@@ -29,7 +29,7 @@ from rcpc.core import record
 from rcpc.core.source import Span
 from rcpc.core.source import joined as _joined
 from rcpc.core.syntax.lexer import KEYWORD_NAMES, LexError, scan
-from rcpc.core.syntax.postlex import BadIndent, TooManyTokens
+from rcpc.core.syntax.postlex import BadIndent, TokenCount, TooManyTokens
 from rcpc.core.syntax.tokens import make
 
 
@@ -53,11 +53,13 @@ class FastParser:
     """Parses texts of one :class:`~rcpc.core.source.Source` (the file, whole lines of it, or
     an f-string's replacement fields), building with its own :class:`AstBuilder`.
     ``record``: the list to which each token's offset in the file is appended (``None``: not
-    recorded)."""
+    recorded); ``count``: the parse's :class:`~rcpc.core.syntax.postlex.TokenCount` (default:
+    a new one, at :data:`~rcpc.core.limits.MAX_TOKENS`)."""
 
-    def __init__(self, source, record: list | None = None):
+    def __init__(self, source, record: list | None = None, count: TokenCount | None = None):
         self.source = source
         self.record = record
+        self.count = TokenCount() if count is None else count
         builder = self.builder = AstBuilder()
         builder.source = source
         builder.parse_inner = self._field
@@ -71,7 +73,7 @@ class FastParser:
         saved = builder.base
         builder.base = base
         try:
-            tokens = scan(text, comments, self.record, base)
+            tokens = scan(text, comments, self.record, base, self.count)
             return _Descent(tokens, builder, self._literal, self.source, base).module()
         finally:
             builder.base = saved

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 
-from rcpc.core.syntax import postlex as _postlex
 from rcpc.core.syntax import scan_tables
 from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, indent_at
 from rcpc.core.syntax.tokens import make
@@ -63,12 +62,13 @@ def _kind(tok: str) -> str:
 _CHECK_EVERY = 4096  # tokens scanned between two comparisons of the count with MAX_TOKENS
 
 
-def scan(text: str, comments: list | None, record: list | None, base: int) -> tuple:
+def scan(text: str, comments: list | None, record: list | None, base: int, count) -> tuple:
     """:func:`lex` and :func:`rcpc.core.syntax.postlex.postlex` in one loop, for the fast parser:
     the tokens the grammar reads, ending in ``$END``, as four lists (terminal names, texts,
     start and end offsets in ``text``). ``comments``, ``record`` and ``base`` as in those two
     (``COMMENT`` tokens appended to ``comments``; the offset in the file of each token counted
-    appended to ``record``, in no particular order; tokens counted in ``postlex.TOKENS`` as
+    appended to ``record``, in no particular order; tokens counted in ``count``, the parse's
+    :class:`~rcpc.core.syntax.postlex.TokenCount`, as
     :func:`~rcpc.core.syntax.postlex.postlex` and the parser's comment callback count them:
     not a line break unless after a form feed or backslash-newline, not a trailing comma,
     comments included).
@@ -99,7 +99,7 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
         blank, tok = m.groups()
         if len(types) >= check_at:
             check_at += _CHECK_EVERY
-            if _postlex.TOKENS[0] + len(types) - made - nls - len(trailing) + remarks + broken > _postlex.MAX_TOKENS:
+            if count.n + len(types) - made - nls - len(trailing) + remarks + broken > count.limit:
                 raise TooManyTokens(pos)
         start = pos + len(blank)
         pos = start + len(tok)
@@ -167,9 +167,8 @@ def scan(text: str, comments: list | None, record: list | None, base: int) -> tu
     if pos != len(text):
         raise LexError(pos)
     read = len(types) - made - nls - len(trailing) + remarks + broken
-    counted = _postlex.TOKENS[0] + read
-    _postlex.TOKENS[0] = counted
-    if counted > _postlex.MAX_TOKENS:
+    counted = count.n = count.n + read
+    if counted > count.limit:
         raise TooManyTokens(pos)
     if record is not None:
         for i in trailing:

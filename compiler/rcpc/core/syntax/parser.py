@@ -16,7 +16,9 @@ start-up slower.
 
 Errors: :class:`~rcpc.core.diagnostics.CompileError` with code ``E0001`` (syntax), ``E0002``
 (bad string escape) at the offending ``path:line:col``, naming what was expected in words;
-``E0809`` for a file of more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens.
+``E0809`` for a file of more than :data:`~rcpc.core.limits.MAX_TOKENS` tokens. A parse keeps
+what it reads in objects of its own (:class:`~rcpc.core.syntax.postlex.TokenCount`,
+:class:`ReferenceParser`): parses may nest or interleave.
 """
 
 from __future__ import annotations
@@ -27,14 +29,12 @@ import os
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
-from rcpc.core.limits import MAX_TOKENS
 from rcpc.core.source import Source
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 from rcpc.core.syntax import ast
-from rcpc.core.syntax.postlex import TOKENS as _TOKENS
 from rcpc.core.syntax.postlex import BadIndent as _BadIndent
+from rcpc.core.syntax.postlex import TokenCount
 from rcpc.core.syntax.postlex import TooManyTokens as _TooManyTokens
-from rcpc.core.syntax import postlex as _postlex_module
 from rcpc.core.syntax.postlex import postlex
 from rcpc.core.syntax.descent import DECLINED, FastParser
 from rcpc.core.syntax.lexer import KEYWORD_NAMES
@@ -62,22 +62,6 @@ _PY_KEYWORDS = {
 }
 
 
-_TOKEN_AT: list = [None]  # when a list: each token's offset in the file is appended to it
-_TEXT = [""]  # the text being parsed (the postlexer measures indentation in it)
-
-
-class _Postlex:
-    """lark's postlexer: :func:`rcpc.core.syntax.postlex.postlex` (shared with the fast
-    parser), with lark's tokens."""
-
-    always_accept = ("_NL",)
-
-    def process(self, stream):
-        from lark import Token
-
-        yield from postlex(stream, _TEXT[0], _TOKEN_AT[0], _BUILDER.base, Token.new_borrow_pos)
-
-
 def _cache_path(grammar: str, options: dict) -> str | None:
     """The parse-table cache file for ``grammar`` built with lark ``options``: its name hashes
     the lark and Python versions, the grammar and every option (objects by their class), so
@@ -103,77 +87,93 @@ def _cache_path(grammar: str, options: dict) -> str | None:
     return path
 
 
-class _CommentSink:
-    """The lexer callback for ``COMMENT`` (an ignored terminal): collects the comments of the
-    parse in progress, by offset (a token seen twice, as when an error is retried, counts once); ``None`` while
-    parsing text that is not the file itself (an f-string's replacement field). Counts each
-    comment read as a token, as the postlexer counts the others
-    (:func:`rcpc.core.syntax.postlex.postlex`: raises its ``TooManyTokens`` past the limit)."""
+class ReferenceParser:
+    """lark's LALR parser of ``grammar.lark`` with what one parse at a time keeps: every token
+    kept, the AST built as it reduces (:class:`~rcpc.core.syntax.builder.AstBuilder`, lark's
+    ``transformer=``), comments collected by the ``COMMENT`` callback (:meth:`_comment_token`),
+    the postlexer (:func:`rcpc.core.syntax.postlex.postlex`) fed the text being parsed. The
+    parse tables are loaded from (or saved to) the user cache. The lexer is lark's basic one:
+    the grammar's terminals do not collide (lark checks), so no parser state needs a lexer of
+    its own, and one scanner is compiled instead of one per state (a cold parse of the RL
+    recipe runs 17% fewer instructions, valgrind's count).
+
+    One parse at a time: :func:`parse` takes an idle one from its
+    :class:`~rcpc.core.session.Session` (``session.parsers``) or makes one (~12 ms from the
+    cached tables), and gives it back when done, so a parse started while another runs (a
+    callback's, another thread's) gets its own."""
+
+    always_accept = ("_NL",)  # (lark's postlexer interface)
 
     def __init__(self):
-        self.found: dict | None = None
+        from lark import Lark
 
-    def __call__(self, tok) -> None:
-        _TOKENS[0] += 1
-        if _TOKEN_AT[0] is not None:
-            _TOKEN_AT[0].append(_BUILDER.base + tok.start_pos)
-        if _TOKENS[0] > _postlex_module.MAX_TOKENS:
+        from rcpc.core.syntax.builder import AstBuilder
+
+        self.builder = AstBuilder()
+        self.text = ""        # the text being parsed (the postlexer measures indentation in it)
+        self.token_at: list | None = None  # when a list: each token's offset in the file is appended to it
+        self.count = TokenCount()
+        self.found: dict | None = None  # the comments of the file, by offset; None inside an f-string field
+        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
+        options = dict(parser="lalr", lexer="basic", postlex=self, maybe_placeholders=False, keep_all_tokens=True,
+                       transformer=self.builder, lexer_callbacks={"COMMENT": self._comment_token})
+        cache = _cache_path(grammar, options)
+        try:
+            self.lark = Lark(grammar, cache=cache or False, **options)
+        except OSError:
+            self.lark = Lark(grammar, **options)
+
+    def process(self, stream):
+        """(lark's postlexer) :func:`rcpc.core.syntax.postlex.postlex` with lark's tokens."""
+        from lark import Token
+
+        yield from postlex(stream, self.text, self.token_at, self.builder.base, Token.new_borrow_pos, self.count)
+
+    def _comment_token(self, tok) -> None:
+        """The lexer callback for ``COMMENT`` (an ignored terminal): collects the comments of
+        the parse in progress, by offset (a token seen twice, as when an error is retried,
+        counts once). Counts each comment read as a token, as the postlexer counts the others
+        (raises its ``TooManyTokens`` past the limit)."""
+        count = self.count
+        count.n += 1
+        if self.token_at is not None:
+            self.token_at.append(self.builder.base + tok.start_pos)
+        if count.n > count.limit:
             raise _TooManyTokens(tok.start_pos)
         if self.found is not None:
             self.found.setdefault(tok.start_pos, tok)
 
 
-_PARSER = None
-_BUILDER = None
-_SINK = _CommentSink()
 _KEYWORDS = KEYWORD_NAMES  # words the lexer reads as keywords or literals (if, True, null, ...)
 
 
-def _parser():
-    """The one LALR parser of ``grammar.lark``: every token kept, the AST built as it reduces
-    (:class:`~rcpc.core.syntax.builder.AstBuilder`), comments collected by :class:`_CommentSink`;
-    the parse tables loaded from (or saved to) the user cache. The lexer is lark's basic one:
-    the grammar's terminals do not collide (lark checks), so no parser state needs a lexer of
-    its own, and one scanner is compiled instead of one per state (a cold parse of the RL
-    recipe runs 17% fewer instructions, valgrind's count)."""
-    global _PARSER, _BUILDER
-    if _PARSER is None:
-        from lark import Lark
-
-        from rcpc.core.syntax.builder import AstBuilder
-
-        _BUILDER = AstBuilder()
-        grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-        options = dict(parser="lalr", lexer="basic", postlex=_Postlex(), maybe_placeholders=False, keep_all_tokens=True,
-                       transformer=_BUILDER, lexer_callbacks={"COMMENT": _SINK})
-        cache = _cache_path(grammar, options)
-        try:
-            _PARSER = Lark(grammar, cache=cache or False, **options)
-        except OSError:
-            _PARSER = Lark(grammar, **options)
-    return _PARSER, _BUILDER
-
-
-def parse(source: Source, token_at: list | None = None) -> ast.Module:
+def parse(source: Source, token_at: list | None = None, session=None,
+          tokens: TokenCount | None = None) -> ast.Module:
     """Parse one file into an :class:`ast.Module`, with its comments
     (:attr:`ast.Module.comments`; :func:`rcpc.core.syntax.comments.attached` places them).
     ``token_at``: a list to which the offset of each token read is appended (f-string
-    fields' included), sorted at the end.
+    fields' included), sorted at the end. ``session``: the
+    :class:`~rcpc.core.session.Session` whose idle :class:`ReferenceParser` a parse lark must
+    read may use (default: one made for the parse). ``tokens``: the parse's
+    :class:`~rcpc.core.syntax.postlex.TokenCount` (its limit; the count read, after the parse;
+    default: a new one at :data:`~rcpc.core.limits.MAX_TOKENS`). Re-entrant: what a parse
+    keeps is its own.
 
     The fast parser (:mod:`rcpc.core.syntax.descent`) reads it first; whatever it declines,
     lark's reads again from the start, so errors are lark's.
 
     Raises :class:`CompileError` (``E0001``) for a syntax error, (``E0002``) for a bad escape.
     """
-    _TOKENS[0] = 0
     found: list = []
-    fast = FastParser(source, token_at)
+    tokens = TokenCount() if tokens is None else tokens
+    fast = FastParser(source, token_at, tokens)
     try:
         stmts = fast.statements(source.text, 0, found)
     except DECLINED:
         if token_at is not None:
             del token_at[:]
-        return _parse_lark(source, token_at)
+        tokens.n = 0
+        return _parse_lark(source, token_at, session, tokens)
     finally:
         fast.close()
     if token_at is not None:
@@ -182,23 +182,27 @@ def parse(source: Source, token_at: list | None = None) -> ast.Module:
     return ast.Module(source.path, tuple(stmts), comments, source)
 
 
-def _parse_lark(source: Source, token_at: list | None = None) -> ast.Module:
+def _parse_lark(source: Source, token_at: list | None = None, session=None,
+                tokens: TokenCount | None = None) -> ast.Module:
     """:func:`parse` by lark alone (the reference): with recovery into later statements."""
-    parser, builder = _parser()
-    _TOKENS[0] = 0
-    _SINK.found = found = {}
-    _TOKEN_AT[0] = token_at
+    idle = session.parsers if session is not None else None
+    parser = idle.pop() if idle else ReferenceParser()
+    parser.count = TokenCount() if tokens is None else tokens
+    parser.found = found = {}
+    parser.token_at = token_at
     try:
-        stmts = _parse_text(parser, builder, source, source.text, 0)
+        stmts = _parse_text(parser, source, source.text, 0)
     except _TooLarge:
         raise
     except CompileError as exc:
-        _SINK.found = None
-        _TOKEN_AT[0] = None
-        raise CompileError(exc.diagnostics + _later_syntax_errors(parser, builder, source, exc)) from None
+        parser.found = parser.token_at = None
+        raise CompileError(exc.diagnostics + _later_syntax_errors(parser, source, exc)) from None
     finally:
-        _SINK.found = None
-        _TOKEN_AT[0] = None
+        parser.found = parser.token_at = None
+        parser.text = ""
+        parser.builder.source = None
+        if idle is not None:
+            idle.append(parser)
     if token_at is not None:
         token_at.sort()
     comments = tuple(_comment(source, found[k]) for k in sorted(found))
@@ -218,7 +222,7 @@ _STATEMENT_START = re.compile(r"^[A-Za-z_\[]", re.M)
 MAX_SYNTAX_ERRORS = 20
 
 
-def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> list:
+def _later_syntax_errors(parser: ReferenceParser, source: Source, exc: CompileError) -> list:
     """Syntax errors of the statements after a failed one: the first error of each.
 
     Recovery restarts at the next line that begins at column 1 with a name or '[' (how every
@@ -232,7 +236,7 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
             break
         start = m.start()
         try:
-            _parse_text(parser, builder, source, source.text[start:], start)
+            _parse_text(parser, source, source.text[start:], start)
             break
         except _TooLarge:  # the restarts share the file's token budget: recovery stops there
             break
@@ -244,23 +248,24 @@ def _later_syntax_errors(parser, builder, source: Source, exc: CompileError) -> 
     return found
 
 
-def _parse_text(parser, builder, source: Source, text: str, base: int):
+def _parse_text(parser: ReferenceParser, source: Source, text: str, base: int):
     """The statements of ``text`` (at offset ``base`` of ``source``), built as they parse."""
     from lark.exceptions import UnexpectedInput
 
-    saved = builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0]
+    builder = parser.builder
+    saved = builder.source, builder.base, builder.parse_inner, parser.found, parser.text
     builder.source, builder.base = source, base
-    _TEXT[0] = text
+    parser.text = text
     if base:  # not the file itself: its comments are part of a string
-        _SINK.found = None
-    builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, builder, source, inner, at)
+        parser.found = None
+    builder.parse_inner = lambda inner, at: _parse_fstring_expr(parser, source, inner, at)
     try:
-        return parser.parse(text)
+        return parser.lark.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, source, text, base) from None
     except _TooManyTokens as exc:
         at = base + exc.pos
-        raise _TooLarge(Diagnostic("E0809", f"more than {MAX_TOKENS} tokens in this file",
+        raise _TooLarge(Diagnostic("E0809", f"more than {parser.count.limit} tokens in this file",
                                    source.span(at, at + 1), hint="split it into several files")) from None
     except _BadIndent as exc:
         at = base + exc.pos
@@ -268,15 +273,15 @@ def _parse_text(parser, builder, source: Source, text: str, base: int):
                     hint="a block (a function's, if's or for's body) is indented one level more than its "
                     "header; its lines all alike") from None
     finally:
-        builder.source, builder.base, builder.parse_inner, _SINK.found, _TEXT[0] = saved
+        builder.source, builder.base, builder.parse_inner, parser.found, parser.text = saved
 
 
-def _parse_fstring_expr(parser, builder, source: Source, inner: str, at: int):
+def _parse_fstring_expr(parser: ReferenceParser, source: Source, inner: str, at: int):
     name = inner.strip()
     if name.isidentifier() and name.isascii() and name not in _KEYWORDS:  # most fields: {NAME}
         start = at + inner.index(name)
         return ast.Name(name, source.span(start, start + len(name)))
-    stmts = _parse_text(parser, builder, source, inner, at)
+    stmts = _parse_text(parser, source, inner, at)
     if len(stmts) != 1 or not isinstance(stmts[0], ast.ExprStmt):
         raise error("E0001", "an f-string replacement field must hold one expression",
                     source.span(at, at + len(inner)), hint="compute the value first (X = ...) and write {X}")

@@ -5,8 +5,8 @@ stream in, the stream the grammar (``grammar.lark``) reads out.
 Newlines inside (), [] and {} and at the start are dropped, runs of them merged, and the file
 ends with one; indentation after a line ending in ``:`` becomes ``_INDENT`` and back
 ``_DEDENT`` (a function's, ``if``'s or ``for``'s block); elsewhere at the top level,
-indentation means nothing. The tokens read are counted (:data:`TOKENS`) against
-:data:`~rcpc.core.limits.MAX_TOKENS`: a parse costs microseconds a token, so the count, not
+indentation means nothing. The tokens read are counted (a :class:`TokenCount`, one a parse)
+against :data:`~rcpc.core.limits.MAX_TOKENS`: a parse costs microseconds a token, so the count, not
 the size in bytes, is what bounds it.
 
 What is counted is what a file says, not how it is laid out (docs/language.md, "Limits"):
@@ -28,7 +28,18 @@ _BRACKETS_OPEN = frozenset(("LPAR", "LSQB", "LBRACE"))
 _BRACKETS_CLOSE = frozenset(("RPAR", "RSQB", "RBRACE"))
 _LINE_ENDS = ("_NL", "_INDENT", "_DEDENT")
 
-TOKENS = [0]  # tokens of the file being parsed, f-string fields included (see above: which count)
+
+
+class TokenCount:
+    """The tokens one parse of a file has read (``n``; f-string fields included, see the
+    module's docstring for which count) and its ``limit`` (default: :data:`MAX_TOKENS`, read
+    when the parse starts). One a parse, never shared: two parses interleaved count apart."""
+
+    __slots__ = ("n", "limit")
+
+    def __init__(self, limit: int | None = None):
+        self.n = 0
+        self.limit = MAX_TOKENS if limit is None else limit
 
 
 class TooManyTokens(Exception):
@@ -67,15 +78,15 @@ def indent_at(text: str, pos: int) -> int:
         return len(text[start:i].expandtabs(8))
 
 
-def postlex(stream, text: str, record: list | None, base: int, new_token):
+def postlex(stream, text: str, record: list | None, base: int, new_token, count: TokenCount):
     """The tokens the grammar reads, from the lexer's ``stream`` of ``text`` (the text being
     parsed: indentation is measured in it). ``record``: a list to which each token's offset in
     the file (``base`` + its offset in ``text``) is appended, or ``None``. ``new_token(type,
     value, borrow)`` makes a ``_NL``/``_INDENT``/``_DEDENT`` at ``borrow``'s place (lark's
     ``Token.new_borrow_pos`` or :meth:`rcpc.core.syntax.tokens.Token.new_borrow_pos`).
 
-    Raises :class:`TooManyTokens` past :data:`~rcpc.core.limits.MAX_TOKENS` (counted in
-    :data:`TOKENS`, across the f-string fields of the file: every token but a line break or a
+    Raises :class:`TooManyTokens` past ``count.limit`` (counted in ``count``, the parse's
+    :class:`TokenCount`, across the f-string fields of the file: every token but a line break or a
     trailing comma, see the module's docstring), :class:`BadIndent`."""
     depth = 0
     last = None  # the last token yielded; tokens must not be held back (contextual lexer)
@@ -85,10 +96,10 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
         kind = tok.type
         if kind == "_NL":
             if text and after_blank_break(text, tok.start_pos):
-                _count(tok, record, base)
+                _count(tok, record, base, count)
             if depth == 0 and last is not None and last.type not in _LINE_ENDS:
                 if comma is not None:
-                    _count(comma, record, base)
+                    _count(comma, record, base, count)
                     comma = None
                 opens = last.type == "COLON"
                 last = tok
@@ -102,16 +113,16 @@ def postlex(stream, text: str, record: list | None, base: int, new_token):
                 depth -= 1
             comma = None  # a trailing comma: layout, not counted
         if comma is not None:
-            _count(comma, record, base)
+            _count(comma, record, base, count)
             comma = None
         if kind == "COMMA":
             comma = tok
         else:
-            _count(tok, record, base)
+            _count(tok, record, base, count)
         last = tok
         yield tok
     if comma is not None:
-        _count(comma, record, base)
+        _count(comma, record, base, count)
     if last is not None and depth == 0:
         if last.type not in _LINE_ENDS:
             last = new_token("_NL", "\n", last)
@@ -132,14 +143,14 @@ def after_blank_break(text: str, pos: int) -> bool:
     return i >= 0 and text[i] in "\f\n"
 
 
-def _count(tok, record: list | None, base: int) -> None:
+def _count(tok, record: list | None, base: int, count: TokenCount) -> None:
     """Count ``tok`` (read at its ``start_pos`` in the text, ``base`` in the file) in
-    :data:`TOKENS`, its offset in the file appended to ``record`` (unless ``None``); raise
+    ``count``, its offset in the file appended to ``record`` (unless ``None``); raise
     :class:`TooManyTokens` past the limit."""
-    TOKENS[0] += 1
+    count.n += 1
     if record is not None:
         record.append(base + tok.start_pos)
-    if TOKENS[0] > MAX_TOKENS:
+    if count.n > count.limit:
         raise TooManyTokens(tok.start_pos)
 
 
