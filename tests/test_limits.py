@@ -308,7 +308,7 @@ def test_renders_of_one_recipe_weigh_at_most_max_nodes(ws, monkeypatch):
     emitted = []
     real = renders.MANIFEST.emit
     monkeypatch.setitem(renders._BY_TYPE, Manifest,
-                        record.evolve(renders.MANIFEST, emit=lambda v: emitted.append(v) or real(v)))
+                        record.evolve(renders.MANIFEST, emit=lambda v, session: emitted.append(v) or real(v, session)))
     f = ws.fails('B = [i for i in range(100000)]\n[manifest(name = f"m{i}", apiVersion = "v1", kind = "K", '
                  'data = {"x": B}) for i in range(200)]\n')
     assert f.code == "E0802" and "renders of this recipe" in f.message
