@@ -27,9 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # module -> why its names may still change, and who removes the exclusion
-EXCLUDED_MODULES = {
-    "rcpc.cli": "issue 40: the helper `cli` splits cli.py and removes its _REPORT/_RECORDER/_PROGRESS",
-}
+EXCLUDED_MODULES: dict[str, str] = {}
 # (module, name) -> why it may still change: what remains of issue 40 (docs/architecture.md,
 # "Who owns the caches"). Each is to move to rcpc.core.session.Session or be argued a constant.
 _PROCESS = "a fact of the process's installation or user cache, found once a process (remains)"
