@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
@@ -119,17 +119,62 @@ def test_f5_none_vs_null(ws):
     ("true", "x='true'"), ("False", "x='False'"), ("yes", "x='yes'"), ("no", "x='no'"), ("on", "x='on'"),
     ("null", "x='null'"), ("~", "x='~'"), ("1e-5", "x='1e-5'"), ("0123", "x='0123'"), ("12", "x='12'"),
     ("1_000", "x='1_000'"), ("0x1F", "x='0x1F'"), (".inf", "x='.inf'"), ("12:30", "x='12:30'"),
-    ("2024-01-01", "x='2024-01-01'"), ("a: b", "x='a: b'"), ("x #y", "x='x #y'"), ("[1]", "x='[1]'"),
+    ("2024-01-01", "x=2024-01-01"), ("a: b", "x='a: b'"), ("x #y", "x='x #y'"), ("[1]", "x='[1]'"),
     ("{a}", "x='{a}'"), ("it's", "x=it's"), ("- a", "x='- a'"), ("*ref", "x='*ref'"), ("&a", "x='&a'"),
     ("!tag", "x='!tag'"), ("%x", "x='%x'"), ("@x", "x='@x'"), ("'q'", "x='''q'''"), ('"q"', "x='\"q\"'"),
     (" lead", "x=' lead'"), ("trail ", "x='trail '"), ("a\nb", 'x="a\\nb"'), ("tab\there", 'x="tab\\there"'),
     ("plain-value_1.2/x", "x=plain-value_1.2/x"), ("gs://b/p", "x=gs://b/p"), ("a=b", "x=a=b"),
-    ("=", "x='='"), ("<<", "x='<<'"), ("é", "x='é'"),
+    ("=", "x='='"), ("<<", "x='<<'"), ("é", "x=é"),
+    # strings YAML 1.1 readers other than PyYAML (go-yaml) or YAML 1.2 read as something else,
+    # OmegaConf as the string: bare (reads_plain)
+    ("n", "x=n"), ("Y", "x=Y"), ("08", "x=08"), ("0o17", "x=0o17"), ("0X1F", "x=0X1F"), ("-a", "x=-a"),
+    ("a[b]", "x=a[b]"), ("OFF", "x='OFF'"), ("1e3", "x='1e3'"), (".5", "x='.5'"),
 ])
 def test_strings_reread_as_the_same_string(s, tok):
     argv = [token("x", value_of(s))]
     assert argv == [tok]
     assert same(omegaconf_view(shlex.split(shell_form(argv))), {"x": s})
+
+
+# Strings around every YAML reader's corner: indicators, bools and nulls of YAML 1.1 (PyYAML's
+# and go-yaml's), numbers of 1.1, 1.2 and OmegaConf, timestamps, interpolations.
+_YAMLISH = st.one_of(
+    st.text(alphabet="aZn0189.-+_eExXoO:, #'\"[]{}!&*|>%@`~=<?$\\/", max_size=6),
+    st.sampled_from(["y", "Y", "n", "N", "yes", "No", "ON", "off", "True", "FALSE", "null", "Null", "~", "1e3",
+                     "1E-5", "08", "0o17", "0X1F", "0x1F", "0b101", "1_000", "12:30", ".5", "-.inf", ".NaN",
+                     "2024-01-01", "=", "<<", "---", "...", "None"]),
+    st.text(max_size=4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=_YAMLISH, in_list=st.booleans())
+@example(s="n", in_list=False)  # tokenizer_path=n was written tokenizer_path='n' (import shapes, kind 2)
+@example(s="y", in_list=True)
+@example(s="0:0", in_list=True)
+@example(s="2024-01-01", in_list=False)
+def test_a_string_is_quoted_exactly_when_omegaconf_would_read_it_otherwise(s, in_list):
+    """MaxText's reader is the rule (docs/language.md, How values are written): OmegaConf's
+    from_cli reads every emitted string back as itself, and the string is YAML-quoted only
+    when its bare text would read as something else (a bool, a number, a null, not one
+    scalar). ``None`` is always quoted (F5), a string with a character that is not printable
+    too (shown escaped); ``???`` is OmegaConf's MISSING either way."""
+    from rcpc.domain.emit.flags import FlagValueError, escape_interpolations
+
+    value = value_of([s] if in_list else s)
+    try:
+        tok = token("x", value)
+    except FlagValueError:
+        return  # a lone surrogate, or a string OmegaConf versions read differently (E0317)
+    assume(s != "???")
+    want = [s] if in_list else s
+    assert same(omegaconf_view([tok])["x"], want)
+    bare = escape_interpolations(s)
+    if tok != "x=" + (f"[{bare}]" if in_list else bare) and s != "None" and s.isprintable():
+        try:
+            misread = omegaconf_view(["x=" + (f"[{bare}]" if in_list else bare)])["x"] != want
+        except Exception:  # YAML or OmegaConf refuses the bare text
+            misread = True
+        assert misread, f"{tok!r} is quoted, but OmegaConf reads {bare!r} back as {s!r}"
 
 
 def test_f6_equals_inside_a_value(ws):
@@ -153,7 +198,7 @@ def test_f7_list_value(ws):
 
 def test_list_items_are_quoted_in_flow_context(ws):
     f = flags(ws, '{"x": ["a,b", "c:d", "", "true", 1e-6, None, True, "plain", "s p"], "e": []}')
-    assert f["argv"] == ["x=['a,b','c:d','','true',1e-6,null,True,plain,s p]", "e=[]"]
+    assert f["argv"] == ["x=['a,b',c:d,'','true',1e-6,null,True,plain,s p]", "e=[]"]  # c:d: one scalar
     assert same(omegaconf_view(f["argv"]), {"x": ["a,b", "c:d", "", "true", 1e-06, None, True, "plain", "s p"],
                                             "e": []})
 
@@ -245,8 +290,9 @@ def test_interpolation_syntax_in_a_plain_string_is_literal(ws):
     """Issue 14 item 1: `${` is escaped so MaxText (which resolves) ends with the text."""
     f = flags(ws, r'{"run_name": "cost${", "base_output_directory": "gs://bkt/${table}/runs", '
                   r'"a": "\\${x}", "b": ["${y}"], "c": "$x {y}"}')
-    assert f["argv"] == ["run_name='cost\\${'", "base_output_directory='gs://bkt/\\${table}/runs'",
-                         "a='\\\\\\${x}'", "b=['\\${y}']", "c='$x {y}'"]
+    # plain where OmegaConf reads the text back as it is (docs/language.md), quoted in a list
+    assert f["argv"] == ["run_name=cost\\${", "base_output_directory=gs://bkt/\\${table}/runs",
+                         "a=\\\\\\${x}", "b=['\\${y}']", "c=$x {y}"]
     assert omegaconf_view(shlex.split(f["shell"])) == {"run_name": "cost${", "base_output_directory":
                                                        "gs://bkt/${table}/runs", "a": "\\${x}", "b": ["${y}"],
                                                        "c": "$x {y}"}
@@ -627,5 +673,5 @@ def test_number_literals_in_recipes_reach_omegaconf(tmp_path_factory, layer):
 def test_missing_marker_is_written_as_is(ws):
     """``???`` is OmegaConf's MISSING marker: written as is (a schema check warns, W0312)."""
     f = flags(ws, '{"b": "???"}')
-    assert f["argv"] == ["b='???'"]
+    assert f["argv"] == ["b=???"]
     assert OmegaConf.is_missing(OmegaConf.from_cli(f["argv"]), "b")

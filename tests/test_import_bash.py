@@ -24,6 +24,9 @@ from rcpc.importer.driver import import_manifest, import_shell
 REPO = Path(__file__).resolve().parent.parent
 XPK = sorted((REPO.parent / "shared" / "data" / "tpu-recipes" / "xpk").glob("*.sh"))
 STUCK_WORDS = ["\\\"'${b'", "\\\\'${b'", "a\\\"'b=${b?'"]
+# After a stuck word, a $'...' string: bash.masked does not follow it, so bashlex reads the
+# text as written (the single-quoted ${ masked, the words above parse: test below)
+UNMASKED = " $'q'"
 # the word of the hypothesis example that grew the test process to 23 GB
 REPORTED = ('export A="a1"\nexport B="b2"\n'
             "xpk ${B}\\\\${B}'$' =_ \\'${B}\\\"'b=${b?' '?'X09/aa'\\*?\\{-',%\n")
@@ -100,7 +103,7 @@ def test_any_word_parses_or_fails_located_and_the_parse_ends(words):
 @pytest.mark.parametrize("word", STUCK_WORDS)
 def test_a_word_bashlex_loops_on_is_e1201_at_the_word(word, tmp_path):
     src = tmp_path / "launch.sh"
-    src.write_text(f"export A=1\nxpk {word} --x\n")
+    src.write_text(f"export A=1\nxpk {word} --x{UNMASKED}\n")
     with guard(), pytest.raises(CompileError) as info:
         import_shell(Workspace.find(REPO), src, "launch.sh")
     d = info.value.diagnostics[0]
@@ -110,17 +113,29 @@ def test_a_word_bashlex_loops_on_is_e1201_at_the_word(word, tmp_path):
 
 def test_the_reported_script_is_refused_in_bounded_time(tmp_path):
     src = tmp_path / "w.sh"
-    src.write_text(REPORTED)
+    src.write_text(REPORTED.rstrip("\n") + UNMASKED + "\n")
     with guard(), pytest.raises(CompileError) as info:
         import_shell(Workspace.find(REPO), src, "w.sh")
     assert info.value.diagnostics[0].message.endswith(bash.STUCK)
     assert info.value.diagnostics[0].span.line == 3
 
 
+@pytest.mark.parametrize("word", STUCK_WORDS + ["0='`'", "a'x`'", "b='$(x'", "c'<(a'", "d'~$(`'"])
+def test_words_bashlex_misreads_inside_single_quotes_parse_at_their_offsets(word):
+    """bashlex reads single quotes that do not start a word as unquoted (it loops, or raises a
+    TypeError or an unterminated quote); bash reads their text literally. bash.parse reads
+    them masked (bash.masked): the same words at the same offsets."""
+    text = f"export A=1 # it's\nxpk {word} --x\n"
+    with guard():
+        nodes = bash.parse(text)
+    assert [text[w.pos[0]:w.pos[1]] for w in nodes[-1].parts] == ["xpk", word, "--x"]
+    assert len(bash.masked(text)) == len(text)
+
+
 def test_a_manifest_startup_command_bashlex_loops_on_is_kept_as_text(tmp_path):
     """``rcpc import manifest``: the container's ``bash -c`` text is split with the same
     parser; one it does not finish is kept whole, with W1200, and the import goes on."""
-    cmd = f"python3 -m MaxText.train MaxText/configs/base.yml steps=1 && echo {STUCK_WORDS[1]}"
+    cmd = f"python3 -m MaxText.train MaxText/configs/base.yml steps=1 && echo {STUCK_WORDS[1]}{UNMASKED}"
     src = tmp_path / "job.yaml"
     src.write_text(
         "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: j\nspec:\n  replicatedJobs:\n"
@@ -156,7 +171,7 @@ def test_a_stuck_word_is_stopped_at_its_own_budget_whatever_precedes_it(word, pa
 
     before = {"comment": "#" + "x" * pad + "\n", "commands": "echo a\n" * (pad // 7),
               "word": "echo " + "x" * pad + "\n"}[kind]
-    text = before + f"xpk {word}\n"
+    text = before + f"xpk {word}{UNMASKED}\n"
     with pytest.MonkeyPatch.context() as patch, guard(), pytest.raises(bashlex.errors.ParsingError) as info:
         patch.setattr(bashlex.subst, "_paramexpand", counting)
         bash.parse(text)

@@ -140,6 +140,9 @@ def _word(key: str, how: str, value: str) -> str:
        pad=st.tuples(st.sampled_from(["", " ", "  "]), st.sampled_from(["", " ", "  "])))
 @example(words=[("quoted", "fixed,-224,224"), ("bare", "x")], pad=("", " "))
 @example(words=[("spaced", "a"), ("raw", "b"), ("quoted", "c")], pad=(" ", ""))
+# OmegaConf reads bare n as the string n: the flag set wrote it 'n' (a go-yaml bool), not the input
+@example(words=[("bare", "x"), ("bare", "n")], pad=("", ""))
+@example(words=[("quoted", "Y"), ("bare", "08"), ("raw", "y")], pad=("", ""))
 def test_flag_sets_keep_quoted_and_raw_values(words, pad, tmp_path):
     """``key='v'``, ``key='a b'``, ``key=${DIR}/v*.x`` and spaces around the words: the blob is
     a flag set (never a string kept for review), its shell form the words as written."""

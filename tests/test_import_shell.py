@@ -334,7 +334,7 @@ def test_bad_shell_is_located_and_writes_nothing(text, code, tmp_path, monkeypat
 # Words of a command line as a shell author writes them: plain text, single quotes, double
 # quotes with escapes, backslashes, $NAME and ${NAME} of the script's params.
 _PLAIN = st.text(alphabet="abcXYZ019-_=:,./+@%", min_size=1, max_size=6)
-_SQ = st.text(alphabet="ab $\"\\*?{}=-", max_size=6).map(lambda s: "'" + s + "'")
+_SQ = st.text(alphabet="ab $\"\\*?{}=-`<()~", max_size=6).map(lambda s: "'" + s + "'")
 _DQ = st.lists(st.one_of(st.text(alphabet="ab '{}=-,*?", min_size=1, max_size=4),
                          st.sampled_from(["\\$", "\\\\", '\\"', "\\`", "\\a", "$A-", "${B}", "\\\n"])),
                max_size=4).map(lambda xs: '"' + "".join(xs) + '"')
@@ -348,6 +348,9 @@ WORDS = st.lists(st.lists(st.one_of(_PLAIN, _SQ, _DQ, _BS, _REF), min_size=1, ma
 @given(words=WORDS)
 # bashlex looped on this one and the test process grew to 23 GB (the words of the report)
 @example(words=["${B}\\\\${B}'$'", "=_", "\\'${B}\\\"'b=${b?'", "'?'X09/aa'\\*?\\{-',%"])
+# bashlex raised a TypeError on the render 0='`' (a quote that does not start the word)
+@example(words=['0"=\\`"'])
+@example(words=["a'`'", "b='$(x'", "c'<(a'"])
 def test_any_quoting_of_words_imports_equal_to_bash(words, tmp_path):
     """The importer's quote removal is bash's: for any quoting of the words (params A and B
     as $A and ${B}), the recipe's command line is the one bash runs (the import proves it;

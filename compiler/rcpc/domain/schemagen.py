@@ -14,7 +14,7 @@ Inputs (read as data; nothing of MaxText, pydantic or jax is imported):
   choices); a field with a ``field_validator(..., mode="before")`` is ``validated`` (its input
   is converted by MaxText's own code first, so rcpc does not type it).
 * ``base.yml`` — the defaults MaxText starts from, read as MaxText reads it (OmegaConf: YAML 1.1
-  plus OmegaConf's float resolver, :func:`rcpc.domain.schema.yaml_loader`).
+  plus OmegaConf's float resolver, :func:`rcpc.domain.emit.flags.yaml_loader`).
 * ``models/*.yml`` — the per-model configs ``model_name=X`` loads, read the same way.
 * MaxText's refusals: those of types.py's validators (:mod:`rcpc.domain.refusals`) and those
   modelled by hand (:mod:`rcpc.domain.refusal_rules`), located by their text in the file each
@@ -45,7 +45,7 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
-from rcpc.domain.emit.flags import OMEGACONF_FLOAT
+from rcpc.domain.emit.flags import yaml_loader
 from rcpc.domain.refusal_rules import RULES, custom_rule_refusals, located
 from rcpc.domain.refusals import contradicts, extract
 
@@ -501,20 +501,6 @@ def _union(parts: list) -> dict:
             if q not in out:
                 out.append(q)
     return out[0] if len(out) == 1 else {"type": "union", "of": out}
-
-
-def yaml_loader():
-    """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver: MaxText's YAML."""
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc, valid-type]
-        pass
-
-    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in base.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", OMEGACONF_FLOAT, list("-+0123456789."))
-    return Loader
 
 
 def read_yaml(path: Path, shown: str, span: Span | None = None, read=None) -> dict:

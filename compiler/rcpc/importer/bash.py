@@ -13,6 +13,16 @@ On the 15 XPK recipes of ``../shared/data`` the parser makes at most 5 calls per
 and 100,000 more, about a second of the parser's time on a stuck word. Command substitutions
 nested ``$(...)`` inside each other cost more per character the deeper they go (bashlex
 parses each level again): up to about 50 levels fit.
+
+bashlex 0.18 also reads the text of single quotes that do not start a word as if unquoted:
+``bashlex.subst._expandwordinternal`` looks for the closing quote from the opening one, so
+``k='`'`` (bash: the word ``k=```) fails with a ``TypeError`` (its own "no closing `"
+error built wrongly), ``k='$(x'`` and ``k='<(x'`` as an unterminated quote, and ``k='${'``
+never returns (above). bash takes everything inside single quotes literally, so when bashlex
+fails, :func:`parse` tries once more with :func:`masked` text: those characters replaced
+inside single quotes, every offset unchanged. The importer and its interpreter read each
+word from the script's own text at bashlex's offsets (:func:`rcpc.importer.interpret.units`),
+never from bashlex's expansion of it.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ import sys
 CALLS_PER_CHAR = 100
 BASE_CALLS = 100_000
 STUCK = "the shell parser (bashlex) does not finish on this word"
+# What bashlex's word expansion and lexer read inside single quotes that do not start a word
+# (expansions, quotes, escapes, process substitutions, tildes): masked by :func:`masked`.
+MASKED = frozenset("$`\\\"<>(){}~")
 
 
 def budget(text: str) -> int:
@@ -34,11 +47,65 @@ def parse(text: str) -> list:
     (which bashlex lacks) a :class:`rcpc.importer.shcase.Case` node whose arms' commands are
     bashlex's. Raises what bashlex raises for text it cannot parse, and
     ``bashlex.errors.ParsingError`` (message :data:`STUCK`, ``position`` the offset of the
-    word it was expanding, else 0) past :func:`budget` calls. A trace function set before (a
-    debugger, coverage) is suspended meanwhile and restored."""
+    word it was expanding, else 0) past :func:`budget` calls. Text bashlex fails on is parsed
+    once more :func:`masked` (its nodes' offsets are the text's; a word node's ``word``, bashlex's
+    expansion, then has ``_`` for the masked characters); when that fails too, the first error
+    is raised. A trace function set before (a debugger, coverage) is suspended meanwhile and
+    restored."""
+    try:
+        return _parse_cases(text)
+    except Exception as exc:  # bashlex's errors, and its own faults (TypeError) on words it misreads
+        other = masked(text)
+        if other is None:
+            raise
+        try:
+            return _parse_cases(other)
+        except Exception:
+            raise exc from None
+
+
+def _parse_cases(text: str) -> list:
     from rcpc.importer import shcase
 
     return shcase.parse(text, _parse) if "case" in text else _parse(text)
+
+
+def masked(text: str) -> str | None:
+    """``text`` with each character of :data:`MASKED` inside single quotes replaced by ``_``
+    (bash(1) QUOTING: single quotes preserve every character; the quotes, the words and every
+    offset stay as they are), or None when nothing is masked or the text holds what this
+    reading of quotes does not follow: a here-document, a backquote outside single quotes,
+    ``$(`` inside double quotes, ``$'...'``, a quote not closed. A ``#`` starting a word
+    comments out the rest of its line."""
+    out, i, n, dq = list(text), 0, len(text), False
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if dq:
+            if c == '"':
+                dq = False
+            elif c == "`" or text.startswith("$(", i):
+                return None
+        elif c == '"':
+            dq = True
+        elif c == "'":
+            close = text.find("'", i + 1)
+            if close < 0 or (i > 0 and text[i - 1] == "$"):
+                return None
+            for k in range(i + 1, close):
+                out[k] = "_" if text[k] in MASKED else out[k]
+            i = close
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+            continue
+        elif c == "`" or text.startswith("<<", i):
+            return None
+        i += 1
+    other = "".join(out)
+    return None if dq or other == text else other
 
 
 def _parse(text: str) -> list:

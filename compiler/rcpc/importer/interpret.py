@@ -256,8 +256,8 @@ def run(text: str, programs, globbed: list | None = None) -> list[list[str]]:
     """The command lines (lists of words) bash would run for the launch ``programs`` (a
     container of names) when it runs the script ``text``, in order; nothing is run. Raises
     :class:`Unsupported` for what the module docstring does not list, and for text bashlex
-    cannot parse (bashlex 0.18 fails on some words bash reads, such as a backquote inside
-    single quotes). ``globbed``: keep glob characters of unquoted expansions in a command's
+    cannot parse (:func:`rcpc.importer.bash.parse` reads the words bashlex 0.18 misreads
+    inside single quotes; what it still cannot read, such as a here-document, is refused). ``globbed``: keep glob characters of unquoted expansions in a command's
     words as written, listing them there (:func:`fields`)."""
     state = _State(text, programs)
     state.globbed = globbed

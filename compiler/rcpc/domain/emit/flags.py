@@ -8,9 +8,10 @@ that this reading gives back exactly the recipe's value:
 * bools, ints and floats in their source spelling (``True`` stays ``True``, ``1e-6`` stays
   ``1e-6``) when that reads back as the same number, else canonically (``0123`` → ``123``);
   None/null as ``null``;
-* a string plain when YAML reads it back as the same string, else YAML-quoted inside the
-  token (``profiler=''``, ``run_name='sweep #3'``, ``x='true'``); every ``=`` after the
-  first is kept verbatim;
+* a string plain when OmegaConf reads it back as the same string (:func:`reads_plain`: PyYAML
+  with OmegaConf's loader, so ``n``, ``y``, ``08``, ``0o17`` and ``-a`` stay bare, while
+  ``x='true'``, ``x='on'``, ``x='1e3'`` are quoted), else YAML-quoted inside the token
+  (``profiler=''``, ``run_name='sweep #3'``); every ``=`` after the first is kept verbatim;
 * a list in YAML flow form without spaces (``checkpoint_steps=[5,9]``), lists of lists too
   (``data_sharding=[[data,fsdp]]``); a dict as a YAML flow mapping (``m={a: 1, b: [x]}``);
 * a string is literal: OmegaConf resolves ``${...}`` interpolations in every string value
@@ -24,6 +25,7 @@ a ``key=value`` token is quoted, not the whole token (``prompt='a b.'``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rcpc.core.emit.scalars import plain_ok, quoted
@@ -95,13 +97,62 @@ def _readable(v) -> str:
     return escape_interpolations(s)
 
 
+def yaml_loader():
+    """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver and without the timestamp
+    resolver (``2024-01-01`` stays a string): MaxText's YAML, as OmegaConf reads a config file
+    and each ``from_cli`` value (``get_yaml_loader``: omegaconf/_utils.py in 2.3,
+    omegaconf/_yaml.py in 2.4; basecontainer.py ``merge_with_dotlist``: ``yaml.load(value, ...)``)."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in base.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", OMEGACONF_FLOAT, list("-+0123456789."))
+    Loader.yaml_implicit_resolvers = {k: [(tag, r) for tag, r in v if tag != "tag:yaml.org,2002:timestamp"]
+                                      for k, v in Loader.yaml_implicit_resolvers.items()}
+    return Loader
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def reads_plain(s: str, in_list: bool = False) -> bool:
+    """True when OmegaConf's ``from_cli`` reads the value text ``s`` (``in_list``: an item of
+    a flow sequence or a value of a flow mapping) back as the string ``s``: plain ``n``,
+    ``y``, ``08``, ``0X1F``, ``-a``, ``2024-01-01`` (OmegaConf reads no timestamps); not
+    ``on``, ``yes``, ``1e3``, ``null`` (YAML 1.1 bools, OmegaConf's floats, nulls), nor text
+    that is not one plain scalar (``a: b``, ``'x``). A string that is not
+    :meth:`str.isprintable` (a tab, a control character) is not plain either: its quoted
+    form shows it escaped. :func:`rcpc.core.emit.scalars.plain_ok` (every reader's plain
+    strings) answers without PyYAML; the rest is asked of PyYAML with :func:`yaml_loader`,
+    as OmegaConf asks it."""
+    if not s or not s.isprintable():
+        return False  # '' is null
+    if plain_ok(s) and not (in_list and ("," in s or ":" in s)):
+        return True
+    import yaml
+
+    try:
+        if not in_list:
+            got = yaml.load(s, Loader=_LOADER())
+            return type(got) is str and got == s
+        items, mapping = (yaml.load(text, Loader=_LOADER()) for text in (f"[{s}]", f"{{k: {s}}}"))
+    except (yaml.YAMLError, ValueError):  # not YAML; a resolved number float() refuses
+        return False
+    return items == [s] and type(items[0]) is str and mapping == {"k": s} and type(mapping["k"]) is str
+
+
+_LOADER = functools.cache(yaml_loader)
+
+
 def value_text(v, in_list: bool = False) -> str:
     """The YAML text of a flag value, as it appears after ``key=``. ``in_list``: inside a
     flow collection. :class:`FlagValueError` for a value with no flag form."""
     t = type(v)
     if t is Str:
         s = _readable(v)
-        if plain_ok(s) and s not in _QUOTE_ALWAYS and not (in_list and ("," in s or ":" in s)):
+        if s not in _QUOTE_ALWAYS and reads_plain(s, in_list):
             return s
         return quoted(s)
     if t is Int:
