@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import output_tree
+from conftest import examples, output_tree
 from rcpc import output
 from rcpc.core.diagnostics import CompileError
 
@@ -41,7 +41,7 @@ def _outcome(out: Path, builds: list, compared) -> tuple:
 
 
 @given(first=BUILD, changes=CHANGES, mutations=st.lists(MUTATION, max_size=4), racy=st.booleans())
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150, 50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_publish_with_a_comparison_made_earlier_does_what_it_does_without(tmp_path_factory, monkeypatch, first,
                                                                          changes, mutations, racy):
     second = {**first, **changes}  # mostly unchanged, as in a rebuild

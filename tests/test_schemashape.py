@@ -23,6 +23,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from rcpc.domain import kube_schema, schemashape
 from rcpc.domain.kube_schema import SchemaIndex, check_schema
 from rcpc.domain.manifests import load_manifests
@@ -154,9 +155,18 @@ WITNESSES = {
 }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def _with_witnesses(test):
+    """``test`` with each keyword's witness (:data:`WITNESSES`) as an explicit example."""
+    for case in WITNESSES.values():
+        test = example(case)(test)
+    return test
+
+
+# The ci profile draws 100 random schemas (default runs 300) beside every keyword's witness.
+@settings(max_examples=examples(300, 100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(pairs())
-@example(WITNESSES["pattern"])
+@_with_witnesses
 @example(({"type": "object", "properties": {"a": {"x-kubernetes-int-or-string": True, "pattern": "^[0-9]+$"}}},
           {"a": "1"}, {"a": "x"}))
 def test_one_shape_one_validity(case):
