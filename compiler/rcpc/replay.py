@@ -116,10 +116,13 @@ def _stat(path: str) -> tuple:
 
 def listing(directory: str) -> tuple | None:
     """The sorted entry names of ``directory`` (a symlink as ``name -> target``), or None
-    when it does not exist or is not a directory."""
+    when it does not exist or is not a directory. ``__pycache__`` is left out: Python makes it
+    when it first imports a module of the directory (rcpc's package on a fresh checkout, a
+    parallel test's import), and nothing rcpc reads is in it."""
     try:
         with os.scandir(directory) as it:
-            names = [e.name + " -> " + os.readlink(e.path) if e.is_symlink() else e.name for e in it]
+            names = [e.name + " -> " + os.readlink(e.path) if e.is_symlink() else e.name for e in it
+                     if e.name != "__pycache__"]
     except (FileNotFoundError, NotADirectoryError):
         return None
     names.sort()
