@@ -63,7 +63,7 @@ def literal(v) -> str:
 def port_flags(name: str) -> dict:
     """The effective flags of a port's ``MAXTEXT_FLAGS``, made valid for the pinned MaxText."""
     from rcpc.core.values import to_python
-    from rcpc.domain.maxtext import resolved
+    from rcpc.domain.maxtext.flagset import resolved
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.workspace import Workspace
 
@@ -260,7 +260,7 @@ def prepare(workdir: Path, cases: list) -> tuple[list, list, list]:
     the launches rcpc finds in its renders. Returns ``(rows, truth, found)``."""
     from rcpc.core.diagnostics import CompileError
     from rcpc.domain.launches import launches
-    from rcpc.domain.maxtext import argv
+    from rcpc.domain.maxtext.flagset import argv
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.tpu import tpu_slice
     from rcpc.domain.workspace import Workspace
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="judge only the first N mutations (0: all)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
-    from rcpc.domain.schema import BUILTIN_PATH, load_schema
+    from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
     from rcpc.oracle import Oracle, package_digest
 
     schema = load_schema(BUILTIN_PATH, None, "builtin:maxtext")

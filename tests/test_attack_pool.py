@@ -1,4 +1,4 @@
-"""Attacks on the ``-j`` worker pool (:func:`rcpc.pool.run`) as a reviewer who
+"""Attacks on the ``-j`` worker pool (:func:`rcpc.build.pool.run`) as a reviewer who
 did not write it: a worker that ends at any byte of a result it is sending."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcpc import pool
+from rcpc.build import pool
 
 ITEMS = [f"f{i}" for i in range(6)]
 
@@ -62,7 +62,7 @@ def test_a_worker_killed_while_sending_a_result_loses_only_that_item(victim, siz
 
 STOPPED_WORKER = """
 import multiprocessing, os, signal, sys
-from rcpc import pool
+from rcpc.build import pool
 
 moment, sig = sys.argv[1], getattr(signal, sys.argv[2])
 stopping_r, stopping_w = os.pipe()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rcpc import output, replay
+from rcpc.build import output, replay
 from rcpc.__main__ import run
 
 PAST = time.time() - 3600
@@ -124,7 +124,7 @@ def test_a_closed_standard_stream_is_no_traceback(cached_ws, form, argv, closed,
 
 DYING_WORKER = """
 import os, sys
-from rcpc import parallel
+from rcpc.build import parallel
 real = parallel._work
 def work(path):
     if path.name == "r7.rcp":

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import output_tree
-from rcpc import parallel
+from rcpc.build import parallel
 from rcpc.core import evaluate
 from rcpc.cli import main
-from rcpc.parallel import MIN_PARALLEL
+from rcpc.build.parallel import MIN_PARALLEL
 
 BUDGET = 40  # MAX_STEPS for these tests, so a recipe's steps stay small
 LIB = "lib/l.rcp"

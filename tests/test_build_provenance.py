@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import rcpc.parallel
+import rcpc.build.parallel
 from rcpc.api import Workspace as Api
 from rcpc.cli import main
 from rcpc.core.diagnostics import CompileError
@@ -136,14 +136,14 @@ def test_a_values_file_changed_while_it_was_built_is_refused(tmp_path, monkeypat
     values = tmp_path / "v.toml"
     values.write_text("STEPS = 5\n")
     Api(tmp_path).build(values=[str(values)])  # fills the build cache
-    compile_recipes = rcpc.parallel.compile_recipes
+    compile_recipes = rcpc.build.parallel.compile_recipes
 
     def then_edit(*args, **kwargs):
         result = compile_recipes(*args, **kwargs)  # from the cache: this process read nothing
         values.write_text("STEPS = 6\n")
         return result
 
-    monkeypatch.setattr(rcpc.parallel, "compile_recipes", then_edit)
+    monkeypatch.setattr(rcpc.build.parallel, "compile_recipes", then_edit)
     with pytest.raises(CompileError) as info:
         Api(tmp_path).build(values=[str(values)])
     d = info.value.diagnostics[0]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import rcpc.cache
+import rcpc.build.cache
 from conftest import CACHED_RECIPE as RECIPE
 from rcpc.cli import main
 
@@ -65,7 +65,7 @@ def test_params_and_variants_are_part_of_the_key(wsc):
 def test_a_new_rcpc_rebuilds(wsc, monkeypatch):
     root, calls = wsc
     build()
-    monkeypatch.setattr(rcpc.cache, "code_fingerprint", lambda: "another rcpc")
+    monkeypatch.setattr(rcpc.build.cache, "code_fingerprint", lambda: "another rcpc")
     build()
     assert len(calls) == 2
 
@@ -162,7 +162,7 @@ def test_a_recipe_of_every_render_kind_is_served_from_the_cache(wsc, kind):
     from rcpc.domain.renders import KINDS
 
     root, calls = wsc
-    assert set(rcpc.cache._RENDER_SUFFIXES) == {k.suffix for k in KINDS}
+    assert set(rcpc.build.cache._RENDER_SUFFIXES) == {k.suffix for k in KINDS}
     render = {"flag_file": 'flag_file(name = "more", flags = maxtext_flags({"steps": 3}))\n',
               "manifest": 'manifest(name = "more", apiVersion = "v1", kind = "ConfigMap", data = {})\n',
               "command_file": 'command_file(name = "more", argv = ["echo", "hi"])\n'}[kind]

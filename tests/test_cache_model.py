@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.domain.recipe import Compiler
 
 RECIPE_A = '''load("//recipes/lib/cur.rcp", "LR")

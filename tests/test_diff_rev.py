@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc import review, revision
+from rcpc.review import report as review, revision
 from rcpc.cli import main
 from rcpc.core.diagnostics import CompileError
 

@@ -1,10 +1,10 @@
 """The fast paths of the render checks and emitters agree with the straightforward code they
 replace, over a value space.
 
-* :func:`rcpc.domain.kube._walk` visits only dicts and lists and checks a dict only when a
-  rule may apply (:data:`~rcpc.domain.kube._RULE_KEYS`, ``_RULE_STEPS``);
-  :func:`rcpc.domain.kube_schema._walk_lists` skips scalars and values whose schema marks
-  no list type below (:func:`~rcpc.domain.kube_schema._marks_lists`, memoized per schema
+* :func:`rcpc.domain.kube.rules._walk` visits only dicts and lists and checks a dict only when a
+  rule may apply (:data:`~rcpc.domain.kube.rules._RULE_KEYS`, ``_RULE_STEPS``);
+  :func:`rcpc.domain.kube.schema._walk_lists` skips scalars and values whose schema marks
+  no list type below (:func:`~rcpc.domain.kube.schema._marks_lists`, memoized per schema
   node). Reference: the walks as they were, visiting every value and checking every dict.
   Both remember large values found clean (the session's tables ``kube.CLEAN`` and
   ``kube_schema.CLEAN``, by identity, last path step, metadata and schema node). Manifests are drawn along the bundled JobSet schema (so that pod specs,
@@ -19,7 +19,7 @@ replace, over a value space.
   Reference: the walk with no memo, over manifests drawn along the JobSet schema.
 * :func:`rcpc.core.values._check_size` adds the items' weights in a loop. Reference:
   ``1 + sum(weight(item))``, on every container of a value (shared ones too).
-* :func:`rcpc.domain.emit.flags.value_text` finds a lone surrogate with a regex. Reference:
+* :func:`rcpc.domain.maxtext.emit.value_text` finds a lone surrogate with a regex. Reference:
   the first one a character-by-character scan finds.
 * :func:`rcpc.core.emit.yaml.emit_document` memoizes keys and the lines of large dicts and
   lists by identity and indent, and writes plain strings without going through ``_inline``.
@@ -44,10 +44,11 @@ from rcpc.core.syntax import ast
 from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, text_of, type_name, weight
-from rcpc.domain import kube, kube_schema, launch
-from rcpc.domain.emit import flags
+from rcpc.domain import launch
+from rcpc.domain.kube import rules as kube, schema as kube_schema
+from rcpc.domain.maxtext import emit as flags
 from rcpc.domain.tpu import tpu_slice
-from rcpc.domain.kube_paths import CONTAINER_LISTS
+from rcpc.domain.kube.paths import CONTAINER_LISTS
 from test_yaml_emit import DOCS
 from conftest import Ws, value_of
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import Ws
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.values import Str
-from rcpc.domain.emit.flags import shell_quote, token
+from rcpc.domain.maxtext.emit import shell_quote, token
 
 FLAGS = 'F = maxtext_flags({"steps": 10, "run_name": "a b", "tokenizer_path": "<path>"})\n'
 FRAGMENTS = ["steps", "=", " ", "10", "a b", "'a b'", "<path>", "'<path>'", "run", "x", "", "steps=10 "]

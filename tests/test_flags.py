@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from conftest import SPAN, Ws, examples, rcp_string, same, spelled, value_of
-from rcpc.domain import maxtext
+from rcpc.domain.maxtext import flagset as maxtext
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain.emit.flags import flag_file, shell_form, shell_quote, token
+from rcpc.domain.maxtext.emit import flag_file, shell_form, shell_quote, token
 from rcpc.core.values import to_python
 
 FLAGS_RENDER = 'flag_file(name = "f", flags = F)\n'
@@ -158,7 +158,7 @@ def test_a_string_is_quoted_exactly_when_omegaconf_would_read_it_otherwise(s, in
     when its bare text would read as something else (a bool, a number, a null, not one
     scalar). ``None`` is always quoted (F5), a string with a character that is not printable
     too (shown escaped); ``???`` is OmegaConf's MISSING either way."""
-    from rcpc.domain.emit.flags import FlagValueError, escape_interpolations
+    from rcpc.domain.maxtext.emit import FlagValueError, escape_interpolations
 
     value = value_of([s] if in_list else s)
     try:

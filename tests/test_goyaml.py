@@ -192,7 +192,7 @@ def test_a_plain_key_kubectl_sends_as_other_text_is_a_warning(key, quoted):
     and kubectl sends as other text (``yes`` as ``true``, ``0x10`` as ``16``); ``1`` stays
     ``1``, a quoted key is its text, and nothing else changes what is read."""
     from rcpc.core.diagnostics import CompileError
-    from rcpc.domain.manifests import parse_manifests
+    from rcpc.domain.kube.manifests import parse_manifests
 
     written = f'"{key}"' if quoted else key
     warnings: list = []
@@ -236,7 +236,7 @@ def test_explicit_tags(cli, ws):
 def test_kubectl_reads_back_what_rcpc_writes(tmp_path_factory, data):
     """Every string document the emitter writes reads back, as kubectl reads it, as the same
     strings (keys included)."""
-    from rcpc.domain.manifests import load_manifests
+    from rcpc.domain.kube.manifests import load_manifests
 
     value = _value({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
     path = tmp_path_factory.getbasetemp() / "kubectl-reads-back.yaml"
@@ -261,7 +261,7 @@ def test_an_imported_placeholder_default_is_a_string_to_kubectl(name):
 
 # --- merges, tags and document cutting as kubectl reads them ----------------------------------
 def _read(text):
-    from rcpc.domain.manifests import parse_manifests
+    from rcpc.domain.kube.manifests import parse_manifests
 
     return [to_python(d) for d in parse_manifests(text, "m.yaml")]
 
@@ -437,7 +437,7 @@ def test_kubectl_reads_every_document_rcpc_writes(data):
     long keys) the emitter writes reads back, as kubectl reads it, as the same value. A key of
     more than 1024 characters was written as a simple key, which no YAML reader takes (libyaml
     and go-yaml: "could not find expected ':'")."""
-    from rcpc.domain.manifests import parse_manifests
+    from rcpc.domain.kube.manifests import parse_manifests
 
     value = _value({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
     docs = parse_manifests(emit_document(value), "m.yaml")

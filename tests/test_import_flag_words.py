@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain.emit.flags import shell_quote
+from rcpc.domain.maxtext.emit import shell_quote
 from rcpc.domain.lint import lint
 from rcpc.domain.workspace import Workspace
 from rcpc.importer import proof

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from conftest import run_bash_stubbed
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.source import Span
-from rcpc.domain.maxtext import argv as flag_argv
+from rcpc.domain.maxtext.flagset import argv as flag_argv
 from rcpc.domain.tpu import GENERATIONS, _topologies, accelerator_type, accelerator_type_name, device_type_name, \
     tpu_slice
 from rcpc.domain.workspace import Workspace

@@ -22,7 +22,7 @@ from rcpc.cli import main
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.domain.lint import lint
-from rcpc.domain.maxtext import argv as flag_argv
+from rcpc.domain.maxtext.flagset import argv as flag_argv
 from rcpc.domain.workspace import Workspace
 from rcpc.importer import bash, proof, shell, shell_library
 from rcpc.importer.command import split

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.cli import main
-from rcpc.domain.kube_schema import builtin_jobset_schema
-from rcpc.domain.manifests import load_manifests
+from rcpc.domain.kube.schema import builtin_jobset_schema
+from rcpc.domain.kube.manifests import load_manifests
 from rcpc.importer import fields, proof
 
 REPO = Path(__file__).resolve().parents[1]

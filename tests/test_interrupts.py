@@ -169,7 +169,7 @@ def _waiting_workers(ws: Path, tmp_path: Path, count: int, points: str = "worker
     returns (process, {point: [pids]}, go, every) once ``expect`` reports came: ``go()``
     lets them all go on; ``every()`` adds the points reached later, read to the end (when
     every process has ended): a handshake, not a wait."""
-    from rcpc.parallel import MIN_PARALLEL_BYTES
+    from rcpc.build.parallel import MIN_PARALLEL_BYTES
 
     pad = "# padding: enough source for the -j policy to start workers\n" * (MIN_PARALLEL_BYTES // 50 // (count - 1))
     for i in range(count):

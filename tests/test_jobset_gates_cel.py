@@ -1,5 +1,5 @@
-"""JobSet rules of issue 38 (kind 4): the CRD's CEL rules (E1016, ``rcpc.domain.jobset_cel``)
-and the webhook's feature-gated rules (E1011, ``rcpc.domain.jobset``), the gates named in
+"""JobSet rules of issue 38 (kind 4): the CRD's CEL rules (E1016, ``rcpc.domain.kube.jobset_cel``)
+and the webhook's feature-gated rules (E1011, ``rcpc.domain.kube.jobset``), the gates named in
 rcp.toml's ``jobset_feature_gates``.
 
 Sources: the JobSet CRD (``../shared/data/jobset/jobset.x-k8s.io_jobsets.yaml``: its
@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain import jobset, jobset_cel
+from rcpc.domain.kube import jobset, jobset_cel
 
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
@@ -124,7 +124,7 @@ def test_gates_key_the_validation_cache(tmp_path, monkeypatch):
     the gates)."""
     from tests.conftest import Ws
 
-    from rcpc.domain import schemacache
+    from rcpc.domain.kube import schemacache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)

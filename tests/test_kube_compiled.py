@@ -1,9 +1,9 @@
-"""The compiled JobSet validator (:mod:`rcpc.domain.kube_compiled`) changes nothing but the
+"""The compiled JobSet validator (:mod:`rcpc.domain.kube.compiled`) changes nothing but the
 time: over mutations of every JobSet the bundled recipes render and of the published TPU
 manifests (a leaf replaced by a value of any JSON type, a field removed, an unknown field
-added, at any depth), :func:`rcpc.domain.kube_schema.check_schema` gives the same diagnostics
+added, at any depth), :func:`rcpc.domain.kube.schema.check_schema` gives the same diagnostics
 (code, message, span, hint) with the compiled validator as with jsonschema alone, with
-``strict_crd`` or not; and the generated module is what ``python -m rcpc.domain.kube_codegen``
+``strict_crd`` or not; and the generated module is what ``python -m rcpc.domain.kube.codegen``
 writes today."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.api import Workspace
-from rcpc.domain import kube_codegen, kube_compiled, kube_schema
-from rcpc.domain.kube_schema import SchemaIndex, check_schema
-from rcpc.domain.manifests import load_manifests
+from rcpc.domain.kube import codegen as kube_codegen, compiled as kube_compiled, schema as kube_schema
+from rcpc.domain.kube.schema import SchemaIndex, check_schema
+from rcpc.domain.kube.manifests import load_manifests
 
 REPO = Path(__file__).resolve().parents[1]
 JOBSET = REPO / "compiler" / "rcpc" / "domain" / "schemas" / "jobset.json"
@@ -148,7 +148,7 @@ def test_another_schema_is_not_served_by_the_compiled_validator():
 
 
 def test_the_generated_module_is_current():
-    """``python -m rcpc.domain.kube_codegen --check``: the module is what the generator writes
+    """``python -m rcpc.domain.kube.codegen --check``: the module is what the generator writes
     from today's schema and ``structural`` (rcpc[test] pins the fastjsonschema it names)."""
     assert kube_codegen.main(["--check"]) == 0
 
@@ -159,10 +159,10 @@ def test_the_generated_module_is_current():
                                   ("spec", "failurePolicy"), ("spec", "failurePolicy", "rules"),
                                   ("spec", "volumeClaimPolicies")])
 def test_the_webhook_defaults_take_a_field_of_any_type(path, value):
-    """Found by the property above: the JobSet webhook's defaults (rcpc.domain.jobset.default)
+    """Found by the property above: the JobSet webhook's defaults (rcpc.domain.kube.jobset.default)
     raised on a ``template`` that is not a mapping (a traceback from ``rcpc validate``); a
     field of another type than the schema's is left for validation to report."""
-    from rcpc.domain import jobset
+    from rcpc.domain.kube import jobset
 
     doc = copy.deepcopy(JOBSETS[0])
     doc["spec"].setdefault("failurePolicy", {"rules": [{}]})

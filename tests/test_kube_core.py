@@ -1,4 +1,4 @@
-"""Kubernetes' core validation of pod and Job specs (E1014, ``rcpc.domain.kube_pod``): what
+"""Kubernetes' core validation of pod and Job specs (E1014, ``rcpc.domain.kube.pod``): what
 the API server refuses when the pod or Job is created. A new user's Job (negative
 backoffLimit, an unknown completionMode, restartPolicy Always, an unknown imagePullPolicy, a
 TPU request without a limit, a cpu request over its limit, a mount of no volume) passed
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import SPAN, value_of
 from rcpc.core.values import Str
-from rcpc.domain.kube import check_rules
-from rcpc.domain.kube_container import quantity
+from rcpc.domain.kube.rules import check_rules
+from rcpc.domain.kube.container import quantity
 
 CONTAINER = {"name": "c", "image": "i"}
 

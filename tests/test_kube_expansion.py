@@ -1,5 +1,5 @@
-"""Kubernetes' ``$(VAR)`` expansion (``rcpc.domain.kube_expansion``) and the warnings on the
-references it leaves as written (W1004, W1005; ``rcpc.domain.kube_references``).
+"""Kubernetes' ``$(VAR)`` expansion (``rcpc.domain.kube.expansion``) and the warnings on the
+references it leaves as written (W1004, W1005; ``rcpc.domain.kube.references``).
 
 The oracle of ``expand`` is the expansion spec as one regular expression (``$$`` is ``$``;
 ``$(NAME)``, NAME up to the first ``)``, is NAME's value when defined, else kept), written
@@ -18,7 +18,7 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain.kube_expansion import JOB_COMPLETION_INDEX, expand, references
+from rcpc.domain.kube.expansion import JOB_COMPLETION_INDEX, expand, references
 
 SETTINGS = settings(max_examples=300, deadline=None)
 NAMES = ["A", "B", "RUN_ID", "", "a b", JOB_COMPLETION_INDEX]

@@ -6,7 +6,7 @@ and the contracts all see the expanded value, in every shape a container carries
 The oracle is the spec as one regular expression (``test_kube_expansion.oracle``) with the
 container's env built as the kubelet builds it (in order, each value expanded with the ones
 before it, ``valueFrom`` known only at run time), written here apart from
-:mod:`rcpc.domain.kube_expansion`. Each generated case is compared with the same flag written
+:mod:`rcpc.domain.kube.expansion`. Each generated case is compared with the same flag written
 already expanded in a ``flag_file``: one verdict."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Kubernetes' core and batch validation of containers and Jobs (E1014, ``rcpc.domain.kube_container``
-and ``rcpc.domain.kube_pod``) through ``rcpc validate``: an attacker's manifests (containerPort
+"""Kubernetes' core and batch validation of containers and Jobs (E1014, ``rcpc.domain.kube.container``
+and ``rcpc.domain.kube.pod``) through ``rcpc validate``: an attacker's manifests (containerPort
 70000, env name ``A=B``, a container with no image, a podFailurePolicy naming no container,
 exit codes ``[2, 1]``) passed rcpc and the API server refused them.
 

@@ -1,4 +1,4 @@
-"""Pod rules of issue 38 (``rcpc.domain.kube_podspec``; kind 3) and the required fields that
+"""Pod rules of issue 38 (``rcpc.domain.kube.podspec``; kind 3) and the required fields that
 arrive as null (kind 1), through ``rcpc validate`` and ``rcpc check``.
 
 Each property draws from the rule's value space in Kubernetes' validation

@@ -1,4 +1,4 @@
-"""Resource quantities (``rcpc.domain.kube_quantity``): which texts the API server reads as a
+"""Resource quantities (``rcpc.domain.kube.quantity``): which texts the API server reads as a
 quantity, their amount, and E1005/E1014 at every place a built-in kind holds one (issue 38:
 ``emptyDir.sizeLimit: 1Gb`` passed; only resource requests and limits were checked).
 
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from rcpc.core.source import Span
 from rcpc.core.values import Float, Int, Null, Str
-from rcpc.domain import kube_quantity as kq
+from rcpc.domain.kube import quantity as kq
 
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"

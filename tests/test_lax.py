@@ -1,4 +1,4 @@
-"""rcpc's reading of pydantic's lax mode (rcpc.domain.lax) against the real pydantic: for every type
+"""rcpc's reading of pydantic's lax mode (rcpc.domain.maxtext.lax) against the real pydantic: for every type
 of the shipped MaxText schema and generated values of every shape OmegaConf can hand
 MaxText, rcpc accepts exactly what pydantic accepts, converted to the same value: no stricter,
 no looser (issue 14 item 2). An enum whose values rcpc does not know (defined outside
@@ -18,9 +18,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from rcpc.domain import lax
-from rcpc.domain.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext import lax
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.maxtext.schemagen import BUILTIN
 
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
 
@@ -130,7 +130,7 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.di
 
 
 # pydantic-core reads "0-1" as -1 and "+0-_1" as -1 (its second reading of an int drops the
-# leading zeros and then takes a '-'); rcpc refuses such text (rcpc.domain.lax._without_leading_zeros),
+# leading zeros and then takes a '-'); rcpc refuses such text (rcpc.domain.maxtext.lax._without_leading_zeros),
 # which no recipe means as a number. The only divergence allowed: rcpc refusing it.
 _QUIRK = re.compile(r"\s*[+-]?0[0_]*-.*", re.S)
 

@@ -175,7 +175,7 @@ def test_rewritten_number_regexes_match_the_same_strings(text):
     """A YAML plain scalar made of 20,000 digits and an 'x' took 15 s (two ways to split the
     digits, for each of n positions). The rewritten patterns split them one way only."""
     from rcpc.core.emit import scalars
-    from rcpc.domain.maxtext import _SPELLINGS
+    from rcpc.domain.maxtext.flagset import _SPELLINGS
 
     new_float = re.compile(r"[-+]?(?:[0-9_]*|(?:[0-9][0-9_]*)?\.[0-9_]*)(?:[eE][-+]?[0-9]+)?\Z")
     assert bool(OLD_AMBIGUOUS_FLOAT.match(text)) == bool(new_float.match(text))
@@ -329,10 +329,10 @@ def _alias_bomb(fan: int, depth: int) -> tuple[str, int]:
 
 
 def _read_as(reader: str, path: Path):
-    from rcpc.domain.crd import derive_schema
-    from rcpc.domain.kube_schema import SchemaIndex
-    from rcpc.domain.manifests import load_manifests
-    from rcpc.domain.schema import read_yaml
+    from rcpc.domain.kube.crd import derive_schema
+    from rcpc.domain.kube.schema import SchemaIndex
+    from rcpc.domain.kube.manifests import load_manifests
+    from rcpc.domain.maxtext.schema import read_yaml
 
     return {"validate": lambda: load_manifests(path, path.name), "schema jobset": lambda: derive_schema(path, "x"),
             "kube_schemas": lambda: SchemaIndex([path]), "maxtext base.yml": lambda: read_yaml(path, path.name)}[reader]()
@@ -515,7 +515,7 @@ def test_a_manifest_nests_at_most_max_depth_levels(tmp_path_factory, depth):
 def test_a_deep_json_kube_schema_is_e1102(tmp_path_factory, depth, array):
     """A ``--kube-schema`` .json nested past what ``json.loads`` recurses into is E1102 at
     the file, as any unreadable schema; a shallower one reads (and holds no schema)."""
-    from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.kube.schema import SchemaIndex
 
     path = tmp_path_factory.mktemp("schema") / "s.json"
     path.write_text("[" * depth + "]" * depth if array else _nested(depth, "1"))
@@ -531,7 +531,7 @@ def test_a_deep_json_kube_schema_is_e1102(tmp_path_factory, depth, array):
 def test_a_deep_crd_derives_or_is_e1102(tmp_path_factory, depth):
     """``rcpc schema jobset`` of a CRD whose openAPIV3Schema nests deeper than Python
     recurses is E1102 naming the file, never rcpc's bare RecursionError catch-all."""
-    from rcpc.domain.crd import derive_schema
+    from rcpc.domain.kube.crd import derive_schema
 
     schema = '{"type": "string"}'
     for _ in range(depth):

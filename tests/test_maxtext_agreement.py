@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain import lax
-from rcpc.domain.maxtext import check_entry, resolved
-from rcpc.domain.refusal_eval import Undecided, holds
-from rcpc.domain.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext import lax
+from rcpc.domain.maxtext.flagset import check_entry, resolved
+from rcpc.domain.maxtext.refusal_eval import Undecided, holds
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.maxtext.schemagen import BUILTIN
 
 # one worker runs MaxText's loader once for the module (its fixture is ~100 s), started first
 # (tests/conftest.py, pytest_collection_modifyitems)
@@ -86,7 +86,7 @@ def _candidates(t: dict, near: list) -> list:
 def firing_config(r: dict, seed: int) -> dict | None:
     """Flag values (the keys the refusal reads that differ from MaxText's defaults, else one of
     them) on which refusal ``r``'s condition holds, found by a seeded random search."""
-    from rcpc.domain.crossfield import _MISSING, _value
+    from rcpc.domain.maxtext.crossfield import _MISSING, _value
 
     near = _constants(r["when"])
     start = {k: _value(SCHEMA, {}, {}, k) for k in r["reads"]}
@@ -133,7 +133,7 @@ def refusal_cases(root: Path) -> list:
     the built-in schema: a config that makes it fire (:func:`firing_config`), built with the
     built-in schema as one recipe of a flag set per refusal. The cases run without a mesh, on
     the devices of the reduced set's slice (so in its loader subprocess)."""
-    from rcpc.domain.maxtext import argv
+    from rcpc.domain.maxtext.flagset import argv
     from rcpc.domain.recipe import Compiler
     from rcpc.domain.tpu import tpu_slice
     from rcpc.domain.workspace import Workspace

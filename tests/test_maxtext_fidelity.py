@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from conftest import SCHEMA_TOML, Ws
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.maxtext.schemagen import BUILTIN
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
@@ -79,7 +79,7 @@ def test_every_choice_key_refuses_other_strings_and_takes_its_choices(key, data)
     case) is taken by none: MaxText makes the string None before its model reads it
     (pyconfig._prepare_for_pydantic), so only a key that may be None takes it
     (VisionEncoderBlockType.NONE = "none" is refused so)."""
-    from rcpc.domain import maxtext
+    from rcpc.domain.maxtext import flagset as maxtext
     from test_maxtext_schema import _entry
 
     values = SCHEMA.type_of(key)["values"]

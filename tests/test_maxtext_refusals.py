@@ -1,7 +1,7 @@
 """MaxText's cross-field refusals (types.py's model validators: ``if ...: raise ValueError``,
-``assert``): extracted into the schema (rcpc/domain/refusals.py), decided by our evaluator
-(rcpc/domain/refusal_eval.py) exactly as MaxText's own code decides them, and reported where
-the flags are written (E0350, rcpc/domain/crossfield.py)."""
+``assert``): extracted into the schema (rcpc/domain/maxtext/refusals.py), decided by our evaluator
+(rcpc/domain/maxtext/refusal_eval.py) exactly as MaxText's own code decides them, and reported where
+the flags are written (E0350, rcpc/domain/maxtext/crossfield.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from conftest import SCHEMA_TOML
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain.refusal_eval import Undecided, holds
-from rcpc.domain.refusals import extract
-from rcpc.domain.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.schemagen import BUILTIN, _Module
+from rcpc.domain.maxtext.refusal_eval import Undecided, holds
+from rcpc.domain.maxtext.refusals import extract
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.maxtext.schemagen import BUILTIN, _Module
 
 REPO = Path(__file__).resolve().parents[1]
 TYPES_PY = REPO.parent / "shared" / "data" / "maxtext" / "types.py"
@@ -146,7 +146,7 @@ def values_of(t: dict, near: list):
     return st.text(max_size=3)
 
 
-READ = [r for r in SCHEMA.refusals if r.get("by") != "hand"]  # read from types.py (refusal_rules.py: by hand)
+READ = [r for r in SCHEMA.refusals if r.get("by") != "hand"]  # read from types.py (maxtext/refusal_rules.py: by hand)
 
 
 @pytest.mark.parametrize("r", READ, ids=lambda r: f"types.py:{r['line']}")
@@ -180,7 +180,7 @@ def test_a_refusal_that_contradicts_its_guard_is_left_out():
     self.elastic_enabled:`` a call that may change any field, so the reading of types.py puts
     it under ``not elastic_enabled``, and its own condition needs ``elastic_enabled``: it could
     never fire. It is left out (issue 36); a hand-written rule models it instead."""
-    from rcpc.domain.refusals import contradicts
+    from rcpc.domain.maxtext.refusals import contradicts
 
     assert not [r for r in READ if "Elastic training" in str(r["message"])]
     (hand,) = [r for r in SCHEMA.refusals if r.get("by") == "hand" and "Elastic training" in str(r["message"])]

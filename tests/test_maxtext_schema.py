@@ -13,10 +13,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from rcpc.domain import lax, maxtext
+from rcpc.domain.maxtext import lax, flagset as maxtext
 from rcpc.domain.recipe import Compiler
-from rcpc.domain.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
+from rcpc.domain.maxtext.schemagen import BUILTIN
 from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def test_the_configs_directory_alone_knows_less():
     """A directory of types.py, base.yml and models/ alone (no common_types.py, pyconfig.py,
     custom_mesh_and_rule/ or layers/ beside it) gives the same keys and types, except that the
     enums types.py imports have unknown values and remat_policy's restriction is missing."""
-    from rcpc.domain.schemagen import derive
+    from rcpc.domain.maxtext.schemagen import derive
 
     flat = derive(MAXTEXT, commit="x")
     shipped = json.loads(BUILTIN_PATH.read_text(encoding="utf-8"))
@@ -314,7 +314,7 @@ def test_omegaconf_reads_exactly_the_resolved_values(tmp_path_factory, keys, dat
 
 
 def fs_shell(fs):
-    from rcpc.domain.emit.flags import shell_form
+    from rcpc.domain.maxtext.emit import shell_form
 
     return shell_form(maxtext.argv(fs))
 

@@ -1,4 +1,4 @@
-"""Properties of ``merge()`` (:mod:`rcpc.domain.merge`, Kubernetes' strategic merge) over generated
+"""Properties of ``merge()`` (:mod:`rcpc.domain.kube.merge`, Kubernetes' strategic merge) over generated
 values: nothing of the base is dropped that the patch does not set, everything the patch sets
 is in the result, every leaf is the very value (span, provenance) of the side it came from,
 merging is associative where the values agree on what each path holds (an object, a keyed
@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain.merge import MERGE_KEYS, merge
+from rcpc.domain.kube.merge import MERGE_KEYS, merge
 from rcpc.core.source import Span
 from rcpc.core.values import Dict, Int, List, Str, equal
 

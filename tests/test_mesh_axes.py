@@ -1,5 +1,5 @@
 """The mesh MaxText builds from its configuration, against the slice a pod selects (E0340,
-``rcpc.domain.mesh``). Reported: on tpu7x:4x4x4 (128 devices), ``ici_sequence_parallelism =
+``rcpc.domain.maxtext.mesh``). Reported: on tpu7x:4x4x4 (128 devices), ``ici_sequence_parallelism =
 2, ici_fsdp_parallelism = 64`` was "ok" — base.yml's ``mesh_axes`` has no ``sequence`` axis,
 so MaxText's ICI product is 64 and it stops — and ``ici_sequence_parallelism = 2,
 ici_fsdp_parallelism = 128``, which MaxText runs, was refused. Of the same kind: the axes a
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from conftest import Ws
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext.schemagen import BUILTIN
 
 MAXTEXT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maxtext"
 BASE = yaml.safe_load((MAXTEXT / "base.yml").read_text(encoding="utf-8"))

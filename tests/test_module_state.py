@@ -36,17 +36,17 @@ _PLAIN_OK = ("functools.lru_cache of a pure function of a string (16 Ki entries)
 EXCLUDED: dict[tuple[str, str], str] = {
     ("rcpc.core.emit.scalars", "plain_ok"): _PLAIN_OK,
     ("rcpc.core.emit.yaml", "plain_ok"): _PLAIN_OK,
-    ("rcpc.domain.emit.flags", "plain_ok"): _PLAIN_OK,
+    ("rcpc.domain.maxtext.emit", "plain_ok"): _PLAIN_OK,
     ("rcpc.core.usercache", "_TRUST"): _PROCESS + ": whether the cache directory is trusted",
     ("rcpc.core.usercache", "_WARNED"): _PROCESS + ": the untrusted directories warned about, once",
     ("rcpc.core.usercache", "_MADE"): _PROCESS + ": the cache directories made",
     ("rcpc.core.usercache", "_KNOWN"): _PROCESS + ": results of once-a-process functions (code fingerprint)",
     ("rcpc.core.distributions", "_FOUND"): _PROCESS + ": the installed distributions rcpc depends on",
-    ("rcpc.domain.schemacache", "_KEY_BASE"): _PROCESS + ": rcpc's code fingerprint and versions",
-    ("rcpc.replay", "_PACKAGE_TREE"): _PROCESS + ": rcpc's package listing",
-    ("rcpc.pool", "WORKER"): "a worker process's own settings, set once in the child (not run in this test)",
-    ("rcpc.pool", "_AT_FORK"): "the at-fork hooks registered, once a process (os.register_at_fork has no undo)",
-    ("rcpc.pool", "_FORKING"): "set while a pool forks, read by the at-fork hook (a process-wide signal guard)",
+    ("rcpc.domain.kube.schemacache", "_KEY_BASE"): _PROCESS + ": rcpc's code fingerprint and versions",
+    ("rcpc.build.replay", "_PACKAGE_TREE"): _PROCESS + ": rcpc's package listing",
+    ("rcpc.build.pool", "WORKER"): "a worker process's own settings, set once in the child (not run in this test)",
+    ("rcpc.build.pool", "_AT_FORK"): "the at-fork hooks registered, once a process (os.register_at_fork has no undo)",
+    ("rcpc.build.pool", "_FORKING"): "set while a pool forks, read by the at-fork hook (a process-wide signal guard)",
     ("rcpc.interrupts", "_STATE"): "SIGINT/SIGTERM handling: signals are process-wide (not run in this test)",
 }
 

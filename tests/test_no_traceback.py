@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.fmt import format_source
 from rcpc.core.source import Source

@@ -288,7 +288,7 @@ def test_rcp_toml_oracle_settings_are_strings(ws, cli, toml):
 def test_a_check_with_the_oracle_is_never_replayed(ws, mt, cli, monkeypatch):
     ws.write("rcp.toml", SCHEMA)
     ws.write("recipes/r.rcp", 'CP = "ring"\n' + JOBSET, dedent=False)
-    from rcpc import replay
+    from rcpc.build import replay
 
     saved = []
     monkeypatch.setattr(replay.Recorder, "save", lambda self, code: saved.append(self._ok))
@@ -312,7 +312,7 @@ def test_a_refusal_listing_every_key_is_reported_at_the_key_it_refuses(sws, keys
     MaxText knows), names nearly every flag of the set: the refusal is of the key it names
     first, whichever flags the set has and wherever that key is among them."""
     from rcpc.domain.launches import launches
-    from rcpc.domain.schema import BUILTIN_PATH, load_schema
+    from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
     from rcpc.oracle import case_of, refusal
 
     items = [f'"{k}": {v}' for k, v in keys]

@@ -601,7 +601,7 @@ def test_numbered_directories_are_new_and_past_every_number(tmp_path_factory, ex
     """_next_dir, remembering the last number it made: each directory it makes is new,
     numbered past every number there before, and past the last it made, even when others
     appear between calls (``late``: not under a build's lock, but new all the same)."""
-    from rcpc.output import _next_dir
+    from rcpc.build.output import _next_dir
 
     parent = tmp_path_factory.mktemp("outputs")
     for n in existing:

@@ -1,6 +1,6 @@
 """Renders compared with the output while workers compile them (issue 20: at 1,000 recipes,
 reading back 7,000 unchanged files under the build lock was a third of a second with every
-worker done): :func:`rcpc.output.publish` given that :class:`~rcpc.output.Comparison` must do
+worker done): :func:`rcpc.build.output.publish` given that :class:`~rcpc.build.output.Comparison` must do
 exactly what it does without one, whatever happened to the output in between (files edited,
 appended, removed, added, a variant directory emptied), including a same-size edit within
 one timestamp tick of the comparison, which only the racy-clean rule catches."""
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import examples, output_tree
-from rcpc import output
+from rcpc.build import output
 from rcpc.core.diagnostics import CompileError
 
 RECIPES = ["a", "b/c"]
@@ -109,7 +109,7 @@ def test_a_comparison_of_another_generation_is_not_used(tmp_path):
 def test_a_build_with_workers_writes_what_one_without_writes(tmp_path, monkeypatch):
     """End to end: ``rcpc build`` with workers (each result compared as it arrives) over an
     output that is partly stale gives the output a build with -j 1 gives."""
-    from rcpc import parallel
+    from rcpc.build import parallel
     from rcpc.cli import main
 
     monkeypatch.setenv("RCPC_NO_CACHE", "1")

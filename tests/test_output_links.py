@@ -1,5 +1,5 @@
 """A render built again with the bytes and mode its current output file has is hard-linked
-into the new generation instead of written (:func:`rcpc.output._stage`). After every build
+into the new generation instead of written (:func:`rcpc.build.output._stage`). After every build
 each file holds exactly its render; a variant whose renders are all unchanged is kept as it
 is (its files, their modes); in any other, each file has the mode a fresh write gives it
 and is the previous generation's file (same inode) exactly when its bytes and mode were
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import area_leftovers, output_tree
-from rcpc.output import _link_same, publish
+from rcpc.build.output import _link_same, publish
 
 RENDERS = ("trainer.yaml", "trainer.flags", "launch.sh")
 TEXTS = st.sampled_from(["", "a\n", "b\n", "a\nb\n", "é\n"])

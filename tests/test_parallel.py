@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from conftest import examples, output_tree
 from rcpc.cli import main
-from rcpc import parallel, pool
-from rcpc.parallel import MIN_PARALLEL
+from rcpc.build import parallel, pool
+from rcpc.build.parallel import MIN_PARALLEL
 
 RECIPE = '''N = param(int, default = {k})
 F = maxtext_flags({{"steps": N, "packing": True}}, {{"packing": {packing}}})
@@ -171,8 +171,8 @@ def test_the_files_workers_read_are_noted_as_one_process_notes_them(tmp_path, mo
     (not all of them again each time: quadratic at 1,000 recipes); the main process ends up
     knowing every file read, with the digest it had, as with -j 1."""
     from rcpc.api import Workspace
-    from rcpc.cache import request
-    from rcpc.parallel import compile_recipes
+    from rcpc.build.cache import request
+    from rcpc.build.parallel import compile_recipes
 
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)

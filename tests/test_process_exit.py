@@ -88,7 +88,7 @@ def test_ending_imports_nothing_the_command_did_not():
     """The replay path imports almost nothing; ending the process adds no import
     (``threading`` alone cost ~4 ms there, a fifth of Python's start-up)."""
     code = ("import sys\n"
-            "import rcpc.replay\n"
+            "import rcpc.build.replay\n"
             "from rcpc.__main__ import shutdown\n"
             "before = set(sys.modules)\n"
             "shutdown(0)\n"

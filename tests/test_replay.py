@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CACHED_RECIPE as RECIPE
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.__main__ import run
 
 PAST = time.time() - 3600
@@ -60,7 +60,7 @@ def test_a_pycache_made_after_the_record_still_replays(wsr, where):
     a record holds names it, so its appearing is no change (it failed replays in CI-like runs)."""
     (wsr / where / "__pycache__").mkdir(exist_ok=True)
     assert served() == 0
-    package = Path(replay.__file__).parent
+    package = Path(replay.__file__).parent.parent  # rcpc's package
     assert (package / "__pycache__").is_dir() and "__pycache__" not in replay.listing(str(package))
 
 
@@ -135,7 +135,7 @@ def test_a_symlinked_recipe_pointed_elsewhere_is_a_miss(wsr):
 def test_rcpcs_own_files_are_dependencies(wsr, tmp_path):
     (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()
     files = {f[0] for f in replay.read_record(str(record))[2]}
-    package = Path(replay.__file__).parent
+    package = Path(replay.__file__).parent.parent  # rcpc's package
     assert {str(package / "__init__.py"), str(package / "cli" / "__init__.py"), str(package / "core" / "syntax" / "grammar.lark")} <= files
     dirs = {d for d, _ in replay.read_record(str(record))[3]}
     assert str(package) in dirs and str(package / "core" / "syntax") in dirs
@@ -322,7 +322,7 @@ def test_a_retargeted_symlink_is_a_miss_for_replay_and_the_build_cache(wsr, case
 
 def test_outputs_publish_compared_are_recorded_as_if_read_back(wsr, monkeypatch, tmp_path):
     """A build that wrote nothing had every output compared byte for byte under the build
-    lock (rcpc.output.publish): the recorder takes their stats and hashes the renders in
+    lock (rcpc.build.output.publish): the recorder takes their stats and hashes the renders in
     memory instead of reading each file a second time, and records for them exactly what
     reading them back records."""
     (record,) = (tmp_path / "cache" / "rcpc" / "replay").iterdir()

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.__main__ import run
 from rcpc.core import distributions, envvars, usercache
-from rcpc.domain import schemacache
+from rcpc.domain.kube import schemacache
 from test_replay import served, settle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -258,7 +258,7 @@ def test_an_upgraded_jsonschema_is_neither_replayed_nor_served_from_the_caches(s
     new jsonschema finds errors. Here the upgrade is a new version's metadata and new
     findings (every JobSet refused); after it, in a new process, neither replay nor the
     build and validation caches give the old result."""
-    from rcpc.domain import kube_schema
+    from rcpc.domain.kube import schema as kube_schema
 
     monkeypatch.setattr(replay, "RACY_NS", 0)
     (cached_ws / "rcp.toml").write_text('kube_schemas = ["builtin:jobset"]\n')
@@ -271,7 +271,7 @@ def test_an_upgraded_jsonschema_is_neither_replayed_nor_served_from_the_caches(s
     fresh_process(monkeypatch)
     monkeypatch.setattr(kube_schema, "_errors", lambda validator, plain: [[["spec"], "required", "'x' is a "
                                                                             "required property", None]])
-    # the new findings are jsonschema's: the compiled validator (rcpc.domain.kube_compiled, rcpc's own
+    # the new findings are jsonschema's: the compiled validator (rcpc.domain.kube.compiled, rcpc's own
     # code) sends every JobSet on to it, as it does each one it refuses
     monkeypatch.setattr(kube_schema.SchemaIndex, "compiled", lambda self, api, kind: None)
     capsys.readouterr()

@@ -193,7 +193,7 @@ def test_the_interrupt_message_says_what_was_written(big, monkeypatch, capsys, s
     main thread does not hold it back from that one (rcpc.interrupts.hold)."""
     import threading
 
-    import rcpc.output
+    import rcpc.build.output
     from rcpc.cli import main
 
     if thread:  # started before the swap blocks the signals: it takes one sent to the process
@@ -209,14 +209,14 @@ def test_the_interrupt_message_says_what_was_written(big, monkeypatch, capsys, s
     old = tree(big / "out")
     (big / "recipes" / "big.rcp").write_text(BIG.replace("default = 400", "default = 401"))
     name = {"staging": "_sweep", "swap": "_swap"}[stage]   # _sweep runs first, unprotected
-    real = getattr(rcpc.output, name)
+    real = getattr(rcpc.build.output, name)
 
     def interrupted(*a):
         result = real(*a)
         os.kill(os.getpid(), sig)   # held back during the swap, raised at once before it
         return result
 
-    monkeypatch.setattr(rcpc.output, name, interrupted)
+    monkeypatch.setattr(rcpc.build.output, name, interrupted)
     capsys.readouterr()
     try:
         assert main(["build", "-o", "out"]) == 130
@@ -234,7 +234,7 @@ def test_the_interrupt_message_says_what_was_written(big, monkeypatch, capsys, s
 def test_sigterm_while_starting_up_exits_quietly(big):
     """The reported fault: SIGTERM before the CLI had installed its handler killed rcpc
     outright (exit 143); from the first line of rcpc.__main__.run it is an interrupt."""
-    code = ("import os, signal, sys; import rcpc.replay, rcpc.__main__ as m; "
-            "rcpc.replay.serve = lambda *a: os.kill(os.getpid(), signal.SIGTERM); sys.exit(m.run(['build']))")
+    code = ("import os, signal, sys; import rcpc.build.replay, rcpc.__main__ as m; "
+            "rcpc.build.replay.serve = lambda *a: os.kill(os.getpid(), signal.SIGTERM); sys.exit(m.run(['build']))")
     r = subprocess.run([sys.executable, "-c", code], cwd=big, capture_output=True, text=True)
     assert r.returncode == 130 and r.stderr == "rcpc: interrupted; nothing was written\n"

@@ -1,4 +1,4 @@
-"""The schema-validation cache (:mod:`rcpc.domain.schemacache`) never lies: a manifest's
+"""The schema-validation cache (:mod:`rcpc.domain.kube.schemacache`) never lies: a manifest's
 violations come from the cache only when the entry was written for exactly this manifest,
 these schema files, this rcpc and this jsonschema; a damaged, truncated, swapped or stale
 entry is a miss (validated again, entry rewritten), and writers racing on one entry leave a
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.session import Session
-from rcpc.domain import kube_schema, schemacache
-from rcpc.domain.kube_schema import SchemaIndex, check_schema
-from rcpc.domain.manifests import load_manifests
+from rcpc.domain.kube import schema as kube_schema, schemacache
+from rcpc.domain.kube.schema import SchemaIndex, check_schema
+from rcpc.domain.kube.manifests import load_manifests
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "ConfigMap"}],
@@ -98,8 +98,8 @@ def test_a_hit_does_not_import_jsonschema(tmp_path):
     path = tmp_path / "cm.json"
     path.write_text(json.dumps(SCHEMA))
     (tmp_path / "m.yaml").write_text(BAD)
-    code = ("import sys; from pathlib import Path; from rcpc.domain.kube_schema import SchemaIndex, check_schema;"
-            "from rcpc.domain.manifests import load_manifests;"
+    code = ("import sys; from pathlib import Path; from rcpc.domain.kube.schema import SchemaIndex, check_schema;"
+            "from rcpc.domain.kube.manifests import load_manifests;"
             f"d = load_manifests(Path({str(tmp_path / 'm.yaml')!r}), 'm.yaml')[1][0];"
             f"print(len(check_schema(d, SchemaIndex([Path({str(path)!r})])))); print('jsonschema' in sys.modules)")
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
@@ -271,7 +271,7 @@ def kube_ws(tmp_path, monkeypatch):
 
 def checked(monkeypatch) -> list:
     """A list that gets one item per manifest the Kubernetes checks run on."""
-    from rcpc.domain import kube
+    from rcpc.domain.kube import rules as kube
 
     calls: list = []
     real = kube.check_manifest

@@ -1,4 +1,4 @@
-"""A manifest's shape (:mod:`rcpc.domain.schemashape`) decides validity: two manifests of one
+"""A manifest's shape (:mod:`rcpc.domain.kube.schemashape`) decides validity: two manifests of one
 shape are both valid or both invalid under the schema, as jsonschema validates it. The
 validation cache serves "valid" by shape (the edit loop's JobSets, whose flags changed inside
 container args), so this is what keeps that cache from lying.
@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from rcpc.domain import kube_schema, schemashape
-from rcpc.domain.kube_schema import SchemaIndex, check_schema
-from rcpc.domain.manifests import load_manifests
-from rcpc.domain.schemashape import ANY_STRING, shape
+from rcpc.domain.kube import schema as kube_schema, schemashape
+from rcpc.domain.kube.schema import SchemaIndex, check_schema
+from rcpc.domain.kube.manifests import load_manifests
+from rcpc.domain.kube.schemashape import ANY_STRING, shape
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = REPO.parent / "shared" / "data" / "tpu-recipes"
@@ -238,7 +238,7 @@ def cache(tmp_path, monkeypatch):
 def test_a_changed_flag_is_valid_without_jsonschema_and_a_bad_value_still_fails(cache, tmp_path, monkeypatch):
     """The cache serves "valid" for a JobSet whose container args changed (no validation) and
     never for one whose change the schema rejects. (The shipped JobSet schema has a compiled
-    validator, which needs no cache, rcpc.domain.kube_compiled: turned off here, as for a
+    validator, which needs no cache, rcpc.domain.kube.compiled: turned off here, as for a
     schema without one.)"""
     monkeypatch.setattr(SchemaIndex, "compiled", lambda self, api, kind: None)
     index = SchemaIndex([JOBSET])

@@ -1,11 +1,11 @@
-"""Attacks on the validation cache's shapes (:mod:`rcpc.domain.schemashape`, commit 7f2ae95):
+"""Attacks on the validation cache's shapes (:mod:`rcpc.domain.kube.schemashape`, commit 7f2ae95):
 manifests the cache reports otherwise than an uncached run (``RCPC_NO_CACHE=1``). Each test
 names its finding; each failed on the commit it was written against (7f2ae95) and passes
 since the fix (``_structural`` reads schemas only where schemas are, shapes are taken on the
 validated schema, a schema key of another type keeps the value, cache keys are a tuple's
 repr).
 
-* Finding A: :func:`rcpc.domain.kube_schema._structural` treats a ``properties`` map as a
+* Finding A: :func:`rcpc.domain.kube.schema._structural` treats a ``properties`` map as a
   schema, so a *property named* ``default`` or ``x-kubernetes-validations`` is dropped from
   the validated schema (its field then falls to ``additionalProperties``), a property named
   ``x-kubernetes-preserve-unknown-fields`` removes the property ``additionalProperties``,
@@ -33,10 +33,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain import kube_schema
-from rcpc.domain.kube_schema import SchemaIndex, check_schema
-from rcpc.domain.manifests import load_manifests
-from rcpc.domain.schemashape import shape
+from rcpc.domain.kube import schema as kube_schema
+from rcpc.domain.kube.schema import SchemaIndex, check_schema
+from rcpc.domain.kube.manifests import load_manifests
+from rcpc.domain.kube.schemashape import shape
 
 TEXTS = ["", "a", "aa", "b", "zzz", "1"]
 CHECKED = {"type": "string", "pattern": "^a+$"}
@@ -173,8 +173,8 @@ def test_finding_c_keys_of_two_kinds_differ(cache, api, kind, api2, kind2):
     pairs has two keys. The key joins its fields with NUL, which apiVersion and kind may hold:
     ("ex/v1", "A\\0B") and ("ex/v1\\0A", "B") share keys; before shapes, the manifest's own
     apiVersion and kind (repr escapes NUL) kept them apart, a shape leaves them out."""
-    from rcpc.domain import schemacache
-    from rcpc.domain.schemashape import ANY_STRING
+    from rcpc.domain.kube import schemacache
+    from rcpc.domain.kube.schemashape import ANY_STRING
 
     if (api, kind) != (api2, kind2):
         plain = {"apiVersion": ANY_STRING, "kind": ANY_STRING}

@@ -89,7 +89,7 @@ def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all
 
 
 # Made ahead of time, so never imported by a build (BUILT_AHEAD's modules write what they replace).
-BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record_codegen", "rcpc.domain.kube_codegen")
+BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record_codegen", "rcpc.domain.kube.codegen")
 
 
 def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
@@ -97,7 +97,7 @@ def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
     first = {name for name, _ in imports(ws, env, "build", RECIPE)}
     # the compiled validator gave its verdicts (importlib.import_module's imports are not listed,
     # but what the generated module imports is)
-    assert "rcpc.domain.kube_compiled" in first
+    assert "rcpc.domain.kube.compiled" in first
     path = ws / "recipes" / f"{RECIPE}.rcp"
     text, n = re.subn(FLAG, '"ragged_buffer_factor": 7.0,', path.read_text(), count=1)
     assert n == 1

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import SCHEMA_TOML, STDLIB_SOURCE
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.__main__ import run
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source

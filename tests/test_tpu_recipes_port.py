@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rcpc.domain.emit.flags import shell_form
-from rcpc.domain.maxtext import argv
+from rcpc.domain.maxtext.emit import shell_form
+from rcpc.domain.maxtext.flagset import argv
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.values import FlagSet
 from rcpc.domain.workspace import Workspace

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rcpc import replay
+from rcpc.build import replay
 from rcpc.__main__ import run
 from rcpc.core import usercache
 from rcpc.core.source import Source
-from rcpc.domain import schemacache
+from rcpc.domain.kube import schemacache
 from test_replay import settle
 
 OTHER = 4242  # a uid that is not ours
@@ -156,7 +156,7 @@ def test_an_untrusted_cache_runs_uncached_with_the_same_result_and_one_warning(c
 
 
 WORKERS = """
-from rcpc import parallel
+from rcpc.build import parallel
 parallel.MIN_PARALLEL_BYTES = 0
 from rcpc.__main__ import exit_now, run
 exit_now(run(["check", "-j", "2"]))

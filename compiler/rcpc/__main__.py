@@ -3,7 +3,7 @@
 Interrupts (:mod:`rcpc.interrupts`): from the first line of :func:`run`, Ctrl-C (SIGINT)
 and SIGTERM raise :class:`KeyboardInterrupt` once and the command exits 130.
 
-rcpc runs as one process: a command that no-op replay (:mod:`rcpc.replay`) does not serve
+rcpc runs as one process: a command that no-op replay (:mod:`rcpc.build.replay`) does not serve
 imports the CLI here and runs in this process.
 """
 
@@ -21,7 +21,7 @@ GC_THRESHOLDS = (500_000, 20, 20)
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.replay`), else import the CLI and
+    """Replay an unchanged ``build``/``check`` (:mod:`rcpc.build.replay`), else import the CLI and
     run it; Ctrl-C (or SIGTERM) at any moment exits 130 quietly."""
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -29,7 +29,7 @@ def run(argv: list[str] | None = None) -> int:
         if sys.stdout is None or sys.stderr is None or sys.stdin is None:
             closed_streams()
         utf8_streams()
-        from rcpc import replay
+        from rcpc.build import replay
 
         code = replay.serve(argv, replay.stderr_color())
         if code is not None:

@@ -40,7 +40,7 @@ class Build:
     diagnostics: tuple
     whole: bool  # every variant of each recipe was built (no --variant or --set)
     listed: bool  # the recipes were named (not: every recipe of the workspace)
-    compared: object = None  # the rcpc.output.Comparison made while compiling, or None
+    compared: object = None  # the rcpc.build.output.Comparison made while compiling, or None
     provenance: dict = record.field(factory=dict)
 
     @property
@@ -55,12 +55,12 @@ class Build:
 
     def write(self, output: str | os.PathLike | None = None, shown: str | None = None) -> int:
         """Write every render to ``output/<recipe>/<variant>/<file>`` (default: the
-        workspace's ``output_dir``) as ``rcpc build`` does (:func:`rcpc.output.publish`:
+        workspace's ``output_dir``) as ``rcpc build`` does (:func:`rcpc.build.output.publish`:
         atomic per variant, files rcpc did not write kept or reported). Returns the number of
         variant directories written (unchanged ones are not rewritten). ``E0950`` when the
         output cannot be written."""
         from rcpc.core.source import file_span
-        from rcpc.output import publish
+        from rcpc.build.output import publish
 
         ws = self.workspace.config
         out_dir = Path(output) if output is not None else ws.output_dir
@@ -218,13 +218,13 @@ class Workspace:
         relative to the current directory; :mod:`rcpc.domain.overrides`), built as variant
         ``custom``; ``flags``: ``RENDER.KEY=VALUE`` MaxText flag overrides. From the
         build cache when nothing they read changed, else in ``jobs`` processes
-        (:data:`rcpc.parallel.AUTO`: as ``-j auto`` decides). Raises the
+        (:data:`rcpc.build.parallel.AUTO`: as ``-j auto`` decides). Raises the
         first failing recipe's :class:`CompileError`. :meth:`Build.write` writes the result.
         ``output``: the directory it will be written to, compared with the renders as
-        workers compile them (:class:`rcpc.output.Comparison`), which makes the write faster."""
-        from rcpc.cache import request
+        workers compile them (:class:`rcpc.build.output.Comparison`), which makes the write faster."""
+        from rcpc.build.cache import request
         from rcpc.domain.overrides import Overrides
-        from rcpc.parallel import compile_recipes
+        from rcpc.build.parallel import compile_recipes
 
         ws = self.config
         sets = Overrides.of(sets, values, flags)
@@ -232,7 +232,7 @@ class Workspace:
         paths = self.recipe_paths(recipes)
         compared = arrived = None
         if output is not None:
-            from rcpc.output import Comparison
+            from rcpc.build.output import Comparison
 
             compared = Comparison(Path(output))
 
@@ -301,7 +301,7 @@ class Workspace:
         ``maxtext_python`` (default: rcp.toml's ``maxtext_python``, else this interpreter):
         :mod:`rcpc.oracle`, its refusals ``E0360``; ``maxtext_timeout``: the seconds one run of
         the loader may take."""
-        from rcpc.cache import request
+        from rcpc.build.cache import request
         from rcpc.domain.workspace import entry
 
         ws = self.config
@@ -348,7 +348,7 @@ class Workspace:
             return []
         from rcpc.domain.launches import recipe_launches
         from rcpc.oracle import Oracle, check_launches
-        from rcpc.parallel import AUTO, idle_cpus
+        from rcpc.build.parallel import AUTO, idle_cpus
 
         if jobs == AUTO:
             jobs = max(1, idle_cpus())
@@ -392,13 +392,13 @@ class Workspace:
 
     def format(self, paths=(), *, jobs: int = 1) -> tuple[list, list]:
         """The canonical text of the ``.rcp`` files under ``paths`` (files or directories;
-        default: the recipe directories), formatted in ``jobs`` processes (or :data:`rcpc.parallel.AUTO`), nothing written:
+        default: the recipe directories), formatted in ``jobs`` processes (or :data:`rcpc.build.parallel.AUTO`), nothing written:
         ``([(file, new text | None when canonical | CompileError | FormatterBug)], errors)``,
         ``errors`` being the diagnostics of files not read (a symlink out of the workspace,
         ``E0906``). :class:`UsageError` for a path that does not exist or is outside the
         workspace."""
         from rcpc.domain.workspace import RECIPE_SUFFIX, entry
-        from rcpc.parallel import format_files
+        from rcpc.build.parallel import format_files
 
         ws = self.config
         files: list[Path] = []
@@ -436,9 +436,9 @@ class Workspace:
     def diff(self, recipe: str, variant: str, against: str | None = None):
         """The renders of ``variant`` compared with those of ``against`` (default: the
         variant's own ``against``, else ``default``), as ``rcpc diff --variant`` reports them:
-        ``(recipe name, against, [RenderDiff])`` (:func:`rcpc.review.compare`: each render's status,
+        ``(recipe name, against, [RenderDiff])`` (:func:`rcpc.review.report.compare`: each render's status,
         unified diff and what changed). ``E0607`` for a variant the recipe does not declare."""
-        from rcpc import review
+        from rcpc.review import report as review
 
         (path,) = self.recipe_paths([recipe])
         info, _ = self.compiler.recipe(path)
@@ -462,12 +462,12 @@ class Workspace:
 
     def validate(self, files) -> tuple:
         """Plain Kubernetes manifests (multi-document YAML files) through the checks recipes'
-        manifests get (:func:`rcpc.domain.kube.check_manifest`), with the configured schemas,
+        manifests get (:func:`rcpc.domain.kube.rules.check_manifest`), with the configured schemas,
         else the built-in JobSet schema: ``(documents checked, diagnostics)``. The files read
         are kept in :attr:`sources` for quoting."""
-        from rcpc.domain.kube import check_manifest
-        from rcpc.domain.kube_schema import SchemaIndex
-        from rcpc.domain.manifests import load_manifests
+        from rcpc.domain.kube.rules import check_manifest
+        from rcpc.domain.kube.schema import SchemaIndex
+        from rcpc.domain.kube.manifests import load_manifests
 
         ws = self.config
         index = SchemaIndex(list(ws.kube_schemas) or [ws.schema_path("builtin:jobset")], ws.display,
@@ -498,7 +498,7 @@ def check_file(compiler, path: str | os.PathLike) -> Check:
     file need not be saved nor be a recipe yet. A file under ``library_dirs`` is evaluated
     as a library, any other as a recipe (every variant, contracts, lint). :class:`UsageError`
     for a path outside the workspace."""
-    from rcpc.cache import request
+    from rcpc.build.cache import request
 
     ws = compiler.workspace
     real = Path(path)
@@ -513,9 +513,9 @@ def check_file(compiler, path: str | os.PathLike) -> Check:
 def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requested: tuple) -> Check:
     """:meth:`Workspace.check` of the recipe and library files given (real paths) of
     workspace settings ``ws``, compiled by ``get_compiler()``, with the build cache and
-    options ``requested`` (:func:`rcpc.cache.request`)."""
+    options ``requested`` (:func:`rcpc.build.cache.request`)."""
     from rcpc.domain.stdlib import attributed
-    from rcpc.parallel import compile_recipes
+    from rcpc.build.parallel import compile_recipes
 
     recipes = list(dict.fromkeys(recipes))
     diagnostics: list = []
@@ -578,15 +578,15 @@ def format_source(text: str, path: str = "<text>", session: Session | None = Non
 def derive_schema(kind: str, path: str | os.PathLike, commit: str | None = None) -> str:
     """The text of a schema rcpc ships, derived from its source (``rcpc schema``): ``kind``
     ``maxtext``, the MaxText schema of the checkout at ``path`` (types.py, base.yml, models/;
-    :func:`rcpc.domain.schemagen.derive`; ``commit`` default: the checkout's git HEAD), or
+    :func:`rcpc.domain.maxtext.schemagen.derive`; ``commit`` default: the checkout's git HEAD), or
     ``jobset``, the JobSet schema of the CRD file ``path``
-    (``jobset.x-k8s.io_jobsets.yaml``; :func:`rcpc.domain.crd.derive_schema`). Raises
+    (``jobset.x-k8s.io_jobsets.yaml``; :func:`rcpc.domain.kube.crd.derive_schema`). Raises
     :class:`CompileError` for a source it cannot read or derive from."""
     if kind == "maxtext":
-        from rcpc.domain.schemagen import derive, dumps
+        from rcpc.domain.maxtext.schemagen import derive, dumps
 
         return dumps(derive(Path(path), commit=commit))
-    from rcpc.domain.crd import derive_schema as jobset
+    from rcpc.domain.kube.crd import derive_schema as jobset
 
     return jobset(Path(path), commit)
 
@@ -648,12 +648,12 @@ def diff_revision(workspace: Workspace, rev: str, recipes=(), variant: str | Non
                   maxtext_schema: str | None = None, kube_schemas: list[str] | None = None,
                   strict_crd: bool = False):
     """The renders of ``workspace`` at git revision ``rev`` compared with the work tree's
-    (``rcpc diff --rev``, :func:`rcpc.review.diff_revision`), both built by the running rcpc:
+    (``rcpc diff --rev``, :func:`rcpc.review.report.diff_revision`), both built by the running rcpc:
     ``recipes`` (default: every recipe on either side) × ``variant`` (default: every one) ×
     render, the schema options applied to both sides as :class:`Workspace` applies them.
-    Returns the :class:`rcpc.review.RevisionDiff`. ``E0615`` (git), ``E0607`` (a variant on
+    Returns the :class:`rcpc.review.report.RevisionDiff`. ``E0615`` (git), ``E0607`` (a variant on
     neither side) as :class:`CompileError`; :class:`UsageError` for a recipe on neither side."""
-    from rcpc import review
+    from rcpc.review import report as review
 
     try:
         return review.diff_revision(workspace.config, rev, list(recipes), variant,
@@ -664,9 +664,9 @@ def diff_revision(workspace: Workspace, rev: str, recipes=(), variant: str | Non
 
 def output_bookkeeping(output: str | os.PathLike):
     """What a build that finds its output already in place reads of the output directory's
-    bookkeeping, for no-op replay to check the same (:func:`rcpc.output.bookkeeping`:
+    bookkeeping, for no-op replay to check the same (:func:`rcpc.build.output.bookkeeping`:
     ``(links, files, absent)``, or None when nothing may be replayed)."""
-    from rcpc.output import bookkeeping
+    from rcpc.build.output import bookkeeping
 
     return bookkeeping(Path(output))
 

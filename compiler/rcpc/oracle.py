@@ -41,7 +41,7 @@ from rcpc.core.envvars import for_subprocess, get
 from rcpc.core.diagnostics import Diagnostic, error
 from rcpc.core.source import Span
 from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
-from rcpc.domain.maxtext import argv, resolved
+from rcpc.domain.maxtext.flagset import argv, resolved
 
 DRIVER = Path(__file__).resolve().parent / "oracle_driver.py"
 START_TIMEOUT = 120.0  # seconds for a subprocess to import MaxText and jax

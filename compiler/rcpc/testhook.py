@@ -7,7 +7,7 @@ knows where the process is and chooses when it goes on.
 
 ``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
 ``-j`` worker process has started), ``fork`` (the main process has just forked a worker of
-its pool, :mod:`rcpc.pool`), ``pool`` (the main process has made its pool of workers, before
+its pool, :mod:`rcpc.build.pool`), ``pool`` (the main process has made its pool of workers, before
 it uses it). Without the variables :func:`point` does nothing.
 
 ``RCPC_TEST_KILL=<file name>`` (several separated by commas): a ``-j`` worker kills itself

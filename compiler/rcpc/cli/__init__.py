@@ -33,7 +33,7 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.core.usercache import cache_dir
 from rcpc.interrupts import (ignore_interrupts, interrupts, outlive_readers, restore_interrupts, restore_streams,
                              unwritable, utf8_streams)
-from rcpc.replay import Recorder, stderr_color
+from rcpc.build.replay import Recorder, stderr_color
 
 COMMANDS = Path(__file__).parent / "commands"  # one module a command
 
@@ -102,7 +102,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
-    (:mod:`rcpc.replay`) when they succeed; a command that may have written to the user cache
+    (:mod:`rcpc.build.replay`) when they succeed; a command that may have written to the user cache
     trims it (:mod:`rcpc.core.cachetrim`). Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:attr:`Run.progress`); repeated signals are ignored while it
     unwinds (:mod:`rcpc.interrupts`). A reader of stdout or stderr that goes away (``| head``)

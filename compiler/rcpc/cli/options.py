@@ -47,7 +47,7 @@ def schema_options(args: argparse.Namespace) -> dict:
 
 def jobs(text: str, auto: int) -> int:
     """The value of ``-j TEXT``: N, a number of processes (1 or more), or for ``auto`` the
-    value ``auto`` (:data:`rcpc.parallel.AUTO`, which the commands that run workers pass)."""
+    value ``auto`` (:data:`rcpc.build.parallel.AUTO`, which the commands that run workers pass)."""
     if text == "auto":
         return auto
     try:
@@ -71,7 +71,7 @@ def seconds(text: str) -> float:
 
 
 def jobs_option(p: argparse.ArgumentParser, auto: int) -> None:
-    """Add ``-j``/``--jobs`` (:func:`jobs`; ``auto``: :data:`rcpc.parallel.AUTO`, passed by
+    """Add ``-j``/``--jobs`` (:func:`jobs`; ``auto``: :data:`rcpc.build.parallel.AUTO`, passed by
     the commands that run workers, which import it) to the command parser ``p``."""
     p.add_argument("-j", "--jobs", type=lambda text: jobs(text, auto), default="auto", metavar="N",
                    help="work in N processes (default: auto, one per idle CPU when the work pays; 1: no workers)")

@@ -68,7 +68,7 @@ class Report:
 
 
 class Run:
-    """One run of a command: its :class:`Report`, its replay :class:`rcpc.replay.Recorder`,
+    """One run of a command: its :class:`Report`, its replay :class:`rcpc.build.replay.Recorder`,
     ``progress`` (what a Ctrl-C would leave written, for its message: set as a command
     writes) and, for a command run in a workspace, the :class:`rcpc.api.Workspace`
     (``workspace``, None until the dispatch opens it)."""

@@ -1,7 +1,7 @@
 """The environment variables rcpc reads, declared in one place (:data:`READ`). Every read of
 the package goes through :func:`get` or :func:`home` (``tests/test_replay_inputs.py`` finds
 any other read of ``os.environ`` in the package), and no-op replay keys its records on their
-values (:func:`values`, :func:`rcpc.replay.request_key`): a run whose output a variable
+values (:func:`values`, :func:`rcpc.build.replay.request_key`): a run whose output a variable
 changed (a warning about ``RCPC_CACHE_MAX_MB``, colours under ``NO_COLOR``) is never replayed
 once the variable is changed. Imports only ``os``: replay reads it before anything else."""
 
@@ -45,5 +45,5 @@ def values() -> str:
 def for_subprocess(**overrides: str) -> dict[str, str]:
     """This process's environment with ``overrides``, for a program rcpc runs (git, for
     ``rcpc diff --rev``): it reads its own variables (``GIT_DIR``, ``HOME``, ...). The
-    commands that run one are never replayed (:data:`rcpc.replay.COMMANDS`)."""
+    commands that run one are never replayed (:data:`rcpc.build.replay.COMMANDS`)."""
     return {**os.environ, **overrides}

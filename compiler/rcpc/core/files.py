@@ -3,7 +3,7 @@ schema files, cache entries, outputs compared before a rewrite) is read through
 :func:`read_limited`, so that a huge file, ``/dev/zero`` or a FIFO named as an input is an
 error, never a read without end or a hang.
 
-Imports only ``os``, ``stat`` and ``errno``: the no-op replay (:mod:`rcpc.replay`) uses it
+Imports only ``os``, ``stat`` and ``errno``: the no-op replay (:mod:`rcpc.build.replay`) uses it
 before anything else is loaded.
 """
 

@@ -23,7 +23,7 @@ class Session:
       tables loaded, ~12 ms each), taken by a parse lark must read and given back after it
       (a parse started during another makes its own);
     * ``tables``: memo tables by name (:meth:`table`), each owned by the module that names it,
-      which bounds it (a name is ``module:what``, e.g. ``rcpc.domain.kube_schema:made``). A
+      which bounds it (a name is ``module:what``, e.g. ``rcpc.domain.kube.schema:made``). A
       table keyed by an object's ``id`` keeps the object in its entry, so the id is not
       reused while the entry lives, and dies with the session."""
 

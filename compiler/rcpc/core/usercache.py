@@ -3,7 +3,7 @@ writes of its files; and the fingerprint of rcpc's code and of the distributions
 on (:mod:`rcpc.core.distributions`) that cache keys include. Imports only ``os``, ``stat``,
 ``sys`` and :mod:`rcpc.core.files` (``hashlib`` when fingerprinting, :mod:`rcpc.core.diagnostics`
 to warn): the no-op replay
-(:mod:`rcpc.replay`) uses it before anything else is loaded.
+(:mod:`rcpc.build.replay`) uses it before anything else is loaded.
 
 Trust (a cache another user can write is input they control: a planted entry would make a
 broken ``rcpc check`` print ok, and lark's grammar cache is a pickle): ``rcpc`` in the cache

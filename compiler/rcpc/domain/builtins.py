@@ -4,7 +4,7 @@
 * ``param(type, default = ..., doc = "", choices = [...])`` — a typed recipe parameter
   (a declaration: ``NAME = param(...)``);
 * ``maxtext_flags(layer, ..., schema = "//path", unknown_keys = [...], unknown_values = {...},
-  tpu_slice = S, num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext`), checked against the MaxText
+  tpu_slice = S, num_slices = 1)`` — a MaxText flag set (:mod:`rcpc.domain.maxtext.flagset`), checked against the MaxText
   schema (``maxtext_schema`` in rcp.toml, or ``schema``: ``builtin:maxtext``, a ``.json`` or a
   base.yml; ``None`` for the flags of a trainer MaxText's schema does not describe, such as
   MaxDiffusion, which reads its command line the same way) and, with ``tpu_slice``, against
@@ -16,7 +16,7 @@
 * ``tpu_slice("tpu7x:4x4x8")`` (:mod:`rcpc.domain.tpu`);
 * ``variant("name", set = {...}, against = "...", changes = {...})``;
 * ``merge(base, patch, ...)`` — a deep merge of dicts with Kubernetes' strategic-merge rules,
-  and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.merge`).
+  and ``replace(value)`` to replace instead of merge (:mod:`rcpc.domain.kube.merge`).
 
 Attributes: flag sets have ``argv``, ``shell``, ``resolved`` and the method
 ``shell_quoted(keys, raw = [])`` (the shell form with those flags' value parts quoted, and
@@ -44,7 +44,8 @@ from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
-from rcpc.domain import maxtext, mesh, provenance
+from rcpc.domain import provenance
+from rcpc.domain.maxtext import flagset as maxtext, mesh
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
@@ -402,14 +403,14 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
 
 
 def _merge(ctx, fn, span, args, kwargs):
-    from rcpc.domain.merge import merge
+    from rcpc.domain.kube.merge import merge
 
     _bind("merge", span, [], kwargs, (), set())
     return merge(args, span)
 
 
 def _replace(ctx, fn, span, args, kwargs):
-    from rcpc.domain.merge import Replace
+    from rcpc.domain.kube.merge import Replace
 
     a = _bind("replace", span, args, kwargs, ("value",), {"value"})
     return Replace(a["value"], span)

@@ -79,7 +79,7 @@ class _Entry:
 @record.frozen
 class _Flag:
     """An unexplained flag change in one render: a key's effective value (``change``, a
-    :class:`~rcpc.domain.maxtext.FlagChange`) or its tokens alone (``tokens``: old and new
+    :class:`~rcpc.domain.maxtext.flagset.FlagChange`) or its tokens alone (``tokens``: old and new
     texts), at ``path`` of the render."""
 
     render: str

@@ -16,7 +16,7 @@ An :class:`Embedding` says which flag set, where (a path spelled as :mod:`rcpc.d
 spells it), in which form, the tokens as written, and the Kubernetes container whose
 ``command`` or ``args`` hold it (for the launch checks: its env, its pod's TPU slice). In a
 container's ``command`` and ``args`` Kubernetes expands ``$(VAR)`` and ``$$`` before the
-process starts (:mod:`rcpc.domain.kube_expansion`): :meth:`Embedding.seen` is the flag set with
+process starts (:mod:`rcpc.domain.kube.expansion`): :meth:`Embedding.seen` is the flag set with
 each value as the container receives it, so every check, contract, diff and explain reads
 what MaxText reads. Each value is expanded on its own; a ``$(`` left open in one value that a
 later token's ``)`` would close is read as kept (no flag value of a real recipe holds one).
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.values import Dict, List, Str
-from rcpc.domain.emit.flags import shell_quote, token
+from rcpc.domain.maxtext.emit import shell_quote, token
 from rcpc.domain.provenance import FlagToken
 from rcpc.domain.delta import Index, Key, Named, names
-from rcpc.domain.kube_expansion import container_env, expand
+from rcpc.domain.kube.expansion import container_env, expand
 from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 MARKER = "\0maxtext_flags\0"  # stands for one run of flag tokens in without_flags (no token holds NUL)
@@ -59,7 +59,7 @@ class Embedding:
 
     def received(self, entry: FlagEntry) -> FlagEntry:
         """``entry`` (one of the tokens') as the process receives it: a string value with
-        ``$(VAR)`` or ``$$`` expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.expand`
+        ``$(VAR)`` or ``$$`` expanded by Kubernetes (:func:`rcpc.domain.kube.expansion.expand`
         with :attr:`env`); ``entry`` itself when expansion leaves it as written."""
         v = entry.value
         if not self.env or type(v) is not Str or "$" not in v.value:
@@ -347,7 +347,7 @@ def match(old: list[Embedding], new: list[Embedding]) -> list[tuple]:
 @record.frozen
 class FlagDelta:
     """What changed between two versions of one embedding: ``changes``, each key whose
-    effective value differs (:class:`~rcpc.domain.maxtext.FlagChange`), and ``ineffective``,
+    effective value differs (:class:`~rcpc.domain.maxtext.flagset.FlagChange`), and ``ineffective``,
     (key, old token texts, new token texts, the FlagToken written last) of each key whose
     tokens differ while its effective value does not."""
 
@@ -358,7 +358,7 @@ class FlagDelta:
 def delta(old: Embedding | None, new: Embedding | None) -> FlagDelta:
     """The :class:`FlagDelta` of two versions of one embedding (either None when it is only in
     the other version: every key of the other then changes)."""
-    from rcpc.domain.maxtext import flag_delta
+    from rcpc.domain.maxtext.flagset import flag_delta
 
     empty = FlagSet((), (new or old).flags.span, (new or old).flags.schema)
     changes = flag_delta(old.seen() if old else empty, new.seen() if new else empty)

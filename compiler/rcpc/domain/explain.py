@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.core.source import COMMAND_LINE_SPAN
-from rcpc.domain.emit.flags import value_text
+from rcpc.domain.maxtext.emit import value_text
 from rcpc.core.emit.scalars import scalar_str
 from rcpc.domain.overrides import Overrides
 from rcpc.domain.recipe import Compiler
@@ -52,7 +52,7 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
     base.yml; MaxText ``pyconfig.initialize``). ``E0620`` for a render carrying no flag set
     or several; ``E0621`` when the flag set has no MaxText schema to start from."""
     from rcpc.domain.launch import env_overrides
-    from rcpc.domain.mesh import EffectiveValues, _UNKNOWN
+    from rcpc.domain.maxtext.mesh import EffectiveValues, _UNKNOWN
     from rcpc.domain.renders import carried, kind_of
 
     recipe, name, result = _evaluated(compiler, path, variant, sets)

@@ -9,7 +9,7 @@ in whatever shape (a flag file, a JobSet's argv or ``bash -c`` string, a command
 override is one more layer of that flag set (:func:`rcpc.domain.embedding.with_layer`), so
 MaxText's last-value-wins reads it last, in every render that carries the set. Its value is
 typed by the flag set's MaxText schema as a recipe's would be
-(:func:`rcpc.domain.maxtext.check_entry`: ``steps=10`` is the int 10, ``run_name=10`` the
+(:func:`rcpc.domain.maxtext.flagset.check_entry`: ``steps=10`` is the int 10, ``run_name=10`` the
 string ``"10"``), and every check a recipe's flag gets applies (unknown key ``E0310`` with
 did-you-mean, type ``E0311``, choices, MaxText's refusals, the launch checks, and the
 contract of the variant built). The token's provenance names the ``--flag`` item
@@ -25,7 +25,7 @@ from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, did_you_mean, error
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS
 from rcpc.core.source import Span
-from rcpc.domain import maxtext
+from rcpc.domain.maxtext import flagset as maxtext
 from rcpc.domain.overrides import flag_target
 from rcpc.domain.renders import carried, kind_of
 from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
@@ -103,7 +103,7 @@ def _grown(fs: FlagSet, key: str, text: str, item: str, warn) -> FlagSet:
 def _spelled(text: str, span: Span, typed: bool = True):
     """The value MaxText's YAML reading gives ``key=text`` where no schema types it: a bool,
     int or float as spelled (as ``--set`` reads one), else the string; ``typed`` False: the
-    string, for the schema to type (:func:`rcpc.domain.maxtext.check_entry`)."""
+    string, for the schema to type (:func:`rcpc.domain.maxtext.flagset.check_entry`)."""
     from rcpc.core.values import Str
     from rcpc.domain.builtins import param_value_from_text
     from rcpc.domain.values import Param

@@ -20,11 +20,11 @@ Findings:
 * ``E0322`` — a container env ``XLA_FLAGS`` beside a ``dump_hlo_xla_flags`` of its flags
   (MaxText's ``validate_and_set_hlo_dump_defaults`` refuses both);
 * ``E0350`` — a config one of MaxText's cross-field refusals (types.py's model validators)
-  refuses (:func:`rcpc.domain.crossfield.check_refusals`), once a flag set;
+  refuses (:func:`rcpc.domain.maxtext.crossfield.check_refusals`), once a flag set;
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
-  selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.pod_slice`) and the number
+  selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.rules.pod_slice`) and the number
   of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
-  a Job or a Pod), with the container's ``M_`` variables (:func:`rcpc.domain.mesh.check_mesh`):
+  a Job or a Pod), with the container's ``M_`` variables (:func:`rcpc.domain.maxtext.mesh.check_mesh`):
   MaxText builds its mesh from the devices it finds (``create_device_mesh``), whatever
   ``tpu_slice`` the recipe named.
 """
@@ -33,13 +33,13 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mean
-from rcpc.domain.emit.flags import value_text
-from rcpc.domain import lax
-from rcpc.domain.crossfield import check_refusals
-from rcpc.domain.kube import pod_slice
-from rcpc.domain.kube_expansion import env_entries
-from rcpc.domain.maxtext import resolved
-from rcpc.domain.mesh import check_mesh, env_value
+from rcpc.domain.maxtext.emit import value_text
+from rcpc.domain.maxtext import lax
+from rcpc.domain.maxtext.crossfield import check_refusals
+from rcpc.domain.kube.rules import pod_slice
+from rcpc.domain.kube.expansion import env_entries
+from rcpc.domain.maxtext.flagset import resolved
+from rcpc.domain.maxtext.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.values import FlagSet, Manifest
 
@@ -123,7 +123,7 @@ def slice_pods(data: Dict):
     """(pod spec, :class:`TpuSlice`, number of slices, replicas value or None) for each pod
     of a ``JobSet`` (each replicated job's pod template; its ``replicas``, default 1, are the
     slices), ``Job`` (``spec.template``) or ``Pod`` manifest that selects a valid TPU slice
-    (:func:`rcpc.domain.kube.pod_slice`). A topology no slice has is the Kubernetes checks'
+    (:func:`rcpc.domain.kube.rules.pod_slice`). A topology no slice has is the Kubernetes checks'
     to report (``E0401``); such a pod is left out here."""
     kind = data.items.get("kind")
     kind = kind.value if type(kind) is Str else None
@@ -170,7 +170,7 @@ def pod_containers(pod: Dict):
 
 
 def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> list[Diagnostic]:
-    """``E0340`` of :func:`rcpc.domain.mesh.check_mesh` against the slice a pod runs on,
+    """``E0340`` of :func:`rcpc.domain.maxtext.mesh.check_mesh` against the slice a pod runs on,
     showing where the pod selects it."""
     name = container.items.get("name")
     who = f"container {name.value!r}" if type(name) is Str else "the container"
@@ -247,7 +247,7 @@ def check_model_config(fs: FlagSet) -> list[Diagnostic]:
 def env_overrides(container: Dict) -> list[tuple[str, object, Dict]]:
     """(name, value, entry) of each ``M_...`` variable of a container's env (none when it has
     no ``env`` list); a string value as the container receives it, ``$(VAR)`` and ``$$``
-    expanded by Kubernetes (:func:`rcpc.domain.kube_expansion.env_entries`; the span the
+    expanded by Kubernetes (:func:`rcpc.domain.kube.expansion.env_entries`; the span the
     value's)."""
     out = []
     for _, item, name, text in env_entries(container):
@@ -362,7 +362,7 @@ def _env_against_schema(fs, cli, name, value, span, cname) -> list[Diagnostic]:
 
 def _parsed(original, text: str):
     """What MaxText validates of an ``M_`` variable's ``text`` that its parser reads
-    (:func:`rcpc.domain.mesh.env_value`; a string ``none`` in any case is None,
+    (:func:`rcpc.domain.maxtext.mesh.env_value`; a string ``none`` in any case is None,
     ``_prepare_for_pydantic``)."""
     value = env_value(original, text)
     return None if type(value) is str and value.lower() == "none" else value

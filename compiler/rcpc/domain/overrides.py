@@ -47,7 +47,7 @@ class Overrides:
         return cls(tuple(sets or ()), tuple((os.path.abspath(p), str(p)) for p in values or ()), tuple(flags or ()))
 
     def options(self) -> list[str]:
-        """The build cache's options for these overrides (:func:`rcpc.cache.request`): what,
+        """The build cache's options for these overrides (:func:`rcpc.build.cache.request`): what,
         besides the files read, changes the result (a values file's bytes are a dependency)."""
         return [*(f"set={s}" for s in self.sets), *(f"values={p}" for p, _ in self.values),
                 *(f"flag={f}" for f in self.flags)]

@@ -13,7 +13,7 @@ protocol finds every flag set a render carries from these pieces (:mod:`rcpc.dom
 from __future__ import annotations
 
 from rcpc.core import record
-from rcpc.domain.emit.flags import shell_quote, token
+from rcpc.domain.maxtext.emit import shell_quote, token
 from rcpc.core.values import List, Str, join
 from rcpc.domain.values import FlagEntry
 
@@ -57,7 +57,7 @@ def argv_value(fs, span) -> List:
 
 def shell_value(fs, span, always: frozenset = frozenset(), raw: frozenset = frozenset()) -> Str:
     """``FLAGS.shell``: the tokens shell-quoted when needed and joined by single spaces
-    (:func:`rcpc.domain.emit.flags.shell_form`), one piece per (quoted) token; the value
+    (:func:`rcpc.domain.maxtext.emit.shell_form`), one piece per (quoted) token; the value
     part of each flag whose key is in ``always`` quoted anyway (``FLAGS.shell_quoted(keys)``),
     of each in ``raw`` not quoted at all (``FLAGS.shell_raw(keys)``)."""
     parts: list = []

@@ -26,8 +26,8 @@ from rcpc.core.evaluate import Evaluator
 from rcpc.core.files import TooLarge, read_limited
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
-from rcpc.domain.schema import BUILTIN_PATH, load_schema, schema_sources
-from rcpc.domain.schemagen import BUILTIN
+from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema, schema_sources
+from rcpc.domain.maxtext.schemagen import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.session import Session
 from rcpc.core.syntax import ast
@@ -354,7 +354,7 @@ class Compiler:
         if self._kube is not None:
             return self._kube.identity
         if self._kube_identity is None:
-            from rcpc.domain import schemacache
+            from rcpc.domain.kube import schemacache
 
             try:
                 files = [(self.workspace.display(p), self.read(p, MAX_SCHEMA_BYTES)) for p in self.workspace.kube_schemas]
@@ -364,24 +364,24 @@ class Compiler:
         return self._kube_identity
 
     def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
-        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube`):
+        """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube.rules`):
         the errors found (warnings go with the run's other warnings). ``text`` is the
         manifest's render: the render determines the data (it reads back to it), so a render
         found clean once in this run is clean again (variants and lint share renders), and
         one found clean in an earlier run, with the same schema files, rcpc, ``strict_crd`` and
         JobSet feature gates, is clean from the validation cache
-        (:func:`rcpc.domain.schemacache.render_key`)."""
+        (:func:`rcpc.domain.kube.schemacache.render_key`)."""
         if text in self._clean:
             return []
-        from rcpc.domain import schemacache
+        from rcpc.domain.kube import schemacache
 
         gates = self.workspace.jobset_feature_gates
         key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text, gates)
         if schemacache.lookup(key) == schemacache.NO_FINDINGS:
             self._clean.add(text)
             return []
-        from rcpc.domain import kube
-        from rcpc.domain.kube_schema import SchemaIndex
+        from rcpc.domain.kube import rules as kube
+        from rcpc.domain.kube.schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:
             self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read,
@@ -436,7 +436,7 @@ class Compiler:
         """Build recipe ``real`` as :meth:`build` does, check its variants' contracts (and
         lint it when ``lint``): ``(Recipe, [VariantBuild], [the warnings and notes a build
         prints])``, what ``rcpc build`` and ``rcpc check`` report of it (the tool stores it in
-        the build cache, :func:`rcpc.cache.store_built`). The recipe is released after
+        the build cache, :func:`rcpc.build.cache.store_built`). The recipe is released after
         (:meth:`release`: memory stays flat; diagnostics quoting it read the file again).
         Raises :class:`~rcpc.core.diagnostics.CompileError` (a build's errors, a broken
         contract)."""

@@ -36,8 +36,8 @@ from rcpc.core.source import Span
 from rcpc.core.values import Dict, List, Str, weight
 from rcpc.domain.delta import data_delta
 from rcpc.domain.embedding import delta as flag_changes, embeddings, match, with_layer, without_flags
-from rcpc.domain.emit.flags import flag_file, shell_quote, value_text
-from rcpc.domain.maxtext import argv, flags_weight
+from rcpc.domain.maxtext.emit import flag_file, shell_quote, value_text
+from rcpc.domain.maxtext.flagset import argv, flags_weight
 from rcpc.domain.provenance import argv_value
 from rcpc.domain.values import CommandFile, FlagFile, FlagSet, Manifest
 
@@ -136,7 +136,7 @@ def _command_file(ctx, fn, span, args, kwargs):
 def emit_command_file(value: CommandFile, session=None) -> str:
     """The ``.sh`` render: ``#!/bin/bash``, then the command, one word a line after the
     first (each line but the last ending in a backslash), each word quoted for bash only when needed
-    (:func:`~rcpc.domain.emit.flags.shell_quote`), so that bash runs exactly ``argv``. (``session``:
+    (:func:`~rcpc.domain.maxtext.emit.shell_quote`), so that bash runs exactly ``argv``. (``session``:
     unused, as :class:`RenderKind` ``emit`` takes it.)"""
     words = [shell_quote(w.value) for w in value.argv.items]
     return "#!/bin/bash\n" + " \\\n  ".join(words) + "\n"

@@ -34,7 +34,7 @@ _SUFFIX = ".rcp"
 
 # Each function taking ``directory`` reads the standard library there (default: the running
 # rcpc's, DIRECTORY; ``rcpc diff --rev`` compiles a revision of rcpc's own repository with the
-# revision's: rcpc.revision.materialise).
+# revision's: rcpc.review.revision.materialise).
 
 
 def files(directory: Path | None = None) -> list[str]:

@@ -65,13 +65,13 @@ class Workspace:
     kube_schemas: tuple = ()
     config: Path | None = None
     strict_crd: bool = False  # also report what the raw CRD rejects (rcpc check --strict-crd)
-    jobset_feature_gates: frozenset = frozenset()  # JobSet feature gates on in the cluster (rcpc.domain.jobset)
+    jobset_feature_gates: frozenset = frozenset()  # JobSet feature gates on in the cluster (rcpc.domain.kube.jobset)
     maxtext_oracle: Path | None = None  # a MaxText checkout whose loader `rcpc check` runs
     maxtext_python: str | None = None  # the interpreter that runs it
     links: dict = record.field(factory=dict, eq=False, repr=False)
     config_bytes: bytes = record.field(default=b"", eq=False, repr=False)
     # rcpc's standard library (@rcpc//): the running rcpc's when None (rcpc.domain.stdlib);
-    # never a setting of rcp.toml (rcpc diff --rev sets a revision's: rcpc.revision)
+    # never a setting of rcp.toml (rcpc diff --rev sets a revision's: rcpc.review.revision)
     stdlib_dir: Path | None = None
 
     def real(self, raw: Path, parents: dict | None = None) -> Path:
@@ -451,8 +451,8 @@ MAX_KEY_DOTS = 1_000
 
 def _gates(names: list, text: str) -> frozenset:
     """The ``jobset_feature_gates`` of rcp.toml: each a JobSet feature gate
-    (:data:`rcpc.domain.jobset.FEATURE_GATES`). ``E0901`` for another name."""
-    from rcpc.domain.jobset import FEATURE_GATES
+    (:data:`rcpc.domain.kube.jobset.FEATURE_GATES`). ``E0901`` for another name."""
+    from rcpc.domain.kube.jobset import FEATURE_GATES
 
     for name in names:
         if name not in FEATURE_GATES:

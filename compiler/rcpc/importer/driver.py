@@ -121,7 +121,7 @@ def _schemas(ws):
     """``schema_of(apiVersion, kind)``: the schema of the workspace's ``kube_schemas`` for
     the object, else of rcpc's built-in JobSet schema, else None (the types of placeholders,
     :mod:`rcpc.importer.fields`)."""
-    from rcpc.domain.kube_schema import SchemaIndex
+    from rcpc.domain.kube.schema import SchemaIndex
 
     indexes = []
 
@@ -367,7 +367,7 @@ def _at_script(script, text: str, shown: str, diagnostics) -> list:
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:
-    from rcpc.domain.maxtext import argv
+    from rcpc.domain.maxtext.flagset import argv
     from rcpc.domain.values import FlagSet
     from rcpc.importer import interpret, proof, shell
 

@@ -2,7 +2,7 @@
 the field it stands in.
 
 envsubst writes a value's text into the YAML, and the YAML reader types it (kubectl reads
-YAML 1.1 scalars: :mod:`rcpc.domain.manifests`): ``replicas: ${N}`` with ``N=3`` is the
+YAML 1.1 scalars: :mod:`rcpc.domain.kube.manifests`): ``replicas: ${N}`` with ``N=3`` is the
 integer 3. A ``str`` param renders the string ``"3"`` there, which the schema refuses
 (``E1101``) and which is not the template's data. So a placeholder that stands alone and
 unquoted (a plain scalar ``${NAME}``, or ``$NAME``) as the value of a field whose schema type is
@@ -58,7 +58,7 @@ class Place:
 
     def where(self) -> str:
         """``spec.replicas (an integer)``: the field, as diagnostics and param docs name it."""
-        from rcpc.domain.kube_paths import manifest_path
+        from rcpc.domain.kube.paths import manifest_path
 
         return f"{manifest_path(self.path)} ({TYPES[self.field][1]})"
 
@@ -95,7 +95,7 @@ def field_type(schema, path: tuple) -> str | None:
 def typed_places(doc, text: str, schema, names) -> list:
     """The :class:`Place` of each placeholder of ``names`` that stands alone, unquoted, as
     the value of a field :data:`TYPES` types, in the template's document ``doc`` (values
-    with spans, :func:`rcpc.domain.manifests.load_manifests`) of source ``text``; in order.
+    with spans, :func:`rcpc.domain.kube.manifests.load_manifests`) of source ``text``; in order.
     Raises :class:`CompileError` ``E1207`` for a placeholder of such a field that cannot be
     a typed param (quoted, or part of the value), at its place."""
     from rcpc.core.values import Dict, List, Str
@@ -135,7 +135,7 @@ def typed_places(doc, text: str, schema, names) -> list:
 
 
 def _cannot(name: str, path: tuple, span: Span, field: str, quoted: bool) -> Diagnostic:
-    from rcpc.domain.kube_paths import manifest_path
+    from rcpc.domain.kube.paths import manifest_path
 
     what = TYPES[field][1]
     key = next((p for p in reversed(path) if isinstance(p, str)), "field")

@@ -1,6 +1,6 @@
 """Recipe source text for imported values (docs/language.md): string literals, f-strings
 holding param references, and the spellings of MaxText flag values that
-:func:`rcpc.domain.emit.flags.value_text` writes back exactly."""
+:func:`rcpc.domain.maxtext.emit.value_text` writes back exactly."""
 
 from __future__ import annotations
 
@@ -93,10 +93,10 @@ def scalar(text: str) -> str:
 
 def flag_value(key: str, raw: str, names) -> str | None:
     """The recipe source of a ``maxtext_flags`` value whose token, as the flag set's shell
-    form writes it (:func:`~rcpc.domain.emit.flags.shell_quote` of ``key=value``), is exactly
+    form writes it (:func:`~rcpc.domain.maxtext.emit.shell_quote` of ``key=value``), is exactly
     the shell word ``raw`` (placeholders of ``names`` become references); None when no value
     renders as ``raw``."""
-    from rcpc.domain.emit.flags import FlagValueError, shell_quote, token
+    from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
 
     pieces = placeholders(raw, names)
     if any(isinstance(p, Ref) for p in pieces):  # checked with a plain stand-in for each param
@@ -121,11 +121,11 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
     """``(source, always)`` for a shell word ``raw`` that writes a flag's value part in single
     quotes (``prompt='a b.'``, ``key='fixed,-224,224'``): the recipe source of the
     ``maxtext_flags`` value, and whether the quotes are there where the shell needs none (as
-    ``FLAGS.shell_quoted([key])`` writes it, :func:`~rcpc.domain.emit.flags.shell_quote` with
+    ``FLAGS.shell_quoted([key])`` writes it, :func:`~rcpc.domain.maxtext.emit.shell_quote` with
     ``always``) rather than as the flag set's shell form writes it anyway. None for any other
     word, and for a quoted value holding a placeholder of ``names`` (its quoting would depend
     on the param's value)."""
-    from rcpc.domain.emit.flags import FlagValueError, shell_quote, token
+    from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
 
     head = key + "='"
     if not (raw.startswith(head) and raw.endswith("'") and len(raw) > len(head)):

@@ -233,7 +233,7 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     from rcpc.core.diagnostics import CompileError
     from rcpc.core.source import Span
     from rcpc.core.values import to_python
-    from rcpc.domain.manifests import load_manifests
+    from rcpc.domain.kube.manifests import load_manifests
 
     retyped: list = []  # W1104: keys kubectl sends as other text, as the recipe will write them
     source, docs = load_manifests(path, shown, retyped)

@@ -117,7 +117,7 @@ def manifest_differences(compiler, recipe: Path, template_text: str, defaults: d
     type, ``str`` when not named); empty when equal. Raises
     :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not evaluate."""
     from rcpc.core.values import to_python
-    from rcpc.domain.manifests import parse_manifests
+    from rcpc.domain.kube.manifests import parse_manifests
 
     def read(text: str, shown: str) -> list:  # as kubectl reads it (go-yaml), not PyYAML: `n:` is the key "false"
         return [to_python(d) for d in parse_manifests(text, shown)]

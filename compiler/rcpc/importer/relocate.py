@@ -6,7 +6,7 @@ that file to the place of the input it came from:
 
 1. a span on a param's declaration (its default: the value the finding is about) to the
    param's first place in the input (``placeholder(name)``);
-2. a Kubernetes finding (``Kind spec.path: message``, :mod:`rcpc.domain.kube_paths`) to
+2. a Kubernetes finding (``Kind spec.path: message``, :mod:`rcpc.domain.kube.paths`) to
    the template's node at that path (the render equals the template, so the path is the
    template's), an unknown field to its key;
 3. a span on a ``"key": value`` entry (a MaxText flag, an XLA flag) to the input's

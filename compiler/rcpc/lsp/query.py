@@ -434,7 +434,7 @@ def _maxtext_key(session, real: Path, hit: Hit, key: str, variant: str | None) -
 
 
 def _type_text(t: dict) -> str:
-    """A type node of the MaxText schema (:mod:`rcpc.domain.schemagen`) as short text."""
+    """A type node of the MaxText schema (:mod:`rcpc.domain.maxtext.schemagen`) as short text."""
     kind = t.get("type")
     if kind in ("enum", "literal") and t.get("values"):
         return " | ".join(json.dumps(v) for v in t["values"])
@@ -623,7 +623,7 @@ JOBSET = "rcpc.lsp.query:jobset"  # the server's table (rcpc.core.session.Sessio
 
 
 def jobset_schema(caches) -> dict:
-    """The JobSet schema rcpc ships (``builtin:jobset``, :mod:`rcpc.domain.crd`), read once
+    """The JobSet schema rcpc ships (``builtin:jobset``, :mod:`rcpc.domain.kube.crd`), read once
     for ``caches`` (the server's :class:`~rcpc.core.session.Session`)."""
     table = caches.table(JOBSET)
     if "schema" not in table:

@@ -302,13 +302,13 @@ class OrphansItem(_Item):
 class RecipeWorkspace(pytest.File):
     """The recipes of one workspace, as golden, contract and orphan test items. A recipe
     whose inputs are unchanged since it was last built (by ``rcpc build``, ``rcpc check`` or
-    this plugin) comes from the build cache (:mod:`rcpc.cache`: the renders of every variant
+    this plugin) comes from the build cache (:mod:`rcpc.build.cache`: the renders of every variant
     and the contracts that held), compiled by nothing; the others are compiled, and stored
     there when every contract holds."""
 
     def collect(self):
         from rcpc.api import Workspace
-        from rcpc.cache import request, store_built
+        from rcpc.build.cache import request, store_built
         from rcpc.core.diagnostics import CompileError
 
         try:

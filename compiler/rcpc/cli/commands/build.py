@@ -9,8 +9,8 @@ from pathlib import Path
 from rcpc.api import UsageError, output_bookkeeping
 from rcpc.cli.options import common, jobs_option, no_variant_with_values, variant_options
 from rcpc.completion import annotate
-from rcpc.output import InterruptedAfterWrite
-from rcpc.parallel import AUTO
+from rcpc.build.output import InterruptedAfterWrite
+from rcpc.build.parallel import AUTO
 
 ORDER = 10
 

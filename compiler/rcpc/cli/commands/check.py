@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rcpc.cli.options import common, jobs_option, seconds, strict
 from rcpc.completion import annotate
-from rcpc.parallel import AUTO
+from rcpc.build.parallel import AUTO
 
 ORDER = 50
 

@@ -1,13 +1,13 @@
 """``rcpc diff``: compare the renders of two variants (:meth:`rcpc.api.Workspace.diff`), or
 of a git revision and the work tree (:func:`rcpc.api.diff_revision`), as text, a stat,
-JSON or markdown (:mod:`rcpc.review`)."""
+JSON or markdown (:mod:`rcpc.review.report`)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from rcpc import review
+from rcpc.review import report as review
 from rcpc.api import UsageError, diff_revision
 from rcpc.cli.options import common, schema_options
 from rcpc.completion import annotate

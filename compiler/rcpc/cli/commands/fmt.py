@@ -12,7 +12,7 @@ from rcpc.completion import annotate
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.files import write_output
 from rcpc.core.fmt import FormatterBug
-from rcpc.parallel import AUTO
+from rcpc.build.parallel import AUTO
 
 ORDER = 70
 

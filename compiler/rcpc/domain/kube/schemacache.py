@@ -1,0 +1,169 @@
+"""The schema-validation cache: what jsonschema found in one manifest, kept in the user cache
+so that an unchanged manifest (in the edit loop, most of a recipe's) is not validated again,
+and jsonschema is not even imported when every manifest hits.
+
+An entry holds the violations :func:`rcpc.domain.kube.schema.check_schema` found, as plain
+records (path, validator, message, and for ``additionalProperties`` the allowed fields),
+before each of the API server's stages with ``strict_crd`` and after them all. Its *key* is
+the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
+version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
+messages are part of the result), the identity of the schema files (the SHA-256 of their
+bytes, :attr:`rcpc.domain.kube.schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
+and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
+A render with no finding at all (no rule, no schema, error or warning) is also kept under its
+text (:func:`render_key`: the render determines the manifest's data, which reads back from
+it), so the next build that renders it again skips every check (:meth:`rcpc.domain.recipe.
+Compiler.check_manifest`) without even reading the schemas. Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
+are after an edit, skips even the API server's stages); a manifest found valid is also kept
+under its *shape* (:mod:`rcpc.domain.kube.schemashape`: the strings no keyword of the schema can
+tell apart left out), so a manifest that differs from a valid one only in such strings (a
+flag in a container's ``args``) is valid without jsonschema; a result with violations is
+kept only under the exact manifest. The header holds
+the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
+regular file of bounded size and this user's own (:func:`rcpc.core.usercache.read_owned`), its header names the
+key asked for, the payload has the recorded digest and the records have the expected shape;
+anything else is a miss (validated again, entry rewritten). Entries live in
+``$XDG_CACHE_HOME/rcpc/schema`` (``~/.cache/rcpc/schema``); ``RCPC_NO_CACHE=1`` turns the cache
+off; failures to write are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+from rcpc.core.envvars import get
+from rcpc.core.usercache import cache_dir, code_fingerprint, installed, make_dirs, read_owned, write_atomic
+
+MAGIC = b"rcpc-schema 1\n"
+_HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
+MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
+_KEY_BASE: list[str] = []  # computed once a process
+
+
+def _key_base() -> str:
+    if not _KEY_BASE:
+        _KEY_BASE.append(f"{code_fingerprint()}\0{sys.version}\0{installed('jsonschema')}")
+    return _KEY_BASE[0]
+
+
+def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, shaped: bool = False) -> str | None:
+    """The entry key of validating ``plain`` (a manifest as plain data:
+    :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: SHA-256 hex.
+    The manifest is written with :func:`repr`, which keeps every type apart (``1``, ``1.0``,
+    ``True``, ``"1"``, as values and as keys); None when that fails (too deep) or the cache
+    is off: not cached. With ``shaped``, ``plain`` is a manifest's shape
+    (:func:`rcpc.domain.kube.schemashape.shape`, after the API server's stages) and the key is
+    one only "valid" is stored under."""
+    if not enabled():
+        return None
+    try:
+        manifest = repr(plain)
+    except RecursionError:
+        return None
+    return _digest(identity, api_version, kind, bool(strict_crd), "shape" if shaped else "manifest", manifest)
+
+
+NO_FINDINGS = {"before": [], "final": []}  # a valid manifest; a render with no findings
+
+
+def schema_identity(files) -> str:
+    """The identity of Kubernetes schema files: SHA-256 hex of each file's display path,
+    size and bytes, in order (``files``: (display path, bytes) pairs)."""
+    digest = hashlib.sha256()
+    for shown, raw in files:
+        digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
+    return digest.hexdigest()
+
+
+def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozenset = frozenset()) -> str | None:
+    """The entry key of a manifest's render ``text`` checked against the schemas of
+    ``identity`` (:func:`schema_identity`; "" for none) with the JobSet feature gates
+    ``gates``: only :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache
+    is off or ``identity`` is None."""
+    if identity is None or not enabled():
+        return None
+    return _digest(identity, bool(strict_crd), "render", text, *sorted(gates))
+
+
+def _digest(*fields) -> str:
+    """SHA-256 hex of rcpc's key base and ``fields``, each written as its type's name, its
+    length and its UTF-8 bytes (a field that is not a string as its repr): unambiguous
+    whatever they hold (an apiVersion with a NUL), and a render's text is hashed as it is
+    (its repr would cost ~8x the hash: every newline escaped)."""
+    digest = hashlib.sha256()
+    for field in (_key_base(), *fields):
+        data = (field if type(field) is str else repr(field)).encode("utf-8", "surrogatepass")
+        digest.update(b"%s %d\0" % (type(field).__name__.encode(), len(data)))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def enabled() -> bool:
+    """Whether the cache is in use (a user cache directory, no ``RCPC_NO_CACHE``)."""
+    return _directory() is not None
+
+
+def _path(directory: str, k: str) -> str:
+    return os.path.join(directory, k[:2], k)
+
+
+def _directory() -> str | None:
+    return None if get("RCPC_NO_CACHE") else cache_dir("schema")
+
+
+def _record(x) -> bool:
+    return (type(x) is list and len(x) == 4 and type(x[0]) is list
+            and all(type(p) in (str, int) for p in x[0]) and type(x[1]) is str and type(x[2]) is str
+            and (x[3] is None or type(x[3]) is list and all(type(a) is str for a in x[3])))
+
+
+def lookup(k: str | None) -> dict | None:
+    """The stored result of key ``k``: ``{"before": [[record, ...], ...], "final": [record,
+    ...]}`` with records ``[path, validator, message, allowed-or-None]``; None on any miss."""
+    directory = _directory()
+    if directory is None or k is None:
+        return None
+    return _read(directory, k)
+
+
+def _read(directory: str, k: str) -> dict | None:
+    try:
+        data = read_owned(_path(directory, k), MAX_ENTRY)
+        if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
+            return None
+        payload = data[_HEADER:]
+        if hashlib.sha256(payload).hexdigest().encode() != data[len(MAGIC) + 64:_HEADER]:
+            return None
+        found = json.loads(payload.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if (type(found) is not dict or set(found) != {"before", "final"} or type(found["before"]) is not list
+            or type(found["final"]) is not list
+            or not all(type(s) is list and all(map(_record, s)) for s in found["before"])
+            or not all(map(_record, found["final"]))):
+        return None
+    return found
+
+
+def store(k: str | None, result: dict) -> None:
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``; failures to write
+    are ignored."""
+    directory = _directory()
+    if directory is None or k is None:
+        return
+    try:
+        payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
+    except (ValueError, TypeError, RecursionError):
+        return
+    _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
+
+
+def _write(path: str, data: bytes) -> None:
+    try:
+        make_dirs(os.path.dirname(path))
+        write_atomic(path, data)
+    except OSError:
+        pass

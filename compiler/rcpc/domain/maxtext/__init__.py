@@ -1,0 +1,4 @@
+"""MaxText in the recipe domain: flag sets with its last-key-wins semantics, their
+emission, its schema and cross-field refusals, and the device mesh
+(docs/maxtext.md). It imports the language core, itself and the seam of
+docs/architecture.md; never :mod:`rcpc.domain.kube.rules`."""
