@@ -37,6 +37,7 @@ EXCLUDED: dict[tuple[str, str], str] = {
     ("rcpc.core.emit.scalars", "plain_ok"): _PLAIN_OK,
     ("rcpc.core.emit.yaml", "plain_ok"): _PLAIN_OK,
     ("rcpc.domain.maxtext.emit", "plain_ok"): _PLAIN_OK,
+    ("rcpc.domain.maxtext.emit", "reads_plain"): _PLAIN_OK.replace("a string", "a string (OmegaConf's reading)"),
     ("rcpc.core.usercache", "_TRUST"): _PROCESS + ": whether the cache directory is trusted",
     ("rcpc.core.usercache", "_WARNED"): _PROCESS + ": the untrusted directories warned about, once",
     ("rcpc.core.usercache", "_MADE"): _PROCESS + ": the cache directories made",
