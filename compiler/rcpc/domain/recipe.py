@@ -27,7 +27,7 @@ from rcpc.core.files import TooLarge, read_limited
 from rcpc.core.names import fold
 from rcpc.core.resolve import resolve
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema, schema_sources
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.session import Session
 from rcpc.core.syntax import ast

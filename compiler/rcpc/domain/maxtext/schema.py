@@ -30,7 +30,6 @@ from rcpc.core.diagnostics import error, io_hint
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
-from rcpc.domain.maxtext.schemagen import read_yaml
 
 BUILTIN_PATH = Path(__file__).resolve().parent.parent / "schemas" / "maxtext.json"
 
@@ -100,7 +99,7 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
     """Read a schema: a ``.json`` document, or a ``base.yml`` (derived on the fly with the
     ``types.py`` and ``models/`` beside it). ``span`` is where it was named (for errors);
     ``display`` is how to show its path (default: as given); ``read`` as for
-    :func:`read_yaml`. A ``.json`` schema of the same bytes and name is made once a
+    :func:`rcpc.domain.maxtext.schemagen.read_yaml`. A ``.json`` schema of the same bytes and name is made once a
     ``session`` (a :class:`~rcpc.core.session.Session`; schemas are not changed once made;
     default: made each call)."""
     shown = display or str(path)
@@ -123,7 +122,7 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
         except (ValueError, KeyError, TypeError) as exc:
             raise error("E0320", f"the MaxText schema {shown} is not a schema written by `rcpc schema maxtext`: "
                         f"{exc}", span, hint="write it again with rcpc schema maxtext BASE_YML") from None
-    from rcpc.domain.maxtext.schemagen import derive
+    from rcpc.domain.maxtext.schemagen import derive, read_yaml  # the generator: a base.yml only (lazy: cli/lazy.py)
 
     read_yaml(path, shown, span, read)  # E0320 for an unreadable or non-mapping base.yml, at the span
     doc = derive(path.parent, commit="", base_yml=path, read=read)
