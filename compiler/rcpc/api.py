@@ -14,12 +14,18 @@ module.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, unique
+from rcpc.core.files import read_limited
 from rcpc.core.session import Session
+from rcpc.core.source import file_span, Source
+from rcpc.domain import stdlib
+from rcpc.domain.stdlib import attributed
 
 
 class UsageError(ValueError):
@@ -59,7 +65,6 @@ class Build:
         atomic per variant, files rcpc did not write kept or reported). Returns the number of
         variant directories written (unchanged ones are not rewritten). ``E0950`` when the
         output cannot be written."""
-        from rcpc.core.source import file_span
         from rcpc.build.output import publish
 
         ws = self.workspace.config
@@ -81,8 +86,6 @@ class Build:
 def _why_not(out_dir: Path, exc: OSError) -> str:
     """Why the output directory cannot be written, in the user's terms: the path on the
     way to it that exists but is no directory (EEXIST, ENOTDIR), else the system's reason."""
-    import errno
-    import stat
 
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
         for p in reversed((out_dir, *out_dir.parents)):
@@ -260,7 +263,6 @@ class Workspace:
         come from."""
         if not overrides:
             return {}
-        from rcpc.core.files import read_limited
         from rcpc.domain.overrides import provenance
         from rcpc.domain.valuesfile import load, locate
 
@@ -514,7 +516,6 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     """:meth:`Workspace.check` of the recipe and library files given (real paths) of
     workspace settings ``ws``, compiled by ``get_compiler()``, with the build cache and
     options ``requested`` (:func:`rcpc.build.cache.request`)."""
-    from rcpc.domain.stdlib import attributed
     from rcpc.build.parallel import compile_recipes
 
     recipes = list(dict.fromkeys(recipes))
@@ -560,7 +561,6 @@ def parse(text: str, path: str = "<text>", session: Session | None = None):
     :class:`CompileError` (``E0001`` syntax, ``E0002`` bad escape). ``session``: the
     :class:`~rcpc.core.session.Session` (e.g. a :attr:`Workspace.session`) whose reference
     parser reads a text the fast parser declines (default: one made for this call, ~12 ms)."""
-    from rcpc.core.source import Source
     from rcpc.core.syntax.parser import parse as parse_source
 
     return parse_source(Source(path, text), session=session)
@@ -602,7 +602,6 @@ def import_recipe(workspace: Workspace, kind: str, file: str, *, sets: list[str]
     ``E1202`` for an empty name, a directory, an existing file without ``force``, the input
     itself or a file of rcpc's standard library. :class:`UsageError` when ``file`` does not
     exist; the import's errors (``E12xx``) as :class:`CompileError`."""
-    from rcpc.domain import stdlib
     from rcpc.importer import driver
 
     source = Path(file)

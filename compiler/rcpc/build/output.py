@@ -70,11 +70,13 @@ import stat
 import time
 from pathlib import Path
 
+from rcpc.build.replay import RACY_NS
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_fd, read_limited
 from rcpc.core.limits import MAX_MANIFEST_BYTES
 from rcpc.core.names import problem
+from rcpc.domain.renders import EXECUTABLE_SUFFIXES
 from rcpc.interrupts import hold, release
 
 AREA = ".rcpc"
@@ -430,8 +432,6 @@ class Comparison:
     compared again under the lock."""
 
     def __init__(self, out_dir: Path):
-        from rcpc.build.replay import RACY_NS
-
         self.out_dir = out_dir
         self._before = time.time_ns() - RACY_NS  # a stat changed after this is not trusted
         self._found: dict = {}   # (recipe, variant) → [(path, stat)] when unchanged, else False
@@ -569,7 +569,6 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
     links). A render built that its current one holds already, with the mode it would be
     written with, is hard-linked too (a flag edit changes a few renders of each variant;
     creating a file costs ~10x linking one on ext4)."""
-    from rcpc.domain.renders import EXECUTABLE_SUFFIXES
 
     umask = os.umask(0o077)
     os.umask(umask)

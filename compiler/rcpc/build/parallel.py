@@ -28,7 +28,9 @@ from pathlib import Path
 
 from rcpc.build import pool
 from rcpc.build.cache import BuildCache, store_built
-from rcpc.core.diagnostics import CompileError
+from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.source import file_span
+from rcpc.domain.recipe import Compiler
 
 MIN_PARALLEL = 4
 MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
@@ -118,8 +120,6 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path, v
 def _lost(ws, path: Path, status: str, doing: str):
     """``E0952``: the -j worker ``doing`` (compiling, formatting) the file ``path`` ended
     (``status``: :func:`rcpc.build.pool.run`'s) before it gave a result."""
-    from rcpc.core.diagnostics import Diagnostic
-    from rcpc.core.source import file_span
 
     return Diagnostic("E0952", f"the -j worker process {doing} this file ended before it was done ({status})",
                       file_span(ws.display(path)),
@@ -154,8 +154,6 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     :class:`~rcpc.core.fmt.FormatterBug` it raised."""
     workers = _workers(jobs, paths)
     if workers:
-        from rcpc.domain.recipe import Compiler
-
         outcomes = pool.run(workers, paths, _format_work, (Compiler(ws), {}), None,
                             lambda path, status: ("error", [_lost(ws, path, status, "formatting")]))
     else:

@@ -17,6 +17,12 @@ the main process does, even when that is killed outright (:func:`_die_with`).
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
+from collections import deque
+
+from rcpc import testhook
 
 # Items a worker takes at a time, at most (chunks: :func:`chunk_sizes`).
 MAX_CHUNK = 16
@@ -65,7 +71,6 @@ class _Pool:
 
     def __init__(self, jobs: int, items: list, work, init: tuple, each, lost):
         import multiprocessing
-        from collections import deque
 
         methods = multiprocessing.get_all_start_methods()
         self.ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -83,7 +88,6 @@ class _Pool:
     def run(self) -> list:
         from multiprocessing.connection import wait
 
-        from rcpc import testhook
 
         if not _AT_FORK:
             os.register_at_fork(after_in_child=_worker_signals, after_in_parent=_forked)
@@ -117,7 +121,6 @@ class _Pool:
 
     def _start(self) -> None:
         """Fork one worker (SIGINT and SIGTERM held: :func:`_worker_signals`)."""
-        from collections import deque
 
         _FORKING[0] = True
         try:
@@ -134,7 +137,6 @@ class _Pool:
 
     def _feed(self, w: _Worker) -> None:
         """Give ``w`` chunks until it holds two: it never waits for its next one."""
-        from collections import deque
 
         while self.pending and len(w.chunks) < 2:
             chunk = self.pending.popleft()
@@ -223,7 +225,6 @@ def _stop(pid: int) -> None:
     a stopped job: a stopped process (SIGSTOP, SIGTSTP, a debugger) keeps a SIGTERM pending
     until it is continued, and the pool, waiting for it to end with interrupts held, waited
     forever. Nothing when it has ended already."""
-    import signal
 
     for sig in (signal.SIGTERM, signal.SIGCONT):
         try:
@@ -236,7 +237,6 @@ def _status(code: int) -> str:
     """How a process with exit code ``code`` (``multiprocessing.Process.exitcode``: minus the
     signal number when a signal ended it) ended, in words: ``killed by SIGKILL``,
     ``exit status 9``."""
-    import signal
 
     if code < 0:
         try:
@@ -252,7 +252,6 @@ def _serve(tasks, results, work, parent: int, state, settings: dict) -> None:
     process knows which item a worker that ended was working on. An exception that is not
     a result (a bug) is sent as such and raised in the main process (:func:`_raised`)."""
     _start_worker(parent, state, settings)
-    from rcpc import testhook
 
     while True:
         try:
@@ -318,8 +317,6 @@ def _worker_signals() -> None:
     the workers it stopped at exit, and a replacement printed a traceback); a worker starts with them
     blocked too, and unblocks them here once their dispositions are set."""
     if _FORKING[0]:
-        import signal
-
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _hold_interrupts(False)
@@ -328,8 +325,6 @@ def _worker_signals() -> None:
 def _forked() -> None:
     """Right after fork, in the main process, while a pool starts workers: a test hook."""
     if _FORKING[0]:
-        from rcpc import testhook
-
         testhook.point("fork")
 
 
@@ -337,7 +332,6 @@ def _hold_interrupts(hold: bool) -> None:
     """Block (``hold``) or unblock SIGINT and SIGTERM in the calling thread (POSIX
     ``pthread_sigmask``; threads and processes it starts inherit the mask); a signal that
     came while blocked is delivered on unblocking. Nothing where there is no such call."""
-    import signal
 
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK if hold else signal.SIG_UNBLOCK,
@@ -346,12 +340,10 @@ def _hold_interrupts(hold: bool) -> None:
 
 def _start_worker(parent: int, state, settings: dict) -> None:
     """A worker's set-up: signals, its end with the main process, :data:`WORKER`."""
-    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # set at fork already (_worker_signals)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with(parent)
-    from rcpc import testhook
 
     testhook.point("worker")
     WORKER.update(settings, state=state)
@@ -362,7 +354,6 @@ def _die_with(parent: int) -> None:
     to finish its recipe and then print a BrokenPipeError traceback, writing to a pipe
     nobody reads. Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; elsewhere a thread that
     watches the parent process id."""
-    import signal
 
     try:
         import ctypes
@@ -371,9 +362,6 @@ def _die_with(parent: int) -> None:
         if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
             raise OSError(ctypes.get_errno(), "prctl")
     except (ImportError, OSError, AttributeError):
-        import threading
-        import time
-
         def watch():
             while os.getppid() == parent:
                 time.sleep(0.5)

@@ -56,9 +56,11 @@ import os
 import sys
 import time
 
+from rcpc.core import distributions
 from rcpc.core.envvars import get, values
 from rcpc.core.files import identity, read_limited
 from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
+from rcpc.interrupts import PipeEnd, unwritable
 
 COMMANDS = ("build", "check")
 FORMAT = 4
@@ -174,7 +176,6 @@ def _replay_output(out: str, err: str, code: int) -> int:
     cannot take its text (:func:`rcpc.interrupts.unwritable`: ENOSPC used to end in a
     traceback). An empty text is not written: flushing an empty write onto ``/dev/full``
     fails, where the command itself, writing nothing, exits 0."""
-    from rcpc.interrupts import PipeEnd, unwritable
 
     try:
         for stream, text in ((PipeEnd(sys.stdout), out), (PipeEnd(sys.stderr), err)):
@@ -334,9 +335,8 @@ class Recorder:
         for path, st in files.items():
             if not self._stat_of(path, st):
                 return
-        from rcpc.core.distributions import found
 
-        for _, _, path, directory in found():
+        for _, _, path, directory in distributions.found():
             self._listings[directory] = listing(directory)
             self._file(path)
 

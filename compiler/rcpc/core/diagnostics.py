@@ -14,6 +14,7 @@ The text form follows the convention of rustc and clang::
 from __future__ import annotations
 
 import difflib
+import errno
 import re
 from typing import Iterable
 
@@ -74,7 +75,6 @@ def by_place(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 def io_hint(exc: BaseException) -> str:
     """What to check when a file cannot be read or written, from the ``OSError``'s errno (any
     other exception: a damaged file)."""
-    import errno
 
     return {errno.ENOENT: "check the path: no such file or directory",
             errno.EACCES: "check the file's permissions (ls -l)", errno.EPERM: "check the file's permissions (ls -l)",

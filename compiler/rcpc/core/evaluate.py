@@ -29,6 +29,7 @@ from rcpc.core.diagnostics import CompileError, Diagnostic, by_place, did_you_me
 from rcpc.core.resolve import LOCAL
 from rcpc.core.source import Span
 from rcpc.core.syntax import ast
+from rcpc.core.syntax.walk import walk
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, text_of, type_name
 
 _BOOLS_HINT = "compare explicitly, e.g. X != 0 or X != \"\""
@@ -476,7 +477,6 @@ class Evaluator:
     def _params_in(self, node, scope=NO_SCOPE):
         """(name, value text) of each param, or argument or local of the running function,
         named in ``node`` (for flag provenance)."""
-        from rcpc.core.syntax.walk import walk
 
         found: list = []
         for n in walk(node):

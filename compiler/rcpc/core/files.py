@@ -13,6 +13,8 @@ import errno
 import os
 import stat
 
+from rcpc.core.limits import MAX_NODES
+
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -126,7 +128,6 @@ def yaml_node_limit(size: int) -> int:
     (room for anchors reused a few times), at most :data:`rcpc.core.limits.MAX_NODES`. A file
     without aliases never comes near it, and reading one that does stays linear in its
     size."""
-    from rcpc.core.limits import MAX_NODES
 
     return min(MAX_NODES, size + 100_000)
 

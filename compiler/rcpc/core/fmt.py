@@ -41,7 +41,7 @@ limit, the file left as it is.
 
 from __future__ import annotations
 
-from rcpc.core.diagnostics import error
+from rcpc.core.diagnostics import CompileError, error
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Source, Span
 from rcpc.core.syntax import ast, comments
@@ -658,7 +658,6 @@ def module_shape(module: ast.Module):
 def _verify(module: ast.Module, out: str, path: str) -> None:
     """Raise :class:`FormatterBug` unless ``out`` parses to the same meaning as ``module``
     (:func:`module_shape`) with the same comments."""
-    from rcpc.core.diagnostics import CompileError
 
     try:
         again = parse(Source(path, out))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rcpc.core import record
+from rcpc.core.diagnostics import error
 from rcpc.core.limits import MAX_NODES
 from rcpc.core.source import Span
 
@@ -112,8 +113,6 @@ def _check_size(container) -> None:
         else:
             size += 1
     if size > MAX_NODES:
-        from rcpc.core.diagnostics import error
-
         raise error("E0802", f"value of more than {MAX_NODES} items (counting nested ones)", container.span,
                     hint="a value reused at several places counts at each; renders this large are a mistake")
     object.__setattr__(container, "size", size)

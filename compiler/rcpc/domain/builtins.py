@@ -45,6 +45,7 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import provenance
+from rcpc.domain.kube.merge import merge, Replace
 from rcpc.domain.maxtext import flagset as maxtext, mesh
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
@@ -403,15 +404,11 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
 
 
 def _merge(ctx, fn, span, args, kwargs):
-    from rcpc.domain.kube.merge import merge
-
     _bind("merge", span, [], kwargs, (), set())
     return merge(args, span)
 
 
 def _replace(ctx, fn, span, args, kwargs):
-    from rcpc.domain.kube.merge import Replace
-
     a = _bind("replace", span, args, kwargs, ("value",), {"value"})
     return Replace(a["value"], span)
 

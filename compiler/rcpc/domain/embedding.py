@@ -31,6 +31,7 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.values import Dict, List, Str
 from rcpc.domain.maxtext.emit import shell_quote, token
+from rcpc.domain.maxtext.flagset import flag_delta
 from rcpc.domain.provenance import FlagToken
 from rcpc.domain.delta import Index, Key, Named, names
 from rcpc.domain.kube.expansion import container_env, expand
@@ -358,7 +359,6 @@ class FlagDelta:
 def delta(old: Embedding | None, new: Embedding | None) -> FlagDelta:
     """The :class:`FlagDelta` of two versions of one embedding (either None when it is only in
     the other version: every key of the other then changes)."""
-    from rcpc.domain.maxtext.flagset import flag_delta
 
     empty = FlagSet((), (new or old).flags.span, (new or old).flags.schema)
     changes = flag_delta(old.seen() if old else empty, new.seen() if new else empty)

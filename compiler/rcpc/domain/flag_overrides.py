@@ -25,10 +25,12 @@ from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, did_you_mean, error
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS
 from rcpc.core.source import Span
+from rcpc.core.values import Str
+from rcpc.domain.builtins import param_value_from_text
 from rcpc.domain.maxtext import flagset as maxtext
 from rcpc.domain.overrides import flag_target
 from rcpc.domain.renders import carried, kind_of
-from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
+from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet, Param
 
 HINT = "write --flag RENDER.KEY=VALUE, e.g. --flag trainer.steps=10 (RENDER: a render's file name or stem)"
 _STRING_SPELLING = "W0321"  # the command line is text: a plain spelling of the key's type is the point
@@ -104,9 +106,6 @@ def _spelled(text: str, span: Span, typed: bool = True):
     """The value MaxText's YAML reading gives ``key=text`` where no schema types it: a bool,
     int or float as spelled (as ``--set`` reads one), else the string; ``typed`` False: the
     string, for the schema to type (:func:`rcpc.domain.maxtext.flagset.check_entry`)."""
-    from rcpc.core.values import Str
-    from rcpc.domain.builtins import param_value_from_text
-    from rcpc.domain.values import Param
 
     if typed:
         for ptype in ("bool", "int", "float"):

@@ -41,7 +41,10 @@ from rcpc.domain.kube.expansion import env_entries
 from rcpc.domain.maxtext.flagset import resolved
 from rcpc.domain.maxtext.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
+from rcpc.domain.renders import carried
 from rcpc.domain.values import FlagSet, Manifest
+
+import json
 
 ENV_PREFIX = "M_"  # pyconfig._MAX_PREFIX
 # variables other than M_ ones that MaxText's config loader reads and can refuse on (types.py:
@@ -93,7 +96,6 @@ def render_sites(r, memo: dict) -> tuple:
     :func:`rcpc.domain.renders.carried`), {id(container): (pod, slice, slices, replicas)} of
     the pods of a manifest that select a TPU slice); ``memo`` as for
     :func:`rcpc.domain.embedding.embeddings`."""
-    from rcpc.domain.renders import carried
 
     pods = {}
     if type(r) is Manifest:
@@ -385,7 +387,5 @@ def _yaml_text(v) -> str:
     if type(v) is bool:
         return "true" if v else "false"
     if type(v) in (list, dict):
-        import json
-
         return json.dumps(v)
     return str(v) if type(v) is not str else repr(v)

@@ -22,6 +22,7 @@ import difflib
 import os
 from pathlib import Path
 
+from rcpc import __version__
 from rcpc.core import record
 from rcpc.core.diagnostics import MAX_SUGGEST, Diagnostic, error
 from rcpc.core.source import Span
@@ -141,7 +142,6 @@ def attributed(d: Diagnostic) -> Diagnostic:
     outside = next((i for i, (_, s) in enumerate(d.related) if s is not None and not is_label(s.path)), None)
     if outside is None:
         return d
-    from rcpc import __version__
 
     rest = d.related[:outside] + d.related[outside + 1:]
     note = NOTE.format(label=d.span.path, version=__version__, path=path_of(d.span.path), code=d.code)

@@ -26,10 +26,12 @@ from __future__ import annotations
 import hashlib
 import re
 import os
+import sys
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
 from rcpc.core.source import Source
+from rcpc.core.syntax.builder import AstBuilder
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.postlex import BadIndent as _BadIndent
@@ -66,7 +68,6 @@ def _cache_path(grammar: str, options: dict) -> str | None:
     """The parse-table cache file for ``grammar`` built with lark ``options``: its name hashes
     the lark and Python versions, the grammar and every option (objects by their class), so
     two parsers built differently never share a file."""
-    import sys
 
     import lark
 
@@ -106,8 +107,6 @@ class ReferenceParser:
 
     def __init__(self):
         from lark import Lark
-
-        from rcpc.core.syntax.builder import AstBuilder
 
         self.builder = AstBuilder()
         self.text = ""        # the text being parsed (the postlexer measures indentation in it)

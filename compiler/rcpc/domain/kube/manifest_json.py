@@ -19,6 +19,7 @@ import json
 import re
 
 from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.limits import MAX_DEPTH
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
 
@@ -51,7 +52,6 @@ class _Reader:
         """The value at ``i`` (no white space before it) at nesting level ``depth`` and the
         index after it. Deeper than :data:`~rcpc.core.limits.MAX_DEPTH` is ``E1103``, as in
         a YAML manifest."""
-        from rcpc.core.limits import MAX_DEPTH
 
         text = self.text
         c = text[i:i + 1]

@@ -20,12 +20,18 @@ turn into JSON (a null or too large key, a NaN or infinite number, a value its t
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+
+import yaml
 
 from rcpc.core import goyaml
 from rcpc.core.diagnostics import CompileError, Diagnostic, error, io_hint
+from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
+from rcpc.core.limits import MAX_DEPTH, MAX_SCHEMA_BYTES
 from rcpc.core.source import Source, Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+from rcpc.domain.kube.manifest_json import read_json_stream
 
 
 _PLAIN = "rcpc:plain"  # the tag composition gives a plain, untagged scalar: go-yaml resolves it
@@ -36,7 +42,6 @@ _MERGE_TAG = _YAML_TAG + "merge"
 def _loader():
     """PyYAML's (C) safe loader composing nodes, with every plain untagged scalar (but ``<<``,
     the merge key) tagged :data:`_PLAIN` instead of PyYAML's YAML 1.1 resolution."""
-    import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -58,8 +63,6 @@ class _Builder:
     """Composed YAML nodes → values with spans (one file)."""
 
     def __init__(self, path: str, text: str = ""):
-        import yaml
-
         self.path = path
         self.text = text
         self.yaml = yaml
@@ -74,7 +77,6 @@ class _Builder:
         as a recipe's value may be, is ``E1103`` at that node (and read as null): the checks
         walk a manifest recursively, and libyaml reads 1,000 levels (a 600-level ConfigMap
         was a RecursionError in ``rcpc validate`` and ``rcpc import manifest``)."""
-        from rcpc.core.limits import MAX_DEPTH
 
         yaml = self.yaml
         span = _span(self.path, node)
@@ -227,8 +229,6 @@ def load_manifests(real: Path, shown: str, warnings: list | None = None) -> tupl
     """The source of YAML file ``real`` (shown as ``shown``) and its documents as values
     (empty documents skipped); ``warnings`` as :func:`parse_manifests`'s. Raises
     :class:`CompileError` (``E1103``)."""
-    from rcpc.core.files import read_limited
-    from rcpc.core.limits import MAX_SCHEMA_BYTES
 
     try:  # bounded, and never a FIFO or a device (rcpc validate /dev/zero exhausted memory)
         text = read_limited(real, MAX_SCHEMA_BYTES).decode("utf-8")
@@ -269,7 +269,6 @@ def check_yaml_cuts(text: str, shown: str) -> None:
       ``--- |``, ``----``: "invalid Yaml document separator");
     * so a ``%YAML`` or ``%TAG`` directive is cut from the ``---`` that must follow it, and
       go-yaml refuses the directive alone ("did not find expected <document start>")."""
-    import re
 
     offset = 1 if text.startswith("\ufeff") else 0  # FileVisitor drops the BOM
     for line in text[offset:].split("\n"):
@@ -282,8 +281,6 @@ def check_yaml_cuts(text: str, shown: str) -> None:
         offset += len(line) + 1
     directive = re.search(r"(?m)^%", text)
     if directive is not None:
-        import yaml
-
         try:
             events = yaml.parse(text, Loader=_loader())
             found = any(isinstance(e, yaml.DocumentStartEvent) and (e.version or e.tags) for e in events)
@@ -311,14 +308,10 @@ def parse_manifests(text: str, shown: str, warnings: list | None = None) -> list
     reads them (module docstring; empty documents skipped). ``warnings``: a list given the
     ``W1104`` warnings (a plain key kubectl sends as other text: ``yes`` as ``true``, ``0x10``
     as ``16``). Raises :class:`CompileError` (``E1103``)."""
-    import yaml
 
-    from rcpc.core.files import expanded_size, yaml_node_limit
 
     start = json_start(text)
     if start is not None:
-        from rcpc.domain.kube.manifest_json import read_json_stream
-
         return _objects(read_json_stream(text, start, shown), shown)
     check_yaml_cuts(text, shown)
     limit = yaml_node_limit(len(text))

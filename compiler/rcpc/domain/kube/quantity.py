@@ -26,11 +26,13 @@ amount is capped at 2^63-1. An exponent beyond ±:data:`MAX_EXPONENT` is taken a
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 
 import re
 
-from rcpc.core.values import Float, Int, Null, Str
+from rcpc.core.values import Dict, Float, Int, Null, Str, text_of, type_name
+from rcpc.domain.kube.paths import diag
 
 _DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -139,7 +141,6 @@ def go_json_number(value: float) -> str:
     """The text Go's ``encoding/json`` writes for the finite float64 ``value`` (what kubectl
     sends for a YAML float): the shortest digits that read back as ``value``, plain from
     10^-6 up to 10^21 (``0.5``, ``4``), else as ``1e+21``/``1e-7``."""
-    from decimal import Decimal
 
     short = repr(value)
     if value == 0 or 1e-6 <= abs(value) < 1e21:
@@ -197,8 +198,6 @@ def check_value(value, path: tuple, kind: str, out: list, nonnegative: str | Non
     """``E1005`` when ``value`` is not a quantity (:func:`amount`; for a ``kind`` not in
     :data:`BUILTIN_KINDS`, as a custom resource's); with ``nonnegative`` (the rule's name,
     for the message), ``E1014`` when it is below 0."""
-    from rcpc.core.values import text_of, type_name
-    from rcpc.domain.kube.paths import diag
 
     found = amount(value, kind not in BUILTIN_KINDS)
     shown = text_of(value)
@@ -212,7 +211,6 @@ def check_value(value, path: tuple, kind: str, out: list, nonnegative: str | Non
 
 def check_map(d, path: tuple, kind: str, out: list, nonnegative: str | None = None) -> None:
     """:func:`check_value` on every value of the map ``d`` (resource name → quantity)."""
-    from rcpc.core.values import Dict
 
     if type(d) is Dict:
         for k, value in d.items.items():

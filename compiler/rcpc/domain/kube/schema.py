@@ -18,13 +18,15 @@ import re
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
-from rcpc.domain.kube import schemacache
+from rcpc.domain.kube import jobset, schemacache
 from rcpc.domain.kube import compiled as kube_compiled
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.domain.kube.paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span, file_span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Str, text_of, to_python
+from rcpc.domain.kube.schemashape import shape
+from rcpc.domain.workspace import builtin_schema
 
 
 # list types ----------------------------------------------------------------------------------------
@@ -365,8 +367,6 @@ def builtin_jobset_schema(session=None) -> dict:
     :class:`~rcpc.core.session.Session`; default: read for this call)."""
     table = session.table(BUILTIN_JOBSET) if session is not None else {}
     if "schema" not in table:
-        from rcpc.domain.workspace import builtin_schema
-
         table["schema"] = json.loads(builtin_schema("jobset").read_text(encoding="utf-8"))
     return table["schema"]
 
@@ -480,8 +480,6 @@ _STAGES = (
 
 def _webhook(plain, kind: str) -> None:
     if kind == "JobSet":
-        from rcpc.domain.kube import jobset
-
         jobset.default(plain)
 
 
@@ -527,7 +525,6 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     manifest whose :func:`rcpc.domain.kube.schemashape.shape` was found valid before is valid
     without any validator (what that module proves; in the edit loop, the compiled one is
     not even loaded), and a valid one is kept under its shape."""
-    from rcpc.domain.kube.schemashape import shape
 
     schema = index.schema(api, kind)
     before = []  # with strict_crd: the violations before each stage

@@ -11,6 +11,8 @@ refuses (``tests/test_maxtext_agreement.py``).
 
 from __future__ import annotations
 
+import ast
+
 # one field, a constant, a comparison -----------------------------------------------------------
 def _f(name: str) -> dict:
     return {"field": name}
@@ -326,8 +328,6 @@ def _constants(tree, text: str):
     if not isinstance(tree, dict):
         return tree
     if "const_of" in tree or "keys_of" in tree:
-        import ast
-
         name = tree.get("const_of") or tree["keys_of"]
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \

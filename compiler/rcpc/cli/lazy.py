@@ -1,0 +1,98 @@
+"""The deferred (in-function) imports of rcpc, each with why it is not at its module's head:
+the dispatch's one table of them (issue 40; docs/architecture.md, *Where lazy imports live*).
+
+A module imports what it uses at its head. An import inside a function is for the start-up
+path alone: a command, or a build that does not need a module (a heavy library, a stage it
+does not run, another command's code), does not pay for importing it. Each such import is an
+entry of :data:`LAZY`: (importing module, imported module) -> the reason. The dispatch's own
+deferred import, :func:`rcpc.cli.command` (the one command module a run invokes), is a call of
+``__import__`` and not listed. ``tests/test_module_heads.py`` reads every module's syntax tree
+and fails on an in-function import not named here and on an entry that names none.
+
+Nothing imports this module at run time: it is data, for that test and for readers.
+"""
+
+from __future__ import annotations
+
+_COMMAND = ("rcpc.api serves every command: each function imports its own command's modules, so "
+            "`rcpc fmt`, `schema`, `validate` or `completion` do not load the compiler's stages")
+_STAGE = ("a stage of a build or check: `rcpc fmt` imports rcpc.domain.recipe (its Compiler parses and "
+          "formats) and runs none of the evaluation's checks")
+_VALIDATE = ("a manifest is validated only when its shape is not in the validation cache: an edit's build "
+             "does not load the JobSet validators")
+_WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto on a busy machine) "
+            "does not import multiprocessing")
+_LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
+         "a build parses with the generated scanner and recursive descent")
+
+LAZY: dict[tuple[str, str], str] = {
+    # the entry point: a replayed build/check answers before the CLI is imported
+    ("rcpc", "rcpc.api"): "PEP 562: `import rcpc` (the replay fast path, `python -m rcpc`) loads no library API",
+    ("rcpc", "rcpc.core.diagnostics"): "PEP 562: rcpc.CompileError is loaded on first use, as rcpc.api",
+    ("rcpc.__main__", "rcpc.build.replay"): "after the signal set-up: an interrupt while importing exits 130 quietly",
+    ("rcpc.__main__", "rcpc.cli"): "a replayed build/check answers before the CLI (argparse, the compiler) loads",
+    ("rcpc.interrupts", "_signal"): "the C module: `signal` imports enum (~2 ms of every start-up, replay's too)",
+    ("rcpc.interrupts", "signal"): "fallback when the C module _signal is missing (not CPython)",
+    ("rcpc.cli.commands.lsp", "rcpc.lsp.server"): "`rcpc --help` imports every command module: pygls loads only "
+                                                  "for `rcpc lsp` itself",
+    # rcpc.api: one command's modules each
+    **{("rcpc.api", m): _COMMAND for m in (
+        "rcpc.build.cache", "rcpc.build.output", "rcpc.build.parallel", "rcpc.core.fmt", "rcpc.core.syntax.parser",
+        "rcpc.domain.explain", "rcpc.domain.kube.crd", "rcpc.domain.kube.manifests", "rcpc.domain.kube.rules",
+        "rcpc.domain.kube.schema", "rcpc.domain.launches", "rcpc.domain.lint", "rcpc.domain.maxtext.schemagen",
+        "rcpc.domain.overrides", "rcpc.domain.recipe", "rcpc.domain.valuesfile", "rcpc.domain.workspace",
+        "rcpc.importer.driver", "rcpc.importer.proof", "rcpc.oracle", "rcpc.review.report")},
+    # the recipe model: stages fmt does not run
+    **{("rcpc.domain.recipe", m): _STAGE for m in (
+        "rcpc.domain.contracts", "rcpc.domain.launch", "rcpc.domain.lint", "rcpc.domain.kube.rules",
+        "rcpc.domain.kube.schemacache")},
+    ("rcpc.domain.recipe", "rcpc.domain.kube.schema"): _VALIDATE,
+    ("rcpc.domain.recipe", "rcpc.domain.valuesfile"): "only a build given a values file (--values)",
+    ("rcpc.domain.recipe", "rcpc.domain.flag_overrides"): "only a build given flag overrides on the command line",
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.schema"): _VALIDATE,
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset"): _VALIDATE,
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset_cel"): _VALIDATE,
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.kueue"): _VALIDATE,
+    ("rcpc.domain.kube.schema", "jsonschema"): "jsonschema (with attrs and referencing, ~40 ms) only for a schema "
+                                               "with no compiled validator, or to word a refusal",
+    ("rcpc.domain.kube.schema", "yaml"): "PyYAML only for a schema file written in YAML",
+    ("rcpc.domain.workspace", "rcpc.domain.kube.jobset"): "only when rcp.toml names jobset_feature_gates: fmt and "
+                                                          "lint read rcp.toml without the JobSet model",
+    ("rcpc.domain.maxtext.schema", "rcpc.domain.maxtext.schemagen"): "the generator, only for a base.yml schema: "
+                                                                     "builtin:maxtext and .json schemas are read "
+                                                                     "without it",
+    ("rcpc.domain.maxtext.emit", "yaml"): "PyYAML only for a string OmegaConf might read as other than a string: "
+                                          "plain strings are decided without it",
+    ("rcpc.domain.maxtext.flagset", "ast"): "ast.literal_eval only for a list flag written as a string "
+                                            "(pyconfig._coerce_to_list)",
+    ("rcpc.build.parallel", "rcpc.core.fmt"): "`rcpc fmt` only: the formatter is not on a build's path",
+    ("rcpc.build.pool", "multiprocessing"): _WORKERS,
+    ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
+    ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
+    ("rcpc.build.pool", "traceback"): "a worker's internal error only (its traceback sent to the parent)",
+    ("rcpc.build.pool", "ctypes"): "prctl(PR_SET_PDEATHSIG) in a forked worker only (Linux)",
+    ("rcpc.build.replay", "hashlib"): "the replay fast path hashes a file only when its stat changed: OpenSSL "
+                                      "(~2 ms) is not loaded by a replay otherwise",
+    ("rcpc.core.files", "tempfile"): "tempfile (random, shutil) only when an output (-o FILE) is replaced",
+    ("rcpc.core.goyaml", "base64"): "only a !!binary scalar (a recipe's build reads none)",
+    ("rcpc.core.goyaml", "calendar"): "only a !!timestamp scalar (a recipe's build reads none)",
+    ("rcpc.core.syntax.parser", "lark"): _LARK,
+    ("rcpc.core.syntax.parser", "lark.exceptions"): _LARK,
+}
+
+# Modules whose in-function imports another branch is moving to their heads (issue 40), not
+# checked until it lands; the lead removes each entry at the merge.
+_IMPORTS = "branch `imports` moves its in-function imports to heads or names them in LAZY"
+PENDING: dict[str, str] = {
+    **{m: _IMPORTS for m in (
+        "rcpc.completion", "rcpc.findings", "rcpc.grammars", "rcpc.oracle_driver", "rcpc.testhook",
+        "rcpc.domain.explain", "rcpc.domain.kube.codegen", "rcpc.domain.kube.crd", "rcpc.domain.maxtext.schemagen",
+        "rcpc.importer.bash", "rcpc.importer.command", "rcpc.importer.driver", "rcpc.importer.fields",
+        "rcpc.importer.interpret", "rcpc.importer.library", "rcpc.importer.literals", "rcpc.importer.manifest",
+        "rcpc.importer.proof", "rcpc.importer.relocate", "rcpc.importer.shcase", "rcpc.importer.shell",
+        "rcpc.importer.shell_library", "rcpc.lsp.query", "rcpc.lsp.server", "rcpc.review.report",
+        "rcpc.review.revision")},
+    "rcpc.testing.plugin": "branch `goldentest` owns the pytest plugin",
+    **{m: "branch `store` restructures the caches (a content-addressed store)" for m in (
+        "rcpc.build.cache", "rcpc.core.usercache", "rcpc.core.cachetrim", "rcpc.oracle")},
+}
