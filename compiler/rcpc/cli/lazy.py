@@ -18,8 +18,8 @@ _COMMAND = ("rcpc.api serves every command: each function imports its own comman
             "`rcpc fmt`, `schema`, `validate` or `completion` do not load the compiler's stages")
 _STAGE = ("a stage of a build or check: `rcpc fmt` imports rcpc.domain.recipe (its Compiler parses and "
           "formats) and runs none of the evaluation's checks")
-_VALIDATE = ("a manifest is validated only when its shape is not in the validation cache: an edit's build "
-             "does not load the JobSet validators")
+_VALIDATE = ("a manifest is validated only when its render is not in the validation cache: a build whose "
+             "renders were validated before, and `rcpc fmt`, do not load the JobSet validators")
 _WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto on a busy machine) "
             "does not import multiprocessing")
 _LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
