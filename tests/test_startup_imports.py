@@ -9,7 +9,11 @@ an edit of one MaxText flag (the edit loop), no attrs module is imported at all.
 
 What was made ahead of time is not made again (issues 37 and 41): neither a first build nor
 an edit's imports fastjsonschema (the compiled JobSet validator runs without it), the grammar's
-reference lexer (the scanner's tables are generated) or the record templates' generator."""
+reference lexer (the scanner's tables are generated) or the record templates' generator; nor
+any module off the build path (:data:`NOT_BUILT_WITH`: the MaxText schema generator, other
+commands' code, PyYAML, lark, jsonschema on valid JobSets), and rcpc's modules it imports are
+bounded (:data:`BUILD_PATH_MODULES`; issue 40). A build served from the build cache imports no
+compiler at all (:data:`COMPILER`)."""
 
 from __future__ import annotations
 
@@ -90,6 +94,18 @@ def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all
 
 # Made ahead of time, so never imported by a build (BUILT_AHEAD's modules write what they replace).
 BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record_codegen", "rcpc.domain.kube.codegen")
+# Not on the build path (rcpc.cli.lazy names why each is deferred): the generators and what only
+# they use, other commands' code, libraries for paths a build of valid recipes does not take.
+NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals", "rcpc.domain.maxtext.refusal_rules",
+                  "rcpc.domain.kube.crd", "rcpc.core.fmt", "rcpc.importer", "rcpc.review", "rcpc.lsp", "rcpc.oracle",
+                  "rcpc.domain.explain", "ast", "yaml", "lark", "jsonschema", "multiprocessing", "tempfile", "traceback",
+                  "ctypes", "calendar", "base64")
+# A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
+COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
+            "rcpc.domain.maxtext.flagset")
+# rcpc's modules a build imports: 93 for the RL recipe's first build and edit (startup4). More is
+# a decision (a module on every build's path), made by raising this with the reason.
+BUILD_PATH_MODULES = 95
 
 
 def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
@@ -104,5 +120,14 @@ def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
     path.write_text(text)
     edit = {name for name, _ in imports(ws, env, "build", RECIPE)}
     assert "rcpc.core.syntax.lexer" in edit and "rcpc.core.evaluate" in edit  # compiled, not replayed
+    os.utime(path)  # changed just now: not replayed (racy), served from the build cache by content
+    cached = {name for name, _ in imports(ws, env, "build", RECIPE)}
+    assert "rcpc.build.cache" in cached
+    compiler = sorted(n for n in cached if n in COMPILER)
+    assert not compiler, f"a build served from the build cache imported the compiler: {compiler}"
     for found in (first, edit):
         assert not [n for n in found if n.split(".")[0] in BUILT_AHEAD or n in BUILT_AHEAD], sorted(found)
+        stray = sorted(n for n in found if any(n == m or n.startswith(m + ".") for m in NOT_BUILT_WITH))
+        assert not stray, f"a build imported modules off its path: {stray}"
+        ours = sorted(n for n in found if n.split(".")[0] == "rcpc")
+        assert len(ours) <= BUILD_PATH_MODULES, (len(ours), ours)

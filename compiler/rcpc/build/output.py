@@ -76,7 +76,6 @@ from rcpc.core.files import identity as _stat
 from rcpc.core.files import read_fd, read_limited
 from rcpc.core.limits import MAX_MANIFEST_BYTES
 from rcpc.core.names import problem
-from rcpc.domain.renders import EXECUTABLE_SUFFIXES
 from rcpc.interrupts import hold, release
 
 AREA = ".rcpc"
@@ -569,6 +568,7 @@ def _stage(area: Path, gen: Path, old: dict, tree: dict, kept: set, built: dict,
     links). A render built that its current one holds already, with the mode it would be
     written with, is hard-linked too (a flag edit changes a few renders of each variant;
     creating a file costs ~10x linking one on ext4)."""
+    from rcpc.domain.renders import EXECUTABLE_SUFFIXES
 
     umask = os.umask(0o077)
     os.umask(umask)

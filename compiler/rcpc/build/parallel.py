@@ -30,7 +30,6 @@ from rcpc.build import pool
 from rcpc.build.cache import BuildCache, store_built
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.source import file_span
-from rcpc.domain.recipe import Compiler
 
 MIN_PARALLEL = 4
 MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
@@ -154,6 +153,8 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     :class:`~rcpc.core.fmt.FormatterBug` it raised."""
     workers = _workers(jobs, paths)
     if workers:
+        from rcpc.domain.recipe import Compiler
+
         outcomes = pool.run(workers, paths, _format_work, (Compiler(ws), {}), None,
                             lambda path, status: ("error", [_lost(ws, path, status, "formatting")]))
     else:

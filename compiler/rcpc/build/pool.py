@@ -17,7 +17,6 @@ the main process does, even when that is killed outright (:func:`_die_with`).
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 from collections import deque
@@ -225,6 +224,7 @@ def _stop(pid: int) -> None:
     a stopped job: a stopped process (SIGSTOP, SIGTSTP, a debugger) keeps a SIGTERM pending
     until it is continued, and the pool, waiting for it to end with interrupts held, waited
     forever. Nothing when it has ended already."""
+    import signal
 
     for sig in (signal.SIGTERM, signal.SIGCONT):
         try:
@@ -237,6 +237,7 @@ def _status(code: int) -> str:
     """How a process with exit code ``code`` (``multiprocessing.Process.exitcode``: minus the
     signal number when a signal ended it) ended, in words: ``killed by SIGKILL``,
     ``exit status 9``."""
+    import signal
 
     if code < 0:
         try:
@@ -317,6 +318,8 @@ def _worker_signals() -> None:
     the workers it stopped at exit, and a replacement printed a traceback); a worker starts with them
     blocked too, and unblocks them here once their dispositions are set."""
     if _FORKING[0]:
+        import signal
+
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _hold_interrupts(False)
@@ -332,6 +335,7 @@ def _hold_interrupts(hold: bool) -> None:
     """Block (``hold``) or unblock SIGINT and SIGTERM in the calling thread (POSIX
     ``pthread_sigmask``; threads and processes it starts inherit the mask); a signal that
     came while blocked is delivered on unblocking. Nothing where there is no such call."""
+    import signal
 
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK if hold else signal.SIG_UNBLOCK,
@@ -340,6 +344,7 @@ def _hold_interrupts(hold: bool) -> None:
 
 def _start_worker(parent: int, state, settings: dict) -> None:
     """A worker's set-up: signals, its end with the main process, :data:`WORKER`."""
+    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # set at fork already (_worker_signals)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -354,6 +359,7 @@ def _die_with(parent: int) -> None:
     to finish its recipe and then print a BrokenPipeError traceback, writing to a pipe
     nobody reads. Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; elsewhere a thread that
     watches the parent process id."""
+    import signal
 
     try:
         import ctypes

@@ -20,6 +20,8 @@ _STAGE = ("a stage of a build or check: `rcpc fmt` imports rcpc.domain.recipe (i
           "formats) and runs none of the evaluation's checks")
 _VALIDATE = ("a manifest is validated only when its render is not in the validation cache: a build whose "
              "renders were validated before, and `rcpc fmt`, do not load the JobSet validators")
+_CACHED = ("a build served from the build cache (no input changed) imports no compiler: the recipe model and "
+           "the render kinds (and the evaluator, parser and MaxText model under them) load only to build")
 _WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto on a busy machine) "
             "does not import multiprocessing")
 _LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
@@ -56,6 +58,10 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.domain.kube.schema", "jsonschema"): "jsonschema (with attrs and referencing, ~40 ms) only for a schema "
                                                "with no compiled validator, or to word a refusal",
     ("rcpc.domain.kube.schema", "yaml"): "PyYAML only for a schema file written in YAML",
+    ("rcpc.domain.kube.manifests", "yaml"): "PyYAML only where a manifest file is read as YAML (rcpc validate, "
+                                            "rcpc import): a JSON stream is read without it",
+    ("rcpc.domain.kube.manifests", "rcpc.domain.kube.manifest_json"): "a file that opens with `{` only (kubectl's "
+                                                                      "GuessJSONStream)",
     ("rcpc.domain.workspace", "rcpc.domain.kube.jobset"): "only when rcp.toml names jobset_feature_gates: fmt and "
                                                           "lint read rcp.toml without the JobSet model",
     ("rcpc.domain.maxtext.schema", "rcpc.domain.maxtext.schemagen"): "the generator, only for a base.yml schema: "
@@ -65,15 +71,21 @@ LAZY: dict[tuple[str, str], str] = {
                                           "plain strings are decided without it",
     ("rcpc.domain.maxtext.flagset", "ast"): "ast.literal_eval only for a list flag written as a string "
                                             "(pyconfig._coerce_to_list)",
+    ("rcpc.build.output", "rcpc.domain.renders"): _CACHED,
+    ("rcpc.build.parallel", "rcpc.domain.recipe"): _CACHED,
     ("rcpc.build.parallel", "rcpc.core.fmt"): "`rcpc fmt` only: the formatter is not on a build's path",
     ("rcpc.build.pool", "multiprocessing"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
+    ("rcpc.build.pool", "signal"): "`signal` imports enum (~2 ms): only a pool of workers sends or masks signals, "
+                                   "and `rcpc fmt`, `check` import the pool without starting one",
     ("rcpc.build.pool", "traceback"): "a worker's internal error only (its traceback sent to the parent)",
     ("rcpc.build.pool", "ctypes"): "prctl(PR_SET_PDEATHSIG) in a forked worker only (Linux)",
     ("rcpc.build.replay", "hashlib"): "the replay fast path hashes a file only when its stat changed: OpenSSL "
                                       "(~2 ms) is not loaded by a replay otherwise",
     ("rcpc.core.files", "tempfile"): "tempfile (random, shutil) only when an output (-o FILE) is replaced",
+    ("rcpc.core.goyaml", "fractions"): "float32 formatting only (Go's FormatFloat(x, 'g', -1, 32)): `rcpc fmt` "
+                                       "and `completion` print no float32",
     ("rcpc.core.goyaml", "base64"): "only a !!binary scalar (a recipe's build reads none)",
     ("rcpc.core.goyaml", "calendar"): "only a !!timestamp scalar (a recipe's build reads none)",
     ("rcpc.core.syntax.parser", "lark"): _LARK,

@@ -23,16 +23,12 @@ import math
 import re
 from pathlib import Path
 
-import yaml
-
 from rcpc.core import goyaml
 from rcpc.core.diagnostics import CompileError, Diagnostic, error, io_hint
 from rcpc.core.files import expanded_size, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_DEPTH, MAX_SCHEMA_BYTES
 from rcpc.core.source import Source, Span
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
-from rcpc.domain.kube.manifest_json import read_json_stream
-
 
 _PLAIN = "rcpc:plain"  # the tag composition gives a plain, untagged scalar: go-yaml resolves it
 _YAML_TAG = "tag:yaml.org,2002:"
@@ -42,6 +38,7 @@ _MERGE_TAG = _YAML_TAG + "merge"
 def _loader():
     """PyYAML's (C) safe loader composing nodes, with every plain untagged scalar (but ``<<``,
     the merge key) tagged :data:`_PLAIN` instead of PyYAML's YAML 1.1 resolution."""
+    import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -63,6 +60,8 @@ class _Builder:
     """Composed YAML nodes → values with spans (one file)."""
 
     def __init__(self, path: str, text: str = ""):
+        import yaml
+
         self.path = path
         self.text = text
         self.yaml = yaml
@@ -281,6 +280,8 @@ def check_yaml_cuts(text: str, shown: str) -> None:
         offset += len(line) + 1
     directive = re.search(r"(?m)^%", text)
     if directive is not None:
+        import yaml
+
         try:
             events = yaml.parse(text, Loader=_loader())
             found = any(isinstance(e, yaml.DocumentStartEvent) and (e.version or e.tags) for e in events)
@@ -308,10 +309,13 @@ def parse_manifests(text: str, shown: str, warnings: list | None = None) -> list
     reads them (module docstring; empty documents skipped). ``warnings``: a list given the
     ``W1104`` warnings (a plain key kubectl sends as other text: ``yes`` as ``true``, ``0x10``
     as ``16``). Raises :class:`CompileError` (``E1103``)."""
+    import yaml
 
 
     start = json_start(text)
     if start is not None:
+        from rcpc.domain.kube.manifest_json import read_json_stream
+
         return _objects(read_json_stream(text, start, shown), shown)
     check_yaml_cuts(text, shown)
     limit = yaml_node_limit(len(text))
