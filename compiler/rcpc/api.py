@@ -289,6 +289,17 @@ class Workspace:
         info, builds = self.compiler.build(path, variant or (None if sets else "default"), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
+    def test(self, recipes=(), *, update: bool = False):
+        """Golden-test ``recipes`` (recipe names or ``.rcp`` paths; default: all), as ``rcpc
+        test`` does (:func:`rcpc.review.golden.run_goldens`): each render compared with its
+        golden file under ``golden_dir``, every contract run, obsolete goldens found (in the
+        whole golden directory when every recipe is tested); ``update``: goldens written and
+        deleted as ``pytest rcp.toml --snapshot-update`` does. Returns the
+        :class:`rcpc.review.golden.Tested`; raises OSError when a golden cannot be written."""
+        from rcpc.review.golden import run_goldens
+
+        return run_goldens(self, self.recipe_paths(recipes), whole=not recipes, update=update)
+
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
               maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:
         """Evaluate every variant of the recipes under ``paths`` (recipe names, ``.rcp``
