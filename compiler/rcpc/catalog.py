@@ -449,6 +449,18 @@ CATALOG = [
             files={"t.yaml": IMPORT_TYPED}, argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},
             argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
+    # golden tests (rcpc test) -----------------------------------------------------------------------
+    Example("E1300", "render that differs from its golden file", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            argv=("test",), before=("test", "--snapshot-update"),
+            then={"recipes/r.rcp": 'flag_file(name = "f", flags = maxtext_flags({"steps": 2}))\n'}),
+    Example("E1301", "render without a golden file", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            argv=("test",)),
+    Example("E1302", "golden file that no render produces", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            argv=("test",), before=("test", "--snapshot-update"), then={"golden/r/default/old.flags": "steps=1\n"}),
+    Example("E1303", "golden file that is not read", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            argv=("test",), links={"golden/r/default/f.flags": "../../../recipes/r.rcp"}),
+    Example("E1304", "golden file that cannot be written", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n',
+            files={"golden": "a file, not a directory\n"}, argv=("test", "--snapshot-update")),
     # lint -----------------------------------------------------------------------------------------
     Example("L0001", "unused constant", 'UNUSED = 1\nvariant("default")\n', argv=("lint",)),
     Example("L0002", "unused param", 'P = param(int, default = 1)\nvariant("default")\n', argv=("lint",)),

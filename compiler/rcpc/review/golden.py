@@ -71,7 +71,8 @@ def read_golden(path: Path, golden_dir: Path | None = None) -> str | None:
     except TooLarge as exc:
         raise GoldenUnreadable(path, f"it holds {exc.size} bytes, more than {MAX_FILE_BYTES}") from None
     except NotRegular:
-        raise GoldenUnreadable(path, "it is not a regular file") from None
+        reason = "it is a symlink" if os.path.islink(path) else "it is not a regular file"
+        raise GoldenUnreadable(path, reason) from None
     except OSError as exc:
         reason = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
         raise GoldenUnreadable(path, reason) from None
