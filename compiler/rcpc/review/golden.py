@@ -302,13 +302,16 @@ class Tested:
     each golden written); ``failures``, the diagnostics of recipes that do not compile, broken
     contracts and goldens not read (``E1303``); ``obsolete``, the golden files no render
     produces (under ``--snapshot-update``: deleted); ``contracts``, the number run;
-    ``updated``: whether goldens were written and deleted; ``sources`` for quoting."""
+    ``broken``, what else failed, by the pytest plugin's item names: ``recipe/variant:contract``
+    of each broken contract, the name of each recipe that does not compile, the render name
+    of each golden not read; ``updated``: whether goldens were written and deleted; ``sources`` for quoting."""
 
     renders: int
     changed: list
     failures: list
     obsolete: list
     contracts: int
+    broken: list
     updated: bool
     sources: dict
 
@@ -334,12 +337,14 @@ def run_goldens(workspace, paths: list[Path], whole: bool, update: bool = False)
     changed: list = []
     failures: list = []
     sources: dict = {}
+    broken: list = []
     renders = contracts = 0
     for compiled in compile_goldens(workspace, paths):
         sources.update(compiled.sources)
         if compiled.errors:
             unknown.append(golden_dir / compiled.name)
             failures += compiled.errors
+            broken.append(compiled.name)
             continue
         for variant, built in compiled.builds:
             for render, text in built:
@@ -350,6 +355,7 @@ def run_goldens(workspace, paths: list[Path], whole: bool, update: bool = False)
                     old = read_golden(path, golden_dir)
                 except GoldenUnreadable as exc:
                     failures.append(unreadable(ws, exc))
+                    broken.append(f"{compiled.name}/{variant}/{render}")
                     continue
                 if old != text:
                     changed.append((f"{compiled.name}/{variant}/{render}", path, old, text))
@@ -357,11 +363,12 @@ def run_goldens(workspace, paths: list[Path], whole: bool, update: bool = False)
                         write_golden(path, text)
         contracts += len(compiled.contracts)
         failures += [d for _, diags in compiled.contracts for d in diags]
+        broken += [f"{compiled.name}/{variant}:contract" for variant, diags in compiled.contracts if diags]
     roots = [golden_dir] if whole else [golden_dir / ws.recipe_name(p) for p in paths]
     found = obsolete(roots, expected, unknown)
     if update:
         remove_obsolete(found, golden_dir)
-    return Tested(renders, changed, failures, found, contracts, update, sources)
+    return Tested(renders, changed, failures, found, contracts, broken, update, sources)
 
 
 def unreadable(ws, exc: GoldenUnreadable) -> Diagnostic:
