@@ -15,7 +15,6 @@ otherwise, and it is neither read nor written); nothing is written outside the g
 
 from __future__ import annotations
 
-import difflib
 import errno
 import os
 import re
@@ -212,6 +211,8 @@ def visible(line: str) -> str:
 def render_diff(name: str, golden: str, render: str) -> list[str]:
     """The unified diff of the golden text and the render's text of render ``name``
     (``recipe/variant/render``), each line's end made visible (:func:`visible`)."""
+    import difflib
+
     return [visible(line) for line in difflib.unified_diff(golden.splitlines(True), render.splitlines(True),
                                                            f"golden/{name}", f"render/{name}")]
 
