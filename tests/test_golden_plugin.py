@@ -350,3 +350,31 @@ def test_the_documented_fast_setting_gives_the_same_report(updated, monkeypatch)
     assert "flag steps: 100 → 200" in result.stdout.str()
     assert "rcpc: --snapshot-update changed 4 golden file(s)" in run(workspace, *fast, "--snapshot-update").stdout.str()
     run(workspace, *fast).assert_outcomes(passed=10)
+
+
+GC_PROBE = """
+import gc, sys, pytest
+from _pytest.unraisableexception import gc_collect_iterations_key
+before = gc.get_threshold()
+class Probe:
+    def pytest_sessionfinish(self, session):
+        print("iterations:", session.config.stash.get(gc_collect_iterations_key, None),
+              "thresholds kept:", gc.get_threshold() == before)
+sys.exit(pytest.main(sys.argv[1:], plugins=[Probe()]))
+"""
+
+
+@pytest.mark.parametrize("with_plain", [False, True])
+def test_a_golden_only_session_skips_the_final_collection(updated, with_plain):
+    """A session of golden items alone skips pytest's closing ``gc.collect`` (the setting
+    pytester uses; no user code ran), one with any other test keeps it; the collector's
+    thresholds, raised while recipes compile, are the session's own again after collection."""
+    workspace = updated
+    args = ["-q", *QUIET, "rcp.toml"]
+    if with_plain:
+        workspace.makepyfile(test_plain="def test_plain():\n    assert True\n")
+        args.append("test_plain.py")
+    r = subprocess.run([sys.executable, "-c", GC_PROBE, *args], cwd=workspace.path, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert f"iterations: {None if with_plain else 0} thresholds kept: True" in r.stdout

@@ -13,6 +13,10 @@ When goldens fail, the terminal summary *leads* (before pytest's per-item failur
 account of what changed across all failing renders: each effective-flag change and each
 manifest path-level change (:mod:`rcpc.domain.delta`) once, with the renders it appears in, so one
 edit that changes the same flag in 8 renders reads as one line.
+
+The plugin is a shell over :mod:`rcpc.review.golden`, the code ``rcpc test`` runs (the same
+compilation, golden reads and writes, obsolete goldens and summary), so both give the same
+verdicts and write the same bytes; ``rcpc test`` does it without a pytest session.
 """
 
 from __future__ import annotations
@@ -51,6 +55,23 @@ def pytest_sessionfinish(session):
         plugin = manager.get_plugin("hypothesispytest")
         if plugin is not None:
             manager.unregister(plugin)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """In a session whose items are all golden items (the goldens alone: ``pytest rcp.toml``),
+    skip the full garbage collection pytest runs at its end to report exceptions raised in
+    ``__del__`` of collected garbage (``_pytest.unraisableexception.cleanup``): no code of the
+    user's runs there, and that collection traverses every object of the process, compiler
+    included (~20% of ``pytest rcp.toml``'s CPU after an edit, ``bench/editloop.py``). The
+    setting is the one pytest's own ``pytester`` sets for in-process runs
+    (``gc_collect_iterations_key``); a pytest without it keeps its collection."""
+    if session.items and all(isinstance(item, _Item) for item in session.items):
+        try:
+            from _pytest.unraisableexception import gc_collect_iterations_key
+        except ImportError:  # another pytest: its own teardown
+            return
+        session.config.stash[gc_collect_iterations_key] = 0
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -206,6 +227,21 @@ class RecipeWorkspace(pytest.File):
     recipes from the build cache)."""
 
     def collect(self):
+        """The items; while they are made (recipes compiled), the cyclic garbage collector
+        runs as rarely as in ``rcpc`` itself (:data:`rcpc.__main__.GC_THRESHOLDS`: a compile
+        allocates many small objects and leaves no cycles), its thresholds restored after."""
+        import gc
+
+        from rcpc.__main__ import GC_THRESHOLDS
+
+        previous = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
+        try:
+            yield from self._items()
+        finally:
+            gc.set_threshold(*previous)
+
+    def _items(self):
         from rcpc.api import Workspace
         from rcpc.core.diagnostics import CompileError
         from rcpc.review.golden import compile_goldens
