@@ -226,3 +226,17 @@ def test_plugin_and_command_agree_and_update_the_same_bytes(pytester, monkeypatc
         monkeypatch.chdir(pytester.path)  # not a directory about to be removed
         capsys.readouterr()
         assert tree(a / "golden") == tree(b / "golden")
+
+
+def test_the_update_hint_names_the_commands_for_where_they_run(tmp_path, monkeypatch):
+    """rcpc finds the workspace at or above the current directory, pytest takes the rcp.toml
+    path: the hint names ``rcpc test`` plainly inside the workspace, in a ``cd`` outside it."""
+    from rcpc.review.golden import update_command
+
+    (tmp_path / "ws" / "recipes").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "ws" / "recipes")
+    assert update_command(["../rcp.toml"]) == "`rcpc test --snapshot-update` (or `pytest ../rcp.toml --snapshot-update`)"
+    monkeypatch.chdir(tmp_path)
+    assert update_command(["ws/rcp.toml"]) == \
+        "`(cd ws && rcpc test --snapshot-update)` (or `pytest ws/rcp.toml --snapshot-update`)"
+    assert update_command() == "`rcpc test --snapshot-update` (or `pytest rcp.toml --snapshot-update`)"

@@ -189,7 +189,10 @@ def update_command(configs=()) -> str:
     """The commands that rewrite the goldens of the workspaces ``configs`` (their rcp.toml
     paths) and run nothing else: ``rcpc test --snapshot-update`` (about a second: no pytest
     session), or ``pytest rcp.toml --snapshot-update``."""
-    dirs = list(dict.fromkeys(os.path.relpath(os.path.dirname(os.path.abspath(c))) for c in configs)) or ["."]
+    here = Path.cwd()
+    roots = [Path(os.path.abspath(c)).parent for c in configs] or [here]
+    # rcpc finds the workspace at or above the current directory: elsewhere it is run there
+    dirs = dict.fromkeys("." if r == here or r in here.parents else os.path.relpath(r) for r in roots)
     rcpc = " ; ".join("rcpc test --snapshot-update" if d == "." else f"(cd {d} && rcpc test --snapshot-update)"
                       for d in dirs)
     targets = " ".join(dict.fromkeys(os.path.relpath(c) for c in configs)) or "rcp.toml"
