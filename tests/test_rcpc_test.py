@@ -240,3 +240,17 @@ def test_the_update_hint_names_the_commands_for_where_they_run(tmp_path, monkeyp
     assert update_command(["ws/rcp.toml"]) == \
         "`(cd ws && rcpc test --snapshot-update)` (or `pytest ws/rcp.toml --snapshot-update`)"
     assert update_command() == "`rcpc test --snapshot-update` (or `pytest rcp.toml --snapshot-update`)"
+
+
+def test_paths_name_recipes_files_and_directories(ws, monkeypatch, capsys, tmp_path):
+    (ws / "recipes" / "sub").mkdir()
+    (ws / "recipes" / "sub" / "s.rcp").write_text(recipe(n=0, tuned=False))
+    (ws / "recipes" / "empty").mkdir()
+    rcpc(ws, monkeypatch, capsys, "--snapshot-update")
+    assert rcpc(ws, monkeypatch, capsys, "recipes/sub")[1].startswith("rcpc: tested 2 render(s)")
+    assert rcpc(ws, monkeypatch, capsys, "recipes/sub/s.rcp")[1].startswith("rcpc: tested 2 render(s)")
+    assert rcpc(ws, monkeypatch, capsys, "r", "sub/s")[1].startswith("rcpc: tested 10 render(s)")
+    for path, said in [("recipes/empty", "no recipes under recipes/empty"), (str(tmp_path), "is outside the workspace"),
+                       ("nosuch", "no recipe 'nosuch' in this workspace")]:
+        code, err = rcpc(ws, monkeypatch, capsys, path)
+        assert code == 2 and said in err

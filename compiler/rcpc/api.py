@@ -290,7 +290,7 @@ class Workspace:
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
 
     def test(self, recipes=(), *, update: bool = False):
-        """Golden-test ``recipes`` (recipe names or ``.rcp`` paths; default: all), as ``rcpc
+        """Golden-test ``recipes`` (recipe names, ``.rcp`` paths or directories; default: all), as ``rcpc
         test`` does (:func:`rcpc.review.golden.run_goldens`): each render compared with its
         golden file under ``golden_dir``, every contract run, obsolete goldens found (in the
         whole golden directory when every recipe is tested); ``update``: goldens written and
@@ -298,7 +298,25 @@ class Workspace:
         :class:`rcpc.review.golden.Tested`; raises OSError when a golden cannot be written."""
         from rcpc.review.golden import run_goldens
 
-        return run_goldens(self, self.recipe_paths(recipes), whole=not recipes, update=update)
+        return run_goldens(self, self._recipe_files(recipes), whole=not recipes, update=update)
+
+    def _recipe_files(self, names) -> list[Path]:
+        """:meth:`recipe_paths` of ``names``, a directory naming every recipe under it.
+        :class:`UsageError` for a directory outside the workspace (through a symlink too) or
+        without recipes."""
+        ws = self.config
+        out: list[Path] = []
+        for name in names:
+            if not os.path.isdir(name):
+                out += self.recipe_paths([name])
+                continue
+            real = Path(name).resolve()
+            found = [r for r in ws.recipes() if real in r.parents] if real == ws.root or ws.root in real.parents else None
+            if not found:
+                raise UsageError(f"{name} is outside the workspace {ws.root}" if found is None else
+                                 f"no recipes under {name}")
+            out += found
+        return list(dict.fromkeys(out)) if names else self.recipe_paths([])
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
               maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:

@@ -15,7 +15,8 @@ def arguments(sub) -> None:
     t = sub.add_parser("test", parents=[common()],
                        help="compare every render with its golden file and run contracts (pytest rcp.toml "
                             "without pytest)")
-    t.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
+    t.add_argument("recipes", nargs="*", metavar="PATH",
+                   help="recipe names (rl/x), .rcp paths or directories of recipes; default: all")
     t.add_argument("--snapshot-update", action="store_true",
                    help="write changed and missing goldens, delete obsolete ones (as pytest rcp.toml "
                         "--snapshot-update)")
