@@ -38,6 +38,8 @@ from rcpc.core.diagnostics import CompileError, Diagnostic, io_hint
 from rcpc.core.source import Span
 from rcpc.importer import interpret
 from rcpc.importer.command import flag_list
+from rcpc.core.values import Str
+from rcpc.domain.maxtext.emit import value_text
 from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
 
 # Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
@@ -609,7 +611,8 @@ def _flag_words(script: Script, pieces, least: int = 2):
                 if found[1]:
                     quoted.append(key)
             elif text and not any(c in _RAW_UNSAFE for c in "".join(p for p in placeholders(text, names)
-                                                                     if isinstance(p, str))):
+                                                                     if isinstance(p, str))) \
+                    and _reads_as_written(text, names):
                 source = fstring(placeholders(text, names))
                 raw.append(key)
         if source is None:
@@ -617,6 +620,15 @@ def _flag_words(script: Script, pieces, least: int = 2):
         entries[key] = source
     pad = (value[:len(value) - len(value.lstrip(" "))], value[len(value.rstrip(" ")):])
     return FlagWords(entries, names, tuple(quoted), tuple(raw), pad)
+
+
+def _reads_as_written(text: str, names) -> bool:
+    """Whether a raw value's ``text`` (a plain stand-in for each param of ``names``) is a
+    string MaxText reads as written: the flag set writes the string in no other spelling
+    (:func:`~rcpc.domain.maxtext.emit.value_text`; not ``0:``, which OmegaConf reads as a
+    mapping, nor ``on``)."""
+    plain = "".join(p if isinstance(p, str) else "x" for p in placeholders(text, names))
+    return value_text(Str(plain, Span("<import>", 1, 1, 1, 1))) == plain
 
 
 def _words(text: str) -> list | None:

@@ -145,6 +145,43 @@ def reads_plain(s: str, in_list: bool = False) -> bool:
 
 _LOADER = functools.cache(yaml_loader)
 
+# The spellings of null a flag keeps (YAML 1.1's, as OmegaConf reads them; ``None`` is a string there).
+_NULLS = frozenset(("null", "Null", "NULL", "~"))
+
+
+class NotAScalar(ValueError):
+    """:func:`cli_reading` of a text OmegaConf does not read as one scalar."""
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def cli_reading(text: str):
+    """The Python scalar (bool, int, float, None or str) OmegaConf's ``from_cli`` reads from
+    the value text ``text`` of a ``key=text`` argument (PyYAML with :func:`yaml_loader`, as
+    ``OmegaConf.from_dotlist`` reads each value: omegaconf/basecontainer.py
+    ``merge_with_dotlist``): ``on`` is True, ``~`` None, ``0x10`` 16, ``.inf`` a float, ``n``
+    the string ``n``; an empty text is ``""`` (``key=`` sets the empty string). Raises
+    :class:`NotAScalar` for a text read as a list or mapping, or not as YAML at all."""
+    if text == "":
+        return ""
+    import yaml
+
+    try:
+        got = yaml.load(text, Loader=_LOADER())
+    except (yaml.YAMLError, ValueError):  # not YAML; a resolved number float() refuses
+        raise NotAScalar(text) from None
+    if got is not None and type(got) not in (bool, int, float, str):
+        raise NotAScalar(text)
+    return got
+
+
+def _reads_back(text: str, value) -> bool:
+    """Whether OmegaConf reads ``text`` back as ``value`` (same type): a spelling a flag keeps."""
+    try:
+        got = cli_reading(text)
+    except NotAScalar:
+        return False
+    return type(got) is type(value) and got == value
+
 
 def value_text(v, in_list: bool = False) -> str:
     """The YAML text of a flag value, as it appears after ``key=``. ``in_list``: inside a
@@ -156,7 +193,7 @@ def value_text(v, in_list: bool = False) -> str:
             return s
         return quoted(s)
     if t is Int:
-        return v.text if _DECIMAL_INT.fullmatch(v.text) else str(v.value)
+        return v.text if _DECIMAL_INT.fullmatch(v.text) or _reads_back(v.text, v.value) else str(v.value)
     if t is Float:
         if _YAML11_FLOAT.fullmatch(v.text) or OMEGACONF_FLOAT.fullmatch(v.text):
             return v.text
@@ -164,7 +201,7 @@ def value_text(v, in_list: bool = False) -> str:
     if t is Bool:
         return v.text
     if t is Null:
-        return "null"
+        return v.text if v.text in _NULLS else "null"
     if t is List:
         return "[" + ",".join(value_text(x, True) for x in v.items) + "]"
     if t is Dict:
