@@ -46,7 +46,7 @@ from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import provenance
 from rcpc.domain.maxtext import flagset as maxtext, mesh
-from rcpc.domain.maxtext.emit import NotAScalar, cli_reading
+from rcpc.domain.maxtext.emit import NotAScalar, cli_document
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
@@ -181,30 +181,53 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
 
 
 def _cli_value(ctx, fn, span, args, kwargs):
-    """``cli_value(text)``: the scalar OmegaConf's ``from_cli`` reads from the command-line
-    value ``text`` (:func:`~rcpc.domain.maxtext.emit.cli_reading`), keeping ``text`` as its
+    """``cli_value(text)``: the value OmegaConf's ``from_cli`` reads from the command-line
+    value ``text`` (:func:`~rcpc.domain.maxtext.emit.cli_document`), keeping ``text`` as its
     spelling, so that a flag set writes it back as ``key=text``: ``cli_value("on")`` is the bool
     true written ``on``, ``cli_value("~")`` None written ``~``, ``cli_value("0x10")`` the int 16
-    written ``0x10``. ``E1220`` for a text OmegaConf reads as a list or mapping, or not as YAML."""
+    written ``0x10``, ``cli_value('{"a":1}')`` the dict ``{"a": 1}`` written as that JSON.
+    ``E1220`` for a text OmegaConf does not read as flag data (not YAML, a date, a list, a
+    mapping with a key that is not a string)."""
     a = _bind("cli_value", span, args, kwargs, ("text",), {"text"})
     text = _expect(a["text"], (Str,), "cli_value() text")
     try:
-        got = cli_reading(text.value)
+        got = cli_document(text.value)
+        if type(got) is list:
+            raise NotAScalar(text.value)
     except NotAScalar:
-        raise error("E1220", f"OmegaConf does not read {text.value[:60]!r} as one scalar (a bool, number, null or "
-                    "string)", text.span, hint="write a list or dict as a list or dict literal, a string as a "
-                    "string literal") from None
+        raise error("E1220", f"OmegaConf does not read {text.value[:60]!r} as a bool, number, null, string or "
+                    "mapping of string keys", text.span, hint="write a list as a list literal") from None
+    value = _of_reading(got, text.value, span, text.span)
+    if type(value) is Dict:
+        return record.evolve(value, text=text.value)
+    return value
+
+
+def _of_reading(got, text: str, span: Span, at: Span):
+    """The value of ``got`` (:func:`~rcpc.domain.maxtext.emit.cli_document`'s data), a scalar
+    spelled ``text`` (the items of a mapping in their canonical spelling)."""
     if type(got) is bool:
-        return Bool(got, text.value, span)
+        return Bool(got, text, span)
     if type(got) is int:
         if not -INT_LIMIT <= got < INT_LIMIT:
-            raise error("E0806", f"{text.value!r} is an int outside the 64-bit range", text.span, hint=LIMIT_HINT)
-        return Int(got, text.value, span)
+            raise error("E0806", f"{text[:60]!r} holds an int outside the 64-bit range", at, hint=LIMIT_HINT)
+        return Int(got, text, span)
     if type(got) is float:
-        return Float(got, text.value, span)
+        return Float(got, text, span)
     if got is None:
-        return Null(text.value, span)
-    return Str(got, span)
+        return Null(text, span)
+    if type(got) is str:
+        return Str(got, span)
+    if type(got) is list:
+        return List(tuple(_of_reading(x, _spelling(x), span, at) for x in got), span)
+    return Dict({k: _of_reading(x, _spelling(x), span, at) for k, x in got.items()}, {k: span for k in got}, span)
+
+
+def _spelling(x) -> str:
+    """A spelling of an item of a mapping read by :func:`_of_reading` (its text is the whole)."""
+    if type(x) is bool:
+        return "true" if x else "false"
+    return "null" if x is None else repr(x) if type(x) is float else str(x)
 
 
 def _check_variant_name(name: str, span: Span, hint: str = "use letters, digits, '.', '-' and '_'") -> None:
@@ -524,11 +547,12 @@ UNIVERSE = Universe(
                               "The value MaxText's command line reads from `text` (OmegaConf's `from_cli`), "
                               "spelled `text` in flags.",
                               reference="`cli_value(\"on\")` is the bool true, `cli_value(\"~\")` None, "
-                              "`cli_value(\"0x10\")` the int 16, `cli_value(\".inf\")` a float: values a "
-                              "literal cannot spell as a shell recipe wrote them, which a flag set writes back "
-                              "as written (`run_name=on`) and checks as MaxText reads them (docs/maxtext.md). "
-                              "`rcpc import shell` writes it for such a bare word. E1220 for a text read as a "
-                              "list or mapping."),
+                              "`cli_value(\"0x10\")` the int 16, `cli_value(\".inf\")` a float, "
+                              "`cli_value('{\"a\":1}')` the dict `{\"a\": 1}`: values a literal cannot spell "
+                              "as a shell recipe wrote them, which a flag set writes back as written "
+                              "(`run_name=on`, JSON as published) and checks as MaxText reads them "
+                              "(docs/maxtext.md). `rcpc import shell` writes it for such a word. E1220 for a "
+                              "text OmegaConf does not read as a scalar or a mapping of string keys."),
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
                             "A named set of param values; `changes` is its diff contract against `against`.",
                             ("set", "against", "changes"), "variant",
