@@ -14,7 +14,11 @@ argv of ``xpk workload create``, its flags in the order the published XPK launch
 write them, ../shared/data/tpu-recipes/xpk/*.sh) with ``xpk_workload_command`` (the
 ``--command`` text: XPK exports the TPU runtime environment itself, so it is
 ``xpk_steps`` without ``XPK_TPU_ENV_STEPS``), and ``maxtext_xpk_workload`` (the two in one
-call when ``xpk_workload_command`` takes no keyword).
+call when ``xpk_workload_command`` takes no keyword); and those of
+``@rcpc//maxdiffusion_tpu.rcp``: ``maxdiffusion_xpk_workload`` with
+``maxdiffusion_generate_command`` (the ironwood MaxDiffusion inference script, read off the
+command its ``eval ${cmd}`` spells: the ``key=value`` words a flag set without a schema, the
+XLA flags a dict, a ``case``'s lookup of device types the slice).
 """
 
 from __future__ import annotations
@@ -368,10 +372,10 @@ def _slice(script, value: str, refs: list) -> tuple[dict, str] | None:
     return {b.name: f"{SLICE_NAME} = tpu_slice({{{entries}}}[{param}])"}, SLICE_NAME
 
 
-def _named(script, names: set, text: str):
-    """The binding among ``names`` whose assignment holds ``text``: the script's name for a
-    value the call takes (the string an eval's command read it from)."""
-    found = [script.bindings[n] for n in sorted(names) if n in script.bindings and text in script.bindings[n].raw]
+def _named(script, text: str):
+    """The only binding whose assignment holds ``text``: the script's name for a value the
+    call takes (the string an eval's command read it from); None when not one."""
+    found = [b for b in script.bindings.values() if text in b.raw]
     return found[0] if len(found) == 1 else None
 
 
@@ -422,7 +426,6 @@ def _maxdiffusion_xpk_workload(script, words):
     commands = [i for i in script.items if isinstance(i, tuple) and i[0] == "command"]
     if values is None or len(commands) != 1:
         return None
-    names = set(script.bindings)
     found = _slice(script, *values["tpu-type"])
     text, refs = values["command"]
     steps = text.split(" && ")
@@ -436,7 +439,7 @@ def _maxdiffusion_xpk_workload(script, words):
         kwargs.append(f"output_dir = {artifacts}")
         at = 3
     inner = _between(steps[at], _XLA_EXPORT, "'") if steps[at].startswith(_XLA_EXPORT) else None
-    xla = _named(script, names, inner.split("=", 1)[0].strip()) if inner else None
+    xla = _named(script, inner.split("=", 1)[0].strip()) if inner else None
     if xla is None or not steps[at].endswith("'") or len(steps[at]) != len(_XLA_EXPORT) + len(inner) + 1:
         return None
     source = _xla_dict(xla.name, inner)
@@ -446,8 +449,7 @@ def _maxdiffusion_xpk_workload(script, words):
     setup = steps[at + 1:-1]
     if setup:
         kwargs.append("setup = [" + ", ".join(_source(step, refs) for step in setup) + "]")
-    program, _, rest = steps[-1].partition(" ")
-    parts = rest.split(" ", 2)
+    parts = steps[-1].removeprefix("python ").split(" ", 2)
     if len(parts) != 3:
         return None
     for keyword, part in zip(("script", "config"), parts[:2]):
@@ -457,7 +459,7 @@ def _maxdiffusion_xpk_workload(script, words):
     entries = [_flag_entry(w, refs) for w in flag_words or [""]]
     if any(e is None for e in entries) or len({e[0] for e in entries}) != len(entries):
         return None
-    flags = _named(script, names, entries[0][0] + "=")
+    flags = _named(script, entries[0][0] + "=")
     if flags is None or flags.name in dicts:
         return None
     lines = "".join(f"    {string(k)}: {v},\n" for k, v, _ in entries)
