@@ -28,6 +28,7 @@ from test_import_shapes import _import
 from rcpc.domain.maxtext.flagset import argv as flag_argv
 from rcpc.domain.values import FlagSet
 from rcpc.importer import proof
+from rcpc.importer.driver import _trainer_tokens
 from rcpc.testing.golden import GoldenExtension
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +56,7 @@ def _flags_equal(out: Path, argv: list, values: dict) -> None:
     assert flags.schema is None
     command = argv[-1].removeprefix("--command=")
     assert flag_argv(flags) == shlex.split(command.split(".yml ", 1)[1])
+    assert _trainer_tokens([argv]) == flag_argv(flags)  # the import's proof reads the generate script's flags
 
 
 @pytest.mark.parametrize("tpu_type", ["7x-8", "tpu7x-2x2x1", "7x-16", "tpu7x-2x2x2"])
