@@ -430,6 +430,8 @@ CATALOG = [
             argv=("import", "shell", "launch.sh")),
     Example("E1204", "shell file that launches nothing", files={"launch.sh": "set -e\necho \"$(date)\"\n"},
             argv=("import", "shell", "launch.sh")),
+    Example("E1220", "cli_value() of a text that is no flag value",
+            'F = maxtext_flags({"steps": cli_value("[1, 2]")})\n'),
     Example("E1206", "command_file argv that no command line can be", 'command_file(name = "launch", argv = [])\n'),
     Example("E1202", "import output that would replace a file", files={"t.yaml": IMPORT_CM, "r.rcp": "X = 1\n"},
             argv=("import", "manifest", "t.yaml", "-o", "r.rcp")),
