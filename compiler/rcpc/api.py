@@ -57,7 +57,9 @@ class Build:
         """Write every render to ``output/<recipe>/<variant>/<file>`` (default: the
         workspace's ``output_dir``) as ``rcpc build`` does (:func:`rcpc.build.output.publish`:
         atomic per variant, files rcpc did not write kept or reported). Returns the number of
-        variant directories written (unchanged ones are not rewritten). ``E0950`` when the
+        variant directories written (unchanged ones are not rewritten), a
+        :class:`rcpc.build.output.Written` that also says whether the record of overrides
+        changed or directories were dropped. ``E0950`` when the
         output cannot be written."""
         from rcpc.core.source import file_span
         from rcpc.build.output import publish

@@ -57,7 +57,7 @@ _KINDS = {"keyword": T.CompletionItemKind.Keyword, "function": T.CompletionItemK
           "field": T.CompletionItemKind.Field, "file": T.CompletionItemKind.File}
 _SYMBOLS = {"param": T.SymbolKind.Variable, "flag set": T.SymbolKind.Object, "render": T.SymbolKind.File,
             "variant": T.SymbolKind.Event, "value": T.SymbolKind.Constant, "load": T.SymbolKind.Module,
-            "function": T.SymbolKind.Function}
+            "function": T.SymbolKind.Function, "sweep": T.SymbolKind.Array}
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']*)'\?")
 _TOP = T.Range(T.Position(0, 0), T.Position(0, 0))
 
@@ -368,7 +368,7 @@ def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
         return T.DocumentSymbol(s.name, _SYMBOLS[s.kind], to_range(s.span, src), to_range(s.name_span, src),
                                 detail=s.kind, children=[conv(c) for c in s.children] or None)
 
-    return [conv(s) for s in query.symbols(mod)]
+    return [conv(s) for s in query.symbols(mod, got[0].sweep_points(got[1]))]
 
 
 def _code_actions(ls: RcpServer, params: T.CodeActionParams):
