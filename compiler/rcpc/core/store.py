@@ -65,6 +65,7 @@ class _State:
     """This process's pending writes and open database (one user cache a process)."""
 
     def __init__(self):
+        self.home: str | None = None                        # the store directory pending and touched are of
         self.pending: dict[bytes, tuple[str, bytes]] = {}   # key -> (area, entry) not written yet
         self.touched: dict[bytes, None] = {}                # keys hit whose use is to be recorded
         self.connection = None
@@ -123,13 +124,15 @@ def get(area: str, k: str | None) -> bytes | None:
     """The payload stored under key ``k`` (:func:`key`) of ``area``, or None: a miss (no
     such entry, the store off, an entry that does not check, a database that cannot be read
     or trusted). An entry this process put and has not flushed yet is found."""
-    if k is None or not enabled():
+    directory = _directory()
+    if k is None or directory is None:
         return None
+    _home(directory)
     raw = bytes.fromhex(k)
     found = _STATE.pending.get(raw)
     if found is not None:
         return check(area, k, found[1]) if found[0] == area else None
-    db = _open(create=False)
+    db = _open(directory, create=False)
     if db is None:
         return None
     import sqlite3
@@ -150,8 +153,18 @@ def put(area: str, k: str | None, payload: bytes) -> None:
     """Keep ``payload`` under key ``k`` of ``area``: written by the next :func:`flush` (at
     the latest when the process exits), seen by :func:`get` until then. Nothing when the
     store is off or ``k`` is None."""
-    if k is not None and enabled():
+    directory = _directory()
+    if k is not None and directory is not None:
+        _home(directory)
         _keep(bytes.fromhex(k), area, entry(area, k, payload))
+
+
+def _home(directory: str) -> None:
+    """Make ``directory`` the one pending entries are of: those of another (the user cache
+    changed in this process: ``XDG_CACHE_HOME`` set by a test) are written there first."""
+    if _STATE.home != directory:
+        flush()
+        _STATE.home = directory
 
 
 def _keep(raw: bytes, area: str, data: bytes) -> None:
@@ -168,43 +181,55 @@ def take() -> dict:
     """The entries put and not written yet, no longer pending here: a ``-j`` worker sends
     them to the main process (:func:`adopt`), which writes them with its own."""
     pending, _STATE.pending = _STATE.pending, {}
-    return pending
+    return pending if _STATE.home == _directory() else {}
 
 
 def adopt(made: dict) -> None:
     """Keep the entries ``made`` (:func:`take` in another process) to be written by the next
     :func:`flush`; each is checked as a read would (:func:`check`), so nothing else is written."""
+    directory = _directory()
+    if directory is None:
+        return
+    _home(directory)
     for raw, (area, data) in made.items():
         if type(raw) is bytes and area in AREAS and check(area, raw.hex(), data) is not None:
             _keep(raw, area, data)
 
 
 def flush() -> None:
-    """Write the entries put since the last flush, and the uses of entries hit, in one
-    transaction; errors are ignored (the entries are dropped: a later run writes them). A
-    database SQLite finds corrupt is removed first and made again."""
-    if not _STATE.pending and not _STATE.touched:
-        return
+    """End a run's use of the store: write the entries put since the last flush, and the uses
+    of entries hit, in one transaction, to the store they were made for, then close the
+    database (the next run opens it again, its files checked again). Errors are ignored (the
+    entries are dropped: a later run writes them). A database SQLite finds corrupt is removed
+    first and made again."""
     pending, touched = _STATE.pending, _STATE.touched
     _STATE.pending, _STATE.touched = {}, {}
-    if not enabled():
-        return
+    try:
+        if (pending or touched) and _STATE.home is not None and not env("RCPC_NO_CACHE"):
+            _flush(_STATE.home, pending, touched)
+    finally:
+        if _STATE.connection is not None:
+            _STATE.connection.close()
+        _STATE.connection = _STATE.path = None
+
+
+def _flush(directory: str, pending: dict, touched: dict) -> None:
     import sqlite3
 
     for attempt in (1, 2):
         try:
-            _write(pending, touched)
+            _write(directory, pending, touched)
             return
         except sqlite3.Error as exc:
             if attempt == 2 or not _corrupt(exc):
                 return
-            _discard()
+            _discard(directory)
         except OSError:
             return
 
 
-def _write(pending: dict, touched: dict) -> None:
-    db = _open(create=True)
+def _write(directory: str, pending: dict, touched: dict) -> None:
+    db = _open(directory, create=True)
     if db is None:
         return
     from rcpc import testhook
@@ -230,10 +255,9 @@ def _now() -> int:
     return int(time.time())
 
 
-def _open(create: bool):
-    """The open database (made, with its directory, when ``create``), or None when there is
-    none, it cannot be trusted (module docstring) or opened."""
-    directory = _directory()
+def _open(directory: str | None, create: bool):
+    """The open database of the store ``directory`` (made, with the directory, when
+    ``create``), or None when there is none, it cannot be trusted (module docstring) or opened."""
     if directory is None:
         return None
     path = os.path.join(directory, DATABASE)
@@ -283,33 +307,33 @@ def _files(path: str) -> tuple[str, str, str]:
     return path, path + "-wal", path + "-shm"
 
 
-def files() -> tuple[str, ...]:
-    """The store's files (the database and SQLite's ``-wal`` and ``-shm``), which the trim
-    does not remove as files (:func:`usage`); empty when the store is off."""
-    directory = _directory()
-    return _files(os.path.join(directory, DATABASE)) if directory else ()
+def files(directory: str) -> tuple[str, str, str]:
+    """The files of the store in ``directory`` (the database and SQLite's ``-wal`` and
+    ``-shm``), which the trim does not remove as files (:func:`usage`)."""
+    return _files(os.path.join(directory, DATABASE))
 
 
 def _corrupt(exc) -> bool:
     return getattr(exc, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 
-def _discard() -> None:
-    """Close and remove a corrupt database (the entries in it are lost: misses)."""
+def _discard(directory: str) -> None:
+    """Close and remove the corrupt database of ``directory`` (its entries are lost: misses)."""
     if _STATE.connection is not None:
         _STATE.connection.close()
         _STATE.connection = _STATE.path = None
-    for p in files():
+    for p in files(directory):
         try:
             os.unlink(p)
         except OSError:
             pass
 
 
-def usage() -> list[tuple[int, int, str]]:
-    """``(last use, size in bytes, key hex)`` of every entry written (:mod:`rcpc.core.cachetrim`
-    trims them with the cache's files); empty when there is no database or it cannot be read."""
-    db = _open(create=False)
+def usage(directory: str) -> list[tuple[int, int, str]]:
+    """``(last use, size in bytes, key hex)`` of every entry written to the store in
+    ``directory`` (:mod:`rcpc.core.cachetrim` trims them with the cache's files); empty when
+    there is no database or it cannot be read or trusted."""
+    db = _open(directory, create=False)
     if db is None:
         return []
     import sqlite3
@@ -321,27 +345,25 @@ def usage() -> list[tuple[int, int, str]]:
         return []
 
 
-def remove(keys: list[str]) -> None:
-    """Delete the entries of ``keys`` (hex) in one transaction and give their pages back to
-    the file system. Raises OSError or :class:`sqlite3.Error` (the trim ignores both)."""
-    db = _open(create=False)
+def remove(directory: str, keys: list[str]) -> bool:
+    """Delete the entries of ``keys`` (hex) of the store in ``directory`` in one transaction
+    and give their pages back to the file system. False when that failed (nothing deleted)."""
+    db = _open(directory, create=False)
     if db is None or not keys:
-        return
-    db.execute("BEGIN IMMEDIATE")
+        return not keys
+    import sqlite3
+
     try:
-        db.executemany("DELETE FROM entries WHERE key = ?", [(bytes.fromhex(k),) for k in keys])
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    db.execute("PRAGMA incremental_vacuum")
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def close() -> None:
-    """Flush, then close the database (tests; a process that changes its user cache)."""
-    flush()
-    if _STATE.connection is not None:
-        _STATE.connection.close()
-    _STATE.connection = _STATE.path = None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("DELETE FROM entries WHERE key = ?", [(bytes.fromhex(k),) for k in keys])
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("PRAGMA incremental_vacuum")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        return False
+    return True
