@@ -255,9 +255,10 @@ def _now() -> int:
     return int(time.time())
 
 
-def _open(directory: str | None, create: bool):
+def _open(directory: str | None, create: bool, again: bool = True):
     """The open database of the store ``directory`` (made, with the directory, when
-    ``create``), or None when there is none, it cannot be trusted (module docstring) or opened."""
+    ``create``: one SQLite finds corrupt is removed and made anew), or None when there is
+    none, it cannot be trusted (module docstring) or opened."""
     if directory is None:
         return None
     path = os.path.join(directory, DATABASE)
@@ -285,7 +286,12 @@ def _open(directory: str | None, create: bool):
         except BaseException:
             db.close()
             raise
-    except (OSError, sqlite3.Error):
+    except sqlite3.Error as exc:
+        if not (create and again and _corrupt(exc)):
+            return None
+        _discard(directory)
+        return _open(directory, create, again=False)
+    except OSError:
         return None
     if _STATE.connection is not None:
         _STATE.connection.close()
