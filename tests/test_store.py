@@ -263,3 +263,83 @@ def test_no_cache_writes_nothing(cache, monkeypatch):
     assert store.get("build", store.key("build", "x")) is None
     store.flush()
     assert not cache.exists()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.tuples(st.booleans(), st.integers(1, 3000), st.integers(0, 10 ** 6)), min_size=1,
+                      max_size=12),
+       limit=st.integers(1, 30000))
+def test_the_trim_removes_the_least_recently_used_files_and_entries_together(cache, items, limit):
+    """Store entries are trimmed as files are (:mod:`rcpc.core.cachetrim`): one order of last
+    use over both, down to the mark; a trimmed entry is a miss, the others read back."""
+    from rcpc.core import cachetrim
+
+    now = 2_000_000_000
+    root = cache / "rcpc"
+    _clear(cache) if storefiles.database(cache).parent.exists() else None
+    for p in root.glob("f*"):
+        p.unlink()
+    made, keys = [], {}
+    for i, (is_entry, size, age) in enumerate(items):
+        if is_entry:
+            k = store.key("build", "trim", i)
+            keys[k] = b"p" * size
+            store.put("build", k, keys[k])
+        else:
+            path = root / f"f{i}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"x" * size)
+            os.utime(path, (now - age, now - age))
+            made.append((now - age, size, str(path)))
+    store.flush()
+    if keys:
+        with sqlite3.connect(storefiles.database(cache)) as db:
+            for i, (is_entry, _, age) in enumerate(items):
+                if is_entry:
+                    db.execute("UPDATE entries SET used = ? WHERE key = ?",
+                               (now - age, bytes.fromhex(store.key("build", "trim", i))))
+    found = cachetrim.entries(str(root))
+    db = str(storefiles.database(cache))
+    assert sorted(p for _, _, p in found if not p.startswith(db)) == sorted(p for _, _, p in made)
+    assert sorted(p[len(db) + 1:] for _, _, p in found if p.startswith(db)) == sorted(keys)
+    live = sorted(found)
+    total, expected = sum(s for _, s, _ in live), []
+    if total > limit:
+        left = total
+        for _, size, p in live:
+            if left <= cachetrim.KEEP * limit:
+                break
+            expected.append(p)
+            left -= size
+    assert cachetrim.trim(str(root), limit, now) == expected
+    gone = {p[len(db) + 1:] for p in expected if p.startswith(db)}
+    for k, p in keys.items():
+        assert store.get("build", k) == (None if k in gone else p)
+    store.flush()
+
+
+WORKERS = """
+from rcpc.build import parallel
+parallel.MIN_PARALLEL_BYTES = 0
+from rcpc.__main__ import exit_now, run
+exit_now(run(["check", "-j", "2"]))
+"""
+
+
+def test_entries_made_in_workers_are_written_by_the_main_process(cached_ws):
+    """``-j`` workers hand the entries they made to the main process, which writes them with
+    its own at the end (a worker is stopped, never left to write): every recipe compiled in a
+    worker has its build entry, read back whole."""
+    for k in range(6):
+        (cached_ws / "recipes" / f"w{k}.rcp").write_text(f'X = {k}\nvariant("default")\n')
+    env = {**os.environ, "XDG_CACHE_HOME": str(cached_ws.parent / "cache")}
+    r = subprocess.run([sys.executable, "-c", WORKERS], cwd=cached_ws, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    built = storefiles.rows(cached_ws.parent / "cache", "build")
+    recipes = {str((cached_ws / "recipes" / f"w{k}.rcp").resolve()) for k in range(6)}
+    found = set()
+    for key, _, data in built:
+        text = storefiles.payload("build", key, data).decode()
+        found |= {p for p in recipes if p in text}
+    assert found == recipes

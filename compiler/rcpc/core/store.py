@@ -68,9 +68,12 @@ class _State:
         self.home: str | None = None                        # the store directory pending and touched are of
         self.pending: dict[bytes, tuple[str, bytes]] = {}   # key -> (area, entry) not written yet
         self.touched: dict[bytes, None] = {}                # keys hit whose use is to be recorded
+        self.parent: dict[bytes, tuple[str, bytes]] = {}    # pending in the process this one was forked from
         self.connection = None
         self.path: str | None = None                        # the database the connection is to
         self.exit_hook = False
+        self.pid = os.getpid()                              # the process the state is of
+        self.inherited: list = []                           # connections opened before a fork: never used again
 
 
 _STATE = _State()
@@ -129,7 +132,7 @@ def get(area: str, k: str | None) -> bytes | None:
         return None
     _home(directory)
     raw = bytes.fromhex(k)
-    found = _STATE.pending.get(raw)
+    found = _STATE.pending.get(raw) or _STATE.parent.get(raw)
     if found is not None:
         return check(area, k, found[1]) if found[0] == area else None
     db = _open(directory, create=False)
@@ -159,10 +162,26 @@ def put(area: str, k: str | None, payload: bytes) -> None:
         _keep(bytes.fromhex(k), area, entry(area, k, payload))
 
 
+def _own() -> None:
+    """In a process forked from the one that made the state (a ``-j`` worker): the
+    connection is left alone, never used or closed here (SQLite: a connection must not be
+    carried across a fork), and the entries pending there are only read here (the main
+    process writes them)."""
+    if _STATE.pid != os.getpid():
+        if _STATE.connection is not None:
+            _STATE.inherited.append(_STATE.connection)  # kept from the garbage collector, whose close would act
+        _STATE.connection = _STATE.path = None
+        _STATE.parent = {**_STATE.parent, **_STATE.pending}
+        _STATE.pending, _STATE.touched = {}, {}
+        _STATE.pid = os.getpid()
+
+
 def _home(directory: str) -> None:
     """Make ``directory`` the one pending entries are of: those of another (the user cache
     changed in this process: ``XDG_CACHE_HOME`` set by a test) are written there first."""
+    _own()
     if _STATE.home != directory:
+        _STATE.parent = {}
         flush()
         _STATE.home = directory
 
@@ -180,6 +199,7 @@ def _keep(raw: bytes, area: str, data: bytes) -> None:
 def take() -> dict:
     """The entries put and not written yet, no longer pending here: a ``-j`` worker sends
     them to the main process (:func:`adopt`), which writes them with its own."""
+    _own()
     pending, _STATE.pending = _STATE.pending, {}
     return pending if _STATE.home == _directory() else {}
 
@@ -202,6 +222,7 @@ def flush() -> None:
     database (the next run opens it again, its files checked again). Errors are ignored (the
     entries are dropped: a later run writes them). A database SQLite finds corrupt is removed
     first and made again."""
+    _own()
     pending, touched = _STATE.pending, _STATE.touched
     _STATE.pending, _STATE.touched = {}, {}
     try:
@@ -259,6 +280,7 @@ def _open(directory: str | None, create: bool, again: bool = True):
     """The open database of the store ``directory`` (made, with the directory, when
     ``create``: one SQLite finds corrupt is removed and made anew), or None when there is
     none, it cannot be trusted (module docstring) or opened."""
+    _own()
     if directory is None:
         return None
     path = os.path.join(directory, DATABASE)
