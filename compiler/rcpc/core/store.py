@@ -73,6 +73,7 @@ class _State:
         self.path: str | None = None                        # the database the connection is to
         self.exit_hook = False
         self.pid = os.getpid()                              # the process the state is of
+        self.where: tuple | None = None                     # (environment, store directory) found this run
         self.inherited: list = []                           # connections opened before a fork: never used again
 
 
@@ -103,7 +104,12 @@ def enabled() -> bool:
 
 
 def _directory() -> str | None:
-    return None if env("RCPC_NO_CACHE") else cache_dir(DIRECTORY)
+    """The store's directory (:func:`rcpc.core.usercache.cache_dir`), None when the store is
+    off; found once a run (until :func:`flush`) for the environment it was found in."""
+    where = (env("RCPC_NO_CACHE"), env("XDG_CACHE_HOME"), env("HOME"))
+    if _STATE.where is None or _STATE.where[0] != where:
+        _STATE.where = (where, None if where[0] else cache_dir(DIRECTORY))
+    return _STATE.where[1]
 
 
 def entry(area: str, k: str, payload: bytes) -> bytes:
@@ -231,7 +237,7 @@ def flush() -> None:
     finally:
         if _STATE.connection is not None:
             _STATE.connection.close()
-        _STATE.connection = _STATE.path = None
+        _STATE.connection = _STATE.path = _STATE.where = None
 
 
 def _flush(directory: str, pending: dict, touched: dict) -> None:
