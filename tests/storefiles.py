@@ -6,7 +6,19 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from rcpc.core import store
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private user cache (``XDG_CACHE_HOME``) with the cache on; the store's pending entries
+    written there at the end (a module imports it to use it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    yield tmp_path / "cache"
+    store.flush()
 
 
 def database(cache: Path) -> Path:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import storefiles
+from storefiles import cache  # noqa: F401 (a fixture)
 from rcpc.core import store
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.session import Session
@@ -31,15 +32,6 @@ SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "v
                          "data": {"type": "object", "additionalProperties": {"type": "string"}}}}
 GOOD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n"
 BAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, nmae: x}\nimmutable: 'yes'\ndata: {a: 1}\n"
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """The user cache (``XDG_CACHE_HOME``); the store's pending entries written there at the end."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    yield tmp_path / "cache"
-    store.flush()
 
 
 @pytest.fixture

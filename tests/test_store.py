@@ -25,18 +25,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import storefiles
+from storefiles import cache  # noqa: F401 (a fixture)
 from rcpc.core import store
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A private user cache (``XDG_CACHE_HOME``); pending entries written there at the end."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    yield tmp_path / "cache"
-    store.flush()
 
 
 def payload(tag: str, i: int) -> bytes:

@@ -236,11 +236,9 @@ def _forge_build_entries(cache: Path, good: str, bad: str) -> int:
     return forged
 
 
-@pytest.mark.parametrize("name", [store.DATABASE, store.DATABASE + "-wal", store.DATABASE + "-shm"])
-@pytest.mark.parametrize("how", HOW)
-def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, monkeypatch, capsys, how, name):
-    """The store's database, or its -wal or -shm file (SQLite reads pages from the log), left
-    by another user with entries that pass a broken recipe: not read."""
+def _break_and_forge(cached_ws: Path) -> None:
+    """Check the workspace (its build entries written), break its recipe, and forge the
+    entries to pass the broken recipe."""
     import hashlib
 
     assert run(["check"]) == 0
@@ -249,6 +247,14 @@ def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, 
     recipe.write_text(recipe.read_text() + BROKEN)
     bad = hashlib.sha256(recipe.read_bytes()).hexdigest()
     assert _forge_build_entries(cached_ws.parent / "cache", good, bad)
+
+
+@pytest.mark.parametrize("name", [store.DATABASE, store.DATABASE + "-wal", store.DATABASE + "-shm"])
+@pytest.mark.parametrize("how", HOW)
+def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, monkeypatch, capsys, how, name):
+    """The store's database, or its -wal or -shm file (SQLite reads pages from the log), left
+    by another user with entries that pass a broken recipe: not read."""
+    _break_and_forge(cached_ws)
     storefiles.plant(cached_ws.parent / "cache", how, name)
     capsys.readouterr()
     assert run(["check", "-j", "1"]) == 1 and "error[E0101]" in capsys.readouterr().err
@@ -257,14 +263,7 @@ def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, 
 def test_a_forged_build_entry_in_a_trusted_store_is_believed(cached_ws, capsys):
     """The canary of the test above: the same forgery, left as the user's own, passes the
     broken recipe (the trust rules, not the forgery's form, make the difference)."""
-    import hashlib
-
-    assert run(["check"]) == 0
-    recipe = cached_ws / "recipes" / "r.rcp"
-    good = hashlib.sha256(recipe.read_bytes()).hexdigest()
-    recipe.write_text(recipe.read_text() + BROKEN)
-    bad = hashlib.sha256(recipe.read_bytes()).hexdigest()
-    assert _forge_build_entries(cached_ws.parent / "cache", good, bad)
+    _break_and_forge(cached_ws)
     assert run(["check", "-j", "1"]) == 0
 
 
