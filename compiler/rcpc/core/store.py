@@ -2,7 +2,7 @@
 :mod:`rcpc.build.cache`; the schema-validation cache, :mod:`rcpc.domain.kube.schemacache`; the
 MaxText oracle's answers, :mod:`rcpc.oracle`) keep their entries, with one key discipline, one
 entry format, one validation and the user cache's trust rules applied once
-(:mod:`rcpc.core.usercache`). docs/architecture.md, "The user cache", describes it.
+(:mod:`rcpc.core.usercache`). docs/cli.md, "The store", describes it.
 
 *Keys* (:func:`key`): SHA-256 of the store's format version, the *area* (one of
 :data:`AREAS`: which cache) and the fields the cache names, each written as its type's name,
@@ -20,8 +20,10 @@ an unreadable or malformed database) is a miss, never a wrong result.
 :func:`flush` writes all of them in one SQLite transaction (Python's :mod:`sqlite3`;
 write-ahead log, so readers never wait for a writer and a writer killed at any point leaves
 the last committed state: SQLite's atomic commit, https://sqlite.org/atomiccommit.html). A
-command flushes once, at its end (:func:`rcpc.cli.main`, a ``-j`` worker when it has no more
-work, the language server after each full check, and any other process at exit). Two processes
+command flushes once, at its end (:func:`rcpc.cli.main`; the language server after each full
+check; any other process at exit); a ``-j`` worker hands the entries it made to the main
+process with each result (:func:`take`, :func:`adopt`), and never uses the connection it
+inherited. Two processes
 writing at once take turns (SQLite's lock; each waits up to :data:`BUSY_S` seconds, then its
 entries are dropped: a later run writes them again).
 
@@ -31,7 +33,9 @@ directory of the user cache trusted as every one is (:func:`rcpc.core.usercache.
 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and it is opened only when it and
 its ``-wal`` and ``-shm`` files, where they exist, are regular files of this user that no one
 else can write (:func:`rcpc.core.usercache.owned_file`): a database another user planted is
-not read. One that SQLite finds corrupt is removed and made again at the next flush.
+not read (none can be swapped in after the check: the directory is this user's alone). One
+that SQLite finds corrupt is removed and made again at the next flush. An entry longer than
+:data:`MAX_ENTRY` is not read.
 
 *Trim* (:mod:`rcpc.core.cachetrim`): each entry records when it was last used (written, or
 read by a hit more than :data:`TOUCH_S` after its last recorded use: a warm run writes at
@@ -147,7 +151,8 @@ def get(area: str, k: str | None) -> bytes | None:
     import sqlite3
 
     try:
-        row = db.execute("SELECT entry, used FROM entries WHERE key = ?", (raw,)).fetchone()
+        row = db.execute("SELECT CASE WHEN length(entry) <= ? THEN entry END, used FROM entries WHERE key = ?",
+                         (MAX_ENTRY, raw)).fetchone()
     except sqlite3.Error:
         return None
     if row is None:
