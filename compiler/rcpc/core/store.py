@@ -78,6 +78,7 @@ class _State:
         self.exit_hook = False
         self.pid = os.getpid()                              # the process the state is of
         self.where: tuple | None = None                     # (environment, store directory) found this run
+        self.refused: str | None = None                     # the database found missing or untrusted this run
         self.inherited: list = []                           # connections opened before a fork: never used again
 
 
@@ -242,7 +243,7 @@ def flush() -> None:
     finally:
         if _STATE.connection is not None:
             _STATE.connection.close()
-        _STATE.connection = _STATE.path = _STATE.where = None
+        _STATE.connection = _STATE.path = _STATE.where = _STATE.refused = None
 
 
 def _flush(directory: str, pending: dict, touched: dict) -> None:
@@ -297,8 +298,8 @@ def _open(directory: str | None, create: bool, again: bool = True):
     path = os.path.join(directory, DATABASE)
     if _STATE.connection is not None and _STATE.path == path:
         return _STATE.connection
-    import sqlite3
-
+    if not create and _STATE.refused == path:  # missing or untrusted when this run first looked
+        return None
     try:
         if create:
             make_dirs(directory)
@@ -307,7 +308,13 @@ def _open(directory: str | None, create: bool, again: bool = True):
             except FileExistsError:
                 pass
         if not all(owned_file(p) or (p != path and not os.path.lexists(p)) for p in _files(path)):
+            _STATE.refused = path
             return None
+    except OSError:
+        return None
+    import sqlite3
+
+    try:
         uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
         try:
@@ -321,6 +328,7 @@ def _open(directory: str | None, create: bool, again: bool = True):
             raise
     except sqlite3.Error as exc:
         if not (create and again and _corrupt(exc)):
+            _STATE.refused = None if create else path
             return None
         _discard(directory)
         return _open(directory, create, again=False)
