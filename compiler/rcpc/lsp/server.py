@@ -158,9 +158,11 @@ class RcpServer(LanguageServer):
             return [T.Diagnostic(_TOP, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
                                  d.code, source="rcpc") for d in exc.diagnostics]
         found = session.diagnostics(real) if full else session.syntax_diagnostics(real)
-        if full:   # the parse and schema caches it wrote to kept under their size limit, as a command does
+        if full:   # the entries it made written, the cache kept under its size limit, as a command does
+            from rcpc.core import store
             from rcpc.core.cachetrim import maybe_trim
 
+            store.flush()
             maybe_trim()
         src = _source(session, real)
         return [to_lsp(session, d, real, src) for d in found]
