@@ -23,9 +23,8 @@ from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, unique
 from rcpc.core.files import read_limited
 from rcpc.core.session import Session
-from rcpc.core.source import file_span, Source
+from rcpc.core.source import Source, file_span
 from rcpc.domain import stdlib
-from rcpc.domain.stdlib import attributed
 
 
 class UsageError(ValueError):
@@ -580,9 +579,9 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     # An error in a library is found by each recipe that loads it ("loaded from") and by
     # the library's own evaluation: reported once, the first time (with its load site).
     # One found in rcpc's standard library is shown at the recipe's load or call that reached it.
-    diagnostics = unique(map(attributed, diagnostics))
+    diagnostics = unique(map(stdlib.attributed, diagnostics))
     errors = sum(1 for d in diagnostics if d.severity == "error")
-    return Check(tuple(diagnostics), tuple(unique(map(attributed, found))), errors, len(recipes), variants,
+    return Check(tuple(diagnostics), tuple(unique(map(stdlib.attributed, found))), errors, len(recipes), variants,
                  len(set(libraries)), tuple(deps))
 
 
