@@ -7,6 +7,7 @@ rcpc runs as one process: a command that no-op replay (:mod:`rcpc.build.replay`)
 imports the CLI here and runs in this process.
 """
 
+import os
 import sys
 
 from rcpc.interrupts import closed_streams, ignore_interrupts, interrupts, utf8_streams
@@ -80,7 +81,6 @@ def exit_now(code: int):
     program returns, ``sys.exit(code)`` instead."""
     if sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)
-    import os
 
     os._exit(shutdown(code))
 

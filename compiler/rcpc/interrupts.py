@@ -12,6 +12,8 @@ what is written otherwise (a full disk, a closed descriptor) is an error, exit 1
 (:func:`unwritable`).
 """
 
+import errno
+import io
 import os
 import sys
 
@@ -83,9 +85,6 @@ def closed_streams() -> None:
     ``/dev/null`` (so no file rcpc opens lands on it and receives what a child process
     writes there), stdin reads as empty, stderr discards, and writing to stdout fails with
     ``EBADF`` as it does in C (``rcpc: error: Bad file descriptor``, exit 1)."""
-    import io
-    import os
-
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
             continue
@@ -120,9 +119,6 @@ class _Closed:
         return False
 
     def write(self, data) -> int:
-        import errno
-        import os
-
         raise OSError(errno.EBADF, os.strerror(errno.EBADF))
 
     def close(self) -> None:

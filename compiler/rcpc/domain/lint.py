@@ -41,11 +41,14 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from rcpc.core.builtins import NAMES
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic
 from rcpc.core.resolve import ARGUMENT, COMPREHENSION, LOCAL, assigned_names
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import walk
+from rcpc.core.values import Bool, Dict, List
 from rcpc.domain.builtins import UNIVERSE
+from rcpc.domain.values import FlagFile, FlagSet
 
 __all__ = ["lint", "CODES", "ignored_codes", "unsilenced"]
 
@@ -260,8 +263,6 @@ def _functions(module: ast.Module) -> list[Diagnostic]:
 
 
 def _builtin_names() -> frozenset:
-    from rcpc.core.builtins import NAMES
-
     return NAMES
 
 
@@ -320,9 +321,6 @@ def _identical_variants(compiler, recipe, builds) -> list[Diagnostic]:
 
 def _mixed_bools(compiler, real: Path, builds) -> list[Diagnostic]:
     """L0006: a flag set whose bools are spelled both ``True``/``False`` and ``true``/``false``."""
-    from rcpc.core.values import Dict, List
-    from rcpc.domain.values import FlagFile, FlagSet
-
     sets: dict = {}
 
     def collect(v, depth=0):
@@ -361,8 +359,6 @@ def _mixed_bools(compiler, real: Path, builds) -> list[Diagnostic]:
 
 
 def _bools(value):
-    from rcpc.core.values import Bool, List
-
     t = type(value)
     if t is Bool:
         yield value.text, value.span

@@ -8,6 +8,10 @@ import re
 
 import attrs
 
+from rcpc.core.source import Span
+from rcpc.core.values import Bool, Float, Int, Str
+from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
+
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
@@ -96,8 +100,6 @@ def flag_value(key: str, raw: str, names) -> str | None:
     form writes it (:func:`~rcpc.domain.maxtext.emit.shell_quote` of ``key=value``), is exactly
     the shell word ``raw`` (placeholders of ``names`` become references); None when no value
     renders as ``raw``."""
-    from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
-
     pieces = placeholders(raw, names)
     if any(isinstance(p, Ref) for p in pieces):  # checked with a plain stand-in for each param
         plain = "".join(p if isinstance(p, str) else "x" for p in pieces)
@@ -125,8 +127,6 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
     ``always``) rather than as the flag set's shell form writes it anyway. None for any other
     word, and for a quoted value holding a placeholder of ``names`` (its quoting would depend
     on the param's value)."""
-    from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
-
     head = key + "='"
     if not (raw.startswith(head) and raw.endswith("'") and len(raw) > len(head)):
         return None
@@ -146,9 +146,6 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
 def _value(text: str):
     """The rcpc value whose flag spelling is ``text`` (a bool, int or float as spelled, else
     a string)."""
-    from rcpc.core.source import Span
-    from rcpc.core.values import Bool, Float, Int, Str
-
     span = Span("<import>", 1, 1, 1, 1)
     if text in _BOOLS:
         return Bool(text in ("True", "true"), text, span)

@@ -19,12 +19,14 @@ call when ``xpk_workload_command`` takes no keyword).
 
 from __future__ import annotations
 
+import ast
 from typing import Callable
 
 import attrs
 
 from rcpc.importer.library import COPIES, MAXTEXT_TPU, TRAINERS, Call
 from rcpc.importer.literals import Ref, fstring, scalar, string
+from rcpc.importer.shell import SLICE_NAME
 
 # The flags of `xpk workload create` in xpk_workload_create's order (their keyword: the
 # defaults it writes when not given).
@@ -209,7 +211,6 @@ def _libtpu(script, text: str, refs: list) -> tuple[str, str, bool] | None:
     b = script.bindings.get(ref.removesuffix("_JOINED"))
     if b is None or b.kind != "list" or not ref.endswith("_JOINED") or b.list_format not in _SPACINGS:
         return None
-    import ast
 
     lines = []
     for item in ast.literal_eval(b.source):
@@ -299,8 +300,6 @@ def _maxtext_benchmark_runner(script, words):
     """``maxtext_benchmark_runner(PROJECT, ZONE, TPU_SLICE, CLUSTER, OUTPUT_DIR, MODEL, IMAGE)``:
     the runner's flags in :data:`RUNNER_FLAGS` order, ``--device_type`` the slice the import
     tied (:func:`rcpc.importer.shell._tie_slice`)."""
-    from rcpc.importer.shell import SLICE_NAME
-
     flat = [_flat(w) for w in words]
     if tuple(t for t, _ in flat[:4]) != RUNNER or len(flat) != 4 + len(RUNNER_FLAGS):
         return None
