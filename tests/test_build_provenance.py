@@ -161,3 +161,47 @@ def test_a_damaged_record_is_a_damaged_manifest(tmp_path, monkeypatch, capsys):
     manifest.write_text(json.dumps(data))
     assert main(["build", "r", "--set", "STEPS=4"]) == 1
     assert "error[E0912]" in capsys.readouterr().err
+
+
+# (argv of the second build, what its status line says it wrote): after `rcpc build r --set STEPS=5`
+STATUS_CASES = [
+    (["build", "r", "--set", "STEPS=5"], "0 of 1 variant directory written)"),  # nothing changed
+    (["build", "r", "--values", "v.toml"], "0 of 1 variant directory written; the record of overrides (provenance) "
+                                           "written)"),  # the same renders, by other overrides: only the record
+    (["build", "r", "--set", "STEPS=6"], "1 of 1 variant directory written; the record of overrides (provenance) "
+                                         "written)"),
+    (["build", "r", "--variant", "long"], "1 of 1 variant directory written)"),  # custom kept as it was
+    (["build"], "2 of 2 variant directories written)"),
+]
+
+
+@pytest.mark.parametrize("argv, said", STATUS_CASES, ids=["same", "record-only", "renders-and-record", "variant",
+                                                          "whole"])
+def test_the_status_line_says_what_a_build_wrote(tmp_path, monkeypatch, capsys, argv, said):
+    """Issue 39: a build whose renders were unchanged but whose record of overrides changed
+    said "0 of 1 variant directory written" though it wrote a new manifest."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _workspace(tmp_path)
+    (tmp_path / "v.toml").write_text("STEPS = 5\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["build", "r", "--set", "STEPS=5"]) == 0
+    before = _manifest(tmp_path / "rcpc-out")
+    capsys.readouterr()
+    assert main(argv) == 0
+    status = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status.endswith(said), status
+    assert (_manifest(tmp_path / "rcpc-out") == before) == (said == STATUS_CASES[0][1])
+
+
+def test_the_status_line_says_a_build_removed_what_it_no_longer_makes(tmp_path, monkeypatch, capsys):
+    """A variant no longer declared: its directory leaves the output though no directory is written."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _workspace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["build"]) == 0
+    Path("recipes/r.rcp").write_text(RECIPE.replace('variant("long", set = {"STEPS": 100})\n', ""))
+    capsys.readouterr()
+    assert main(["build"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "(0 of 1 variant directory written; variant directories of other builds removed)")
+    assert not Path("rcpc-out/r/long").exists()

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 import rcpc.build.cache
+import storefiles
 from conftest import CACHED_RECIPE as RECIPE
+from rcpc.core import store
 from rcpc.cli import main
 
 
@@ -118,13 +120,13 @@ def test_a_changed_or_missing_output_is_rewritten_from_the_cache(wsc):
     assert flags(root) == "learning_rate=1e-6\nsteps=2\n" and flags(root, "more").endswith("steps=3\n")
 
 
-@pytest.mark.parametrize("part", ["entries", "blobs"])
+@pytest.mark.parametrize("part", ["header", "payload"])
 def test_a_corrupted_cache_entry_is_ignored_and_rebuilt(wsc, tmp_path, part):
     root, calls = wsc
     build()
-    for p in (tmp_path / "cache" / "rcpc" / "builds").rglob("*"):
-        if p.is_file() and p.parent.name == part:
-            p.write_bytes(b"\x00garbage")
+    for key, _, data in storefiles.rows(tmp_path / "cache", "build"):
+        at = 3 if part == "header" else len(data) - 10
+        storefiles.rewrite(tmp_path / "cache", key, data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
     (root / "rcpc-out").rename(root / "old-out")
     assert build() == 0 and len(calls) == 2
     assert flags(root) == "learning_rate=1e-6\nsteps=2\n"
@@ -139,10 +141,11 @@ def test_an_entry_naming_contracts_it_could_not_hold_is_ignored(wsc, tmp_path, c
 
     root, calls = wsc
     build()
-    for p in (tmp_path / "cache" / "rcpc" / "builds").rglob("entries/*.json"):
-        entry = json.loads(p.read_text())
+    for key, _, data in storefiles.rows(tmp_path / "cache", "build"):
+        entry = json.loads(storefiles.payload("build", key, data))
         assert entry["contracts"] == []
-        p.write_text(json.dumps({**entry, "contracts": contracts}))
+        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(
+            {**entry, "contracts": contracts}).encode()))
     (root / "rcpc-out").rename(root / "old-out")
     assert build() == 0 and len(calls) == 2
 

@@ -5,9 +5,10 @@ can lie). A hypothesis state machine applies random sequences of
   mtime-only touches, a symlinked library retargeted, a recipe added or removed, rcp.toml
   rewritten, and an edit made *while* a recipe compiles (a deterministic hook: the file is
   rewritten right after the compiler has read it);
-* damage to the caches: a build-cache entry truncated, replaced by garbage or by valid JSON of
-  another shape, two recipes' entries swapped, an entry naming ``../../POISON.yaml`` or an
-  empty dependency list, a blob corrupted, a replay record's byte flipped;
+* damage to the caches: a build-cache entry of the store truncated, replaced by garbage, by
+  another recipe's or another cache's entry, a byte of a render flipped, or rewritten as a
+  well-formed entry of valid JSON of another shape, naming ``../../POISON.yaml`` or an empty
+  dependency list; a replay record's byte flipped;
 * commands (``build``, ``build --variant``, ``build <recipe>``, ``check``), run in-process
   with both caches, as ``rcpc`` runs (replay first);
 
@@ -43,7 +44,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+import storefiles
 from rcpc.build import replay
+from rcpc.core import store
 from rcpc.domain.recipe import Compiler
 
 RECIPE_A = '''load("//recipes/lib/cur.rcp", "LR")
@@ -76,7 +79,7 @@ POOLS = {
 FILES = sorted(POOLS)
 COMMANDS = [("build",), ("build", "--variant", "more"), ("build", "a"), ("check",)]
 ENTRY_DAMAGE = ["truncate", "garbage", "shape", "swap", "poison_render", "poison_variant", "no_deps",
-                "bad_warning", "blob", "blob_swap"]
+                "bad_warning", "flip", "other_area"]
 QUOTED = re.compile(r"^\s*(\d+\s*)?\|")  # a quoted source line or caret line of a diagnostic
 
 
@@ -213,63 +216,55 @@ class CacheModel(RuleBasedStateMachine):
                 victim.write_bytes(victim.read_bytes().upper())
 
     # damage to the caches ----------------------------------------------------------------
-    def _entries(self) -> list[Path]:
-        return sorted(self.cache.glob("rcpc/builds/*/entries/*.json"))
-
     @precondition(lambda self: self.builds > 0)
     @rule(kind=st.sampled_from(ENTRY_DAMAGE), pick=st.integers(0, 99), every=st.booleans())
     def damage_entries(self, kind, pick, every):
-        """Damage one build-cache entry (or every one), and drop the replay records so that
-        the next command looks its recipes up in the build cache."""
+        """Damage one build-cache entry of the store (or every one), and drop the replay
+        records so that the next command looks its recipes up in the build cache. Damage to
+        the entry's bytes (truncate, garbage, flip, swap, other_area) is left for the store's
+        check to find; damage to its payload (shape, poison_*, no_deps, bad_warning) is written
+        as a well-formed entry, for the build cache's own validation to find."""
         for record in self.cache.glob("rcpc/replay/*"):
             record.unlink()
-        entries = self._entries()
+        if not storefiles.database(self.cache).exists():
+            return
+        entries = storefiles.rows(self.cache, "build")
         if not entries:
             return
         victims = entries if every else [entries[pick % len(entries)]]
-        if kind == "swap":  # each entry gets another one's: another recipe's, or same recipe's
-            groups: dict = {}  # entries of one recipe (same dependencies) swap among themselves
-            for p in entries:
-                try:
-                    deps = tuple(sorted(json.loads(p.read_bytes())["deps"])) if every else ()
-                except (ValueError, TypeError, KeyError):
-                    deps = None
-                groups.setdefault(deps, []).append(p)
-            for group in groups.values():
-                datas = [p.read_bytes() for p in group]
-                for i, p in enumerate(group):
-                    p.write_bytes(datas[(i + 1 + pick) % len(group)])
+        if kind == "swap":  # each entry gets another one's bytes: another recipe's, or same recipe's
+            for i, (key, _, _) in enumerate(entries):
+                storefiles.rewrite(self.cache, key, entries[(i + 1 + pick) % len(entries)][2])
             return
-        if kind in ("blob", "blob_swap"):
-            blobs = sorted(self.cache.glob("rcpc/builds/*/blobs/*"))
-            datas = [b.read_bytes() for b in blobs]
-            for i, blob in enumerate(blobs if every else blobs[pick % len(blobs):][:1]):
-                blob.write_bytes(blob.read_bytes() + b"tampered\n" if kind == "blob" else datas[(i + 1) % len(blobs)])
+        if kind == "other_area":  # the bytes of an entry of another cache (the validation cache's)
+            others = storefiles.rows(self.cache, "schema") or [("", "", store.entry("schema", "00" * 32, b"{}"))]
+            for i, (key, _, _) in enumerate(victims):
+                storefiles.rewrite(self.cache, key, others[(i + pick) % len(others)][2])
             return
-        for victim in victims:
-            data = victim.read_bytes()
+        for key, _, data in victims:
             if kind == "truncate":
-                victim.write_bytes(data[: len(data) // 2])
+                storefiles.rewrite(self.cache, key, data[: len(data) // 2])
             elif kind == "garbage":
-                victim.write_bytes(b"\x00garbage")
+                storefiles.rewrite(self.cache, key, b"\x00garbage")
+            elif kind == "flip":  # a byte of the payload's middle: most of it is the renders' text
+                i = len(data) // 2 + pick % 40
+                storefiles.rewrite(self.cache, key, data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1:])
             elif kind == "shape":
-                victim.write_text(json.dumps({"deps": [], "builds": {"x": 1}, "warnings": "w", "key": 5}))
-            else:  # poison_render, poison_variant, no_deps: valid JSON, one field made wrong
-                try:
-                    entry = json.loads(data)
-                    builds = entry["builds"]
-                except (ValueError, TypeError, KeyError):  # damaged already
-                    continue
+                payload = json.dumps({"deps": [], "builds": {"x": 1}, "warnings": "w", "key": 5}).encode()
+                storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
+            else:  # poison_render, poison_variant, no_deps, bad_warning: one field made wrong
+                entry = json.loads(storefiles.payload("build", key, data))
+                builds = entry["builds"]
                 if kind == "no_deps":
                     entry["deps"] = {}
                 elif kind == "bad_warning":  # well-formed JSON, a diagnostic of the wrong shape
                     entry["warnings"] = [{"code": 5, "span": {"line": "x"}}]
-                for build in builds if kind.startswith("poison") and isinstance(builds, list) else ():
+                for build in builds if kind.startswith("poison") else ():
                     if kind == "poison_variant":
                         build[0] = "../../POISON"
                     elif build[1]:
                         build[1][0][0] = "../../POISON.yaml"
-                victim.write_text(json.dumps(entry))
+                storefiles.rewrite(self.cache, key, store.entry("build", key, json.dumps(entry).encode()))
 
     @precondition(lambda self: self.builds > 0)
     @rule(pick=st.integers(0, 99), at=st.integers(0, 10 ** 6))

@@ -71,6 +71,7 @@ def updated(workspace, goldens):
 # MaxText's loader requirements: it imports numpy, half of a run's time, and in a run in this
 # process numpy's second import, after pytester undid the first, fails)
 QUIET = ("-p", "no:cacheprovider", "-p", "no:jaxtyping")
+UPDATE = "run `rcpc test --snapshot-update` (or `pytest rcp.toml --snapshot-update`) to accept the new renders"
 
 
 def run(pytester, *args):
@@ -208,7 +209,7 @@ def test_one_summary_of_what_changed_leads_the_failures(updated):
                     "    in r/default/trainer.flags, r/tuned/trainer.flags",
                     'spec.args[1]: "steps=100" → "steps=200"',
                     "    in r/default/trainer.yaml, r/tuned/trainer.yaml",
-                    "run `pytest rcp.toml --snapshot-update` to accept the new renders"]
+                    UPDATE]
     # --snapshot-update says which goldens it rewrote, and which orphans it deleted
     recipe.write_text(RECIPE.replace('"steps": 100', '"steps": 200').replace("default = 2", "default = 1"))
     result = run(workspace, "--snapshot-update")
@@ -221,7 +222,7 @@ def test_one_summary_of_what_changed_leads_the_failures(updated):
 
 
 def test_golden_summary_groups_a_change_across_renders():
-    from rcpc.testing.plugin import golden_summary
+    from rcpc.review.golden import golden_summary
 
     flags = [(f"r/v{i}/trainer.flags", "a=1\nb=2\n", "a=1\nb=3\nc=x\n") for i in range(6)]
     manifest = [("r/v0/m.yaml", "spec:\n  image: i:1\n", "spec:\n  image: i:2\n"),
@@ -234,7 +235,7 @@ def test_golden_summary_groups_a_change_across_renders():
         'spec.image: "i:1" → "i:2"', "    in r/v0/m.yaml",
         "text changed", "    in r/v0/bad.yaml",
         "missing goldens: r/v0/n.yaml",
-        "run `pytest rcp.toml --snapshot-update` to accept the new renders"]
+        UPDATE]
 
 
 IMPORTS = """
@@ -295,7 +296,7 @@ def test_a_golden_alias_bomb_reads_as_changed_text():
     """The summary reads goldens with libyaml, weighed before they are built: a golden
     edited into an alias bomb (a billion nodes from a few hundred bytes) is "text changed",
     at once."""
-    from rcpc.testing.plugin import golden_summary
+    from rcpc.review.golden import golden_summary
 
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))
@@ -313,15 +314,15 @@ def test_flag_tokens_split_as_a_shell_splits_them(text):
     a no-break space or U+2028 is part of a token)."""
     import shlex
 
-    from rcpc.testing.plugin import _effective_tokens
+    from rcpc.review.golden import effective_tokens
 
     try:
         tokens = shlex.split(text)
     except ValueError:  # an unclosed quote: shlex's error either way
         with pytest.raises(ValueError):
-            _effective_tokens(text)
+            effective_tokens(text)
         return
-    assert _effective_tokens(text) == {k: v for k, _, v in (t.partition("=") for t in tokens)}
+    assert effective_tokens(text) == {k: v for k, _, v in (t.partition("=") for t in tokens)}
 
 
 def test_the_plugin_imports_no_compiler_until_it_collects():
@@ -349,3 +350,31 @@ def test_the_documented_fast_setting_gives_the_same_report(updated, monkeypatch)
     assert "flag steps: 100 → 200" in result.stdout.str()
     assert "rcpc: --snapshot-update changed 4 golden file(s)" in run(workspace, *fast, "--snapshot-update").stdout.str()
     run(workspace, *fast).assert_outcomes(passed=10)
+
+
+GC_PROBE = """
+import gc, sys, pytest
+from _pytest.unraisableexception import gc_collect_iterations_key
+before = gc.get_threshold()
+class Probe:
+    def pytest_sessionfinish(self, session):
+        print("iterations:", session.config.stash.get(gc_collect_iterations_key, None),
+              "thresholds kept:", gc.get_threshold() == before)
+sys.exit(pytest.main(sys.argv[1:], plugins=[Probe()]))
+"""
+
+
+@pytest.mark.parametrize("with_plain", [False, True])
+def test_a_golden_only_session_skips_the_final_collection(updated, with_plain):
+    """A session of golden items alone skips pytest's closing ``gc.collect`` (the setting
+    pytester uses; no user code ran), one with any other test keeps it; the collector's
+    thresholds, raised while recipes compile, are the session's own again after collection."""
+    workspace = updated
+    args = ["-q", *QUIET, "rcp.toml"]
+    if with_plain:
+        workspace.makepyfile(test_plain="def test_plain():\n    assert True\n")
+        args.append("test_plain.py")
+    r = subprocess.run([sys.executable, "-c", GC_PROBE, *args], cwd=workspace.path, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert f"iterations: {None if with_plain else 0} thresholds kept: True" in r.stdout

@@ -43,6 +43,9 @@ EXCLUDED: dict[tuple[str, str], str] = {
     ("rcpc.core.usercache", "_MADE"): _PROCESS + ": the cache directories made",
     ("rcpc.core.usercache", "_KNOWN"): _PROCESS + ": results of once-a-process functions (code fingerprint)",
     ("rcpc.core.distributions", "_FOUND"): _PROCESS + ": the installed distributions rcpc depends on",
+    ("rcpc.core.store", "_STATE"): "the entries a run put in the user cache's store, not written yet, and its open "
+                                   "database: written and closed at the end of each command (store.flush; a -j "
+                                   "worker hands them to the main process); a process has one user cache (remains)",
     ("rcpc.domain.kube.schemacache", "_KEY_BASE"): _PROCESS + ": rcpc's code fingerprint and versions",
     ("rcpc.build.replay", "_PACKAGE_TREE"): _PROCESS + ": rcpc's package listing",
     ("rcpc.build.pool", "WORKER"): "a worker process's own settings, set once in the child (not run in this test)",

@@ -110,7 +110,7 @@ def test_a_relative_xdg_cache_home_is_ignored(tmp_path, value):
     for _ in range(2):
         assert subprocess.run([sys.executable, "-m", "rcpc", "build"], cwd=ws, env=env).returncode == 0
     assert sorted(p.name for p in ws.iterdir() if p.name != ".rcpc-out.rcpc-lock") == ["rcp.toml", "rcpc-out", "recipes"]
-    assert (home / ".cache" / "rcpc" / "builds").is_dir()
+    assert (home / ".cache" / "rcpc" / "store" / "store.db").is_file()
 
 
 def test_no_cache_without_an_absolute_home(monkeypatch):

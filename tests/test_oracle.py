@@ -17,7 +17,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import storefiles
 from rcpc.catalog import FAKE_MAXTEXT
+from rcpc.core import store
 from rcpc.core.diagnostics import CompileError
 from rcpc.oracle import Oracle, check_launches, package_digest
 
@@ -51,7 +53,8 @@ def mt(tmp_path, monkeypatch):
     """A stand-in MaxText checkout at ``tmp_path/mt`` and a private user cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    return _write(tmp_path, FAKE)
+    yield _write(tmp_path, FAKE)
+    store.flush()
 
 
 def _write(root: Path, files: dict) -> Path:
@@ -103,44 +106,35 @@ def test_a_cache_entry_that_is_no_result_is_a_miss(mt, garbage):
     oracle = Oracle(mt)
     case = _case(["steps=5"])
     oracle.run([case])
-    entries = list(Path(oracle.cache).iterdir())
-    assert len(entries) == 1
-    entries[0].write_bytes(garbage)
+    (entry,) = storefiles.rows(mt.parent / "cache", "oracle")
+    storefiles.rewrite(mt.parent / "cache", entry[0], store.entry("oracle", entry[0], garbage))
     again = Oracle(mt)
     assert again.run([case]) == [{"ok": True}] and again.ran == 1
 
 
-OTHER = 4242  # a uid that is not ours
-
-
-@pytest.mark.parametrize("how", ["other uid", "group writable", "symlink"])
-def test_an_entry_another_user_could_have_planted_is_a_miss(mt, how):
-    """The oracle's cache is trusted as rcpc's others are (rcpc.core.usercache): an entry that
-    says MaxText accepts a flag set it refuses, planted by another user, is not believed."""
+@pytest.mark.parametrize("name", [store.DATABASE, store.DATABASE + "-wal"])
+@pytest.mark.parametrize("how", storefiles.HOW)
+def test_an_entry_another_user_could_have_planted_is_a_miss(mt, how, name):
+    """The oracle's cache is trusted as rcpc's others are (rcpc.core.store): an entry that
+    says MaxText accepts a flag set it refuses, in a store another user could have written,
+    is not believed."""
+    if how == "other uid" and os.getuid() != 0:
+        pytest.skip("chown to another user needs root")
     oracle = Oracle(mt)
     case = _case(["context_parallel_strategy=usp"])
     (refused,) = oracle.run([case])
     assert refused["ok"] is False
-    (entry,) = Path(oracle.cache).iterdir()
-    assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
-    entry.unlink()
-    planted = b'{"ok": true}'
-    if how == "symlink":
-        (entry.parent / "forged").write_bytes(planted)
-        os.chmod(entry.parent / "forged", 0o600)
-        entry.symlink_to("forged")
-    else:
-        entry.write_bytes(planted)
-        os.chmod(entry, 0o664 if how == "group writable" else 0o644)
-        if how == "other uid":
-            if os.getuid() != 0:
-                pytest.skip("chown to another user needs root")
-            os.chown(entry, OTHER, -1)
+    cache = mt.parent / "cache"
+    ((key, _, _),) = storefiles.rows(cache, "oracle")
+    db = storefiles.database(cache)
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600 and stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    storefiles.rewrite(cache, key, store.entry("oracle", key, b'{"ok": true}'))
+    storefiles.plant(cache, how, name)
     again = Oracle(mt)
     assert again.run([case]) == [refused] and again.ran == 1
 
 
-@pytest.mark.parametrize("which", ["rcpc", "rcpc/oracle"])
+@pytest.mark.parametrize("which", ["rcpc", "rcpc/store"])
 def test_a_cache_directory_another_user_can_write_is_not_used(mt, tmp_path, monkeypatch, capsys, which):
     from rcpc.core import usercache
 
@@ -150,10 +144,11 @@ def test_a_cache_directory_another_user_can_write_is_not_used(mt, tmp_path, monk
     directory.mkdir(parents=True, mode=0o700)
     os.chmod(directory, 0o777)
     oracle = Oracle(mt)
-    assert oracle.cache is None and "warning[W0960]" in capsys.readouterr().err
+    assert not oracle.cache and "warning[W0960]" in capsys.readouterr().err
     assert oracle.run([_case(["steps=5"])]) == [{"ok": True}]
-    assert not (tmp_path / "cache" / "rcpc" / "oracle").exists() or not any(
-        (tmp_path / "cache" / "rcpc" / "oracle").iterdir())  # nothing written to it
+    store.flush()
+    assert not (tmp_path / "cache" / "rcpc" / "store").exists() or not any(
+        (tmp_path / "cache" / "rcpc" / "store").iterdir())  # nothing written to it
 
 
 def test_what_a_case_carries_to_the_loader(tmp_path, monkeypatch):
@@ -201,7 +196,7 @@ def test_a_loader_that_does_not_answer_is_ended_at_its_timeout(mt):
     answers = oracle.run([_case(["steps=5"]), _case(["steps=-1"]), _case(["steps=6"])])
     assert answers[0] == {"ok": True} and answers[1:] == [{"unanswered": "its run was ended after 1 s"}] * 2
     assert oracle.timed_out == 1
-    assert len(list(Path(oracle.cache).iterdir())) == 1  # only answers are cached
+    assert len(storefiles.rows(mt.parent / "cache", "oracle")) == 1  # only answers are cached
 
 
 @pytest.mark.parametrize("where, python, problem", [
@@ -223,7 +218,7 @@ def test_a_loader_that_dies_leaves_its_cases_unanswered_with_the_reason(mt):
     oracle = Oracle(mt)
     answers = oracle.run([_case(["steps=5"]), _case(["steps=6"]), _case(["steps=7"])])
     assert answers == [{"ok": True}] + [{"unanswered": "its run ended with status -6 (SIGABRT): out of memory"}] * 2
-    assert len(list(Path(oracle.cache).iterdir())) == 1
+    assert len(storefiles.rows(mt.parent / "cache", "oracle")) == 1
 
 
 def test_a_maxtext_its_interpreter_cannot_import_is_E0361(mt):

@@ -15,6 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import storefiles
+from storefiles import cache  # noqa: F401 (a fixture)
+from rcpc.core import store
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.session import Session
 from rcpc.domain.kube import schema as kube_schema, schemacache
@@ -29,13 +32,6 @@ SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "v
                          "data": {"type": "object", "additionalProperties": {"type": "string"}}}}
 GOOD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n"
 BAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, nmae: x}\nimmutable: 'yes'\ndata: {a: 1}\n"
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    return tmp_path / "cache" / "rcpc" / "schema"
 
 
 @pytest.fixture
@@ -139,13 +135,14 @@ def test_keys_keep_types_apart(cache):
     assert len(keys) == 7
 
 
-def entry(cache, data, index):
-    """The entry kept under the exact manifest ``data`` (a valid one has a second, under its shape)."""
+def entry(cache, data, index) -> str:
+    """The key of the entry kept under the exact manifest ``data`` (a valid one has a second,
+    under its shape), written to the store's database."""
     from rcpc.core.values import to_python
 
     k = schemacache.key(index.identity, "v1", "ConfigMap", False, to_python(data))
-    (path,) = [p for p in cache.rglob("*") if p.is_file() and p.name == k]
-    return path
+    storefiles.read(cache, k)
+    return k
 
 
 def test_an_unchanged_valid_manifest_is_served_by_its_exact_entry(cache, index, tmp_path, monkeypatch):
@@ -157,7 +154,7 @@ def test_an_unchanged_valid_manifest_is_served_by_its_exact_entry(cache, index, 
     data = manifest(tmp_path, GOOD)
     assert shown(check_schema(data, index)) == [] and len(shapes) == 1
     assert shown(check_schema(data, index)) == [] and len(shapes) == 1
-    entry(cache, data, index).unlink()  # then the shape entry answers, after the stages
+    storefiles.delete(cache, entry(cache, data, index))  # then the shape entry answers, after the stages
     assert shown(check_schema(data, index)) == [] and len(shapes) == 2
 
 
@@ -167,18 +164,16 @@ def test_an_unchanged_valid_manifest_is_served_by_its_exact_entry(cache, index, 
 def test_a_damaged_entry_is_a_miss(cache, index, tmp_path, at, bits, cut):
     data = manifest(tmp_path, BAD)
     expected = uncached(data, index)
-    for p in cache.rglob("*"):
-        if p.is_file():
-            p.unlink()
+    for k, _, _ in storefiles.rows(cache) if storefiles.database(cache).exists() else ():
+        storefiles.delete(cache, k)
     check_schema(data, index)
-    path = entry(cache, data, index)
-    raw = bytearray(path.read_bytes())
+    k = entry(cache, data, index)
+    raw = bytearray(storefiles.read(cache, k))
     if cut:
         raw = raw[:at % len(raw)]
     else:
         raw[at % len(raw)] ^= bits
-    path.write_bytes(bytes(raw))
-    k = path.name
+    storefiles.rewrite(cache, k, bytes(raw))
     assert schemacache.lookup(k) is None
     assert shown(check_schema(data, index)) == expected   # validated again, entry rewritten
     assert schemacache.lookup(k) is not None
@@ -192,15 +187,11 @@ def test_a_damaged_entry_is_a_miss(cache, index, tmp_path, at, bits, cut):
     [],
 ], ids=["extra-key", "float-in-path", "path-not-list", "allowed-not-str", "not-a-dict"])
 def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss(cache, index, tmp_path, payload):
-    """Even with the header's key and digest made to match, the records' shape is checked."""
-    import hashlib
-
+    """Even with the entry's key and digest made to match, the records' shape is checked."""
     data = manifest(tmp_path, GOOD)
     check_schema(data, index)
-    path = entry(cache, data, index)
-    raw = json.dumps(payload).encode()
-    head = path.read_bytes()[:len(schemacache.MAGIC) + 64]
-    path.write_bytes(head + hashlib.sha256(raw).hexdigest().encode() + raw)
+    k = entry(cache, data, index)
+    storefiles.rewrite(cache, k, store.entry(schemacache.AREA, k, json.dumps(payload).encode()))
     assert shown(check_schema(data, index)) == uncached(data, index)
 
 
@@ -209,9 +200,9 @@ def test_another_manifests_entry_is_a_miss(cache, index, tmp_path):
     check_schema(good, index)
     check_schema(bad, index)
     first, second = entry(cache, good, index), entry(cache, bad, index)
-    a, b = first.read_bytes(), second.read_bytes()
-    first.write_bytes(b)
-    second.write_bytes(a)
+    a, b = storefiles.read(cache, first), storefiles.read(cache, second)
+    storefiles.rewrite(cache, first, b)
+    storefiles.rewrite(cache, second, a)
     assert shown(check_schema(good, index)) == uncached(good, index) == []
     assert shown(check_schema(bad, index)) == uncached(bad, index)
 
@@ -223,11 +214,12 @@ def _write_many(cache_home: str, n: int) -> None:
     for i in range(n):
         schemacache.store("ab" + "0" * 62, {"before": [], "final": [[["data", "a"], "type", "x" * (i % 7 + 1) * 999,
                                                                      None]]})
+        store.flush()  # a transaction each, racing the other writer's
 
 
 def test_concurrent_writers_leave_a_whole_entry(cache, tmp_path):
-    """Two processes rewriting one entry while this one reads it: every read is a whole
-    entry (one of those written) or a miss, never a part."""
+    """Two processes rewriting one entry, each in a transaction a write, while this one reads
+    it: every read is a whole entry (one of those written) or a miss, never a part."""
     ctx = multiprocessing.get_context("fork")
     writers = [ctx.Process(target=_write_many, args=(str(tmp_path / "cache"), 300)) for _ in range(2)]
     for w in writers:
@@ -241,13 +233,13 @@ def test_concurrent_writers_leave_a_whole_entry(cache, tmp_path):
         w.join()
         assert w.exitcode == 0
     assert schemacache.lookup("ab" + "0" * 62) is not None
-    assert not [p for p in cache.rglob("*.tmp")]
 
 
 def test_no_cache_turns_it_off(cache, index, tmp_path, monkeypatch):
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     check_schema(manifest(tmp_path, BAD), index)
-    assert not cache.exists()
+    store.flush()
+    assert not (cache / "rcpc").exists()
 
 
 # A whole render found with no findings: the next run skips its checks --------------------------

@@ -135,7 +135,7 @@ def test_a_label_names_a_file_of_the_package_or_is_refused_with_a_hint(target):
 
 @pytest.mark.parametrize("target, code, words", [
     ("@rcpc//../x.rcp", "E0206", "no '..'"),
-    ("@rcpc//nope.rcp", "E0201", "the files of rcpc's standard library: @rcpc//maxtext_tpu.rcp"),
+    ("@rcpc//nope.rcp", "E0201", "the files of rcpc's standard library: @rcpc//maxdiffusion_tpu.rcp, @rcpc//maxtext_tpu.rcp"),
     ("@rcpc//maxtext_tp.rcp", "E0201", "did you mean '@rcpc//maxtext_tpu.rcp'?"),
     ("@rcp//maxtext_tpu.rcp", "E0206", "rcpc's standard library is @rcpc//FILE.rcp"),
     ("@rcpc/maxtext_tpu.rcp", "E0206", "a file of this workspace is //path/to/file.rcp"),

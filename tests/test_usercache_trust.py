@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 
 from rcpc.build import replay
 from rcpc.__main__ import run
-from rcpc.core import usercache
+from rcpc.core import store, usercache
 from rcpc.core.source import Source
 from rcpc.domain.kube import schemacache
+import storefiles
 from test_replay import settle
 
 OTHER = 4242  # a uid that is not ours
@@ -86,7 +87,7 @@ def test_a_directory_is_trusted_only_when_no_one_else_can_write_it(base, capsys,
         os.chmod(directory, 0o700)
 
 
-@pytest.mark.parametrize("which", ["rcpc", "rcpc/ast", "rcpc/builds", "rcpc/replay", "rcpc/schema"])
+@pytest.mark.parametrize("which", ["rcpc", "rcpc/ast", "rcpc/store", "rcpc/replay"])
 def test_a_symlinked_cache_directory_is_not_followed(base, tmp_path, capsys, which):
     """A cache directory that is a symbolic link, even to a directory of the user's own mode
     0700, is not used (another user who could make the link chose where it leads); the
@@ -222,8 +223,22 @@ def test_a_planted_replay_record_does_not_make_a_broken_check_ok(cached_ws, monk
     assert run(["check"]) == 1 and "error[E0101]" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, monkeypatch, capsys, how):
+def _forge_build_entries(cache: Path, good: str, bad: str) -> int:
+    """Rewrite the build entries that record the digest ``good`` to record ``bad``, as
+    well-formed entries: what another user who can read the workspace computes. Returns how
+    many."""
+    forged = 0
+    for key, _, data in storefiles.rows(cache, "build"):
+        text = storefiles.payload("build", key, data)
+        if good.encode() in text:
+            storefiles.rewrite(cache, key, store.entry("build", key, text.replace(good.encode(), bad.encode())))
+            forged += 1
+    return forged
+
+
+def _break_and_forge(cached_ws: Path) -> None:
+    """Check the workspace (its build entries written), break its recipe, and forge the
+    entries to pass the broken recipe."""
     import hashlib
 
     assert run(["check"]) == 0
@@ -231,16 +246,25 @@ def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, 
     good = hashlib.sha256(recipe.read_bytes()).hexdigest()
     recipe.write_text(recipe.read_text() + BROKEN)
     bad = hashlib.sha256(recipe.read_bytes()).hexdigest()
-    entries = list((cached_ws.parent / "cache" / "rcpc" / "builds").glob("*/entries/*.json"))
-    planted = 0
-    for entry in entries:
-        text = entry.read_text()
-        if good in text:
-            _plant(entry, text.replace(good, bad).encode(), how)
-            planted += 1
-    assert planted
+    assert _forge_build_entries(cached_ws.parent / "cache", good, bad)
+
+
+@pytest.mark.parametrize("name", [store.DATABASE, store.DATABASE + "-wal", store.DATABASE + "-shm"])
+@pytest.mark.parametrize("how", HOW)
+def test_a_planted_build_cache_entry_does_not_make_a_broken_check_ok(cached_ws, monkeypatch, capsys, how, name):
+    """The store's database, or its -wal or -shm file (SQLite reads pages from the log), left
+    by another user with entries that pass a broken recipe: not read."""
+    _break_and_forge(cached_ws)
+    storefiles.plant(cached_ws.parent / "cache", how, name)
     capsys.readouterr()
     assert run(["check", "-j", "1"]) == 1 and "error[E0101]" in capsys.readouterr().err
+
+
+def test_a_forged_build_entry_in_a_trusted_store_is_believed(cached_ws, capsys):
+    """The canary of the test above: the same forgery, left as the user's own, passes the
+    broken recipe (the trust rules, not the forgery's form, make the difference)."""
+    _break_and_forge(cached_ws)
+    assert run(["check", "-j", "1"]) == 0
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -248,8 +272,8 @@ def test_planted_validation_entries_are_misses(base, how):
     key = "ab" * 32
     schemacache.store(key, schemacache.NO_FINDINGS)
     assert schemacache.lookup(key) == schemacache.NO_FINDINGS
-    path = Path(schemacache._path(schemacache._directory(), key))
-    _plant(path, path.read_bytes(), how)
+    store.flush()
+    storefiles.plant(base, how)
     assert schemacache.lookup(key) is None
 
 

@@ -57,7 +57,9 @@ class Build:
         """Write every render to ``output/<recipe>/<variant>/<file>`` (default: the
         workspace's ``output_dir``) as ``rcpc build`` does (:func:`rcpc.build.output.publish`:
         atomic per variant, files rcpc did not write kept or reported). Returns the number of
-        variant directories written (unchanged ones are not rewritten). ``E0950`` when the
+        variant directories written (unchanged ones are not rewritten), a
+        :class:`rcpc.build.output.Written` that also says whether the record of overrides
+        changed or directories were dropped. ``E0950`` when the
         output cannot be written."""
         from rcpc.core.source import file_span
         from rcpc.build.output import publish
@@ -288,6 +290,35 @@ class Workspace:
         sets = Overrides.of(sets, values, flags)
         info, builds = self.compiler.build(path, variant or (None if sets else "default"), sets)
         return Rendered(info.name, builds[0].variant, tuple(builds[0].renders))
+
+    def test(self, recipes=(), *, update: bool = False):
+        """Golden-test ``recipes`` (recipe names, ``.rcp`` paths or directories; default: all), as ``rcpc
+        test`` does (:func:`rcpc.review.golden.run_goldens`): each render compared with its
+        golden file under ``golden_dir``, every contract run, obsolete goldens found (in the
+        whole golden directory when every recipe is tested); ``update``: goldens written and
+        deleted as ``pytest rcp.toml --snapshot-update`` does. Returns the
+        :class:`rcpc.review.golden.Tested`; raises OSError when a golden cannot be written."""
+        from rcpc.review.golden import run_goldens
+
+        return run_goldens(self, self._recipe_files(recipes), whole=not recipes, update=update)
+
+    def _recipe_files(self, names) -> list[Path]:
+        """:meth:`recipe_paths` of ``names``, a directory naming every recipe under it.
+        :class:`UsageError` for a directory outside the workspace (through a symlink too) or
+        without recipes."""
+        ws = self.config
+        out: list[Path] = []
+        for name in names:
+            if not os.path.isdir(name):
+                out += self.recipe_paths([name])
+                continue
+            real = Path(name).resolve()
+            found = [r for r in ws.recipes() if real in r.parents] if real == ws.root or ws.root in real.parents else None
+            if not found:
+                raise UsageError(f"{name} is outside the workspace {ws.root}" if found is None else
+                                 f"no recipes under {name}")
+            out += found
+        return list(dict.fromkeys(out)) if names else self.recipe_paths([])
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
               maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:

@@ -12,12 +12,10 @@ in an empty temporary directory that is also its ``HOME``, with a timeout. The d
 MaxText's mesh creation when the slice is known. Only the MaxText the user named runs: a
 recipe gives data (the argv tokens, the ``M_`` texts), never a program or a path to run.
 
-Results are cached in ``$XDG_CACHE_HOME/rcpc/oracle`` by the SHA-256 of (the driver, the
-content of every file of MaxText's package, the interpreter's path, size and mtime, the case),
-trusted as rcpc's other caches are (:mod:`rcpc.core.usercache`: a directory another user can
-write is not used, ``W0960``; an entry is read only when it is a regular file of the user's that
-no one else can write, so one another user planted is a miss); an entry that does not read back
-as a result is a miss.
+Results are cached in the ``oracle`` area of rcpc's store (:mod:`rcpc.core.store`: its key
+discipline, entry format, validation, trust rules and batched writes), keyed by the driver, the
+content of every file of MaxText's package, the interpreter's path, size and mtime, and the
+case; an entry that does not read back as a result is a miss.
 
 Diagnostics: ``E0360`` MaxText refuses the flag set; ``E0361`` the oracle cannot run (no such
 interpreter, no MaxText package at the path, MaxText cannot be imported by that interpreter);
@@ -40,7 +38,7 @@ from pathlib import Path
 from rcpc.core.envvars import for_subprocess, get
 from rcpc.core.diagnostics import Diagnostic, error
 from rcpc.core.source import Span
-from rcpc.core.usercache import cache_dir, make_dirs, read_owned, write_atomic
+from rcpc.core import store
 from rcpc.domain.maxtext.flagset import argv, resolved
 
 DRIVER = Path(__file__).resolve().parent / "oracle_driver.py"
@@ -51,6 +49,7 @@ SPLIT_CASES = 16  # cases worth a subprocess of their own (its start costs about
 MAX_PACKAGE_FILES = 20000  # files of MaxText's package hashed, at most
 MAX_PACKAGE_BYTES = 512 << 20
 MAX_RESULT_BYTES = 1 << 20  # one result line
+AREA = "oracle"  # of the store
 MAX_SHOWN = 300  # characters of MaxText's message in a diagnostic
 # MaxText keys a refusal's message may name and still be about each of them (a cross-field check
 # names a few); more is a list, as pyconfig.py's "'KEY' not in 'emb_dim', 'mlp_dim', ..." of every key
@@ -74,7 +73,7 @@ class Oracle:
         self.shown = shown or str(maxtext)  # how to name it in messages (as the user wrote it)
         self.package = _package_dir(Path(maxtext), span)
         self.python = _interpreter(python, span)
-        self.cache = cache_dir("oracle") if cache and get("RCPC_NO_CACHE") != "1" else None
+        self.cache = cache and store.enabled()
         self._digest: str | None = None
         self._digests = session.table(DIGESTS) if session is not None else {}
         self.timed_out: float | None = None  # the timeout a subprocess ran into
@@ -178,27 +177,20 @@ class Oracle:
 
     # the cache -------------------------------------------------------------------------------
     def _key(self, case: dict) -> str:
-        text = json.dumps([self.digest(), case["argv"], sorted(case["env"].items()), case["devices"],
-                           case["slices"], case["mesh"]], ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return store.key(AREA, self.digest(), json.dumps([case["argv"], sorted(case["env"].items()), case["devices"],
+                                                          case["slices"], case["mesh"]], ensure_ascii=False))
 
     def _cached(self, key: str) -> dict | None:
-        if self.cache is None:
-            return None
+        payload = store.get(AREA, key) if self.cache else None
         try:
-            found = json.loads(read_owned(os.path.join(self.cache, key + ".json"), MAX_RESULT_BYTES))
-        except (OSError, ValueError):
+            found = json.loads(payload) if payload is not None and len(payload) <= MAX_RESULT_BYTES else None
+        except ValueError:
             return None
         return found if _well_formed(found) else None
 
     def _store(self, key: str, answer: dict) -> None:
-        if self.cache is None:
-            return
-        try:
-            make_dirs(self.cache)
-            write_atomic(os.path.join(self.cache, key + ".json"), json.dumps(answer).encode())
-        except OSError:
-            pass  # a cache that cannot be written only costs the next run its time
+        if self.cache:
+            store.put(AREA, key, json.dumps(answer).encode())  # written with the run's other entries
 
 
 def _kill(proc) -> None:

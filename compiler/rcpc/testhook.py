@@ -8,7 +8,8 @@ knows where the process is and chooses when it goes on.
 ``RCPC_TEST_STOP`` may name several points, separated by commas. Points: ``worker`` (a
 ``-j`` worker process has started), ``fork`` (the main process has just forked a worker of
 its pool, :mod:`rcpc.build.pool`), ``pool`` (the main process has made its pool of workers, before
-it uses it). Without the variables :func:`point` does nothing.
+it uses it), ``store-begin`` and ``store-commit`` (a process is about to take the store's write
+lock, and holds it with its entries written but not committed: :func:`rcpc.core.store.flush`). Without the variables :func:`point` does nothing.
 
 ``RCPC_TEST_KILL=<file name>`` (several separated by commas): a ``-j`` worker kills itself
 (SIGKILL) when it is about to compile or format a file of that name (:func:`kill`), as the

@@ -101,8 +101,9 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
     the output while they were compiled (:class:`Comparison`); ``provenance``: {(recipe,
     variant): record} of the variants built with overrides (:func:`rcpc.domain.overrides.provenance`),
     kept in the manifest while the variant's output is (a variant built without is recorded
-    with none). Returns how many variant directories were written (0 when the output already
-    was exactly this, or only its record of overrides changed). Raises
+    with none). Returns how many variant directories were written, as a :class:`Written`
+    (0 when the output already was exactly this, or only its manifest changed: a record of
+    overrides, a variant directory dropped). Raises
     :class:`CompileError` (``E0905``, ``E0910``-``E0912``; nothing touched) or OSError."""
     for recipe, variant, renders in builds:
         _check_names(recipe, variant, [name for name, _ in renders])
@@ -130,7 +131,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
                 _refuse_taken(out, links, shown, origins or {})
             _sweep(out, old_gen, old)
             if same:
-                return 0
+                return Written(0)
             gen = _staged_dir(area / "gen", staged)
             new = _stage(area, gen, old, tree, kept,
                          {(r, v): renders for r, v, renders in builds if (r, v) in changed}, staged, records)
@@ -148,10 +149,31 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
                     if staged:  # the swap failed and was undone
                         raise
                     raise InterruptedAfterWrite from None
-            return len(changed)
+            dropped = any(v not in tree.get(r, {}) for r, variants in old["recipes"].items() for v in variants)
+            return Written(len(changed), records != old.get("provenance", {}), dropped)
     finally:
         for path in staged:  # never published: nobody can have written into it
             shutil.rmtree(path, ignore_errors=True)
+
+
+class Written(int):
+    """How many variant directories :func:`publish` wrote (an int), and what else of the
+    output's manifest it changed: ``record``, the record of overrides (``provenance``);
+    ``dropped``, variant directories of the output left out of the new generation."""
+
+    def __new__(cls, variants: int, record: bool = False, dropped: bool = False):
+        self = super().__new__(cls, variants)
+        self.record, self.dropped = record, dropped
+        return self
+
+    def describe(self, of: int) -> str:
+        """What was written, for the status line of a build of ``of`` variant directories."""
+        what = [f"{int(self)} of {of} variant director{'y' if of == 1 else 'ies'} written"]
+        if self.record:
+            what.append("the record of overrides (provenance) written")
+        if self.dropped:
+            what.append("variant directories of other builds removed")
+        return "; ".join(what)
 
 
 def _check_names(recipe: str, variant: str, renders: list) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from rcpc.build import pool
 from rcpc.build.cache import BuildCache, store_built
+from rcpc.core import store
 from rcpc.core.diagnostics import CompileError
 
 MIN_PARALLEL = 4
@@ -90,10 +91,11 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
 
             settings = {"args": (cache, options), "kwargs": (variant, sets, lint), "read": compiler.files_read()}
             outcomes = pool.run(workers, [paths[j] for j in rest], _work, (compiler, settings), each,
-                                lambda path, status: ("error", [_lost(ws, path, status, "compiling")], {}))
-            for j, (kind, outcome, read) in zip(rest, outcomes):
+                                lambda path, status: ("error", [_lost(ws, path, status, "compiling")], {}, {}))
+            for j, (kind, outcome, read, made) in zip(rest, outcomes):
                 results[j] = outcome if kind == "ok" else CompileError(outcome)
                 cache.note(read)  # the files as the worker read them, for later lookups
+                store.adopt(made)  # the cache entries it made, written with this run's
             return results
         compiler = get_compiler()
         try:
@@ -184,14 +186,17 @@ def _format_one(compiler, path: Path) -> tuple:
 
 
 def _work(path: Path) -> tuple:
-    """("ok", (builds, found, deps), read) or ("error", diagnostics, read), ``read`` being the
-    digests of the files the worker read first since its previous result (:func:`_read`): an
-    exception is not sent, as :class:`CompileError` does not survive pickling."""
+    """("ok", (builds, found, deps), read, made) or ("error", diagnostics, read, made), ``read``
+    being the digests of the files the worker read first since its previous result
+    (:func:`_read`) and ``made`` the cache entries it made (:func:`rcpc.core.store.take`: a
+    worker is stopped, not left to write them): an exception is not sent, as
+    :class:`CompileError` does not survive pickling."""
     compiler = pool.WORKER["state"]
     try:
-        return "ok", compile_fresh(compiler, *pool.WORKER["args"], path, *pool.WORKER["kwargs"]), _read(compiler)
+        out = compile_fresh(compiler, *pool.WORKER["args"], path, *pool.WORKER["kwargs"])
+        return "ok", out, _read(compiler), store.take()
     except CompileError as exc:
-        return "error", exc.diagnostics, _read(compiler)
+        return "error", exc.diagnostics, _read(compiler), store.take()
 
 
 def _read(compiler) -> dict:

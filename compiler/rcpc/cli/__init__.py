@@ -28,6 +28,7 @@ from rcpc.cli.options import schema_options
 from rcpc.cli.parsing import Parser, invoked, parsed
 from rcpc.cli.parsing import parse as parse_with
 from rcpc.cli.run import Report, Run, stderr
+from rcpc.core import store
 from rcpc.core.cachetrim import maybe_trim
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.usercache import cache_dir
@@ -103,7 +104,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
     (:mod:`rcpc.build.replay`) when they succeed; a command that may have written to the user cache
-    trims it (:mod:`rcpc.core.cachetrim`). Ctrl-C or SIGTERM exits 130 with a message that
+    writes the entries it made (:func:`rcpc.core.store.flush`) and trims it (:mod:`rcpc.core.cachetrim`). Ctrl-C or SIGTERM exits 130 with a message that
     says what was written (:attr:`Run.progress`); repeated signals are ignored while it
     unwinds (:mod:`rcpc.interrupts`). A reader of stdout or stderr that goes away (``| head``)
     does not end the command: what follows is discarded and the exit code is the command's
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 unwritten = _close_output(run.report)
             code = code or unwritten  # a failure or an interrupt (130) already decided keeps its code
             if cached:
+                store.flush()  # the run's cache entries, written together (one transaction)
                 maybe_trim()  # the user cache kept under its size limit (at most once an hour)
         finally:
             recorder.save(code)

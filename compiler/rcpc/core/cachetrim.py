@@ -1,15 +1,18 @@
 """Keeping rcpc's user cache (``$XDG_CACHE_HOME/rcpc``) bounded, as ccache and sccache keep
-theirs: when its files pass the size limit, the least recently used are removed until the
-cache is at most 80% of it. Every entry of every cache there is validated when read and a
-missing one is a miss (the build, validation and grammar caches; replay records), so
-removing any file costs at most a recompile, never a wrong result.
+theirs: when its files and the entries of its store (:mod:`rcpc.core.store`: the build,
+validation and oracle caches) pass the size limit, the least recently used are removed until
+the cache is at most 80% of it. Every entry of every cache there is validated when read and a
+missing one is a miss (the store's entries, the grammar cache, replay records), so removing
+any costs at most a recompile, never a wrong result.
 
 The limit is ``RCPC_CACHE_MAX_MB`` (MiB, whole; ``0``: no limit), 1024 MiB by default. A trim
 runs at the end of a command that may have written to the cache, at most once an hour (the
 mtime of the ``.trimmed`` stamp in the cache says when the last one ran), so a command pays
 one ``stat`` for it. A file is *used* when it was last read or written (the later of its atime
 and mtime; a hit reads the entry, and with ``relatime``, the usual mount option, a read
-is recorded at most once a day). Temporary files of writers (``*.tmp``) are left alone
+is recorded at most once a day); an entry of the store when its recorded use says (written,
+or hit, recorded at most once a day too). The store's own files (its SQLite database) are
+trimmed by removing entries from it, never as files. Temporary files of writers (``*.tmp``) are left alone
 unless older than an hour: a writer killed before its rename leaves one.
 """
 
@@ -19,6 +22,7 @@ import os
 import stat
 import sys
 
+from rcpc.core import store
 from rcpc.core.envvars import get
 from rcpc.core.usercache import cache_dir
 
@@ -86,13 +90,15 @@ def _trim(root: str, stamp: str, limit: int | None, now: float) -> None:
 
 def entries(root: str) -> list[tuple[float, int, str]]:
     """``(last use, size in bytes, path)`` of every regular file under ``root`` (symlinks
-    are not followed and not listed), the stamp left out."""
+    are not followed and not listed), the stamp and the store's files left out, and of every
+    entry of the store there, as ``<database>#<key hex>``."""
+    own = store.files(os.path.join(root, store.DIRECTORY))
     out = []
     for d, dirs, files in os.walk(root):
         dirs.sort()
         for name in files:
             path = os.path.join(d, name)
-            if path == os.path.join(root, STAMP):
+            if path == os.path.join(root, STAMP) or path in own:
                 continue
             try:
                 st = os.lstat(path)
@@ -100,13 +106,15 @@ def entries(root: str) -> list[tuple[float, int, str]]:
                 continue
             if stat.S_ISREG(st.st_mode):
                 out.append((max(st.st_atime, st.st_mtime), st.st_size, path))
+    out += [(used, size, f"{own[0]}#{k}") for used, size, k in store.usage(os.path.dirname(own[0]))]
     return out
 
 
 def trim(root: str, limit: int, now: float) -> list[str]:
-    """Remove the least recently used files under ``root`` until their total is at most
-    ``KEEP * limit`` bytes, if it is over ``limit``; a writer's temporary file is removed only
-    when older than :data:`STALE_TMP_S`. Returns the paths removed (oldest first)."""
+    """Remove the least recently used files and store entries under ``root`` until their
+    total is at most ``KEEP * limit`` bytes, if it is over ``limit``; a writer's temporary
+    file is removed only when older than :data:`STALE_TMP_S`. Returns the paths removed
+    (oldest first; an entry as :func:`entries` names it)."""
     found = entries(root)
     removed = [p for used, _, p in sorted(found) if p.endswith(".tmp") and now - used >= STALE_TMP_S]
     for p in removed:
@@ -115,12 +123,22 @@ def trim(root: str, limit: int, now: float) -> list[str]:
     total = sum(size for _, size, _ in live)
     if total <= limit:
         return removed
-    for _, size, p in live:
-        if total <= KEEP * limit:
-            break
-        if _unlink(p):
+    database = store.files(os.path.join(root, store.DIRECTORY))[0] + "#"
+    keys = []
+    try:
+        for _, size, p in live:
+            if total <= KEEP * limit:
+                break
+            if p.startswith(database):
+                keys.append(p[len(database):])
+            elif not _unlink(p):
+                continue
             removed.append(p)
             total -= size
+        if not store.remove(os.path.dirname(database), keys):
+            removed = [p for p in removed if not p.startswith(database)]
+    finally:
+        store.flush()  # the database closed
     return removed
 
 

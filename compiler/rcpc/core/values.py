@@ -134,12 +134,15 @@ class Dict:
     """String-keyed, insertion-ordered. ``key_spans[k]`` is where key ``k`` was written.
     ``why`` explains how this dict was chosen (for flag provenance): a tuple of
     (condition Span, condition value, params named in it) for each conditional that chose it,
-    and (call Span, None, function name) for each function call it was made in."""
+    and (call Span, None, function name) for each function call it was made in. ``text``: the
+    spelling a flag writes it in (``cli_value('{"a":1}')``: JSON as a shell recipe wrote it),
+    kept while OmegaConf reads that text as these items; "" for a flow mapping of its own."""
 
     items: dict
     key_spans: dict
     span: Span
     why: tuple = ()
+    text: str = ""  # its spelling as a flag value (cli_value), "" for none
     size: int = record.field(init=False, default=0)
 
     def __attrs_post_init__(self):

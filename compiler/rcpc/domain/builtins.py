@@ -46,6 +46,7 @@ from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import provenance
 from rcpc.domain.maxtext import flagset as maxtext, mesh
+from rcpc.domain.maxtext.emit import NotAScalar, cli_document
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
 from rcpc.domain.values import FlagSet, Param, TpuSlice, Variant
@@ -177,6 +178,56 @@ def _tpu_slice(ctx, fn, span, args, kwargs):
     a = _bind("tpu_slice", span, args, kwargs, ("spec",), {"spec"})
     spec = _expect(a["spec"], (Str,), "tpu_slice spec")
     return tpu_slice(spec.value, spec.span)
+
+
+def _cli_value(ctx, fn, span, args, kwargs):
+    """``cli_value(text)``: the value OmegaConf's ``from_cli`` reads from the command-line
+    value ``text`` (:func:`~rcpc.domain.maxtext.emit.cli_document`), keeping ``text`` as its
+    spelling, so that a flag set writes it back as ``key=text``: ``cli_value("on")`` is the bool
+    true written ``on``, ``cli_value("~")`` None written ``~``, ``cli_value("0x10")`` the int 16
+    written ``0x10``, ``cli_value('{"a":1}')`` the dict ``{"a": 1}`` written as that JSON.
+    ``E1220`` for a text OmegaConf does not read as flag data (not YAML, a date, a list, a
+    mapping with a key that is not a string)."""
+    a = _bind("cli_value", span, args, kwargs, ("text",), {"text"})
+    text = _expect(a["text"], (Str,), "cli_value() text")
+    try:
+        got = cli_document(text.value)
+        if type(got) is list:
+            raise NotAScalar(text.value)
+    except NotAScalar:
+        raise error("E1220", f"OmegaConf does not read {text.value[:60]!r} as a bool, number, null, string or "
+                    "mapping of string keys", text.span, hint="write a list as a list literal") from None
+    value = _of_reading(got, text.value, span, text.span)
+    if type(value) is Dict:
+        return record.evolve(value, text=text.value)
+    return value
+
+
+def _of_reading(got, text: str, span: Span, at: Span):
+    """The value of ``got`` (:func:`~rcpc.domain.maxtext.emit.cli_document`'s data), a scalar
+    spelled ``text`` (the items of a mapping in their canonical spelling)."""
+    if type(got) is bool:
+        return Bool(got, text, span)
+    if type(got) is int:
+        if not -INT_LIMIT <= got < INT_LIMIT:
+            raise error("E0806", f"{text[:60]!r} holds an int outside the 64-bit range", at, hint=LIMIT_HINT)
+        return Int(got, text, span)
+    if type(got) is float:
+        return Float(got, text, span)
+    if got is None:
+        return Null(text, span)
+    if type(got) is str:
+        return Str(got, span)
+    if type(got) is list:
+        return List(tuple(_of_reading(x, _spelling(x), span, at) for x in got), span)
+    return Dict({k: _of_reading(x, _spelling(x), span, at) for k, x in got.items()}, {k: span for k in got}, span)
+
+
+def _spelling(x) -> str:
+    """A spelling of an item of a mapping read by :func:`_of_reading` (its text is the whole)."""
+    if type(x) is bool:
+        return "true" if x else "false"
+    return "null" if x is None else repr(x) if type(x) is float else str(x)
 
 
 def _check_variant_name(name: str, span: Span, hint: str = "use letters, digits, '.', '-' and '_'") -> None:
@@ -492,6 +543,16 @@ UNIVERSE = Universe(
                               "`v5p-16` for v5p:2x2x2, TensorCores on v4, v5p and v7x, chips on v5e and v6e) and "
                               "`.device_type` (XPK's `--device-type` spelling with the topology: `tpu7x-4x4x4`; XPK "
                               "takes both)."),
+        "cli_value": Function(_cli_value, "cli_value(text)",
+                              "The value MaxText's command line reads from `text` (OmegaConf's `from_cli`), "
+                              "spelled `text` in flags.",
+                              reference="`cli_value(\"on\")` is the bool true, `cli_value(\"~\")` None, "
+                              "`cli_value(\"0x10\")` the int 16, `cli_value(\".inf\")` a float, "
+                              "`cli_value('{\"a\":1}')` the dict `{\"a\": 1}`: values a literal cannot spell "
+                              "as a shell recipe wrote them, which a flag set writes back as written "
+                              "(`run_name=on`, JSON as published) and checks as MaxText reads them "
+                              "(docs/maxtext.md). `rcpc import shell` writes it for such a word. E1220 for a "
+                              "text OmegaConf does not read as a scalar or a mapping of string keys."),
         "variant": Function(_variant, "variant(name, set = {...}, against = \"...\", changes = {...})",
                             "A named set of param values; `changes` is its diff contract against `against`.",
                             ("set", "against", "changes"), "variant",

@@ -114,9 +114,15 @@ class Compiler:
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
         self.schema_files: set[Path] = set()        # schema files read in this run
         # loaded files whose evaluation failed, since the evaluation of a recipe or of a
-        # library checked on its own began (its errors read from that root: a load cycle's
-        # message shows the chain of loads that reached it)
+        # library checked on its own (the root) began: each root has their warnings once
         self._failed: dict[Path, CompileError] = {}
+        # ... and for the run, those whose failure reads nothing of the chain of loads that
+        # reached them: file → (error, replay: its warnings and the failing files it loaded, in
+        # order). One whose evaluation met a load cycle (E0202's message shows the chain from
+        # the root) is evaluated again in each root, as before.
+        self._failures: dict[Path, tuple] = {}
+        self._cycles = 0     # E0202s raised and chain-read failures passed on, so far in the run
+        self._frames: list = []  # [position in context.diagnostics, replay] of each library being evaluated
         self._parsed: dict[Path, object] = {}  # parsed, not yet resolved (the load graph's), or its CompileError
         self._height: dict[Path, int] = {}          # file → files in its longest chain of loads
         self._targets: dict[Path, list] = {}        # file → (file, Load) of its loads
@@ -258,42 +264,83 @@ class Compiler:
                 names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
                 cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
                                      self.workspace.display(dep)])
+                self._cycles += 1
                 raise error("E0202", f"load cycle: {cycle}", span,
                             hint="break the cycle by moving shared constants into a third file")
             return self.library(dep, chain + ((real, span),))
         return load
 
     def library(self, real: Path, chain: tuple) -> dict:
-        """Exports of a loaded file: evaluated once per run, or, when it fails, once per
-        recipe (or library checked on its own). ``chain`` is the tuple of (file, load span)
-        that led here, for cycles and ``loaded from`` notes. ``E0801`` past
-        :data:`~rcpc.core.limits.MAX_LOAD_DEPTH` files."""
+        """Exports of a loaded file, evaluated once per run, failing or not. ``chain`` is the
+        tuple of (file, load span) that led here, for cycles and ``loaded from`` notes.
+        ``E0801`` past :data:`~rcpc.core.limits.MAX_LOAD_DEPTH` files. A failure is raised
+        to every recipe (or library checked on its own) that loads the file as its own
+        evaluation would: the first time in that root its warnings (and those of the failing
+        files it loads) are added to the run's again, in the order evaluating it adds them. A
+        failure that met a load cycle is evaluated again in each root (its message names the
+        chain)."""
         exports = self._exports.get(real)
         if exports is not None:
             return exports
         if not chain:
             self._failed = {}
+        frame = self._frames[-1] if self._frames else None
+        if frame is not None:  # the warnings the loading file added so far are its own
+            frame[1].extend(self.context.diagnostics[frame[0]:])
         failed = self._failed.get(real)
         if failed is None:
-            seen = len(self.context.diagnostics)
-            try:
-                mod = self.module(real)
-                result = Evaluator(self._loader(real, chain), None, is_recipe=False,
-                                   ctx=self.context, universe=B.UNIVERSE).run(mod)
-                if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
-                    raise CompileError(result.errors)
-            except CompileError as exc:
-                # evaluated once, failing or not: a diamond of loads that each fail would
-                # evaluate the bottom file once per path, 2**depth times; reported once per
-                # error (the paths through a diamond reach it more than once)
-                failed = self._failed[real] = CompileError(unique(exc.diagnostics))
-            else:
-                exports = self._exports[real] = result.exports
-                self._warnings[real] = self.context.diagnostics[seen:]
-                return exports
+            failed = self._replay(real) if real in self._failures else self._evaluate_library(real, chain)
+        if frame is not None:  # what loading this file added is the file's, not the loader's
+            frame[0] = len(self.context.diagnostics)
+        if failed is None:
+            return self._exports[real]
+        if real not in self._failures:
+            self._cycles += 1  # so the loader's failure, if any, is not kept for the run either
+        elif frame is not None and self._failures[real][1]:
+            frame[1].append(real)
         if not chain:  # checked on its own (rcpc check of a library)
             raise failed
         raise _loaded_from(failed, chain[-1][1]) from None
+
+    def _evaluate_library(self, real: Path, chain: tuple) -> CompileError | None:
+        """Evaluate loaded file ``real``: None when it succeeds (its exports and warnings
+        kept), else its error, kept for this root (:attr:`_failed`) and, when no load cycle
+        was met, for the run (:attr:`_failures`) with its replay."""
+        seen, cycles = len(self.context.diagnostics), self._cycles
+        frame = [seen, []]
+        self._frames.append(frame)
+        try:
+            mod = self.module(real)
+            # a later root finds the module resolved: what resolving it loaded is not redone
+            frame[:] = [len(self.context.diagnostics), []]
+            result = Evaluator(self._loader(real, chain), None, is_recipe=False,
+                               ctx=self.context, universe=B.UNIVERSE).run(mod)
+            if result.errors:  # reported while evaluating, which went on (flags MaxText refuses)
+                raise CompileError(result.errors)
+        except CompileError as exc:
+            # reported once per error (the paths through a diamond reach a file more than once)
+            failed = self._failed[real] = CompileError(unique(exc.diagnostics))
+            if self._cycles == cycles:
+                self._failures[real] = (failed, (*frame[1], *self.context.diagnostics[frame[0]:]))
+            return failed
+        else:
+            self._exports[real] = result.exports
+            self._warnings[real] = self.context.diagnostics[seen:]
+            return None
+        finally:
+            self._frames.pop()
+
+    def _replay(self, real: Path) -> CompileError:
+        """The failure of ``real`` kept for the run, met for the first time in this root: its
+        warnings, and those of the failing files it loads not met yet, added again."""
+        failed, replay = self._failures[real]
+        self._failed[real] = failed
+        for item in replay:
+            if type(item) is Diagnostic:
+                self.context.diagnostics.append(item)
+            elif item not in self._failed:
+                self._replay(item)
+        return failed
 
     def loaded_warnings(self, real: Path) -> list[Diagnostic]:
         """Warnings and notes of the files recipe ``real`` loads (transitively, by path). A
@@ -472,6 +519,8 @@ class Compiler:
         loaded stays cached; it is parsed again if it is asked for again."""
         self.sources.pop(self.workspace.display(real), None)
         self._modules.pop(real, None)
+        if real in self._failures:  # a recipe that also failed as a loaded file: its text may change
+            self._failures.clear()
         self._base.pop(real, None)
         self._base_exports.pop(real, None)
         self._traces.pop(real, None)

@@ -24,7 +24,8 @@ LIBTPU_ASSIGNMENT = "LIBTPU_INIT_ARGS="
 
 @attrs.frozen
 class Trainer:
-    """``python3 -m MODULE .../configs/NAME.yml k=v ...`` inside a command: ``program`` the
+    """``python3 -m MODULE .../configs/NAME.yml k=v ...`` (or ``python SCRIPT.py .../configs/NAME.yml
+    k=v ...``) inside a command: ``program`` the
     text up to the config file, ``words`` the raw text of each flag word, ``start``/``end``
     the offsets of the flag words in the command (start of the first, end of the last)."""
 
@@ -79,13 +80,20 @@ def split(text: str) -> tuple[Trainer | None, LibtpuArgs | None]:
             if raw.startswith(LIBTPU_ASSIGNMENT + "'") and raw.endswith("'") and raw.count("'") == 2:
                 libtpu = LibtpuArgs(w.pos[0] + len(LIBTPU_ASSIGNMENT) + 1, w.pos[1] - 1, raw[len(LIBTPU_ASSIGNMENT) + 1:-1])
         names = [w.word for w in words]
-        for i in range(len(names) - 3):
-            if names[i].startswith("python") and names[i + 1] == "-m" and is_config(names[i + 3]):
-                flags = words[i + 4:]
-                raws = tuple(text[w.pos[0]:w.pos[1]] for w in flags)
-                if flags and all("=" in r and r.split("=", 1)[0].isidentifier() for r in raws):
-                    trainer = Trainer(text[words[i].pos[0]:words[i + 3].pos[1]], words[i].pos[0], raws,
-                                      flags[0].pos[0], flags[-1].pos[1])
+        for i in range(len(names) - 2):
+            if not names[i].startswith("python"):
+                continue
+            if names[i + 1] == "-m" and i + 3 < len(names) and is_config(names[i + 3]):
+                config = i + 3  # python3 -m MODULE CONFIG (MaxText's trainers)
+            elif names[i + 1].endswith(".py") and is_config(names[i + 2]):
+                config = i + 2  # python SCRIPT.py CONFIG (MaxDiffusion's generate_wan.py)
+            else:
+                continue
+            flags = words[config + 1:]
+            raws = tuple(text[w.pos[0]:w.pos[1]] for w in flags)
+            if flags and all("=" in r and r.split("=", 1)[0].isidentifier() for r in raws):
+                trainer = Trainer(text[words[i].pos[0]:words[config].pos[1]], words[i].pos[0], raws,
+                                  flags[0].pos[0], flags[-1].pos[1])
     return trainer, libtpu
 
 

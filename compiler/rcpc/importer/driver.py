@@ -267,7 +267,8 @@ def _unknown_keys(exc: CompileError) -> tuple:
 
 def import_shell(ws, path: Path, shown: str) -> Imported:
     """The recipe of shell launch recipe ``path`` (:mod:`rcpc.importer.shell`), proven equal
-    to it: for the defaults and for a second value of every param, the command lines bash
+    to it: for the defaults, for a second value of every param and for each choice of a
+    param a ``case`` chooses on (each of its branches), the command lines bash
     runs for the shell file's converted statements and for the recipe's ``command_file``
     renders are the same words, and each MaxText flag set's tokens are the words of the
     trainer's flags in the launch command. Raises :class:`CompileError` (``E1201`` the file
@@ -307,7 +308,8 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
             found = [f"the call does not build: {exc.diagnostics[0].message}"]
         if not found:
             text = _valid_shell(root, script, lambda: canonical(shell.recipe(script, launch)), text)
-            return Imported(text, f"a command_file render, a call of {cand.shape}", tuple(shell.notes(script)), check)
+            return Imported(text, f"a command_file render, a call of {cand.shape}", tuple(shell.notes(script, launch)),
+                            check)
         tried.append(f"{cand.shape}: {found[0]}")
     text, found = attempt(None)
     if found:
@@ -356,11 +358,13 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
                 if b.kind == "param" and b.name in kept}
     programs = shell.programs(script)
     other = _other(defaults)
-    for b in script.bindings.values():  # a param a case chooses on: another of its choices
+    branches = []
+    for b in script.bindings.values():  # a param a case chooses on: another of its choices, then each
         if b.name in other and b.choices:
             other[b.name] = b.choices[-1] if b.default != b.choices[-1] else b.choices[0]
+            branches += [{**defaults, b.name: c} for c in b.choices if c not in (b.default, other[b.name])]
     globbed = [] if script.globbed else None  # eval's words keep glob characters as written (noted)
-    for values in (defaults, other):
+    for values in (defaults, other, *branches):
         sets = [f"{k}={shell._text(v)}" for k, v in values.items()]
         renders = proof.renders(compiler, recipe, {k: shell._text(v) for k, v in values.items()})
         try:
@@ -385,13 +389,14 @@ def _shell_differences(compiler, recipe: Path, script) -> list:
 
 
 def _trainer_tokens(lines) -> list | None:
-    """The MaxText flag tokens (as the trainer's argv gets them) of the last trainer found in
+    """The flag tokens (as the trainer's argv gets them: MaxText's, MaxDiffusion's) of the last
+    trainer found in
     the words of command lines ``lines`` (a word, or the value of a ``--name=`` word, parsed as
     shell); None when there is none."""
     tokens = None
     for line in lines:
         for word in line:
-            if "configs/base.yml" not in word:
+            if "configs/" not in word:  # a trainer's config (command.is_config), then its flags
                 continue
             text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
             try:

@@ -9,8 +9,8 @@ import re
 import attrs
 
 from rcpc.core.source import Span
-from rcpc.core.values import Bool, Float, Int, Str
-from rcpc.domain.maxtext.emit import FlagValueError, shell_quote, token
+from rcpc.core.values import Bool, Float, Int, Null, Str
+from rcpc.domain.maxtext.emit import FlagValueError, NotAScalar, cli_reading, shell_quote, token
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -113,7 +113,7 @@ def flag_value(key: str, raw: str, names) -> str | None:
     value = _value(text)
     try:
         if shell_quote(token(key, value)) == raw:
-            return scalar(text)
+            return flag_scalar(text)
     except FlagValueError:
         return None
     return None
@@ -139,13 +139,33 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
         return None
     for always in (False, True):
         if shell_quote(tok, always) == raw:
-            return scalar(inner), always
+            return flag_scalar(inner), always
     return None
 
 
+def flag_scalar(text: str) -> str:
+    """The recipe source of the flag value a shell word spells ``text`` (after ``key=``): the
+    literal of that spelling (:func:`scalar`), or, where OmegaConf reads ``text`` as a bool,
+    number or null no literal spells so (``on``, ``~``, ``0x10``, ``.inf``, ``TRUE``),
+    ``cli_value("text")``: the value MaxText reads, written back as written."""
+    if text in _BOOLS or _INT.fullmatch(text) or _FLOAT.fullmatch(text) or type(_reading(text)) is str:
+        return scalar(text)
+    return f"cli_value({string(text)})"
+
+
+def _reading(text: str):
+    """OmegaConf's reading of ``text`` (:func:`~rcpc.domain.maxtext.emit.cli_reading`); the
+    text itself when it is not one scalar."""
+    try:
+        return cli_reading(text)
+    except NotAScalar:
+        return text
+
+
 def _value(text: str):
-    """The rcpc value whose flag spelling is ``text`` (a bool, int or float as spelled, else
-    a string)."""
+    """The rcpc value whose flag spelling is ``text``: a bool, int or float as spelled, a
+    value OmegaConf reads from it as ``cli_value(text)`` makes it (its spelling kept), else a
+    string."""
     span = Span("<import>", 1, 1, 1, 1)
     if text in _BOOLS:
         return Bool(text in ("True", "true"), text, span)
@@ -153,6 +173,15 @@ def _value(text: str):
         return Int(int(text), text, span)
     if _FLOAT.fullmatch(text):
         return Float(float(text), text, span)
+    got = _reading(text)
+    if type(got) is bool:
+        return Bool(got, text, span)
+    if type(got) is int:
+        return Int(got, text, span)
+    if type(got) is float:
+        return Float(got, text, span)
+    if got is None:
+        return Null(text, span)
     return Str(text, span)
 
 

@@ -43,6 +43,8 @@ from rcpc.core.source import Span
 from rcpc.domain.tpu import accelerator_type
 from rcpc.importer import bash, interpret
 from rcpc.importer.command import flag_list
+from rcpc.core.values import Str
+from rcpc.domain.maxtext.emit import value_text
 from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
 
 # Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
@@ -74,6 +76,7 @@ class Binding:
     words: object = None                 # flags: the FlagWords read (quoted, raw, pad)
     origin: str = ""                     # param: "env" when its value comes from the environment
     choices: tuple = ()                  # param: the values a case on it accepts (the others exit)
+    arms: tuple = ()                     # lookup: (choice, value text) of each pattern of its case
 
     @property
     def shell_name(self) -> str:
@@ -337,7 +340,8 @@ def _case(script: Script, node) -> bool:
     param.choices = tuple(keys)
     for name in names:
         entries = ", ".join(f"{string(k)}: {_literal(a[name])}" for values, a in arms for k in values)
-        b = Binding(name, "lookup", f"{{{entries}}}[{param.name}]", {param.name}, None)
+        b = Binding(name, "lookup", f"{{{entries}}}[{param.name}]", {param.name}, None,
+                    arms=tuple((k, a[name]) for values, a in arms for k in values))
         script.bindings[name] = b
         script.items.append(b)
     script.items.append(("case", node, tuple(names)))
@@ -604,7 +608,8 @@ def _flag_words(script: Script, pieces, least: int = 2):
                 if found[1]:
                     quoted.append(key)
             elif text and not any(c in _RAW_UNSAFE for c in "".join(p for p in placeholders(text, names)
-                                                                     if isinstance(p, str))):
+                                                                     if isinstance(p, str))) \
+                    and _reads_as_written(text, names):
                 source = fstring(placeholders(text, names))
                 raw.append(key)
         if source is None:
@@ -612,6 +617,15 @@ def _flag_words(script: Script, pieces, least: int = 2):
         entries[key] = source
     pad = (value[:len(value) - len(value.lstrip(" "))], value[len(value.rstrip(" ")):])
     return FlagWords(entries, names, tuple(quoted), tuple(raw), pad)
+
+
+def _reads_as_written(text: str, names) -> bool:
+    """Whether a raw value's ``text`` (a plain stand-in for each param of ``names``) is a
+    string MaxText reads as written: the flag set writes the string in no other spelling
+    (:func:`~rcpc.domain.maxtext.emit.value_text`; not ``0:``, which OmegaConf reads as a
+    mapping, nor ``on``)."""
+    plain = "".join(p if isinstance(p, str) else "x" for p in placeholders(text, names))
+    return value_text(Str(plain, Span("<import>", 1, 1, 1, 1))) == plain
 
 
 def _words(text: str) -> list | None:
@@ -715,14 +729,14 @@ def recipe(script: Script, launch=None) -> str:
         lines += [f"{SLICE_NAME} = tpu_slice({string(script.slice[0])})", ""]
     for item in script.items:
         if isinstance(item, Binding):
+            if launch is not None and item.name in launch.dicts:  # a value the call takes (read off an eval's string)
+                lines += [launch.dicts[item.name], ""]
+                continue
             if item.name not in used_names:
                 if item.node is None:  # read from the environment by a statement kept as a comment
                     continue
                 raw = script.text[item.node.pos[0]:item.node.pos[1]]
                 lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
-                continue
-            if launch is not None and item.name in launch.dicts:
-                lines += [launch.dicts[item.name], ""]
                 continue
             lines += _binding(item, launch.layers.get(item.name) if launch is not None else None,
                               shell_line=launch is None, tied=script.slice)
@@ -756,12 +770,14 @@ def add_unknown_keys(script: Script, keys) -> bool:
     return changed
 
 
-def notes(script: Script) -> list:
+def notes(script: Script, launch=None) -> list:
     """The ``W1200`` warnings of the import, one for each ``TODO(import)`` comment of
-    :func:`recipe`, in the order of the file."""
+    :func:`recipe` (with ``launch``, as :func:`recipe` writes it), in the order of the file."""
     used_names = used(script)
     out = list(script.notes)
     for b in script.bindings.values():
+        if launch is not None and b.name in launch.dicts:
+            continue
         if b.name not in used_names:
             if b.node is None:
                 continue

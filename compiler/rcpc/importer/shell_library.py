@@ -14,7 +14,11 @@ argv of ``xpk workload create``, its flags in the order the published XPK launch
 write them, ../shared/data/tpu-recipes/xpk/*.sh) with ``xpk_workload_command`` (the
 ``--command`` text: XPK exports the TPU runtime environment itself, so it is
 ``xpk_steps`` without ``XPK_TPU_ENV_STEPS``), and ``maxtext_xpk_workload`` (the two in one
-call when ``xpk_workload_command`` takes no keyword).
+call when ``xpk_workload_command`` takes no keyword); and those of
+``@rcpc//maxdiffusion_tpu.rcp``: ``maxdiffusion_xpk_workload`` with
+``maxdiffusion_generate_command`` (the ironwood MaxDiffusion inference script, read off the
+command its ``eval ${cmd}`` spells: the ``key=value`` words a flag set without a schema, the
+XLA flags a dict, a ``case``'s lookup of device types the slice).
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from typing import Callable
 
 import attrs
 
+from rcpc.core.source import Span
+from rcpc.domain.maxtext.emit import NotAScalar, cli_document
+from rcpc.domain.tpu import accelerator_type, device_type_name, tpu_slice
 from rcpc.importer.library import COPIES, MAXTEXT_TPU, TRAINERS, Call
-from rcpc.importer.literals import Ref, fstring, scalar, string
-from rcpc.importer.shell import SLICE_NAME
+from rcpc.importer.literals import Ref, flag_scalar, fstring, scalar, string
+from rcpc.importer.shell import SLICE_NAME, _words
 
 # The flags of `xpk workload create` in xpk_workload_create's order (their keyword: the
 # defaults it writes when not given).
@@ -162,24 +169,46 @@ def _between(text: str, before: str, after: str) -> str | None:
 
 # xpk_workload_create ---------------------------------------------------------------------
 
+def _create_values(words, device: str = "device-type") -> dict | None:
+    """flag → ``(value text, refs)`` of an ``xpk workload create`` command whose flags are
+    :data:`CREATE_FLAGS` in that order (its slice named by ``--{device}``), else None."""
+    flat = [_flat(w) for w in words]
+    if [t for t, _ in flat[:3]] != ["xpk", "workload", "create"]:
+        return None
+    flags = tuple(device if n == "device-type" else n for n in CREATE_FLAGS)
+    values = {}
+    for text, refs in flat[3:]:
+        if not text.startswith("--"):
+            return None
+        name, eq, value = text[2:].partition("=")
+        if name in values or (name == "enable-debug-logs") == bool(eq):
+            return None
+        values[name] = (value, refs)
+    if [n for n in flags if n in values] != list(values) or set(flags) - {"enable-debug-logs"} - set(values):
+        return None
+    return values
+
+
+def _keywords(values: dict) -> list:
+    """The keywords of xpk_workload_create (and maxdiffusion_xpk_workload) whose flag differs
+    from the default."""
+    args = []
+    for flag, (keyword, default) in _KEYWORDS.items():
+        value, refs = values[flag]
+        if value != default:
+            args.append(f"{keyword} = {value if not refs and value.isdigit() else _source(value, refs)}")
+    if "enable-debug-logs" not in values:
+        args.append("debug_logs = False")
+    return args
+
+
 def _create(command: Callable) -> Callable:
     """The arguments reader of xpk_workload_create with the ``--command`` reader ``command``
     (``(script, flat text, refs)`` → ``(dicts, Call)`` or None)."""
 
     def arguments(script, words):
-        flat = [_flat(w) for w in words]
-        if [t for t, _ in flat[:3]] != ["xpk", "workload", "create"]:
-            return None
-        values = {}
-        for text, refs in flat[3:]:
-            if not text.startswith("--"):
-                return None
-            name, eq, value = text[2:].partition("=")
-            if name in values or (name == "enable-debug-logs") == bool(eq):
-                return None
-            values[name] = (value, refs)
-        if [n for n in CREATE_FLAGS if n in values] != list(values) \
-                or set(CREATE_FLAGS) - {"enable-debug-logs"} - set(values):
+        values = _create_values(words)
+        if values is None:
             return None
         found = command(script, *values["command"])
         if found is None:
@@ -187,13 +216,7 @@ def _create(command: Callable) -> Callable:
         dicts, cmd = found
         args = [_source(*values[n]) for n in ("cluster", "project", "zone", "device-type", "docker-image", "workload")]
         args.append(cmd.inline())
-        for flag, (keyword, default) in _KEYWORDS.items():
-            value, refs = values[flag]
-            if value != default:
-                args.append(f"{keyword} = {value if not refs and value.isdigit() else _source(value, refs)}")
-        if "enable-debug-logs" not in values:
-            args.append("debug_logs = False")
-        return dicts, Call("xpk_workload_create", args, list(cmd.loads) + [cmd.function])
+        return dicts, Call("xpk_workload_create", args + _keywords(values), list(cmd.loads) + [cmd.function])
 
     return arguments
 
@@ -321,8 +344,139 @@ def _maxtext_benchmark_runner(script, words):
     return {}, Call("maxtext_benchmark_runner", args, [])
 
 
+# maxdiffusion_xpk_workload ---------------------------------------------------------------
+MAXDIFFUSION_TPU = "@rcpc//maxdiffusion_tpu.rcp"
+# The library's defaults: maxdiffusion_generate_command's script and config.
+_MAXDIFFUSION = {"script": "src/maxdiffusion/generate_wan.py", "config": "src/maxdiffusion/configs/base_wan_14b.yml"}
+_XLA_EXPORT = "export LIBTPU_INIT_ARGS='"
+_SPAN = Span("<import>", 1, 1, 1, 1)
+
+
+def _slice(script, value: str, refs: list) -> tuple[dict, str] | None:
+    """``(dicts, slice source)`` of the ``--tpu-type`` value: the slice the import tied
+    (``TPU_SLICE.device_type``), or a case's lookup of device types (``XPK_TPU_TYPE``), which
+    becomes ``TPU_SLICE = tpu_slice({...}[P])`` in its place."""
+    if value != f"{_MARK}0{_MARK}":
+        return None
+    ref = refs[0].text
+    if ref == f"{SLICE_NAME}.device_type":
+        return {}, SLICE_NAME
+    b = script.bindings.get(ref)
+    if b is None or b.kind != "lookup" or not b.arms or SLICE_NAME in script.bindings:
+        return None
+    specs = [(k, accelerator_type(v)) for k, v in b.arms]
+    if any(spec is None or device_type_name(tpu_slice(spec, _SPAN)) != v for (_, spec), (_, v) in zip(specs, b.arms)):
+        return None
+    param = next(iter(b.uses))
+    entries = ", ".join(f"{string(k)}: {string(spec)}" for k, spec in specs)
+    return {b.name: f"{SLICE_NAME} = tpu_slice({{{entries}}}[{param}])"}, SLICE_NAME
+
+
+def _named(script, text: str):
+    """The only binding whose assignment holds ``text``: the script's name for a value the
+    call takes (the string an eval's command read it from); None when not one."""
+    found = [b for b in script.bindings.values() if text in b.raw]
+    return found[0] if len(found) == 1 else None
+
+
+def _xla_dict(name: str, inner: str) -> str | None:
+    """``NAME = {...}`` of a LIBTPU_INIT_ARGS text as xla_flags_text writes it (`` --k=v`` each)."""
+    if not inner.startswith(" --") or _MARK in inner:
+        return None
+    lines = []
+    for item in inner[3:].split(" --"):
+        k, eq, v = item.partition("=")
+        if not eq or not k.isidentifier() or not v or " " in v:
+            return None
+        lines.append(f"    {string(k)}: {scalar(v)},\n")
+    return f"{name} = {{\n{''.join(lines)}}}"
+
+
+def _flag_entry(word: str, refs: list) -> tuple[str, str, bool] | None:
+    """``(key, value source, quoted)`` of a ``key=value`` word of the command (a flag set's
+    shell form writes it so: bare, or its value part in single quotes); None otherwise. A
+    quoted value OmegaConf reads as a mapping (JSON) is ``cli_value(...)`` (its spelling kept);
+    a value holding params an f-string of them."""
+    key, eq, value = word.partition("=")
+    if not eq or not key.isidentifier() or not value:
+        return None
+    quoted = len(value) > 1 and value[0] == value[-1] == "'"
+    inner = value[1:-1] if quoted else value
+    if "'" in inner or any(c in inner for c in " \"\\$`") and not quoted:
+        return None
+    if _MARK in inner:
+        return key, _source(inner, refs), quoted
+    try:
+        document = cli_document(inner)
+    except NotAScalar:
+        return None
+    if type(document) is dict:
+        return key, f"cli_value({string(inner)})", quoted
+    return key, flag_scalar(inner), quoted
+
+
+def _maxdiffusion_xpk_workload(script, words):
+    """``maxdiffusion_xpk_workload(CLUSTER, PROJECT, ZONE, TPU_SLICE, IMAGE, WORKLOAD,
+    maxdiffusion_generate_command(FLAGS, XLA_FLAGS, ...))``: an ``xpk workload create
+    --tpu-type=...`` whose ``--command`` is ``set -e``, the output directory exported, the XLA
+    flags exported, setup steps and ``python SCRIPT CONFIG k=v ...``; the flags a flag set
+    without a schema and the XLA flags a dict, each named as the script names the string the
+    eval reads them from (``MAXDIFFUSION_ARGS``, ``XLA_FLAGS``)."""
+    values = _create_values(words, "tpu-type")
+    commands = [i for i in script.items if isinstance(i, tuple) and i[0] == "command"]
+    if values is None or len(commands) != 1:
+        return None
+    found = _slice(script, *values["tpu-type"])
+    text, refs = values["command"]
+    steps = text.split(" && ")
+    if found is None or len(steps) < 3 or steps[0] != "set -e" or not steps[-1].startswith("python "):
+        return None
+    dicts = dict(found[0])
+    kwargs, at = [], 1
+    artifacts = _source(steps[1][20:], refs) if steps[1].startswith("export ARTIFACT_DIR=") else None
+    if artifacts is not None and steps[2].startswith("export OUTPUT_DIR=") \
+            and _source(steps[2][18:], refs) == artifacts:
+        kwargs.append(f"output_dir = {artifacts}")
+        at = 3
+    inner = _between(steps[at], _XLA_EXPORT, "'") if steps[at].startswith(_XLA_EXPORT) else None
+    xla = _named(script, inner.split("=", 1)[0].strip()) if inner else None
+    if xla is None or not steps[at].endswith("'") or len(steps[at]) != len(_XLA_EXPORT) + len(inner) + 1:
+        return None
+    source = _xla_dict(xla.name, inner)
+    if source is None:
+        return None
+    dicts[xla.name] = source
+    setup = steps[at + 1:-1]
+    if setup:
+        kwargs.append("setup = [" + ", ".join(_source(step, refs) for step in setup) + "]")
+    parts = steps[-1].removeprefix("python ").split(" ", 2)
+    if len(parts) != 3:
+        return None
+    for keyword, part in zip(("script", "config"), parts[:2]):
+        if part != _MAXDIFFUSION[keyword]:
+            kwargs.append(f"{keyword} = {_source(part, refs)}")
+    flag_words = _words(parts[2])
+    entries = [_flag_entry(w, refs) for w in flag_words or [""]]
+    if any(e is None for e in entries) or len({e[0] for e in entries}) != len(entries):
+        return None
+    flags = _named(script, entries[0][0] + "=")
+    if flags is None or flags.name in dicts:
+        return None
+    lines = "".join(f"    {string(k)}: {v},\n" for k, v, _ in entries)
+    dicts[flags.name] = f"{flags.name} = maxtext_flags({{\n{lines}}}, schema = None, tpu_slice = {found[1]})"
+    quote = [k for k, _, q in entries if q]
+    if quote:
+        kwargs.append("quote = [" + ", ".join(string(k) for k in quote) + "]")
+    command = Call("maxdiffusion_generate_command", [flags.name, xla.name] + kwargs, [])
+    args = [_source(*values[n]) for n in ("cluster", "project", "zone")] + [found[1]] + \
+        [_source(*values[n]) for n in ("docker-image", "workload")] + [command.inline()]
+    return dicts, Call("maxdiffusion_xpk_workload", args + _keywords(values), ["maxdiffusion_generate_command"])
+
+
 SHELL_CANDIDATES = (
     ShellCandidate(MAXTEXT_TPU, "maxtext_xpk_workload", "", _maxtext_xpk_workload),
     ShellCandidate(MAXTEXT_TPU, "xpk_workload_create", "xpk_workload_command", _create(_xpk_workload_command)),
     ShellCandidate(MAXTEXT_TPU, "maxtext_benchmark_runner", "", _maxtext_benchmark_runner),
+    ShellCandidate(MAXDIFFUSION_TPU, "maxdiffusion_xpk_workload", "maxdiffusion_generate_command",
+                   _maxdiffusion_xpk_workload),
 )

@@ -654,8 +654,8 @@ def _jobset_items(path: tuple, quote, caches) -> list[Item]:
 # symbols -----------------------------------------------------------------------------------
 @attrs.frozen
 class Symbol:
-    """An outline entry: ``name``, ``kind`` (param, flag set, render, variant, value, load,
-    function), the statement's ``span``, the ``name_span`` to select, and ``children``."""
+    """An outline entry: ``name``, ``kind`` (param, flag set, render, variant, sweep, value,
+    load, function), the statement's ``span``, the ``name_span`` to select, and ``children``."""
 
     name: str
     kind: str
@@ -664,20 +664,23 @@ class Symbol:
     children: tuple = ()
 
 
-def symbols(mod: ast.Module) -> list[Symbol]:
-    """The params, flag sets, renders, variants, functions and other top-level values of a
-    module."""
+def symbols(mod: ast.Module, points: dict | None = None) -> list[Symbol]:
+    """The params, flag sets, renders, variants, sweeps, functions and other top-level values
+    of a module. ``points``: {span of a ``variants(over = ...)`` call: [names of its points]}
+    (:meth:`rcpc.lsp.session.Session.sweep_points`); each point is a child of its sweep, with
+    the call's range (a point has no text of its own)."""
+    points = points or {}
     out = []
     for stmt in mod.stmts:
         if type(stmt) is ast.Load:
             out.append(Symbol(stmt.path, "load", stmt.span, stmt.path_span))
         if type(stmt) is ast.ExprStmt:   # variant(...), jobset(...) written as statements
-            out.extend(_inner_symbols(stmt.expr))
+            out.extend(_inner_symbols(stmt.expr, points))
         if type(stmt) is ast.Def:
             out.append(Symbol(stmt.name, "function", _extent(stmt), stmt.name_span))
         if type(stmt) is not ast.Assign:
             continue
-        inner = tuple(_inner_symbols(stmt.value))
+        inner = tuple(_inner_symbols(stmt.value, points))
         kind = "value"
         if _is_call(stmt.value, "param"):
             kind = "param"
@@ -693,12 +696,17 @@ def symbols(mod: ast.Module) -> list[Symbol]:
     return out
 
 
-def _inner_symbols(node):
+def _inner_symbols(node, points: dict):
     for n in walk(node):
         if type(n) is not ast.Call or type(n.func) is not ast.Name:
             continue
         if n.func.id == "variant" and n.args and type(n.args[0]) is ast.StrLit:
             yield Symbol(n.args[0].value, "variant", n.span, n.args[0].span)
+        elif n.func.id == "variants":  # a sweep: its name template (or "variants"), its points inside
+            template = next((k.value for k in n.kwargs if k.name == "name"), None)
+            shown = template.span if type(template) is ast.StrLit else n.func.span
+            yield Symbol(template.value if type(template) is ast.StrLit else "variants", "sweep", n.span, shown,
+                         tuple(Symbol(p, "variant", n.span, shown) for p in points.get(n.span, ())))
         elif n.func.id in RENDERS:
             name = next((k.value for k in n.kwargs if k.name == "name"), None)
             if type(name) is ast.StrLit:

@@ -38,6 +38,7 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
 from rcpc import __version__
+from rcpc.core import store
 from rcpc.core.cachetrim import maybe_trim
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source
@@ -59,7 +60,7 @@ _KINDS = {"keyword": T.CompletionItemKind.Keyword, "function": T.CompletionItemK
           "field": T.CompletionItemKind.Field, "file": T.CompletionItemKind.File}
 _SYMBOLS = {"param": T.SymbolKind.Variable, "flag set": T.SymbolKind.Object, "render": T.SymbolKind.File,
             "variant": T.SymbolKind.Event, "value": T.SymbolKind.Constant, "load": T.SymbolKind.Module,
-            "function": T.SymbolKind.Function}
+            "function": T.SymbolKind.Function, "sweep": T.SymbolKind.Array}
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']*)'\?")
 _TOP = T.Range(T.Position(0, 0), T.Position(0, 0))
 
@@ -160,8 +161,9 @@ class RcpServer(LanguageServer):
             return [T.Diagnostic(_TOP, f"{d.span}: {d.message}" if d.span else d.message, _SEVERITY.get(d.severity),
                                  d.code, source="rcpc") for d in exc.diagnostics]
         found = session.diagnostics(real) if full else session.syntax_diagnostics(real)
-        if full:   # the parse and schema caches it wrote to kept under their size limit, as a command does
+        if full:   # the entries it made written, the cache kept under its size limit, as a command does
 
+            store.flush()
             maybe_trim()
         src = _source(session, real)
         return [to_lsp(session, d, real, src) for d in found]
@@ -369,7 +371,7 @@ def _symbols(ls: RcpServer, params: T.DocumentSymbolParams):
         return T.DocumentSymbol(s.name, _SYMBOLS[s.kind], to_range(s.span, src), to_range(s.name_span, src),
                                 detail=s.kind, children=[conv(c) for c in s.children] or None)
 
-    return [conv(s) for s in query.symbols(mod)]
+    return [conv(s) for s in query.symbols(mod, got[0].sweep_points(got[1]))]
 
 
 def _code_actions(ls: RcpServer, params: T.CodeActionParams):

@@ -54,7 +54,7 @@ class Session:
         self.refused: dict[Path, Diagnostic] = {}
         self._compiler: Compiler | None = None
         self._last_module: dict[Path, ast.Module] = {}   # the last buffer text that parsed
-        self._variants: dict[Path, list] = {}   # each recipe's declared variants, until an edit
+        self._variants: dict[Path, tuple] = {}  # each recipe's declared variants, until an edit
 
     # buffers -------------------------------------------------------------------------------
     def update(self, real: Path, text: str) -> None:
@@ -109,9 +109,28 @@ class Session:
     def variants(self, real: Path) -> list[str]:
         """The names of the variants recipe ``real`` declares (its default evaluation, kept
         until the next edit). Raises :class:`CompileError`."""
+        return [v.name for v in self._declared(real)]
+
+    def sweep_points(self, real: Path) -> dict:
+        """{span of a ``variants(over = ...)`` call: [the names of its points, in order]} of
+        recipe ``real`` as its default evaluation declares them; empty for a library or a
+        recipe that does not evaluate (its diagnostics say why)."""
+        if self.workspace.is_library(real) or real in self.refused:
+            return {}
+        try:
+            declared = self._declared(real)
+        except CompileError:
+            return {}
+        points: dict = {}
+        for v in declared:
+            if v.sweep:
+                points.setdefault(v.span, []).append(v.name)
+        return points
+
+    def _declared(self, real: Path) -> tuple:
         got = self._variants.get(real)
         if got is None:
-            got = self._variants[real] = [v.name for v in self.compiler().recipe(real)[0].variants]
+            got = self._variants[real] = tuple(self.compiler().recipe(real)[0].variants)
         return got
 
     # diagnostics ---------------------------------------------------------------------------

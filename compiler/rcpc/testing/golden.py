@@ -3,8 +3,9 @@
 
 syrupy's stock single-file TEXT mode reads with universal newlines (a ``\\r`` in a render
 would never match) and binary mode diffs as one bytes repr; this extension reads and writes
-UTF-8 with ``newline=""`` (no translation in either direction), so the golden's bytes are
-exactly the render's bytes, and failures show syrupy's line-by-line diff.
+UTF-8 with no newline translation in either direction, through the functions ``rcpc test``
+uses (:func:`rcpc.review.golden.read_golden`, :func:`~rcpc.review.golden.write_golden`), so the
+golden's bytes are exactly the render's bytes, whichever of the two wrote it.
 
 Which goldens exist is decided by the recipes, not by syrupy's test-file layout, so syrupy's
 own unused-snapshot discovery is switched off here; the plugin reports orphans itself.
@@ -62,11 +63,9 @@ class GoldenExtension(SingleFileSnapshotExtension):
 
     def read_snapshot_data_from_location(self, *, snapshot_location: str, snapshot_name: str,
                                          session_id: str):
-        try:
-            with open(snapshot_location, "r", encoding="utf-8", newline="") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
+        from rcpc.review.golden import read_golden
+
+        return read_golden(Path(snapshot_location))  # bounded, no symlink: as rcpc test reads it
 
     @classmethod
     def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
@@ -74,6 +73,6 @@ class GoldenExtension(SingleFileSnapshotExtension):
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise TypeError(f"golden data must be str, got {type(data).__name__}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(data)
+        from rcpc.review.golden import write_golden
+
+        write_golden(path, data)  # the bytes rcpc test --snapshot-update writes

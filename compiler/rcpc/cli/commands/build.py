@@ -41,7 +41,7 @@ def execute(args, run) -> int:
         run.progress = "the new output was written in full"
         raise
     recorder = run.recorder
-    if written:
+    if written or written.record or written.dropped:
         run.progress = "the new output was written in full"
         recorder.discard()  # replayed, its status line would say it wrote what it did not
     for _, _, _, deps in build.recipes:
@@ -56,5 +56,5 @@ def execute(args, run) -> int:
         recorder.note_bookkeeping(os.path.abspath(out_dir), output_bookkeeping(out_dir))
     count = sum(len(renders) for _, _, renders in variants)
     run.report.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
-                      f"({written} of {len(variants)} variant director{'y' if len(variants) == 1 else 'ies'} written)")
+                      f"({written.describe(len(variants))})")
     return 0

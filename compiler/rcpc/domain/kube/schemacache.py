@@ -18,28 +18,24 @@ are after an edit, skips even the API server's stages); a manifest found valid i
 under its *shape* (:mod:`rcpc.domain.kube.schemashape`: the strings no keyword of the schema can
 tell apart left out), so a manifest that differs from a valid one only in such strings (a
 flag in a container's ``args``) is valid without jsonschema; a result with violations is
-kept only under the exact manifest. The header holds
-the key and the SHA-256 of the payload (JSON). A lookup is a hit only when the entry is a
-regular file of bounded size and this user's own (:func:`rcpc.core.usercache.read_owned`), its header names the
-key asked for, the payload has the recorded digest and the records have the expected shape;
-anything else is a miss (validated again, entry rewritten). Entries live in
-``$XDG_CACHE_HOME/rcpc/schema`` (``~/.cache/rcpc/schema``); ``RCPC_NO_CACHE=1`` turns the cache
-off; failures to write are ignored.
+kept only under the exact manifest. Entries are those of the ``schema`` area of rcpc's store
+(:mod:`rcpc.core.store`: its keys, entry format, validation, trust rules and batched writes),
+with the results as JSON. A lookup is a hit only when the store returns the entry (its bytes
+check against the key asked for) and the records have the expected shape; anything else is a
+miss (validated again, entry rewritten). ``RCPC_NO_CACHE=1`` turns the cache off; failures to
+write are ignored.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 
-from rcpc.core.envvars import get
-from rcpc.core.usercache import cache_dir, code_fingerprint, installed, make_dirs, read_owned, write_atomic
+from rcpc.core import store as entries
+from rcpc.core.usercache import code_fingerprint, installed
 
-MAGIC = b"rcpc-schema 1\n"
-_HEADER = len(MAGIC) + 64 + 64  # magic, key and payload digest (hex)
-MAX_ENTRY = 1 << 22  # 4 MiB: far more than the violations of any manifest we validate
+AREA = "schema"
 _KEY_BASE: list[str] = []  # computed once a process
 
 
@@ -89,29 +85,13 @@ def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozens
 
 
 def _digest(*fields) -> str:
-    """SHA-256 hex of rcpc's key base and ``fields``, each written as its type's name, its
-    length and its UTF-8 bytes (a field that is not a string as its repr): unambiguous
-    whatever they hold (an apiVersion with a NUL), and a render's text is hashed as it is
-    (its repr would cost ~8x the hash: every newline escaped)."""
-    digest = hashlib.sha256()
-    for field in (_key_base(), *fields):
-        data = (field if type(field) is str else repr(field)).encode("utf-8", "surrogatepass")
-        digest.update(b"%s %d\0" % (type(field).__name__.encode(), len(data)))
-        digest.update(data)
-    return digest.hexdigest()
+    """The store's key (:func:`rcpc.core.store.key`) of rcpc's key base and ``fields``."""
+    return entries.key(AREA, _key_base(), *fields)
 
 
 def enabled() -> bool:
-    """Whether the cache is in use (a user cache directory, no ``RCPC_NO_CACHE``)."""
-    return _directory() is not None
-
-
-def _path(directory: str, k: str) -> str:
-    return os.path.join(directory, k[:2], k)
-
-
-def _directory() -> str | None:
-    return None if get("RCPC_NO_CACHE") else cache_dir("schema")
+    """Whether the cache is in use (:func:`rcpc.core.store.enabled`)."""
+    return entries.enabled()
 
 
 def _record(x) -> bool:
@@ -123,22 +103,12 @@ def _record(x) -> bool:
 def lookup(k: str | None) -> dict | None:
     """The stored result of key ``k``: ``{"before": [[record, ...], ...], "final": [record,
     ...]}`` with records ``[path, validator, message, allowed-or-None]``; None on any miss."""
-    directory = _directory()
-    if directory is None or k is None:
+    payload = entries.get(AREA, k)
+    if payload is None:
         return None
-    return _read(directory, k)
-
-
-def _read(directory: str, k: str) -> dict | None:
     try:
-        data = read_owned(_path(directory, k), MAX_ENTRY)
-        if len(data) < _HEADER or data[:len(MAGIC)] != MAGIC or data[len(MAGIC):len(MAGIC) + 64] != k.encode():
-            return None
-        payload = data[_HEADER:]
-        if hashlib.sha256(payload).hexdigest().encode() != data[len(MAGIC) + 64:_HEADER]:
-            return None
         found = json.loads(payload.decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     if (type(found) is not dict or set(found) != {"before", "final"} or type(found["before"]) is not list
             or type(found["final"]) is not list
@@ -149,21 +119,12 @@ def _read(directory: str, k: str) -> dict | None:
 
 
 def store(k: str | None, result: dict) -> None:
-    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``; failures to write
-    are ignored."""
-    directory = _directory()
-    if directory is None or k is None:
+    """Keep ``result`` (the shape :func:`lookup` returns) under key ``k``, written with the
+    run's other entries (:func:`rcpc.core.store.flush`)."""
+    if k is None or not enabled():
         return
     try:
         payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
     except (ValueError, TypeError, RecursionError):
         return
-    _write(_path(directory, k), MAGIC + k.encode() + hashlib.sha256(payload).hexdigest().encode() + payload)
-
-
-def _write(path: str, data: bytes) -> None:
-    try:
-        make_dirs(os.path.dirname(path))
-        write_atomic(path, data)
-    except OSError:
-        pass
+    entries.put(AREA, k, payload)

@@ -30,7 +30,7 @@ import re
 
 from rcpc.core.emit.scalars import plain_ok, quoted
 from rcpc.core.emit.yaml import float_text
-from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python, type_name
 
 # A number keeps its spelling only when OmegaConf's from_cli reads that spelling back as the
 # same number: PyYAML's YAML 1.1 resolvers (yaml/resolver.py: a leading 0 means octal, a float
@@ -145,6 +145,67 @@ def reads_plain(s: str, in_list: bool = False) -> bool:
 
 _LOADER = functools.cache(yaml_loader)
 
+# The spellings of null a flag keeps (YAML 1.1's, as OmegaConf reads them; ``None`` is a string there).
+_NULLS = frozenset(("null", "Null", "NULL", "~"))
+
+
+class NotAScalar(ValueError):
+    """:func:`cli_reading` of a text OmegaConf does not read as one scalar."""
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def cli_document(text: str):
+    """What OmegaConf's ``from_cli`` reads from the value text ``text`` of a ``key=text``
+    argument (PyYAML with :func:`yaml_loader`, as ``OmegaConf.from_dotlist`` reads each value:
+    omegaconf/basecontainer.py ``merge_with_dotlist``): a scalar (bool, int, float, None, str),
+    or a dict or list of them (``{"a":1}``: JSON is YAML); ``on`` is True, ``~`` None, ``0x10``
+    16, ``n`` the string ``n``, an empty text ``""`` (``key=`` sets the empty string). Raises
+    :class:`NotAScalar` for a text that is not YAML, or holds what a flag value cannot (a
+    date, binary data)."""
+    if text == "":
+        return ""
+    import yaml
+
+    try:
+        got = yaml.load(text, Loader=_LOADER())
+    except (yaml.YAMLError, ValueError, RecursionError):  # not YAML; a resolved number float() refuses
+        raise NotAScalar(text) from None
+    if not _plain_data(got):
+        raise NotAScalar(text)
+    return got
+
+
+def _plain_data(x, depth: int = 0) -> bool:
+    if x is None or type(x) in (bool, int, float, str):
+        return True
+    if depth > 32:
+        return False
+    if type(x) is list:
+        return all(_plain_data(i, depth + 1) for i in x)
+    if type(x) is dict:
+        return all(type(k) is str and _plain_data(v, depth + 1) for k, v in x.items())
+    return False
+
+
+def cli_reading(text: str):
+    """:func:`cli_document` of a scalar: the bool, int, float, None or str OmegaConf reads
+    from ``text``. Raises :class:`NotAScalar` for a text read as a list or mapping, or not as
+    YAML at all."""
+    got = cli_document(text)
+    if type(got) in (list, dict):
+        raise NotAScalar(text)
+    return got
+
+
+def _reads_back(text: str, value) -> bool:
+    """Whether OmegaConf reads ``text`` back as ``value`` (same types throughout: ``1`` is not
+    ``1.0`` nor ``True``): a spelling a flag keeps."""
+    try:
+        got = cli_document(text)
+    except NotAScalar:
+        return False
+    return type(got) is type(value) and got == value and repr(got) == repr(value)
+
 
 def value_text(v, in_list: bool = False) -> str:
     """The YAML text of a flag value, as it appears after ``key=``. ``in_list``: inside a
@@ -156,7 +217,7 @@ def value_text(v, in_list: bool = False) -> str:
             return s
         return quoted(s)
     if t is Int:
-        return v.text if _DECIMAL_INT.fullmatch(v.text) else str(v.value)
+        return v.text if _DECIMAL_INT.fullmatch(v.text) or _reads_back(v.text, v.value) else str(v.value)
     if t is Float:
         if _YAML11_FLOAT.fullmatch(v.text) or OMEGACONF_FLOAT.fullmatch(v.text):
             return v.text
@@ -164,10 +225,12 @@ def value_text(v, in_list: bool = False) -> str:
     if t is Bool:
         return v.text
     if t is Null:
-        return "null"
+        return v.text if v.text in _NULLS else "null"
     if t is List:
         return "[" + ",".join(value_text(x, True) for x in v.items) + "]"
     if t is Dict:
+        if v.text and _reads_back(v.text, to_python(v)):
+            return v.text
         return "{" + ", ".join(f"{_key_text(k, v)}: {value_text(x, True)}" for k, x in v.items.items()) + "}"
     raise FlagValueError(v, f"a flag value cannot be a {type_name(v)}")
 
