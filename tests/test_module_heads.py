@@ -33,6 +33,8 @@ LAZY = {
     ("__main__.py", "rcpc.cli.main"): "the start-up dispatch: a replayed build/check never imports the CLI",
     ("interrupts.py", "_signal"): "the C module, on the first line of every command: `signal` imports enum",
     ("interrupts.py", "signal"): "the fallback where _signal is missing",
+    ("testhook.py", "signal"): "testhook is on the build and check path (the store's and pool's test points), "
+                               "signal is not on check's: only a test's kill needs it",
     ("completion.py", "shtab"): "only `rcpc completion` writes a script; cli imports completion for every command",
     ("findings.py", "rcpc.catalog.CATALOG"): "only SARIF output names the codes' titles; findings is on every command's path",
     ("review/report.py", "tempfile"): "`rcpc --help` imports review.report (cli's diff command); only diff --rev "

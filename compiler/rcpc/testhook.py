@@ -20,7 +20,6 @@ catalog's example of ``E0952``) wants it.
 from __future__ import annotations
 
 import os
-import signal
 
 from rcpc.core.envvars import get
 
@@ -36,4 +35,6 @@ def point(name: str) -> None:
 def kill(name: str | None) -> None:
     """SIGKILL this process when a test named file ``name`` in ``RCPC_TEST_KILL``."""
     if name and name in get("RCPC_TEST_KILL", "").split(","):
+        import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
