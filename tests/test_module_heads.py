@@ -5,9 +5,7 @@ reason, in ONE place: :data:`rcpc.cli.lazy.LAZY`, the CLI dispatch's table.
 Read with Python's ``ast`` from every module of the package: every ``import`` and ``from ...
 import`` inside a function or lambda (at any depth) must be listed there as (importing
 module, imported module), and every entry there must still name such an import (a stale
-entry is an error too). Modules another branch is still moving are listed in
-:data:`rcpc.cli.lazy.PENDING` with who moves them; their in-function imports are not
-checked here until that branch lands. A canary shows the reader finds each kind."""
+entry is an error too). A canary shows the reader finds each kind."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rcpc.cli.lazy import LAZY, PENDING
+from rcpc.cli.lazy import LAZY
 
 PACKAGE = Path(__file__).resolve().parent.parent / "compiler" / "rcpc"
 
@@ -66,7 +64,7 @@ FOUND = package_deferred()
 
 
 def test_every_in_function_import_is_named_in_the_dispatch_table():
-    unnamed = sorted(pair for pair in FOUND if pair not in LAZY and pair[0] not in PENDING)
+    unnamed = sorted(pair for pair in FOUND if pair not in LAZY)
     assert not unnamed, ("in-function imports not named in rcpc.cli.lazy.LAZY (move them to the module's head, "
                          f"or name them there with why the start-up path needs them deferred): {unnamed}")
 
@@ -74,14 +72,11 @@ def test_every_in_function_import_is_named_in_the_dispatch_table():
 def test_every_entry_names_an_in_function_import():
     stale = sorted(pair for pair in LAZY if pair not in FOUND)
     assert not stale, f"rcpc.cli.lazy.LAZY names imports that are no longer deferred: {stale}"
-    gone = sorted(m for m in PENDING if not any(found == m for found, _ in FOUND))
-    assert not gone, f"rcpc.cli.lazy.PENDING names modules with no in-function import left: {gone}"
 
 
 def test_each_entry_says_why():
     for pair, why in LAZY.items():
         assert isinstance(why, str) and len(why.split()) >= 4, (pair, why)
-        assert pair[0] not in PENDING, pair
 
 
 @pytest.mark.parametrize("source,expected", [

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from rcpc.core.diagnostics import ERROR, NOTE, WARNING, Diagnostic
 from rcpc.core.source import Span
+from rcpc.domain import stdlib
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {ERROR: "error", WARNING: "warning", NOTE: "note"}
@@ -42,8 +43,6 @@ def artifact(path: str) -> dict:
     outside it (``rcpc validate /abs/file.yaml``) as an absolute ``file:`` URI, with no base
     (SARIF 2.1.0 §3.4.3: with ``uriBaseId``, ``uri`` is relative); a standard library label
     (``@rcpc//maxtext_tpu.rcp``) as the ``file:`` URI of the installed file."""
-    from rcpc.domain import stdlib
-
     p = stdlib.path_of(path) if stdlib.is_label(path) else Path(path)
     if p.is_absolute():
         return {"uri": p.as_uri()}

@@ -28,6 +28,9 @@ import json
 import sys
 from pathlib import Path
 
+from rcpc.core.builtins import FUNCTIONS, TYPES
+from rcpc.domain.builtins import UNIVERSE
+
 WORDS_MODULE = Path("compiler/rcpc/highlight_words.py")
 TEXTMATE = Path("editors/vscode/syntaxes/rcp.tmLanguage.json")
 LANGUAGE_DOC = Path("docs/language.md")
@@ -39,9 +42,6 @@ _FUNCTION_SCOPE, _TYPE_SCOPE = "support.function.builtin.rcp", "support.type.rcp
 def words() -> tuple[tuple, tuple]:
     """(built-in functions and declarations, built-in types that are not also functions), each
     sorted."""
-    from rcpc.core.builtins import TYPES
-    from rcpc.domain.builtins import UNIVERSE
-
     functions = sorted(n for n in UNIVERSE.names if n not in TYPES or UNIVERSE.declared(n) is not TYPES[n])
     return tuple(functions), tuple(sorted(n for n in TYPES if n not in functions))
 
@@ -67,9 +67,6 @@ def builtin_table() -> str:
     """The Markdown table of every built-in function and declaration: its signature, its doc
     and its reference text; declarations first, then the domain's functions, then the core's,
     each in the order declared."""
-    from rcpc.core.builtins import FUNCTIONS
-    from rcpc.domain.builtins import UNIVERSE
-
     declared = [*UNIVERSE.declarations.values(), *UNIVERSE.functions.values(), *FUNCTIONS.values()]
     rows = ["| built-in | what it is |\n", "|---|---|\n"]
     for d in declared:

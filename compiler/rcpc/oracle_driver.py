@@ -33,6 +33,7 @@ What cannot run here is stubbed, all of it in :data:`STUBS` and nowhere else:
 """
 
 import json
+import logging
 import os
 import sys
 
@@ -110,7 +111,6 @@ def main():
     os.dup2(2, 1)  # whatever MaxText prints goes to stderr, never into the results
     job = json.load(sys.stdin)
     slices = int(job.get("slices", 1))
-    import logging
 
     logging.disable(logging.WARNING)
     make = None

@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 
 from rcpc.core import store
+from rcpc.core.diagnostics import from_json, to_json
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_NAME, MAX_SCHEMA_BYTES
 from rcpc.core.usercache import code_fingerprint
@@ -129,7 +130,6 @@ def _validate(entry, recipe: str):
     checked by the store), with the warnings as :class:`~rcpc.core.diagnostics.Diagnostic`.
     Raises ValueError for anything that a store of a build of ``recipe`` could not have
     written."""
-    from rcpc.core.diagnostics import from_json
 
     if type(entry) is not dict or set(entry) != {"deps", "builds", "warnings", "contracts"}:
         raise ValueError("not a cache entry")
@@ -188,7 +188,6 @@ def store_built(cache: BuildCache, options: list[str], compiler, path: Path, rec
     (:meth:`rcpc.domain.recipe.Compiler.compile`). Returns ``([(variant, [(render, text)])],
     found, {dependency: SHA-256} or None)`` (None: the cache is off, or a dependency changed
     while it was compiled)."""
-    from rcpc.core.diagnostics import to_json
     from rcpc.domain.recipe import contract_variants
 
     out = [(vb.variant, [(r.name, r.text) for r in vb.renders]) for vb in builds]

@@ -24,6 +24,8 @@ _CACHED = ("a build served from the build cache (no input changed) imports no co
            "the render kinds (and the evaluator, parser and MaxText model under them) load only to build")
 _WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto on a busy machine) "
             "does not import multiprocessing")
+_PLUGIN = ("pytest loads rcpc's plugin in every session of an environment rcpc is installed in: it imports "
+           "no compiler (nor syrupy's assertion machinery) until a session collects rcp.toml")
 _LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
          "a build parses with the generated scanner and recursive descent")
 
@@ -92,23 +94,42 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.core.goyaml", "calendar"): "only a !!timestamp scalar (a recipe's build reads none)",
     ("rcpc.core.syntax.parser", "lark"): _LARK,
     ("rcpc.core.syntax.parser", "lark.exceptions"): _LARK,
-}
-
-# Modules whose in-function imports another branch is moving to their heads (issue 40), not
-# checked until it lands; the lead removes each entry at the merge.
-_IMPORTS = "branch `imports` moves its in-function imports to heads or names them in LAZY"
-PENDING: dict[str, str] = {
-    **{m: _IMPORTS for m in (
-        "rcpc.completion", "rcpc.findings", "rcpc.grammars", "rcpc.oracle_driver", "rcpc.testhook",
-        "rcpc.domain.explain", "rcpc.domain.kube.codegen", "rcpc.domain.kube.crd", "rcpc.domain.maxtext.schemagen",
-        "rcpc.importer.bash", "rcpc.importer.command", "rcpc.importer.driver", "rcpc.importer.fields",
-        "rcpc.importer.interpret", "rcpc.importer.library", "rcpc.importer.manifest",
-        "rcpc.importer.proof", "rcpc.importer.relocate", "rcpc.importer.shcase", "rcpc.importer.shell",
-        "rcpc.importer.shell_library", "rcpc.lsp.query", "rcpc.lsp.server", "rcpc.review.report",
-        "rcpc.review.revision")},
-    "rcpc.testing.plugin": "branch `goldentest` owns the pytest plugin",
-    "rcpc.testing.golden": "branch `goldentest` owns the pytest plugin",
-    "rcpc.review.golden": "merged from the golden-check branch after this table was made: the lead moves or names them",
-    **{m: "branch `store` restructures the caches (a content-addressed store)" for m in (
-        "rcpc.build.cache", "rcpc.core.usercache", "rcpc.core.cachetrim", "rcpc.core.store", "rcpc.oracle")},
+    ("rcpc.build.cache", "rcpc.domain.overrides"): _CACHED,
+    ("rcpc.build.cache", "rcpc.domain.recipe"): _CACHED,
+    # the caches: the replay fast path (build/replay.py) and `rcpc fmt` read none
+    ("rcpc.core.store", "sqlite3"): "the store's database is opened only when a cache entry is read or written: "
+                                    "a replayed build or check, and `rcpc fmt`, do not import sqlite3 (~3 ms)",
+    ("rcpc.core.usercache", "hashlib"): "the replay fast path checks the cache directory's trust but fingerprints "
+                                        "nothing: OpenSSL (~10-20 ms) loads only to fingerprint",
+    ("rcpc.core.usercache", "importlib.util"): "as hashlib: only to fingerprint an installed distribution",
+    ("rcpc.core.usercache", "rcpc.core.distributions"): "as hashlib: only to fingerprint (once a process)",
+    ("rcpc.core.usercache", "rcpc.core.diagnostics"): "only the warning about an untrusted cache directory (W0960) "
+                                                      "is formatted: usercache is on the replay fast path",
+    ("rcpc.oracle", "concurrent.futures"): "threads only when the MaxText oracle runs more than one interpreter",
+    # modules on every command's path, for one command's need
+    ("rcpc.completion", "shtab"): "only `rcpc completion` writes a script; the CLI imports completion for every command",
+    ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles; findings is on every command's path",
+    ("rcpc.testhook", "signal"): "testhook is on the build and check path (the store's and pool's test points); "
+                                 "only a test's kill needs signal (which imports enum, ~2 ms)",
+    ("rcpc.review.report", "tempfile"): "`rcpc --help` imports review.report (diff's options): only diff --rev checks "
+                                        "a revision out",
+    ("rcpc.review.report", "rcpc.review.revision"): "as tempfile: only `rcpc diff --rev` reads git",
+    ("rcpc.review.report", "rcpc.domain.recipe"): "as tempfile: `rcpc --help` does not load the compiler",
+    ("rcpc.review.golden", "difflib"): "only a golden that changed is diffed",
+    ("rcpc.review.golden", "yaml"): "PyYAML (libyaml) only to summarize a golden that changed",
+    ("rcpc.domain.maxtext.schemagen", "subprocess"): "schemagen is on the build path (its YAML loader, refusals); "
+                                                     "only `rcpc schema` asks git for MaxText's commit",
+    ("rcpc.domain.maxtext.schemagen", "yaml"): "as subprocess: only a MaxText YAML config read (rcpc schema, a "
+                                               "base.yml schema) needs PyYAML",
+    # the pytest plugin: pytest loads it in every session of an environment rcpc is installed in
+    **{("rcpc.testing.plugin", m): _PLUGIN for m in (
+        "rcpc.__main__", "rcpc.api", "rcpc.core.diagnostics", "rcpc.review.golden", "rcpc.testing.golden",
+        "syrupy.assertion", "syrupy.location")},
+    ("rcpc.testing.plugin", "_pytest.unraisableexception"): "a pytest-private name (pytester's), inside the try that "
+                                                            "keeps pytest's own collection where it is missing",
+    ("rcpc.testing.golden", "rcpc.review.golden"): _PLUGIN,
+    # MaxText's loader driver runs in the user's interpreter
+    **{("rcpc.oracle_driver", m): "the driver runs in the user's interpreter: MaxText (and JAX) are imported after "
+                                  "stdout is moved to stderr, inside the try that reports a failed import"
+       for m in ("maxtext.configs", "maxtext.utils", "maxtext.utils.maxtext_utils", "jax")},
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 
 from rcpc.core import store
 from rcpc.core.envvars import get
@@ -58,7 +59,6 @@ def maybe_trim(now: float | None = None) -> None:
     root = cache_dir()
     if root is None or get("RCPC_NO_CACHE"):
         return
-    import time
 
     now = time.time() if now is None else now
     stamp = os.path.join(root, STAMP)

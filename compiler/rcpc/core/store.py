@@ -47,9 +47,12 @@ database, :mod:`sqlite3` (~3 ms).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import time
 
+from rcpc import testhook
 from rcpc.core.envvars import get as env
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 
@@ -202,8 +205,6 @@ def _keep(raw: bytes, area: str, data: bytes) -> None:
     """Keep an entry to write; the first kept registers :func:`flush` to run at exit."""
     _STATE.pending[raw] = (area, data)
     if not _STATE.exit_hook:
-        import atexit
-
         atexit.register(flush)
         _STATE.exit_hook = True
 
@@ -265,8 +266,6 @@ def _write(directory: str, pending: dict, touched: dict) -> None:
     db = _open(directory, create=True)
     if db is None:
         return
-    from rcpc import testhook
-
     now = _now()
     testhook.point("store-begin")
     db.execute("BEGIN IMMEDIATE")
@@ -283,8 +282,6 @@ def _write(directory: str, pending: dict, touched: dict) -> None:
 
 
 def _now() -> int:
-    import time
-
     return int(time.time())
 
 

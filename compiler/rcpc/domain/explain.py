@@ -15,10 +15,15 @@ from pathlib import Path
 
 from rcpc.core.diagnostics import did_you_mean, error
 from rcpc.core.source import COMMAND_LINE_SPAN
+from rcpc.core.values import Str
+from rcpc.domain.flag_overrides import apply_flags
+from rcpc.domain.launch import ENV_PREFIX, env_overrides
 from rcpc.domain.maxtext.emit import value_text
 from rcpc.core.emit.scalars import scalar_str
+from rcpc.domain.maxtext.mesh import EffectiveValues, _UNKNOWN
 from rcpc.domain.overrides import Overrides
 from rcpc.domain.recipe import Compiler
+from rcpc.domain.renders import carried, kind_of
 from rcpc.domain.values import FlagSet
 
 
@@ -26,8 +31,6 @@ def _evaluated(compiler: Compiler, path: Path, variant: str | None, sets):
     """(recipe, the variant's name, its evaluation) of ``--variant`` (default ``default``) or
     param overrides (``--set`` items, or an :class:`~rcpc.domain.overrides.Overrides`:
     values files and ``--flag`` items too). ``E0607`` for an unknown variant."""
-    from rcpc.domain.flag_overrides import apply_flags
-
     recipe, _ = compiler.recipe(path)
     overrides = Overrides.of(sets)
     if overrides.params:
@@ -51,10 +54,6 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
     comes from, in MaxText's precedence (the flag, then the env, then the model config, then
     base.yml; MaxText ``pyconfig.initialize``). ``E0620`` for a render carrying no flag set
     or several; ``E0621`` when the flag set has no MaxText schema to start from."""
-    from rcpc.domain.launch import env_overrides
-    from rcpc.domain.maxtext.mesh import EffectiveValues, _UNKNOWN
-    from rcpc.domain.renders import carried, kind_of
-
     recipe, name, result = _evaluated(compiler, path, variant, sets)
     (fs, _), container, where = _find(result, render), None, render
     for r in result.renders:
@@ -89,8 +88,6 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
 
 
 def _name(container) -> str:
-    from rcpc.core.values import Str
-
     n = container.items.get("name") if container is not None else None
     return repr(n.value) if type(n) is Str else "?"
 
@@ -154,10 +151,6 @@ def _where(span) -> str:
 
 
 def _env(result, fs: FlagSet, key: str) -> list[dict]:
-    from rcpc.core.values import Str
-    from rcpc.domain.launch import ENV_PREFIX, env_overrides
-    from rcpc.domain.renders import carried, kind_of
-
     name = ENV_PREFIX + key.split(".")[0].upper()
     out = []
     for r in result.renders:
@@ -177,8 +170,6 @@ def _env(result, fs: FlagSet, key: str) -> list[dict]:
 def _find(result, name: str) -> tuple:
     """(the flag set named ``name``, the :class:`~rcpc.domain.embedding.Embedding` it was
     read from: None for a name bound to a flag set)."""
-    from rcpc.domain.renders import carried, kind_of
-
     value = result.exports.get(name)
     if type(value) is FlagSet:
         return value, None

@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import sys
 
+import bashlex
+
+from rcpc.importer import shcase
+
 CALLS_PER_CHAR = 100
 BASE_CALLS = 100_000
 STUCK = "the shell parser (bashlex) does not finish on this word"
@@ -65,8 +69,6 @@ def parse(text: str) -> list:
 
 
 def _parse_cases(text: str) -> list:
-    from rcpc.importer import shcase
-
     return shcase.parse(text, _parse) if "case" in text else _parse(text)
 
 
@@ -110,8 +112,6 @@ def masked(text: str) -> str | None:
 
 def _parse(text: str) -> list:
     """``bashlex.parse(text)``, bounded (:func:`parse`)."""
-    import bashlex
-
     limit = budget(text)
     calls = 0
     word = None  # (the outermost _expandword frame, the call count it may reach)

@@ -6,6 +6,9 @@ parser); every part keeps its offsets, so the text around it is kept byte for by
 from __future__ import annotations
 
 import attrs
+import bashlex
+
+from rcpc.importer import bash
 
 # MaxText's trainer reads its config file, then key=value overrides (MaxText pyconfig);
 # MaxDiffusion's trainers read theirs the same way (src/maxdiffusion/configs/base_wan_14b.yml).
@@ -47,8 +50,6 @@ def _words(node):
 
 
 def _walk(nodes):
-    import bashlex
-
     found = []
 
     class Visitor(bashlex.ast.nodevisitor):
@@ -64,8 +65,6 @@ def parse_commands(text: str):
     """The simple commands of shell ``text`` (bashlex nodes, in order). Raises
     ``bashlex.errors.ParsingError`` (or another bashlex error) for text bash cannot parse, or
     that bashlex does not finish parsing (:func:`rcpc.importer.bash.parse`)."""
-    from rcpc.importer import bash
-
     return _walk(bash.parse(text))
 
 

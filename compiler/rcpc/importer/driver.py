@@ -17,11 +17,19 @@ import builds: each is moved to the input file.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import attrs
 
 from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.fmt import format_source
+from rcpc.core.source import Span
+from rcpc.domain import stdlib
+from rcpc.domain.kube.schema import SchemaIndex
+from rcpc.domain.maxtext.flagset import argv
+from rcpc.domain.values import FlagSet
+from rcpc.importer import command, interpret, library, manifest, proof, relocate, serving, shell, shell_library
 
 # E1203: the import's own proof failed, which is rcpc's fault, not the input's.
 IMPORT_BUG_HINT = "this is a fault of rcpc import: please report it with the input file"
@@ -42,8 +50,6 @@ class Imported:
 
 def canonical(text: str) -> str:
     """``text`` as ``rcpc fmt`` writes it."""
-    from rcpc.core.fmt import format_source
-
     return format_source(text, "<import>")
 
 
@@ -52,8 +58,6 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
     the arguments and errors), proven equal to it in the workspace ``ws``. Raises
     :class:`CompileError` ``E1203`` when no recipe is equal (the first differences), and the
     errors of the recipe's build at the template."""
-    from rcpc.importer import library, manifest, proof, serving
-
     template = manifest.read(path, shown, sets, variables, _schemas(ws))
     root = ws.root
     types = {n: template.type_of(n) for n in template.params}
@@ -109,8 +113,6 @@ def import_manifest(ws, path: Path, shown: str, sets: dict, variables) -> Import
 def _difference_span(template, difference: str):
     """The template's span of the node a proof difference names (``with A=1: $.spec.x: ...``,
     :func:`rcpc.importer.proof.differences`), else of the whole object."""
-    from rcpc.importer import relocate
-
     at = difference.find(": $")
     found = relocate.at_path(template.value, difference[at + 3:].removeprefix(".")) \
         if at >= 0 and template.value is not None else None
@@ -121,8 +123,6 @@ def _schemas(ws):
     """``schema_of(apiVersion, kind)``: the schema of the workspace's ``kube_schemas`` for
     the object, else of rcpc's built-in JobSet schema, else None (the types of placeholders,
     :mod:`rcpc.importer.fields`)."""
-    from rcpc.domain.kube.schema import SchemaIndex
-
     indexes = []
 
     def schema_of(api: str, kind: str):
@@ -136,8 +136,6 @@ def _schemas(ws):
 def _has_library(ws, load_path: str) -> bool:
     """The library a candidate loads (``@rcpc//FILE.rcp``, rcpc's standard library, or a
     workspace path ``//...``) exists, so its functions can be tried."""
-    from rcpc.domain import stdlib
-
     if stdlib.is_label(load_path):
         return stdlib.path_of(load_path, ws.stdlib_dir).is_file()
     return (ws.root / load_path.removeprefix("//")).is_file()
@@ -150,8 +148,6 @@ def _valid(root: Path, template, make, text: str):
     ``parallelism`` on a slice of 16 hosts) is a ``W1201`` note instead, and the recipe is made
     again with it (a ``TODO(import)`` comment); any other error is raised, a
     :class:`CompileError`."""
-    from rcpc.importer import proof, relocate
-
     errors, shown = _build_errors(root, text)
     if not errors:
         return template, text
@@ -178,8 +174,6 @@ def _build_errors(root: Path, text: str) -> tuple:
     """``(diagnostics, the recipe's path as they show it)`` of building the recipe ``text``
     with its defaults in the workspace at ``root``, as ``rcpc build`` would (``([], "")``
     when it builds)."""
-    from rcpc.importer import proof
-
     def run(path: Path):
         compiler = proof.fresh_compiler(root)
         try:
@@ -214,9 +208,6 @@ def _at_template(template, text: str, shown: str, diagnostics, how: str) -> list
     (:func:`rcpc.importer.relocate.relocate`): a param at its first placeholder, a flag at its
     ``key=`` word, a Kubernetes finding at its path, anything else at the object's first
     line; ``how`` the note saying how the recipe was built."""
-    from rcpc.core.source import Span
-    from rcpc.importer import manifest, relocate
-
     def placeholder(name: str):
         place = template.places.get(name)
         if place is not None:
@@ -245,8 +236,6 @@ def _outcome(run, root: Path, path: Path):
     """``run()``'s differences, or ``(CompileError, unknown MaxText keys, the recipe's path
     as diagnostics show it)`` when the recipe at ``path`` does not build in the workspace at
     ``root`` (read while the recipe file still exists)."""
-    from rcpc.importer import proof
-
     try:
         return run()
     except CompileError as exc:
@@ -284,8 +273,6 @@ def import_shell(ws, path: Path, shown: str) -> Imported:
     renders are the same words, and each MaxText flag set's tokens are the words of the
     trainer's flags in the launch command. Raises :class:`CompileError` (``E1201`` the file
     cannot be parsed, ``E1204`` it launches nothing, ``E1203`` not equal)."""
-    from rcpc.importer import proof, shell, shell_library
-
     script = shell.read(path, shown)
     if not shell.programs(script):
         raise CompileError(Diagnostic("E1204", f"{shown} runs no command rcpc can reproduce (only shell builtins, "
@@ -352,9 +339,6 @@ def _at_script(script, text: str, shown: str, diagnostics) -> list:
     """``diagnostics`` of the import's recipe ``text`` (shown as ``shown``) at the shell file
     (:func:`rcpc.importer.relocate.relocate`): a param at its assignment, a flag at its
     ``key=`` word, anything else at the file's first line."""
-    from rcpc.core.source import Span
-    from rcpc.importer import manifest, relocate, shell
-
     def placeholder(name: str):
         b = script.bindings.get(name)
         pos = getattr(getattr(b, "node", None), "pos", None)
@@ -369,10 +353,6 @@ def _at_script(script, text: str, shown: str, diagnostics) -> list:
 
 
 def _shell_differences(compiler, recipe: Path, script) -> list:
-    from rcpc.domain.maxtext.flagset import argv
-    from rcpc.domain.values import FlagSet
-    from rcpc.importer import interpret, proof, shell
-
     kept = shell.used(script)
     defaults = {b.name: shell._visible(b.name) if b.default == "" else _typed(b) for b in script.bindings.values()
                 if b.kind == "param" and b.name in kept}
@@ -413,10 +393,6 @@ def _trainer_tokens(lines) -> list | None:
     trainer found in
     the words of command lines ``lines`` (a word, or the value of a ``--name=`` word, parsed as
     shell); None when there is none."""
-    import shlex
-
-    from rcpc.importer import command
-
     tokens = None
     for line in lines:
         for word in line:
@@ -444,8 +420,6 @@ def _typed(b):
 
 def _other(defaults: dict) -> dict:
     """A second value of each param: another int, the other bool, a distinct string."""
-    from rcpc.importer.proof import other_values
-
-    strings = other_values({k: v for k, v in defaults.items() if isinstance(v, str)})
+    strings = proof.other_values({k: v for k, v in defaults.items() if isinstance(v, str)})
     return {k: (not v if isinstance(v, bool) else v + 1 if isinstance(v, int) else v + 0.5 if isinstance(v, float)
                 else strings[k]) for k, v in defaults.items()}

@@ -28,10 +28,15 @@ the field refuses), part of the value (``8${N}``), standing in fields of two typ
 from __future__ import annotations
 
 import attrs
+import yaml
 
 from rcpc.core.builtins import article
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.source import Span
+from rcpc.core.values import Dict, List, Str
+from rcpc.domain.builtins import param_value_from_text
+from rcpc.domain.kube.paths import manifest_path
+from rcpc.domain.values import Param
 from rcpc.importer.literals import Ref, placeholders
 
 # schema type → (param type, what the field holds, as a diagnostic says it)
@@ -58,8 +63,6 @@ class Place:
 
     def where(self) -> str:
         """``spec.replicas (an integer)``: the field, as diagnostics and param docs name it."""
-        from rcpc.domain.kube.paths import manifest_path
-
         return f"{manifest_path(self.path)} ({TYPES[self.field][1]})"
 
 
@@ -98,8 +101,6 @@ def typed_places(doc, text: str, schema, names) -> list:
     with spans, :func:`rcpc.domain.kube.manifests.load_manifests`) of source ``text``; in order.
     Raises :class:`CompileError` ``E1207`` for a placeholder of such a field that cannot be
     a typed param (quoted, or part of the value), at its place."""
-    from rcpc.core.values import Dict, List, Str
-
     lines = text.splitlines()
     out: list = []
     problems: list = []
@@ -135,8 +136,6 @@ def typed_places(doc, text: str, schema, names) -> list:
 
 
 def _cannot(name: str, path: tuple, span: Span, field: str, quoted: bool) -> Diagnostic:
-    from rcpc.domain.kube.paths import manifest_path
-
     what = TYPES[field][1]
     key = next((p for p in reversed(path) if isinstance(p, str)), "field")
     if quoted:
@@ -189,11 +188,6 @@ def check_set(place: Place, text: str) -> None:
     (:func:`rcpc.domain.builtins.param_value_from_text`), or is not text that envsubst's YAML
     reads back as that value: an int in plain decimal (``08`` is a string in YAML 1.1,
     ``010`` the octal 8), a float with a dot (``1e-6`` is a string in YAML 1.1)."""
-    import yaml
-
-    from rcpc.domain.builtins import param_value_from_text
-    from rcpc.domain.values import Param
-
     hint = {"int": "write decimal digits, without a leading zero or +", "bool": "write true or false",
             "float": "write a decimal with a dot, such as 0.5 or 1.0e-6"}[place.type]
     try:

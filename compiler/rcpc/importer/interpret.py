@@ -42,6 +42,7 @@ interpreter reads.
 from __future__ import annotations
 
 from rcpc.importer import bash
+from rcpc.importer.shcase import unquoted
 
 MAX_EVAL_DEPTH = 8  # eval of a string that runs eval ...
 IFS = " \t\n"  # bash's default IFS; a script that sets IFS is Unsupported
@@ -164,8 +165,6 @@ def _braces(text: str, start: int, end: int) -> None:
     """Raise :class:`Unsupported` when the word has an unquoted ``{`` (not ``${``) with an
     unquoted ``,`` or ``..`` after it and an unquoted ``}`` after those: a brace expansion
     (bash(1) Brace Expansion makes several words of it). Other braces are themselves."""
-    from rcpc.importer.shcase import unquoted
-
     opened, sep = None, False
     for i, c in unquoted(text, start, end):
         if c == "{" and not (i > start and text[i - 1] == "$"):

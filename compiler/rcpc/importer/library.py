@@ -24,6 +24,7 @@ from typing import Callable
 import attrs
 
 from rcpc.importer import manifest as m
+from rcpc.importer.command import parse_commands
 from rcpc.importer.literals import fstring, placeholders, scalar, string
 
 MAXTEXT_TPU = "@rcpc//maxtext_tpu.rcp"
@@ -211,8 +212,6 @@ def _libtpu(s: m.Startup, spaced: bool) -> list | None:
 
 def _words(text: str):
     """``(words, raw texts)`` of each simple command of ``text``."""
-    from rcpc.importer.command import parse_commands
-
     for c in parse_commands(text):
         ws = [w for w in getattr(c, "parts", []) if w.kind == "word"]
         yield [w.word for w in ws], [text[w.pos[0]:w.pos[1]] for w in ws]

@@ -15,10 +15,17 @@ startup command has it split.
 
 from __future__ import annotations
 
+import textwrap
+
 import attrs
 
-from rcpc.core.diagnostics import Diagnostic
-from rcpc.importer import command as cmd
+from rcpc.core import goyaml
+from rcpc.core.diagnostics import CompileError, Diagnostic
+from rcpc.core.source import Span
+from rcpc.core.values import to_python
+from rcpc.domain.kube.manifests import load_manifests
+from rcpc.domain.renders import JOBSET_API_VERSION
+from rcpc.importer import bash, command as cmd, fields
 from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
 
 # Variables a pod's shell reads at run time, set by the TPU and JobSet environment: a
@@ -201,8 +208,6 @@ def _unparsed(exc: Exception, text: str, span_of) -> Diagnostic:
     command's first words: bashlex's message and the offset in the command where it stopped
     (:func:`rcpc.importer.bash.stopped_at`: an early end at the command's end, never the stale
     offset bashlex gives it), or no offset when it gives none in this text."""
-    from rcpc.importer import bash
-
     pos = bash.stopped_at(exc, text)
     at = f" at offset {pos} of {len(text)} characters" if pos is not None else ""
     return Diagnostic("W1200", f"TODO(import): the startup command is kept as text: bash cannot parse it "
@@ -228,13 +233,6 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
     :class:`~rcpc.core.diagnostics.CompileError`: ``E1103`` (not readable YAML), ``E1200``
     (no document, or one that is not a Kubernetes object), ``E1205`` (a ``--set`` name that is not a placeholder),
     ``E1207`` (a placeholder of a typed field that cannot be a typed param)."""
-    from rcpc.importer import fields
-
-    from rcpc.core.diagnostics import CompileError
-    from rcpc.core.source import Span
-    from rcpc.core.values import to_python
-    from rcpc.domain.kube.manifests import load_manifests
-
     retyped: list = []  # W1104: keys kubectl sends as other text, as the recipe will write them
     source, docs = load_manifests(path, shown, retyped)
     if not docs:
@@ -291,8 +289,6 @@ def read(path, shown: str, sets: dict, variables, schema_of=None) -> Template:
 def locate(shown: str, text: str, words: str):
     """The span of the first place in the template text where ``words`` stands, not preceded
     by a name character (``steps=`` is not found in ``max_steps=``); else line 1, column 1."""
-    from rcpc.core.source import Span
-
     for i, line in enumerate(text.splitlines(), 1):
         col = line.find(words)
         while col > 0 and (line[col - 1].isalnum() or line[col - 1] == "_"):
@@ -321,16 +317,12 @@ def visible_default(name: str) -> str:
     dashes (``WORKLOAD_NAME`` → ``workload-name``), visible in every render and valid where
     the templates put it (a DNS-1123 name, an image reference, a path), and a string as
     kubectl reads it after envsubst (``N`` is ``n-value``: ``n`` is go-yaml's false)."""
-    from rcpc.core import goyaml
-
     text = name.lower().replace("_", "-")
     return text if goyaml.resolve(text)[0] == goyaml.STR else f"{text}-value"
 
 
 def header(t: Template, how: str) -> list:
     """The recipe's opening comment and its params."""
-    import textwrap
-
     said = (f"by `rcpc import manifest`, {how}: the render equals the template after envsubst with the "
             "same values (rcpc import proves it).")
     lines = [f"# Imported from {t.shown}"] + textwrap.wrap(said, 98, initial_indent="# ", subsequent_indent="# ",
@@ -388,8 +380,6 @@ def literal(t: Template) -> str:
 def literal_body(t: Template, name: str, first: bool) -> list:
     """The lines of one document as a data literal, its render named ``name`` (a JobSet of
     rcpc's API version is ``jobset``'s ``jobset`` when it is the file's ``first``)."""
-    from rcpc.domain.renders import JOBSET_API_VERSION
-
     lines = flag_lines(t)
     s = t.startup
     if s is not None:

@@ -20,6 +20,13 @@ import os
 import tempfile
 from pathlib import Path
 
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.values import to_python
+from rcpc.domain.kube.manifests import parse_manifests
+from rcpc.domain.recipe import Compiler
+from rcpc.domain.renders import kind_of
+from rcpc.domain.workspace import Workspace
+from rcpc.importer.fields import other_text
 from rcpc.importer.literals import Ref, placeholders
 
 
@@ -87,9 +94,6 @@ def renders(compiler, recipe: Path, values: dict) -> dict:
     valid, and is still rendered as envsubst writes it). Raises
     :class:`~rcpc.core.diagnostics.CompileError` for the errors of the evaluation itself
     (a MaxText key the schema does not know, a value not of its param's type)."""
-    from rcpc.core.diagnostics import CompileError
-    from rcpc.domain.renders import kind_of
-
     result = compiler.evaluate(recipe, dict(values))
     if result.errors:
         raise CompileError(result.errors)
@@ -104,8 +108,6 @@ def typed_other_values(defaults: dict, types: dict) -> dict:
     """A second value (``--set`` text) of each param: :func:`other_values` for the ``str``
     params, :func:`rcpc.importer.fields.other_text` for those ``types`` names ``int``,
     ``bool`` or ``float``."""
-    from rcpc.importer.fields import other_text
-
     strings = other_values({k: v for k, v in defaults.items() if types.get(k, "str") == "str"})
     return {k: strings[k] if k in strings else other_text(types[k], v) for k, v in defaults.items()}
 
@@ -116,9 +118,6 @@ def manifest_differences(compiler, recipe: Path, template_text: str, defaults: d
     the defaults (``--set`` text) and for :func:`typed_other_values` (``types``: name → param
     type, ``str`` when not named); empty when equal. Raises
     :class:`~rcpc.core.diagnostics.CompileError` when the recipe does not evaluate."""
-    from rcpc.core.values import to_python
-    from rcpc.domain.kube.manifests import parse_manifests
-
     def read(text: str, shown: str) -> list:  # as kubectl reads it (go-yaml), not PyYAML: `n:` is the key "false"
         return [to_python(d) for d in parse_manifests(text, shown)]
 
@@ -138,7 +137,4 @@ def manifest_differences(compiler, recipe: Path, template_text: str, defaults: d
 def fresh_compiler(root: Path):
     """A compiler of the workspace at ``root`` with nothing cached (each proof reads the
     files as they are now)."""
-    from rcpc.domain.recipe import Compiler
-    from rcpc.domain.workspace import Workspace
-
     return Compiler(Workspace.find(Path(os.fspath(root))))

@@ -24,6 +24,7 @@ import re
 from rcpc.core import record
 from rcpc.core.diagnostics import Diagnostic
 from rcpc.core.source import Span
+from rcpc.core.values import Dict, List
 
 _ENTRY = re.compile(r'\s*"([^"]+)"\s*:')
 _DECLARED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*) = param\(")
@@ -83,8 +84,6 @@ def at_path(doc, rest: str, message: str = "") -> Span | None:
     ``rest`` (``spec.replicatedJobs[0].replicas: ...``) reaches, its keys matched against
     the node's own (a key may hold dots: ``cloud.google.com/gke-tpu-topology``); an unknown
     field (``unknown field 'k'``) at its key."""
-    from rcpc.core.values import Dict, List
-
     node, span, i = doc, None, 0
     while i < len(rest) and not rest.startswith(": ", i):
         if type(node) is List and rest.startswith("[", i):

@@ -19,6 +19,7 @@ Errors are ``bashlex.errors.ParsingError`` at the offset they are found at, as b
 from __future__ import annotations
 
 import attrs
+import bashlex
 
 
 @attrs.frozen
@@ -43,8 +44,6 @@ class Case:
 
 
 def _error(message: str, text: str, pos: int):
-    import bashlex
-
     return bashlex.errors.ParsingError(message, text, pos)
 
 

@@ -30,13 +30,18 @@ command does not use, is kept as a comment marked ``TODO(import)`` and listed as
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 
 import attrs
+import bashlex
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, io_hint
+from rcpc.core.files import read_limited
+from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Span
-from rcpc.importer import interpret
+from rcpc.domain.tpu import accelerator_type
+from rcpc.importer import bash, interpret
 from rcpc.importer.command import flag_list
 from rcpc.core.values import Str
 from rcpc.domain.maxtext.emit import value_text
@@ -117,12 +122,6 @@ def _span(script_shown: str, text: str, pos) -> Span:
 def read(path, shown: str) -> Script:
     """The shell file ``path`` parsed for import. Raises :class:`CompileError`: ``E1201``
     (not readable, not UTF-8, or bash cannot parse it, at the place bashlex stops)."""
-    import bashlex
-
-    from rcpc.core.files import read_limited
-    from rcpc.importer import bash
-    from rcpc.core.limits import MAX_FILE_BYTES
-
     try:
         text = read_limited(path, MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -301,8 +300,6 @@ def _marked(script: Script, word: str, marks: dict) -> list:
 
 
 def _quote(value: str) -> str:
-    import shlex
-
     return shlex.quote(value)
 
 
@@ -399,8 +396,6 @@ def _tie_slice(script: Script, words: list) -> None:
     ``tpu_slice`` and ``num_slices`` (the command's ``--num-slices``), so that MaxText's mesh
     is checked against the slice (:func:`_binding`). ``words``: each word's pieces, changed in
     place."""
-    from rcpc.domain.tpu import accelerator_type
-
     if script.slice is not None or SLICE_NAME in script.bindings:
         return
     plain = [p[0] if len(p) == 1 and isinstance(p[0], str) else None for p in words]
@@ -864,8 +859,6 @@ def derived_script(script: Script, values: dict) -> str:
     """The statements of ``script`` the recipe reproduces, as written, in order, each param's
     assignment with ``values[name]`` instead (shell-quoted): the script whose command lines
     (:func:`rcpc.importer.interpret.run`, which runs nothing) the recipe must equal."""
-    import shlex
-
     out = []
     kept = used(script, proof=True)
     for item in script.items:

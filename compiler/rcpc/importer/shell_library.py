@@ -23,6 +23,7 @@ XLA flags a dict, a ``case``'s lookup of device types the slice).
 
 from __future__ import annotations
 
+import ast
 from typing import Callable
 
 import attrs
@@ -233,7 +234,6 @@ def _libtpu(script, text: str, refs: list) -> tuple[str, str, bool] | None:
     b = script.bindings.get(ref.removesuffix("_JOINED"))
     if b is None or b.kind != "list" or not ref.endswith("_JOINED") or b.list_format not in _SPACINGS:
         return None
-    import ast
 
     lines = []
     for item in ast.literal_eval(b.source):

@@ -30,12 +30,14 @@ import attrs
 from rcpc.core.builtins import Function
 from rcpc.domain import builtins as B
 from rcpc.domain import stdlib
+from rcpc.domain import explain as explaining
+from rcpc.domain.tpu import tpu_slice
 from rcpc.domain.workspace import SCHEMA_DIR
 from rcpc.core.diagnostics import CompileError
 from rcpc.core.resolve import ARGUMENT, BUILTIN, COMPREHENSION, FUNCTION, LOADED, LOCAL, PARAM, TOP_LEVEL
 from rcpc.core.source import Span, joined
 from rcpc.core.syntax import ast
-from rcpc.core.syntax.walk import children
+from rcpc.core.syntax.walk import children, walk
 
 # The built-ins as the language declares them (rcpc.core.builtins.Function, Declaration, TypeDoc):
 # signature and one-line doc (hover, completion), keyword arguments, and the calls that make
@@ -372,8 +374,6 @@ def _hover_string(session, real: Path, mod, hit: Hit, variant: str | None) -> st
     if call is None:
         return None
     if call.func.id == "tpu_slice":
-        from rcpc.domain.tpu import tpu_slice
-
         try:
             s = tpu_slice(hit.node.value, hit.node.span)
         except CompileError as exc:
@@ -417,13 +417,11 @@ def _maxtext_key(session, real: Path, hit: Hit, key: str, variant: str | None) -
             out.append(f"source: {field.get('source', schema.path)}")
     name = hit.stmt.name if type(hit.stmt) is ast.Assign else None
     if name is not None and not session.workspace.is_library(real):
-        from rcpc.domain.explain import explain
-
         try:
             declared = session.variants(real)
             if variant not in declared:   # the one asked for, else default, else the first declared
                 variant = "default" if "default" in declared or not declared else declared[0]
-            report = explain(session.compiler(), real, name, key, variant)
+            report = explaining.explain(session.compiler(), real, name, key, variant)
         except CompileError:
             report = None
         if report is not None:
@@ -699,8 +697,6 @@ def symbols(mod: ast.Module, points: dict | None = None) -> list[Symbol]:
 
 
 def _inner_symbols(node, points: dict):
-    from rcpc.core.syntax.walk import walk
-
     for n in walk(node):
         if type(n) is not ast.Call or type(n.func) is not ast.Name:
             continue

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import traceback
 from pathlib import Path
 
@@ -37,6 +38,8 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
 from rcpc import __version__
+from rcpc.core import store
+from rcpc.core.cachetrim import maybe_trim
 from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.fmt import format_source
 from rcpc.core.limits import MAX_MESSAGE_BYTES
@@ -159,8 +162,6 @@ class RcpServer(LanguageServer):
                                  d.code, source="rcpc") for d in exc.diagnostics]
         found = session.diagnostics(real) if full else session.syntax_diagnostics(real)
         if full:   # the entries it made written, the cache kept under its size limit, as a command does
-            from rcpc.core import store
-            from rcpc.core.cachetrim import maybe_trim
 
             store.flush()
             maybe_trim()
@@ -470,8 +471,6 @@ def serve() -> int:
     status is the protocol's: 0 when the client sent ``shutdown`` first, else 1 (LSP 3.17,
     *exit notification*). Standard output belongs to the protocol, and pygls may have closed
     it: nothing is flushed there afterwards."""
-    import sys
-
     server = make_server()
     server.start_io(ClientIn(sys.stdin.buffer), ClientOut(sys.stdout.buffer))
     sys.stdout = None

@@ -18,14 +18,19 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shlex
 import stat
 from pathlib import Path
 
+from rcpc.build.cache import request, store_built
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic
-from rcpc.core.files import NotRegular, TooLarge, read_limited
+from rcpc.core.files import NotRegular, TooLarge, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Span, file_span
+from rcpc.domain.contracts import check_contract
+from rcpc.domain.delta import data_delta
+from rcpc.domain.recipe import contract_variants
 
 DIFF_LINES = 20  # of a render's unified diff that rcpc test shows
 
@@ -114,7 +119,6 @@ def compile_goldens(workspace, paths: list[Path]):
     that held), compiled by nothing; the others are compiled, every contract run (a broken one
     is reported with the renders, not instead of them), and stored there when every contract
     holds."""
-    from rcpc.build.cache import request, store_built
 
     ws = workspace.config
     cache, options = request(ws, None, None)
@@ -143,8 +147,6 @@ def compile_goldens(workspace, paths: list[Path]):
 def _contracts(recipe, builds: list) -> list:
     """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in the
     recipe's order (:func:`rcpc.domain.contracts.check_contract`)."""
-    from rcpc.domain.contracts import check_contract
-    from rcpc.domain.recipe import contract_variants
 
     by_variant = {b.variant: b for b in builds}
     variants = {v.name: v for v in recipe.variants}
@@ -226,8 +228,6 @@ def effective_tokens(text: str) -> dict:
     ``str.split``'s wider set), as ``shlex.split`` would split it (POSIX mode, no comments),
     without its pure-Python tokenizer (a sixth of the summary of a flag edit)."""
     if any(c in text for c in "'\"\\"):
-        import shlex
-
         tokens = shlex.split(text)
     else:
         tokens = [t for t in re.split(r"[ \t\r\n]+", text) if t]
@@ -246,7 +246,6 @@ def _read_yaml(text: str):
     ValueError). Raises ``yaml.YAMLError`` for text that does not read."""
     import yaml
 
-    from rcpc.core.files import load_yaml_bounded, yaml_node_limit
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return load_yaml_bounded(text, loader, yaml_node_limit(len(text)), single=True)[0]
@@ -257,7 +256,6 @@ def render_changes(name: str, old: str, new: str) -> list[str]:
     manifest's paths (:func:`rcpc.domain.delta.data_delta` of both texts read as YAML)."""
     import yaml
 
-    from rcpc.domain.delta import data_delta
 
     try:
         if name.endswith(".flags"):

@@ -16,11 +16,16 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from pathlib import Path
 
 import attrs
 
+from rcpc import __version__
 from rcpc.core import record
+from rcpc.core.diagnostics import CompileError, error
 from rcpc.core.envvars import get
+from rcpc.core.session import Session
+from rcpc.domain.embedding import readable
 from rcpc.domain.renders import render_changes
 from rcpc.domain.delta import format_path
 from rcpc.domain.maxtext.emit import value_text
@@ -43,8 +48,6 @@ class RenderDiff:
 
     def lines(self) -> list[str]:
         """The effective flag changes, then the path-level delta, one line a change."""
-        from rcpc.domain.embedding import readable
-
         out = [c.describe() for c in self.flags or ()] + [readable(c.describe()) for c in self.paths or ()]
         if not out and self.status == "changed":
             return ["no flag's effective value changes"]
@@ -234,8 +237,6 @@ def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: 
     renders it reaches), one per other change by path, the totals, then the unified diffs of
     the renders whose change the rows do not say whole (added, removed, changed beyond flags),
     folded in ``<details>``."""
-    from rcpc.domain.embedding import readable
-
     shown = [d for d in diffs if d.status != "identical"]
     out = [f"### {title}", "", intro, ""]
     if contracts is not None:
@@ -315,8 +316,6 @@ class RevisionDiff:
     contracts: list = attrs.Factory(list)  # (recipe, variant, first problem) of each contract broken in the work tree
 
     def header(self) -> list[str]:
-        from rcpc import __version__
-
         r = self.rev
         lines = [f"rcpc diff --rev {r.rev}: a/ is {r.rev} ({r.commit[:12]}), b/ is the work tree",
                  f"both sides are built by the running rcpc {__version__}"]
@@ -327,8 +326,6 @@ class RevisionDiff:
         return lines
 
     def markdown(self) -> str:
-        from rcpc import __version__
-
         r = self.rev
         own = (f"rcpc's own files differ at `{r.rev}` ({len(self.own_files)}), but both sides are built by "
                f"the running rcpc {__version__}" if self.own_files else
@@ -337,8 +334,6 @@ class RevisionDiff:
         return report_markdown(f"rcpc diff `{r.rev}` → work tree", intro, self.diffs, self.contracts)
 
     def to_json(self) -> dict:
-        from rcpc import __version__
-
         n = {s: sum(1 for d in self.diffs if d.status == s) for s in ("changed", "added", "removed", "identical")}
         return {"rev": self.rev.rev, "commit": self.rev.commit, "rcpc": __version__,
                 "rcpc_files_differ": self.own_files, "summary": n, "renders": [to_json(d) for d in self.diffs]}
@@ -352,11 +347,8 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
     schema options to the revision's workspace. Raises ``E0615`` (git), ``E0607`` (a
     variant on neither side); ``LookupError(name)`` for a recipe on neither side."""
     import tempfile
-    from pathlib import Path
 
     from rcpc.review import revision
-    from rcpc.core.diagnostics import CompileError, error
-    from rcpc.core.session import Session
     from rcpc.domain.recipe import Compiler
 
     rev = revision.find(live.root, rev_text)

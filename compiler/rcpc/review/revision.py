@@ -20,6 +20,8 @@ import hashlib
 import os
 import stat
 import subprocess
+import tempfile
+import tomllib
 from pathlib import Path
 
 import attrs
@@ -156,7 +158,6 @@ def _blobs(rev: Revision, oids: list[str]):
     consumed (the ids are fed from a temporary file: no pipe can fill up both ways)."""
     if not oids:
         return
-    import tempfile
 
     with tempfile.TemporaryFile() as ids:
         ids.write("".join(o + "\n" for o in oids).encode())
@@ -248,8 +249,6 @@ def _configured_paths(ws: Workspace) -> dict:
     """The file names as the workspace's rcp.toml spells them: ``maxtext_schema`` (or its
     older key ``maxtext_base``), and the ``kube_schemas`` list in order (its entries in
     the order :class:`Workspace` read them)."""
-    import tomllib
-
     try:
         data = tomllib.loads(ws.config_bytes.decode("utf-8")) if ws.config_bytes else {}
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):  # Workspace.find read it: not reached

@@ -21,6 +21,7 @@ verdicts and write the same bytes; ``rcpc test`` does it without a pytest sessio
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -230,7 +231,6 @@ class RecipeWorkspace(pytest.File):
         """The items; while they are made (recipes compiled), the cyclic garbage collector
         runs as rarely as in ``rcpc`` itself (:data:`rcpc.__main__.GC_THRESHOLDS`: a compile
         allocates many small objects and leaves no cycles), its thresholds restored after."""
-        import gc
 
         from rcpc.__main__ import GC_THRESHOLDS
 

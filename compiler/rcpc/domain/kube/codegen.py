@@ -13,8 +13,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import fastjsonschema
+
 from rcpc.core.generated import write_or_check
 from rcpc.domain.kube.compiled import COMPILED, OPTIONS, digest
+from rcpc.domain.kube.schema import SchemaIndex
+from rcpc.domain.workspace import builtin_schema
 
 
 # The generated code raises and catches fastjsonschema's exceptions; importing them imports the
@@ -29,8 +33,6 @@ def module_text(structural: dict) -> str:
     (:data:`OPTIONS`), importing its exceptions from :mod:`rcpc.domain.kube.compiled`
     rather than from fastjsonschema, and the schema's :func:`digest`. ``ValueError`` when
     fastjsonschema's code does not import them as this expects (another version)."""
-    import fastjsonschema
-
     code = fastjsonschema.compile_to_code(structural, **OPTIONS)
     if code.count(_LIBRARY_IMPORT) != 1:
         raise ValueError(f"fastjsonschema {fastjsonschema.VERSION}: its code no longer imports {_LIBRARY_IMPORT!r}")
@@ -40,9 +42,6 @@ def module_text(structural: dict) -> str:
 
 
 def _structural(name: str, api_version: str, kind: str) -> dict:
-    from rcpc.domain.kube.schema import SchemaIndex
-    from rcpc.domain.workspace import builtin_schema
-
     return SchemaIndex([builtin_schema(name)]).structural(api_version, kind)
 
 

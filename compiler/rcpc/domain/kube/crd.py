@@ -19,7 +19,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import yaml
+
 from rcpc.core.diagnostics import error, io_hint
+from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
+from rcpc.core.limits import MAX_SCHEMA_BYTES
 
 SOURCE_REPO = "kubernetes-sigs/jobset"
 SOURCE_FILE = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
@@ -40,11 +44,6 @@ def derive_schema(crd: Path, commit: str, repo: str = SOURCE_REPO, file: str = S
     """The derived schema's JSON text (one trailing newline) from the CRD file ``crd``;
     ``commit``, ``repo`` and ``file`` say where the CRD came from. ``E1102`` when the file
     is not a readable CRD with a served version."""
-    import yaml
-
-    from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
-    from rcpc.core.limits import MAX_SCHEMA_BYTES
-
     try:  # bounded, and never a FIFO or a device (rcpc schema jobset /dev/zero exhausted memory)
         data = read_limited(crd, MAX_SCHEMA_BYTES)
         limit = yaml_node_limit(len(data))  # weighed before it is built: see load_yaml_bounded (merge keys)

@@ -203,8 +203,6 @@ def dumps(doc: dict) -> str:
 
 
 def _read(path: Path, read) -> ast.Module:
-    from rcpc.core.limits import MAX_SCHEMA_BYTES
-
     try:
         return ast.parse(read(path, MAX_SCHEMA_BYTES).decode("utf-8"), str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
