@@ -9,6 +9,7 @@ writes today."""
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 
@@ -29,9 +30,11 @@ TEMPLATES = REPO.parent / "shared" / "data" / "tpu-recipes"
 API, KIND = "jobset.x-k8s.io/v1alpha2", "JobSet"
 
 
-def _jobsets() -> list:
+@functools.cache
+def jobsets() -> list:
     """The JobSets of the bundled recipes' renders (every variant) and of the published TPU
-    manifests (placeholders filled), as plain data."""
+    manifests (placeholders filled), as plain data. Built on first use, not at import: every
+    pytest-xdist worker imports the module to collect it, one runs its tests."""
     out = []
     for _, _, renders in Workspace(REPO).build().variants:
         for name, text in renders:
@@ -43,7 +46,6 @@ def _jobsets() -> list:
     return out
 
 
-JOBSETS = _jobsets()
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=False, allow_infinity=False, width=32),
                    st.sampled_from(["", "a", "100Mi", "100Mi\n", "Never", "OnFailure", "x" * 70, "1.5", "-1",
                                     "Parallel", "Sequential", "kubernetes.io/hostname"]),
@@ -100,14 +102,14 @@ def tmp(tmp_path_factory):
 @example(data=None, how="replace", value="100Mi\n", strict_crd=False)  # `$` before a final newline
 def test_the_compiled_validator_changes_no_diagnostic(tmp, monkeypatch, data, how, value, strict_crd):
     if data is None:  # the examples: the first JobSet's replicas (an integer), or a quantity (a string)
-        doc = JOBSETS[0]
+        doc = jobsets()[0]
         path = ("spec", "replicatedJobs", 0, "replicas") if value is True else (
             "spec", "replicatedJobs", 0, "template", "spec", "template", "spec", "containers", 0, "resources")
         if value is not True:
             doc = _mutate(doc, path, "replace", {"limits": {"memory": "1"}})
             path = (*path, "limits", "memory")
     else:
-        doc = data.draw(st.sampled_from(JOBSETS))
+        doc = data.draw(st.sampled_from(jobsets()))
         path = data.draw(st.sampled_from([p for p in _places(doc) if p]))
     mutated = _mutate(doc, path, how, value)
     fast = _diagnostics(mutated, tmp, strict_crd, True, monkeypatch)
@@ -119,9 +121,9 @@ def test_every_bundled_jobset_is_valid_by_the_compiled_validator():
     bundled JobSets valid, as jsonschema does: the fast path is the one taken."""
     index = SchemaIndex([JOBSET])
     check = index.compiled(API, KIND)
-    assert check is not None and len(JOBSETS) > 13
+    assert check is not None and len(jobsets()) > 13
     strict = jsonschema.Draft7Validator(index.structural(API, KIND))
-    for doc in JOBSETS:
+    for doc in jobsets():
         plain = copy.deepcopy(doc)
         for _, _, step in kube_schema._STAGES:
             step(plain, index.schema(API, KIND), KIND)
@@ -131,7 +133,7 @@ def test_every_bundled_jobset_is_valid_by_the_compiled_validator():
 def test_a_lenient_validator_would_be_caught(tmp, monkeypatch):
     """The canary: a compiled validator that accepts everything changes the diagnostics of
     an invalid JobSet (so the property above can fail)."""
-    doc = _mutate(JOBSETS[0], ("spec", "replicatedJobs", 0, "replicas"), "replace", "two")
+    doc = _mutate(jobsets()[0], ("spec", "replicatedJobs", 0, "replicas"), "replace", "two")
     honest = _diagnostics(doc, tmp, False, False, monkeypatch)
     monkeypatch.setattr(SchemaIndex, "compiled", lambda self, api, kind: lambda plain: None)
     assert honest and _diagnostics(doc, tmp, False, True, monkeypatch) == []
@@ -164,7 +166,7 @@ def test_the_webhook_defaults_take_a_field_of_any_type(path, value):
     field of another type than the schema's is left for validation to report."""
     from rcpc.domain.kube import jobset
 
-    doc = copy.deepcopy(JOBSETS[0])
+    doc = copy.deepcopy(jobsets()[0])
     doc["spec"].setdefault("failurePolicy", {"rules": [{}]})
     doc["spec"].setdefault("volumeClaimPolicies", [{}])
     mutated = _mutate(doc, path, "replace", value)

@@ -15,6 +15,7 @@ an edge too).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -140,32 +141,37 @@ def wrong_imports(module: str, edges: dict[str, set[str]]) -> list[str]:
                   if layer(t) not in ALLOWED[layer(module)] and not module.startswith(t + ".")
                   and (module, t) not in DECLARED)
 
-GRAPH = graph()
+@functools.cache
+def package_graph() -> dict[str, set[str]]:
+    """:func:`graph` of the package, read on first use, not at import: every pytest-xdist
+    worker imports this module to collect it (its tests are parametrized by :func:`modules`,
+    the same names)."""
+    return graph()
 
 
 def test_the_graph_is_read():
     """The reader sees the package: both layers, and edges known to exist."""
-    assert {"rcpc.core.evaluate", "rcpc.domain.recipe", "rcpc.cli"} <= GRAPH.keys()
-    assert "rcpc.core.builtins" in GRAPH["rcpc.core.evaluate"]
-    assert "rcpc.core.evaluate" in GRAPH["rcpc.domain.recipe"]
-    assert {layer(m) for m in GRAPH} == set(ALLOWED)
+    assert {"rcpc.core.evaluate", "rcpc.domain.recipe", "rcpc.cli"} <= package_graph().keys()
+    assert "rcpc.core.builtins" in package_graph()["rcpc.core.evaluate"]
+    assert "rcpc.core.evaluate" in package_graph()["rcpc.domain.recipe"]
+    assert {layer(m) for m in package_graph()} == set(ALLOWED)
 
 
-@pytest.mark.parametrize("module", sorted(GRAPH))
+@pytest.mark.parametrize("module", sorted(modules()))
 def test_a_module_imports_only_its_layer_and_those_below(module):
-    wrong = wrong_imports(module, GRAPH)
+    wrong = wrong_imports(module, package_graph())
     assert not wrong, f"{module} ({layer(module)}) imports {wrong}: see docs/architecture.md"
 
 
 def test_the_seam_and_the_declared_edges_exist():
     """A seam module that is gone, or a declared edge the code no longer has, is taken out of
     the map (else it would excuse a later import)."""
-    assert set(SEAM) <= GRAPH.keys()
-    assert [e for e in DECLARED if e[1] not in GRAPH.get(e[0], ())] == []
+    assert set(SEAM) <= package_graph().keys()
+    assert [e for e in DECLARED if e[1] not in package_graph().get(e[0], ())] == []
 
 
 def test_no_import_cycle():
-    assert cycles(GRAPH) == []
+    assert cycles(package_graph()) == []
 
 
 def test_the_checks_catch_what_they_look_for(tmp_path):
