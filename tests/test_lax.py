@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conftest import examples
 from rcpc.domain.maxtext import lax
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)
 

@@ -29,7 +29,7 @@ from rcpc.domain.maxtext import lax
 from rcpc.domain.maxtext.flagset import check_entry, resolved
 from rcpc.domain.maxtext.refusal_eval import Undecided, holds
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 
 # one worker runs MaxText's loader once for the module (its fixture is ~100 s), started first
 # (tests/conftest.py, pytest_collection_modifyitems)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import SCHEMA_TOML, Ws
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(BUILTIN_PATH, None, BUILTIN)

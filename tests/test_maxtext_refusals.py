@@ -20,7 +20,8 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.domain.maxtext.refusal_eval import Undecided, holds
 from rcpc.domain.maxtext.refusals import extract
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.maxtext.schemagen import BUILTIN, _Module
+from rcpc.domain.maxtext import BUILTIN
+from rcpc.domain.maxtext.schemagen import _Module
 
 REPO = Path(__file__).resolve().parents[1]
 TYPES_PY = REPO.parent / "shared" / "data" / "maxtext" / "types.py"

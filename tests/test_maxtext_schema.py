@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from rcpc.domain.maxtext import lax, flagset as maxtext
 from rcpc.domain.recipe import Compiler
 from rcpc.domain.maxtext.schema import BUILTIN_PATH, load_schema
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 from rcpc.domain.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]

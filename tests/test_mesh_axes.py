@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from conftest import Ws
 from rcpc.core.diagnostics import CompileError
-from rcpc.domain.maxtext.schemagen import BUILTIN
+from rcpc.domain.maxtext import BUILTIN
 
 MAXTEXT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maxtext"
 BASE = yaml.safe_load((MAXTEXT / "base.yml").read_text(encoding="utf-8"))

@@ -45,11 +45,11 @@ from rcpc.core.diagnostics import error
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_SCHEMA_BYTES
 from rcpc.core.source import Span
+from rcpc.domain.maxtext import BUILTIN  # the name of the schema rcpc ships (derived by this module)
 from rcpc.domain.maxtext.emit import yaml_loader
 from rcpc.domain.maxtext.refusal_rules import RULES, custom_rule_refusals, located
 from rcpc.domain.maxtext.refusals import contradicts, extract
 
-BUILTIN = "builtin:maxtext"  # the name of the schema rcpc ships (derived by this module)
 REPOSITORY = "AI-Hypercomputer/maxtext"
 PACKAGE = "src/maxtext"
 CONFIGS = f"{PACKAGE}/configs"
