@@ -169,17 +169,41 @@ class Compiler:
             src = self.sources[display] = Source(display, text, str(real))
         return src
 
-    def module(self, real: Path) -> ast.Module:
-        """Parsed and name-resolved AST of a file (cached)."""
+    def module(self, real: Path, chain: tuple = ()) -> ast.Module:
+        """Parsed and name-resolved AST of a file (cached). ``chain``: the (file, load span)
+        chain its evaluation's loads extend (as :meth:`library`; a recipe's is ``((real,
+        None),)``): resolving an unknown name evaluates the files it loads along it. A file
+        that fails to resolve and lies on a load cycle also gets the cycle's ``E0202``, as its
+        evaluation would have (:meth:`_cycle_errors`)."""
         mod = self._modules.get(real)
         if mod is None:
             self.check_load_depth(real)  # before resolving, which loads (and evaluates) what it names
             mod = self._parsed.pop(real, None) or parser.parse(self.source(real), session=self.session)
             if isinstance(mod, CompileError):
                 raise mod
-            resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
+            try:
+                resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name, chain))
+            except CompileError as exc:
+                raise CompileError(unique([*exc.diagnostics, *self._cycle_errors(real, mod, chain)])) from None
             self._modules[real] = mod
         return mod
+
+    def _cycle_errors(self, real: Path, mod: ast.Module, chain: tuple) -> list[Diagnostic]:
+        """The errors of the failing ``load()`` statements of ``mod`` (file ``real``, reached
+        by ``chain``) when they hold an ``E0202`` its evaluation would have raised (the same
+        message and ``loaded from`` spans), else none. Loads are evaluated only when one of
+        them reaches ``real`` or a file of ``chain`` again on the parsed load graph: a file
+        whose names do not resolve reports no more than before unless a cycle is reached."""
+        if not self._reaches_cycle(real, {p for p, _ in chain}):
+            return []
+        load, found = self._loader(real, chain), []
+        for stmt in mod.stmts:
+            if type(stmt) is ast.Load:
+                try:
+                    load(stmt.path, stmt.path_span)
+                except CompileError as exc:  # evaluation goes on past a failing statement too
+                    found.extend(exc.diagnostics)
+        return by_place(found) if any(d.code == "E0202" for d in found) else []  # as evaluation orders them
 
     def _load_targets(self, real: Path) -> list[tuple[Path, ast.Load]]:
         """(file, load statement) of each ``load()`` of ``real`` that names a workspace file;
@@ -201,6 +225,25 @@ class Compiler:
                 except CompileError:
                     continue
         return out
+
+    def _reaches_cycle(self, root: Path, on_chain: set) -> bool:
+        """Whether a chain of loads from ``root`` (on the parsed load graph) loads a file of
+        ``on_chain``, or a file on it, again: a load cycle (depth-first, iteratively)."""
+        stack, on_path, done = [(root, iter(self._load_targets(root)))], {root}, set()
+        while stack:
+            node, deps = stack[-1]
+            for dep, _ in deps:
+                if dep in on_path or dep in on_chain:
+                    return True
+                if dep not in done:
+                    stack.append((dep, iter(self._load_targets(dep))))
+                    on_path.add(dep)
+                    break
+            else:
+                stack.pop()
+                on_path.discard(node)
+                done.add(node)
+        return False
 
     def check_load_depth(self, root: Path) -> None:
         """``E0801`` when a chain of loads from ``root`` holds more than
@@ -241,16 +284,19 @@ class Compiler:
         self._too_deep.update((p, found) for p in path)
         raise found
 
-    def _exported_by(self, real: Path, mod: ast.Module, name: str):
-        """The ``load()`` of ``mod`` (file ``real``) whose file exports ``name``, or None. A
-        loaded file that cannot be read or evaluated counts as exporting nothing here (its
-        own errors are reported when it is loaded)."""
+    def _exported_by(self, real: Path, mod: ast.Module, name: str, chain: tuple):
+        """The ``load()`` of ``mod`` (file ``real``, reached by ``chain``) whose file exports
+        ``name``, or None. A loaded file that cannot be read or evaluated counts as exporting
+        nothing here (its own errors are reported when it is loaded), and so does one on a
+        load cycle (``real`` or a file of ``chain``, being resolved or evaluated: asking it
+        again would recurse)."""
+        on_chain = {p for p, _ in chain} | {real}
         for stmt in mod.stmts:
             if type(stmt) is not ast.Load or name.startswith("_"):
                 continue
             try:
                 dep = self.workspace.resolve_load(stmt.path, real, stmt.path_span)
-                if dep != real and name in self.library(dep, ((real, stmt.path_span),)):
+                if dep not in on_chain and name in self.library(dep, chain + ((real, stmt.path_span),)):
                     return stmt
             except CompileError:
                 continue
@@ -310,7 +356,7 @@ class Compiler:
         frame = [seen, []]
         self._frames.append(frame)
         try:
-            mod = self.module(real)
+            mod = self.module(real, chain)
             # a later root finds the module resolved: what resolving it loaded is not redone
             frame[:] = [len(self.context.diagnostics), []]
             result = Evaluator(self._loader(real, chain), None, is_recipe=False,
@@ -538,8 +584,8 @@ class Compiler:
         ``declare_variants`` False skips its ``variant(...)`` statements (a variant's build).
         ``record``/``base``: keep what each statement did, or redo the statements of such a
         trace that no override reaches (:mod:`rcpc.core.trace`)."""
-        mod = self.module(real)
-        self._failed = {}
+        self._failed = {}  # a new root (resolving may load files already)
+        mod = self.module(real, ((real, None),))
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context, universe=B.UNIVERSE,
                          skip_calls=frozenset() if declare_variants else VARIANT_CALLS,
