@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import weakref
 from pathlib import Path
 
 from rcpc.core import record
@@ -134,7 +135,9 @@ class Compiler:
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
-        self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
+        # shared by every evaluation of the run; its schema function holds the compiler weakly,
+        # so a dropped compiler is freed by reference counting, not left to the cyclic GC
+        self.context = B.RecipeContext(schema=_weakly(self._schema))
 
     # files ------------------------------------------------------------------------------
     def read(self, real: Path, limit: int, follow: bool = True) -> bytes:
@@ -303,18 +306,25 @@ class Compiler:
         return None
 
     def _loader(self, real: Path, chain: tuple):
-        def load(target: str, span: Span) -> dict:
-            dep = self.workspace.resolve_load(target, real, span)
-            self._loads.setdefault(real, set()).add(dep)
-            if dep in [p for p, _ in chain] or dep == real:
-                names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
-                cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
-                                     self.workspace.display(dep)])
-                self._cycles += 1
-                raise error("E0202", f"load cycle: {cycle}", span,
-                            hint="break the cycle by moving shared constants into a third file")
-            return self.library(dep, chain + ((real, span),))
-        return load
+        """The ``load(target, span)`` function of file ``real``'s evaluation (:meth:`_load`).
+        It holds the compiler weakly: the functions a file defines keep their evaluator, and
+        the compiler keeps those functions in the exports."""
+        load = _weakly(self._load)
+        return lambda target, span: load(real, chain, target, span)
+
+    def _load(self, real: Path, chain: tuple, target: str, span: Span) -> dict:
+        """The exports of the file ``target`` names in ``real`` (load path at ``span``),
+        reached by ``chain``: ``E0202`` when it is ``real`` or a file of ``chain``."""
+        dep = self.workspace.resolve_load(target, real, span)
+        self._loads.setdefault(real, set()).add(dep)
+        if dep in [p for p, _ in chain] or dep == real:
+            names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
+            cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
+                                 self.workspace.display(dep)])
+            self._cycles += 1
+            raise error("E0202", f"load cycle: {cycle}", span,
+                        hint="break the cycle by moving shared constants into a third file")
+        return self.library(dep, chain + ((real, span),))
 
     def library(self, real: Path, chain: tuple) -> dict:
         """Exports of a loaded file, evaluated once per run, failing or not. ``chain`` is the
@@ -477,8 +487,8 @@ class Compiler:
         from rcpc.domain.kube.schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read,
-                                     self.session)
+            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display,
+                                     _weakly(self.read), self.session)  # kept by the compiler: no cycle
         diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates, self.session)
         if not diags:
             self._clean.add(text)
@@ -810,6 +820,20 @@ def contract_variants(recipe: Recipe, builds: list) -> list[str]:
     contract (``against`` and ``changes``), in the recipe's order."""
     built = {b.variant for b in builds}
     return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
+
+
+def _weakly(method):
+    """A function calling bound ``method`` that holds its object by a weak reference (a bound
+    method held by an attribute of its own object is a reference cycle). Raises
+    ReferenceError once the object is gone."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args, **kwargs):
+        bound = ref()
+        if bound is None:
+            raise ReferenceError("the compiler of this context is gone")
+        return bound(*args, **kwargs)
+    return call
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:
