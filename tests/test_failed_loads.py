@@ -215,6 +215,7 @@ def cycle_errors(out: list) -> list:
 @settings(max_examples=examples(100, 40), deadline=None)
 @given(cycles_through_unknown_names())
 @example(graph=CYCLE_OF_UNKNOWN_NAMES)
+@example(graph=([("name", "none", [1, 2], []), ("ok", "none", [], []), ("ok", "none", [], [2])], [[0]]))  # reaches one
 def test_a_load_cycle_through_an_unknown_name_reports_the_cycle_as_without_it(graph):
     """Every root reports the E0202 (same message, place and chain of loads) the same graph
     reports with each unknown name taken out, and the unknown names' E0101 with it; each file

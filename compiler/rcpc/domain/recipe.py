@@ -230,22 +230,24 @@ class Compiler:
         return out
 
     def _reaches_cycle(self, root: Path, on_chain: set) -> bool:
-        """Whether a chain of loads from ``root`` (on the parsed load graph) loads a file of
-        ``on_chain``, or a file on it, again: a load cycle (depth-first, iteratively)."""
-        stack, on_path, done = [(root, iter(self._load_targets(root)))], {root}, set()
-        while stack:
-            node, deps = stack[-1]
-            for dep, _ in deps:
-                if dep in on_path or dep in on_chain:
+        """Whether a chain of loads from ``root`` (on the parsed load graph) loads ``root``, a
+        file of ``on_chain``, or a file on it, again: a load cycle."""
+        reach, todo = set(), [root]
+        while todo:
+            for dep, _ in self._load_targets(todo.pop()):
+                if dep == root or dep in on_chain:
                     return True
-                if dep not in done:
-                    stack.append((dep, iter(self._load_targets(dep))))
-                    on_path.add(dep)
-                    break
-            else:
-                stack.pop()
-                on_path.discard(node)
-                done.add(node)
+                if dep not in reach:
+                    reach.add(dep)
+                    todo.append(dep)
+        # a cycle among the files reached: they cannot all be taken off, files loading none first
+        loads = {f: {d for d, _ in self._load_targets(f)} for f in reach}
+        while loads:
+            done = [f for f, deps in loads.items() if not deps & loads.keys()]
+            if not done:
+                return True
+            for f in done:
+                del loads[f]
         return False
 
     def check_load_depth(self, root: Path) -> None:
