@@ -176,7 +176,7 @@ class Compiler:
         """Parsed and name-resolved AST of a file (cached). ``chain``: the (file, load span)
         chain its evaluation's loads extend (as :meth:`library`; a recipe's is ``((real,
         None),)``): resolving an unknown name evaluates the files it loads along it. A file
-        that fails to resolve and lies on a load cycle also gets the cycle's ``E0202``, as its
+        that fails to resolve and reaches a load cycle also gets the cycle's ``E0202``, as its
         evaluation would have (:meth:`_cycle_errors`)."""
         mod = self._modules.get(real)
         if mod is None:
@@ -194,9 +194,9 @@ class Compiler:
     def _cycle_errors(self, real: Path, mod: ast.Module, chain: tuple) -> list[Diagnostic]:
         """The errors of the failing ``load()`` statements of ``mod`` (file ``real``, reached
         by ``chain``) when they hold an ``E0202`` its evaluation would have raised (the same
-        message and ``loaded from`` spans), else none. Loads are evaluated only when one of
-        them reaches ``real`` or a file of ``chain`` again on the parsed load graph: a file
-        whose names do not resolve reports no more than before unless a cycle is reached."""
+        message and ``loaded from`` spans), else none. Loads are evaluated only when a chain of
+        loads from ``real`` reaches a load cycle on the parsed load graph (:meth:`_reaches_cycle`):
+        a file whose names do not resolve reports no more than before unless a cycle is reached."""
         if not self._reaches_cycle(real, {p for p, _ in chain}):
             return []
         load, found = self._loader(real, chain), []
@@ -828,12 +828,12 @@ def _weakly(method):
     """A function calling bound ``method`` that holds its object by a weak reference (a bound
     method held by an attribute of its own object is a reference cycle). Raises
     ReferenceError once the object is gone."""
-    ref = weakref.WeakMethod(method)
+    ref, name = weakref.WeakMethod(method), method.__qualname__  # not ``method``: it holds the object
 
     def call(*args, **kwargs):
         bound = ref()
         if bound is None:
-            raise ReferenceError("the compiler of this context is gone")
+            raise ReferenceError(f"{name}: its object is gone")
         return bound(*args, **kwargs)
     return call
 
