@@ -7,6 +7,9 @@ evaluated a failing file again in each root (:class:`PerRoot`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -15,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rcpc.core.evaluate
-from rcpc.core.diagnostics import CompileError, unique
+from rcpc.core.diagnostics import CompileError, Diagnostic, unique
 from rcpc.core.evaluate import Evaluator
 from rcpc.domain import builtins as B
 from rcpc.domain.recipe import Compiler, _loaded_from
@@ -37,7 +40,7 @@ class PerRoot(Compiler):
         if failed is None:
             seen = len(self.context.diagnostics)
             try:
-                mod = self.module(real)
+                mod = self.module(real, chain)
                 result = Evaluator(self._loader(real, chain), None, is_recipe=False,
                                    ctx=self.context, universe=B.UNIVERSE).run(mod)
                 if result.errors:
@@ -84,8 +87,6 @@ def load_graphs(draw):
         cycles = draw(st.lists(st.integers(0, i), unique=True, max_size=1)) if draw(st.integers(0, 9)) == 0 else []
         libs.append((draw(st.sampled_from(KINDS)), draw(st.sampled_from(["none", "before", "after"])),
                      sorted(loads), cycles))
-    if any(kind == "name" for kind, *_ in libs):  # not with an unknown name: resolving it through a cycle
-        libs = [(kind, warn, loads, []) for kind, warn, loads, _ in libs]  # recurses to Python's limit (left)
     recipes = draw(st.lists(st.lists(st.integers(0, n - 1), unique=True, min_size=1, max_size=3),
                             min_size=1, max_size=3))
     return libs, recipes
@@ -145,11 +146,17 @@ DIAMOND = ([("ok", "none", [1, 2], []), ("ok", "after", [3], []), ("ok", "before
             ("type", "before", [], [])], [[0], [1, 2]])
 
 
+# the minimal load cycle through files with an unknown name: resolving l0's name evaluated l1,
+# whose name resolved l0 again, to Python's stack limit ("maximum recursion depth", E0801)
+CYCLE_OF_UNKNOWN_NAMES = ([("name", "none", [1], []), ("name", "none", [], [0])], [[0]])
+
+
 @settings(max_examples=examples(150, 60), deadline=None)
 @given(load_graphs())
 @example(graph=DIAMOND)
 @example(graph=([("ok", "before", [1], []), ("type", "after", [2], []), ("name", "before", [], [])], [[0], [1]]))
 @example(graph=([("ok", "none", [1], []), ("ok", "before", [], [0])], [[0], [1]]))  # a cycle
+@example(graph=CYCLE_OF_UNKNOWN_NAMES)
 def test_each_root_reports_what_it_did_when_each_root_evaluated_failures_again(graph):
     libs, recipes = graph
     with tempfile.TemporaryDirectory(prefix="rcpc-loads-") as tmp:
@@ -185,3 +192,62 @@ def test_rcpc_check_of_a_diamond_of_failing_libraries_evaluates_each_once(tmp_pa
     new, runs = check_run(Compiler, tmp_path, [recipe.resolve()], libs)
     assert len(runs) == len(set(runs)) == 129
     assert all(got[0] == "failed" for _, got, _ in new[:-1])
+
+
+@st.composite
+def cycles_through_unknown_names(draw):
+    """A generated load graph with at least one load cycle and an unknown name in a file."""
+    libs, recipes = draw(load_graphs())
+    last = len(libs) - 1
+    kind, warn, loads, _ = libs[last]
+    libs[last] = (kind, warn, loads, [draw(st.integers(0, last))])  # the last file loads back: a cycle
+    named = draw(st.integers(0, last))
+    libs[named] = ("name", *libs[named][1:])
+    return libs, recipes
+
+
+def cycle_errors(out: list) -> list:
+    """Each root's E0202 diagnostics (message, span, ``loaded from`` spans) as :func:`check_run` reports them."""
+    return [(name, [d for d in got[1] if d.code == "E0202"] if got[0] == "failed" else [])
+            for name, got, _ in out[:-1]]
+
+
+@settings(max_examples=examples(100, 40), deadline=None)
+@given(cycles_through_unknown_names())
+@example(graph=CYCLE_OF_UNKNOWN_NAMES)
+@example(graph=([("name", "none", [1, 2], []), ("ok", "none", [], []), ("ok", "none", [], [2])], [[0]]))  # reaches one
+def test_a_load_cycle_through_an_unknown_name_reports_the_cycle_as_without_it(graph):
+    """Every root reports the E0202 (same message, place and chain of loads) the same graph
+    reports with each unknown name taken out, and the unknown names' E0101 with it; each file
+    is evaluated a bounded number of times (it recursed to Python's stack limit)."""
+    libs, recipes = graph
+    known = [("ok" if kind == "name" else kind, *rest) for kind, *rest in libs]
+    with tempfile.TemporaryDirectory(prefix="rcpc-loads-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="rcpc-loads-") as tmp2:
+        out, runs = check_run(Compiler, Path(tmp), *write(Path(tmp), libs, recipes))
+        without, _ = check_run(Compiler, Path(tmp2), *write(Path(tmp2), known, recipes))
+    assert cycle_errors(out) == cycle_errors(without)
+    for name, got, _ in out[:-1]:
+        assert not any("recursion" in d.message or d.code == "E0801" for d in got[1] if type(d) is Diagnostic)
+    for i, (kind, *_) in enumerate(libs):
+        if kind == "name":  # checked on its own, it reports its unknown name
+            got = dict((name, got) for name, got, _ in out[:-1])[f"l{i}.rcp"]
+            assert ("E0101", f"recipes/lib/l{i}.rcp") in [(d.code, d.span.path) for d in got[1]]
+    assert len(runs) <= len(libs) * (len(recipes) + len(libs)) * (len(libs) + 1)
+
+
+def test_rcpc_check_of_a_load_cycle_through_unknown_names_is_a_diagnostic(tmp_path):
+    """The reported case as a whole process: ``rcpc check`` reports the cycle (E0202, the
+    chain of loads from the recipe, at l1's load) and both unknown names, exit 1, no
+    traceback (before: E0101s only, after recursing to Python's stack limit)."""
+    libs, recipes = CYCLE_OF_UNKNOWN_NAMES
+    write(tmp_path, libs, recipes)
+    env = {**os.environ, "RCPC_NO_CACHE": "1"}
+    r = subprocess.run([sys.executable, "-m", "rcpc", "check"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "recursion" not in r.stderr, r.stderr
+    heads = [line for line in r.stderr.splitlines() if ": error[" in line]
+    assert "recipes/lib/l1.rcp:1:6: error[E0202]: load cycle: recipes/r0.rcp:1 -> recipes/lib/l0.rcp:1 -> " \
+        "recipes/lib/l1.rcp:1 -> recipes/lib/l0.rcp" in heads
+    assert "recipes/lib/l0.rcp:2:14: error[E0101]: unknown name 'Q'" in heads
+    assert "recipes/lib/l1.rcp:2:9: error[E0101]: unknown name 'Q'" in heads

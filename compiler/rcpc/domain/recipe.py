@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import weakref
 from pathlib import Path
 
 from rcpc.core import record
@@ -134,7 +135,9 @@ class Compiler:
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
-        self.context = B.RecipeContext(schema=self._schema)          # shared by every evaluation of the run
+        # shared by every evaluation of the run; its schema function holds the compiler weakly,
+        # so a dropped compiler is freed by reference counting, not left to the cyclic GC
+        self.context = B.RecipeContext(schema=_weakly(self._schema))
 
     # files ------------------------------------------------------------------------------
     def read(self, real: Path, limit: int, follow: bool = True) -> bytes:
@@ -169,17 +172,41 @@ class Compiler:
             src = self.sources[display] = Source(display, text, str(real))
         return src
 
-    def module(self, real: Path) -> ast.Module:
-        """Parsed and name-resolved AST of a file (cached)."""
+    def module(self, real: Path, chain: tuple = ()) -> ast.Module:
+        """Parsed and name-resolved AST of a file (cached). ``chain``: the (file, load span)
+        chain its evaluation's loads extend (as :meth:`library`; a recipe's is ``((real,
+        None),)``): resolving an unknown name evaluates the files it loads along it. A file
+        that fails to resolve and reaches a load cycle also gets the cycle's ``E0202``, as its
+        evaluation would have (:meth:`_cycle_errors`)."""
         mod = self._modules.get(real)
         if mod is None:
             self.check_load_depth(real)  # before resolving, which loads (and evaluates) what it names
             mod = self._parsed.pop(real, None) or parser.parse(self.source(real), session=self.session)
             if isinstance(mod, CompileError):
                 raise mod
-            resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name))
+            try:
+                resolve(mod, B.NAMES, lambda name: self._exported_by(real, mod, name, chain))
+            except CompileError as exc:
+                raise CompileError(unique([*exc.diagnostics, *self._cycle_errors(real, mod, chain)])) from None
             self._modules[real] = mod
         return mod
+
+    def _cycle_errors(self, real: Path, mod: ast.Module, chain: tuple) -> list[Diagnostic]:
+        """The errors of the failing ``load()`` statements of ``mod`` (file ``real``, reached
+        by ``chain``) when they hold an ``E0202`` its evaluation would have raised (the same
+        message and ``loaded from`` spans), else none. Loads are evaluated only when a chain of
+        loads from ``real`` reaches a load cycle on the parsed load graph (:meth:`_reaches_cycle`):
+        a file whose names do not resolve reports no more than before unless a cycle is reached."""
+        if not self._reaches_cycle(real, {p for p, _ in chain}):
+            return []
+        load, found = self._loader(real, chain), []
+        for stmt in mod.stmts:
+            if type(stmt) is ast.Load:
+                try:
+                    load(stmt.path, stmt.path_span)
+                except CompileError as exc:  # evaluation goes on past a failing statement too
+                    found.extend(exc.diagnostics)
+        return by_place(found) if any(d.code == "E0202" for d in found) else []  # as evaluation orders them
 
     def _load_targets(self, real: Path) -> list[tuple[Path, ast.Load]]:
         """(file, load statement) of each ``load()`` of ``real`` that names a workspace file;
@@ -201,6 +228,27 @@ class Compiler:
                 except CompileError:
                     continue
         return out
+
+    def _reaches_cycle(self, root: Path, on_chain: set) -> bool:
+        """Whether a chain of loads from ``root`` (on the parsed load graph) loads ``root``, a
+        file of ``on_chain``, or a file on it, again: a load cycle."""
+        reach, todo = set(), [root]
+        while todo:
+            for dep, _ in self._load_targets(todo.pop()):
+                if dep == root or dep in on_chain:
+                    return True
+                if dep not in reach:
+                    reach.add(dep)
+                    todo.append(dep)
+        # a cycle among the files reached: they cannot all be taken off, files loading none first
+        loads = {f: {d for d, _ in self._load_targets(f)} for f in reach}
+        while loads:
+            done = [f for f, deps in loads.items() if not deps & loads.keys()]
+            if not done:
+                return True
+            for f in done:
+                del loads[f]
+        return False
 
     def check_load_depth(self, root: Path) -> None:
         """``E0801`` when a chain of loads from ``root`` holds more than
@@ -241,34 +289,44 @@ class Compiler:
         self._too_deep.update((p, found) for p in path)
         raise found
 
-    def _exported_by(self, real: Path, mod: ast.Module, name: str):
-        """The ``load()`` of ``mod`` (file ``real``) whose file exports ``name``, or None. A
-        loaded file that cannot be read or evaluated counts as exporting nothing here (its
-        own errors are reported when it is loaded)."""
+    def _exported_by(self, real: Path, mod: ast.Module, name: str, chain: tuple):
+        """The ``load()`` of ``mod`` (file ``real``, reached by ``chain``) whose file exports
+        ``name``, or None. A loaded file that cannot be read or evaluated counts as exporting
+        nothing here (its own errors are reported when it is loaded), and so does one on a
+        load cycle (``real`` or a file of ``chain``, being resolved or evaluated: asking it
+        again would recurse)."""
+        on_chain = {p for p, _ in chain} | {real}
         for stmt in mod.stmts:
             if type(stmt) is not ast.Load or name.startswith("_"):
                 continue
             try:
                 dep = self.workspace.resolve_load(stmt.path, real, stmt.path_span)
-                if dep != real and name in self.library(dep, ((real, stmt.path_span),)):
+                if dep not in on_chain and name in self.library(dep, chain + ((real, stmt.path_span),)):
                     return stmt
             except CompileError:
                 continue
         return None
 
     def _loader(self, real: Path, chain: tuple):
-        def load(target: str, span: Span) -> dict:
-            dep = self.workspace.resolve_load(target, real, span)
-            self._loads.setdefault(real, set()).add(dep)
-            if dep in [p for p, _ in chain] or dep == real:
-                names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
-                cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
-                                     self.workspace.display(dep)])
-                self._cycles += 1
-                raise error("E0202", f"load cycle: {cycle}", span,
-                            hint="break the cycle by moving shared constants into a third file")
-            return self.library(dep, chain + ((real, span),))
-        return load
+        """The ``load(target, span)`` function of file ``real``'s evaluation (:meth:`_load`).
+        It holds the compiler weakly: the functions a file defines keep their evaluator, and
+        the compiler keeps those functions in the exports."""
+        load = _weakly(self._load)
+        return lambda target, span: load(real, chain, target, span)
+
+    def _load(self, real: Path, chain: tuple, target: str, span: Span) -> dict:
+        """The exports of the file ``target`` names in ``real`` (load path at ``span``),
+        reached by ``chain``: ``E0202`` when it is ``real`` or a file of ``chain``."""
+        dep = self.workspace.resolve_load(target, real, span)
+        self._loads.setdefault(real, set()).add(dep)
+        if dep in [p for p, _ in chain] or dep == real:
+            names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]
+            cycle = " -> ".join([*names, f"{self.workspace.display(real)}:{span.line}",
+                                 self.workspace.display(dep)])
+            self._cycles += 1
+            raise error("E0202", f"load cycle: {cycle}", span,
+                        hint="break the cycle by moving shared constants into a third file")
+        return self.library(dep, chain + ((real, span),))
 
     def library(self, real: Path, chain: tuple) -> dict:
         """Exports of a loaded file, evaluated once per run, failing or not. ``chain`` is the
@@ -310,7 +368,7 @@ class Compiler:
         frame = [seen, []]
         self._frames.append(frame)
         try:
-            mod = self.module(real)
+            mod = self.module(real, chain)
             # a later root finds the module resolved: what resolving it loaded is not redone
             frame[:] = [len(self.context.diagnostics), []]
             result = Evaluator(self._loader(real, chain), None, is_recipe=False,
@@ -431,8 +489,8 @@ class Compiler:
         from rcpc.domain.kube.schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:
-            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display, self.read,
-                                     self.session)
+            self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display,
+                                     _weakly(self.read), self.session)  # kept by the compiler: no cycle
         diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates, self.session)
         if not diags:
             self._clean.add(text)
@@ -538,8 +596,8 @@ class Compiler:
         ``declare_variants`` False skips its ``variant(...)`` statements (a variant's build).
         ``record``/``base``: keep what each statement did, or redo the statements of such a
         trace that no override reaches (:mod:`rcpc.core.trace`)."""
-        mod = self.module(real)
-        self._failed = {}
+        self._failed = {}  # a new root (resolving may load files already)
+        mod = self.module(real, ((real, None),))
         return Evaluator(self._loader(real, ((real, None),)), overrides, is_recipe=True,
                          ctx=self.context, universe=B.UNIVERSE,
                          skip_calls=frozenset() if declare_variants else VARIANT_CALLS,
@@ -764,6 +822,20 @@ def contract_variants(recipe: Recipe, builds: list) -> list[str]:
     contract (``against`` and ``changes``), in the recipe's order."""
     built = {b.variant for b in builds}
     return [v.name for v in recipe.variants if v.name in built and v.against is not None and v.changes is not None]
+
+
+def _weakly(method):
+    """A function calling bound ``method`` that holds its object by a weak reference (a bound
+    method held by an attribute of its own object is a reference cycle). Raises
+    ReferenceError once the object is gone."""
+    ref, name = weakref.WeakMethod(method), method.__qualname__  # not ``method``: it holds the object
+
+    def call(*args, **kwargs):
+        bound = ref()
+        if bound is None:
+            raise ReferenceError(f"{name}: its object is gone")
+        return bound(*args, **kwargs)
+    return call
 
 
 def _loaded_from(exc: CompileError, span: Span) -> CompileError:
