@@ -1,6 +1,6 @@
 """A compile leaves no reference cycles behind it (issue 20): what a parse, an evaluation and
 the renders make is freed by reference counting the moment it is dropped, so the cyclic
-collector can run rarely (``rcpc.__main__.GC_THRESHOLDS``) without memory growing with the
+collector can run rarely (``rcpc.GC_THRESHOLDS``) without memory growing with the
 number of recipes. A parser and its AST builder referred to each other, and each file's
 parse (its text among it) waited for the collector: ~18 MB more at 1,000 recipes."""
 

@@ -123,7 +123,7 @@ LAZY: dict[tuple[str, str], str] = {
                                                "base.yml schema) needs PyYAML",
     # the pytest plugin: pytest loads it in every session of an environment rcpc is installed in
     **{("rcpc.testing.plugin", m): _PLUGIN for m in (
-        "rcpc.__main__", "rcpc.api", "rcpc.core.diagnostics", "rcpc.review.golden", "rcpc.testing.golden",
+        "rcpc.api", "rcpc.core.diagnostics", "rcpc.review.golden", "rcpc.testing.golden",
         "syrupy.assertion", "syrupy.location")},
     ("rcpc.testing.plugin", "_pytest.unraisableexception"): "a pytest-private name (pytester's), inside the try that "
                                                             "keeps pytest's own collection where it is missing",

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from rcpc import GC_THRESHOLDS
+
 # rcpc.domain.workspace.CONFIG_NAME, not imported from there: pytest imports this plugin in
 # every session (each xdist worker too), most of which collect no rcp.toml, and that module's
 # imports (the workspace, its records, diagnostics, stdlib) cost more than the rest of the plugin
@@ -229,10 +231,8 @@ class RecipeWorkspace(pytest.File):
 
     def collect(self):
         """The items; while they are made (recipes compiled), the cyclic garbage collector
-        runs as rarely as in ``rcpc`` itself (:data:`rcpc.__main__.GC_THRESHOLDS`: a compile
+        runs as rarely as in ``rcpc`` itself (:data:`rcpc.GC_THRESHOLDS`: a compile
         allocates many small objects and leaves no cycles), its thresholds restored after."""
-
-        from rcpc.__main__ import GC_THRESHOLDS
 
         previous = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
