@@ -332,7 +332,7 @@ def _read_as(reader: str, path: Path):
     from rcpc.domain.kube.crd import derive_schema
     from rcpc.domain.kube.schema import SchemaIndex
     from rcpc.domain.kube.manifests import load_manifests
-    from rcpc.domain.maxtext.schema import read_yaml
+    from rcpc.domain.maxtext.schemagen import read_yaml
 
     return {"validate": lambda: load_manifests(path, path.name), "schema jobset": lambda: derive_schema(path, "x"),
             "kube_schemas": lambda: SchemaIndex([path]), "maxtext base.yml": lambda: read_yaml(path, path.name)}[reader]()

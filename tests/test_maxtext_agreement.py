@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import random
 import re
 from pathlib import Path
 
 import pytest
+import storefiles
 
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.maxtext import lax
@@ -214,7 +214,7 @@ def loader(tmp_path_factory):
         again = Oracle(MAXTEXT)  # another check of the same flag sets with the same MaxText
         repeated = again.run(cases)
         yield {"cases": cases, "answers": answers, "ran": ran, "ran_after": oracle.ran, "again": repeated,
-               "again_ran": again.ran, "entries": sorted(os.listdir(oracle.cache)),
+               "again_ran": again.ran, "entries": storefiles.rows(tmp / "cache", "oracle"),
                "refusals": list(zip(refusals, answers[:a])), "rows": rows,
                "bundled": list(zip(bundled, answers[b:], findings))}
 
