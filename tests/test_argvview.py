@@ -34,10 +34,23 @@ WORD = st.one_of(
 ARGV = st.lists(WORD, max_size=5)
 
 
-def recipe(command, args, indexed: bool) -> str:
-    mode = "" if indexed else '"completionMode": "NonIndexed", "completions": 1, "parallelism": 1, '
-    fields = [f'"{k}": {json.dumps(v)}' for k, v in (("command", command), ("args", args)) if v is not None]
-    return JOBSET % (mode, ", ".join(fields))
+POD = '''
+manifest(name = "p", apiVersion = "v1", kind = "Pod", metadata = {"name": "p"}, spec = {"restartPolicy": "Never",
+    "%s": [{"name": "main", "image": "img", "env": [{"name": "FOO", "value": "1"}], %s}], %s})
+'''
+WHERE = ("indexed", "non-indexed", "pod", "pod-init")  # a JobSet's (Indexed) Job, a NonIndexed one, a Pod
+
+
+def recipe(command, args, where: str = "indexed") -> str:
+    """A manifest whose one container runs ``command`` (None: no field) and ``args``, in a
+    pod of ``where`` (:data:`WHERE`; ``pod-init``: an init container beside a plain one)."""
+    fields = ", ".join(f'"{k}": {json.dumps(v)}' for k, v in (("command", command), ("args", args)) if v is not None)
+    if where.startswith("pod"):
+        init = where == "pod-init"
+        return POD % ("initContainers" if init else "containers", fields,
+                      '"containers": [{"name": "c", "image": "img"}]' if init else '"hostname": "p"')
+    mode = "" if where == "indexed" else '"completionMode": "NonIndexed", "completions": 1, "parallelism": 1, '
+    return JOBSET % (mode, fields)
 
 
 def outcome(ws, text: str, **kw) -> tuple:
@@ -61,16 +74,16 @@ def oracle(ws, text: str, **kw) -> tuple:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.none() | ARGV, args=ARGV, edits=st.lists(st.tuples(st.integers(0, 9), WORD), max_size=3),
-       indexed=st.booleans())
+       where=st.sampled_from(WHERE))
 @example(command=None, args=["--model", "ragged_buffer_factor=2.0"], edits=[(1, "ragged_buffer_factor=3.5")],
-         indexed=True)  # the edit loop: a flag edited
+         where="indexed")  # the edit loop: a flag edited
 @example(command=None, args=["--model", "ragged_buffer_factor=2.0"], edits=[(1, "ragged_buffer_factor=$(NOPE)")],
-         indexed=True)  # an edit that breaks a check (W1004)
-@example(command=["bash", "-c"], args=["echo $(JOB_COMPLETION_INDEX)"], edits=[(0, "python")], indexed=False)
-@example(command=["bash", "-c"], args=["$(date)"], edits=[(0, "python")], indexed=True)  # no longer a shell
-@example(command=["bash", "-c"], args=["$(date)"], edits=[(1, "x")], indexed=True)  # no longer its script
-@example(command=None, args=["x", "y"], edits=[(1, 3)], indexed=True)  # E1008: not a string
-def test_an_edited_argv_reports_what_the_full_checks_report(kube_ws, command, args, edits, indexed):
+         where="indexed")  # an edit that breaks a check (W1004)
+@example(command=["bash", "-c"], args=["echo $(JOB_COMPLETION_INDEX)"], edits=[(0, "python")], where="non-indexed")
+@example(command=["bash", "-c"], args=["$(date)"], edits=[(0, "python")], where="indexed")  # no longer a shell
+@example(command=["bash", "-c"], args=["$(date)"], edits=[(1, "x")], where="indexed")  # no longer its script
+@example(command=None, args=["x", "y"], edits=[(1, 3)], where="indexed")  # E1008: not a string
+def test_an_edited_argv_reports_what_the_full_checks_report(kube_ws, command, args, edits, where):
     """Build ``a``, then ``b`` (``a`` with argv words replaced) with the cache, as the edit
     loop does: ``b`` reports what the full checks of ``b`` report (no cache at all)."""
     argv = (command or []) + args
@@ -78,22 +91,23 @@ def test_an_edited_argv_reports_what_the_full_checks_report(kube_ws, command, ar
         if argv:
             argv[at % len(argv)] = word
     n = len(command) if command is not None else 0
-    before, after = recipe(command, args, indexed), recipe(None if command is None else argv[:n], argv[n:], indexed)
+    before, after = recipe(command, args, where), recipe(None if command is None else argv[:n], argv[n:], where)
     outcome(kube_ws, before)
     cut = outcome(kube_ws, after)
     assert cut == oracle(kube_ws, after)
 
 
-def test_a_flag_edit_is_not_checked_again_and_a_reference_is(kube_ws, monkeypatch):
+@pytest.mark.parametrize("where", WHERE)
+def test_a_flag_edit_is_not_checked_again_and_a_reference_is(kube_ws, monkeypatch, where):
     """The cut is taken (a canary for the property above): after one clean build, a manifest
     differing only in a flag word is not checked again; one whose new word holds a ``$`` is."""
     calls = kube_checks(monkeypatch)
-    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=2.0"], True))
-    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=3.5"], True))
+    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=2.0"], where))
+    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=3.5"], where))
     assert len(calls) == 1
-    outcome(kube_ws, recipe(None, ["--model", "ragged_buffer_factor=$(NOPE)"], True))
+    outcome(kube_ws, recipe(None, ["--model", "ragged_buffer_factor=$(NOPE)"], where))
     assert len(calls) == 2 and [d.code for d in kube_ws.last_compiler.diagnostics()] == ["W1004"]
-    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=3.5"], True))
+    kube_ws.build(recipe(None, ["--model", "ragged_buffer_factor=3.5"], where))
     assert len(calls) == 2
 
 
@@ -107,7 +121,7 @@ def test_another_schema_file_turns_the_view_off(kube_ws, monkeypatch):
     (kube_ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["jobset.json"]\n')
     calls = kube_checks(monkeypatch)
     for value in ("2.0", "3.5"):
-        kube_ws.build(recipe(None, [f"ragged_buffer_factor={value}"], True))
+        kube_ws.build(recipe(None, [f"ragged_buffer_factor={value}"]))
     assert len(calls) == 2
 
 
