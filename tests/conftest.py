@@ -324,6 +324,28 @@ class CliResult:
 
 
 @pytest.fixture
+def kube_ws(tmp_path, monkeypatch) -> Ws:
+    """A workspace (under ``tmp_path``) validating against the built-in JobSet schema, with a
+    private user cache, the cache on."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
+    (tmp_path / "ws").mkdir()
+    ws = Ws(tmp_path / "ws")
+    (ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["builtin:jobset"]\n')
+    return ws
+
+
+def kube_checks(monkeypatch) -> list:
+    """A list that gets one item per manifest the Kubernetes checks run on."""
+    from rcpc.domain.kube import rules as kube
+
+    calls: list = []
+    real = kube.check_manifest
+    monkeypatch.setattr(kube, "check_manifest", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+@pytest.fixture
 def cli(ws, monkeypatch, capsys):
     """``cli("render", "recipes/r.rcp")`` → :class:`CliResult`, run in the ``ws`` workspace."""
     from rcpc.cli import main

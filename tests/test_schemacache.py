@@ -23,6 +23,7 @@ from rcpc.core.session import Session
 from rcpc.domain.kube import schema as kube_schema, schemacache
 from rcpc.domain.kube.schema import SchemaIndex, check_schema
 from rcpc.domain.kube.manifests import load_manifests
+from tests.conftest import kube_checks
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "ConfigMap"}],
@@ -249,30 +250,8 @@ jobset(name = "js", spec = {"replicatedJobs": [{"name": "w", "replicas": 1, "tem
 '''
 
 
-@pytest.fixture
-def kube_ws(tmp_path, monkeypatch):
-    from tests.conftest import Ws
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("RCPC_NO_CACHE", raising=False)
-    (tmp_path / "ws").mkdir()
-    ws = Ws(tmp_path / "ws")
-    (ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\nkube_schemas = ["builtin:jobset"]\n')
-    return ws
-
-
-def checked(monkeypatch) -> list:
-    """A list that gets one item per manifest the Kubernetes checks run on."""
-    from rcpc.domain.kube import rules as kube
-
-    calls: list = []
-    real = kube.check_manifest
-    monkeypatch.setattr(kube, "check_manifest", lambda *a: calls.append(1) or real(*a))
-    return calls
-
-
 def test_a_clean_render_is_not_checked_again_in_the_next_run(kube_ws, monkeypatch):
-    calls = checked(monkeypatch)
+    calls = kube_checks(monkeypatch)
     first = kube_ws.build(JOBSET_RECIPE % "")
     assert len(calls) == 1
     assert kube_ws.build() == first and len(calls) == 1  # another run (a new Compiler): from the cache
@@ -288,7 +267,7 @@ manifest(name = "p", apiVersion = "v1", kind = "Pod", metadata = {"name": "p"}, 
 
 def test_a_render_with_a_warning_is_checked_in_every_run(kube_ws, monkeypatch):
     """A Pod's repeated env name is a warning (pkg/api/pod/warnings.go): shown in every run."""
-    calls = checked(monkeypatch)
+    calls = kube_checks(monkeypatch)
     for run in (1, 2):
         kube_ws.build(POD_RECIPE)
         assert len(calls) == run
@@ -299,7 +278,7 @@ def test_other_schema_bytes_or_strict_crd_are_other_entries(kube_ws, monkeypatch
     """The entry names the schema files' bytes and strict_crd: either changed, the checks run."""
     from rcpc.domain.workspace import Workspace
 
-    calls = checked(monkeypatch)
+    calls = kube_checks(monkeypatch)
     kube_ws.build(JOBSET_RECIPE % "")
     builtin = Workspace.find(kube_ws.root).kube_schemas[0]
     (kube_ws.root / "jobset.json").write_bytes(builtin.read_bytes() + b"\n")

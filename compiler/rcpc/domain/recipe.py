@@ -33,7 +33,7 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.session import Session
 from rcpc.core.syntax import ast
 from rcpc.core.syntax import parser
-from rcpc.core.values import Dict
+from rcpc.core.values import Dict, to_python
 from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
@@ -475,7 +475,8 @@ class Compiler:
         found clean once in this run is clean again (variants and lint share renders), and
         one found clean in an earlier run, with the same schema files, rcpc, ``strict_crd`` and
         JobSet feature gates, is clean from the validation cache
-        (:func:`rcpc.domain.kube.schemacache.render_key`)."""
+        (:func:`rcpc.domain.kube.schemacache.render_key`), as is one whose argv view (the argv
+        words no check reads left out: a flag edited) was found clean (:meth:`_argv_view_key`)."""
         if text in self._clean:
             return []
         from rcpc.domain.kube import schemacache
@@ -483,6 +484,10 @@ class Compiler:
         gates = self.workspace.jobset_feature_gates
         key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text, gates)
         if schemacache.lookup(key) == schemacache.NO_FINDINGS:
+            self._clean.add(text)
+            return []
+        view = self._argv_view_key(manifest, gates)
+        if schemacache.lookup(view) == schemacache.NO_FINDINGS:
             self._clean.add(text)
             return []
         from rcpc.domain.kube import rules as kube
@@ -495,8 +500,25 @@ class Compiler:
         if not diags:
             self._clean.add(text)
             schemacache.store(key, schemacache.NO_FINDINGS)
+            schemacache.store(view, schemacache.NO_FINDINGS)
         self.context.diagnostics.extend(d for d in diags if d.severity != "error")
         return [d for d in diags if d.severity == "error"]
+
+    def _argv_view_key(self, manifest: Manifest, gates: frozenset) -> str | None:
+        """The validation cache's key of ``manifest``'s argv view
+        (:mod:`rcpc.domain.kube.argvview`: the argv words no check reads left out), under
+        which a clean manifest is kept so that one differing from it only in such words (a
+        flag edited) is clean too; None when the view does not apply (a schema file other
+        than the built-in JobSet one) or the cache is off."""
+        from rcpc.domain.kube import argvview, schemacache
+
+        if not schemacache.enabled() or not argvview.applies(self.workspace.kube_schemas):
+            return None
+        try:
+            viewed = argvview.view(to_python(manifest.data))
+        except RecursionError:
+            return None
+        return schemacache.view_key(self._schema_identity(), self.workspace.strict_crd, viewed, gates)
 
     def dependencies(self, real: Path) -> set[Path]:
         """Every file the recipe's renders depend on: the recipe, the files it loads

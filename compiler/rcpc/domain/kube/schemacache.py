@@ -13,7 +13,10 @@ and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and `
 A render with no finding at all (no rule, no schema, error or warning) is also kept under its
 text (:func:`render_key`: the render determines the manifest's data, which reads back from
 it), so the next build that renders it again skips every check (:meth:`rcpc.domain.recipe.
-Compiler.check_manifest`) without even reading the schemas. Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
+Compiler.check_manifest`) without even reading the schemas; with no schema file but the
+built-in JobSet one, it is also kept under its argv view (:func:`view_key`,
+:mod:`rcpc.domain.kube.argvview`: the argv words no check reads left out), so a manifest that
+differs from it only in such words (a flag edited) skips every check too. Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
 are after an edit, skips even the API server's stages); a manifest found valid is also kept
 under its *shape* (:mod:`rcpc.domain.kube.schemashape`: the strings no keyword of the schema can
 tell apart left out), so a manifest that differs from a valid one only in such strings (a
@@ -82,6 +85,20 @@ def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozens
     if identity is None or not enabled():
         return None
     return _digest(identity, bool(strict_crd), "render", text, *sorted(gates))
+
+
+def view_key(identity: str | None, strict_crd: bool, viewed, gates: frozenset = frozenset()) -> str | None:
+    """The entry key of a manifest's argv view ``viewed`` (:func:`rcpc.domain.kube.argvview.view`
+    of its plain data, written with :func:`repr`) checked as for :func:`render_key`: only
+    :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache is off,
+    ``identity`` is None or the view is nested too deeply to write."""
+    if identity is None or not enabled():
+        return None
+    try:
+        text = repr(viewed)
+    except RecursionError:
+        return None
+    return _digest(identity, bool(strict_crd), "argv view", text, *sorted(gates))
 
 
 def _digest(*fields) -> str:

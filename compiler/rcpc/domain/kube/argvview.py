@@ -1,0 +1,82 @@
+"""What a manifest's Kubernetes checks can see of its containers' ``command`` and ``args``:
+the key under which the validation cache keeps a manifest found clean (no error, no warning),
+so that a manifest that differs from a clean one only in argv words no check reads (a MaxText
+flag of a trainer's ``args``: the edit loop) is clean without running the checks again
+(:meth:`rcpc.domain.recipe.Compiler.check_manifest`).
+
+Which argv words the checks read, and how (:mod:`rcpc.domain.kube.rules`,
+:mod:`rcpc.domain.kube.references`, the schema's list types and string keywords):
+
+* ``E1008`` (rules): only the type of each item (a string or not);
+* ``W1004``/``W1005`` (references): the ``$(VAR)`` references of each item (only an item
+  holding ``$`` has one: ``pkg/kubelet/container/helpers.go`` ``ExpandContainerCommandAndArgs``),
+  and which item is a shell's script (:func:`rcpc.domain.kube.references._script_index`: the
+  first word, the words before the script that start with ``-``, and the argv's length);
+* the list types (``E1010``): ``command`` and ``args`` are ``x-kubernetes-list-type: atomic``
+  (no entry is compared with another);
+* schema validation: the built-in JobSet schema (``builtin:jobset``) gives each item only
+  ``type: string`` (no ``pattern``, ``enum``, ``format``, length: its verdict ignores the
+  text, :mod:`rcpc.domain.kube.schemashape`). Another schema file may constrain the text, so
+  :func:`view` is used only when every configured schema is the built-in JobSet one
+  (:func:`applies`).
+
+So :func:`view` replaces by :data:`rcpc.domain.kube.schemashape.ANY_STRING` each string item of
+a ``command`` or ``args`` list of a container entry (a dict in an ``initContainers``,
+``containers`` or ``ephemeralContainers`` list, anywhere in the manifest) that is not the
+argv's first word, starts with no ``-`` and holds no ``$``; everything else (keys, types, every
+other value) is kept. For manifests ``a``, ``b`` with ``view(a) == view(b)``, every check above
+finds the same in ``a`` as in ``b``, and the placeholder changes none of their verdicts: a
+clean ``a`` means a clean ``b``. Only "clean" is kept under a view (findings quote values and
+spans). tests/test_argvview.py checks it over generated argv words against the full checks.
+"""
+
+from __future__ import annotations
+
+from rcpc.domain.kube.paths import CONTAINER_LISTS
+from rcpc.domain.kube.schemashape import ANY_STRING
+from rcpc.domain.workspace import builtin_schema
+
+
+def applies(kube_schemas) -> bool:
+    """Whether :func:`view` may stand for manifests checked against ``kube_schemas`` (the
+    workspace's schema files, paths): none, or only the built-in JobSet schema."""
+    builtin = builtin_schema("jobset")
+    return all(p == builtin for p in kube_schemas)
+
+
+def view(plain):
+    """``plain`` (a manifest as plain data, :func:`rcpc.core.values.to_python`) with the argv
+    words no check reads replaced by :data:`ANY_STRING` (the module docstring): a new value,
+    ``plain`` is not changed. Raises RecursionError on a value nested too deeply."""
+    if type(plain) is dict:
+        out = {}
+        for k, v in plain.items():
+            if k in CONTAINER_LISTS and type(v) is list:
+                out[k] = [_container(c) for c in v]
+            else:
+                out[k] = view(v)
+        return out
+    if type(plain) is list:
+        return [view(v) for v in plain]
+    return plain
+
+
+def _container(c):
+    if type(c) is not dict:
+        return view(c)
+    out = view({k: v for k, v in c.items() if k not in ("command", "args")})
+    first = True
+    for k in ("command", "args"):  # the argv: command's words, then args' (as the kubelet runs them)
+        if k not in c:
+            continue
+        words = c[k]
+        if type(words) is not list:
+            out[k] = view(words)
+            continue
+        kept = []
+        for w in words:
+            kept.append(ANY_STRING if type(w) is str and not first and not w.startswith("-") and "$" not in w
+                        else view(w))
+            first = False
+        out[k] = kept
+    return {k: out[k] for k in c}  # the manifest's key order
