@@ -220,13 +220,16 @@ def _write_many(cache_home: str, n: int) -> None:
 
 def test_concurrent_writers_leave_a_whole_entry(cache, tmp_path):
     """Two processes rewriting one entry, each in a transaction a write, while this one reads
-    it: every read is a whole entry (one of those written) or a miss, never a part."""
+    it, each read a run of its own (a run that found no database does not look again until it
+    ends: store.flush): every read is a whole entry (one of those written) or a miss, never a
+    part; once the writers are done, a new run finds the entry."""
     ctx = multiprocessing.get_context("fork")
     writers = [ctx.Process(target=_write_many, args=(str(tmp_path / "cache"), 300)) for _ in range(2)]
     for w in writers:
         w.start()
     while any(w.is_alive() for w in writers):
         found = schemacache.lookup("ab" + "0" * 62)
+        store.flush()
         if found is not None:
             message = found["final"][0][2]
             assert set(message) == {"x"} and len(message) % 999 == 0
