@@ -53,6 +53,7 @@ LAZY: dict[tuple[str, str], str] = {
         "rcpc.domain.contracts", "rcpc.domain.launch", "rcpc.domain.lint", "rcpc.domain.kube.rules",
         "rcpc.domain.kube.schemacache")},
     ("rcpc.domain.recipe", "rcpc.domain.kube.schema"): _VALIDATE,
+    ("rcpc.domain.recipe", "rcpc.domain.kube.argvview"): _STAGE,
     ("rcpc.domain.recipe", "rcpc.domain.valuesfile"): "only a build given a values file (--values)",
     ("rcpc.domain.recipe", "rcpc.domain.flag_overrides"): "only a build given flag overrides on the command line",
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.schema"): _VALIDATE,
