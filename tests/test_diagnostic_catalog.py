@@ -86,7 +86,7 @@ def _section(example, output: str) -> str:
         shown.append(f"`{path}`:\n\n```python\n{text.rstrip()}\n```\n")
     shown.extend(f"`{path}` is a symlink to `{target}`.\n" for path, target in example.links.items())
     shown.extend(f"With `{name}={value}` in the environment"
-                 + (" (a fault injected by a test hook, `rcpc.testhook`)" if name.startswith("RCPC_TEST_") else "")
+                 + (" (a fault injected by a test hook, `rcpc.core.testhook`)" if name.startswith("RCPC_TEST_") else "")
                  + ".\n" for name, value in example.env.items())
     if example.before:
         shown.append(f"After `rcpc {' '.join(example.before)}`, these files are written:\n")

@@ -2,7 +2,7 @@
 sleeps, no timing. Signals are injected by ``strace -e inject=SYSCALL:signal=SIG:when=N``
 at every write-side system call of a build (once, and repeated at every later call: a
 repeated Ctrl-C), and races with worker processes are set up with the ``RCPC_TEST_STOP``
-hook (:mod:`rcpc.testhook`), which makes a process report its pid on a pipe and wait for a
+hook (:mod:`rcpc.core.testhook`), which makes a process report its pid on a pipe and wait for a
 go on another.
 
 The property, wherever the signal lands: exit 0 or 130, never a traceback; after exit 130
@@ -164,7 +164,7 @@ def test_a_signal_at_any_write_side_syscall_leaves_old_or_new_output(template, t
 # worker processes ----------------------------------------------------------------------------
 def _waiting_workers(ws: Path, tmp_path: Path, count: int, points: str = "worker", expect: int = 2):
     """Start ``rcpc build -j 2`` of ``count`` recipes whose processes wait at the test hook
-    ``points`` (:mod:`rcpc.testhook`: ``worker``, a worker's start; ``fork``, the main
+    ``points`` (:mod:`rcpc.core.testhook`: ``worker``, a worker's start; ``fork``, the main
     process after forking a worker; ``pool``, the main process once its pool is made);
     returns (process, {point: [pids]}, go, every) once ``expect`` reports came: ``go()``
     lets them all go on; ``every()`` adds the points reached later, read to the end (when

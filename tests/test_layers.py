@@ -107,9 +107,6 @@ SEAM = {
 DECLARED = {
     ("rcpc.domain.workspace", "rcpc.domain.kube.jobset"):
         "rcp.toml's jobset_feature_gates are checked against JobSet's FEATURE_GATES (a function-level import)",
-    ("rcpc.core.store", "rcpc.testhook"):
-        "the store's write has handshake points a test drives two writers through (testhook imports only "
-        "rcpc.core.envvars; a function-level import)",
 }
 
 

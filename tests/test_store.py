@@ -210,7 +210,7 @@ def test_a_kill_at_any_write_syscall_leaves_each_entry_whole_or_missing(cache, t
 
 def _handshake(name: str) -> tuple[dict, int, int]:
     """Environment for a process to stop at test point ``name``, the fd it reports on and
-    the fd that lets it go (:mod:`rcpc.testhook`)."""
+    the fd that lets it go (:mod:`rcpc.core.testhook`)."""
     stop_r, stop_w = os.pipe()
     go_r, go_w = os.pipe()
     return {"RCPC_TEST_STOP": name, "RCPC_TEST_STOP_FD": str(stop_w), "RCPC_TEST_GO_FD": str(go_r)}, stop_r, go_w

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 
-from rcpc import testhook
+from rcpc.core import testhook
 
 # Items a worker takes at a time, at most (chunks: :func:`chunk_sizes`).
 MAX_CHUNK = 16

@@ -14,7 +14,7 @@ READ = (
     "NO_COLOR",           # diagnostics uncoloured on a terminal (https://no-color.org)
     "RCPC_CACHE_MAX_MB",  # the user cache's size limit: rcpc.core.cachetrim
     "RCPC_NO_CACHE",      # caches and replay off
-    "RCPC_TEST_GO_FD",    # rcpc.testhook: a test's handshake with a process at a point
+    "RCPC_TEST_GO_FD",    # rcpc.core.testhook: a test's handshake with a process at a point
     "RCPC_TEST_KILL",
     "RCPC_TEST_STOP",
     "RCPC_TEST_STOP_FD",

@@ -52,7 +52,7 @@ import hashlib
 import os
 import time
 
-from rcpc import testhook
+from rcpc.core import testhook
 from rcpc.core.envvars import get as env
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 
