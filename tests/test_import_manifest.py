@@ -313,7 +313,8 @@ def test_candidates_of_a_template_of_another_shape_decline(name, data, new):
     path = data.draw(st.sampled_from(paths))
     mutated = attrs.evolve(template, doc=_replaced(template.doc, path, new))
     startup_command(mutated.doc)  # read() finds the startup command in any shape
-    with mock.patch("rcpc.importer.command.parse_commands", _parsed_once):
+    with mock.patch("rcpc.importer.command.parse_commands", _parsed_once), \
+            mock.patch("rcpc.importer.library.parse_commands", _parsed_once):  # bound at its head too
         for cand in CANDIDATES:
             found = cand.extract(mutated)
             assert found is None or found.startswith("# Imported from")
