@@ -181,9 +181,13 @@ class Oracle:
                                                           case["slices"], case["mesh"]], ensure_ascii=False))
 
     def _cached(self, key: str) -> dict | None:
-        payload = store.get(AREA, key) if self.cache else None
+        if not self.cache:
+            return None
+        payload = store.get(AREA, key)
+        if payload is None or len(payload) > MAX_RESULT_BYTES:
+            return None
         try:
-            found = json.loads(payload) if payload is not None and len(payload) <= MAX_RESULT_BYTES else None
+            found = json.loads(payload)
         except ValueError:
             return None
         return found if _well_formed(found) else None

@@ -110,8 +110,8 @@ LAZY: dict[tuple[str, str], str] = {
     # modules on every command's path, for one command's need
     ("rcpc.completion", "shtab"): "only `rcpc completion` writes a script; the CLI imports completion for every command",
     ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles; findings is on every command's path",
-    ("rcpc.core.testhook", "signal"): "testhook is on the build and check path (the store's and pool's test points); "
-                                 "only a test's kill needs signal (which imports enum, ~2 ms)",
+    ("rcpc.core.testhook", "signal"): "testhook is on the build and check path (the store's and pool's test "
+                                      "points); only a test's kill needs signal (which imports enum, ~2 ms)",
     ("rcpc.review.report", "tempfile"): "`rcpc --help` imports review.report (diff's options): only diff --rev checks "
                                         "a revision out",
     ("rcpc.review.report", "rcpc.review.revision"): "as tempfile: only `rcpc diff --rev` reads git",

@@ -48,6 +48,7 @@ database, :mod:`sqlite3` (~3 ms).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import time
@@ -268,12 +269,20 @@ def _write(directory: str, pending: dict, touched: dict) -> None:
         return
     now = _now()
     testhook.point("store-begin")
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(db):
         db.executemany("INSERT OR REPLACE INTO entries (key, area, entry, used) VALUES (?, ?, ?, ?)",
                        [(k, area, data, now) for k, (area, data) in pending.items()])
         db.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in touched])
         testhook.point("store-commit")
+
+
+@contextlib.contextmanager
+def _transaction(db):
+    """A write transaction on ``db`` (SQLite's write lock taken at its start), committed when
+    the block ends, rolled back when it raises (a signal too)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
@@ -304,7 +313,7 @@ def _open(directory: str | None, create: bool, again: bool = True):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
             except FileExistsError:
                 pass
-        if not all(owned_file(p) or (p != path and not os.path.lexists(p)) for p in _files(path)):
+        if not all(owned_file(p) or (p != path and not os.path.lexists(p)) for p in files(directory)):
             _STATE.refused = path
             return None
     except OSError:
@@ -347,14 +356,11 @@ def _setup(db) -> None:
         db.execute("PRAGMA journal_mode = WAL")
 
 
-def _files(path: str) -> tuple[str, str, str]:
-    return path, path + "-wal", path + "-shm"
-
-
 def files(directory: str) -> tuple[str, str, str]:
     """The files of the store in ``directory`` (the database and SQLite's ``-wal`` and
     ``-shm``), which the trim does not remove as files (:func:`usage`)."""
-    return _files(os.path.join(directory, DATABASE))
+    path = os.path.join(directory, DATABASE)
+    return path, path + "-wal", path + "-shm"
 
 
 def _corrupt(exc) -> bool:
@@ -398,14 +404,8 @@ def remove(directory: str, keys: list[str]) -> bool:
     import sqlite3
 
     try:
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(db):
             db.executemany("DELETE FROM entries WHERE key = ?", [(bytes.fromhex(k),) for k in keys])
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
         db.execute("PRAGMA incremental_vacuum")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except sqlite3.Error:
