@@ -28,9 +28,7 @@ from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.files import NotRegular, TooLarge, load_yaml_bounded, read_limited, yaml_node_limit
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Span, file_span
-from rcpc.domain.contracts import check_contract
 from rcpc.domain.delta import data_delta
-from rcpc.domain.recipe import contract_variants
 
 DIFF_LINES = 20  # of a render's unified diff that rcpc test shows
 
@@ -146,7 +144,10 @@ def compile_goldens(workspace, paths: list[Path]):
 
 def _contracts(recipe, builds: list) -> list:
     """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in the
-    recipe's order (:func:`rcpc.domain.contracts.check_contract`)."""
+    recipe's order (:func:`rcpc.domain.contracts.check_contract`); the compiler's modules are
+    imported only when a recipe is compiled (a run served from the build cache loads none)."""
+    from rcpc.domain.contracts import check_contract
+    from rcpc.domain.recipe import contract_variants
 
     by_variant = {b.variant: b for b in builds}
     variants = {v.name: v for v in recipe.variants}
@@ -246,7 +247,6 @@ def _read_yaml(text: str):
     ValueError). Raises ``yaml.YAMLError`` for text that does not read."""
     import yaml
 
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return load_yaml_bounded(text, loader, yaml_node_limit(len(text)), single=True)[0]
 
@@ -255,7 +255,6 @@ def render_changes(name: str, old: str, new: str) -> list[str]:
     """What changed in one render, one line a change: a flag file's effective values, a
     manifest's paths (:func:`rcpc.domain.delta.data_delta` of both texts read as YAML)."""
     import yaml
-
 
     try:
         if name.endswith(".flags"):
@@ -306,7 +305,7 @@ class Tested:
     produces (under ``--snapshot-update``: deleted); ``contracts``, the number run;
     ``broken``, what else failed, by the pytest plugin's item names: ``recipe/variant:contract``
     of each broken contract, the name of each recipe that does not compile, the render name
-    of each golden not read; ``updated``: whether goldens were written and deleted; ``sources`` for quoting."""
+    of each golden not read; ``updated``: whether goldens were written and deleted."""
 
     renders: int
     changed: list
@@ -315,7 +314,6 @@ class Tested:
     contracts: int
     broken: list
     updated: bool
-    sources: dict
 
     @property
     def failed(self) -> bool:
@@ -338,11 +336,9 @@ def run_goldens(workspace, paths: list[Path], whole: bool, update: bool = False)
     unknown: list = []
     changed: list = []
     failures: list = []
-    sources: dict = {}
     broken: list = []
     renders = contracts = 0
     for compiled in compile_goldens(workspace, paths):
-        sources.update(compiled.sources)
         if compiled.errors:
             unknown.append(golden_dir / compiled.name)
             failures += compiled.errors
@@ -370,7 +366,7 @@ def run_goldens(workspace, paths: list[Path], whole: bool, update: bool = False)
     found = obsolete(roots, expected, unknown)
     if update:
         remove_obsolete(found, golden_dir)
-    return Tested(renders, changed, failures, found, contracts, broken, update, sources)
+    return Tested(renders, changed, failures, found, contracts, broken, update)
 
 
 def unreadable(ws, exc: GoldenUnreadable) -> Diagnostic:
@@ -398,7 +394,8 @@ def diagnostics(ws, tested: Tested) -> list[Diagnostic]:
     out = list(tested.failures)
     if tested.updated:
         return out
-    hint = f"run {update_command([ws.config or ws.root / 'rcp.toml'])} to accept the new render"
+    command = update_command([ws.config or ws.root / "rcp.toml"])
+    hint = f"run {command} to accept the new render"
     for name, path, old, new in tested.changed:
         shown = ws.display(path)
         if old is None:
@@ -414,5 +411,5 @@ def diagnostics(ws, tested: Tested) -> list[Diagnostic]:
     for path in tested.obsolete:
         out.append(Diagnostic("E1302", "golden file that no recipe, variant or render produces any more",
                               file_span(ws.display(path)),
-                              hint=f"run {update_command([ws.config or ws.root / 'rcp.toml'])} to delete it"))
+                              hint=f"run {command} to delete it"))
     return out

@@ -41,7 +41,7 @@ _DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 _YAML11_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?")
 # OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
 # also exponent forms without a dot or without a sign. Also the derived schema's YAML loader
-# (rcpc.domain.maxtext.schemagen.yaml_loader).
+# (:func:`yaml_loader` below, which schemagen uses).
 OMEGACONF_FLOAT = re.compile(r"""^(?:
      [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
