@@ -109,8 +109,9 @@ def test_variables_from_the_environment_are_params(uses, braces, tmp_path):
     assert set(params) == set(uses)
     for name, (use, default) in uses.items():
         if use == "default":
+            # a number as written: no leading zero in an int; a float with a '.' or an exponent
             typed = int(default) if re.fullmatch(r"-?(0|[1-9][0-9]*)", default) else \
-                float(default) if re.fullmatch(r"-?(0|[1-9][0-9]*)\.[0-9]+", default) else default
+                float(default) if re.fullmatch(r"-?[0-9]+(\.[0-9]*([eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)", default) else default
             assert params[name].default.value == typed and type(params[name].default.value) is type(typed)
         else:
             assert "From the environment" in params[name].doc

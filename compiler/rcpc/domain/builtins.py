@@ -198,15 +198,18 @@ def _cli_value(ctx, fn, span, args, kwargs):
     except NotAScalar:
         raise error("E1220", f"OmegaConf does not read {text.value[:60]!r} as a bool, number, null, string or "
                     "mapping of string keys", text.span, hint="write a list as a list literal") from None
-    value = _of_reading(got, text.value, span, text.span)
+    value = of_reading(got, text.value, span, text.span)
     if type(value) is Dict:
         return record.evolve(value, text=text.value)
     return value
 
 
-def _of_reading(got, text: str, span: Span, at: Span):
+def of_reading(got, text: str, span: Span, at: Span):
     """The value of ``got`` (:func:`~rcpc.domain.maxtext.emit.cli_document`'s data), a scalar
-    spelled ``text`` (the items of a mapping in their canonical spelling)."""
+    spelled ``text`` (the items of a mapping in their canonical spelling), made at ``span``:
+    the one reading of a flag's word as a typed value (``cli_value()``, and ``rcpc import``'s
+    flag values, :mod:`rcpc.importer.literals`). ``E0806`` at ``at`` for an int outside the
+    64-bit range."""
     if type(got) is bool:
         return Bool(got, text, span)
     if type(got) is int:
@@ -220,12 +223,12 @@ def _of_reading(got, text: str, span: Span, at: Span):
     if type(got) is str:
         return Str(got, span)
     if type(got) is list:
-        return List(tuple(_of_reading(x, _spelling(x), span, at) for x in got), span)
-    return Dict({k: _of_reading(x, _spelling(x), span, at) for k, x in got.items()}, {k: span for k in got}, span)
+        return List(tuple(of_reading(x, _spelling(x), span, at) for x in got), span)
+    return Dict({k: of_reading(x, _spelling(x), span, at) for k, x in got.items()}, {k: span for k in got}, span)
 
 
 def _spelling(x) -> str:
-    """A spelling of an item of a mapping read by :func:`_of_reading` (its text is the whole)."""
+    """A spelling of an item of a mapping read by :func:`of_reading` (its text is the whole)."""
     if type(x) is bool:
         return "true" if x else "false"
     return "null" if x is None else repr(x) if type(x) is float else str(x)

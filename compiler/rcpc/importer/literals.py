@@ -8,14 +8,18 @@ import re
 
 import attrs
 
+from rcpc.core.diagnostics import CompileError
+from rcpc.core.limits import INT_LIMIT
 from rcpc.core.source import Span
-from rcpc.core.values import Bool, Float, Int, Null, Str
+from rcpc.core.values import Str
+from rcpc.domain.builtins import of_reading
 from rcpc.domain.maxtext.emit import FlagValueError, NotAScalar, cli_reading, shell_quote, token
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+")
+# a number as written (:func:`number`): an int in decimal without leading zeros, or a float with
+# a '.' or an exponent; a '-' before either (the recipe language has no unary '+')
+_NUMBER = re.compile(r"-?(?:(0|[1-9][0-9]*)|[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)")
 _BOOLS = ("True", "False", "true", "false")
 
 
@@ -87,10 +91,27 @@ def placeholders(text: str, names) -> list:
     return [p for p in pieces if p != ""]
 
 
+def number(text: str) -> str | None:
+    """``"int"`` or ``"float"`` when ``text`` is a number as written: the source of a recipe's
+    int or float literal (a ``-`` before it allowed) that compiles and keeps ``text`` as its
+    spelling (docs/language.md: a number keeps its source spelling): ``-12``, ``0.5``,
+    ``1e-5``, ``3.``; else None: ``+5`` (no unary ``+``), ``007``, ``0x10``, an int outside
+    the 64-bit range whose digits a literal cannot hold (``-9223372036854775808`` too:
+    its digits are out of range before the ``-`` applies, E0806), a float that overflows to
+    infinity (``1e400``). The one reading of a number by the importers (flag values, shell
+    assignments and params, vLLM options)."""
+    m = _NUMBER.fullmatch(text)
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        return "int" if int(m.group(1)) < INT_LIMIT else None
+    return "float" if abs(float(text)) != float("inf") else None
+
+
 def scalar(text: str) -> str:
-    """The literal whose flag spelling is ``text``: a bool, int or float as spelled, else a
-    string."""
-    if text in _BOOLS or _INT.fullmatch(text) or _FLOAT.fullmatch(text):
+    """The literal whose flag spelling is ``text``: a bool or a number as spelled
+    (:func:`number`), else a string."""
+    if text in _BOOLS or number(text):
         return text
     return string(text)
 
@@ -110,11 +131,10 @@ def flag_value(key: str, raw: str, names) -> str | None:
     if not raw.startswith(key + "="):
         return None
     text = raw[len(key) + 1:]
-    value = _value(text)
     try:
-        if shell_quote(token(key, value)) == raw:
+        if shell_quote(token(key, _value(text))) == raw:
             return flag_scalar(text)
-    except FlagValueError:
+    except (FlagValueError, CompileError):  # no flag form; a reading no value holds (E0806)
         return None
     return None
 
@@ -135,7 +155,7 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
         return None
     try:
         tok = token(key, _value(inner))
-    except FlagValueError:
+    except (FlagValueError, CompileError):  # no flag form; a reading no value holds (E0806)
         return None
     for always in (False, True):
         if shell_quote(tok, always) == raw:
@@ -148,7 +168,7 @@ def flag_scalar(text: str) -> str:
     literal of that spelling (:func:`scalar`), or, where OmegaConf reads ``text`` as a bool,
     number or null no literal spells so (``on``, ``~``, ``0x10``, ``.inf``, ``TRUE``),
     ``cli_value("text")``: the value MaxText reads, written back as written."""
-    if text in _BOOLS or _INT.fullmatch(text) or _FLOAT.fullmatch(text) or type(_reading(text)) is str:
+    if text in _BOOLS or number(text) or type(_reading(text)) is str:
         return scalar(text)
     return f"cli_value({string(text)})"
 
@@ -163,26 +183,16 @@ def _reading(text: str):
 
 
 def _value(text: str):
-    """The rcpc value whose flag spelling is ``text``: a bool, int or float as spelled, a
-    value OmegaConf reads from it as ``cli_value(text)`` makes it (its spelling kept), else a
-    string."""
-    span = Span("<import>", 1, 1, 1, 1)
-    if text in _BOOLS:
-        return Bool(text in ("True", "true"), text, span)
-    if _INT.fullmatch(text):
-        return Int(int(text), text, span)
-    if _FLOAT.fullmatch(text):
-        return Float(float(text), text, span)
+    """The rcpc value whose flag spelling is ``text``: what OmegaConf reads from it, made a
+    value as ``cli_value(text)`` makes it (:func:`rcpc.domain.builtins.of_reading`: its
+    spelling kept), else (a string, or not one scalar) the string ``text``. Raises
+    :class:`~rcpc.core.diagnostics.CompileError` (``E0806``) for a reading no value holds (an
+    int outside the 64-bit range)."""
     got = _reading(text)
-    if type(got) is bool:
-        return Bool(got, text, span)
-    if type(got) is int:
-        return Int(got, text, span)
-    if type(got) is float:
-        return Float(got, text, span)
-    if got is None:
-        return Null(text, span)
-    return Str(text, span)
+    span = Span("<import>", 1, 1, 1, 1)
+    if type(got) is str:
+        return Str(text, span)
+    return of_reading(got, text, span, span)
 
 
 def joined(name: str, prefix: str, sep: str, suffix: str) -> str:

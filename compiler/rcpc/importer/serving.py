@@ -21,7 +21,7 @@ import attrs
 
 from rcpc.importer import manifest as m
 from rcpc.importer.library import ACCELERATOR_LABEL, TOPOLOGY_LABEL, Call
-from rcpc.importer.literals import fstring, placeholders, string
+from rcpc.importer.literals import fstring, number, placeholders, string
 
 VLLM_TPU = "@rcpc//vllm_tpu.rcp"
 OPTIONS_NAME = "VLLM_OPTIONS"
@@ -33,7 +33,6 @@ DATA_PATH = "/data"
 STORAGE_CLASS_FIELDS = {"provisioner": "pd.csi.storage.gke.io", "reclaimPolicy": "Delete",
                         "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": True}
 _OPTION = re.compile(r"[a-z][a-z0-9-]*")  # vllm_option_ok
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # written back as spelled
 
 
 def _text(v, names) -> str:
@@ -89,7 +88,7 @@ def options(args: list, names) -> list | None:
         key, eq, v = a[2:].partition("=")
         if not _OPTION.fullmatch(key) or key in entries:
             return None
-        entries[key] = "True" if not eq else v if _NUMBER.fullmatch(v) else _text(v, names)
+        entries[key] = "True" if not eq else v if number(v) else _text(v, names)
     return [f"{OPTIONS_NAME} = {{"] + [f"    {string(k)}: {v}," for k, v in entries.items()] + ["}", ""]
 
 

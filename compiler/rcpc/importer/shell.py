@@ -2,8 +2,9 @@
 
 Top-level statements, in order:
 
-* ``export NAME=value`` → a typed param (``int`` for digits, ``float`` for digits with a
-  decimal point, ``bool`` for true/false, else ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
+* ``export NAME=value`` → a typed param (``int`` or ``float`` for a number as written,
+  :func:`rcpc.importer.literals.number`: ``12``, ``0.5``, ``1e-4``; ``bool`` for true/false,
+  else ``str``); ``NAME="${NAME:-default}"`` → a param with that default; a value the shell
   computes (``$(date ...)``) → a ``str`` param, its shell text kept as a ``TODO(import)``;
 * a variable read but never set (``$PROJECT``, ``export ZONE="${ZONE}"``: the environment's)
   → a ``str`` param, its default its name in lowercase;
@@ -45,14 +46,12 @@ from rcpc.importer import bash, interpret
 from rcpc.importer.command import flag_list
 from rcpc.core.values import Str
 from rcpc.domain.maxtext.emit import value_text
-from rcpc.importer.literals import Ref, flag_value, fstring, joined, placeholders, quoted_flag_value, string
+from rcpc.importer.literals import Ref, flag_value, fstring, joined, number, placeholders, quoted_flag_value, string
 
 # Shell builtins and setup commands: never a launch command (bash(1) SHELL BUILTIN COMMANDS).
 BUILTINS = frozenset({"set", "echo", "printf", "source", ".", "cd", "exit", "shopt", "trap", "export", "unset",
                       "true", "false", ":", "wait", "read", "local", "declare", "readonly", "alias", "umask",
                       "eval", "exec", "return", "shift", "test", "[", "[["})
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")  # as the recipe writes a float back
 
 
 @attrs.define
@@ -384,8 +383,9 @@ def _simple_commands(body):
 
 
 def _literal(value: str) -> str:
-    """The recipe literal written back as ``value``: an int or float as spelled, else a string."""
-    return value if _INT.fullmatch(value) or _FLOAT.fullmatch(value) else string(value)
+    """The recipe literal written back as ``value``: a number as spelled
+    (:func:`~rcpc.importer.literals.number`), else a string."""
+    return value if number(value) else string(value)
 
 
 def _tie_slice(script: Script, words: list) -> None:
@@ -539,12 +539,11 @@ def _names(script: Script, pieces) -> set:
 
 
 def _param(script: Script, node, name: str, default: str) -> Binding:
-    if _INT.fullmatch(default):
-        ptype, source = "int", default
+    kind = number(default)
+    if kind is not None:  # a number as spelled (rcpc.importer.literals.number)
+        ptype, source = kind, default
     elif default in ("true", "false"):
         ptype, source = "bool", default
-    elif _FLOAT.fullmatch(default):
-        ptype, source = "float", default
     else:
         ptype, source = "str", string(default)
     b = Binding(name, "param", source, set(), node, type=ptype, default=default)
