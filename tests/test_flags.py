@@ -136,6 +136,40 @@ def test_strings_reread_as_the_same_string(s, tok):
     assert same(omegaconf_view(shlex.split(shell_form(argv))), {"x": s})
 
 
+def test_one_yaml_loader_reads_flag_values_and_schemas(tmp_path, monkeypatch):
+    """MaxText's YAML is one Loader class, made once (session 5 review: schemagen built a new
+    class on every read): a flag value (cli_document) and a base.yml (schemagen.read_yaml)
+    are read with the same class, however many reads."""
+    from rcpc.core import files
+    from rcpc.domain.maxtext import emit, schemagen
+
+    used = []
+    real = files.load_yaml_bounded
+    monkeypatch.setattr(schemagen, "load_yaml_bounded", lambda text, loader, *a, **k: (used.append(loader),
+                                                                                       real(text, loader, *a, **k))[1])
+    base = tmp_path / "base.yml"
+    base.write_text("steps: 1\nlr: 1e-3\n")
+    assert [schemagen.read_yaml(base, "base.yml") for _ in range(2)] == [{"steps": 1, "lr": 1e-3}] * 2
+    assert used == [emit.yaml_loader()] * 2 and emit.yaml_loader() is emit.yaml_loader()
+    assert emit.cli_document("1e-3") == 1e-3
+
+
+@settings(max_examples=examples(300, 100), deadline=None)
+@given(s=st.one_of(st.text(alphabet="aZn0189.-+_eE:, #'\"[]{}!&*|%@~=<?$", max_size=6), st.text(max_size=4)))
+@example(s="on")
+@example(s="a: b")
+def test_a_plain_string_is_one_cli_value_reads_as_itself(s):
+    """reads_plain (outside a list) is cli_document's reading, not a copy of it: ``s`` is
+    plain exactly when it is printable and OmegaConf's from_cli reads it as the string ``s``."""
+    from rcpc.domain.maxtext.emit import NotAScalar, cli_document, reads_plain
+
+    try:
+        got = cli_document(s)
+    except NotAScalar:
+        got = None
+    assert reads_plain(s) == (s != "" and s.isprintable() and type(got) is str and got == s)
+
+
 # Strings around every YAML reader's corner: indicators, bools and nulls of YAML 1.1 (PyYAML's
 # and go-yaml's), numbers of 1.1, 1.2 and OmegaConf, timestamps, interpolations.
 _YAMLISH = st.one_of(

@@ -97,11 +97,14 @@ def _readable(v) -> str:
     return escape_interpolations(s)
 
 
+@functools.cache
 def yaml_loader():
     """PyYAML's (C) SafeLoader with OmegaConf's extra float resolver and without the timestamp
     resolver (``2024-01-01`` stays a string): MaxText's YAML, as OmegaConf reads a config file
     and each ``from_cli`` value (``get_yaml_loader``: omegaconf/_utils.py in 2.3,
-    omegaconf/_yaml.py in 2.4; basecontainer.py ``merge_with_dotlist``: ``yaml.load(value, ...)``)."""
+    omegaconf/_yaml.py in 2.4; basecontainer.py ``merge_with_dotlist``: ``yaml.load(value, ...)``).
+    Made once (cached): one class for every reader, flag values and schemas alike; never
+    change it."""
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -131,19 +134,19 @@ def reads_plain(s: str, in_list: bool = False) -> bool:
         return False  # '' is null
     if plain_ok(s) and not (in_list and ("," in s or ":" in s)):
         return True
+    if not in_list:  # read as from_cli reads a value (cli_document)
+        try:
+            got = cli_document(s)
+        except NotAScalar:  # not YAML, nor flag data
+            return False
+        return type(got) is str and got == s
     import yaml
 
     try:
-        if not in_list:
-            got = yaml.load(s, Loader=_LOADER())
-            return type(got) is str and got == s
-        items, mapping = (yaml.load(text, Loader=_LOADER()) for text in (f"[{s}]", f"{{k: {s}}}"))
-    except (yaml.YAMLError, ValueError):  # not YAML; a resolved number float() refuses
+        items, mapping = (yaml.load(text, Loader=yaml_loader()) for text in (f"[{s}]", f"{{k: {s}}}"))
+    except (yaml.YAMLError, ValueError, RecursionError):  # not YAML; a resolved number float() refuses
         return False
     return items == [s] and type(items[0]) is str and mapping == {"k": s} and type(mapping["k"]) is str
-
-
-_LOADER = functools.cache(yaml_loader)
 
 # The spellings of null a flag keeps (YAML 1.1's, as OmegaConf reads them; ``None`` is a string there).
 _NULLS = frozenset(("null", "Null", "NULL", "~"))
@@ -167,7 +170,7 @@ def cli_document(text: str):
     import yaml
 
     try:
-        got = yaml.load(text, Loader=_LOADER())
+        got = yaml.load(text, Loader=yaml_loader())
     except (yaml.YAMLError, ValueError, RecursionError):  # not YAML; a resolved number float() refuses
         raise NotAScalar(text) from None
     if not _plain_data(got):
