@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.cli import main
@@ -27,18 +27,24 @@ def _write(path: Path, size: int, age: float) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(files=st.lists(st.tuples(st.sampled_from(["ast", "builds/ab", "schema/0f", "replay", "."]),
+@given(files=st.lists(st.tuples(st.sampled_from(["ast", "builds/ab", "schema/0f", "replay", ".", "store"]),
                                 st.integers(0, 4000), st.integers(0, 10 ** 6), st.booleans()),
                       max_size=25),
        limit=st.integers(1, 40000))
+# a file in the store's directory named as the trim named a store entry ('<database>#<key hex>'):
+# it was taken for an entry (its "key" 0 not hex: ValueError out of the trim; 10: not removed)
+@example(files=[("store", 10, 5, False), ("store", 20, 4, False), ("ast", 5, 1, False)], limit=1)
 def test_trim_removes_the_least_recently_used_down_to_the_mark(tmp_path_factory, files, limit):
+    """Files of any name (one the store's database could be, ``store/store.db#10``, too) go
+    least recently used first, each as a file."""
     base = tmp_path_factory.mktemp("c")
     root, outside = base / "rcpc", base / "outside"
     outside.mkdir()
     (outside / "keep").write_bytes(b"user file")
     made = []
     for i, (sub, size, age, tmp) in enumerate(files):
-        path = root / sub / (f"e{i}.123.tmp" if tmp else f"e{i}")
+        name = f"store.db#{i * 10}" if sub == "store" else f"e{i}"
+        path = root / sub / (f"{name}.123.tmp" if tmp else name)
         _write(path, size, age)
         made.append((NOW - age, size, str(path)))
     root.mkdir(exist_ok=True)
@@ -54,8 +60,8 @@ def test_trim_removes_the_least_recently_used_down_to_the_mark(tmp_path_factory,
                 break
             expected.append(p)
             left -= size
-    assert removed == expected
-    assert sorted(p for _, _, p in cachetrim.entries(str(root))) == sorted(
+    assert [e.path for e in removed] == expected and all(e.key is None for e in removed)
+    assert sorted(e.path for e in cachetrim.entries(str(root))) == sorted(
         p for _, _, p in made if p not in set(expected))
     assert left <= limit
     assert (outside / "keep").read_bytes() == b"user file" and (root / "link").is_symlink()
@@ -116,7 +122,7 @@ def test_builds_after_trims_render_what_an_uncached_build_renders(tmp_path, monk
     monkeypatch.setenv(cachetrim.LIMIT_ENV, "2")
     assert _build(ws, "a", capsys) == uncached
     assert not filler.exists()                        # the oldest went first
-    assert sum(s for _, s, _ in cachetrim.entries(str(root))) <= 2 << 20
+    assert sum(e.size for e in cachetrim.entries(str(root))) <= 2 << 20
     for i in range(2):   # a trim once an hour: move the stamp back; the cache is cut hard each time
         monkeypatch.setenv(cachetrim.LIMIT_ENV, "1")
         os.utime(root / cachetrim.STAMP, (0, 0))

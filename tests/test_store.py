@@ -292,19 +292,20 @@ def test_the_trim_removes_the_least_recently_used_files_and_entries_together(cac
                                (now - age, bytes.fromhex(store.key("build", "trim", i))))
     found = cachetrim.entries(str(root))
     db = str(storefiles.database(cache))
-    assert sorted(p for _, _, p in found if not p.startswith(db)) == sorted(p for _, _, p in made)
-    assert sorted(p[len(db) + 1:] for _, _, p in found if p.startswith(db)) == sorted(keys)
-    live = sorted(found)
-    total, expected = sum(s for _, s, _ in live), []
+    assert sorted(e.path for e in found if e.key is None) == sorted(p for _, _, p in made)
+    assert sorted(e.key.hex() for e in found if e.key is not None) == sorted(keys)
+    assert all(e.path == db for e in found if e.key is not None)
+    live = sorted(found, key=lambda e: (e.used, e.size, e.path, e.key or b""))
+    total, expected = sum(e.size for e in live), []
     if total > limit:
         left = total
-        for _, size, p in live:
+        for e in live:
             if left <= cachetrim.KEEP * limit:
                 break
-            expected.append(p)
-            left -= size
+            expected.append(e)
+            left -= e.size
     assert cachetrim.trim(str(root), limit, now) == expected
-    gone = {p[len(db) + 1:] for p in expected if p.startswith(db)}
+    gone = {e.key.hex() for e in expected if e.key is not None}
     for k, p in keys.items():
         assert store.get("build", k) == (None if k in gone else p)
     store.flush()

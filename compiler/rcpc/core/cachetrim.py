@@ -22,6 +22,7 @@ import os
 import stat
 import sys
 import time
+from typing import NamedTuple
 
 from rcpc.core import store
 from rcpc.core.envvars import get
@@ -88,10 +89,26 @@ def _trim(root: str, stamp: str, limit: int | None, now: float) -> None:
             pass
 
 
-def entries(root: str) -> list[tuple[float, int, str]]:
-    """``(last use, size in bytes, path)`` of every regular file under ``root`` (symlinks
-    are not followed and not listed), the stamp and the store's files left out, and of every
-    entry of the store there, as ``<database>#<key hex>``."""
+class Entry(NamedTuple):
+    """One thing a trim may remove: a file at ``path`` (``key`` None), or the entry ``key`` of
+    the store whose database is ``path``; ``used`` when it was last used (seconds since the
+    epoch), ``size`` its bytes."""
+
+    used: float
+    size: int
+    path: str
+    key: bytes | None = None
+
+
+def _order(e: Entry) -> tuple:
+    """Least recently used first (then by size, place and key)."""
+    return e.used, e.size, e.path, e.key or b""
+
+
+def entries(root: str) -> list[Entry]:
+    """An :class:`Entry` of every regular file under ``root`` (symlinks are not followed and
+    not listed), the stamp and the store's files left out, and of every entry of the store
+    there."""
     own = store.files(os.path.join(root, store.DIRECTORY))
     out = []
     for d, dirs, files in os.walk(root):
@@ -105,38 +122,37 @@ def entries(root: str) -> list[tuple[float, int, str]]:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                out.append((max(st.st_atime, st.st_mtime), st.st_size, path))
-    out += [(used, size, f"{own[0]}#{k}") for used, size, k in store.usage(os.path.dirname(own[0]))]
+                out.append(Entry(max(st.st_atime, st.st_mtime), st.st_size, path))
+    out += [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))]
     return out
 
 
-def trim(root: str, limit: int, now: float) -> list[str]:
+def trim(root: str, limit: int, now: float) -> list[Entry]:
     """Remove the least recently used files and store entries under ``root`` until their
     total is at most ``KEEP * limit`` bytes, if it is over ``limit``; a writer's temporary
-    file is removed only when older than :data:`STALE_TMP_S`. Returns the paths removed
-    (oldest first; an entry as :func:`entries` names it)."""
-    found = entries(root)
-    removed = [p for used, _, p in sorted(found) if p.endswith(".tmp") and now - used >= STALE_TMP_S]
-    for p in removed:
-        _unlink(p)
-    live = sorted((used, size, p) for used, size, p in found if not p.endswith(".tmp"))
-    total = sum(size for _, size, _ in live)
+    file is removed only when older than :data:`STALE_TMP_S`. Returns what was removed
+    (oldest first), as :func:`entries` gives it."""
+    found = sorted(entries(root), key=_order)
+    removed = [e for e in found if e.key is None and e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
+    for e in removed:
+        _unlink(e.path)
+    live = [e for e in found if e.key is not None or not e.path.endswith(".tmp")]
+    total = sum(e.size for e in live)
     if total <= limit:
         return removed
-    database = store.files(os.path.join(root, store.DIRECTORY))[0] + "#"
     keys = []
     try:
-        for _, size, p in live:
+        for e in live:
             if total <= KEEP * limit:
                 break
-            if p.startswith(database):
-                keys.append(p[len(database):])
-            elif not _unlink(p):
+            if e.key is not None:
+                keys.append(e.key)
+            elif not _unlink(e.path):
                 continue
-            removed.append(p)
-            total -= size
-        if not store.remove(os.path.dirname(database), keys):
-            removed = [p for p in removed if not p.startswith(database)]
+            removed.append(e)
+            total -= e.size
+        if not store.remove(os.path.join(root, store.DIRECTORY), keys):
+            removed = [e for e in removed if e.key is None]
     finally:
         store.flush()  # the database closed
     return removed

@@ -379,8 +379,8 @@ def _discard(directory: str) -> None:
             pass
 
 
-def usage(directory: str) -> list[tuple[int, int, str]]:
-    """``(last use, size in bytes, key hex)`` of every entry written to the store in
+def usage(directory: str) -> list[tuple[int, int, bytes]]:
+    """``(last use, size in bytes, key)`` of every entry written to the store in
     ``directory`` (:mod:`rcpc.core.cachetrim` trims them with the cache's files); empty when
     there is no database or it cannot be read or trusted."""
     db = _open(directory, create=False)
@@ -389,14 +389,14 @@ def usage(directory: str) -> list[tuple[int, int, str]]:
     import sqlite3
 
     try:
-        return [(used, size, k.hex()) for k, used, size in
+        return [(used, size, k) for k, used, size in
                 db.execute("SELECT key, used, length(key) + length(entry) FROM entries")]
     except sqlite3.Error:
         return []
 
 
-def remove(directory: str, keys: list[str]) -> bool:
-    """Delete the entries of ``keys`` (hex) of the store in ``directory`` in one transaction
+def remove(directory: str, keys: list[bytes]) -> bool:
+    """Delete the entries of ``keys`` of the store in ``directory`` in one transaction
     and give their pages back to the file system. False when that failed (nothing deleted)."""
     db = _open(directory, create=False)
     if db is None or not keys:
@@ -405,7 +405,7 @@ def remove(directory: str, keys: list[str]) -> bool:
 
     try:
         with _transaction(db):
-            db.executemany("DELETE FROM entries WHERE key = ?", [(bytes.fromhex(k),) for k in keys])
+            db.executemany("DELETE FROM entries WHERE key = ?", [(k,) for k in keys])
         db.execute("PRAGMA incremental_vacuum")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except sqlite3.Error:
