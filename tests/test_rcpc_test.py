@@ -254,3 +254,50 @@ def test_paths_name_recipes_files_and_directories(ws, monkeypatch, capsys, tmp_p
                        ("nosuch", "no recipe 'nosuch' in this workspace")]:
         code, err = rcpc(ws, monkeypatch, capsys, path)
         assert code == 2 and said in err
+
+
+def test_a_golden_run_releases_each_recipe_it_compiles_and_keeps_their_verdicts(ws, monkeypatch):
+    """compile_goldens compiles as Compiler.compile does (session 5 review: it repeated
+    check_contracts without the build's embeddings memo and released nothing, so a run over a
+    large workspace kept every recipe's source, AST and trace): each recipe compiled is
+    released once, in order, nothing of it is kept (as tests/test_attack_trace.py checks
+    release), and every verdict is the one Compiler.compile gives on a fresh compiler, each
+    diagnostic quoted with its source line."""
+    import gc
+
+    from rcpc.core.diagnostics import CompileError
+    from rcpc.core.trace import Trace
+    from rcpc.domain.recipe import Compiler
+    from rcpc.review.golden import compile_goldens
+    from rcpc.core.diagnostics import format_text
+    from rcpc.cli.run import Sources
+
+    for name, text in {"b": recipe(steps=7, name="b"), "c": recipe(contract_ok=False), "d": recipe(broken=True),
+                       "e": recipe(n=0, tuned=False)}.items():
+        (ws / "recipes" / f"{name}.rcp").write_text(text)
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    released: list = []
+    real = Compiler.release
+    monkeypatch.setattr(Compiler, "release", lambda self, path: (released.append(path), real(self, path))[1])
+    workspace = Workspace(ws)
+    paths = workspace.config.recipes()
+    compiled = list(compile_goldens(workspace, paths))
+    assert released == paths and len(paths) == 5
+    gc.collect()
+    assert not [t for t in gc.get_objects() if type(t) is Trace and str(t.module.path).startswith(str(ws))]
+    assert not workspace.compiler._modules and not workspace.compiler._traces
+    for path, got in zip(paths, compiled):
+        fresh = Compiler(workspace.config)
+        try:
+            _, builds, _ = fresh.compile(path)
+        except CompileError as exc:
+            expected = exc.diagnostics
+        else:
+            expected = []
+            assert got.builds == [(b.variant, [(r.name, r.text) for r in b.renders]) for b in builds]
+        found = got.errors or [d for _, diags in got.contracts for d in diags]
+        assert found == expected
+        for d in found:  # quoted from the sources kept as rcpc test quotes it (the file read again)
+            shown = format_text(d, got.sources)
+            assert shown == format_text(d, Sources(workspace.config, {}))
+            assert f"{d.span.line} | " in shown

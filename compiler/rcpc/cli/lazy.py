@@ -117,8 +117,6 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.review.report", "rcpc.review.revision"): "as tempfile: only `rcpc diff --rev` reads git",
     ("rcpc.review.report", "rcpc.domain.recipe"): "as tempfile: `rcpc --help` does not load the compiler",
     ("rcpc.review.golden", "difflib"): "only a golden that changed is diffed",
-    ("rcpc.review.golden", "rcpc.domain.contracts"): _CACHED,
-    ("rcpc.review.golden", "rcpc.domain.recipe"): _CACHED,
     ("rcpc.review.golden", "yaml"): "PyYAML (libyaml) only to summarize a golden that changed",
     ("rcpc.domain.maxtext.schemagen", "subprocess"): "schemagen is on the build path (its YAML loader, refusals); "
                                                      "only `rcpc schema` asks git for MaxText's commit",

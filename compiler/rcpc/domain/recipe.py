@@ -758,13 +758,20 @@ class Compiler:
             raise CompileError(out)
 
     def check_contracts(self, recipe: Recipe, builds: list) -> list[Diagnostic]:
-        """Contract diagnostics of every built variant that declares one; the variant it is
-        against is evaluated too when it was not among ``builds``."""
+        """Contract diagnostics of every built variant that declares one (:meth:`contracts`,
+        one list)."""
+        return [d for _, diags in self.contracts(recipe, builds) for d in diags]
+
+    def contracts(self, recipe: Recipe, builds: list) -> list[tuple[str, list[Diagnostic]]]:
+        """``[(variant, diagnostics)]`` of every built variant that declares a contract, in the
+        order of ``builds`` (no diagnostics: it held); the variant it is against is evaluated
+        too when it was not among ``builds``. Call before :meth:`release` (the contracts walk
+        the renders' embeddings this build found: :meth:`_embedded`)."""
         from rcpc.domain.contracts import check_contract
 
         by_name = {b.variant: b for b in builds}
         variants = {v.name: v for v in recipe.variants}
-        diags: list[Diagnostic] = []
+        out: list = []
         for b in builds:
             v = variants.get(b.variant)
             if v is None or v.against is None or v.changes is None:
@@ -775,8 +782,8 @@ class Compiler:
                 other = by_name[v.against] = self.evaluate_with(
                     recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
                 self._raise_problems(recipe, [other])
-            diags.extend(check_contract(v, other, b, self._embedded()))
-        return diags
+            out.append((b.variant, check_contract(v, other, b, self._embedded())))
+        return out
 
     def _embedded(self) -> dict:
         """The memo of the renders' embeddings this recipe's build keeps (the one

@@ -127,32 +127,29 @@ def compile_goldens(workspace, paths: list[Path]):
             built, _, _, held = hit
             yield Compiled(name, built, [(variant, []) for variant in held], [], {})
             continue
-        compiler = workspace.compiler
-        seen = len(compiler.context.diagnostics)
-        try:
-            recipe, builds = compiler.build(path)
-            contracts = _contracts(recipe, builds)
-        except CompileError as exc:
-            yield Compiled(name, [], [], exc.diagnostics, compiler.sources)
-            continue
+        yield _compiled(workspace.compiler, cache, options, path, name)
+
+
+def _compiled(compiler, cache, options, path: Path, name: str) -> Compiled:
+    """:class:`Compiled` of recipe ``path`` built by ``compiler`` (a
+    :class:`rcpc.domain.recipe.Compiler`) as :meth:`~rcpc.domain.recipe.Compiler.compile`
+    builds it (its contracts run with the build's embeddings, the recipe released after), but
+    every contract's verdict kept apart; stored in ``cache`` when every contract holds. The
+    sources of the files it read are kept (a copy) only when there is a diagnostic to quote."""
+    seen = len(compiler.context.diagnostics)
+    try:
+        recipe, builds = compiler.build(path)
+        contracts = compiler.contracts(recipe, builds)
         built = [(b.variant, [(r.name, r.text) for r in b.renders]) for b in builds]
         if not any(diags for _, diags in contracts):
             store_built(cache, options, compiler, path, recipe, builds,
                         compiler.build_warnings(path, recipe, builds, seen))
-        yield Compiled(name, built, contracts, [], compiler.sources)
-
-
-def _contracts(recipe, builds: list) -> list:
-    """[(variant, diagnostics)] of each variant of ``builds`` with a diff contract, in the
-    recipe's order (:func:`rcpc.domain.contracts.check_contract`); the compiler's modules are
-    imported only when a recipe is compiled (a run served from the build cache loads none)."""
-    from rcpc.domain.contracts import check_contract
-    from rcpc.domain.recipe import contract_variants
-
-    by_variant = {b.variant: b for b in builds}
-    variants = {v.name: v for v in recipe.variants}
-    return [(name, check_contract(variants[name], by_variant[variants[name].against], by_variant[name]))
-            for name in contract_variants(recipe, builds)]
+            return Compiled(name, built, contracts, [], {})
+        return Compiled(name, built, contracts, [], dict(compiler.sources))
+    except CompileError as exc:
+        return Compiled(name, [], [], exc.diagnostics, dict(compiler.sources))
+    finally:
+        compiler.release(path)
 
 
 def obsolete(roots, expected: set, unknown) -> list[Path]:
