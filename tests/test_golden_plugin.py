@@ -378,3 +378,30 @@ def test_a_golden_only_session_skips_the_final_collection(updated, with_plain):
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:]
     assert f"iterations: {None if with_plain else 0} thresholds kept: True" in r.stdout
+
+
+@pytest.mark.parametrize("args", [(), ("--snapshot-update",)])
+def test_each_golden_is_read_once(updated, monkeypatch, args):
+    """Under pytest a golden item reads its golden once (session 5 review: the item read it
+    for its checks, then syrupy again): every read goes through read_golden's one read of the
+    file (rcpc.review.golden.read_limited), here counted by path, over a run with a changed
+    golden, a missing one and the rest unchanged; ``rcpc test`` reads each once too."""
+    from collections import Counter
+
+    from rcpc.api import Workspace
+    from rcpc.review import golden
+
+    reads: Counter = Counter()
+    real = golden.read_limited
+    monkeypatch.setattr(golden, "read_limited", lambda path, *a, **k: (reads.update([Path(path)]),
+                                                                       real(path, *a, **k))[1])
+    goldens = sorted(p for p in (updated.path / "golden").rglob("*") if p.is_file())
+    goldens[0].write_text(goldens[0].read_text() + "changed\n")
+    goldens[1].unlink()
+    rec = updated.inline_run(*QUIET, "rcp.toml", *args)
+    outcomes = [r.outcome for r in rec.getreports("pytest_runtest_logreport") if r.when == "call"]
+    assert len(outcomes) == 10 and outcomes.count("failed") == (0 if args else 2)
+    assert reads == Counter(goldens)
+    reads.clear()
+    Workspace(updated.path).test()
+    assert reads == Counter(goldens)

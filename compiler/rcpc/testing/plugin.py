@@ -165,6 +165,7 @@ class GoldenItem(_Item):
         assertion = SnapshotAssertion(update_snapshots=_update(self.config), extension_class=GoldenExtension,
                                       test_location=PyTestLocation(self), session=self.config._syrupy,
                                       **options)
+        assertion.extension.known(self.golden_path, before)  # read once: syrupy's read is this one
         if not assertion == self.text:
             rel = os.path.relpath(self.golden_path)
             result = assertion.executions[0]
