@@ -301,3 +301,37 @@ def test_a_golden_run_releases_each_recipe_it_compiles_and_keeps_their_verdicts(
             shown = format_text(d, got.sources)
             assert shown == format_text(d, Sources(workspace.config, {}))
             assert f"{d.span.line} | " in shown
+
+
+@pytest.mark.parametrize("kind", ["directory outside", "symlink to a directory outside", "symlink to a recipe outside",
+                                  "recipe outside", "directory inside", "recipe name"])
+def test_test_and_check_take_paths_alike(ws, monkeypatch, capsys, tmp_path, kind):
+    """``rcpc test PATH`` and ``rcpc check PATH`` read their paths with one walk (session 5
+    review: test's was a weaker copy, resolving symlinks, with no E0906): a path outside the
+    workspace is the same usage error (exit 2), a symlink out of it the same E0906 (exit 1,
+    nothing read there), a path inside names the same recipes."""
+    outside = tmp_path / "elsewhere"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "o.rcp").write_text(recipe())
+    path = {"directory outside": str(outside / "sub"), "recipe outside": str(outside / "sub" / "o.rcp"),
+            "symlink to a directory outside": "recipes/link", "symlink to a recipe outside": "recipes/link.rcp",
+            "directory inside": "recipes", "recipe name": "r"}[kind]
+    if kind == "symlink to a directory outside":
+        (ws / "recipes" / "link").symlink_to(outside / "sub")
+    if kind == "symlink to a recipe outside":
+        (ws / "recipes" / "link.rcp").symlink_to(outside / "sub" / "o.rcp")
+    rcpc(ws, monkeypatch, capsys, "--snapshot-update", "r")
+    capsys.readouterr()
+    tested, test_err = rcpc(ws, monkeypatch, capsys, path)
+    checked = main(["check", path])
+    check_err = capsys.readouterr().err
+    first = test_err.splitlines()[0]
+    if kind.endswith("inside") or kind == "recipe name":
+        assert tested == checked == 0 and first.startswith("rcpc: tested 8 render(s)")
+        assert Workspace(ws)._named([path], libraries=False)[0] == Workspace(ws)._named([path])[0] \
+            == [(ws / "recipes" / "r.rcp").resolve()]
+    elif "symlink" in kind:
+        assert tested == checked == 1 and "error[E0906]: symlink to a file outside the workspace (not read)" in first
+        assert first == check_err.splitlines()[0]
+    else:
+        assert tested == checked == 2 and "is outside the workspace" in first and first == check_err.splitlines()[0]

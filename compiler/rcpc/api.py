@@ -301,25 +301,43 @@ class Workspace:
         :class:`rcpc.review.golden.Tested`; raises OSError when a golden cannot be written."""
         from rcpc.review.golden import run_goldens
 
-        return run_goldens(self, self._recipe_files(recipes), whole=not recipes, update=update)
+        paths = self._named(recipes, libraries=False)[0] if recipes else self.recipe_paths([])
+        return run_goldens(self, paths, whole=not recipes, update=update)
 
-    def _recipe_files(self, names) -> list[Path]:
-        """:meth:`recipe_paths` of ``names``, a directory naming every recipe under it.
-        :class:`UsageError` for a directory outside the workspace (through a symlink too) or
-        without recipes."""
+    def _named(self, paths, libraries: bool = True) -> tuple[list[Path], list[Path]]:
+        """``(recipes, libraries)`` that ``paths`` name (recipe names such as ``rl/x``, ``.rcp``
+        files, directories: every recipe and library under one), each once, in order: what
+        ``rcpc check`` and ``rcpc test`` run. A path is taken where it sits (its directory's
+        real path): :class:`UsageError` when that is outside the workspace; ``E0906``
+        (:class:`CompileError`) when a symlink leads out of it, ``E0907`` when it cannot be
+        resolved (:meth:`rcpc.domain.workspace.Workspace.inside`). Without
+        ``libraries`` (``rcpc test``), a path naming no recipe (a directory without one, a
+        library file) is a :class:`UsageError`."""
+        from rcpc.domain.workspace import entry
+
         ws = self.config
-        out: list[Path] = []
-        for name in names:
-            if not os.path.isdir(name):
-                out += self.recipe_paths([name])
+        recipes: list[Path] = []
+        found_libraries: list[Path] = []
+        for p in paths:
+            if not os.path.lexists(p):  # a recipe name, not a path
+                recipes.extend(self.recipe_paths([p]))
                 continue
-            real = Path(name).resolve()
-            found = [r for r in ws.recipes() if real in r.parents] if real == ws.root or ws.root in real.parents else None
-            if not found:
-                raise UsageError(f"{name} is outside the workspace {ws.root}" if found is None else
-                                 f"no recipes under {name}")
-            out += found
-        return list(dict.fromkeys(out)) if names else self.recipe_paths([])
+            q = entry(Path(p))
+            if q != ws.root and ws.root not in q.parents:
+                raise UsageError(f"{p} is outside the workspace {ws.root}")
+            q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
+            if q.is_dir():
+                under = [r for r in ws.recipes() if q in r.parents]
+                if not under and not libraries:
+                    raise UsageError(f"no recipes under {p}")
+                recipes.extend(under)
+                if libraries:
+                    found_libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
+            elif libraries and ws.is_library(q):
+                found_libraries.append(q)
+            else:
+                recipes.extend(self.recipe_paths([p]))
+        return list(dict.fromkeys(recipes)), list(dict.fromkeys(found_libraries))
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
               maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:
@@ -334,26 +352,12 @@ class Workspace:
         :mod:`rcpc.oracle`, its refusals ``E0360``; ``maxtext_timeout``: the seconds one run of
         the loader may take."""
         from rcpc.build.cache import request
-        from rcpc.domain.workspace import entry
 
         ws = self.config
-        recipes: list[Path] = []
-        libraries: list[Path] = []
-        for p in paths:
-            q = entry(Path(p))
-            if q != ws.root and ws.root not in q.parents:
-                raise UsageError(f"{p} is outside the workspace {ws.root}")
-            q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
-            if q.is_dir():
-                recipes.extend(r for r in ws.recipes() if q in r.parents)
-                libraries.extend(lib for lib in ws.libraries() if q in lib.parents)
-            elif ws.is_library(q):
-                libraries.append(q)
-            else:
-                recipes.extend(self.recipe_paths([p]))
-        if not paths:
-            recipes = self.recipe_paths([])
-            libraries = ws.libraries()
+        if paths:
+            recipes, libraries = self._named(paths)
+        else:
+            recipes, libraries = self.recipe_paths([]), ws.libraries()
         checked = _check(ws, lambda: self.compiler, recipes, libraries, jobs, request(ws, None, None))
         oracle = self._oracle(recipes, maxtext, maxtext_python, maxtext_timeout, jobs)
         if not oracle:
