@@ -305,11 +305,12 @@ def test_a_golden_run_releases_each_recipe_it_compiles_and_keeps_their_verdicts(
 
 @pytest.mark.parametrize("kind", ["directory outside", "symlink to a directory outside", "symlink to a recipe outside",
                                   "recipe outside", "directory inside", "recipe name"])
-def test_test_and_check_take_paths_alike(ws, monkeypatch, capsys, tmp_path, kind):
-    """``rcpc test PATH`` and ``rcpc check PATH`` read their paths with one walk (session 5
-    review: test's was a weaker copy, resolving symlinks, with no E0906): a path outside the
-    workspace is the same usage error (exit 2), a symlink out of it the same E0906 (exit 1,
-    nothing read there), a path inside names the same recipes."""
+def test_test_check_and_lint_take_paths_alike(ws, monkeypatch, capsys, tmp_path, kind):
+    """``rcpc test PATH`` and ``rcpc check PATH`` read their paths with one walk, and ``rcpc
+    lint PATH`` refuses the same paths (session 5 review: test's walk and lint's check were
+    weaker copies, resolving symlinks, with no E0906): a path outside the workspace is the
+    same usage error (exit 2), a symlink out of it the same E0906 (exit 1, nothing read
+    there), a path inside names the same recipes."""
     outside = tmp_path / "elsewhere"
     (outside / "sub").mkdir(parents=True)
     (outside / "sub" / "o.rcp").write_text(recipe())
@@ -330,8 +331,12 @@ def test_test_and_check_take_paths_alike(ws, monkeypatch, capsys, tmp_path, kind
         assert tested == checked == 0 and first.startswith("rcpc: tested 8 render(s)")
         assert Workspace(ws)._named([path], libraries=False)[0] == Workspace(ws)._named([path])[0] \
             == [(ws / "recipes" / "r.rcp").resolve()]
-    elif "symlink" in kind:
-        assert tested == checked == 1 and "error[E0906]: symlink to a file outside the workspace (not read)" in first
-        assert first == check_err.splitlines()[0]
+        return
+    linted = main(["lint", path])
+    lint_err = capsys.readouterr().err
+    if "symlink" in kind:
+        assert tested == checked == linted == 1
+        assert "error[E0906]: symlink to a file outside the workspace (not read)" in first
     else:
-        assert tested == checked == 2 and "is outside the workspace" in first and first == check_err.splitlines()[0]
+        assert tested == checked == linted == 2 and "is outside the workspace" in first
+    assert first == check_err.splitlines()[0] == lint_err.splitlines()[0]

@@ -313,8 +313,6 @@ class Workspace:
         resolved (:meth:`rcpc.domain.workspace.Workspace.inside`). Without
         ``libraries`` (``rcpc test``), a path naming no recipe (a directory without one, a
         library file) is a :class:`UsageError`."""
-        from rcpc.domain.workspace import entry
-
         ws = self.config
         recipes: list[Path] = []
         found_libraries: list[Path] = []
@@ -322,10 +320,7 @@ class Workspace:
             if not os.path.lexists(p):  # a recipe name, not a path
                 recipes.extend(self.recipe_paths([p]))
                 continue
-            q = entry(Path(p))
-            if q != ws.root and ws.root not in q.parents:
-                raise UsageError(f"{p} is outside the workspace {ws.root}")
-            q = ws.inside(q)  # a symlink out of the workspace: E0906, not read
+            q = self._inside(p)
             if q.is_dir():
                 under = [r for r in ws.recipes() if q in r.parents]
                 if not under and not libraries:
@@ -338,6 +333,19 @@ class Workspace:
             else:
                 recipes.extend(self.recipe_paths([p]))
         return list(dict.fromkeys(recipes)), list(dict.fromkeys(found_libraries))
+
+    def _inside(self, p) -> Path:
+        """The real path of the file or directory ``p``, taken where it sits (its directory's
+        real path and its name): :class:`UsageError` when that is outside the workspace,
+        ``E0906`` (:class:`CompileError`) when it is a symlink out of it (nothing read there),
+        ``E0907`` when it cannot be resolved."""
+        from rcpc.domain.workspace import entry
+
+        ws = self.config
+        q = entry(Path(p))
+        if q != ws.root and ws.root not in q.parents:
+            raise UsageError(f"{p} is outside the workspace {ws.root}")
+        return ws.inside(q)
 
     def check(self, paths=(), *, jobs: int = 1, maxtext: str | os.PathLike | None = None,
               maxtext_python: str | None = None, maxtext_timeout: float | None = None) -> Check:
@@ -487,13 +495,14 @@ class Workspace:
     def lint(self, paths=()) -> list:
         """Lint findings (``L`` codes, :mod:`rcpc.domain.lint`) of the recipes and libraries
         under ``paths`` (default: all), not silenced by an ``# rcpc: ignore`` comment, sorted
-        by place. :class:`UsageError` for a path outside the workspace."""
+        by place. :class:`UsageError` for a path outside the workspace, ``E0906``
+        (:class:`CompileError`) for a symlink out of it, as :meth:`check` takes paths
+        (:meth:`_inside`)."""
         from rcpc.domain.lint import lint
 
         for p in paths:
-            q = Path(p).resolve()
-            if q.exists() and q != self.config.root and self.config.root not in q.parents:
-                raise UsageError(f"{p} is outside the workspace {self.config.root}")
+            if os.path.lexists(p):  # else a recipe name (or E0201)
+                self._inside(p)
         return lint(self.compiler, paths)
 
     def validate(self, files) -> tuple:
