@@ -9,6 +9,7 @@ never ``cli_value("9223372036854775808")`` or a literal the recipe cannot hold (
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from rcpc.core.diagnostics import CompileError
 from rcpc.domain.workspace import Workspace
 from rcpc.importer import proof
 from rcpc.importer.driver import import_shell
+from rcpc.core.values import to_python
 from rcpc.importer.literals import number, scalar
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,3 +140,26 @@ def _written(tmp_path: Path, text: str) -> Path:
     out = tmp_path / "r.rcp"
     out.write_text(text)
     return out
+
+
+@settings(max_examples=examples(150, 60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(WORDS, st.sampled_from(['{"a": 1}', '{"a": 9223372036854775808}', "[1, 2]",
+                                                         "{a: 0x8000000000000000}"])), min_size=1, max_size=8))
+@example(texts=["9223372036854775808", "0x8000000000000000", '{"a": 9223372036854775808}', "+5", "1e400"])
+def test_every_flag_source_the_helpers_write_compiles(texts, ws):
+    """The flag value sources the importers write of a word (flag_scalar, a flag word of a
+    library call's command, shell_library._flag_entry, whose mappings are cli_value too)
+    compile, each to the value OmegaConf reads from the word; a word no value holds gets no
+    source (None), never one that does not compile."""
+    from rcpc.domain.maxtext.emit import cli_document
+    from rcpc.importer.literals import flag_scalar
+    from rcpc.importer.shell_library import _flag_entry
+
+    sources = []
+    for t in texts:
+        entry = _flag_entry(f"k={t}", [])
+        sources += [s for s in (flag_scalar(t), entry and entry[1]) if s is not None]
+    names = ws.names("".join(f"X{i} = {s}\n" for i, s in enumerate(sources)))
+    for i, s in enumerate(sources):
+        if s.startswith("cli_value("):  # the value OmegaConf reads (the literal's escapes are Python's)
+            assert to_python(names[f"X{i}"]) == cli_document(ast.literal_eval(s[len("cli_value("):-1]))

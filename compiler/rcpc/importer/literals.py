@@ -13,7 +13,7 @@ from rcpc.core.limits import INT_LIMIT
 from rcpc.core.source import Span
 from rcpc.core.values import Str
 from rcpc.domain.builtins import of_reading
-from rcpc.domain.maxtext.emit import FlagValueError, NotAScalar, cli_reading, shell_quote, token
+from rcpc.domain.maxtext.emit import FlagValueError, NotAScalar, cli_document, cli_reading, shell_quote, token
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -163,13 +163,30 @@ def quoted_flag_value(key: str, raw: str, names) -> tuple[str, bool] | None:
     return None
 
 
-def flag_scalar(text: str) -> str:
+def flag_scalar(text: str) -> str | None:
     """The recipe source of the flag value a shell word spells ``text`` (after ``key=``): the
     literal of that spelling (:func:`scalar`), or, where OmegaConf reads ``text`` as a bool,
     number or null no literal spells so (``on``, ``~``, ``0x10``, ``.inf``, ``TRUE``),
-    ``cli_value("text")``: the value MaxText reads, written back as written."""
-    if text in _BOOLS or number(text) or type(_reading(text)) is str:
-        return scalar(text)
+    ``cli_value("text")``: the value MaxText reads, written back as written. None when no
+    value holds what OmegaConf reads (an int past the 64-bit range, ``0x8000000000000000``:
+    ``cli_value`` of it is E0806)."""
+    if text in _BOOLS or number(text):
+        return text
+    return string(text) if type(_reading(text)) is str else cli_source(text)
+
+
+def cli_source(text: str) -> str | None:
+    """``cli_value("text")``: the value OmegaConf reads from ``text`` (a scalar or a mapping),
+    when a recipe value holds it (:func:`rcpc.domain.builtins.of_reading`, as ``cli_value``
+    makes it); None otherwise (not flag data, an int past the 64-bit range: E0806)."""
+    span = Span("<import>", 1, 1, 1, 1)
+    try:
+        got = cli_document(text)
+        if type(got) is list:
+            return None  # cli_value() takes no list (E1220)
+        of_reading(got, text, span, span)
+    except (NotAScalar, CompileError):
+        return None
     return f"cli_value({string(text)})"
 
 

@@ -32,7 +32,7 @@ from rcpc.core.source import Span
 from rcpc.domain.maxtext.emit import NotAScalar, cli_document
 from rcpc.domain.tpu import accelerator_type, device_type_name, tpu_slice
 from rcpc.importer.library import COPIES, MAXTEXT_TPU, TRAINERS, Call
-from rcpc.importer.literals import Ref, flag_scalar, fstring, scalar, string
+from rcpc.importer.literals import Ref, cli_source, flag_scalar, fstring, scalar, string
 from rcpc.importer.shell import SLICE_NAME, _words
 
 # The flags of `xpk workload create` in xpk_workload_create's order (their keyword: the
@@ -410,9 +410,8 @@ def _flag_entry(word: str, refs: list) -> tuple[str, str, bool] | None:
         document = cli_document(inner)
     except NotAScalar:
         return None
-    if type(document) is dict:
-        return key, f"cli_value({string(inner)})", quoted
-    return key, flag_scalar(inner), quoted
+    source = cli_source(inner) if type(document) is dict else flag_scalar(inner)
+    return (key, source, quoted) if source is not None else None
 
 
 def _maxdiffusion_xpk_workload(script, words):
