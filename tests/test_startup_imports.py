@@ -99,7 +99,11 @@ BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record
 NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals", "rcpc.domain.maxtext.refusal_rules",
                   "rcpc.domain.kube.crd", "rcpc.core.fmt", "rcpc.importer", "rcpc.review", "rcpc.lsp", "rcpc.oracle",
                   "rcpc.domain.explain", "ast", "yaml", "lark", "jsonschema", "multiprocessing", "tempfile", "traceback",
-                  "ctypes", "calendar", "base64")
+                  "ctypes", "calendar", "base64",
+                  # the standard library's, for paths a build of valid recipes does not take: did-you-mean
+                  # hints and list alignment (difflib), quantities that are not whole (fractions, decimal,
+                  # numbers), threads (threading)
+                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")

@@ -124,6 +124,19 @@ LAZY: dict[tuple[str, str], str] = {
                                                      "only `rcpc schema` asks git for MaxText's commit",
     ("rcpc.domain.maxtext.schemagen", "yaml"): "as subprocess: only a MaxText YAML config read (rcpc schema, a "
                                                "base.yml schema) needs PyYAML",
+    # standard-library modules a build does not need (issue 37, 41: measured in the commits that moved them)
+    ("rcpc.core.diagnostics", "difflib"): "only a diagnostic with a did-you-mean hint compares words (difflib "
+                                          "imports heapq: ~1.3 ms of every build otherwise)",
+    ("rcpc.domain.stdlib", "difflib"): "as rcpc.core.diagnostics': only a missing @rcpc// file is matched",
+    ("rcpc.domain.delta", "difflib"): "only lists that differ are aligned (rcpc diff, a contract's check of a list "
+                                      "that changed): a build whose lists are equal does not import difflib",
+    ("rcpc.build.output", "shutil"): "shutil (with bz2, lzma, zlib: ~2 ms) only when an output tree is removed, "
+                                     "or a render copied where no hard link can be made",
+    ("rcpc.build.pool", "threading"): "the parent-watching thread of a worker where prctl is missing (not Linux); "
+                                      "the CLI asks for the main thread without importing threading",
+    ("rcpc.domain.kube.quantity", "fractions"): "only an amount that is not whole ('500m'): a build's quantities "
+                                                "are ints, exact without fractions (with decimal, numbers: ~2 ms)",
+    ("rcpc.domain.kube.quantity", "decimal"): "only a float where a quantity is wanted (Go's JSON text of it)",
     # the pytest plugin: pytest loads it in every session of an environment rcpc is installed in
     **{("rcpc.testing.plugin", m): _PLUGIN for m in (
         "rcpc.api", "rcpc.core.diagnostics", "rcpc.review.golden", "rcpc.testing.golden",
