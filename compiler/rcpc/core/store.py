@@ -1,8 +1,8 @@
 """rcpc's content-addressed store: the one place its caches of results (the build cache,
 :mod:`rcpc.build.cache`; the schema-validation cache, :mod:`rcpc.domain.kube.schemacache`; the
-MaxText oracle's answers, :mod:`rcpc.oracle`) keep their entries, with one key discipline, one
-entry format, one validation and the user cache's trust rules applied once
-(:mod:`rcpc.core.usercache`). docs/cli.md, "The store", describes it.
+MaxText oracle's answers, :mod:`rcpc.oracle`; rcp.toml's tables, :mod:`rcpc.domain.workspace`)
+keep their entries, with one key discipline, one entry format, one validation and the user
+cache's trust rules applied once (:mod:`rcpc.core.usercache`). docs/cli.md, "The store", describes it.
 
 *Keys* (:func:`key`): SHA-256 of the store's format version, the *area* (one of
 :data:`AREAS`: which cache) and the fields the cache names, each written as its type's name,
@@ -59,7 +59,7 @@ from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 
 FORMAT = 1
 MAGIC = b"rcpc-store 1\n"
-AREAS = ("build", "schema", "oracle")
+AREAS = ("build", "schema", "oracle", "config")
 DIRECTORY = "store"
 DATABASE = "store.db"
 BUSY_S = 10.0            # seconds a writer waits for another's transaction
