@@ -103,8 +103,9 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   "ctypes", "calendar", "base64",
                   # the standard library's, for paths a build of valid recipes does not take: did-you-mean
                   # hints and list alignment (difflib), quantities that are not whole (fractions, decimal,
-                  # numbers), threads (threading)
-                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading")
+                  # numbers), threads (threading), removing trees and the terminal's width (shutil, with
+                  # bz2 and lzma: argparse asks for the width only when it formats help)
+                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma")
 # Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
 # back from the store (rcpc.domain.workspace.config_table), so tomllib and what only it imports
 # (typing, string) are not loaded.

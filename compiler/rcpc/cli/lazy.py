@@ -133,6 +133,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.domain.workspace", "tomllib"): "only an rcp.toml whose table is not in the store (its bytes, rcpc's code "
                                           "and Python's version not seen before): tomllib, with typing, datetime and "
                                           "string, ~7 ms",
+    ("rcpc.cli.parsing", "shutil"): "the terminal's width only when help or usage is formatted: argparse makes a "
+                                    "formatter in every add_argument, and a build formats neither",
     ("rcpc.build.output", "shutil"): "shutil (with bz2, lzma, zlib: ~2 ms) only when an output tree is removed, "
                                      "or a render copied where no hard link can be made",
     ("rcpc.build.pool", "threading"): "the parent-watching thread of a worker where prctl is missing (not Linux); "
