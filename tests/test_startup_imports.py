@@ -104,12 +104,16 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   # the standard library's, for paths a build of valid recipes does not take: did-you-mean
                   # hints and list alignment (difflib), quantities that are not whole (fractions, decimal,
                   # numbers), threads (threading), removing trees and the terminal's width (shutil, with
-                  # bz2 and lzma: argparse asks for the width only when it formats help)
-                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma")
+                  # bz2 and lzma: argparse asks for the width only when it formats help), signal's enums (the
+                  # C module _signal masks signals)
+                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma",
+                  "signal")
 # Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
 # back from the store (rcpc.domain.workspace.config_table), so tomllib and what only it imports
-# (typing, string) are not loaded.
-NOT_EDITED_WITH = ("tomllib", "typing", "string")
+# (typing, string) are not loaded; nor weakref (a compiler's weak references are _weakref's; the
+# manifests' defaults, copied with copy.deepcopy, which imports weakref, are applied when a
+# manifest is validated: not after a flag edit, served by the validation cache's argv view).
+NOT_EDITED_WITH = ("tomllib", "typing", "string", "weakref", "copy")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")
