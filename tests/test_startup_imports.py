@@ -105,15 +105,16 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   # hints and list alignment (difflib), quantities that are not whole (fractions, decimal,
                   # numbers), threads (threading), removing trees and the terminal's width (shutil, with
                   # bz2 and lzma: argparse asks for the width only when it formats help), signal's enums (the
-                  # C module _signal masks signals)
+                  # C module _signal masks signals), struct (float32 formatting), the sqlite3 package (the store
+                  # uses its C module, _sqlite3: the package adds datetime and its date adapters)
                   "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma",
-                  "signal")
+                  "signal", "struct", "sqlite3")
 # Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
 # back from the store (rcpc.domain.workspace.config_table), so tomllib and what only it imports
-# (typing, string) are not loaded; nor weakref (a compiler's weak references are _weakref's; the
+# (typing, string, datetime) are not loaded; nor weakref (a compiler's weak references are _weakref's; the
 # manifests' defaults, copied with copy.deepcopy, which imports weakref, are applied when a
 # manifest is validated: not after a flag edit, served by the validation cache's argv view).
-NOT_EDITED_WITH = ("tomllib", "typing", "string", "weakref", "copy")
+NOT_EDITED_WITH = ("tomllib", "typing", "string", "datetime", "weakref", "copy")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")
