@@ -126,3 +126,28 @@ def test_what_no_parse_takes_is_a_usage_error_of_the_command(argv):
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as info:
         cli.parse(argv)
     assert info.value.code == 2 and f"rcpc {argv[0]}: error:" in err.getvalue()
+
+
+def _parsers(p: argparse.ArgumentParser):
+    """``p`` and every subparser under it."""
+    yield p
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+@pytest.mark.parametrize("columns", [None, "20", "52", "80", "143", "400"])
+def test_help_and_usage_are_argparses_own(columns, monkeypatch):
+    """rcpc's HelpFormatter (the terminal's width found when help is formatted, not when an
+    argument is added: tests/test_startup_imports.py, shutil) formats every parser's help and
+    usage as argparse's HelpFormatter does, whatever the terminal's width (COLUMNS)."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for p in _parsers(cli.parser()):
+        ours = (p.format_help(), p.format_usage())
+        assert type(p._get_formatter()) is not argparse.HelpFormatter
+        p.formatter_class = argparse.HelpFormatter
+        assert (p.format_help(), p.format_usage()) == ours, p.prog

@@ -12,7 +12,8 @@ an edit's imports fastjsonschema (the compiled JobSet validator runs without it)
 reference lexer (the scanner's tables are generated) or the record templates' generator; nor
 any module off the build path (:data:`NOT_BUILT_WITH`: the MaxText schema generator, other
 commands' code, PyYAML, lark, jsonschema on valid JobSets), and rcpc's modules it imports are
-bounded (:data:`BUILD_PATH_MODULES`; issue 40). A build served from the build cache imports no
+bounded (:data:`BUILD_PATH_MODULES`; issue 40); an edit's build does not parse rcp.toml again
+(:data:`NOT_EDITED_WITH`). A build served from the build cache imports no
 compiler at all (:data:`COMPILER`)."""
 
 from __future__ import annotations
@@ -99,7 +100,21 @@ BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record
 NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals", "rcpc.domain.maxtext.refusal_rules",
                   "rcpc.domain.kube.crd", "rcpc.core.fmt", "rcpc.importer", "rcpc.review", "rcpc.lsp", "rcpc.oracle",
                   "rcpc.domain.explain", "ast", "yaml", "lark", "jsonschema", "multiprocessing", "tempfile", "traceback",
-                  "ctypes", "calendar", "base64")
+                  "ctypes", "calendar", "base64",
+                  # the standard library's, for paths a build of valid recipes does not take: did-you-mean
+                  # hints and list alignment (difflib), quantities that are not whole (fractions, decimal,
+                  # numbers), threads (threading), removing trees and the terminal's width (shutil, with
+                  # bz2 and lzma: argparse asks for the width only when it formats help), signal's enums (the
+                  # C module _signal masks signals), struct (float32 formatting), the sqlite3 package (the store
+                  # uses its C module, _sqlite3: the package adds datetime and its date adapters)
+                  "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma",
+                  "signal", "struct", "sqlite3")
+# Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
+# back from the store (rcpc.domain.workspace.config_table), so tomllib and what only it imports
+# (typing, string, datetime) are not loaded; nor weakref (a compiler's weak references are _weakref's; the
+# manifests' defaults, copied with copy.deepcopy, which imports weakref, are applied when a
+# manifest is validated: not after a flag edit, served by the validation cache's argv view).
+NOT_EDITED_WITH = ("tomllib", "typing", "string", "datetime", "weakref", "copy")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")
@@ -120,6 +135,8 @@ def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
     path.write_text(text)
     edit = {name for name, _ in imports(ws, env, "build", RECIPE)}
     assert "rcpc.core.syntax.lexer" in edit and "rcpc.core.evaluate" in edit  # compiled, not replayed
+    assert "tomllib" in first  # the table was parsed, and kept
+    assert not sorted(n for n in edit if n.split(".")[0] in NOT_EDITED_WITH), sorted(edit)
     os.utime(path)  # changed just now: not replayed (racy), served from the build cache by content
     cached = {name for name, _ in imports(ws, env, "build", RECIPE)}
     assert "rcpc.build.cache" in cached

@@ -64,11 +64,14 @@ import errno
 import fcntl
 import json
 import os
-import shutil
-import signal
 import stat
 import time
 from pathlib import Path
+
+try:  # the C module: `signal` makes its enums (~0.9 ms) for the masks a publish sets and puts back
+    import _signal as signal
+except ImportError:  # not CPython
+    import signal
 
 from rcpc.build.replay import RACY_NS
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
@@ -154,7 +157,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
             return Written(len(changed), records != old.get("provenance", {}), dropped)
     finally:
         for path in staged:  # never published: nobody can have written into it
-            shutil.rmtree(path, ignore_errors=True)
+            _remove_tree(path)
 
 
 class Written(int):
@@ -360,7 +363,7 @@ def _sweep(out: Path, current: Path | None, manifest: dict) -> None:
             continue
         other = _read_manifest(gen)
         if other is None:  # never published (its manifest is written before the switch)
-            shutil.rmtree(gen, ignore_errors=True)
+            _remove_tree(gen)
             continue
         listed.update(other["outputs"].values())
         for link in set(other["links"]) - set(manifest["links"]):
@@ -369,7 +372,16 @@ def _sweep(out: Path, current: Path | None, manifest: dict) -> None:
         _drop(area, gen, other, keep)
     for name in _listdir(area / "outputs"):
         if not (name.isdigit() and int(name) in listed):
-            shutil.rmtree(area / "outputs" / name, ignore_errors=True)
+            _remove_tree(area / "outputs" / name)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove the directory ``path`` and what it holds, ignoring errors (``shutil.rmtree``;
+    shutil, which imports bz2 and lzma, is loaded only when a tree is removed: ~2 ms that a
+    build whose output has nothing to drop does not pay)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _listdir(path: Path) -> list[str]:
@@ -677,6 +689,8 @@ def _carry(src: Path, dst: Path, names: list) -> list:
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EMLINK, errno.EXDEV, errno.ENOTSUP):
                 raise
+            import shutil
+
             shutil.copyfile(src / name, dst / name, follow_symlinks=False)
         kept.append(name)
     return kept

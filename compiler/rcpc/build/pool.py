@@ -17,7 +17,6 @@ the main process does, even when that is killed outright (:func:`_die_with`).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections import deque
 
@@ -372,6 +371,8 @@ def _die_with(parent: int) -> None:
             while os.getppid() == parent:
                 time.sleep(0.5)
             os._exit(1)
+
+        import threading
 
         threading.Thread(target=watch, daemon=True).start()
     if os.getppid() != parent:  # it died before the request took effect

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 from pathlib import Path
 
 from rcpc import __version__
@@ -101,6 +100,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parse_with(parser(invoked(argv)), argv)
 
 
+def _main_thread() -> bool:
+    """Whether this is the main thread (signal handlers can be set only there). A thread other
+    than the main one is started through :mod:`threading` (rcpc's own, and a caller's that runs
+    :func:`main` in one), so while it is not imported only the main thread runs: a run does not
+    import it (~1 ms) to ask."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. ``build`` and ``check`` leave a replay record
     (:mod:`rcpc.build.replay`) when they succeed; a command that may have written to the user cache
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = None
     try:
         args = parsed(parser(invoked(argv)), argv)
-        previous = interrupts() if threading.current_thread() is threading.main_thread() else None
+        previous = interrupts() if _main_thread() else None
         cached = getattr(command(args.command), "WORKSPACE", True)
         if cached:
             cache_dir()  # a cache that cannot be trusted is said so (W0960) here, not in each -j worker

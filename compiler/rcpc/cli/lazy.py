@@ -91,6 +91,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.core.files", "tempfile"): "tempfile (random, shutil) only when an output (-o FILE) is replaced",
     ("rcpc.core.goyaml", "fractions"): "float32 formatting only (Go's FormatFloat(x, 'g', -1, 32)): `rcpc fmt` "
                                        "and `completion` print no float32",
+    ("rcpc.core.goyaml", "struct"): "as fractions: float32 formatting only",
     ("rcpc.core.goyaml", "base64"): "only a !!binary scalar (a recipe's build reads none)",
     ("rcpc.core.goyaml", "calendar"): "only a !!timestamp scalar (a recipe's build reads none)",
     ("rcpc.core.syntax.parser", "lark"): _LARK,
@@ -98,8 +99,10 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.build.cache", "rcpc.domain.overrides"): _CACHED,
     ("rcpc.build.cache", "rcpc.domain.recipe"): _CACHED,
     # the caches: the replay fast path (build/replay.py) and `rcpc fmt` read none
-    ("rcpc.core.store", "sqlite3"): "the store's database is opened only when a cache entry is read or written: "
-                                    "a replayed build or check, and `rcpc fmt`, do not import sqlite3 (~3 ms)",
+    ("rcpc.core.store", "_sqlite3"): "the store's database is opened only when a cache entry is read or written: "
+                                     "a replayed build or check does not import sqlite3 (~3 ms). The C module: "
+                                     "sqlite3's package adds datetime and the date adapters (~1.5 ms), which "
+                                     "the store, binding bytes, str and int only, never uses",
     ("rcpc.core.usercache", "hashlib"): "the replay fast path checks the cache directory's trust but fingerprints "
                                         "nothing: OpenSSL (~10-20 ms) loads only to fingerprint",
     ("rcpc.core.usercache", "importlib.util"): "as hashlib: only to fingerprint an installed distribution",
@@ -122,6 +125,24 @@ LAZY: dict[tuple[str, str], str] = {
                                                      "only `rcpc schema` asks git for MaxText's commit",
     ("rcpc.domain.maxtext.schemagen", "yaml"): "as subprocess: only a MaxText YAML config read (rcpc schema, a "
                                                "base.yml schema) needs PyYAML",
+    # standard-library modules a build does not need (issue 37, 41: measured in the commits that moved them)
+    ("rcpc.core.diagnostics", "difflib"): "only a diagnostic with a did-you-mean hint compares words (difflib "
+                                          "imports heapq: ~1.3 ms of every build otherwise)",
+    ("rcpc.domain.stdlib", "difflib"): "as rcpc.core.diagnostics': only a missing @rcpc// file is matched",
+    ("rcpc.domain.delta", "difflib"): "only lists that differ are aligned (rcpc diff, a contract's check of a list "
+                                      "that changed): a build whose lists are equal does not import difflib",
+    ("rcpc.domain.workspace", "tomllib"): "only an rcp.toml whose table is not in the store (its bytes, rcpc's code "
+                                          "and Python's version not seen before): tomllib, with typing, datetime and "
+                                          "string, ~7 ms",
+    ("rcpc.cli.parsing", "shutil"): "the terminal's width only when help or usage is formatted: argparse makes a "
+                                    "formatter in every add_argument, and a build formats neither",
+    ("rcpc.build.output", "shutil"): "shutil (with bz2, lzma, zlib: ~2 ms) only when an output tree is removed, "
+                                     "or a render copied where no hard link can be made",
+    ("rcpc.build.pool", "threading"): "the parent-watching thread of a worker where prctl is missing (not Linux); "
+                                      "the CLI asks for the main thread without importing threading",
+    ("rcpc.domain.kube.quantity", "fractions"): "only an amount that is not whole ('500m'): a build's quantities "
+                                                "are ints, exact without fractions (with decimal, numbers: ~2 ms)",
+    ("rcpc.domain.kube.quantity", "decimal"): "only a float where a quantity is wanted (Go's JSON text of it)",
     # the pytest plugin: pytest loads it in every session of an environment rcpc is installed in
     **{("rcpc.testing.plugin", m): _PLUGIN for m in (
         "rcpc.api", "rcpc.core.diagnostics", "rcpc.review.golden", "rcpc.testing.golden",

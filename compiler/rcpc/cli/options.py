@@ -7,12 +7,13 @@ import argparse
 import math
 
 from rcpc.api import UsageError
+from rcpc.cli.parsing import Parser
 
 
 def common() -> argparse.ArgumentParser:
     """A parent parser (argparse's ``parents=``) of the options every workspace command takes:
     ``--maxtext-schema`` (``--maxtext-base``), ``--diagnostics``, ``--kube-schema``."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = Parser(add_help=False)
     p.add_argument("--maxtext-schema", metavar="SCHEMA",
                    help="MaxText schema to check flag sets against: builtin:maxtext, a .json written by "
                    "`rcpc schema maxtext`, or a base.yml (overrides rcp.toml maxtext_schema)")
@@ -29,7 +30,7 @@ def common() -> argparse.ArgumentParser:
 
 def strict() -> argparse.ArgumentParser:
     """A parent parser of ``--strict-crd`` (``check``, ``validate``)."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = Parser(add_help=False)
     p.add_argument("--strict-crd", action="store_true",
                    help="also report what the raw CRD rejects but the API server or the JobSet webhook "
                         "would fill in or drop (as offline validators such as kubeconform see it)")

@@ -10,10 +10,42 @@ import sys
 from rcpc.interrupts import unwritable
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's HelpFormatter, but the terminal's width (``shutil.get_terminal_size``, as
+    argparse asks it) is found when the formatter first needs it: argparse makes a formatter
+    in every ``add_argument`` to check its metavar (``_format_args``, which reads no width),
+    and importing shutil there (with bz2 and lzma: ~2 ms) was on every command's path, a
+    build's too. Help and usage are formatted as by argparse's own."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        self._asked = (max_help_position, width)
+        self._sized: tuple[int, int] | None = None
+        super().__init__(prog, indent_increment, max_help_position, 70 if width is None else width)
+
+    def _size(self) -> tuple[int, int]:
+        """(width, max help position) as HelpFormatter.__init__ works them out."""
+        if self._sized is None:
+            max_help_position, width = self._asked
+            if width is None:
+                import shutil
+
+                width = shutil.get_terminal_size().columns - 2
+            self._sized = (width, min(max_help_position, max(width - 20, self._indent_increment * 2)))
+        return self._sized
+
+    # HelpFormatter.__init__ assigns both (its values are not kept); every other use reads them
+    _width = property(lambda self: self._size()[0], lambda self, value: None)
+    _max_help_position = property(lambda self: self._size()[1], lambda self, value: None)
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose help and version, printed to stdout, raise what fails to write
     them (argparse ignores it), for :func:`parsed`; its subparsers are of this class too.
-    A usage error on a stderr that cannot take it still exits 2."""
+    A usage error on a stderr that cannot take it still exits 2. Its help is formatted by
+    :class:`HelpFormatter` unless another is given."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def _print_message(self, message, file=None):
         if message and file is sys.stdout:

@@ -21,7 +21,7 @@ starlark-go's host supplies predeclared names next to its ``Universe``.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from rcpc.core import record
 from rcpc.core.diagnostics import did_you_mean, did_you_mean_or_list, error

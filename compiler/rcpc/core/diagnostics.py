@@ -13,10 +13,9 @@ The text form follows the convention of rustc and clang::
 
 from __future__ import annotations
 
-import difflib
 import errno
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from rcpc.core import record
 from rcpc.core.source import Source, Span
@@ -91,6 +90,8 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     is quadratic in their length)."""
     if len(word) > MAX_SUGGEST:
         return None
+    import difflib
+
     close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= MAX_SUGGEST], n=1)
     return f"did you mean '{close[0]}'?" if close else None
 

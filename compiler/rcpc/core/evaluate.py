@@ -18,7 +18,7 @@ expression.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Callable
+from collections.abc import Callable
 
 from rcpc.core import builtins as B
 from rcpc.core import functions as F

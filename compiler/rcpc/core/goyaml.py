@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 
 STR, INT, FLOAT, BOOL, NULL = "str", "int", "float", "bool", "null"
 
@@ -243,6 +242,7 @@ def float32_g(x: float) -> str:
     is narrower below a power of two (Go's shortest formatting, ``ryuFtoaShortest``, allows
     for it: 2**-96 is ``1.2621775e-29``, not the correctly rounded ``1.2621774e-29``'s
     9-digit neighbour)."""
+    import struct
     from fractions import Fraction
 
     if math.isnan(x):

@@ -34,7 +34,7 @@ named twice is ``E0653``.
 from __future__ import annotations
 
 from itertools import chain
-from typing import Iterator
+from collections.abc import Iterator
 
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean

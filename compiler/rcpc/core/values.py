@@ -11,7 +11,7 @@ Built-in kinds: :class:`TypeName`, :class:`Builtin`. A host program adds its own
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
 
 from rcpc.core import record
 from rcpc.core.diagnostics import error
@@ -163,7 +163,7 @@ class Builtin:
     name: str
     fn: Callable
     span: Span
-    receiver: Any = None
+    receiver: object = None
 
 
 TYPE_NAMES = {

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from rcpc.core import names
 from rcpc.core import record

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-from difflib import SequenceMatcher
 
 from rcpc.core import record
 from rcpc.core.emit.yaml import float_text, int_text
@@ -244,6 +243,8 @@ def word_diff(a: str, b: str, context: int = 2) -> str:
     """The change from ``a`` to ``b`` word by word, as ``git diff --word-diff=plain`` writes it
     (``[-removed-]{+added+}``), keeping ``context`` words around each change and eliding the
     rest with ``…``. Newlines show as ``⏎``."""
+    from difflib import SequenceMatcher
+
     wa, wb = _WORD.findall(a), _WORD.findall(b)
     out: list[str] = []
     ops = SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes()
@@ -346,6 +347,8 @@ class _Walk:
             self.changes.append(Change(path, "reordered", [show(a[i], 40) for i in ia],
                                        [show(b[j], 40) for j in ib], new))
             return
+        from difflib import SequenceMatcher
+
         for op, a1, a2, b1, b2 in SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
             if op == "equal":
                 continue

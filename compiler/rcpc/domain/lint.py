@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from rcpc.core.builtins import NAMES
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic

@@ -24,7 +24,7 @@ Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``)
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from rcpc.core import record
 from rcpc.core.builtins import Function, _bind, _expect

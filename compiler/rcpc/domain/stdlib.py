@@ -18,7 +18,6 @@ but missing (with a did-you-mean).
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
@@ -104,6 +103,8 @@ def resolve(target: str, span: Span | None, base: str = "", directory: Path | No
 def _suggest(shown: str, directory: Path) -> str:
     """A did-you-mean among the standard library's files, compared without the ``@rcpc//``
     and ``.rcp`` every label has (they would make any two names look alike), else the list."""
+    import difflib
+
     known = {label[len(PREFIX):].removesuffix(_SUFFIX): label for label in files(directory)}
     close = difflib.get_close_matches(shown[len(PREFIX):].removesuffix(_SUFFIX)[:MAX_SUGGEST], known, n=1)
     if close:

@@ -6,8 +6,6 @@ are frozen, carry the :class:`Span` that made them, and name themselves to the l
 
 from __future__ import annotations
 
-from typing import Any
-
 from rcpc.core import record
 from rcpc.core.source import Span
 from rcpc.core.values import Dict
@@ -21,7 +19,7 @@ class FlagEntry:
 
     key: str
     key_span: Span
-    value: Any
+    value: object
 
 
 @_value
@@ -42,7 +40,7 @@ class FlagSet:
 
     layers: tuple
     span: Span
-    schema: Any = None  # the MaxTextSchema its keys were checked against, if any
+    schema: object = None  # the MaxTextSchema its keys were checked against, if any
     # ((key, span), ...): the unknown keys acknowledged where its layers were made
     # (maxtext_flags' unknown_keys), carried wherever it is spliced in or joined
     acknowledged: tuple = ()
@@ -129,7 +127,7 @@ class Param:
 
     name: str
     type: str
-    default: Any
+    default: object
     choices: tuple | None
     doc: str
     span: Span

@@ -14,8 +14,6 @@ module (:attr:`Module.attached`). The resolver records a binding for every name
 
 from __future__ import annotations
 
-from typing import Union
-
 from rcpc.core import record
 from rcpc.core.source import Span
 
@@ -227,8 +225,8 @@ class Call:
     parens: tuple = ()  # of Paren
 
 
-Expr = Union[Name, IntLit, FloatLit, BoolLit, NoneLit, StrLit, FString, ListLit, DictLit,
-             Comprehension, BinOp, Neg, BoolOp, Not, Compare, Conditional, Index, Attr, Call]
+Expr = (Name | IntLit | FloatLit | BoolLit | NoneLit | StrLit | FString | ListLit | DictLit
+        | Comprehension | BinOp | Neg | BoolOp | Not | Compare | Conditional | Index | Attr | Call)
 
 
 @frozen
@@ -329,7 +327,7 @@ class Def:
     end: Span
 
 
-Stmt = Union[Assign, Load, ExprStmt, Def, Return, If, For]
+Stmt = Assign | Load | ExprStmt | Def | Return | If | For
 
 
 @record.define(eq=False)

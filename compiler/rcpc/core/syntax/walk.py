@@ -14,7 +14,7 @@ a :class:`~ast.Comment` are not nodes (a walk yields the key and the value).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from rcpc.core.syntax import ast
 

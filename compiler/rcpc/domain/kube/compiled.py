@@ -45,6 +45,17 @@ class JsonSchemaValuesException(ValueError):
     ``detailed_exceptions``; the generated code names it where it catches violations)."""
 
 
+class NotDecimal:
+    """Stands for ``decimal.Decimal`` in the generated code, which only asks whether a number
+    is one (``isinstance(x, (int, float, Decimal))``): no value is an instance of it, so a
+    Decimal would be refused there, and what the compiled code refuses jsonschema judges
+    (:func:`valid`): the verdict is jsonschema's either way. A manifest's plain data holds ints
+    and floats (JSON's and YAML's readers make no Decimal), and a build does not import
+    decimal (~1 ms) for the question."""
+
+    __slots__ = ()
+
+
 def digest(structural: dict) -> str:
     """SHA-256 hex of a structural schema written as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(structural, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

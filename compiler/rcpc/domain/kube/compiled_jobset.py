@@ -2,7 +2,7 @@
 # fmt: off
 SCHEMA_SHA256 = "a0885539d50dbe06b88aca779788e7cd4d32a10e7264ff966554acdaea077a65"
 VERSION = "2.22.3"
-from decimal import Decimal
+from rcpc.domain.kube.compiled import NotDecimal as Decimal
 import re
 from rcpc.domain.kube.compiled import JsonSchemaValueException, JsonSchemaValuesException
 

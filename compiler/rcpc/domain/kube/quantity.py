@@ -17,7 +17,9 @@ around the text (``" 1"``), and a number of no digit with an exponent below -9
 (``"e-10"``: ``ErrNumeric``). A JSON number is read from its text (``Quantity.UnmarshalJSON``),
 so YAML's ``4`` and ``0.5`` are quantities too, and a null is the zero quantity.
 
-The amount is exact (a :class:`~fractions.Fraction`), with the parser's two adjustments: a
+The amount is exact (an int when it is whole, else a :class:`~fractions.Fraction`: a build's
+quantities are whole, and it imports neither :mod:`fractions` nor :mod:`decimal`), with the
+parser's two adjustments: a
 value finer than 10^-9 is rounded away from zero to it (``"0.1n"`` is 1n), and a binary-SI
 amount is capped at 2^63-1. An exponent beyond ±:data:`MAX_EXPONENT` is taken at that bound
 (the amounts compared by the rules are then still ordered, if not exact).
@@ -26,9 +28,6 @@ amount is capped at 2^63-1. An exponent beyond ±:data:`MAX_EXPONENT` is taken a
 from __future__ import annotations
 
 import math
-from decimal import Decimal
-from fractions import Fraction
-
 import re
 
 from rcpc.core.values import Dict, Float, Int, Null, Str, text_of, type_name
@@ -44,7 +43,7 @@ _JSON_ESCAPED = frozenset('"\\<>&\u2028\u2029')
 # Go's unicode.IsSpace, which strings.TrimSpace trims (Python's str.strip also trims \x1c-\x1f)
 GO_SPACE = "".join(sorted(set("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000")
                           | {chr(c) for c in range(0x2000, 0x200B)}))
-_NANO = Fraction(1, 10 ** 9)
+_NANO = 10 ** 9  # nanos in one
 # The pattern controller-gen writes for every resource.Quantity field of a CRD (the JobSet CRD's
 # ``x-kubernetes-int-or-string`` quantities, ../shared/data/jobset/), its '$' the end of the text
 # as in Go's regexp.
@@ -107,11 +106,11 @@ def _interpret(suffix: str) -> tuple[int, int] | None:
     return None
 
 
-def parse(text: str) -> Fraction | None:
-    """The amount of quantity ``text`` as ``resource.ParseQuantity`` reads it, or None when it
-    refuses it (see the module docstring)."""
+def parse(text: str) -> int | Fraction | None:
+    """The amount of quantity ``text`` as ``resource.ParseQuantity`` reads it (an int when it is
+    whole, else a Fraction), or None when it refuses it (see the module docstring)."""
     if text.isdigit() and text.isascii():  # the common case, as the parser reads it: the number
-        return Fraction(int(text))
+        return int(text)
     if not text:
         return None
     scanned = _scan(text)
@@ -124,17 +123,32 @@ def parse(text: str) -> Fraction | None:
     base, exponent = found
     if base == 10 and exponent + 9 < len(denom) and not any(c in _DIGITS for c in text[:len(text) - len(suffix)]):
         return None  # below the nano, ParseQuantity reads the number with inf.Dec: no digit, ErrNumeric
-    amount = Fraction(int(num + denom), 10 ** len(denom))
+    # the amount is top / bottom (both ints, top >= 0)
+    top, bottom = int(num + denom), 10 ** len(denom)
     if base == 10:
         exponent = max(-MAX_EXPONENT, min(MAX_EXPONENT, exponent))
-        amount *= Fraction(10) ** exponent
+        if exponent >= 0:
+            top *= 10 ** exponent
+        else:
+            bottom *= 10 ** -exponent
     else:
-        amount *= 2 ** exponent
-    if amount and amount % _NANO:  # rounded up (away from zero) to the nano
-        amount = math.ceil(amount / _NANO) * _NANO
+        top *= 2 ** exponent
+    if top * _NANO % bottom:  # rounded up (away from zero) to the nano
+        top, bottom = top * _NANO // bottom + 1, _NANO
+    amount = _exact(top, bottom)
     if base == 2 and amount > _INT64_MAX:
-        amount = Fraction(_INT64_MAX)
+        amount = _INT64_MAX
     return -amount if sign == "-" else amount
+
+
+def _exact(top: int, bottom: int) -> int | Fraction:
+    """``top / bottom`` exactly: an int when it is whole, else a Fraction (lowest terms)."""
+    whole, rest = divmod(top, bottom)
+    if not rest:
+        return whole
+    from fractions import Fraction
+
+    return Fraction(top, bottom)
 
 
 def go_json_number(value: float) -> str:
@@ -144,18 +158,21 @@ def go_json_number(value: float) -> str:
 
     short = repr(value)
     if value == 0 or 1e-6 <= abs(value) < 1e21:
+        from decimal import Decimal
+
         text = format(Decimal(short), "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
     mantissa, _, exp = short.partition("e")
     return f"{mantissa.removesuffix('.0')}e{exp[0]}{exp[1:].lstrip('0').rjust(2 if exp[0] == '+' else 1, '0')}"
 
 
-def amount(value, crd: bool = False) -> Fraction | None:
+def amount(value, crd: bool = False) -> int | Fraction | None:
     """The amount of a manifest value where a quantity is wanted, as ``Quantity.UnmarshalJSON``
     reads what kubectl sends: a string without the white space around it (Go's
     ``strings.TrimSpace``; but a character Go's JSON encoder escapes, such as a tab or a
     newline, reaches the parser as its escape, which it refuses), an int or float from its
-    JSON number, a null as 0; None for anything else (a bool, a list, a dict). With ``crd``
+    JSON number, a null as 0 (an int when the amount is whole, else a Fraction); None for
+    anything else (a bool, a list, a dict). With ``crd``
     (a custom resource's field, such as a JobSet's pod template), a string must first match
     the pattern the CRD's structural schema gives every quantity (:data:`CRD_PATTERN`):
     the API server checks it before the controller ever parses the value."""
@@ -168,11 +185,11 @@ def amount(value, crd: bool = False) -> Fraction | None:
             return None
         return parse(text.strip(GO_SPACE))
     if t is Int:  # its JSON text is its digits, which parse() reads as the number
-        return Fraction(value.value)
+        return value.value
     if t is Float:
         return parse(go_json_number(value.value)) if math.isfinite(value.value) else None
     if t is Null:
-        return Fraction(0)
+        return 0
     return None  # a bool, a list, a dict
 
 
