@@ -32,7 +32,6 @@ them) or a variant; :class:`RecipeResult` holds what a recipe declared.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Callable
 
 from rcpc.core import names
@@ -41,6 +40,7 @@ from rcpc.core.builtins import Declaration, Function, Universe, _bind, _expect, 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
@@ -115,8 +115,8 @@ def check_param_value(ptype: str, value, name: str, choices) -> None:
 
 
 _BOOL_TEXT = ("true", "True", "false", "False")
-_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
-_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
+_INT_TEXT = LazyPattern(r"^[-+]?[0-9]+$")
+_FLOAT_TEXT = LazyPattern(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
 
 
 def param_value_from_text(param: Param, text: str):
@@ -267,7 +267,7 @@ def _variant(ctx, fn, span, args, kwargs):
     return Variant(name.value, sets, *_contract(a), span)
 
 
-_FIELD = re.compile(r"\{([^{}]*)\}")
+_FIELD = LazyPattern(r"\{([^{}]*)\}")
 
 
 def _variants(ctx, fn, span, args, kwargs):

@@ -30,6 +30,7 @@ import re
 
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, error
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import Span
 from rcpc.domain.values import TpuSlice
 
@@ -185,7 +186,7 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
 # the count being TensorCores (two a chip on v4, v5p and v7x: v5p-16 is 8 chips, 2x2x2) or
 # chips (v5e, v6e: v6e-256 is 16x16).
 _PREFIXES = {g.type_prefix: g for g in GENERATIONS.values()}
-_TYPE = re.compile(r"([a-z0-9]+)-([1-9][0-9]*(?:x[1-9][0-9]*)*)")
+_TYPE = LazyPattern(r"([a-z0-9]+)-([1-9][0-9]*(?:x[1-9][0-9]*)*)")
 
 
 def accelerator_type_name(s: TpuSlice) -> str:

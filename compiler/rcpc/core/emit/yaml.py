@@ -15,10 +15,11 @@ import math
 import re
 
 from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 
 _INT_BOTH = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
-_FLOAT_BOTH = re.compile(r"^[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?$")
+_FLOAT_BOTH = LazyPattern(r"^[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?$")
 _BOOL_BOTH = frozenset(("true", "True", "TRUE", "false", "False", "FALSE"))
 
 

@@ -29,8 +29,7 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-import re
-
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Dict, Float, Int, Null, Str, text_of, type_name
 from rcpc.domain.kube.paths import diag
 
@@ -48,7 +47,7 @@ _NANO = Fraction(1, 10 ** 9)
 # The pattern controller-gen writes for every resource.Quantity field of a CRD (the JobSet CRD's
 # ``x-kubernetes-int-or-string`` quantities, ../shared/data/jobset/), its '$' the end of the text
 # as in Go's regexp.
-CRD_PATTERN = re.compile(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+CRD_PATTERN = LazyPattern(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
                          r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?\Z")
 MAX_EXPONENT = 400
 

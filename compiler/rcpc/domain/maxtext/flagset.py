@@ -13,6 +13,7 @@ import re
 
 from rcpc.core import record
 from rcpc.core.builtins import article
+from rcpc.core.patterns import LazyPattern
 from rcpc.domain.maxtext import lax
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS, MAX_NODES
 from rcpc.core.diagnostics import (NOTE, WARNING, CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error,
@@ -272,10 +273,10 @@ def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
 
 
 _SPELLINGS = {
-    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
+    "bool": (LazyPattern(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
     # at most 18 digits: always inside the 64-bit range, and int() has a digit limit
-    "int": (re.compile(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
-    "float": (re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
+    "int": (LazyPattern(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
+    "float": (LazyPattern(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
               lambda t, sp: Float(float(t), t, sp)),
 }
 _PY_NAMES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "None"}
