@@ -29,6 +29,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from rcpc.core import patterns
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error, io_hint
 from rcpc.core.files import read_limited
@@ -445,7 +446,7 @@ def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_N
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
 # header) or in an inline table, with its dotted parts (toml.io: bare or quoted keys)
 _KEY_PART = r"""(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
-_DOTTED_KEY = re.compile(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
+_DOTTED_KEY = patterns.precompiled(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
 MAX_KEY_DOTS = 1_000
 
 
