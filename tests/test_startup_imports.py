@@ -100,15 +100,19 @@ BUILT_AHEAD = ("fastjsonschema", "rcpc.core.syntax.terminals", "rcpc.core.record
 NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals", "rcpc.domain.maxtext.refusal_rules",
                   "rcpc.domain.kube.crd", "rcpc.core.fmt", "rcpc.importer", "rcpc.review", "rcpc.lsp", "rcpc.oracle",
                   "rcpc.domain.explain", "ast", "yaml", "lark", "jsonschema", "multiprocessing", "tempfile", "traceback",
-                  "ctypes", "calendar", "base64")
+                  "ctypes", "calendar", "base64", "rcpc.build.pool", "rcpc.findings")
+# Not on an edit's path: validation's modules an edit does not run (its renders were validated before).
+NOT_EDITED_WITH = ("rcpc.domain.kube.pod", "rcpc.domain.kube.container", "rcpc.domain.kube.podspec",
+                   "rcpc.domain.kube.references")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")
 # rcpc's modules a build imports: 93 for the RL recipe's first build and edit (startup4), 95 by
 # December 2026, 97 with rcpc.core.patterns and its table rcpc.core.pattern_codes (module-level
-# patterns compiled on first use or ahead of time: ~5 ms less a build). More is a decision (a
-# module on every build's path), made by raising this with the reason.
-BUILD_PATH_MODULES = 97
+# patterns compiled on first use or ahead of time: ~5 ms less a build), 95 again without the
+# worker pool and the findings' formats (an edit: 87). More is a decision (a module on every
+# build's path), made by raising this with the reason.
+BUILD_PATH_MODULES = 95
 
 
 def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
@@ -128,6 +132,8 @@ def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
     assert "rcpc.build.cache" in cached
     compiler = sorted(n for n in cached if n in COMPILER)
     assert not compiler, f"a build served from the build cache imported the compiler: {compiler}"
+    assert "rcpc.domain.kube.pod" in first  # the reader sees the first build validate
+    assert not sorted(n for n in edit if n in NOT_EDITED_WITH), sorted(edit)
     for found in (first, edit):
         assert not [n for n in found if n.split(".")[0] in BUILT_AHEAD or n in BUILT_AHEAD], sorted(found)
         stray = sorted(n for n in found if any(n == m or n.startswith(m + ".") for m in NOT_BUILT_WITH))

@@ -60,6 +60,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset"): _VALIDATE,
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset_cel"): _VALIDATE,
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.kueue"): _VALIDATE,
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.pod"): _VALIDATE + " (with its container, podspec and references "
+                                                                   "rules): an edit build takes pod_slice alone",
     ("rcpc.domain.kube.schema", "jsonschema"): "jsonschema (with attrs and referencing, ~40 ms) only for a schema "
                                                "with no compiled validator, or to word a refusal",
     ("rcpc.domain.kube.schema", "yaml"): "PyYAML only for a schema file written in YAML",
@@ -79,6 +81,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.build.output", "rcpc.domain.renders"): _CACHED,
     ("rcpc.build.parallel", "rcpc.domain.recipe"): _CACHED,
     ("rcpc.build.parallel", "rcpc.core.fmt"): "`rcpc fmt` only: the formatter is not on a build's path",
+    ("rcpc.build.parallel", "rcpc.build.pool"): "the pool of -j N workers only: a build of one recipe (or -j 1, "
+                                                "or -j auto on a busy machine) runs in this process",
     ("rcpc.build.pool", "multiprocessing"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
@@ -109,7 +113,10 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.oracle", "concurrent.futures"): "threads only when the MaxText oracle runs more than one interpreter",
     # modules on every command's path, for one command's need
     ("rcpc.completion", "shtab"): "only `rcpc completion` writes a script; the CLI imports completion for every command",
-    ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles; findings is on every command's path",
+    ("rcpc.cli.run", "rcpc.findings"): "only --format github or sarif: a command printing text or JSON does not "
+                                       "load the findings' formats",
+    ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles (findings serves --format github "
+                                       "too)",
     ("rcpc.core.testhook", "signal"): "testhook is on the build and check path (the store's and pool's test "
                                       "points); only a test's kill needs signal (which imports enum, ~2 ms)",
     ("rcpc.review.report", "tempfile"): "`rcpc --help` imports review.report (diff's options): only diff --rev checks "

@@ -39,7 +39,7 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 
 from __future__ import annotations
 
-from rcpc.domain.kube import pod as kube_pod, quantity as kube_quantity, validation as kv
+from rcpc.domain.kube import quantity as kube_quantity, validation as kv
 from rcpc.domain.kube.paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path, value_at
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
@@ -112,6 +112,8 @@ def check_rules(data: Dict, core_lists: bool = True, session=None) -> list[Diagn
                 _want_string(value, (key, k), kind, f"{kind} {key} values", out)
     _check_kind_quantities(data, kind, out)
     for path, pod in pod_specs(data, kind):
+        from rcpc.domain.kube import pod as kube_pod
+
         kube_pod.check_containers_given(pod, path, kind, out)
     return out
 
@@ -287,6 +289,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if path[-1:] == ("exec",) and type(items.get("command")) is List:  # probes, lifecycle hooks
         _want_strings(items["command"], path + ("command",), kind, out)
     if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
+        from rcpc.domain.kube import pod as kube_pod
+
         _check_pod(v, path, kind, out, meta, core_lists)
         kube_quantity.check_map(items.get("overhead"), path + ("overhead",), kind, out, "validateOverhead")
         kube_pod.check_pod(v, path, kind, kind in _JOB_SPECS and path[-2:] == ("template", "spec"), out)
@@ -299,6 +303,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
                                   "validateVolumeSource" if step == "emptyDir" else None)
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
+        from rcpc.domain.kube import pod as kube_pod
+
         _check_job(v, path, kind, out)
         kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"),
                            core_lists=core_lists)
