@@ -103,7 +103,7 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   "ctypes", "calendar", "base64", "rcpc.build.pool", "rcpc.findings")
 # Not on an edit's path: validation's modules an edit does not run (its renders were validated before).
 NOT_EDITED_WITH = ("rcpc.domain.kube.pod", "rcpc.domain.kube.container", "rcpc.domain.kube.podspec",
-                   "rcpc.domain.kube.references")
+                   "rcpc.domain.kube.references", "rcpc.domain.kube.jobset")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")

@@ -453,6 +453,8 @@ MAX_KEY_DOTS = 1_000
 def _gates(names: list, text: str) -> frozenset:
     """The ``jobset_feature_gates`` of rcp.toml: each a JobSet feature gate
     (:data:`rcpc.domain.kube.jobset.FEATURE_GATES`). ``E0901`` for another name."""
+    if not names:  # the JobSet model is not loaded to check no name
+        return frozenset()
     from rcpc.domain.kube.jobset import FEATURE_GATES
 
     for name in names:
