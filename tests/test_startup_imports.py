@@ -101,10 +101,12 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   "rcpc.domain.kube.crd", "rcpc.core.fmt", "rcpc.importer", "rcpc.review", "rcpc.lsp", "rcpc.oracle",
                   "rcpc.domain.explain", "ast", "yaml", "lark", "jsonschema", "multiprocessing", "tempfile", "traceback",
                   "ctypes", "calendar", "base64", "rcpc.build.pool", "rcpc.findings")
-# Not on an edit's path: validation's modules an edit does not run (its renders were validated before).
+# Not on an edit's path: validation's modules an edit does not run (its renders were validated before),
+# the mesh check (the launch checks' memo has it), merge() (the RL recipe calls none).
 NOT_EDITED_WITH = ("rcpc.domain.kube.rules", "rcpc.domain.kube.pod", "rcpc.domain.kube.container",
                    "rcpc.domain.kube.podspec", "rcpc.domain.kube.references", "rcpc.domain.kube.jobset",
-                   "rcpc.domain.kube.quantity", "rcpc.domain.kube.validation")
+                   "rcpc.domain.kube.quantity", "rcpc.domain.kube.validation", "rcpc.domain.kube.merge",
+                   "rcpc.domain.maxtext.mesh")
 # A build whose recipes are all in the build cache compiles nothing (rcpc.cli.lazy: _CACHED).
 COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "rcpc.core.syntax.parser",
             "rcpc.domain.maxtext.flagset")

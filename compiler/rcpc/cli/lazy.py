@@ -26,6 +26,9 @@ _WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto o
             "does not import multiprocessing")
 _PLUGIN = ("pytest loads rcpc's plugin in every session of an environment rcpc is installed in: it imports "
            "no compiler (nor syrupy's assertion machinery) until a session collects rcp.toml")
+_MESH = ("the mesh check (MaxText's device mesh against the slice) only where a flag set is given tpu_slice or "
+         "the launch checks' memo misses (a flag set, a pod or an M_ variable changed): an edit of another flag "
+         "reads it from the memo")
 _LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
          "a build parses with the generated scanner and recursive descent")
 
@@ -76,6 +79,9 @@ LAZY: dict[tuple[str, str], str] = {
                                                                      "without it",
     ("rcpc.domain.maxtext.emit", "yaml"): "PyYAML only for a string OmegaConf might read as other than a string: "
                                           "plain strings are decided without it",
+    ("rcpc.domain.builtins", "rcpc.domain.kube.merge"): "only a recipe calling merge() or replace()",
+    ("rcpc.domain.builtins", "rcpc.domain.maxtext.mesh"): _MESH,
+    ("rcpc.domain.launch", "rcpc.domain.maxtext.mesh"): _MESH,
     ("rcpc.domain.maxtext.flagset", "ast"): "ast.literal_eval only for a list flag written as a string "
                                             "(pyconfig._coerce_to_list)",
     ("rcpc.build.output", "rcpc.domain.renders"): _CACHED,

@@ -45,8 +45,7 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import provenance
-from rcpc.domain.kube.merge import merge, Replace
-from rcpc.domain.maxtext import flagset as maxtext, mesh
+from rcpc.domain.maxtext import flagset as maxtext
 from rcpc.domain.maxtext.emit import NotAScalar, cli_document
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
@@ -169,6 +168,8 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
         if num.value < 1:
             raise error("E0306", f"num_slices is {num.value}: a job runs on at least 1 slice", num.span,
                         hint="give the number of slices, 1 or more")
+        from rcpc.domain.maxtext import mesh
+
         for d in mesh.check_mesh(fs, slice_, num.value, span):
             ctx.report(d)
     ctx.collect(fs)
@@ -455,11 +456,15 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
 
 
 def _merge(ctx, fn, span, args, kwargs):
+    from rcpc.domain.kube.merge import merge
+
     _bind("merge", span, [], kwargs, (), set())
     return merge(args, span)
 
 
 def _replace(ctx, fn, span, args, kwargs):
+    from rcpc.domain.kube.merge import Replace
+
     a = _bind("replace", span, args, kwargs, ("value",), {"value"})
     return Replace(a["value"], span)
 

@@ -39,7 +39,6 @@ from rcpc.domain.maxtext.crossfield import check_refusals
 from rcpc.domain.kube.slices import pod_slice
 from rcpc.domain.kube.expansion import env_entries
 from rcpc.domain.maxtext.flagset import resolved
-from rcpc.domain.maxtext.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.renders import carried
 from rcpc.domain.values import FlagSet, Manifest
@@ -184,6 +183,8 @@ def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> li
     if type(container.items.get("env")) is List:
         for name_, value, item in env_overrides(container):  # a later entry wins, as in the kubelet
             env[name_] = (value, value.span if value is not None else item.span)
+    from rcpc.domain.maxtext.mesh import check_mesh
+
     return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span, env)]
 
 
@@ -366,12 +367,16 @@ def _parsed(original, text: str):
     """What MaxText validates of an ``M_`` variable's ``text`` that its parser reads
     (:func:`rcpc.domain.maxtext.mesh.env_value`; a string ``none`` in any case is None,
     ``_prepare_for_pydantic``)."""
+    from rcpc.domain.maxtext.mesh import env_value
+
     value = env_value(original, text)
     return None if type(value) is str and value.lower() == "none" else value
 
 
 def _parses(original, text: str) -> bool | None:
     """Whether MaxText's parser for ``original``'s type reads ``text``; None when it has none."""
+    from rcpc.domain.maxtext.mesh import env_value
+
     try:
         env_value(original, text)
     except ValueError:
