@@ -90,10 +90,12 @@ def test_every_lazy_pattern_of_the_package_compiles():
     assert "rcpc.domain.kube.validation._DNS1123_LABEL" in found and "rcpc.core.goyaml._TIMESTAMPS" in found
     for name, pattern in found.items():
         assert isinstance(pattern.compiled, re.Pattern), name
+        assert pattern.compiled == re.compile(*pattern._source), name
+        assert pattern._source in pattern_codes.PATTERNS or not patterns._USABLE, name  # made from the table
 
 
 def test_every_precompiled_pattern_is_the_pattern_re_compile_makes():
-    assert len(pattern_codes.PATTERNS) >= 15
+    assert len(pattern_codes.PATTERNS) >= 50  # the lazy patterns' too
     for pattern, flags in pattern_codes.PATTERNS:
         got, want = patterns.precompiled(pattern, flags), re.compile(pattern, flags)
         assert got == want, pattern

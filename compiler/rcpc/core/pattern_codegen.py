@@ -1,5 +1,6 @@
 """Writes :mod:`rcpc.core.pattern_codes`: the matching engine's code of every
-:func:`rcpc.core.patterns.precompiled` pattern of the package, as ``re.compile`` makes it on the
+:func:`rcpc.core.patterns.precompiled` and :class:`~rcpc.core.patterns.LazyPattern` pattern of
+the package, as ``re.compile`` makes it on the
 running interpreter (its parser and compiler, which are pure Python and nearly all of the cost,
 run here instead of in every process).
 
@@ -25,16 +26,16 @@ from rcpc.core.generated import write_or_check
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TARGET = Path(__file__).with_name("pattern_codes.py")
-_ASKS = "patterns.precompiled("
+_ASKS = ("patterns.precompiled(", "LazyPattern(")
 _WIDTH = 116
 
 
 def asked() -> list[tuple[str, int]]:
-    """(pattern, flags) of every :func:`~rcpc.core.patterns.precompiled` call made while the
-    modules that call it are imported (here: ``RuntimeError`` when one was imported before)."""
+    """(pattern, flags) of every :func:`~rcpc.core.patterns.precompiled` call and
+    :class:`~rcpc.core.patterns.LazyPattern` made while the modules that make them are imported (here: ``RuntimeError`` when one was imported before)."""
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if _ASKS in path.read_text(encoding="utf-8") and path.stem != "patterns":
+        if any(a in path.read_text(encoding="utf-8") for a in _ASKS) and path.stem != "patterns":
             parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
             names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     early = [n for n in names if n in sys.modules]

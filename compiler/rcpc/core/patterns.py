@@ -17,8 +17,9 @@ pure Python and nearly all of the cost, are done ahead of time by ``python -m
 rcpc.core.pattern_codegen`` for the interpreter the package's byte code is made for (CPython
 3.11, the oldest the package supports and CI's), and their result shipped in
 :mod:`rcpc.core.pattern_codes`; at import only ``_sre.compile`` runs (~25 us for the scanner).
-The pattern is the one ``re.compile`` returns: ``re.Pattern`` equality compares the engine's
-code (``tests/test_patterns.py`` checks every entry). On another interpreter (another
+A :class:`LazyPattern` is made from the table too when first used (the Kubernetes name rules of a
+first build's validation...). The pattern is the one ``re.compile`` returns: ``re.Pattern``
+equality compares the engine's code (``tests/test_patterns.py`` checks every entry). On another interpreter (another
 ``_sre.MAGIC`` or version), or for a pattern the table lacks, it is ``re.compile``.
 """
 
@@ -35,15 +36,17 @@ __all__ = ["LazyPattern", "precompiled"]
 
 # The table is this interpreter's: same version (its byte-code tag) and engine.
 _USABLE = INTERPRETER == (sys.implementation.cache_tag, _sre.MAGIC, _sre.CODESIZE)
-ASKED: list = []  # (pattern, flags) of each call of precompiled(), in order: what the generator writes
+ASKED: list = []  # (pattern, flags) of each precompiled() call and LazyPattern made: what the generator writes
 
 
-def precompiled(pattern: str, flags: int = 0) -> re.Pattern:
+def precompiled(pattern: str, flags: int = 0, asked: bool = True) -> re.Pattern:
     """``re.compile(pattern, flags)`` (the same :class:`re.Pattern`), from the engine code
     :mod:`rcpc.core.pattern_codes` holds for it when that table is this interpreter's, else
     compiled now. For module-level patterns of the build path (the generator collects every
-    call made while it imports the package's modules)."""
-    ASKED.append((pattern, flags))
+    call made while it imports the package's modules; ``asked=False``: a :class:`LazyPattern`'s,
+    collected when it was made)."""
+    if asked:
+        ASKED.append((pattern, flags))
     entry = PATTERNS.get((pattern, flags)) if _USABLE else None
     if entry is None:
         return re.compile(pattern, flags)
@@ -61,13 +64,14 @@ class LazyPattern:
 
     def __init__(self, pattern: str, flags: int = 0):
         self._source = (pattern, flags)
+        ASKED.append(self._source)
 
     @property
     def compiled(self) -> re.Pattern:
         """The :class:`re.Pattern` (compiled now if it was not yet)."""
         found = self.__dict__.get("_compiled")
         if found is None:
-            found = self._compiled = re.compile(*self._source)
+            found = self._compiled = precompiled(*self._source, asked=False)
         return found
 
     def __getattr__(self, name: str):
