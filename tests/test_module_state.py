@@ -10,7 +10,8 @@ another), survive what it describes, and make two parses interleaved read each o
 The check runs in a fresh interpreter (what an earlier test made in this process would
 otherwise hide a first-use rebinding): it imports every module of the package, fingerprints
 every module-level name (its identity, and for a dict, list, set, bytearray, an
-``functools.lru_cache`` or an object with a ``__dict__``, what it holds, a few levels deep),
+``functools.lru_cache`` or an object with a ``__dict__``, what it holds, a few levels deep; a
+:class:`~rcpc.core.patterns.LazyPattern` is the pattern it stands for, whether compiled yet or not),
 runs a representative workload (build, check, explain, fmt and lint of the bundled recipes
 through :mod:`rcpc.api`, two parses interleaved, the language server's session and queries on
 an open document), and reports every name whose fingerprint changed. Only the names listed
@@ -64,6 +65,10 @@ def _fingerprint(v, depth: int = 3):
                                     types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
                                     pathlib.PurePath)):  # (a path caches its parts and string: not state)
         return id(v)
+    from rcpc.core.patterns import LazyPattern
+
+    if isinstance(v, LazyPattern):  # compiled on first use: the same pattern whenever (as re caches its own)
+        return ["pattern", repr(v)]
     if isinstance(v, dict):
         return ["dict", len(v), [[id(k), _fingerprint(x, depth - 1)] for k, x in list(v.items())]]
     if isinstance(v, list):

@@ -328,3 +328,40 @@ def test_a_shape_not_prebuilt_is_compiled_as_a_prebuilt_one_would_be():
     made = next(c for c in module.co_consts if isinstance(c, types.CodeType))
     assert made.co_code == record.PREBUILT[key].co_code
     assert made.co_varnames == record.PREBUILT[key].co_varnames
+
+
+_REFERS = {  # a class body whose one method (of each kind) refers to the class: the cell all share
+    "super": ("    def who(self):\n        return 'c/' + super().who()\n", lambda cls, inst: inst.who() == "c/base"),
+    "method": ("    def itself(self):\n        return __class__\n", lambda cls, inst: inst.itself() is cls),
+    "classmethod": ("    @classmethod\n    def cm(c):\n        return __class__\n", lambda cls, inst: cls.cm() is cls),
+    "staticmethod": ("    @staticmethod\n    def sm():\n        return __class__\n", lambda cls, inst: cls.sm() is cls),
+    "property": ("    @property\n    def prop(self):\n        return __class__\n", lambda cls, inst: inst.prop is cls),
+}
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+@pytest.mark.parametrize("refers", sorted(_REFERS))
+def test_class_variables_are_not_fields_and_methods_see_the_class_made(flavour, refers):
+    """Annotations attrs reads as class variables (``ClassVar`` in each spelling, quoted) are not
+    fields, others naming it are; a method, class or static method or property of the class body
+    that refers to the class (zero-argument ``super()``, ``__class__``) sees the class the
+    decorator makes, not the one the class statement made, as attrs'."""
+    made = {}
+    source, holds = _REFERS[refers]
+    for lib, decorate in zip(("attrs", "record"), FLAVOURS[flavour]):
+        class Base:
+            def who(self):
+                return "base"
+
+        namespace = {"Base": Base}
+        exec("class C(Base):\n"
+             "    a: 'ClassVar[int]' = 1\n"
+             "    b: 'typing.ClassVar[int]' = 2\n"
+             "    c: \"'ClassVar'\" = 3\n"
+             "    d: 'MyClassVar' = 4\n"
+             "    e: 'int' = 5\n" + source, namespace)
+        cls = made[lib] = decorate(namespace["C"])
+        assert holds(cls, cls()), lib
+    # (this module's annotations are strings: c's is the text "'ClassVar'", quoted twice, a field for attrs)
+    assert [f.name for f in attrs.fields(made["attrs"])] == [f.name for f in record.fields(made["record"])] == [
+        "c", "d", "e"]

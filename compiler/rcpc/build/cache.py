@@ -27,9 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 
+from rcpc.core import patterns
 from rcpc.core import store
 from rcpc.core.diagnostics import from_json, to_json
 from rcpc.core.files import read_limited
@@ -39,10 +39,10 @@ from rcpc.domain.workspace import LINK
 
 AREA = "build"
 
-_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+_DIGEST = patterns.precompiled(r"[0-9a-f]{64}\Z")
 # A variant or render name as the compiler accepts it (rcpc.domain.renders.RENDER_NAME, E0701/E0604): one
 # path component, no '..', no leading '.'.
-_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_COMPONENT = patterns.precompiled(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _RENDER_SUFFIXES = (".yaml", ".flags", ".sh")  # of rcpc.domain.renders.KINDS (tests/test_cache.py)
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rcpc.build import pool
 from rcpc.build.cache import BuildCache, store_built
 from rcpc.core import store
 from rcpc.core.diagnostics import CompileError, Diagnostic
@@ -84,6 +83,8 @@ def compile_recipes(ws, get_compiler, cache: BuildCache, options: list[str], pat
     for n, i in enumerate(misses):
         workers = _workers(jobs, [paths[j] for j in misses[1:]]) if n == 1 else 0
         if workers:
+            from rcpc.build import pool
+
             rest = misses[1:]
 
             def each(k: int, outcome: tuple) -> None:
@@ -155,6 +156,7 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
     :class:`~rcpc.core.fmt.FormatterBug` it raised."""
     workers = _workers(jobs, paths)
     if workers:
+        from rcpc.build import pool
         from rcpc.domain.recipe import Compiler
 
         outcomes = pool.run(workers, paths, _format_work, (Compiler(ws), {}), None,
@@ -168,6 +170,8 @@ def format_files(ws, get_compiler, paths: list[Path], jobs: int = 1) -> list:
 
 
 def _format_work(path: Path) -> tuple:
+    from rcpc.build import pool
+
     return _format_one(pool.WORKER["state"], path)
 
 
@@ -190,6 +194,8 @@ def _work(path: Path) -> tuple:
     (:func:`_read`) and ``made`` the cache entries it made (:func:`rcpc.core.store.take`: a
     worker is stopped, not left to write them): an exception is not sent, as
     :class:`CompileError` does not survive pickling."""
+    from rcpc.build import pool
+
     compiler = pool.WORKER["state"]
     try:
         out = compile_fresh(compiler, *pool.WORKER["args"], path, *pool.WORKER["kwargs"])
@@ -202,5 +208,7 @@ def _read(compiler) -> dict:
     """The digests of the files this worker read since its last result (the main process
     notes the others already: each result sent all of them, a quadratic cost at 1,000
     recipes) or since it was forked (what the main process had read before it)."""
+    from rcpc.build import pool
+
     since, pool.WORKER["read"] = pool.WORKER["read"], compiler.files_read()
     return compiler.read_digests(since)

@@ -26,6 +26,9 @@ _WORKERS = ("-j N worker processes only: an in-process build (-j 1, or -j auto o
             "does not import multiprocessing")
 _PLUGIN = ("pytest loads rcpc's plugin in every session of an environment rcpc is installed in: it imports "
            "no compiler (nor syrupy's assertion machinery) until a session collects rcp.toml")
+_MESH = ("the mesh check (MaxText's device mesh against the slice) only where a flag set is given tpu_slice or "
+         "the launch checks' memo misses (a flag set, a pod or an M_ variable changed): an edit of another flag "
+         "reads it from the memo")
 _LARK = ("the reference (lark) parser only (the language server's recovery, the grammar's tests): "
          "a build parses with the generated scanner and recursive descent")
 
@@ -60,6 +63,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset"): _VALIDATE,
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.jobset_cel"): _VALIDATE,
     ("rcpc.domain.kube.rules", "rcpc.domain.kube.kueue"): _VALIDATE,
+    ("rcpc.domain.kube.rules", "rcpc.domain.kube.pod"): _VALIDATE + " (with its container, podspec and references "
+                                                                   "rules): an edit build takes pod_slice alone",
     ("rcpc.domain.kube.schema", "jsonschema"): "jsonschema (with attrs and referencing, ~40 ms) only for a schema "
                                                "with no compiled validator, or to word a refusal",
     ("rcpc.domain.kube.schema", "yaml"): "PyYAML only for a schema file written in YAML",
@@ -74,11 +79,16 @@ LAZY: dict[tuple[str, str], str] = {
                                                                      "without it",
     ("rcpc.domain.maxtext.emit", "yaml"): "PyYAML only for a string OmegaConf might read as other than a string: "
                                           "plain strings are decided without it",
+    ("rcpc.domain.builtins", "rcpc.domain.kube.merge"): "only a recipe calling merge() or replace()",
+    ("rcpc.domain.builtins", "rcpc.domain.maxtext.mesh"): _MESH,
+    ("rcpc.domain.launch", "rcpc.domain.maxtext.mesh"): _MESH,
     ("rcpc.domain.maxtext.flagset", "ast"): "ast.literal_eval only for a list flag written as a string "
                                             "(pyconfig._coerce_to_list)",
     ("rcpc.build.output", "rcpc.domain.renders"): _CACHED,
     ("rcpc.build.parallel", "rcpc.domain.recipe"): _CACHED,
     ("rcpc.build.parallel", "rcpc.core.fmt"): "`rcpc fmt` only: the formatter is not on a build's path",
+    ("rcpc.build.parallel", "rcpc.build.pool"): "the pool of -j N workers only: a build of one recipe (or -j 1, "
+                                                "or -j auto on a busy machine) runs in this process",
     ("rcpc.build.pool", "multiprocessing"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
@@ -112,7 +122,10 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.oracle", "concurrent.futures"): "threads only when the MaxText oracle runs more than one interpreter",
     # modules on every command's path, for one command's need
     ("rcpc.completion", "shtab"): "only `rcpc completion` writes a script; the CLI imports completion for every command",
-    ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles; findings is on every command's path",
+    ("rcpc.cli.run", "rcpc.findings"): "only --format github or sarif: a command printing text or JSON does not "
+                                       "load the findings' formats",
+    ("rcpc.findings", "rcpc.catalog"): "only SARIF output names the codes' titles (findings serves --format github "
+                                       "too)",
     ("rcpc.core.testhook", "signal"): "testhook is on the build and check path (the store's and pool's test "
                                       "points); only a test's kill needs signal (which imports enum, ~2 ms)",
     ("rcpc.review.report", "tempfile"): "`rcpc --help` imports review.report (diff's options): only diff --rev checks "

@@ -15,7 +15,6 @@ from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Source
 from rcpc.domain import stdlib
-from rcpc.findings import github_command, to_sarif
 
 
 def stderr(line: str) -> None:
@@ -47,6 +46,8 @@ class Report:
         where the workspace reached it (:func:`rcpc.domain.stdlib.attributed`)."""
         for d in map(stdlib.attributed, diags):
             if self.kind == "github":
+                from rcpc.findings import github_command
+
                 sys.stdout.write(github_command(d) + "\n")
             elif self.kind == "sarif":
                 self.items.append(d)
@@ -58,6 +59,8 @@ class Report:
     def finish(self) -> None:
         """Print what is kept for the end: the SARIF log, or the JSON document."""
         if self.kind == "sarif":
+            from rcpc.findings import to_sarif
+
             sys.stdout.write(json.dumps(to_sarif(self.items, self.root, __version__), indent=2,
                                         ensure_ascii=False) + "\n")
         elif self.as_json:

@@ -14,9 +14,9 @@ The text form follows the convention of rustc and clang::
 from __future__ import annotations
 
 import errno
-import re
 from collections.abc import Iterable
 
+from rcpc.core import patterns
 from rcpc.core import record
 from rcpc.core.source import Source, Span
 
@@ -194,7 +194,7 @@ def from_json(data: dict) -> Diagnostic:
 
 _SPAN_KEYS = frozenset(("path", "line", "col", "end_line", "end_col"))
 _DIAGNOSTIC_KEYS = frozenset(("code", "severity", "message", "span", "related", "notes", "hint"))
-_CODE = re.compile(r"[EWNL][0-9]{4}\Z")
+_CODE = patterns.precompiled(r"[EWNL][0-9]{4}\Z")
 
 
 def _quote(span: Span, sources: dict[str, Source], paint=lambda code, text: text) -> list[str]:

@@ -35,7 +35,8 @@ back as the same string.
 from __future__ import annotations
 
 import math
-import re
+
+from rcpc.core import patterns
 
 STR, INT, FLOAT, BOOL, NULL = "str", "int", "float", "bool", "null"
 
@@ -45,8 +46,8 @@ _MAP = {**{w: True for w in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRU
         **{w: math.nan for w in (".nan", ".NaN", ".NAN")},
         **{w: math.inf for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
         **{w: -math.inf for w in ("-.inf", "-.Inf", "-.INF")}}
-_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")  # what ParseFloat reads of a text opening with '.'
+_STYLE_FLOAT = patterns.precompiled(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_DOT_FLOAT = patterns.LazyPattern(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")  # what ParseFloat reads of a text opening with '.'
 _DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
 _RANGE, _SYNTAX = "range", "syntax"
 INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -172,7 +173,7 @@ def resolve_tagged(tag: str, text: str) -> tuple[str, object] | None:
     return None
 
 
-_B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_B64 = patterns.LazyPattern(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
 def _base64(text: str) -> bytes | None:
@@ -191,9 +192,9 @@ def _base64(text: str) -> bytes | None:
 # year; a month, day, hour, minute, second of one or two digits; an optional fraction of a
 # second after '.' or ','; 'Z' or a ±hh:mm offset
 _TIMESTAMPS = (
-    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)[Tt](\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?(?:Z|[-+](\d\d):(\d\d))"),
-    re.compile(r"(\d{4})-(\d\d?)-(\d\d?) (\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?"),
-    re.compile(r"(\d{4})-(\d\d?)-(\d\d?)"),
+    patterns.LazyPattern(r"(\d{4})-(\d\d?)-(\d\d?)[Tt](\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?(?:Z|[-+](\d\d):(\d\d))"),
+    patterns.LazyPattern(r"(\d{4})-(\d\d?)-(\d\d?) (\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?"),
+    patterns.LazyPattern(r"(\d{4})-(\d\d?)-(\d\d?)"),
 )
 
 

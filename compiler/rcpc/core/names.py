@@ -19,11 +19,12 @@ Unicode normalization (macOS): :func:`fold` gives the key under which they colli
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
+from rcpc.core import patterns
+
 NAME_MAX_BYTES = 255
-_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")   # portable unless it ends in '.' or is a device
+_PLAIN = patterns.precompiled(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")   # portable unless it ends in '.' or is a device
 _WINDOWS_CHARS = frozenset('<>:"|?*')
 _WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
                               *(f"{d}{i}" for d in ("COM", "LPT") for i in "0123456789\u00b9\u00b2\u00b3")])

@@ -148,7 +148,9 @@ _REPR_CONTEXT = _local()
 
 
 def _is_class_var(annotation) -> bool:
-    a = str(annotation)
+    a = annotation if type(annotation) is str else str(annotation)
+    if "ClassVar" not in a:  # every prefix names it: the common answer without slicing
+        return False
     if a.startswith(("'", '"')) and a.endswith(("'", '"')):
         a = a[1:-1]
     return a.startswith(_CLASSVAR_PREFIXES)
@@ -192,6 +194,9 @@ def _collect(cls) -> tuple:
 
 _FunctionType = type(_is_class_var)
 _TEMPLATES: dict = {}  # shape → code object (see _template)
+# the templates' placeholders (_a<i> an argument, _n<i> an attribute), made once, not per class
+_ARG = tuple(f"_a{i}" for i in range(64))
+_ATTR = tuple(f"_n{i}" for i in range(64))
 
 
 def _template(key, source):
@@ -214,9 +219,10 @@ def _template(key, source):
 
 def _function(code, names: dict, globs: dict, qualname: str, defaults=None):
     """A function of template ``code`` with its placeholders renamed by ``names``."""
-    code = code.replace(co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
-                        co_names=tuple(names.get(v, v) for v in code.co_names),
-                        co_consts=tuple(names.get(c, c) if type(c) is str else c for c in code.co_consts),
+    get = names.get
+    code = code.replace(co_varnames=tuple([get(v, v) for v in code.co_varnames]),
+                        co_names=tuple([get(v, v) for v in code.co_names]),
+                        co_consts=tuple([get(c, c) if type(c) is str else c for c in code.co_consts]),
                         co_qualname=qualname)
     if len(set(code.co_varnames)) != len(code.co_varnames):
         raise ValueError(f"{qualname}: a field name clashes with a name of the generated method: "
@@ -266,8 +272,8 @@ def _methods(cls, every, is_frozen: bool, eq: bool, body: dict) -> dict:
     if "__init__" not in body:
         names, defaults = {}, []
         for i, f in enumerate(every):
-            names[f"_a{i}"] = f.alias
-            names[f"_n{i}"] = f.name
+            names[_ARG[i] if i < 64 else f"_a{i}"] = f.alias
+            names[_ATTR[i] if i < 64 else f"_n{i}"] = f.name
             if type(f.default) is Factory:
                 globs[f"_factory{i}"] = f.default.factory
                 if f.init:
@@ -279,7 +285,7 @@ def _methods(cls, every, is_frozen: bool, eq: bool, body: dict) -> dict:
                     globs[f"_default{i}"] = f.default
         code = _init_template(every, is_frozen, getattr(cls, "__attrs_post_init__", None) is not None)
         made["__init__"] = _function(code, names, globs, f"{qualname}.__init__", tuple(defaults) or None)
-    compared = {f"_n{i}": name for i, name in enumerate(f.name for f in every if f.eq)}
+    compared = {_ATTR[i] if i < 64 else f"_n{i}": name for i, name in enumerate([f.name for f in every if f.eq])}
     n = len(compared)
     if eq and "__eq__" not in body:
         code = _template(("eq", n), lambda: [
@@ -374,6 +380,7 @@ def _build(cls, is_frozen: bool, eq: bool, show: bool):
     body = cls.__dict__
     own_names = {f.name for f in own}
     ns = {k: v for k, v in body.items() if k not in own_names and k not in ("__dict__", "__weakref__")}
+    defined = list(ns.values())  # the class body's: only these can refer to the class (below)
     existing, weakref_inherited = set(), False
     for base in cls.__mro__[1:-1]:
         if base.__dict__.get("__weakref__") is not None:
@@ -403,8 +410,10 @@ def _build(cls, is_frozen: bool, eq: bool, show: bool):
         ns.update(_state_methods(every))
     new = type(cls)(cls.__name__, cls.__bases__, ns)
     # Methods that refer to the class (zero-argument super(), __class__) see the new one.
-    for item in ns.values():
-        if isinstance(item, (classmethod, staticmethod)):
+    for item in defined:
+        if type(item) is _FunctionType:
+            pass
+        elif isinstance(item, (classmethod, staticmethod)):
             item = item.__func__
         elif isinstance(item, property):
             item = item.fget

@@ -32,7 +32,6 @@ them) or a variant; :class:`RecipeResult` holds what a recipe declared.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable
 
 from rcpc.core import names
@@ -41,12 +40,12 @@ from rcpc.core.builtins import Declaration, Function, Universe, _bind, _expect, 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
 from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
 from rcpc.core.syntax import ast
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, TypeName, equal, text_of, type_name
 from rcpc.domain import provenance
-from rcpc.domain.kube.merge import merge, Replace
-from rcpc.domain.maxtext import flagset as maxtext, mesh
+from rcpc.domain.maxtext import flagset as maxtext
 from rcpc.domain.maxtext.emit import NotAScalar, cli_document
 from rcpc.domain.renders import KINDS, RENDER_NAME, kind_of
 from rcpc.domain.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, accelerator_type_name, device_type_name, tpu_slice
@@ -115,8 +114,8 @@ def check_param_value(ptype: str, value, name: str, choices) -> None:
 
 
 _BOOL_TEXT = ("true", "True", "false", "False")
-_INT_TEXT = re.compile(r"^[-+]?[0-9]+$")
-_FLOAT_TEXT = re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
+_INT_TEXT = LazyPattern(r"^[-+]?[0-9]+$")
+_FLOAT_TEXT = LazyPattern(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$")
 
 
 def param_value_from_text(param: Param, text: str):
@@ -169,6 +168,8 @@ def _maxtext_flags(ctx, fn, span, args, kwargs):
         if num.value < 1:
             raise error("E0306", f"num_slices is {num.value}: a job runs on at least 1 slice", num.span,
                         hint="give the number of slices, 1 or more")
+        from rcpc.domain.maxtext import mesh
+
         for d in mesh.check_mesh(fs, slice_, num.value, span):
             ctx.report(d)
     ctx.collect(fs)
@@ -270,7 +271,7 @@ def _variant(ctx, fn, span, args, kwargs):
     return Variant(name.value, sets, *_contract(a), span)
 
 
-_FIELD = re.compile(r"\{([^{}]*)\}")
+_FIELD = LazyPattern(r"\{([^{}]*)\}")
 
 
 def _variants(ctx, fn, span, args, kwargs):
@@ -458,11 +459,15 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
 
 
 def _merge(ctx, fn, span, args, kwargs):
+    from rcpc.domain.kube.merge import merge
+
     _bind("merge", span, [], kwargs, (), set())
     return merge(args, span)
 
 
 def _replace(ctx, fn, span, args, kwargs):
+    from rcpc.domain.kube.merge import Replace
+
     a = _bind("replace", span, args, kwargs, ("value",), {"value"})
     return Replace(a["value"], span)
 

@@ -35,6 +35,7 @@ import re
 
 from rcpc.core import record
 from rcpc.core.emit.yaml import float_text, int_text
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, equal
 
 
@@ -65,8 +66,8 @@ class AnyItem:
     """``[*]``: any item of a list (declared paths only)."""
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/@+-]+")
+_PLAIN_KEY = LazyPattern(r"[A-Za-z_][A-Za-z0-9_-]*")
+_PLAIN_NAME = LazyPattern(r"[A-Za-z0-9_.:/@+-]+")
 
 
 def format_path(path: tuple) -> str:
@@ -97,7 +98,7 @@ class PathError(ValueError):
         self.col = col
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_STRING = LazyPattern(r'"(?:[^"\\]|\\.)*"')
 
 
 def parse_path(text: str) -> tuple:
@@ -236,7 +237,7 @@ def show(x, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-_WORD = re.compile(r"\s+|[^\s]+")
+_WORD = LazyPattern(r"\s+|[^\s]+")
 
 
 def word_diff(a: str, b: str, context: int = 2) -> str:

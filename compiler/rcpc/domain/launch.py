@@ -22,7 +22,7 @@ Findings:
 * ``E0350`` — a config one of MaxText's cross-field refusals (types.py's model validators)
   refuses (:func:`rcpc.domain.maxtext.crossfield.check_refusals`), once a flag set;
 * ``E0340`` — the flag set's mesh does not fit the TPU slice its container's pod selects (node
-  selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.rules.pod_slice`) and the number
+  selector or GKE slice-topology annotation: :func:`rcpc.domain.kube.slices.pod_slice`) and the number
   of slices (a JobSet replicated job's ``replicas``, one slice a replica as XPK runs it; 1 for
   a Job or a Pod), with the container's ``M_`` variables (:func:`rcpc.domain.maxtext.mesh.check_mesh`):
   MaxText builds its mesh from the devices it finds (``create_device_mesh``), whatever
@@ -36,10 +36,9 @@ from rcpc.core.diagnostics import WARNING, CompileError, Diagnostic, did_you_mea
 from rcpc.domain.maxtext.emit import value_text
 from rcpc.domain.maxtext import lax
 from rcpc.domain.maxtext.crossfield import check_refusals
-from rcpc.domain.kube.rules import pod_slice
+from rcpc.domain.kube.slices import pod_slice
 from rcpc.domain.kube.expansion import env_entries
 from rcpc.domain.maxtext.flagset import resolved
-from rcpc.domain.maxtext.mesh import check_mesh, env_value
 from rcpc.core.values import Dict, Int, List, Str, to_python
 from rcpc.domain.renders import carried
 from rcpc.domain.values import FlagSet, Manifest
@@ -125,7 +124,7 @@ def slice_pods(data: Dict):
     """(pod spec, :class:`TpuSlice`, number of slices, replicas value or None) for each pod
     of a ``JobSet`` (each replicated job's pod template; its ``replicas``, default 1, are the
     slices), ``Job`` (``spec.template``) or ``Pod`` manifest that selects a valid TPU slice
-    (:func:`rcpc.domain.kube.rules.pod_slice`). A topology no slice has is the Kubernetes checks'
+    (:func:`rcpc.domain.kube.slices.pod_slice`). A topology no slice has is the Kubernetes checks'
     to report (``E0401``); such a pod is left out here."""
     kind = data.items.get("kind")
     kind = kind.value if type(kind) is Str else None
@@ -184,6 +183,8 @@ def _pod_mesh(fs: FlagSet, slice_, slices: int, replicas, container: Dict) -> li
     if type(container.items.get("env")) is List:
         for name_, value, item in env_overrides(container):  # a later entry wins, as in the kubelet
             env[name_] = (value, value.span if value is not None else item.span)
+    from rcpc.domain.maxtext.mesh import check_mesh
+
     return [record.evolve(d, related=d.related + where) for d in check_mesh(fs, slice_, slices, container.span, env)]
 
 
@@ -366,12 +367,16 @@ def _parsed(original, text: str):
     """What MaxText validates of an ``M_`` variable's ``text`` that its parser reads
     (:func:`rcpc.domain.maxtext.mesh.env_value`; a string ``none`` in any case is None,
     ``_prepare_for_pydantic``)."""
+    from rcpc.domain.maxtext.mesh import env_value
+
     value = env_value(original, text)
     return None if type(value) is str and value.lower() == "none" else value
 
 
 def _parses(original, text: str) -> bool | None:
     """Whether MaxText's parser for ``original``'s type reads ``text``; None when it has none."""
+    from rcpc.domain.maxtext.mesh import env_value
+
     try:
         env_value(original, text)
     except ValueError:

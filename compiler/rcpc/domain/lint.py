@@ -37,12 +37,12 @@ The same comments silence the compiler's warnings and notes (``W0321``, ``N0331`
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from collections.abc import Iterable
 
 from rcpc.core.builtins import NAMES
 from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.resolve import ARGUMENT, COMPREHENSION, LOCAL, assigned_names
 from rcpc.core.syntax import ast
 from rcpc.core.syntax.walk import walk
@@ -64,7 +64,7 @@ CODES = {
     "L0652": "shadowed name",
 }
 
-_IGNORE = re.compile(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
+_IGNORE = LazyPattern(r"#.*?\brcpc:\s*ignore\[\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*\]")
 # calls whose value a recipe declares as a statement (an unused one is W0707's, not L0001's)
 _RENDER_CALLS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes != "value")
 _NOT_RENDERS = frozenset(n for n, f in UNIVERSE.functions.items() if f.makes == "variant") | {"require"}

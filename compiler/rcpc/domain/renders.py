@@ -23,9 +23,9 @@ Kinds: :data:`MANIFEST` (``jobset(...)``, ``manifest(...)`` → ``<name>.yaml``)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from rcpc.core import patterns
 from rcpc.core import record
 from rcpc.core.builtins import Function, _bind, _expect
 from rcpc.core.diagnostics import error
@@ -42,7 +42,7 @@ from rcpc.domain.provenance import argv_value
 from rcpc.domain.values import CommandFile, FlagFile, FlagSet, Manifest
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-RENDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+RENDER_NAME = patterns.precompiled(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @record.frozen

@@ -26,10 +26,9 @@ template gives the topology in its ``cloud.google.com/gke-tpu-slice-topology`` a
 
 from __future__ import annotations
 
-import re
-
 from rcpc.core import record
 from rcpc.core.diagnostics import CompileError, error
+from rcpc.core import patterns
 from rcpc.core.source import Span
 from rcpc.domain.values import TpuSlice
 
@@ -92,7 +91,7 @@ ALIASES = {
 # The multi-host 2-D topologies GKE offers for v5e and v6e ("Plan TPUs in GKE", the v5e/v6e
 # tables): the first dimension is the smaller one, as in the label ('8x4' selects no node).
 MULTI_HOST_2D = ((4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
-_TOPOLOGY = re.compile(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
+_TOPOLOGY = patterns.precompiled(r"[1-9][0-9]*(?:x[1-9][0-9]*)*")
 
 
 def _cube(chips: int) -> str:
@@ -185,7 +184,7 @@ def tpu_slice(spec: str, span: Span) -> TpuSlice:
 # the count being TensorCores (two a chip on v4, v5p and v7x: v5p-16 is 8 chips, 2x2x2) or
 # chips (v5e, v6e: v6e-256 is 16x16).
 _PREFIXES = {g.type_prefix: g for g in GENERATIONS.values()}
-_TYPE = re.compile(r"([a-z0-9]+)-([1-9][0-9]*(?:x[1-9][0-9]*)*)")
+_TYPE = patterns.LazyPattern(r"([a-z0-9]+)-([1-9][0-9]*(?:x[1-9][0-9]*)*)")
 
 
 def accelerator_type_name(s: TpuSlice) -> str:

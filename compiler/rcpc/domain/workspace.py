@@ -30,7 +30,7 @@ import re
 import sys
 from pathlib import Path
 
-from rcpc.core import record, store
+from rcpc.core import patterns, record, store
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error, io_hint
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
@@ -496,13 +496,15 @@ def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_N
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
 # header) or in an inline table, with its dotted parts (toml.io: bare or quoted keys)
 _KEY_PART = r"""(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
-_DOTTED_KEY = re.compile(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
+_DOTTED_KEY = patterns.precompiled(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
 MAX_KEY_DOTS = 1_000
 
 
 def _gates(names: list, text: str) -> frozenset:
     """The ``jobset_feature_gates`` of rcp.toml: each a JobSet feature gate
     (:data:`rcpc.domain.kube.jobset.FEATURE_GATES`). ``E0901`` for another name."""
+    if not names:  # the JobSet model is not loaded to check no name
+        return frozenset()
     from rcpc.domain.kube.jobset import FEATURE_GATES
 
     for name in names:

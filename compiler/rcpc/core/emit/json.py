@@ -5,11 +5,11 @@ canonical Python spelling; bools ``true``/``false``; None ``null``."""
 from __future__ import annotations
 
 import json
-import re
 
+from rcpc.core import patterns
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 
-_JSON_NUMBER = re.compile(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$")
+_JSON_NUMBER = patterns.precompiled(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$")
 
 
 class JsonError(Exception):

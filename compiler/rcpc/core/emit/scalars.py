@@ -24,8 +24,9 @@ import functools
 import re
 
 from rcpc.core import goyaml
+from rcpc.core import patterns
 
-_AMBIGUOUS = re.compile(r"""^(?:
+_AMBIGUOUS = patterns.precompiled(r"""^(?:
     # booleans (YAML 1.1 incl. go-yaml's y/n) and nulls
     y|Y|n|N|yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
   | ~|null|Null|NULL
@@ -55,7 +56,7 @@ _BAD_FIRST = set("-?:,[]{}#&*!|>'\"%@` \t")
 # Plain scalars use a conservative printable ASCII set; anything else is quoted. Flow
 # indicators ([]{}) are harmless in block context but kept out, so that a reader in flow
 # context (and OmegaConf's interpolation grammar) sees a plain string too.
-_SAFE_CHARS = re.compile(r"[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`#\\]*")
+_SAFE_CHARS = patterns.precompiled(r"[A-Za-z0-9 _./:=@+,%~$()<>^\-;*&!?|'\"`#\\]*")
 
 
 @functools.lru_cache(maxsize=1 << 14)  # keys and values repeat across renders

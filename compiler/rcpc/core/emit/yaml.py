@@ -12,13 +12,13 @@ every value (tested with PyYAML and a YAML 1.2 reader).
 from __future__ import annotations
 
 import math
-import re
 
 from rcpc.core.emit.scalars import double_quoted, plain_ok, quoted
+from rcpc.core import patterns
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 
-_INT_BOTH = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
-_FLOAT_BOTH = re.compile(r"^[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?$")
+_INT_BOTH = patterns.precompiled(r"^[-+]?(?:0|[1-9][0-9]*)$")
+_FLOAT_BOTH = patterns.LazyPattern(r"^[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?$")
 _BOOL_BOTH = frozenset(("true", "True", "TRUE", "false", "False", "FALSE"))
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 
+from rcpc.core import patterns
 from rcpc.core.syntax import scan_tables
 from rcpc.core.syntax.postlex import BadIndent, TooManyTokens, indent_at
 from rcpc.core.syntax.tokens import make
 
 # (blanks, token) pairs of :func:`re.findall`: the ignored terminals but ``COMMENT`` skipped (a
 # possessive prefix), then one of the other terminals (in the scanner's order), or the end ("").
-SCANNER = re.compile(scan_tables.SCANNER)
+SCANNER = patterns.precompiled(scan_tables.SCANNER)
 SCAN_ORDER = scan_tables.SCAN_ORDER  # the names of those terminals, in the scanner's order
 KEYWORD_NAMES = frozenset(scan_tables.KEYWORDS)  # words the lexer reads as keywords or literals (if, True, null...)
 _EXACT = scan_tables.EXACT  # a token's terminal by its whole text: keywords and punctuation

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import Source
 from rcpc.core.syntax.builder import AstBuilder
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
@@ -217,7 +218,7 @@ class _TooLarge(CompileError):
     """E0809: no recovery from it (each restart would parse the rest of the file again)."""
 
 
-_STATEMENT_START = re.compile(r"^[A-Za-z_\[]", re.M)
+_STATEMENT_START = LazyPattern(r"^[A-Za-z_\[]", re.M)
 MAX_SYNTAX_ERRORS = 20
 
 

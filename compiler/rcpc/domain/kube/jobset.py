@@ -32,8 +32,7 @@ creates, it does not update, so ``ElasticJobSet`` has nothing to check).
 
 from __future__ import annotations
 
-import re
-
+from rcpc.core.patterns import LazyPattern
 from rcpc.domain.kube import validation as kv
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.core.values import Dict, Int, List, Str
@@ -51,7 +50,7 @@ MAX_INT32 = 2**31 - 1
 POD_NAME_SUFFIX = "-abcde"  # the webhook's stand-in for the 5 random characters of a pod name
 EXCLUSIVE_KEY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 COORDINATOR_KEY = "jobset.sigs.k8s.io/coordinator"
-_RULE_NAME = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\Z")
+_RULE_NAME = LazyPattern(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\Z")
 
 
 def default(plain: dict) -> None:

@@ -28,8 +28,8 @@ amount is capped at 2^63-1. An exponent beyond ±:data:`MAX_EXPONENT` is taken a
 from __future__ import annotations
 
 import math
-import re
 
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Dict, Float, Int, Null, Str, text_of, type_name
 from rcpc.domain.kube.paths import diag
 
@@ -47,7 +47,7 @@ _NANO = 10 ** 9  # nanos in one
 # The pattern controller-gen writes for every resource.Quantity field of a CRD (the JobSet CRD's
 # ``x-kubernetes-int-or-string`` quantities, ../shared/data/jobset/), its '$' the end of the text
 # as in Go's regexp.
-CRD_PATTERN = re.compile(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+CRD_PATTERN = LazyPattern(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
                          r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?\Z")
 MAX_EXPONENT = 400
 

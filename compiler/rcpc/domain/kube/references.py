@@ -27,17 +27,16 @@ Job's, or in an env value (the variable is appended after the container's env).
 
 from __future__ import annotations
 
-import re
-
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Dict, List, Str
 from rcpc.domain.kube.expansion import JOB_COMPLETION_INDEX, env_entries, references
 from rcpc.domain.kube.paths import CONTAINER_LISTS, diag
 
 SHELLS = frozenset(("sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox"))
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+ENV_NAME = LazyPattern(r"[A-Z_][A-Z0-9_]*\Z")
 # pkg/kubelet/envvars FromServices: <NAME>_SERVICE_HOST, <NAME>_SERVICE_PORT[_<PORT NAME>], <NAME>_PORT,
 # <NAME>_PORT_<port>_<PROTOCOL>[_PROTO|_PORT|_ADDR]
-SERVICE_VAR = re.compile(r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)"
+SERVICE_VAR = LazyPattern(r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)"
                          r"(_(PROTO|PORT|ADDR))?)?)\Z")
 INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 

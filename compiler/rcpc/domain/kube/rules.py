@@ -39,11 +39,10 @@ offending value (a recipe's, or a YAML file's for ``rcpc validate``), with the m
 
 from __future__ import annotations
 
-from rcpc.domain.kube import pod as kube_pod, quantity as kube_quantity, validation as kv
+from rcpc.domain.kube import quantity as kube_quantity, validation as kv
 from rcpc.domain.kube.paths import CONTAINER_LISTS as _CONTAINER_LISTS, diag as _diag, manifest_path, value_at
-from rcpc.core.diagnostics import Diagnostic, did_you_mean
-from rcpc.domain.tpu import (ACCELERATOR_LABEL, ALIASES, GENERATIONS, GKE_ACCELERATORS, SLICE_TOPOLOGY_ANNOTATION,
-                             TOPOLOGY_LABEL, tpu_slice)
+from rcpc.domain.kube.slices import pod_slice
+from rcpc.core.diagnostics import Diagnostic
 from rcpc.core.values import Dict, Int, List, Null, Str, text_of, type_name
 
 TPU_RESOURCE = "google.com/tpu"
@@ -112,6 +111,8 @@ def check_rules(data: Dict, core_lists: bool = True, session=None) -> list[Diagn
                 _want_string(value, (key, k), kind, f"{kind} {key} values", out)
     _check_kind_quantities(data, kind, out)
     for path, pod in pod_specs(data, kind):
+        from rcpc.domain.kube import pod as kube_pod
+
         kube_pod.check_containers_given(pod, path, kind, out)
     return out
 
@@ -287,6 +288,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
     if path[-1:] == ("exec",) and type(items.get("command")) is List:  # probes, lifecycle hooks
         _want_strings(items["command"], path + ("command",), kind, out)
     if any(type(items.get(k)) is List for k in _CONTAINER_LISTS):
+        from rcpc.domain.kube import pod as kube_pod
+
         _check_pod(v, path, kind, out, meta, core_lists)
         kube_quantity.check_map(items.get("overhead"), path + ("overhead",), kind, out, "validateOverhead")
         kube_pod.check_pod(v, path, kind, kind in _JOB_SPECS and path[-2:] == ("template", "spec"), out)
@@ -299,6 +302,8 @@ def _check_node(v: Dict, path: tuple, kind: str, out: list, meta, core_lists: bo
                                   "validateVolumeSource" if step == "emptyDir" else None)
     if type(items.get("template")) is Dict and (any(k in items for k in _JOB_FIELDS)
                                                  or path[-2:] == _JOB_SPECS.get(kind)):
+        from rcpc.domain.kube import pod as kube_pod
+
         _check_job(v, path, kind, out)
         kube_pod.check_job(v, path, kind, out, jobset=kind == "JobSet" and path[-2:] == ("template", "spec"),
                            core_lists=core_lists)
@@ -445,44 +450,6 @@ def _duplicates(items, key: str, path: tuple, kind: str, code: str, what: str, o
             out.append(_diag(code, kind, path + (i, key), f"{what} {name.value!r} is used twice", name.span,
                              related=(("first used here", seen[name.value]),)))
         seen.setdefault(name.value, name.span)
-
-
-def pod_slice(pod: Dict, meta, path: tuple = (), kind: str = "", out: list | None = None):
-    """The TPU slice a pod runs on: the accelerator from its node selector, the topology from
-    its node selector (``cloud.google.com/gke-tpu-topology``) or, as GKE dynamic slicing
-    writes it, its template's ``cloud.google.com/gke-tpu-slice-topology`` annotation. None
-    for a pod that selects no TPU slice. ``E1013`` (into ``out``) when both give a topology
-    and they differ."""
-    sel = pod.items.get("nodeSelector")
-    acc = sel.items.get(ACCELERATOR_LABEL) if type(sel) is Dict else None
-    if type(acc) is Str and acc.value not in GKE_ACCELERATORS and out is not None:
-        _unknown_accelerator(acc, path, kind, out)
-    if type(acc) is not Str or acc.value not in ALIASES:
-        return None
-    topo = sel.items.get(TOPOLOGY_LABEL)
-    annotations = meta.items.get("annotations") if type(meta) is Dict else None
-    noted = annotations.items.get(SLICE_TOPOLOGY_ANNOTATION) if type(annotations) is Dict else None
-    if type(topo) is Str and type(noted) is Str and topo.value != noted.value and out is not None:
-        out.append(_diag("E1013", kind, path + ("nodeSelector", TOPOLOGY_LABEL), f"the node selector asks for "
-                         f"topology {topo.value} but the pod's {SLICE_TOPOLOGY_ANNOTATION} annotation "
-                         f"asks for {noted.value}", topo.span, related=(("annotation", noted.span),),
-                         hint="give the slice's topology once"))
-    if type(topo) is not Str:
-        topo = noted
-    if type(topo) is not Str:
-        return None
-    return tpu_slice(f"{acc.value}:{topo.value}", topo.span)
-
-
-def _unknown_accelerator(acc: Str, path: tuple, kind: str, out: list) -> None:
-    """``W1002``: a node selector asking for a TPU accelerator that no GKE node is labelled
-    with (the pods never schedule; the API server accepts it)."""
-    gen = GENERATIONS.get(ALIASES.get(acc.value, ""))
-    hint = (f"GKE labels {gen.name} nodes {gen.accelerator}" if gen is not None
-            else did_you_mean(acc.value, GKE_ACCELERATORS) or "GKE's values: " + ", ".join(sorted(GKE_ACCELERATORS)))
-    out.append(_diag("W1002", kind, path + ("nodeSelector", ACCELERATOR_LABEL),
-                     f"no GKE node is labelled {ACCELERATOR_LABEL}={acc.value}: the pods would never be scheduled",
-                     acc.span, severity="warning", hint=hint))
 
 
 def _check_tpu_request(pod: Dict, path: tuple, kind: str, out: list, meta) -> None:

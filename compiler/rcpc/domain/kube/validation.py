@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from rcpc.core.patterns import LazyPattern
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 DNS1035_LABEL_MAX = 63
@@ -19,13 +21,13 @@ LABEL_VALUE_MAX = 63
 # objectmeta.go TotalAnnotationSizeLimitB: keys and values of one object's annotations.
 ANNOTATIONS_TOTAL_MAX = 256 * 1024
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
-_PORT_NAME = re.compile(r"[-a-z0-9]+\Z")
-_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z")
+_DNS1123_LABEL = LazyPattern(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS1123_SUBDOMAIN = LazyPattern(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_DNS1035_LABEL = LazyPattern(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_QUALIFIED_NAME = LazyPattern(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE = LazyPattern(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_PORT_NAME = LazyPattern(r"[-a-z0-9]+\Z")
+_HTTP_PATH = LazyPattern(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z")
 
 
 def _size(value: str) -> int:

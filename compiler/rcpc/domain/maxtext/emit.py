@@ -30,6 +30,7 @@ import re
 
 from rcpc.core.emit.scalars import plain_ok, quoted
 from rcpc.core.emit.yaml import float_text
+from rcpc.core import patterns
 from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python, type_name
 
 # A number keeps its spelling only when OmegaConf's from_cli reads that spelling back as the
@@ -37,12 +38,12 @@ from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, to_python,
 # needs a '.') plus the float resolver OmegaConf adds (omegaconf/_yaml.py get_yaml_loader,
 # which reads '1e-6'). Other spellings ('0123' is octal 83, '.5e3' and '-.5' are strings,
 # '1_0' from --set for a float is an int) are written in a canonical form instead.
-_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
-_YAML11_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?")
+_DECIMAL_INT = patterns.precompiled(r"[-+]?(?:0|[1-9][0-9_]*)")
+_YAML11_FLOAT = patterns.precompiled(r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?")
 # OmegaConf's float resolver (omegaconf/_utils.py, get_yaml_loader): YAML 1.1 floats, and
 # also exponent forms without a dot or without a sign. Also the derived schema's YAML loader
 # (:func:`yaml_loader` below, which schemagen uses).
-OMEGACONF_FLOAT = re.compile(r"""^(?:
+OMEGACONF_FLOAT = patterns.LazyPattern(r"""^(?:
      [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
     |\.[0-9_]+(?:[eE][-+][0-9]+)?
@@ -53,18 +54,18 @@ OMEGACONF_FLOAT = re.compile(r"""^(?:
 # four letters None must come from a string the author wrote, and is then quoted (x='None')
 # so that it visibly stays a string; the null value renders as null.
 _QUOTE_ALWAYS = frozenset(("None",))
-_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_SHELL_SAFE = patterns.precompiled(r"^[A-Za-z0-9_@%+=:,./-]+$")
 # The key part of a token whose value part alone is quoted: safe characters, no '='.
-_SHELL_KEY = re.compile(r"^[A-Za-z0-9_@%+:,./-]+$")
+_SHELL_KEY = patterns.LazyPattern(r"^[A-Za-z0-9_@%+:,./-]+$")
 # Characters with a meaning inside POSIX double quotes (and bash history expansion).
-_DQ_SPECIAL = re.compile(r'[$`"\\!]')
+_DQ_SPECIAL = patterns.LazyPattern(r'[$`"\\!]')
 
 
-_INTERPOLATION = re.compile(r"(\\*)\$\{")
+_INTERPOLATION = patterns.LazyPattern(r"(\\*)\$\{")
 # Strings OmegaConf versions read differently: 2.4 reads "\???" (backslashes, then ???) with
 # one backslash fewer (its escape of MISSING), 2.3 verbatim.
-_SURROGATE = re.compile("[\ud800-\udfff]")  # the first lone surrogate of a string
-_ESCAPED_MISSING = re.compile(r"\\+\?\?\?")
+_SURROGATE = patterns.LazyPattern("[\ud800-\udfff]")  # the first lone surrogate of a string
+_ESCAPED_MISSING = patterns.LazyPattern(r"\\+\?\?\?")
 
 
 class FlagValueError(Exception):

@@ -9,10 +9,9 @@ order, repeats included, exactly like a shell recipe that appends a tuned flag.
 
 from __future__ import annotations
 
-import re
-
 from rcpc.core import record
 from rcpc.core.builtins import article
+from rcpc.core import patterns
 from rcpc.domain.maxtext import lax
 from rcpc.core.limits import LIMIT_HINT, MAX_LAYERS, MAX_NODES
 from rcpc.core.diagnostics import (NOTE, WARNING, CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error,
@@ -25,7 +24,7 @@ from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 
 # OmegaConf dotted keys: identifier segments joined by '.', list indices allowed.
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*$")
+_KEY = patterns.precompiled(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*$")
 
 
 def layer_from_dict(d: Dict, problems: list | None = None) -> FlagLayer:
@@ -272,10 +271,10 @@ def _acknowledged(unknown_keys, schema, layers, warn) -> dict:
 
 
 _SPELLINGS = {
-    "bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
+    "bool": (patterns.LazyPattern(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), lambda t, sp: Bool(t.lower() == "true", t, sp)),
     # at most 18 digits: always inside the 64-bit range, and int() has a digit limit
-    "int": (re.compile(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
-    "float": (re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
+    "int": (patterns.LazyPattern(r"^[-+]?[0-9]{1,18}\Z"), lambda t, sp: Int(int(t), t, sp)),
+    "float": (patterns.LazyPattern(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z"),
               lambda t, sp: Float(float(t), t, sp)),
 }
 _PY_NAMES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "None"}

@@ -27,11 +27,13 @@ from __future__ import annotations
 import math
 import re
 
+from rcpc.core.patterns import LazyPattern
+
 _TRUE = frozenset(("1", "on", "t", "true", "y", "yes"))
 _FALSE = frozenset(("0", "off", "f", "false", "n", "no"))
-_INT_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
-_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_FLOAT_WORDS = re.compile(r"[+-]?(?:inf|infinity|nan)", re.I)
+_INT_TEXT = LazyPattern(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
+_FLOAT_TEXT = LazyPattern(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_FLOAT_WORDS = LazyPattern(r"[+-]?(?:inf|infinity|nan)", re.I)
 _I64 = 1 << 63
 # Unicode White_Space (what pydantic-core's Rust str::trim strips; Python's str.strip also
 # strips U+001C..U+001F, which are not White_Space)

@@ -7,7 +7,8 @@ Our own small interpreter over the tree's nodes: no ``eval``.
 from __future__ import annotations
 
 import operator
-import re
+
+from rcpc.core.patterns import LazyPattern
 
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge, "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
@@ -114,7 +115,7 @@ _DTYPES = frozenset((
     "str", "bytes", "void", "datetime64", "timedelta64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
     "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "int2", "int4", "uint2", "uint4", "float0"))
-_TYPESTR = re.compile(r"[<>=|]?[?bBhHiIlLqQpPeEfdgFDGSaUVOMmc]\d*(?:\[\w+\])?")
+_TYPESTR = LazyPattern(r"[<>=|]?[?bBhHiIlLqQpPeEfdgFDGSaUVOMmc]\d*(?:\[\w+\])?")
 
 
 def _numpy_dtype(values: dict, name) -> bool:
