@@ -144,9 +144,9 @@ def test_an_entry_naming_contracts_it_could_not_hold_is_ignored(wsc, tmp_path, c
     root, calls = wsc
     build()
     for key, _, data in storefiles.rows(tmp_path / "cache", "build"):
-        entry = json.loads(storefiles.payload("build", key, data))
+        deps, entry = rcpc.build.cache.decode(storefiles.payload("build", key, data))
         assert entry["contracts"] == []
-        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(
+        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(deps).encode() + b"\n" + json.dumps(
             {**entry, "contracts": contracts}).encode()))
     (root / "rcpc-out").rename(root / "old-out")
     assert build() == 0 and len(calls) == 2
@@ -259,3 +259,42 @@ def test_rcpcs_package_is_walked_once_for_the_fingerprint_and_the_replay_record(
     monkeypatch.setattr(usercache.os, "scandir", real)
     assert (fingerprint, listings, files) == _walked(usercache._OWN, distributions())
     assert sorted(opened) == sorted(listings) and len(opened) == len(set(opened))
+
+
+_NAMES = st.sampled_from(["a.yaml", "b.flags", "c.sh", "trainer.yaml", "x-1.flags"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(builds=st.dictionaries(st.sampled_from(["default", "tuned", "six", "v.2"]),
+                              st.dictionaries(_NAMES, st.text("ab\n\"\\é", max_size=6), max_size=4), max_size=4),
+       contracts=st.booleans())
+def test_an_entry_keeps_each_distinct_text_once_and_reads_back_as_stored(builds, contracts):
+    """An entry's payload (:func:`rcpc.build.cache.encode`) reads back as the builds, warnings
+    and contracts stored, its dependencies from its first line alone, and holds each distinct
+    render text once (variants share most renders: the RL recipe's entry was 2.3x its texts)."""
+    import json
+
+    from rcpc.build import cache
+
+    made = [(variant, list(renders.items())) for variant, renders in builds.items()]
+    held = [v for v, _ in made][:1] if contracts else []
+    deps = {"/ws/recipes/r.rcp": "0" * 64}
+    payload = cache.encode(deps, made, [], held)
+    head, _, rest = payload.partition(b"\n")
+    assert json.loads(head) == deps == cache._validate_deps(payload, "/ws/recipes/r.rcp")
+    assert cache._validate(cache.decode(payload)[1]) == (made, [], held)
+    texts = json.loads(rest)["texts"]
+    assert sorted(texts) == sorted({t for _, renders in made for _, t in renders})
+
+
+def test_a_lookup_after_an_edit_decodes_only_the_dependencies(wsc, monkeypatch):
+    """After an edit the entry's recorded hashes no longer match: the renders, most of the
+    entry, are not decoded (the RL recipe's 279 kB of JSON: ~0.6 ms of an edit build)."""
+    root, calls = wsc
+    assert build() == 0
+    decoded = []
+    real = rcpc.build.cache.decode
+    monkeypatch.setattr(rcpc.build.cache, "decode", lambda payload: decoded.append(1) or real(payload))
+    (root / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 3"))
+    assert build() == 0 and len(calls) == 2 and decoded == []
+    assert build() == 0 and len(calls) == 2 and decoded == [1]
