@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rcpc.build.cache
 import storefiles
@@ -142,9 +144,9 @@ def test_an_entry_naming_contracts_it_could_not_hold_is_ignored(wsc, tmp_path, c
     root, calls = wsc
     build()
     for key, _, data in storefiles.rows(tmp_path / "cache", "build"):
-        entry = json.loads(storefiles.payload("build", key, data))
+        deps, entry = rcpc.build.cache.decode(storefiles.payload("build", key, data))
         assert entry["contracts"] == []
-        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(
+        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(deps).encode() + b"\n" + json.dumps(
             {**entry, "contracts": contracts}).encode()))
     (root / "rcpc-out").rename(root / "old-out")
     assert build() == 0 and len(calls) == 2
@@ -171,3 +173,128 @@ def test_a_recipe_of_every_render_kind_is_served_from_the_cache(wsc, kind):
               "command_file": 'command_file(name = "more", argv = ["echo", "hi"])\n'}[kind]
     (root / "recipes" / "r.rcp").write_text(RECIPE + render)
     assert build() == 0 and build() == 0 and len(calls) == 1
+
+
+def _walked(package: str, *more: str) -> tuple:
+    """The code fingerprint and the replay record's package tree as ``os.walk`` reads them
+    (what :func:`rcpc.core.usercache.package_files` replaced: two walks of rcpc's package)."""
+    import hashlib
+    import os
+
+    from rcpc.build import replay
+
+    parts, listings, files = list(more), {}, {}
+    for d, dirs, names in os.walk(package):
+        dirs[:] = sorted(n for n in dirs if n != "__pycache__")
+        listings[d] = replay.listing(d)
+        for name in sorted(names):
+            if name.endswith((".py", ".lark")):
+                path = os.path.join(d, name)
+                st = os.stat(path)
+                parts.append(f"{os.path.relpath(path, package)}:{st.st_size}:{st.st_mtime_ns}")
+                files[path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest(), listings, files
+
+
+_TREE_NAMES = st.sampled_from(["a.py", "b.lark", "c.txt", "__init__.py", "__pycache__", "d", "e", "z.py"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.tuples(st.lists(_TREE_NAMES, min_size=1, max_size=3),
+                                  st.sampled_from(["file", "dir", "link-file", "link-dir", "dangling-dir"])),
+                        max_size=12))
+def test_one_walk_gives_the_fingerprint_and_the_package_tree_os_walk_gives(tmp_path_factory, entries):
+    """One walk of a package (:func:`rcpc.core.usercache.package_files`) gives the code
+    fingerprint and the replay record's listings and file stats exactly as ``os.walk`` gave
+    them, whatever the tree holds (nested directories, ``__pycache__``, symlinks to files and
+    directories, which are listed but not entered)."""
+    import os
+
+    from rcpc.core import usercache
+
+    root = tmp_path_factory.mktemp("package")
+    for parts, kind in entries:
+        path = root.joinpath(*parts)
+        if any(p.exists() and not p.is_dir() or p.is_symlink() for p in [*path.parents][:len(parts) - 1]):
+            continue
+        if path.exists() or path.is_symlink():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "file":
+            path.write_text(str(parts))
+        elif kind == "dir":
+            path.mkdir()
+        elif kind == "link-file":
+            (root / "target.py").write_text("t")
+            os.symlink(root / "target.py", path)
+        elif kind == "link-dir":
+            os.symlink(path.parent, path) if path.parent != root else os.symlink(root, path)
+        else:
+            os.symlink(root / "missing", path) if not path.name.endswith((".py", ".lark")) else None
+    fingerprint, listings, files = _walked(str(root), "more")
+    got_listings, got_files = usercache.package_files(str(root))
+    assert usercache._fingerprint(str(root), "more") == fingerprint
+    assert got_listings == listings
+    assert {p: (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for p, _, s in got_files} == files
+
+
+def test_rcpcs_package_is_walked_once_for_the_fingerprint_and_the_replay_record(monkeypatch):
+    """rcpc's own package is read once a process, by one walk that the code fingerprint and
+    a replay record share (each walked it apart: ~1.1 ms of an edit build)."""
+    import os
+
+    from rcpc.build import replay
+    from rcpc.core import usercache
+
+    from rcpc.core.distributions import fingerprint as distributions
+
+    distributions()  # found once a process (it lists sys.path's directories)
+    opened = []
+    real = os.scandir
+    monkeypatch.setattr(usercache, "_KNOWN", {})
+    monkeypatch.setattr(replay, "_PACKAGE_TREE", [])
+    monkeypatch.setattr(usercache.os, "scandir", lambda p=".": opened.append(p) or real(p))
+    listings, files = replay.package_tree()
+    fingerprint = usercache.code_fingerprint()
+    monkeypatch.setattr(usercache.os, "scandir", real)
+    assert (fingerprint, listings, files) == _walked(usercache._OWN, distributions())
+    assert sorted(opened) == sorted(listings) and len(opened) == len(set(opened))
+
+
+_NAMES = st.sampled_from(["a.yaml", "b.flags", "c.sh", "trainer.yaml", "x-1.flags"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(builds=st.dictionaries(st.sampled_from(["default", "tuned", "six", "v.2"]),
+                              st.dictionaries(_NAMES, st.text("ab\n\"\\é", max_size=6), max_size=4), max_size=4),
+       contracts=st.booleans())
+def test_an_entry_keeps_each_distinct_text_once_and_reads_back_as_stored(builds, contracts):
+    """An entry's payload (:func:`rcpc.build.cache.encode`) reads back as the builds, warnings
+    and contracts stored, its dependencies from its first line alone, and holds each distinct
+    render text once (variants share most renders: the RL recipe's entry was 2.3x its texts)."""
+    import json
+
+    from rcpc.build import cache
+
+    made = [(variant, list(renders.items())) for variant, renders in builds.items()]
+    held = [v for v, _ in made][:1] if contracts else []
+    deps = {"/ws/recipes/r.rcp": "0" * 64}
+    payload = cache.encode(deps, made, [], held)
+    head, _, rest = payload.partition(b"\n")
+    assert json.loads(head) == deps == cache._validate_deps(payload, "/ws/recipes/r.rcp")
+    assert cache._validate(cache.decode(payload)[1]) == (made, [], held)
+    texts = json.loads(rest)["texts"]
+    assert sorted(texts) == sorted({t for _, renders in made for _, t in renders})
+
+
+def test_a_lookup_after_an_edit_decodes_only_the_dependencies(wsc, monkeypatch):
+    """After an edit the entry's recorded hashes no longer match: the renders, most of the
+    entry, are not decoded (the RL recipe's 279 kB of JSON: ~0.6 ms of an edit build)."""
+    root, calls = wsc
+    assert build() == 0
+    decoded = []
+    real = rcpc.build.cache.decode
+    monkeypatch.setattr(rcpc.build.cache, "decode", lambda payload: decoded.append(1) or real(payload))
+    (root / "recipes" / "r.rcp").write_text(RECIPE.replace("default = 2", "default = 3"))
+    assert build() == 0 and len(calls) == 2 and decoded == []
+    assert build() == 0 and len(calls) == 2 and decoded == [1]

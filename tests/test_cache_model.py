@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import storefiles
+import rcpc.build.cache
 from rcpc.build import replay
 from rcpc.core import store
 from rcpc.domain.recipe import Compiler
@@ -78,7 +79,7 @@ POOLS = {
 }
 FILES = sorted(POOLS)
 COMMANDS = [("build",), ("build", "--variant", "more"), ("build", "a"), ("check",)]
-ENTRY_DAMAGE = ["truncate", "garbage", "shape", "swap", "poison_render", "poison_variant", "no_deps",
+ENTRY_DAMAGE = ["truncate", "garbage", "shape", "swap", "poison_render", "poison_variant", "poison_text", "no_deps",
                 "bad_warning", "flip", "other_area"]
 QUOTED = re.compile(r"^\s*(\d+\s*)?\|")  # a quoted source line or caret line of a diagnostic
 
@@ -250,21 +251,28 @@ class CacheModel(RuleBasedStateMachine):
                 i = len(data) // 2 + pick % 40
                 storefiles.rewrite(self.cache, key, data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1:])
             elif kind == "shape":
-                payload = json.dumps({"deps": [], "builds": {"x": 1}, "warnings": "w", "key": 5}).encode()
+                payload = b"[]\n" + json.dumps({"texts": 1, "builds": {"x": 1}, "warnings": "w", "key": 5}).encode()
                 storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
-            else:  # poison_render, poison_variant, no_deps, bad_warning: one field made wrong
-                entry = json.loads(storefiles.payload("build", key, data))
+            else:  # poison_render, poison_variant, poison_text, no_deps, bad_warning: one field made wrong
+                try:
+                    deps, entry = rcpc.build.cache.decode(storefiles.payload("build", key, data))
+                    rcpc.build.cache._validate(entry)
+                except (AssertionError, ValueError):  # damaged already (truncated, reshaped): nothing to poison
+                    continue
                 builds = entry["builds"]
                 if kind == "no_deps":
-                    entry["deps"] = {}
+                    deps = {}
                 elif kind == "bad_warning":  # well-formed JSON, a diagnostic of the wrong shape
                     entry["warnings"] = [{"code": 5, "span": {"line": "x"}}]
                 for build in builds if kind.startswith("poison") else ():
                     if kind == "poison_variant":
                         build[0] = "../../POISON"
+                    elif build[1] and kind == "poison_text":  # a render's text out of the entry's texts
+                        build[1][0][1] = len(entry["texts"])
                     elif build[1]:
                         build[1][0][0] = "../../POISON.yaml"
-                storefiles.rewrite(self.cache, key, store.entry("build", key, json.dumps(entry).encode()))
+                payload = json.dumps(deps).encode() + b"\n" + json.dumps(entry).encode()
+                storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
 
     @precondition(lambda self: self.builds > 0)
     @rule(pick=st.integers(0, 99), at=st.integers(0, 10 ** 6))

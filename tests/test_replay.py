@@ -385,3 +385,25 @@ def test_a_run_that_cannot_be_recorded_reads_and_stats_nothing(wsr, monkeypatch)
     outputs = str(wsr / "rcpc-out")
     assert run(["build"]) == 0
     assert not [p for p in touched if p.startswith(outputs)]
+
+
+def test_a_record_lists_each_directory_once(wsr, monkeypatch):
+    """Every directory a record holds is listed once a run: the ``sys.path`` directory of
+    rcpc's distributions (site-packages, ~260 entries) was listed once for each of them, a
+    library directory under a recipe directory twice."""
+    listed: list = []
+    real, noted = replay.listing, replay.Recorder.note_workspace
+
+    def note_workspace(self, *args):
+        monkeypatch.setattr(replay, "listing", lambda d: listed.append(d) or real(d))
+        try:
+            return noted(self, *args)
+        finally:
+            monkeypatch.setattr(replay, "listing", real)
+
+    monkeypatch.setattr(replay.Recorder, "note_workspace", note_workspace)
+    monkeypatch.setattr(replay, "_PACKAGE_TREE", [])
+    (wsr / "rcp.toml").write_text((wsr / "rcp.toml").read_text())  # a miss: the build runs and records
+    settle(wsr)
+    assert run(["build"]) == 0 and served() == 0
+    assert str(wsr / "recipes" / "lib") in listed and len(listed) == len(set(listed))
