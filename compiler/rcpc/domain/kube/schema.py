@@ -261,6 +261,15 @@ class SchemaIndex:
             self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind))
         return self._made[key]
 
+    def memo(self, name: str) -> dict:
+        """The memo table ``name`` of what a function found of this index's schema nodes
+        (``"shape"``: :func:`rcpc.domain.kube.schemashape.shape`'s tests), kept as
+        :meth:`structural` is."""
+        table = self._made.get(("memo", name))
+        if table is None:
+            table = self._made[("memo", name)] = {}
+        return table
+
     def errors(self, api_version: str, kind: str, plain) -> list:
         """jsonschema's violations of ``plain`` as records ``[path, validator, message,
         allowed fields or None]``, by path: none, without jsonschema, when the validator
@@ -538,7 +547,7 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     if schemacache.enabled():
         try:
             shaped = schemacache.key(index.identity, api, kind, False,
-                                     shape(plain, index.structural(api, kind)), shaped=True)
+                                     shape(plain, index.structural(api, kind), index.memo("shape")), shaped=True)
         except RecursionError:
             pass
     if schemacache.lookup(shaped) == VALID:
