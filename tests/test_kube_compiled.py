@@ -149,6 +149,29 @@ def test_another_schema_is_not_served_by_the_compiled_validator():
     assert kube_compiled.validator("v1", "ConfigMap", structural) is None
 
 
+def test_the_shipped_file_is_served_without_hashing_its_structural_form(monkeypatch):
+    """An index of the shipped schema file (its identity is the module's SOURCE_SHA256) gets
+    the compiled validator without the structural form's digest (~1 ms of a first build)."""
+    monkeypatch.setattr(kube_compiled, "digest", lambda structural: pytest.fail("the structural form was hashed"))
+    assert SchemaIndex([JOBSET]).compiled(API, KIND) is not None
+
+
+def test_the_same_schema_in_other_bytes_is_served_by_its_digest(tmp_path):
+    """The shipped schema written out again (other bytes, the same schema) is served after its
+    structural form's digest matched; a schema with a field added in such a file is not."""
+    import json
+
+    doc = json.loads(JOBSET.read_text())
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps(doc, indent=1))
+    assert SchemaIndex([same]).content != SchemaIndex([JOBSET]).content
+    assert SchemaIndex([same]).compiled(API, KIND) is not None
+    other = tmp_path / "other.json"
+    doc["properties"]["spec"]["properties"]["extra"] = {"type": "string"}
+    other.write_text(json.dumps(doc))
+    assert SchemaIndex([other]).compiled(API, KIND) is None
+
+
 def test_the_generated_module_is_current():
     """``python -m rcpc.domain.kube.codegen --check``: the module is what the generator writes
     from today's schema and ``structural`` (rcpc[test] pins the fastjsonschema it names)."""

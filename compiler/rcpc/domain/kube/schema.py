@@ -190,6 +190,8 @@ class SchemaIndex:
         self.identity = schemacache.schema_identity(self._files)
         # what the schemas are made of, wherever the files are and however they are shown
         content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
+        #: what the schemas are made of: the formats and bytes of the files, in order
+        self.content = content
         made_table = session.table(MADE) if session is not None else {}
         made = made_table.pop(content, None)  # an empty dict is one nothing was made in yet: it is still shared
         self._made = {} if made is None else made
@@ -258,7 +260,8 @@ class SchemaIndex:
         (:func:`rcpc.domain.kube.compiled.validator`), or None; made as :meth:`structural` is."""
         key = (api_version, kind, "compiled")
         if key not in self._made:
-            self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind))
+            self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind),
+                                                      self.content)
         return self._made[key]
 
     def memo(self, name: str) -> dict:
