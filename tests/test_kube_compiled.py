@@ -149,6 +149,29 @@ def test_another_schema_is_not_served_by_the_compiled_validator():
     assert kube_compiled.validator("v1", "ConfigMap", structural) is None
 
 
+def test_the_shipped_file_is_served_without_hashing_its_structural_form(monkeypatch):
+    """An index of the shipped schema file (its identity is the module's SOURCE_SHA256) gets
+    the compiled validator without the structural form's digest (~1 ms of a first build)."""
+    monkeypatch.setattr(kube_compiled, "digest", lambda structural: pytest.fail("the structural form was hashed"))
+    assert SchemaIndex([JOBSET]).compiled(API, KIND) is not None
+
+
+def test_the_same_schema_in_other_bytes_is_served_by_its_digest(tmp_path):
+    """The shipped schema written out again (other bytes, the same schema) is served after its
+    structural form's digest matched; a schema with a field added in such a file is not."""
+    import json
+
+    doc = json.loads(JOBSET.read_text())
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps(doc, indent=1))
+    assert SchemaIndex([same]).content != SchemaIndex([JOBSET]).content
+    assert SchemaIndex([same]).compiled(API, KIND) is not None
+    other = tmp_path / "other.json"
+    doc["properties"]["spec"]["properties"]["extra"] = {"type": "string"}
+    other.write_text(json.dumps(doc))
+    assert SchemaIndex([other]).compiled(API, KIND) is None
+
+
 def test_the_generated_module_is_current():
     """``python -m rcpc.domain.kube.codegen --check``: the module is what the generator writes
     from today's schema and ``structural`` (rcpc[test] pins the fastjsonschema it names)."""
@@ -172,3 +195,80 @@ def test_the_webhook_defaults_take_a_field_of_any_type(path, value):
     mutated = _mutate(doc, path, "replace", value)
     jobset.default(mutated)
     assert mutated["spec"]["successPolicy"] == {"operator": "All"}
+
+
+# slim (rcpc.domain.kube.codegen.slim): fastjsonschema's code made smaller keeps every verdict ------
+SCHEMAS = [
+    {"type": "object", "required": ["a"], "additionalProperties": False,
+     "properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^[0-9]+(Mi|Gi)$"}]},
+                    "b": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}},
+                                                     "required": ["name"]}, "maxItems": 2},
+                    "c": {"type": ["boolean", "null"]}, "d": {"enum": ["x", "y"]},
+                    "e": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}},
+    {"type": "array", "items": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"k": {"type": "number"}},
+                                                           "additionalProperties": False}]}, "minItems": 1},
+]
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 3) | st.floats(-1, 1) |
+                    st.sampled_from(["", "x", "y", "7Mi", "7Mi\n", "1"]),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["a", "b", "c", "d", "e", "k", "name", "z"]), inner, max_size=4), max_leaves=8)
+
+
+def _verdicts(code: str):
+    space: dict = {}
+    exec(compile(code, "<generated>", "exec"), space)
+
+    def verdict(value):
+        try:
+            space["validate"](copy.deepcopy(value))
+        except kube_compiled.JsonSchemaValueException:
+            return False
+        return True
+    return verdict
+
+
+@functools.cache
+def _pairs():
+    import fastjsonschema
+
+    out = []
+    for schema in SCHEMAS:
+        code = fastjsonschema.compile_to_code(schema, **kube_compiled.OPTIONS).replace(
+            kube_codegen._LIBRARY_IMPORT, kube_codegen._OWN_IMPORT)
+        out.append((_verdicts(code), _verdicts(kube_codegen.slim(code))))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON, which=st.integers(0, len(SCHEMAS) - 1))
+@example(value={"a": "7Mi\n"}, which=0)   # a pattern's `$`
+@example(value={"a": 1, "b": [{"name": "n"}, {}]}, which=0)
+def test_slim_keeps_every_verdict(value, which):
+    """Over JSON values, fastjsonschema's code for a schema (anyOf, patterns, required,
+    additionalProperties, nested lists) and that code slimmed agree on valid or not."""
+    full, slimmed = _pairs()[which]
+    assert slimmed(value) == full(value)
+
+
+def test_slim_drops_the_messages_and_long_names_of_the_shipped_module():
+    """The shipped validator raises no message and names no local after its schema path
+    (its byte code was 1.9 MB, ~4 ms to import, with them)."""
+    text = (REPO / "compiler" / "rcpc" / "domain" / "kube" / "compiled_jobset.py").read_text()
+    assert "raise JsonSchemaValueException(" not in text and "locals()" not in text
+    assert "data__spec" not in text and text.count("raise JsonSchemaValueException\n") > 1000
+
+
+def test_slim_keeps_a_message_that_might_fail():
+    """A message whose making could raise (a field that is not a local, a conversion) is kept,
+    and so are the names of a function that still reads ``locals()``."""
+    code = ("def validate(data, name_prefix=None):\n"
+            "    data_len = len(data)\n"
+            "    if data_len > 1:\n"
+            "        raise JsonSchemaValueException(\"{other}\".format(**locals()))\n"
+            "    if data_len > 2:\n"
+            "        raise JsonSchemaValueException(\"{data_len!r}\".format(**locals()))\n"
+            "    if data_len > 3:\n"
+            "        raise JsonSchemaValueException(\"\" + (name_prefix or \"data\") + \" {data_len}\".format(**locals()))\n")
+    slimmed = kube_codegen.slim(code)
+    assert slimmed.count("format(**locals())") == 2 and "data_len" in slimmed
+    assert "raise JsonSchemaValueException\n" in slimmed

@@ -262,6 +262,23 @@ def test_a_clean_render_is_not_checked_again_in_the_next_run(kube_ws, monkeypatc
     assert len(calls) == 2
 
 
+def test_without_kube_schemas_nothing_is_cached_and_every_run_reports_the_same(kube_ws, monkeypatch):
+    """With no schema file configured (the built-in rules alone) the checks cost less than the
+    validation cache's keys and entries: none is made, each run checks its manifests, and
+    reports what a run with the cache off reports (issue 41: the cache cost a first build)."""
+    (kube_ws.root / "rcp.toml").write_text('recipe_dirs = ["recipes"]\n')
+    calls = kube_checks(monkeypatch)
+    for run in (1, 2):
+        assert kube_ws.build(POD_RECIPE) and len(calls) == 2 * run - 1
+        assert [d.code for d in kube_ws.last_compiler.diagnostics()] == ["W1001"]
+        assert kube_ws.build(JOBSET_RECIPE % "") and len(calls) == 2 * run
+    store.flush()
+    cache = kube_ws.root.parent / "cache"
+    assert not storefiles.database(cache).exists() or storefiles.rows(cache, "schema") == []
+    monkeypatch.setenv("RCPC_NO_CACHE", "1")
+    assert kube_ws.build(POD_RECIPE) and [d.code for d in kube_ws.last_compiler.diagnostics()] == ["W1001"]
+
+
 POD_RECIPE = '''
 manifest(name = "p", apiVersion = "v1", kind = "Pod", metadata = {"name": "p"}, spec = {
     "containers": [{"name": "main", "image": "img", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]})

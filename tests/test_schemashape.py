@@ -264,3 +264,24 @@ def test_a_changed_flag_is_valid_without_jsonschema_and_a_bad_value_still_fails(
     assert len(calls) == 2 and [d.code for d in found] == ["E1101"]
     monkeypatch.setenv("RCPC_NO_CACHE", "1")
     assert [(d.code, d.message) for d in check_schema(load(edited), index)] == [(d.code, d.message) for d in found]
+
+
+_KEPT_MEMO: dict = {}  # one memo across every example: schemas come and go, as in a long-lived process
+
+
+@settings(max_examples=examples(200, 60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs(), st.data())
+@example(({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}}, {"a": "a"}, {"a": {"b": "c"}}),
+         None)  # one schema node tested as a string's and as an object's
+def test_a_memo_of_schema_tests_changes_no_shape(case, data):
+    """``shape`` with a memo of its schema tests (kept by the caller across values and
+    schemas: rcpc.domain.kube.schema.SchemaIndex.memo) gives what it gives without one,
+    for values of any form under one schema."""
+    schema, a, b = case
+    others = [values(data.draw, schema) for _ in range(3)] if data is not None else []
+    validated = kube_schema._structural(schema)
+    fresh: dict = {}
+    for value in (a, b, *others, a):
+        assert repr(shape(value, validated, _KEPT_MEMO)) == repr(shape(value, validated))
+        assert repr(shape(value, validated, fresh)) == repr(shape(value, validated))

@@ -143,6 +143,32 @@ def test_a_run_writes_its_entries_in_one_transaction(cache):
     assert all(store.get("schema", k) == p for k, p in made.items())
 
 
+def test_a_new_database_is_set_up_without_waiting_for_the_disk(cache, monkeypatch):
+    """The first flush into an empty user cache makes the database (its table, incremental
+    vacuum, write-ahead log) under ``synchronous = OFF`` and writes the entries under
+    ``synchronous = NORMAL`` (issue 41: the set-up's three journal transactions each waited
+    for the disk); a database that has its table is opened with no such change."""
+    statements: list[str] = []
+    real = sqlite3.connect
+
+    def traced(*args, **kw):
+        db = real(*args, **kw)
+        db.set_trace_callback(statements.append)
+        return db
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    made = _fill(3)
+    said = [s.strip() for s in statements]
+    off, normal = said.index("PRAGMA synchronous = OFF"), len(said) - 1 - said[::-1].index("PRAGMA synchronous = NORMAL")
+    assert off < said.index("PRAGMA auto_vacuum = INCREMENTAL") < said.index(store._SCHEMA) < normal
+    assert off < said.index("PRAGMA journal_mode = WAL") < normal < said.index("BEGIN IMMEDIATE")
+    with real(storefiles.database(cache)) as db:
+        assert db.execute("PRAGMA auto_vacuum").fetchone() == (2,) and db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    statements.clear()
+    _fill(2, "again")
+    assert "PRAGMA synchronous = OFF" not in [s.strip() for s in statements]
+    assert all(store.get("build", k) == p for k, p in made.items())
+
+
 WRITER = """
 import sys
 from rcpc.core import store

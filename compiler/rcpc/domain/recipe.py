@@ -476,12 +476,17 @@ class Compiler:
         one found clean in an earlier run, with the same schema files, rcpc, ``strict_crd`` and
         JobSet feature gates, is clean from the validation cache
         (:func:`rcpc.domain.kube.schemacache.render_key`), as is one whose argv view (the argv
-        words no check reads left out: a flag edited) was found clean (:meth:`_argv_view_key`)."""
+        words no check reads left out: a flag edited) was found clean (:meth:`_argv_view_key`).
+        Without ``kube_schemas`` (no schema validation: the built-in rules alone, ~0.4 ms a
+        JobSet) nothing is cached: making the keys and entries cost ~half as much again on a
+        first build (issue 41: 600 JobSets at ``bench/peers.py`` N=100), more than a hit saves."""
         if text in self._clean:
             return []
         from rcpc.domain.kube import schemacache
 
         gates = self.workspace.jobset_feature_gates
+        if not self.workspace.kube_schemas:
+            return self._checked(manifest, text, gates, None, None)
         key = schemacache.render_key(self._schema_identity(), self.workspace.strict_crd, text, gates)
         if schemacache.lookup(key) == schemacache.NO_FINDINGS:
             self._clean.add(text)
@@ -490,7 +495,12 @@ class Compiler:
         if schemacache.lookup(view) == schemacache.NO_FINDINGS:
             self._clean.add(text)
             return []
-        from rcpc.domain.kube import rules as kube
+        return self._checked(manifest, text, gates, key, view)
+
+    def _checked(self, manifest: Manifest, text: str, gates: frozenset, key: str | None, view: str | None):
+        """:meth:`check_manifest`'s checks run: the errors found; a clean manifest kept under
+        ``key`` and ``view`` (validation cache keys, None: not kept)."""
+        from rcpc.domain.kube import rules as kube, schemacache
         from rcpc.domain.kube.schema import SchemaIndex
 
         if self._kube is None and self.workspace.kube_schemas:

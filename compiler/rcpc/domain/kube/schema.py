@@ -190,6 +190,8 @@ class SchemaIndex:
         self.identity = schemacache.schema_identity(self._files)
         # what the schemas are made of, wherever the files are and however they are shown
         content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
+        #: what the schemas are made of: the formats and bytes of the files, in order
+        self.content = content
         made_table = session.table(MADE) if session is not None else {}
         made = made_table.pop(content, None)  # an empty dict is one nothing was made in yet: it is still shared
         self._made = {} if made is None else made
@@ -258,8 +260,18 @@ class SchemaIndex:
         (:func:`rcpc.domain.kube.compiled.validator`), or None; made as :meth:`structural` is."""
         key = (api_version, kind, "compiled")
         if key not in self._made:
-            self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind))
+            self._made[key] = kube_compiled.validator(api_version, kind, self.structural(api_version, kind),
+                                                      self.content)
         return self._made[key]
+
+    def memo(self, name: str) -> dict:
+        """The memo table ``name`` of what a function found of this index's schema nodes
+        (``"shape"``: :func:`rcpc.domain.kube.schemashape.shape`'s tests), kept as
+        :meth:`structural` is."""
+        table = self._made.get(("memo", name))
+        if table is None:
+            table = self._made[("memo", name)] = {}
+        return table
 
     def errors(self, api_version: str, kind: str, plain) -> list:
         """jsonschema's violations of ``plain`` as records ``[path, validator, message,
@@ -538,7 +550,7 @@ def _validate(index: SchemaIndex, api: str, kind: str, plain, strict_crd: bool) 
     if schemacache.enabled():
         try:
             shaped = schemacache.key(index.identity, api, kind, False,
-                                     shape(plain, index.structural(api, kind)), shaped=True)
+                                     shape(plain, index.structural(api, kind), index.memo("shape")), shaped=True)
         except RecursionError:
             pass
     if schemacache.lookup(shaped) == VALID:

@@ -85,33 +85,55 @@ def _nothing(schema) -> bool:
     return type(schema) is bool or schema == {}
 
 
-def shape(value, schema):
+def shape(value, schema, memo: dict | None = None):
     """``value`` (plain data: dict, list, str, int, float, bool, None) with each string the
     schema cannot tell from another replaced by :data:`ANY_STRING` (module docstring); a new
     structure, ``value`` is not changed. ``schema``: the JSON schema validation applies
     (:meth:`rcpc.domain.kube.schema.SchemaIndex.structural`), not the CRD's schema as written.
     A schema key that is not a string (YAML allows ``1:``) is not a keyword this module knows:
-    the value below it is kept. Raises RecursionError past Python's depth."""
+    the value below it is kept. ``memo``: {(id(schema node), test): (the node, verdict)} of
+    the tests made of schema nodes (which depend on the node alone), kept by the caller for
+    a schema it shapes values of again (default: this call's). Raises RecursionError past
+    Python's depth."""
+    return _shape(value, schema, {} if memo is None else memo)
+
+
+def _test(schema, test: int, memo: dict) -> bool:
+    """Test ``test`` of a schema node, remembered in ``memo``: 0 :func:`_text_blind`, 1 known
+    object keywords, 2 known array keywords (both after :func:`_nothing` was False)."""
+    key = (id(schema), test)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if test == 0:
+        verdict = _text_blind(schema)
+    else:
+        verdict = type(schema) is dict and _known(schema, _OBJECT_SAFE if test == 1 else _ARRAY_SAFE)
+    memo[key] = (schema, verdict)
+    return verdict
+
+
+def _shape(value, schema, memo: dict):
     kind = type(value)
     if kind is str:
-        return ANY_STRING if _text_blind(schema) else value
+        return ANY_STRING if _test(schema, 0, memo) else value
     if kind is dict:
         if _nothing(schema):
-            return {k: shape(v, True) for k, v in value.items()}
-        if type(schema) is not dict or not _known(schema, _OBJECT_SAFE):
+            return {k: _shape(v, True, memo) for k, v in value.items()}
+        if not _test(schema, 1, memo):
             return value
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties", True)
         # a key additionalProperties forbids makes the manifest invalid whatever its value
         rest = extra if type(extra) is dict else True
-        return {k: shape(v, props[k] if k in props else rest) for k, v in value.items()}
+        return {k: _shape(v, props[k] if k in props else rest, memo) for k, v in value.items()}
     if kind is list:
         if _nothing(schema):
-            return [shape(v, True) for v in value]
-        if type(schema) is not dict or not _known(schema, _ARRAY_SAFE):
+            return [_shape(v, True, memo) for v in value]
+        if not _test(schema, 2, memo):
             return value
         items = schema.get("items", True)
         if type(items) not in (dict, bool):
             return value
-        return [shape(v, items) for v in value]
+        return [_shape(v, items, memo) for v in value]
     return value
