@@ -133,6 +133,19 @@ def run_rcpc(argv, cwd: Path, **env) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _as_written(payload: bytes | None) -> bool:
+    """Whether ``payload`` (a build-cache entry's, None: no well-formed entry) has the shape the
+    build cache writes (``builds`` a list of ``[variant, renders]`` lists), which a payload
+    damage rewrites one field of; an entry an earlier rule damaged has not."""
+    try:
+        entry = json.loads(payload) if payload is not None else None
+    except ValueError:
+        return False
+    builds = entry.get("builds") if type(entry) is dict else None
+    return type(builds) is list and all(type(b) is list and len(b) >= 2 and type(b[1]) is list
+                                        and all(type(r) is list and r for r in b[1]) for b in builds)
+
+
 class CacheModel(RuleBasedStateMachine):
     """The workspace is the model's state; an uncached run is the oracle."""
 
@@ -252,6 +265,8 @@ class CacheModel(RuleBasedStateMachine):
             elif kind == "shape":
                 payload = json.dumps({"deps": [], "builds": {"x": 1}, "warnings": "w", "key": 5}).encode()
                 storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
+            elif not _as_written(store.check("build", key, data)):  # an earlier rule's damage: kept as it is
+                continue
             else:  # poison_render, poison_variant, no_deps, bad_warning: one field made wrong
                 entry = json.loads(storefiles.payload("build", key, data))
                 builds = entry["builds"]
