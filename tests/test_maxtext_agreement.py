@@ -183,11 +183,13 @@ def bundled_launches() -> list:
 def loader(tmp_path_factory):
     """Every case of this module (the refusals', the reduced differential set's, the bundled
     recipes' launches) judged by MaxText at the pinned commit in ONE ``Oracle.run``: one loader
-    subprocess per device count (JAX's start-up and MaxText's import are the cost), two at a
-    time, with a private user cache so that the loader really runs. The oracle mode of the
-    reduced set and the bundled launches' findings then come from that cache. JAX reserves more
-    than the suite's memory bound (conftest.py's RLIMIT_DATA) for hundreds of CPU devices and
-    aborts: the loader's runs get the hard limit (as outside the tests), restored afterwards."""
+    subprocess per device count (JAX's start-up and MaxText's import are the cost, ~6 s of CPU
+    each), one at a time (two would split the largest group between two subprocesses, one start
+    more, while the suite's other pytest-xdist worker keeps the other CPU busy), with a private
+    user cache so that the loader really runs. The oracle mode of the reduced set and the
+    bundled launches' findings then come from that cache. JAX reserves more than the suite's
+    memory bound (conftest.py's RLIMIT_DATA) for hundreds of CPU devices and aborts: the
+    loader's runs get the hard limit (as outside the tests), restored afterwards."""
     import resource
 
     from rcpc.oracle import Oracle, case_of, check_launches
@@ -200,7 +202,7 @@ def loader(tmp_path_factory):
         rows, truth, found = bench.prepare(tmp / "mutations", reduced())
         bundled = bundled_launches()
         cases = [c for *_, c in refusals] + truth + [case_of(x) for _, x in bundled]
-        oracle = Oracle(MAXTEXT, timeout=900, jobs=2)  # a loaded machine must not make a run time out
+        oracle = Oracle(MAXTEXT, timeout=900)  # a loaded machine must not make a run time out
         bound = resource.getrlimit(resource.RLIMIT_DATA)
         resource.setrlimit(resource.RLIMIT_DATA, (bound[1], bound[1]))
         try:

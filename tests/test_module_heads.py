@@ -60,17 +60,21 @@ def package_deferred(root: Path = PACKAGE) -> set[tuple[str, str]]:
     return found
 
 
-FOUND = package_deferred()
+@pytest.fixture(scope="module")
+def found() -> set[tuple[str, str]]:
+    """:func:`package_deferred` of the package, read once for the module's tests (when they run:
+    not at collection, which every pytest-xdist worker does, ~1.4 s of parsing)."""
+    return package_deferred()
 
 
-def test_every_in_function_import_is_named_in_the_dispatch_table():
-    unnamed = sorted(pair for pair in FOUND if pair not in LAZY)
+def test_every_in_function_import_is_named_in_the_dispatch_table(found):
+    unnamed = sorted(pair for pair in found if pair not in LAZY)
     assert not unnamed, ("in-function imports not named in rcpc.cli.lazy.LAZY (move them to the module's head, "
                          f"or name them there with why the start-up path needs them deferred): {unnamed}")
 
 
-def test_every_entry_names_an_in_function_import():
-    stale = sorted(pair for pair in LAZY if pair not in FOUND)
+def test_every_entry_names_an_in_function_import(found):
+    stale = sorted(pair for pair in LAZY if pair not in found)
     assert not stale, f"rcpc.cli.lazy.LAZY names imports that are no longer deferred: {stale}"
 
 
