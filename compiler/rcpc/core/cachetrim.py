@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 import time
-from typing import NamedTuple
+from collections import namedtuple
 
 from rcpc.core import store
 from rcpc.core.envvars import get
@@ -89,15 +89,12 @@ def _trim(root: str, stamp: str, limit: int | None, now: float) -> None:
             pass
 
 
-class Entry(NamedTuple):
-    """One thing a trim may remove: a file at ``path`` (``key`` None), or the entry ``key`` of
-    the store whose database is ``path``; ``used`` when it was last used (seconds since the
-    epoch), ``size`` its bytes."""
-
-    used: float
-    size: int
-    path: str
-    key: bytes | None = None
+Entry = namedtuple("Entry", "used size path key", defaults=(None,))
+Entry.__doc__ = (
+    "One thing a trim may remove: a file at ``path`` (``key`` None), or the entry ``key`` (bytes) of "
+    "the store whose database is ``path``; ``used`` when it was last used (seconds since the "
+    "epoch, float), ``size`` its bytes (int). A named tuple (collections.namedtuple: "
+    "typing.NamedTuple would put typing on every build's path).")
 
 
 def _order(e: Entry) -> tuple:
