@@ -46,7 +46,7 @@ def _script(words: list) -> str:
             'xpk workload create --cluster=c --command="python3 -m MaxText.train MaxText/configs/base.yml ${ARGS}"\n')
 
 
-@settings(max_examples=examples(40, 15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40, 10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(WORDS, min_size=2, max_size=5))
 @example(words=["5", "9223372036854775808"])  # the report: an int past 2**63 (E0806 building the import)
 @example(words=["5", "0x8000000000000000"])   # ... spelled so that it imported as cli_value("0x8000000000000000")
