@@ -149,13 +149,14 @@ def test_a_new_database_is_set_up_without_waiting_for_the_disk(cache, monkeypatc
     ``synchronous = NORMAL`` (issue 41: the set-up's three journal transactions each waited
     for the disk); a database that has its table is opened with no such change."""
     statements: list[str] = []
-    real = sqlite3.connect
+    import _sqlite3  # what the store connects with (its C module)
+    real = _sqlite3.connect
 
     def traced(*args, **kw):
         db = real(*args, **kw)
         db.set_trace_callback(statements.append)
         return db
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    monkeypatch.setattr(_sqlite3, "connect", traced)
     made = _fill(3)
     said = [s.strip() for s in statements]
     off, normal = said.index("PRAGMA synchronous = OFF"), len(said) - 1 - said[::-1].index("PRAGMA synchronous = NORMAL")
