@@ -92,8 +92,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.build.pool", "multiprocessing"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
-    ("rcpc.build.pool", "signal"): "`signal` imports enum (~2 ms): only a pool of workers sends or masks signals, "
-                                   "and `rcpc fmt`, `check` import the pool without starting one",
+    ("rcpc.build.pool", "signal"): "`signal` imports enum (~2 ms): only a pool of workers sends or masks signals "
+                                   "(the pool itself is imported only to start -j workers)",
     ("rcpc.build.pool", "traceback"): "a worker's internal error only (its traceback sent to the parent)",
     ("rcpc.build.pool", "ctypes"): "prctl(PR_SET_PDEATHSIG) in a forked worker only (Linux)",
     ("rcpc.build.replay", "hashlib"): "the replay fast path hashes a file only when its stat changed: OpenSSL "

@@ -17,9 +17,8 @@ all is ``E1003`` already and is not reported twice.
 
 from __future__ import annotations
 
-import re
-
 from rcpc.core.diagnostics import Diagnostic
+from rcpc.core.patterns import LazyPattern
 from rcpc.core.values import Dict, Str
 from rcpc.domain.kube import validation as kv
 from rcpc.domain.kube.paths import diag
@@ -28,7 +27,7 @@ QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 PREBUILT_WORKLOAD = "kueue.x-k8s.io/prebuilt-workload-name"
 MAX_EXEC_TIME = "kueue.x-k8s.io/max-exec-time-seconds"
 KINDS = frozenset(("Job", "JobSet"))
-_ATOI = re.compile(r"[+-]?[0-9]+\Z")
+_ATOI = LazyPattern(r"[+-]?[0-9]+\Z")
 
 
 def check(data: Dict, kind: str) -> list[Diagnostic]:
