@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -257,6 +258,20 @@ class Ws:
     def fails_expr(self, expr: str, before: str = "") -> Failure:
         """Compile ``X = expr`` as a recipe line and expect an error."""
         return self.fails(textwrap.dedent(before) + f"X = {expr}\n", dedent=False)
+
+
+@pytest.fixture
+def bundled_workspace(tmp_path) -> tuple[Path, dict]:
+    """(a copy of the repository's workspace: rcp.toml and recipes/, the environment of a
+    process that builds it with the cache on in a private ``XDG_CACHE_HOME``): for tests that
+    run ``rcpc`` as a user does on the bundled recipes."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy2(REPO / "rcp.toml", root / "rcp.toml")
+    shutil.copytree(REPO / "recipes", root / "recipes")
+    env = {k: v for k, v in os.environ.items() if k not in ("RCPC_NO_CACHE", "PYTHONPATH")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return root, env
 
 
 @pytest.fixture

@@ -18,13 +18,10 @@ or ahead of time (:func:`rcpc.core.patterns.precompiled`).
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from hypothesis import given, strategies as st
 
@@ -35,7 +32,6 @@ import rcpc
 from rcpc.core import pattern_codegen, pattern_codes, patterns
 from rcpc.core.patterns import LazyPattern
 
-REPO = Path(__file__).resolve().parents[1]
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = r'"ragged_buffer_factor": [0-9.]+,'
 # rcpc's module-level patterns an edit build compiles where the precompiled table is not this
@@ -142,13 +138,8 @@ sys.exit(code)
 """
 
 
-def test_an_edit_build_compiles_only_the_module_level_patterns_it_uses(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy2(REPO / "rcp.toml", ws / "rcp.toml")
-    shutil.copytree(REPO / "recipes", ws / "recipes")
-    env = {k: v for k, v in os.environ.items() if k not in ("RCPC_NO_CACHE", "PYTHONPATH")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+def test_an_edit_build_compiles_only_the_module_level_patterns_it_uses(tmp_path, bundled_workspace):
+    ws, env = bundled_workspace
     path = ws / "recipes" / f"{RECIPE}.rcp"
     for value in ("3.0", "4.0"):  # the first build fills the caches, the second is the edit
         text, n = re.subn(FLAG, f'"ragged_buffer_factor": {value},', path.read_text(), count=1)

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = r'"ragged_buffer_factor": [0-9.]+,'
 THIRD_PARTY_USERS = ("jsonschema", "referencing")  # libraries that import attrs themselves
@@ -61,19 +59,8 @@ def _is_attrs(name: str) -> bool:
     return name.split(".")[0] in ("attr", "attrs")
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy2(REPO / "rcp.toml", ws / "rcp.toml")
-    shutil.copytree(REPO / "recipes", ws / "recipes")
-    env = {k: v for k, v in os.environ.items() if k not in ("RCPC_NO_CACHE", "PYTHONPATH")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    return ws, env
-
-
-def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all_after_an_edit(workspace):
-    ws, env = workspace
+def test_build_check_and_fmt_import_attrs_only_through_jsonschema_and_not_at_all_after_an_edit(bundled_workspace):
+    ws, env = bundled_workspace
     for args in (("check",), ("build",)):
         found = imports(ws, env, *args)
         assert any(name == "rcpc.core.syntax.ast" for name, _ in found)
@@ -134,8 +121,8 @@ COMPILER = ("rcpc.domain.recipe", "rcpc.domain.renders", "rcpc.core.evaluate", "
 BUILD_PATH_MODULES = 96
 
 
-def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(workspace):
-    ws, env = workspace
+def test_a_first_build_and_an_edit_import_nothing_made_ahead_of_time(bundled_workspace):
+    ws, env = bundled_workspace
     first = {name for name, _ in imports(ws, env, "build", RECIPE)}
     # the compiled validator gave its verdicts (importlib.import_module's imports are not listed,
     # but what the generated module imports is)
