@@ -96,15 +96,14 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   # C module _signal masks signals), struct (float32 formatting), the sqlite3 package (the store
                   # uses its C module, _sqlite3: the package adds datetime and its date adapters)
                   "difflib", "heapq", "fractions", "decimal", "numbers", "threading", "shutil", "bz2", "lzma",
-                  "signal", "struct", "sqlite3")
+                  "signal", "struct", "sqlite3",
+                  # copy (with weakref): a schema's defaults are JSON data, copied without it (kube.schema._copied)
+                  "copy", "weakref")
 # Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
 # back from the store (rcpc.domain.workspace.config_table), so tomllib and what only it imports
-# (typing, string, datetime) are not loaded; nor weakref (a compiler's weak references are _weakref's; the
-# manifests' defaults, copied with copy.deepcopy, which imports weakref, are applied when a
-# manifest is validated: not after a flag edit, served by the validation cache's argv view);
-# nor validation's modules an edit does not run (its renders were validated before), the mesh
+# (typing, string, datetime) are not loaded; nor validation's modules an edit does not run (its renders were validated before), the mesh
 # check (the launch checks' memo has it), merge() (the RL recipe calls none).
-NOT_EDITED_WITH = ("tomllib", "typing", "string", "datetime", "weakref", "copy",
+NOT_EDITED_WITH = ("tomllib", "typing", "string", "datetime",
                    "rcpc.domain.kube.rules", "rcpc.domain.kube.pod", "rcpc.domain.kube.container",
                    "rcpc.domain.kube.podspec", "rcpc.domain.kube.references", "rcpc.domain.kube.jobset",
                    "rcpc.domain.kube.quantity", "rcpc.domain.kube.validation", "rcpc.domain.kube.merge",

@@ -89,6 +89,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("rcpc.build.parallel", "rcpc.core.fmt"): "`rcpc fmt` only: the formatter is not on a build's path",
     ("rcpc.build.parallel", "rcpc.build.pool"): "the pool of -j N workers only: a build of one recipe (or -j 1, "
                                                 "or -j auto on a busy machine) runs in this process",
+    ("rcpc.domain.kube.schema", "copy"): "a schema default that is not JSON data (a YAML set or timestamp): "
+                                         "JSON's are copied without it (copy imports weakref: ~1 ms of a first build)",
     ("rcpc.build.pool", "multiprocessing"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.connection"): _WORKERS,
     ("rcpc.build.pool", "multiprocessing.reduction"): _WORKERS,
