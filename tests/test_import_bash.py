@@ -6,6 +6,7 @@ shell``) or kept as text with W1200 (a manifest's startup command)."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,3 +225,33 @@ def test_w1200_quotes_no_stale_position(words, first):
         assert int(at.group(2)) == len(text) and 0 <= offset <= len(text)
         if "EOF" in note.message:
             assert offset == len(text.rstrip("\n"))
+
+
+@settings(max_examples=3, deadline=None)
+@given(word=st.sampled_from(STUCK_WORDS), calls=st.integers(50, 400))
+@example(word=STUCK_WORDS[0], calls=400)
+def test_a_stuck_word_is_stopped_when_gc_callbacks_run_during_the_parse(word, calls):
+    """The budget stopped the parse by raising in whatever Python call crossed it: when that
+    was a gc callback run during the parse (Hypothesis registers one), Python swallowed the
+    error ("Exception ignored in gc_callback"), tracing went off with it and the parse ran on
+    unbounded (a CI run failed so). It stops in a call of bashlex's own: a collection at every
+    few allocations whose callback makes ``calls`` Python calls puts most calls of the parse in
+    callbacks, and the parse still stops at the word, at its budget."""
+    def callback(phase, info):
+        for _ in range(calls):
+            len_of("x")
+
+    def len_of(s):
+        return len(s)
+
+    text = f"xpk {word}{UNMASKED}\n"
+    threshold = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(5)
+    try:
+        with guard(), pytest.raises(bashlex.errors.ParsingError) as info:
+            bash.parse(text)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(callback)
+    assert str(info.value).startswith(bash.STUCK) and info.value.position == 4

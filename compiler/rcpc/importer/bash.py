@@ -119,7 +119,9 @@ def _parse(text: str) -> list:
     def count(frame, event, arg):
         nonlocal calls, word
         calls += 1
-        if calls > limit or word is not None and calls > word[1]:
+        # stopped in a call of bashlex's own: raised in code the parse did not call (a gc
+        # callback run during it) the error would be swallowed, tracing off, the parse unbounded
+        if (calls > limit or word is not None and calls > word[1]) and _in_bashlex(frame):
             sys.settrace(None)
             raise bashlex.errors.ParsingError(STUCK, text, _word_offset(frame, text))
         if word is None and frame.f_code.co_name == "_expandword":
@@ -159,6 +161,12 @@ def problem(exc: Exception) -> str:
     the place): its message, else the exception's type."""
     message = getattr(exc, "message", None)
     return message if isinstance(message, str) and message else f"the shell parser stopped ({type(exc).__name__})"
+
+
+def _in_bashlex(frame) -> bool:
+    """Whether ``frame`` runs bashlex's code (a module of the bashlex package)."""
+    name = frame.f_globals.get("__name__", "")
+    return name == "bashlex" or name.startswith("bashlex.")
 
 
 def _word_offset(frame, text: str) -> int:
