@@ -93,6 +93,26 @@ def test_the_code_fingerprint_changes_with_any_source_file(tmp_path):
         seen.add(now)
 
 
+def test_a_package_that_cannot_be_read_whole_never_gets_the_same_fingerprint(tmp_path, monkeypatch):
+    """A directory of the package that cannot be listed: its changes cannot be seen, so its
+    fingerprint differs every time (no cache entry is reused), rather than one of what could
+    be read (os.walk passed over such a directory) or an error."""
+    import os
+
+    from rcpc.core import usercache
+
+    (tmp_path / "core").mkdir()
+    (tmp_path / "__init__.py").write_text("")
+    real = os.scandir
+
+    def scandir(path):
+        if os.path.basename(path) == "core":
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert usercache.code_fingerprint(str(tmp_path)) != usercache.code_fingerprint(str(tmp_path))
+
+
 def test_rcpcs_own_fingerprint_is_found_once_a_process(monkeypatch):
     """The code a process runs is the code it loaded: its own fingerprint (and where lark
     and jsonschema are) are found once; another package's at each call."""

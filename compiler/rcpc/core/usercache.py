@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 
 from rcpc.core.envvars import get, home
 from rcpc.core.files import discard, read_fd
@@ -183,7 +184,8 @@ def code_fingerprint(package: str | None = None) -> str:
     rcpc's cache entries. rcpc's own also holds the third-party distributions it depends
     on (:func:`rcpc.core.distributions.fingerprint`: jsonschema upgraded, every result it
     gave is a miss) and is found once a process: the code a process runs is the code it
-    loaded."""
+    loaded. A package a directory or file of which cannot be read gets a fingerprint of
+    its own each process: no cache entry is kept for it or served to it."""
     if package is not None:
         return _fingerprint(package)
     found = _KNOWN.get(("code", ""))
@@ -248,15 +250,8 @@ def _fingerprint(package: str, *more: str) -> str:
     parts = list(more)
     try:
         parts.extend(f"{rel}:{st.st_size}:{st.st_mtime_ns}" for _, rel, st in package_files(package)[1])
-    except OSError:  # what os.walk passes over (an unreadable directory), the walk itself does too
-        parts = list(more)
-        for d, dirs, files in os.walk(package):
-            dirs[:] = sorted(n for n in dirs if n != "__pycache__")  # byte code only: listing it was ~0.5 ms a build
-            for name in sorted(files):
-                if name.endswith(_CODE):
-                    path = os.path.join(d, name)
-                    st = os.stat(path)
-                    parts.append(f"{os.path.relpath(path, package)}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError as exc:  # a package that cannot be read whole: its changes unseen, its key made once a process
+        parts.append(f"unreadable: {exc} {os.getpid()} {time.time_ns()}")  # (so no cache entry is reused)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -496,7 +496,7 @@ def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_N
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
 # header) or in an inline table, with its dotted parts (toml.io: bare or quoted keys)
 _KEY_PART = r"""(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
-_DOTTED_KEY = patterns.precompiled(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
+_DOTTED_KEY = patterns.LazyPattern(rf"(?:^[ \t]*+\[?\[?|[{{,])[ \t]*+{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++", re.M)
 MAX_KEY_DOTS = 1_000
 
 
