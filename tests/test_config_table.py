@@ -1,10 +1,11 @@
 """rcp.toml's table kept in the store (:func:`rcpc.domain.workspace.config_table`, issues 37
 and 41): a build after an edit of a recipe reads the table parsed before instead of importing
-tomllib (tests/test_startup_imports.py: NOT_EDITED_WITH).
+tomli (tests/test_startup_imports.py: NOT_EDITED_WITH).
 
 Kind tested: whatever TOML document rcp.toml holds (tables, arrays, strings, ints, floats with
 NaN, infinities and -0.0, bools, dates and times), the table given is tomllib's, of the same
-types, when it is parsed and when it is read back; a read back imports no tomllib; a table
+types (Python's own tomllib is the oracle: rcpc reads TOML 1.0 as it does), when it is parsed
+and when it is read back; a read back imports no tomli; a table
 JSON cannot give back (a date or a time) is not kept; an error is not kept."""
 
 from __future__ import annotations
@@ -92,10 +93,42 @@ def test_a_table_read_back_is_tomllibs(table, cache, monkeypatch):  # noqa: F811
     assert (kept is None) == has_time(want)
     if kept is not None:
         with monkeypatch.context() as m:
-            m.setitem(sys.modules, "tomllib", None)  # importing it raises ImportError
+            m.setitem(sys.modules, "tomli", None)  # importing it raises ImportError
             assert same(config_table(raw, text), want)  # read back
     else:
         assert same(config_table(raw, text), want)
+
+
+# Pieces of TOML text, valid and not: keys, values of every kind, brackets, separators, escapes,
+# comments, line breaks, and what TOML 1.1 (tomli 2.4+) added to 1.0: a line break and a trailing
+# comma in an inline table, the \e and \xHH escapes, a time without seconds.
+PIECES = st.sampled_from(["a", "b.c", '"q"', "'l'", " = ", "=", " ", "\n", "\r\n", "[", "]", "[[", "]]", "{", "}",
+                          ",", ", ", "1", "-0", "0x1F", "1_000", "1.5", "1e3", "inf", "nan", "true", "false",
+                          '"s"', '"""m\nl"""', "", '"\\\\e"', '"\\\\x41"', '"\\\\u00e9"', "1979-05-27",
+                          "07:32:00", "07:32", "1979-05-27T07:32:00Z", "1979-05-27 07:32", "# c", "\\t"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(PIECES, max_size=14).map("".join))
+@example(text="x = {a = 1,\\n b = 2}\\n")  # TOML 1.1: a line break in an inline table
+@example(text="x = {a = 1,}\\n")  # TOML 1.1: a trailing comma in an inline table
+@example(text='x = "\\\\e"\\n')  # TOML 1.1: the escape character
+@example(text='x = "\\\\x41"\\n')  # TOML 1.1: \\xHH
+@example(text="x = 07:32\\n")  # TOML 1.1: a time without seconds
+@example(text='recipe_dirs = ["recipes"]\\noutput_dir = "out"\\n')
+def test_rcpc_reads_toml_1_0_as_pythons_tomllib(text):
+    """rcpc reads rcp.toml and values files with tomli 2.3 (its import loads no ``typing``;
+    pyproject.toml pins it below 2.4, which reads TOML 1.1): it accepts and refuses exactly what
+    Python 3.11's tomllib does, and gives the same table, over texts made of TOML's pieces."""
+    import tomli
+
+    try:
+        want = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        with pytest.raises(tomli.TOMLDecodeError):
+            tomli.loads(text)
+        return
+    assert same(tomli.loads(text), want)
 
 
 def test_an_error_is_not_kept(cache):  # noqa: F811 (the fixture)

@@ -22,7 +22,7 @@ import os
 import sys
 
 # pyproject.toml [project] dependencies, by name (tests/test_replay_inputs.py compares them)
-DECLARED = ("lark", "attrs", "PyYAML", "jsonschema", "shtab", "bashlex")
+DECLARED = ("lark", "attrs", "PyYAML", "jsonschema", "shtab", "bashlex", "tomli")
 _FOUND: list = []  # [((name, version, metadata file, sys.path directory), ...)], once a process
 
 

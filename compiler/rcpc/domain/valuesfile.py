@@ -25,7 +25,7 @@ import hashlib
 import math
 import os
 import re
-import tomllib
+import tomli
 from pathlib import Path
 
 from rcpc.core import record
@@ -96,17 +96,17 @@ def read_values(text: str, shown: str, path: str = "", sha256: str = "") -> Valu
     """The values of values file ``shown`` holding ``text`` (decoded UTF-8, at most
     :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller; ``path`` and ``sha256``:
     the file's real path and the SHA-256 hex of its bytes, kept in the result). Raises ``E0631`` for
-    text that is not TOML (at tomllib's line and column), ``E0632`` for a table, a dotted key
+    text that is not TOML (at tomli's line and column), ``E0632`` for a table, a dotted key
     or a value that is no param value (an array, an inline table, a date, nan or inf, an
     integer outside 64 bits)."""
     check_dotted_keys(text, shown, "E0631")
     try:
-        data = tomllib.loads(text)
-    except RecursionError:  # tomllib recurses into arrays and inline tables
+        data = tomli.loads(text)
+    except RecursionError:  # tomli recurses into arrays and inline tables
         raise error("E0631", f"{shown} is not valid TOML: its arrays or inline tables nest too deeply",
                     Span(shown, 1, 1, 1, 1), hint=_HINT) from None
-    except tomllib.TOMLDecodeError as exc:
-        why, where = toml_error(exc, text.encode("utf-8"), shown)
+    except tomli.TOMLDecodeError as exc:
+        why, where = toml_error(exc, shown)
         raise error("E0631", f"{shown} is not valid TOML: {why}", where, hint=_HINT) from None
     places = _places(text, shown)
     values, keys = {}, {}
@@ -136,7 +136,7 @@ def _value(name: str, raw, written: str, span: Span, shown: str):
 def _places(text: str, shown: str) -> dict:
     """Param name → (key span, value span, the value's text on its line) of each top-level
     ``KEY = VALUE`` of ``text``, found line by line outside multi-line strings and arrays
-    (columns in characters, as tomllib counts them). ``E0632`` at a table header or a dotted
+    (columns in characters, as tomli counts them). ``E0632`` at a table header or a dotted
     key: a values file's keys are param names."""
     out: dict = {}
     depth, quote = 0, None  # open brackets; the multi-line string's delimiter we are inside

@@ -119,7 +119,7 @@ class Workspace:
             raw = read_limited(cfg, MAX_FILE_BYTES)
             text = raw.decode("utf-8")
             data = config_table(raw, text)
-        except RecursionError:  # tomllib recurses into arrays and inline tables: `[[[...` 500 deep
+        except RecursionError:  # tomli recurses into arrays and inline tables: `[[[...` 1,000 deep
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: its arrays or inline tables nest too deeply",
                         Span(CONFIG_NAME, 1, 1, 1, 1),
                         hint="rcp.toml's values are strings and lists of strings (docs/cli.md, Workspace)") from None
@@ -427,13 +427,15 @@ AREA = "config"  # the store's area of rcp.toml's tables (rcpc.core.store)
 
 def config_table(raw: bytes, text: str) -> dict:
     """The table of rcp.toml (``raw``, decoded as ``text``): :func:`check_dotted_keys`, then
-    ``tomllib.loads``. ``E0901`` when tomllib refuses it (RecursionError passes).
+    ``tomli.loads`` (TOML 1.0: tomli 2.3, the library Python 3.11's ``tomllib`` is made from,
+    whose import loads no ``typing``: ~4 ms of a first build less). ``E0901`` when tomli refuses
+    it (RecursionError passes).
 
     A table parsed before is read back from the store (:mod:`rcpc.core.store`, area
     :data:`AREA`) as JSON, keyed by the file's bytes, rcpc's code
-    (:func:`rcpc.core.usercache.code_fingerprint`) and Python's version (tomllib's): a build
-    after an edit of a recipe does not import tomllib (with typing, datetime, string: ~7 ms of
-    CPU, about 6% of that build). Only a table JSON gives back as it was is kept (:func:`_plain`:
+    (:func:`rcpc.core.usercache.code_fingerprint`, which holds tomli's version) and Python's
+    version: a build after an edit of a recipe does not import tomli (with datetime: ~3 ms).
+    Only a table JSON gives back as it was is kept (:func:`_plain`:
     tables, lists, strings, ints, floats, bools; not a TOML date or time); an error is never
     kept (the next run parses again and reports it)."""
     k = store.key(AREA, code_fingerprint(), sys.version, raw) if store.enabled() else None
@@ -445,13 +447,13 @@ def config_table(raw: bytes, text: str) -> dict:
             data = None
         if type(data) is dict:
             return data
-    import tomllib
+    import tomli
 
     check_dotted_keys(text)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        why, where = toml_error(exc, raw)
+        data = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
+        why, where = toml_error(exc)
         raise error("E0901", f"{CONFIG_NAME} is not valid TOML: {why}", where,
                     hint="rcp.toml is TOML 1.0 (toml.io); its keys are listed in docs/cli.md, Workspace") from None
     if k is not None:
@@ -476,21 +478,11 @@ def _plain(value) -> bool:
     return t in (str, int, float, bool)
 
 
-def toml_error(exc: "tomllib.TOMLDecodeError", raw: bytes, shown: str = CONFIG_NAME) -> tuple[str, Span]:
-    """tomllib's reason for refusing TOML file ``shown`` (rcp.toml, a values file) and where:
-    its ``lineno``/``colno`` (Python 3.14+), else the ``(at line L, column C)`` or ``(at end of
-    document)`` that Python 3.11's tomllib ends its message with (both 1-based, columns in
-    characters)."""
-    message = str(exc)
-    found = re.search(r" \(at (?:line (\d+), column (\d+)|end of document)\)$", message)
-    why = message[:found.start()] if found else message
-    line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
-    if line is None and found and found.group(1):
-        line, col = int(found.group(1)), int(found.group(2))
-    if line is None:  # at the end of the document
-        lines = raw.decode("utf-8").split("\n")
-        line, col = len(lines), len(lines[-1]) + 1
-    return why, Span(shown, line, col, line, col + 1)
+def toml_error(exc: "tomli.TOMLDecodeError", shown: str = CONFIG_NAME) -> tuple[str, Span]:
+    """tomli's reason for refusing TOML file ``shown`` (rcp.toml, a values file) and where:
+    its ``msg``, ``lineno`` and ``colno`` (1-based, columns in characters; at the end of the
+    document, the column after its last character)."""
+    return exc.msg, Span(shown, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)
 
 
 # A key as TOML writes it at the start of a line (a key/value pair, a [table] or [[array]]
@@ -517,8 +509,8 @@ def _gates(names: list, text: str) -> frozenset:
 
 def check_dotted_keys(text: str, shown: str = CONFIG_NAME, code: str = "E0901") -> None:
     """``code`` (``E0901`` for rcp.toml) at the key that brings the dots of the dotted keys of
-    TOML file ``shown`` past :data:`MAX_KEY_DOTS`, checked before tomllib reads it. Python's
-    tomllib takes time quadratic in a dotted key's parts (``x.x.x....y = 1``: 20,000 parts,
+    TOML file ``shown`` past :data:`MAX_KEY_DOTS`, checked before tomli reads it. tomli
+    (Python's tomllib too) takes time quadratic in a dotted key's parts (``x.x.x....y = 1``: 20,000 parts,
     8 s; a 4 MiB rcp.toml, hours), and the keys of rcp.toml and of a values file are
     top-level names, so none is needed (a dot in a quoted part counts too)."""
     dots = 0

@@ -21,7 +21,7 @@ import os
 import stat
 import subprocess
 import tempfile
-import tomllib
+import tomli
 from pathlib import Path
 
 import attrs
@@ -250,8 +250,8 @@ def _configured_paths(ws: Workspace) -> dict:
     older key ``maxtext_base``), and the ``kube_schemas`` list in order (its entries in
     the order :class:`Workspace` read them)."""
     try:
-        data = tomllib.loads(ws.config_bytes.decode("utf-8")) if ws.config_bytes else {}
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):  # Workspace.find read it: not reached
+        data = tomli.loads(ws.config_bytes.decode("utf-8")) if ws.config_bytes else {}
+    except (UnicodeDecodeError, tomli.TOMLDecodeError):  # Workspace.find read it: not reached
         return {}
     maxtext = data.get("maxtext_schema", data.get("maxtext_base"))
     return {"maxtext_schema": maxtext if isinstance(maxtext, str) else None,
