@@ -22,14 +22,17 @@ workspace and goldens, in its own user cache:
 * check: ``rcpc check`` of the workspace after the edit;
 * first: the first build after a clone: ``rcpc build <recipe>`` with an empty user cache
   (a new ``XDG_CACHE_HOME``) into a new output directory (parse, evaluate, validate, emit,
-  write every render and every cache entry).
+  write every render and every cache entry);
+* nocache: the same first build with ``RCPC_NO_CACHE=1``: no cache entry looked up, made or
+  written, the floor ``first`` is weighed against (``first / nocache``: what the caches cost a
+  first build).
 
 Targets (issue 37): edit <= 8x python -c pass, the golden check <= 2x edit (``test``; ``golden``,
 pytest's, is reported beside it); (issue 41) first <= 10x
-python -c pass.
+python -c pass, and no cache that costs on a first build (``first / nocache`` <= 1.0).
 
 Usage: python bench/editloop.py [--runs N] [--against PATH/TO/rcpc]
-Writes bench/results/editloop.json. Run from the repository root with rcpc installed in a
+Writes bench/results/editloop.json, then bench/results/SUMMARY.md (bench/summary.py). Run from the repository root with rcpc installed in a
 regular (not editable) install with its test dependencies (``pip install '.[test]'``: the
 pytest plugins of the repository's test venv are what ``pytest`` loads);
 PYTHONDONTWRITEBYTECODE is unset for the runs (without byte-code files every import compiles
@@ -50,9 +53,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import summary  # noqa: E402
+
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = '"ragged_buffer_factor": 2.0,'
-ROWS = ("python", "edit", "golden", "test", "pytest", "noop", "check", "first")
+ROWS = ("python", "edit", "golden", "test", "pytest", "noop", "check", "first", "nocache")
 OVER_EDIT = ("golden", "test", "pytest")  # rows also given as a ratio to edit
 
 
@@ -104,15 +110,17 @@ class Subject:
         return timed([self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "rcp.toml"], self.ws, self.env,
                      ok=(0, 1))
 
-    def first(self, i: int):
-        """A build after a clone: an empty user cache, a new output directory."""
-        fresh = self.tmp / self.label / f"first-{i}"
-        env = {**self.env, "XDG_CACHE_HOME": str(fresh / "cache")}
+    def first(self, i: int, cache: bool = True):
+        """A build after a clone: an empty user cache, a new output directory (``cache``
+        False: with ``RCPC_NO_CACHE=1``)."""
+        fresh = self.tmp / self.label / f"first-{i}{'' if cache else '-nocache'}"
+        env = {**self.env, "XDG_CACHE_HOME": str(fresh / "cache"), **({} if cache else {"RCPC_NO_CACHE": "1"})}
         return timed([self.rcpc, "build", RECIPE, "-o", str(fresh / "out")], self.ws, env)
 
     def round(self, i: int) -> None:
         self.series["python"].append(timed([self.python, "-c", "pass"], self.ws, self.env))
         self.series["first"].append(self.first(i))
+        self.series["nocache"].append(self.first(i, cache=False))
         self.edit(f"{3 + i}.5")
         self.series["edit"].append(self.build())
         os.utime(self.recipe)  # changed just now (racy): neither recorded nor replayed, so a real build
@@ -151,6 +159,9 @@ class Subject:
             out[f"{k}_over_edit"] = {
                 "wall": med(g / e for (g, _), (e, _) in zip(self.series[k], self.series["edit"])),
                 "cpu": med(g / e for (_, g), (_, e) in zip(self.series[k], self.series["edit"]))}
+        out["first_over_nocache"] = {
+            "wall": med(f / n for (f, _), (n, _) in zip(self.series["first"], self.series["nocache"])),
+            "cpu": med(f / n for (_, f), (_, n) in zip(self.series["first"], self.series["nocache"]))}
         return out
 
 
@@ -186,9 +197,12 @@ def main() -> int:
         for k in (k for k in OVER_EDIT if f"{k}_over_edit" in summary):
             print(f"  {k + ' / edit':16s}  wall {summary[f'{k}_over_edit']['wall']:.2f}x   "
                   f"cpu {summary[f'{k}_over_edit']['cpu']:.2f}x")
+        print(f"  {'first / nocache':16s}  wall {summary['first_over_nocache']['wall']:.2f}x   "
+              f"cpu {summary['first_over_nocache']['cpu']:.2f}x   (what the caches cost a first build)")
     print(f"load average (1 min) before / after {result['load_average']}")
     shutil.rmtree(tmp, ignore_errors=True)
     (repo / "bench" / "results" / "editloop.json").write_text(json.dumps(result, indent=2) + "\n")
+    summary.write()
     return 0
 
 

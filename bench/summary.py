@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """bench/results/SUMMARY.md, written from the benchmarks' results JSON and from nothing else.
 
-Usage: python bench/summary.py        (bench/peers.py, bench/jobs.py and bench/limits.py also
-                                       call it when they end)
+Usage: python bench/summary.py        (bench/editloop.py, bench/peers.py, bench/jobs.py and
+                                       bench/limits.py also call it when they end)
 
-Reads bench/results/peers.json, jobs.json and limits.json (each section is left out when its
-file is missing) and writes SUMMARY.md. No figure in it is typed by hand:
+Reads bench/results/editloop.json, peers.json, jobs.json and limits.json (each section is left
+out when its file is missing) and writes SUMMARY.md. No figure in it is typed by hand:
 tests/test_bench_summary.py fails when SUMMARY.md differs from what :func:`render` makes of
 the JSON files beside it.
 """
@@ -87,6 +87,46 @@ def peers_section(r: dict) -> list[str]:
     return out
 
 
+# bench/editloop.py's rows: (row, what it is, target as a ratio to python -c pass or None)
+EDITLOOP_ROWS = (("edit", "one MaxText flag edited, then `rcpc build` (warm cache)", 8.0),
+                 ("noop", "`rcpc build` again, nothing changed", None),
+                 ("check", "`rcpc check` of the workspace after the edit", None),
+                 ("test", "the edit, then `rcpc test` (the golden check)", None),
+                 ("golden", "the edit, then `pytest rcp.toml` (the same check through pytest)", None),
+                 ("first", "the first build after a clone (empty user cache, new output directory)", 10.0),
+                 ("nocache", "the same first build with `RCPC_NO_CACHE=1` (no cache entry made)", None))
+
+
+def editloop_section(r: dict) -> list[str]:
+    mine = r["this"]
+    out = ["## The edit loop and the first build of the RL recipe (`bench/editloop.py`)", "",
+           f"Whole processes, {r['runs']} interleaved rounds, medians; each ratio is the median of the per-round",
+           "ratios to `python -c pass` (the same interpreter, timed in the same rounds). CPU is user + system",
+           f"of the process and the children it waited for. Python {r['python']}, {r['cpus']} CPUs, load average"
+           f" {r['load_average'][0]} before, {r['load_average'][1]} after.", "",
+           "| row | what | wall (ms) | CPU (ms) | CPU / python -c pass | target |", "|---|---|---|---|---|---|",
+           f"| python | `python -c pass` | {mine['python']['wall_median_s'] * 1000:.1f} | "
+           f"{mine['python']['cpu_median_s'] * 1000:.1f} | 1.0x | |"]
+    for row, what, target in EDITLOOP_ROWS:
+        m = mine.get(row)
+        if m is None:
+            continue
+        verdict = "" if target is None else f"≤ {target:g}x: {'met' if m['cpu_ratio_to_python'] <= target else 'MISSED'}"
+        out.append(f"| {row} | {what} | {m['wall_median_s'] * 1000:.1f} | {m['cpu_median_s'] * 1000:.1f} | "
+                   f"{m['cpu_ratio_to_python']:.1f}x | {verdict} |")
+    out.append("")
+    if "test_over_edit" in mine:
+        t = mine["test_over_edit"]["cpu"]
+        out.append(f"* the golden check after an edit ≤ 2x the edit's build (`rcpc test`): "
+                   f"{'met' if t <= 2.0 else 'MISSED'} — {t:.2f}x CPU.")
+    if "first_over_nocache" in mine:
+        c = mine["first_over_nocache"]
+        out.append(f"* no cache that costs on a first build (first / nocache ≤ 1.0): "
+                   f"{'met' if c['cpu'] <= 1.0 else 'MISSED'} — {c['cpu']:.2f}x CPU, {c['wall']:.2f}x wall.")
+    out.append("")
+    return out
+
+
 def jobs_section(r: dict) -> list[str]:
     out = ["## `-j auto` against `-j 1` (`bench/jobs.py`)", "",
            "The peers workspace built by `rcpc build` (first build: fresh output directory, empty cache)",
@@ -150,10 +190,11 @@ def _slope(s) -> str:
 def render(results: Path = RESULTS) -> str:
     """The text of SUMMARY.md from the JSON files in ``results``."""
     out = ["# Benchmarks: summary", "",
-           "Written by `bench/summary.py` from the results JSON in this directory (peers.json, jobs.json,",
-           "limits.json); never edited by hand. Reproduce: `python bench/peers.py`, `python bench/jobs.py`,",
-           "`python bench/limits.py` (each rewrites this file).", ""]
-    for name, section in (("peers.json", peers_section), ("jobs.json", jobs_section), ("limits.json", limits_section)):
+           "Written by `bench/summary.py` from the results JSON in this directory (editloop.json, peers.json,",
+           "jobs.json, limits.json); never edited by hand. Reproduce: `python bench/editloop.py`,",
+           "`python bench/peers.py`, `python bench/jobs.py`, `python bench/limits.py` (each rewrites this file).", ""]
+    for name, section in (("editloop.json", editloop_section), ("peers.json", peers_section),
+                          ("jobs.json", jobs_section), ("limits.json", limits_section)):
         data = _load(results, name)
         if data is not None:
             out += section(data)
