@@ -83,3 +83,26 @@ def test_only_a_regular_file_with_the_bytes_and_mode_is_linked(tmp_path_factory,
     assert not _link_same(str(src), str(dst), b"x\n", 0o644)
     assert not dst.exists()
     assert _link_same(str(d / "real"), str(dst), b"x\n", 0o644) and os.path.samefile(d / "real", dst)
+
+
+@given(errno_=st.sampled_from(["EPERM", "EMLINK", "EXDEV", "ENOTSUP"]))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_where_no_hard_link_can_be_made_every_file_is_written(tmp_path_factory, monkeypatch, errno_):
+    """A file system that refuses hard links (os.link fails with one of these: FAT, some
+    network mounts) gets every render written, or copied from the current generation: the
+    same tree as with links."""
+    import errno
+
+    def refuse(*args, **kwargs):
+        raise OSError(getattr(errno, errno_), os.strerror(getattr(errno, errno_)))
+
+    out = tmp_path_factory.mktemp("ws") / "out"
+    builds = [{"default": ("a\n", "b\n", "a\n"), "tuned": ("a\n", "b\n", "a\n")},
+              {"default": ("a\n", "c\n", "a\n"), "tuned": ("a\n", "b\n", "a\n")}]
+    with monkeypatch.context() as m:
+        m.setattr(os, "link", refuse)
+        for variants in builds:
+            publish(out, [("r", v, list(zip(RENDERS, texts))) for v, texts in variants.items()], "out", whole={"r"})
+            assert output_tree(out) == {f"r/{v}/{name}": text.encode() for v, texts in variants.items()
+                                        for name, text in zip(RENDERS, texts)}
+            assert not area_leftovers(out)
