@@ -32,8 +32,8 @@ pytest's, is reported beside it); (issue 41) first <= 10x
 python -c pass, and no cache that costs on a first build (``first / nocache`` <= 1.0).
 
 Usage: python bench/editloop.py [--runs N] [--against PATH/TO/rcpc]
-Writes bench/results/editloop.json, then bench/results/SUMMARY.md (bench/summary.py). Run from the repository root with rcpc installed in a
-regular (not editable) install with its test dependencies (``pip install '.[test]'``: the
+Writes bench/results/editloop.json, then bench/results/SUMMARY.md (bench/summary.py). Run
+from the repository root with rcpc installed in a regular (not editable) install with its test dependencies (``pip install '.[test]'``: the
 pytest plugins of the repository's test venv are what ``pytest`` loads);
 PYTHONDONTWRITEBYTECODE is unset for the runs (without byte-code files every import compiles
 its module, and pytest rewrites the plugin's modules again each run).
@@ -186,19 +186,19 @@ def main() -> int:
     result = {"runs": args.runs, "python": platform.python_version(), "machine": platform.machine(),
               "cpus": os.cpu_count(), "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     for s in subjects:
-        summary = result[s.label] = s.summary()
+        figures = result[s.label] = s.summary()
         print(f"{s.label}: {s.rcpc}")
-        print(f"  python -c pass    wall {summary['python']['wall_median_s'] * 1000:6.1f} ms   "
-              f"cpu {summary['python']['cpu_median_s'] * 1000:6.1f} ms")
-        for k in (k for k in ROWS[1:] if k in summary):
-            row = summary[k]
+        print(f"  python -c pass    wall {figures['python']['wall_median_s'] * 1000:6.1f} ms   "
+              f"cpu {figures['python']['cpu_median_s'] * 1000:6.1f} ms")
+        for k in (k for k in ROWS[1:] if k in figures):
+            row = figures[k]
             print(f"  {k:16s}  wall {row['wall_median_s'] * 1000:6.1f} ms {row['wall_ratio_to_python']:5.1f}x   "
                   f"cpu {row['cpu_median_s'] * 1000:6.1f} ms {row['cpu_ratio_to_python']:5.1f}x python -c pass")
-        for k in (k for k in OVER_EDIT if f"{k}_over_edit" in summary):
-            print(f"  {k + ' / edit':16s}  wall {summary[f'{k}_over_edit']['wall']:.2f}x   "
-                  f"cpu {summary[f'{k}_over_edit']['cpu']:.2f}x")
-        print(f"  {'first / nocache':16s}  wall {summary['first_over_nocache']['wall']:.2f}x   "
-              f"cpu {summary['first_over_nocache']['cpu']:.2f}x   (what the caches cost a first build)")
+        for k in (k for k in OVER_EDIT if f"{k}_over_edit" in figures):
+            print(f"  {k + ' / edit':16s}  wall {figures[f'{k}_over_edit']['wall']:.2f}x   "
+                  f"cpu {figures[f'{k}_over_edit']['cpu']:.2f}x")
+        print(f"  {'first / nocache':16s}  wall {figures['first_over_nocache']['wall']:.2f}x   "
+              f"cpu {figures['first_over_nocache']['cpu']:.2f}x   (what the caches cost a first build)")
     print(f"load average (1 min) before / after {result['load_average']}")
     shutil.rmtree(tmp, ignore_errors=True)
     (repo / "bench" / "results" / "editloop.json").write_text(json.dumps(result, indent=2) + "\n")
