@@ -390,3 +390,16 @@ def test_the_shipped_module_calls_its_shared_subschemas():
     functions of the shipped module, called where they occur (its source was 1.3 MB inlined)."""
     text = (REPO / "compiler" / "rcpc" / "domain" / "kube" / "compiled_jobset.py").read_text()
     assert text.count("\ndef validate___definitions_s") > 20 and len(text) < 500_000
+
+
+def test_the_shipped_module_compiles_its_patterns_on_first_use():
+    """Its patterns (fastjsonschema's ``re.compile`` at import: ~0.5 ms of a first build, two of
+    three for a status no render holds) are LazyPatterns of the same sources, each made from
+    the engine code rcpc.core.pattern_codes ships (tests/test_patterns.py: re.compile's own)."""
+    from rcpc.core import pattern_codes
+    from rcpc.core.patterns import LazyPattern
+    from rcpc.domain.kube import compiled_jobset
+
+    lazy = list(compiled_jobset.REGEX_PATTERNS.values())
+    assert len(lazy) == 3 and all(isinstance(p, LazyPattern) and p._source in pattern_codes.PATTERNS for p in lazy)
+    assert all(p._source == (k.removesuffix("$") + "\\Z", 0) for k, p in compiled_jobset.REGEX_PATTERNS.items())

@@ -48,20 +48,36 @@ _OWN_IMPORT = "from rcpc.domain.kube.compiled import JsonSchemaValueException, J
 _DECIMAL_IMPORT = "from decimal import Decimal\n"
 _OWN_DECIMAL = "from rcpc.domain.kube.compiled import NotDecimal as Decimal\n"
 _DECIMAL_USE = "(int, float, Decimal)"
+# Its patterns were compiled at import (``REGEX_PATTERNS = {...: re.compile(...)}``: ~0.5 ms of
+# a first build, and the JobSet schema's two patterns other than a quantity's are those of a
+# status, which no render holds): each is a rcpc.core.patterns.LazyPattern instead, compiled on
+# its first match from the engine code rcpc.core.pattern_codes ships for it (the same re.Pattern).
+_REGEXES = "\nREGEX_PATTERNS = {\n"
+_COMPILE = "re.compile("
+_LAZY = "LazyPattern("
+_LAZY_IMPORT = "from rcpc.core.patterns import LazyPattern\n"
 
 
 def module_text(structural: dict, source: str = "") -> str:
     """The source of the generated module for ``structural``: fastjsonschema's code
     (:data:`OPTIONS`) for it with its repeated subschemas shared (:func:`shared`), importing its
     exceptions (and a stand-in for ``decimal.Decimal``) from :mod:`rcpc.domain.kube.compiled`
-    rather than from fastjsonschema (and decimal), made smaller (:func:`slim`), the digest of
+    rather than from fastjsonschema (and decimal), its patterns compiled on first use
+    (:class:`rcpc.core.patterns.LazyPattern`), made smaller (:func:`slim`), the digest of
     ``structural`` itself (:func:`digest`) and ``source``, the identity of the schema file it
     is made from (:attr:`rcpc.domain.kube.schema.SchemaIndex.content`). ``ValueError`` when
-    fastjsonschema's code does not import them or use Decimal as this expects (another version)."""
+    fastjsonschema's code does not import them, use Decimal or compile its patterns as this
+    expects (another version)."""
     code = fastjsonschema.compile_to_code(shared(structural), **OPTIONS)
     if code.count(_LIBRARY_IMPORT) != 1:
         raise ValueError(f"fastjsonschema {fastjsonschema.VERSION}: its code no longer imports {_LIBRARY_IMPORT!r}")
-    code = code.replace(_LIBRARY_IMPORT, _OWN_IMPORT)
+    code = code.replace(_LIBRARY_IMPORT, _OWN_IMPORT + _LAZY_IMPORT)
+    start = code.find(_REGEXES)
+    end = code.find("\n}\n", start)
+    if start < 0 or end < 0 or code.count(_COMPILE) != code.count(_COMPILE, start, end) or _LAZY in code:
+        raise ValueError(f"fastjsonschema {fastjsonschema.VERSION}: its code compiles patterns other than in "
+                         f"{_REGEXES.strip()!r}")
+    code = code[:start] + code[start:end].replace(_COMPILE, _LAZY) + code[end:]
     if code.count(_DECIMAL_IMPORT) > 1 or code.count("Decimal") != code.count(_DECIMAL_IMPORT) + code.count(_DECIMAL_USE):
         raise ValueError(f"fastjsonschema {fastjsonschema.VERSION}: its code uses Decimal other than in {_DECIMAL_USE!r}")
     code = slim(code.replace(_DECIMAL_IMPORT, _OWN_DECIMAL))

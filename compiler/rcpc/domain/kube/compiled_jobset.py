@@ -6,12 +6,13 @@ VERSION = "2.22.3"
 from rcpc.domain.kube.compiled import NotDecimal as Decimal
 import re
 from rcpc.domain.kube.compiled import JsonSchemaValueException, JsonSchemaValuesException
+from rcpc.core.patterns import LazyPattern
 
 
 REGEX_PATTERNS = {
-    '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$': re.compile('^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\\Z'),
-    '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$': re.compile('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])\\Z'),
-    '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$': re.compile('^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?\\Z')
+    '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$': LazyPattern('^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\\Z'),
+    '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$': LazyPattern('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])\\Z'),
+    '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$': LazyPattern('^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?\\Z')
 }
 
 NoneType = type(None)
