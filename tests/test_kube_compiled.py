@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import re
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from rcpc.api import Workspace
 from rcpc.domain.kube import codegen as kube_codegen, compiled as kube_compiled, schema as kube_schema
 from rcpc.domain.kube.schema import SchemaIndex, check_schema
@@ -255,7 +257,7 @@ def test_slim_drops_the_messages_and_long_names_of_the_shipped_module():
     (its byte code was 1.9 MB, ~4 ms to import, with them)."""
     text = (REPO / "compiler" / "rcpc" / "domain" / "kube" / "compiled_jobset.py").read_text()
     assert "raise JsonSchemaValueException(" not in text and "locals()" not in text
-    assert "data__spec" not in text and text.count("raise JsonSchemaValueException\n") > 1000
+    assert "data__spec" not in text and text.count("raise JsonSchemaValueException\n") > 500
 
 
 def test_slim_keeps_a_message_that_might_fail():
@@ -272,3 +274,132 @@ def test_slim_keeps_a_message_that_might_fail():
     slimmed = kube_codegen.slim(code)
     assert slimmed.count("format(**locals())") == 2 and "data_len" in slimmed
     assert "raise JsonSchemaValueException\n" in slimmed
+
+
+# shared (rcpc.domain.kube.codegen.shared): repeated subschemas made one definition, $ref'd -------
+PIECES = st.sampled_from([{}, {"type": "string"}, {"type": "integer", "minimum": 0}, {"enum": ["x", 1]},
+                          {"type": "string", "pattern": "^[0-9]+$"}, {"type": ["boolean", "null"]}])
+SUBSCHEMAS = st.recursive(PIECES, lambda inner: st.one_of(
+    st.builds(lambda properties, extra, required: {"type": "object", "properties": properties,
+                                                   "additionalProperties": extra,
+                                                   **({"required": sorted(required & properties.keys())}
+                                                      if required & properties.keys() else {})},
+              st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3), st.booleans() | inner,
+              st.sets(st.sampled_from(["a", "b"]))),
+    st.builds(lambda items: {"type": "array", "items": items, "maxItems": 2}, inner),
+    st.builds(lambda items, more: {"items": items, "additionalItems": more}, st.lists(inner, min_size=1, max_size=2),
+              st.booleans() | inner),
+    st.builds(lambda of: {"anyOf": of}, st.lists(inner, min_size=1, max_size=2)),
+    st.builds(lambda then: {"not": then}, inner)), max_leaves=5)
+
+
+def _nearly(schema: dict):
+    """``schema`` with one keyword of one of its subschemas (or itself) removed: a subschema
+    that a wrong sharing, one taking near for equal, would merge with ``schema``'s."""
+    places = [((schema, None), schema)] + list(kube_codegen._subschemas(schema))
+    cuts = [(i, keyword) for i, (_, sub) in enumerate(places) for keyword in sub
+            if keyword != "properties" or "required" not in sub]  # a required field must stay allowed
+
+    def cut(which):
+        copied = copy.deepcopy(schema)
+        sub = ([copied] + [s for _, s in kube_codegen._subschemas(copied)])[which[0]]
+        del sub[which[1]]
+        return copied
+    return st.sampled_from(cuts).map(cut) if cuts else st.just(schema)
+
+
+def _fitting(schema: dict):
+    """Values that tend to satisfy ``schema`` (one of SUBSCHEMAS), so that the verdicts
+    compared are not all "invalid"."""
+    if "anyOf" in schema:
+        return st.one_of([_fitting(sub) for sub in schema["anyOf"]])
+    if "properties" in schema:
+        fields = {name: _fitting(sub) for name, sub in schema["properties"].items()}
+        return st.fixed_dictionaries({}, optional={**fields, "z": JSON})
+    if isinstance(schema.get("items"), list):
+        fixed = st.tuples(*map(_fitting, schema["items"])).map(list)
+        return fixed | st.tuples(fixed, JSON).map(lambda pair: [*pair[0], pair[1]])
+    if isinstance(schema.get("items"), dict):
+        return st.lists(_fitting(schema["items"]), max_size=3)
+    return st.sampled_from(["1", "12", "x", "1\n", 0, 1, -1, True, None, {}, []])
+
+
+@st.composite
+def _sharing(draw):
+    """(schema, value): a subschema at "a" and in "c"'s items (at least twice), beside one at
+    "b" that is nearly it (or any other); a value that tends to fit either, or any value."""
+    s = draw(SUBSCHEMAS)
+    t = draw(_nearly(s) | SUBSCHEMAS)
+    schema = {"type": "object", "properties": {"a": s, "b": t, "c": {"type": "array", "items": s}}}
+    either = _fitting(s) | _fitting(t)
+    fitting = st.fixed_dictionaries({}, optional={"a": either, "b": either, "c": st.lists(either, max_size=3)})
+    value = draw(st.one_of(fitting, fitting, JSON))
+    return schema, value
+
+
+def _generated(schema: dict, slimmed: bool = False):
+    import fastjsonschema
+
+    code = fastjsonschema.compile_to_code(schema, **kube_compiled.OPTIONS).replace(
+        kube_codegen._LIBRARY_IMPORT, kube_codegen._OWN_IMPORT)
+    return _verdicts(kube_codegen.slim(code) if slimmed else code)
+
+
+def _same_verdicts(schema: dict, hoisted: dict, value) -> bool:
+    """Whether ``hoisted`` judges ``value`` as ``schema`` does: under jsonschema (Draft 7), and
+    in fastjsonschema's code (``hoisted``'s slimmed, as the shipped module is)."""
+    return (jsonschema.Draft7Validator(hoisted).is_valid(value) == jsonschema.Draft7Validator(schema).is_valid(value)
+            and _generated(hoisted, slimmed=True)(value) == _generated(schema)(value))
+
+
+@settings(max_examples=examples(200, ci=100), deadline=None)
+@given(case=_sharing())
+@example(case=({"properties": {"a": {"type": "object", "properties": {"b": {"type": "integer", "minimum": 0}},
+                                     "additionalProperties": False},
+                               "c": {"items": {"type": "integer", "minimum": 0}}}},
+               {"a": {"b": -1}, "c": [0, 1]}))
+def test_shared_subschemas_keep_every_verdict(case):
+    """Over schemas (objects with additionalProperties, arrays, tuples, anyOf, not, patterns,
+    nested; a subschema at two places at least) and JSON values, the schema with its repeated
+    subschemas shared (every size) gives each value the verdict the schema gives it, under
+    jsonschema and in the code fastjsonschema generates (slimmed: a shared subschema's call
+    loses the name it passes for messages)."""
+    schema, value = case
+    hoisted = kube_codegen.shared(schema, min_size=0)
+    assert hoisted["definitions"] and "$ref" in json.dumps(hoisted["properties"])
+    assert _same_verdicts(schema, hoisted, value)
+
+
+def test_a_wrong_sharing_would_be_caught(monkeypatch):
+    """The canary: subschemas shared as one though they differ (here in their
+    ``additionalProperties``) change a verdict the property above compares."""
+    schema = {"properties": {"a": {"type": "object", "additionalProperties": False},
+                             "b": {"type": "object", "additionalProperties": True},
+                             "c": {"items": {"type": "object", "additionalProperties": False}}}}
+    value = {"a": {"x": 1}}
+    assert _same_verdicts(schema, kube_codegen.shared(schema, min_size=0), value)
+    canonical = kube_codegen._canonical
+    monkeypatch.setattr(kube_codegen, "_canonical",
+                        lambda sub: canonical({k: v for k, v in sub.items() if k != "additionalProperties"}))
+    wrong = kube_codegen.shared(schema, min_size=0)
+    assert not _same_verdicts(schema, wrong, value)
+
+
+def test_the_shipped_module_calls_its_shared_subschemas():
+    """The JobSet schema's repeated subschemas (a probe 9 times, a container twice) are
+    functions of the shipped module, called where they occur (its source was 1.3 MB inlined)."""
+    text = (REPO / "compiler" / "rcpc" / "domain" / "kube" / "compiled_jobset.py").read_text()
+    assert text.count("\ndef validate___definitions_s") > 20 and len(text) < 500_000
+
+
+def test_the_shipped_module_compiles_its_patterns_on_first_use():
+    """Its patterns (fastjsonschema's ``re.compile`` at import: ~0.5 ms of a first build, two of
+    three for a status no render holds) are LazyPatterns of the same sources, each made from
+    the engine code rcpc.core.pattern_codes ships (tests/test_patterns.py: re.compile's own)."""
+    from rcpc.core import pattern_codes
+    from rcpc.core.patterns import LazyPattern
+    from rcpc.domain.kube import compiled_jobset
+
+    lazy = list(compiled_jobset.REGEX_PATTERNS.values())
+    assert len(lazy) == 3 and all(isinstance(p, LazyPattern) and p._source in pattern_codes.PATTERNS for p in lazy)
+    assert all(p._source == (k.removesuffix("$") + "\\Z", 0) for k, p in compiled_jobset.REGEX_PATTERNS.items())
