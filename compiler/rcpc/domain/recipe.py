@@ -33,7 +33,7 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.session import Session
 from rcpc.core.syntax import ast
 from rcpc.core.syntax import parser
-from rcpc.core.values import Dict, to_python
+from rcpc.core.values import Dict
 from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
@@ -132,6 +132,7 @@ class Compiler:
         self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
         self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
         self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
+        self._views: tuple[dict, dict] = ({}, {})  # argv views' texts by node, likewise (argvview.text)
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
@@ -525,7 +526,7 @@ class Compiler:
         if not schemacache.enabled() or not argvview.applies(self.workspace.kube_schemas):
             return None
         try:
-            viewed = argvview.view(to_python(manifest.data))
+            viewed = argvview.text(manifest.data, self._views)  # the manifests of a recipe share most nodes
         except RecursionError:
             return None
         return schemacache.view_key(self._schema_identity(), self.workspace.strict_crd, viewed, gates)
@@ -614,7 +615,7 @@ class Compiler:
         self._base.pop(real, None)
         self._base_exports.pop(real, None)
         self._traces.pop(real, None)
-        self._emitted, self._containers = {}, {}
+        self._emitted, self._containers, self._views = {}, {}, ({}, {})
         self._clean.clear()
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:

@@ -87,18 +87,15 @@ def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozens
     return _digest(identity, bool(strict_crd), "render", text, *sorted(gates))
 
 
-def view_key(identity: str | None, strict_crd: bool, viewed, gates: frozenset = frozenset()) -> str | None:
-    """The entry key of a manifest's argv view ``viewed`` (:func:`rcpc.domain.kube.argvview.view`
-    of its plain data, written with :func:`repr`) checked as for :func:`render_key`: only
-    :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache is off,
-    ``identity`` is None or the view is nested too deeply to write."""
+def view_key(identity: str | None, strict_crd: bool, viewed: str, gates: frozenset = frozenset()) -> str | None:
+    """The entry key of a manifest's argv view checked as for :func:`render_key`, ``viewed``
+    the view written with :func:`repr` (:func:`rcpc.domain.kube.argvview.text`: ``repr`` of
+    :func:`rcpc.domain.kube.argvview.view` of the manifest's plain data): only
+    :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache is off or
+    ``identity`` is None."""
     if identity is None or not enabled():
         return None
-    try:
-        text = repr(viewed)
-    except RecursionError:
-        return None
-    return _digest(identity, bool(strict_crd), "argv view", text, *sorted(gates))
+    return _digest(identity, bool(strict_crd), "argv view", viewed, *sorted(gates))
 
 
 def _digest(*fields) -> str:
