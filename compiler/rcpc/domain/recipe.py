@@ -110,6 +110,7 @@ class Compiler:
         self._schemas: dict[Path, object] = {}
         self._kube = None
         self._kube_identity: str | None = None  # of the schema files, before they are parsed
+        self._schema_read: dict[Path, bytes] = {}  # their bytes, until they are parsed
         self._clean: set[str] = set()               # renders of manifests found clean
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
@@ -463,11 +464,25 @@ class Compiler:
             from rcpc.domain.kube import schemacache
 
             try:
-                files = [(self.workspace.display(p), self.read(p, MAX_SCHEMA_BYTES)) for p in self.workspace.kube_schemas]
+                files = [(self.workspace.display(p), self._schema_bytes(p), self._digest(p))
+                         for p in self.workspace.kube_schemas]
             except OSError:
                 return None
             self._kube_identity = schemacache.schema_identity(files) if files else ""
         return self._kube_identity
+
+    def _schema_bytes(self, real: Path, limit: int = MAX_SCHEMA_BYTES) -> bytes:
+        """The bytes of Kubernetes schema file ``real`` (:meth:`read`, ``limit``), read once a run:
+        those :meth:`_schema_identity` read are kept for the :class:`SchemaIndex` made after it."""
+        data = self._schema_read.get(real)
+        if data is None:
+            data = self._schema_read[real] = self.read(real, limit)
+        return data
+
+    def _digest(self, real: Path) -> bytes | None:
+        """The SHA-256 of the bytes :meth:`read` gave for ``real``, None when it gave none or two."""
+        found = self.digests.get(real)
+        return None if found is None else bytes.fromhex(found)
 
     def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
         """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube.rules`):
@@ -506,7 +521,9 @@ class Compiler:
 
         if self._kube is None and self.workspace.kube_schemas:
             self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display,
-                                     _weakly(self.read), self.session)  # kept by the compiler: no cycle
+                                     _weakly(self._schema_bytes), self.session,
+                                     _weakly(self._digest))  # kept by the compiler: no cycle
+            self._schema_read.clear()
         diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates, self.session)
         if not diags:
             self._clean.add(text)
