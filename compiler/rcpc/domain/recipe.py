@@ -134,6 +134,7 @@ class Compiler:
         self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
         self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
         self._views: tuple[dict, dict] = ({}, {})  # argv views' texts by node, likewise (argvview.text)
+        self._view_applies: bool | None = None  # argvview.applies to the workspace's schema files
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
@@ -540,7 +541,9 @@ class Compiler:
         than the built-in JobSet one) or the cache is off."""
         from rcpc.domain.kube import argvview, schemacache
 
-        if not schemacache.enabled() or not argvview.applies(self.workspace.kube_schemas):
+        if self._view_applies is None:
+            self._view_applies = argvview.applies(self.workspace.kube_schemas)
+        if not self._view_applies or not schemacache.enabled():
             return None
         try:
             viewed = argvview.text(manifest.data, self._views)  # the manifests of a recipe share most nodes

@@ -141,8 +141,14 @@ def store(k: str | None, result: dict) -> None:
     run's other entries (:func:`rcpc.core.store.flush`)."""
     if k is None or not enabled():
         return
-    try:
-        payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
-    except (ValueError, TypeError, RecursionError):
-        return
+    if result == NO_FINDINGS:  # most entries (every key of a clean manifest): written once a process
+        payload = _NO_FINDINGS_PAYLOAD
+    else:
+        try:
+            payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
+        except (ValueError, TypeError, RecursionError):
+            return
     entries.put(AREA, k, payload)
+
+
+_NO_FINDINGS_PAYLOAD = json.dumps(NO_FINDINGS, ensure_ascii=True, separators=(",", ":")).encode()
