@@ -335,6 +335,7 @@ def test_the_trim_removes_the_least_recently_used_files_and_entries_together(cac
     assert sorted(e.path for e in found if e.key is None) == sorted(p for _, _, p in made)
     assert sorted(e.key.hex() for e in found if e.key is not None) == sorted(keys)
     assert all(e.path == db for e in found if e.key is not None)
+    assert sum(e.size for e in found if e.key is not None) <= cachetrim._files(str(root))[1]  # what trim rests on
     live = sorted(found, key=lambda e: (e.used, e.size, e.path, e.key or b""))
     total, expected = sum(e.size for e in live), []
     if total > limit:
@@ -349,6 +350,22 @@ def test_the_trim_removes_the_least_recently_used_files_and_entries_together(cac
     for k, p in keys.items():
         assert store.get("build", k) == (None if k in gone else p)
     store.flush()
+
+
+def test_a_trim_under_the_limit_does_not_open_the_store(cache, monkeypatch):
+    """The trim lists the store's entries only when the cache's files, the store's with them,
+    pass the limit (its entries total no more than its files: a first build's trim opened
+    the database it had just closed, ~0.5 ms); over it, entries are removed as before."""
+    from rcpc.core import cachetrim
+
+    made = _fill(3)
+    opened, real = [], store.usage
+    monkeypatch.setattr(store, "usage", lambda directory: opened.append(directory) or real(directory))
+    root = str(cache / "rcpc")
+    assert cachetrim.trim(root, 1 << 30, 2_000_000_000) == [] and opened == []
+    removed = cachetrim.trim(root, 1, 2_000_000_000)
+    assert len(opened) == 1 and sorted(e.key.hex() for e in removed) == sorted(made)
+    assert all(store.get("build", k) is None for k in made)
 
 
 WORKERS = """
