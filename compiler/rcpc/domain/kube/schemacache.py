@@ -8,7 +8,7 @@ before each of the API server's stages with ``strict_crd`` and after them all. I
 the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
 version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
 messages are part of the result), the identity of the schema files (the SHA-256 of their
-bytes, :attr:`rcpc.domain.kube.schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
+paths, sizes and bytes' SHA-256, :func:`schema_identity`), apiVersion, kind, ``strict_crd``
 and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
 A render with no finding at all (no rule, no schema, error or warning) is also kept under its
 text (:func:`render_key`: the render determines the manifest's data, which reads back from
