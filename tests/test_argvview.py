@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rcpc.core.diagnostics import CompileError
 from rcpc.domain.kube import argvview
 from rcpc.domain.kube.schemashape import ANY_STRING
-from tests.conftest import kube_checks
+from tests.conftest import examples, kube_checks
 
 REPO = Path(__file__).resolve().parents[1]
 JOBSET = '''
@@ -182,3 +182,79 @@ def test_the_rl_recipe_flag_edits_report_what_the_full_checks_report(tmp_path, m
         assert cut == oracle(ws, edited, path=path), value
         found.append(cut)
     assert found[0] != found[1]
+
+
+def _values():
+    """Strategies of language values (:mod:`rcpc.core.values`) whose view depends on where they
+    are: keys naming container lists and argv fields, words the view leaves out and keeps."""
+    from rcpc.core.source import Span
+    from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str
+
+    span = Span("t.rcp", 1, 1, 1, 1)
+    words = st.sampled_from(["python", "-c", "--x=1", "$(A)", "a$b", "", "x", "containers", "-"]) | st.text(max_size=4)
+    scalars = st.one_of(
+        words.map(lambda w: Str(w, span)),
+        st.integers(-2, 2).map(lambda i: Int(i, str(i), span)),
+        st.floats(allow_nan=True).map(lambda f: Float(f, repr(f), span)),
+        st.booleans().map(lambda b: Bool(b, str(b), span)),
+        st.just(Null("None", span)),
+    )
+    keys = st.sampled_from(["command", "args", "containers", "initContainers", "ephemeralContainers", "name", "spec"])
+
+    def dict_of(d):
+        return Dict(d, {k: span for k in d}, span)
+
+    word = words.map(lambda w: Str(w, span))
+    argv = st.lists(word | scalars, max_size=4).map(lambda xs: List(tuple(xs), span))
+
+    def containers(children):
+        argvs = argv | st.lists(word | children, max_size=3).map(lambda xs: List(tuple(xs), span)) | children
+        entry = st.fixed_dictionaries({}, optional={"name": children, "command": argvs, "args": argvs,
+                                                    "containers": children}).map(dict_of)  # a container's fields
+        return st.one_of(
+            st.lists(entry, max_size=3).map(lambda xs: dict_of({"containers": List(tuple(xs), span)})),
+            st.lists(children | entry, max_size=4).map(lambda xs: List(tuple(xs), span)),
+            st.dictionaries(keys, children | entry, max_size=5).map(dict_of))
+    return scalars, containers
+
+
+@settings(max_examples=examples(200, 50), deadline=None)
+@given(data=st.data())
+@example(data=None)  # one node a plain value and a container entry: viewed apart
+def test_the_view_text_of_values_is_the_view_of_their_plain_data(data):
+    """:func:`argvview.text` (from the values, by node, one memo over several manifests) is
+    ``repr(view(to_python(v)))`` whatever the value, its nodes shared between manifests and
+    between places (a node under a container list is viewed as a container, elsewhere as any
+    value): the validation cache's key of a view is the one the view gives."""
+    from rcpc.core.source import Span
+    from rcpc.core.values import Dict, List, Str, to_python
+
+    scalars, containers = _values()
+    if data is None:  # the same dict as a container entry and as a plain value, in one manifest and in two
+        span = Span("t.rcp", 1, 1, 1, 1)
+        words = List(tuple(Str(w, span) for w in ("python", "train.py", "steps=1")), span)
+        c = Dict({"name": Str("c", span), "args": words}, {"name": span, "args": span}, span)
+        both = Dict({"containers": List((c,), span), "other": c}, {"containers": span, "other": span}, span)
+        manifests = [both, Dict({"x": c}, {"x": span}, span), Dict({"containers": List((c,), span)}, {}, span),
+                     Dict({"spec": both}, {}, span)]
+    else:
+        pool = data.draw(st.lists(st.recursive(scalars, containers, max_leaves=12), min_size=1, max_size=4))
+        # manifests made of the pool's nodes, each found at several places
+        manifests = data.draw(st.lists(st.recursive(st.sampled_from(pool), containers, max_leaves=10),
+                                       min_size=1, max_size=4))
+    memo = ({}, {})
+    for m in manifests:
+        assert argvview.text(m, memo) == repr(argvview.view(to_python(m)))
+
+
+def test_the_view_text_refuses_what_has_no_data_form():
+    """A value with no data form (a function) raises TypeError, as :func:`rcpc.core.values.to_python`."""
+    from rcpc.core.source import Span
+    from rcpc.core.values import Builtin, List, to_python
+
+    span = Span("t.rcp", 1, 1, 1, 1)
+    v = List((Builtin("len", len, span),), span)
+    with pytest.raises(TypeError):
+        to_python(v)
+    with pytest.raises(TypeError):
+        argvview.text(v, ({}, {}))

@@ -387,6 +387,23 @@ def test_a_run_that_cannot_be_recorded_reads_and_stats_nothing(wsr, monkeypatch)
     assert not [p for p in touched if p.startswith(outputs)]
 
 
+def test_a_build_into_a_new_output_directory_notes_nothing_for_replay(wsr, monkeypatch):
+    """A build into an output directory that does not exist writes it, so it is not recorded:
+    the recorder lists, stats and reads nothing for it (a first build after a clone: ~0.5 ms);
+    the next build into it, with nothing to write, is recorded and the one after replayed."""
+    listed: list = []
+    real_listing, real_stat, real_tree = replay.listing, replay._stat, replay.package_tree
+    monkeypatch.setattr(replay, "listing", lambda d: listed.append(d) or real_listing(d))
+    monkeypatch.setattr(replay, "_stat", lambda p: listed.append(p) or real_stat(p))
+    monkeypatch.setattr(replay, "package_tree", lambda: listed.append("rcpc") or real_tree())
+    argv = ["build", "-o", str(wsr.parent / "new-out")]
+    assert run(argv) == 0
+    assert listed == []
+    settle(wsr.parent / "new-out")
+    assert run(argv) == 0   # nothing to write: recorded
+    assert "rcpc" in listed and served(argv) == 0
+
+
 def test_a_record_lists_each_directory_once(wsr, monkeypatch):
     """Every directory a record holds is listed once a run: the ``sys.path`` directory of
     rcpc's distributions (site-packages, ~260 entries) was listed once for each of them, a

@@ -6,7 +6,10 @@ by its file (``import_.py`` is ``import``, a Python keyword); it declares
 * ``ORDER``: its place in ``rcpc --help``;
 * ``arguments(sub)``: adds its parser to ``sub`` (argparse's subparsers);
 * ``execute(args, run) -> int``: runs it with the parsed ``args`` and the :class:`Run`;
-* ``WORKSPACE = False`` when it runs outside any workspace (no rcp.toml read, no user cache).
+* ``WORKSPACE = False`` when it runs outside any workspace (no rcp.toml read, no user cache);
+* optionally ``replayable(args, run) -> bool``: False when the run is known, before it runs,
+  never to be recorded for replay (:class:`rcpc.build.replay.Recorder`): what the recorder
+  notes before the command runs is then not taken.
 
 Start-up imports the one command module a run invokes (:func:`command`, the only deferred
 import of the CLI); ``--help`` and a command line that names no command import them all.
@@ -164,6 +167,10 @@ def _close_output(report: Report) -> int:
     return 0
 
 
+def _always(args: argparse.Namespace, run: Run) -> bool:
+    return True
+
+
 def _run(args: argparse.Namespace, run: Run) -> int:
     """Run the command ``args`` invoke, in the workspace of the current directory unless it
     runs outside any; its errors reported, as exit codes."""
@@ -174,6 +181,8 @@ def _run(args: argparse.Namespace, run: Run) -> int:
         run.workspace = Workspace(".", **schema_options(args))
         ws = run.config
         run.report.root = ws.root
+        if not getattr(module, "replayable", _always)(args, run):
+            run.recorder.discard()
         run.recorder.note_workspace(str(ws.root), ws.config and str(ws.config), ws.config_bytes,
                                     [str(d) for d in (*ws.recipe_dirs, *ws.library_dirs)], str(Path(".").resolve()))
         code = module.execute(args, run)

@@ -106,33 +106,51 @@ def entries(root: str) -> list[Entry]:
     """An :class:`Entry` of every regular file under ``root`` (symlinks are not followed and
     not listed), the stamp and the store's files left out, and of every entry of the store
     there."""
+    out, _ = _files(root)
+    own = store.files(os.path.join(root, store.DIRECTORY))
+    return out + [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))]
+
+
+def _files(root: str) -> tuple[list[Entry], int]:
+    """(:func:`entries`' files, the bytes of the store's files): a bound on the bytes of the
+    store's entries (each entry's key and bytes are in pages of its database or of its log)."""
     own = store.files(os.path.join(root, store.DIRECTORY))
     out = []
+    kept = 0
     for d, dirs, files in os.walk(root):
         dirs.sort()
         for name in files:
             path = os.path.join(d, name)
-            if path == os.path.join(root, STAMP) or path in own:
+            if path == os.path.join(root, STAMP):
                 continue
             try:
                 st = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if path in own:
+                kept += st.st_size
+            elif stat.S_ISREG(st.st_mode):
                 out.append(Entry(max(st.st_atime, st.st_mtime), st.st_size, path))
-    out += [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))]
-    return out
+    return out, kept
 
 
 def trim(root: str, limit: int, now: float) -> list[Entry]:
     """Remove the least recently used files and store entries under ``root`` until their
     total is at most ``KEEP * limit`` bytes, if it is over ``limit``; a writer's temporary
     file is removed only when older than :data:`STALE_TMP_S`. Returns what was removed
-    (oldest first), as :func:`entries` gives it."""
-    found = sorted(entries(root), key=_order)
-    removed = [e for e in found if e.key is None and e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
+    (oldest first), as :func:`entries` gives it. The store's entries are not listed (its
+    database not opened: ~0.5 ms of a first build) when the files, the store's with them,
+    total at most ``limit``: its entries total no more than its files."""
+    files, kept = _files(root)
+    removed = [e for e in files if e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
     for e in removed:
         _unlink(e.path)
+    if sum(e.size for e in files if not e.path.endswith(".tmp")) + kept <= limit:
+        return sorted(removed, key=_order)
+    own = store.files(os.path.join(root, store.DIRECTORY))
+    found = sorted(files + [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))],
+                   key=_order)
+    removed = [e for e in found if e.key is None and e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
     live = [e for e in found if e.key is not None or not e.path.endswith(".tmp")]
     total = sum(e.size for e in live)
     if total <= limit:

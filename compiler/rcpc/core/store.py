@@ -19,7 +19,9 @@ an unreadable or malformed database) is a miss, never a wrong result.
 :func:`put` keeps an entry in this process (a later :func:`get` of the run sees it) and
 :func:`flush` writes all of them in one SQLite transaction (Python's :mod:`sqlite3`;
 write-ahead log, so readers never wait for a writer and a writer killed at any point leaves
-the last committed state: SQLite's atomic commit, https://sqlite.org/atomiccommit.html). A
+the last committed state: SQLite's atomic commit, https://sqlite.org/atomiccommit.html; a new
+database's first transaction goes through the rollback journal, then the log is turned on,
+:func:`_setup`). A
 command flushes once, at its end (:func:`rcpc.cli.main`; the language server after each full
 check; any other process at exit); a ``-j`` worker hands the entries it made to the main
 process with each result (:func:`take`, :func:`adopt`), and never uses the connection it
@@ -30,8 +32,8 @@ entries are dropped: a later run writes them again).
 *Trust*: the database is ``$XDG_CACHE_HOME/rcpc/store/store.db`` (``~/.cache/rcpc/store``), in a
 directory of the user cache trusted as every one is (:func:`rcpc.core.usercache.cache_dir`:
 ``W0960`` otherwise), made with mode 0700; the database file is created by rcpc with mode 0600
-(SQLite gives its ``-wal`` and ``-shm`` files the same mode), and it is opened only when it and
-its ``-wal`` and ``-shm`` files, where they exist, are regular files of this user that no one
+(SQLite gives its ``-wal``, ``-shm`` and ``-journal`` files the same mode), and it is opened only
+when it and those files, where they exist, are regular files of this user that no one
 else can write (:func:`rcpc.core.usercache.owned_file`): a database another user planted is
 not read (none can be swapped in after the check: the directory is this user's alone). One
 that SQLite finds corrupt is removed and made again at the next flush. An entry longer than
@@ -84,6 +86,8 @@ class _State:
         self.where: tuple | None = None                     # (environment, store directory) found this run
         self.refused: str | None = None                     # the database found missing or untrusted this run
         self.inherited: list = []                           # connections opened before a fork: never used again
+        self.new: bool | None = None                        # the connection's database has no table yet
+                                                            # (_setup), None: not set up (opened to read)
 
 
 _STATE = _State()
@@ -268,12 +272,18 @@ def _write(directory: str, pending: dict, touched: dict) -> None:
     if db is None:
         return
     now = _now()
+    new = _STATE.new
     testhook.point("store-begin")
     with _transaction(db):
+        if new:
+            db.execute(_SCHEMA)
         db.executemany("INSERT OR REPLACE INTO entries (key, area, entry, used) VALUES (?, ?, ?, ?)",
                        [(k, area, data, now) for k, (area, data) in pending.items()])
         db.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in touched])
         testhook.point("store-commit")
+    if new:
+        _STATE.new = False
+        _logged(db)
 
 
 @contextlib.contextmanager
@@ -303,6 +313,8 @@ def _open(directory: str | None, create: bool, again: bool = True):
         return None
     path = os.path.join(directory, DATABASE)
     if _STATE.connection is not None and _STATE.path == path:
+        if create and _STATE.new is None:  # opened to read: the table may be missing (a first flush killed)
+            _STATE.new = _setup(_STATE.connection)
         return _STATE.connection
     if not create and _STATE.refused == path:  # missing or untrusted when this run first looked
         return None
@@ -327,8 +339,7 @@ def _open(directory: str | None, create: bool, again: bool = True):
             db.execute("PRAGMA synchronous = NORMAL")  # in WAL mode: durable but for a power loss, never torn
             db.execute("PRAGMA trusted_schema = OFF")
             db.execute("PRAGMA journal_size_limit = 4194304")
-            if create:
-                _setup(db)
+            new = _setup(db) if create else None
         except BaseException:
             db.close()
             raise
@@ -342,36 +353,49 @@ def _open(directory: str | None, create: bool, again: bool = True):
         return None
     if _STATE.connection is not None:
         _STATE.connection.close()
-    _STATE.connection, _STATE.path = db, path
+    _STATE.connection, _STATE.path, _STATE.new = db, path, new
     return db
 
 
-def _setup(db) -> None:
-    """Make a new database's table in write-ahead-log mode with incremental vacuum (both
-    persist in the file; set before the table, as ``auto_vacuum`` must be). A new database is
-    set up with ``synchronous = OFF`` (issue 41: its three rollback-journal transactions each
-    waited for the disk, ~50-100 ms of a first build's wall time and ~1.5 ms of its CPU): what
-    they write is an empty database, which a power loss can only leave damaged (removed and
-    made again, :func:`_corrupt`) or without its table (a miss; made at the next flush), never
-    holding a wrong entry; the entries are then written with ``synchronous = NORMAL``."""
+def _setup(db) -> bool:
+    """Ready a database to write entries in: True for a new one (no table yet), left in
+    SQLite's rollback-journal mode under ``synchronous = OFF`` with incremental vacuum set
+    (it persists in the file, and must be set before the first table), its table made in the
+    transaction that writes the run's entries (:func:`_write`), after whose commit
+    :func:`_logged` turns on the write-ahead log. A new database's first entries written
+    through the log cost ~1.5 ms of a first build's CPU more (issue 41: each page written
+    twice, to the log and at the close's checkpoint, and the log's index mapped), and the
+    set-up's transactions waited for the disk (~50-100 ms of wall time): under the rollback
+    journal a writer killed at any point leaves the empty file (the journal rolls the
+    transaction back), and a power loss can only leave it damaged (removed and made again,
+    :func:`_corrupt`), without its table (a miss; made at the next flush) or with entries
+    that do not check (misses: each entry names its key and the hash of its payload), never
+    a wrong one. An existing database gets the write-ahead log if it lacks it."""
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'entries'").fetchone() is None:
         db.execute("PRAGMA synchronous = OFF")
-        try:
-            db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            db.execute(_SCHEMA)
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-        finally:
-            db.execute("PRAGMA synchronous = NORMAL")
-    elif db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        return True
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         db.execute("PRAGMA journal_mode = WAL")
+    return False
 
 
-def files(directory: str) -> tuple[str, str, str]:
-    """The files of the store in ``directory`` (the database and SQLite's ``-wal`` and
-    ``-shm``), which the trim does not remove as files (:func:`usage`)."""
+def _logged(db) -> None:
+    """Turn a new database's write-ahead log on, its entries written (:func:`_setup`): the
+    mode persists in the file, so readers never wait for a writer from then on; a reader
+    holding the database now leaves it off until the next flush (:func:`_setup`)."""
+    try:
+        db.execute("PRAGMA journal_mode = WAL").fetchone()
+    finally:
+        db.execute("PRAGMA synchronous = NORMAL")
+
+
+def files(directory: str) -> tuple[str, str, str, str]:
+    """The files of the store in ``directory`` (the database, SQLite's ``-wal`` and ``-shm``,
+    and the ``-journal`` of a new database's first transaction, :func:`_setup`), which the
+    trim does not remove as files (:func:`usage`)."""
     path = os.path.join(directory, DATABASE)
-    return path, path + "-wal", path + "-shm"
+    return path, path + "-wal", path + "-shm", path + "-journal"
 
 
 def _corrupt(exc) -> bool:

@@ -33,7 +33,7 @@ from rcpc.core.source import COMMAND_LINE_SPAN, Source, Span
 from rcpc.core.session import Session
 from rcpc.core.syntax import ast
 from rcpc.core.syntax import parser
-from rcpc.core.values import Dict, to_python
+from rcpc.core.values import Dict
 from rcpc.domain.overrides import Overrides, parse_sets
 from rcpc.domain.values import FlagSet, Manifest, Variant
 from rcpc.domain.renders import kind_of
@@ -110,6 +110,7 @@ class Compiler:
         self._schemas: dict[Path, object] = {}
         self._kube = None
         self._kube_identity: str | None = None  # of the schema files, before they are parsed
+        self._schema_read: dict[Path, bytes] = {}  # their bytes, until they are parsed
         self._clean: set[str] = set()               # renders of manifests found clean
         self._loads: dict[Path, set] = {}           # file → files it loads
         self._warnings: dict[Path, list] = {}       # file → warnings found evaluating it
@@ -132,6 +133,8 @@ class Compiler:
         self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
         self._emitted: dict[int, tuple] = {}  # id(render value) → (value, text), for the recipe being built
         self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
+        self._views: tuple[dict, dict] = ({}, {})  # argv views' texts by node, likewise (argvview.text)
+        self._view_applies: bool | None = None  # argvview.applies to the workspace's schema files
         # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
@@ -462,11 +465,25 @@ class Compiler:
             from rcpc.domain.kube import schemacache
 
             try:
-                files = [(self.workspace.display(p), self.read(p, MAX_SCHEMA_BYTES)) for p in self.workspace.kube_schemas]
+                files = [(self.workspace.display(p), self._schema_bytes(p), self._digest(p))
+                         for p in self.workspace.kube_schemas]
             except OSError:
                 return None
             self._kube_identity = schemacache.schema_identity(files) if files else ""
         return self._kube_identity
+
+    def _schema_bytes(self, real: Path, limit: int = MAX_SCHEMA_BYTES) -> bytes:
+        """The bytes of Kubernetes schema file ``real`` (:meth:`read`, ``limit``), read once a run:
+        those :meth:`_schema_identity` read are kept for the :class:`SchemaIndex` made after it."""
+        data = self._schema_read.get(real)
+        if data is None:
+            data = self._schema_read[real] = self.read(real, limit)
+        return data
+
+    def _digest(self, real: Path) -> bytes | None:
+        """The SHA-256 of the bytes :meth:`read` gave for ``real``, None when it gave none or two."""
+        found = self.digests.get(real)
+        return None if found is None else bytes.fromhex(found)
 
     def check_manifest(self, manifest: Manifest, text: str) -> list[Diagnostic]:
         """Kubernetes rules and, with ``kube_schemas``, schema validation (:mod:`rcpc.domain.kube.rules`):
@@ -505,7 +522,9 @@ class Compiler:
 
         if self._kube is None and self.workspace.kube_schemas:
             self._kube = SchemaIndex(list(self.workspace.kube_schemas), self.workspace.display,
-                                     _weakly(self.read), self.session)  # kept by the compiler: no cycle
+                                     _weakly(self._schema_bytes), self.session,
+                                     _weakly(self._digest))  # kept by the compiler: no cycle
+            self._schema_read.clear()
         diags = kube.check_manifest(manifest.data, self._kube, self.workspace.strict_crd, gates, self.session)
         if not diags:
             self._clean.add(text)
@@ -522,10 +541,12 @@ class Compiler:
         than the built-in JobSet one) or the cache is off."""
         from rcpc.domain.kube import argvview, schemacache
 
-        if not schemacache.enabled() or not argvview.applies(self.workspace.kube_schemas):
+        if self._view_applies is None:
+            self._view_applies = argvview.applies(self.workspace.kube_schemas)
+        if not self._view_applies or not schemacache.enabled():
             return None
         try:
-            viewed = argvview.view(to_python(manifest.data))
+            viewed = argvview.text(manifest.data, self._views)  # the manifests of a recipe share most nodes
         except RecursionError:
             return None
         return schemacache.view_key(self._schema_identity(), self.workspace.strict_crd, viewed, gates)
@@ -614,7 +635,7 @@ class Compiler:
         self._base.pop(real, None)
         self._base_exports.pop(real, None)
         self._traces.pop(real, None)
-        self._emitted, self._containers = {}, {}
+        self._emitted, self._containers, self._views = {}, {}, ({}, {})
         self._clean.clear()
 
     def diagnostics(self, include_notes: bool = False) -> list[Diagnostic]:

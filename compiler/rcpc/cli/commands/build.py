@@ -26,6 +26,13 @@ def arguments(sub) -> None:
     annotate(b)
 
 
+def replayable(args, run) -> bool:
+    """False for a build into an output directory that does not exist: one that succeeds
+    writes it, and a build that writes is not recorded (:func:`execute`), so the listings and
+    stats replay takes before compiling are not (a first build after a clone: ~0.5 ms)."""
+    return os.path.lexists(Path(args.output) if args.output else run.config.output_dir)
+
+
 def execute(args, run) -> int:
     if args.output == "":
         raise UsageError("-o needs a directory")

@@ -28,10 +28,14 @@ other value) is kept. For manifests ``a``, ``b`` with ``view(a) == view(b)``, ev
 finds the same in ``a`` as in ``b``, and the placeholder changes none of their verdicts: a
 clean ``a`` means a clean ``b``. Only "clean" is kept under a view (findings quote values and
 spans). tests/test_argvview.py checks it over generated argv words against the full checks.
+The cache keys a view by its :func:`repr`, which :func:`text` writes from the values
+themselves, node by node (a recipe's manifests share most of their nodes: issue 41, 0.3 vs
+1.1 ms for the RL recipe's 20 manifests); tests/test_argvview.py holds it to ``repr(view(...))``.
 """
 
 from __future__ import annotations
 
+from rcpc.core.values import Bool, Dict, Float, Int, List, Null, Str, type_name
 from rcpc.domain.kube.paths import CONTAINER_LISTS
 from rcpc.domain.kube.schemashape import ANY_STRING
 from rcpc.domain.workspace import builtin_schema
@@ -80,3 +84,75 @@ def _container(c):
             first = False
         out[k] = kept
     return {k: out[k] for k in c}  # the manifest's key order
+
+
+_ANY = repr(ANY_STRING)
+
+
+def text(data, memo: tuple[dict, dict]) -> str:
+    """``repr(view(to_python(data)))``, made from the values (:mod:`rcpc.core.values`) without
+    either: what the validation cache keys a manifest's view on
+    (:func:`rcpc.domain.kube.schemacache.view_key`). ``memo``: two dicts, ``({}, {})`` for a
+    new one, of the texts made of list and dict nodes, by ``id`` (each entry keeps its node,
+    so no other takes its id while the memo lives): the first of nodes viewed as any value,
+    the second of container entries (a dict in a container list, viewed as :func:`_container`
+    views it); a caller keeps it for the manifests it views, which share most of their nodes
+    (the RL recipe's 20 manifests: ~760 distinct nodes of ~7,000). Values never change once
+    made. Raises TypeError for a kind with no data form (as :func:`rcpc.core.values.to_python`),
+    RecursionError on a value nested too deeply."""
+    return _text(data, memo)
+
+
+def _text(v, memo) -> str:
+    t = type(v)
+    if t is Str or t is Int or t is Float or t is Bool:
+        return repr(v.value)
+    if t is Null:
+        return "None"
+    if t is not Dict and t is not List:
+        raise TypeError(type_name(v))
+    hit = memo[0].get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    if t is List:
+        out = "[" + ", ".join([_text(x, memo) for x in v.items]) + "]"
+    else:
+        out = "{" + ", ".join([_entry(k, x, memo) for k, x in v.items.items()]) + "}"
+    memo[0][id(v)] = (v, out)
+    return out
+
+
+def _entry(k, x, memo) -> str:
+    """The text of one entry of a dict's view (:func:`view`)."""
+    if k in CONTAINER_LISTS and type(x) is List:
+        return repr(k) + ": [" + ", ".join([_container_text(c, memo) for c in x.items]) + "]"
+    return repr(k) + ": " + _text(x, memo)
+
+
+def _container_text(c, memo) -> str:
+    """The text of :func:`_container`'s view of ``c``."""
+    if type(c) is not Dict:
+        return _text(c, memo)
+    hit = memo[1].get(id(c))
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    items = c.items
+    argv = {}
+    first = True
+    for k in ("command", "args"):  # as _container: command's words, then args'
+        if k not in items:
+            continue
+        words = items[k]
+        if type(words) is not List:
+            argv[k] = _text(words, memo)
+            continue
+        kept = []
+        for w in words.items:
+            kept.append(_ANY if type(w) is Str and not first and not w.value.startswith("-") and "$" not in w.value
+                        else _text(w, memo))
+            first = False
+        argv[k] = "[" + ", ".join(kept) + "]"
+    out = "{" + ", ".join([repr(k) + ": " + argv[k] if k in argv else _entry(k, x, memo)
+                           for k, x in items.items()]) + "}"
+    memo[1][id(c)] = (c, out)
+    return out

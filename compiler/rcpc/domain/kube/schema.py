@@ -12,6 +12,7 @@ structural schema (docs/kubernetes.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -172,9 +173,10 @@ class SchemaIndex:
     """Schemas by (apiVersion, kind), loaded from CRD or JSON-schema files. ``session``: the
     :class:`~rcpc.core.session.Session` whose tables keep the files as read (:data:`READ`) and
     what is made of them (:data:`MADE`), shared by its indexes of the same bytes (default:
-    this index's own)."""
+    this index's own). ``digest``: ``digest(path)``, the SHA-256 (32 bytes) of the bytes
+    ``read`` gave for ``path`` when the reader made it (else None: made here, once a file)."""
 
-    def __init__(self, paths: list[Path], display=str, read=None, session=None):
+    def __init__(self, paths: list[Path], display=str, read=None, session=None, digest=None):
         self.paths = paths
         self.display = display  # how to show a schema file's path
         self.read = read or read_limited  # read(path, limit) -> bytes, bounded (rcpc.core.files)
@@ -185,10 +187,12 @@ class SchemaIndex:
         formats = [_format(p) for p in paths]  # how each file is read: json or yaml
         for p in paths:
             self._load(p)
+        sums = [None if digest is None else digest(p) for p in paths]
+        sums = [hashlib.sha256(raw).digest() if d is None else d for d, (_, raw) in zip(sums, self._files)]
         #: what the validation cache (:mod:`rcpc.domain.kube.schemacache`) keys a result on
-        self.identity = schemacache.schema_identity(self._files)
+        self.identity = schemacache.schema_identity([(f, raw, d) for (f, raw), d in zip(self._files, sums)])
         # what the schemas are made of, wherever the files are and however they are shown
-        content = schemacache.schema_identity([(f, raw) for f, (_, raw) in zip(formats, self._files)])
+        content = schemacache.schema_identity([(f, raw, d) for f, (_, raw), d in zip(formats, self._files, sums)])
         #: what the schemas are made of: the formats and bytes of the files, in order
         self.content = content
         made_table = session.table(MADE) if session is not None else {}

@@ -8,7 +8,7 @@ before each of the API server's stages with ``strict_crd`` and after them all. I
 the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
 version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
 messages are part of the result), the identity of the schema files (the SHA-256 of their
-bytes, :attr:`rcpc.domain.kube.schema.SchemaIndex.identity`), apiVersion, kind, ``strict_crd``
+paths, sizes and bytes' SHA-256, :func:`schema_identity`), apiVersion, kind, ``strict_crd``
 and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
 A render with no finding at all (no rule, no schema, error or warning) is also kept under its
 text (:func:`render_key`: the render determines the manifest's data, which reads back from
@@ -70,10 +70,14 @@ NO_FINDINGS = {"before": [], "final": []}  # a valid manifest; a render with no 
 
 def schema_identity(files) -> str:
     """The identity of Kubernetes schema files: SHA-256 hex of each file's display path,
-    size and bytes, in order (``files``: (display path, bytes) pairs)."""
+    size and the SHA-256 of its bytes, in order (``files``: (display path, bytes, SHA-256 of
+    the bytes or None) triples: the bytes' digest given when the reader made it, as
+    :meth:`rcpc.domain.recipe.Compiler.read` does, else made here; a 223 KB schema takes
+    ~0.35 ms to hash, issue 41)."""
     digest = hashlib.sha256()
-    for shown, raw in files:
-        digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass") + raw)
+    for shown, raw, known in files:
+        digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass")
+                      + (hashlib.sha256(raw).digest() if known is None else known))
     return digest.hexdigest()
 
 
@@ -87,18 +91,15 @@ def render_key(identity: str | None, strict_crd: bool, text: str, gates: frozens
     return _digest(identity, bool(strict_crd), "render", text, *sorted(gates))
 
 
-def view_key(identity: str | None, strict_crd: bool, viewed, gates: frozenset = frozenset()) -> str | None:
-    """The entry key of a manifest's argv view ``viewed`` (:func:`rcpc.domain.kube.argvview.view`
-    of its plain data, written with :func:`repr`) checked as for :func:`render_key`: only
-    :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache is off,
-    ``identity`` is None or the view is nested too deeply to write."""
+def view_key(identity: str | None, strict_crd: bool, viewed: str, gates: frozenset = frozenset()) -> str | None:
+    """The entry key of a manifest's argv view checked as for :func:`render_key`, ``viewed``
+    the view written with :func:`repr` (:func:`rcpc.domain.kube.argvview.text`: ``repr`` of
+    :func:`rcpc.domain.kube.argvview.view` of the manifest's plain data): only
+    :data:`NO_FINDINGS` is stored under it. None (not cached) when the cache is off or
+    ``identity`` is None."""
     if identity is None or not enabled():
         return None
-    try:
-        text = repr(viewed)
-    except RecursionError:
-        return None
-    return _digest(identity, bool(strict_crd), "argv view", text, *sorted(gates))
+    return _digest(identity, bool(strict_crd), "argv view", viewed, *sorted(gates))
 
 
 def _digest(*fields) -> str:
@@ -140,8 +141,14 @@ def store(k: str | None, result: dict) -> None:
     run's other entries (:func:`rcpc.core.store.flush`)."""
     if k is None or not enabled():
         return
-    try:
-        payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
-    except (ValueError, TypeError, RecursionError):
-        return
+    if result == NO_FINDINGS:  # most entries (every key of a clean manifest): written once a process
+        payload = _NO_FINDINGS_PAYLOAD
+    else:
+        try:
+            payload = json.dumps(result, ensure_ascii=True, separators=(",", ":")).encode()
+        except (ValueError, TypeError, RecursionError):
+            return
     entries.put(AREA, k, payload)
+
+
+_NO_FINDINGS_PAYLOAD = json.dumps(NO_FINDINGS, ensure_ascii=True, separators=(",", ":")).encode()

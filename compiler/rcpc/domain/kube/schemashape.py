@@ -91,49 +91,53 @@ def shape(value, schema, memo: dict | None = None):
     structure, ``value`` is not changed. ``schema``: the JSON schema validation applies
     (:meth:`rcpc.domain.kube.schema.SchemaIndex.structural`), not the CRD's schema as written.
     A schema key that is not a string (YAML allows ``1:``) is not a keyword this module knows:
-    the value below it is kept. ``memo``: {(id(schema node), test): (the node, verdict)} of
-    the tests made of schema nodes (which depend on the node alone), kept by the caller for
-    a schema it shapes values of again (default: this call's). Raises RecursionError past
+    the value below it is kept. ``memo``: {id(schema node): (the node, its plan)} of what
+    :func:`_plan` found of schema nodes (which depends on the node alone), kept by the caller
+    for a schema it shapes values of again (default: this call's). Raises RecursionError past
     Python's depth."""
     return _shape(value, schema, {} if memo is None else memo)
 
 
-def _test(schema, test: int, memo: dict) -> bool:
-    """Test ``test`` of a schema node, remembered in ``memo``: 0 :func:`_text_blind`, 1 known
-    object keywords, 2 known array keywords (both after :func:`_nothing` was False)."""
-    key = (id(schema), test)
-    hit = memo.get(key)
+def _plan(schema, memo: dict) -> tuple:
+    """What :func:`_shape` does under ``schema``, remembered in ``memo``: (whether a string is
+    replaced, how a dict's values are reached: (properties, the schema of the others) or None
+    (kept whole), how a list's items are: their schema or None (kept whole))."""
+    hit = memo.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
-    if test == 0:
-        verdict = _text_blind(schema)
+    blind = _text_blind(schema)
+    if _nothing(schema):
+        found = (blind, ({}, True), True)
     else:
-        verdict = type(schema) is dict and _known(schema, _OBJECT_SAFE if test == 1 else _ARRAY_SAFE)
-    memo[key] = (schema, verdict)
-    return verdict
+        entries = None
+        if type(schema) is dict and _known(schema, _OBJECT_SAFE):
+            extra = schema.get("additionalProperties", True)
+            # a key additionalProperties forbids makes the manifest invalid whatever its value
+            entries = (schema.get("properties") or {}, extra if type(extra) is dict else True)
+        items = None
+        if type(schema) is dict and _known(schema, _ARRAY_SAFE):
+            items = schema.get("items", True)
+            if type(items) not in (dict, bool):
+                items = None
+        found = (blind, entries, items)
+    memo[id(schema)] = (schema, found)
+    return found
 
 
 def _shape(value, schema, memo: dict):
     kind = type(value)
+    if kind is not str and kind is not dict and kind is not list:
+        return value
+    hit = memo.get(id(schema))
+    plan = hit[1] if hit is not None and hit[0] is schema else _plan(schema, memo)
     if kind is str:
-        return ANY_STRING if _test(schema, 0, memo) else value
+        return ANY_STRING if plan[0] else value
     if kind is dict:
-        if _nothing(schema):
-            return {k: _shape(v, True, memo) for k, v in value.items()}
-        if not _test(schema, 1, memo):
+        if plan[1] is None:
             return value
-        props = schema.get("properties") or {}
-        extra = schema.get("additionalProperties", True)
-        # a key additionalProperties forbids makes the manifest invalid whatever its value
-        rest = extra if type(extra) is dict else True
+        props, rest = plan[1]
         return {k: _shape(v, props[k] if k in props else rest, memo) for k, v in value.items()}
-    if kind is list:
-        if _nothing(schema):
-            return [_shape(v, True, memo) for v in value]
-        if not _test(schema, 2, memo):
-            return value
-        items = schema.get("items", True)
-        if type(items) not in (dict, bool):
-            return value
-        return [_shape(v, items, memo) for v in value]
-    return value
+    if plan[2] is None:
+        return value
+    items = plan[2]
+    return [_shape(v, items, memo) for v in value]
