@@ -171,16 +171,23 @@ def _children(v, path: tuple, container, memo: dict, out: list) -> None:
     if type(v) is Dict:
         env = None
         for k, x in v.items.items():
-            if type(x) is List and k in _CONTAINER_LISTS:
-                _walk(x, (path, k), "pod", memo, out)
-            elif type(x) in (Dict, List, Str):
-                start = len(out)
-                _walk(x, (path, k), container, memo, out)
-                if v is container and k in _EXPANDED and len(out) > start:
-                    env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
-                        if env is None else env
-                    if env:
-                        out[start:] = [record.evolve(e, env=env) for e in out[start:]]
+            kind = type(x)
+            if kind is Str:
+                if not x.pieces:  # most items: a string that holds no token (not walked)
+                    continue
+            elif kind is List:
+                if k in _CONTAINER_LISTS:
+                    _walk(x, (path, k), "pod", memo, out)
+                    continue
+            elif kind is not Dict:
+                continue
+            start = len(out)
+            _walk(x, (path, k), container, memo, out)
+            if v is container and k in _EXPANDED and len(out) > start:
+                env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
+                    if env is None else env
+                if env:
+                    out[start:] = [record.evolve(e, env=env) for e in out[start:]]
         return
     _in_list(v, path, container, memo, out)
 
@@ -198,7 +205,8 @@ def _in_list(v: List, path: tuple, container, memo: dict, out: list) -> None:
             run.clear()
 
     for i, x in enumerate(items):
-        held = _item_token(x)
+        kind = type(x)
+        held = _item_token(x) if kind is Str and x.pieces else None
         if held is not None:
             origin, wrapper = held
             if run and (run[-1][0][0].flags is not origin.flags or run[-1][1] != wrapper):
@@ -207,7 +215,7 @@ def _in_list(v: List, path: tuple, container, memo: dict, out: list) -> None:
             run.append(((origin, x.value[a:b]), wrapper))
             continue
         close()
-        if type(x) in (Dict, List, Str):
+        if kind is Dict or kind is List or (kind is Str and x.pieces):
             inner = (x if type(x) is Dict else None) if container == "pod" else container
             _walk(x, (path, (items, i)), inner, memo, out)
     close()
