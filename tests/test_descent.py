@@ -264,6 +264,33 @@ def test_scan_counts_and_limits_tokens_as_postlex(monkeypatch):
 SCAN_ALPHABET = "aef_1.0eE+-*/%<>=!(),:[]{}#\"'\\ \t\f\r\nx"
 
 
+def _scanned_under(text: str, limit: int):
+    """``lexer.scan``'s result (as :func:`_scanned`) with a token limit of ``limit``."""
+    tokens = postlex.TokenCount(limit)
+    try:
+        lists = lexer.scan(text, [], [], 7, tokens)
+    except (lexer.LexError, postlex.BadIndent, postlex.TooManyTokens) as exc:
+        return type(exc).__name__
+    return [list(x) for x in lists], tokens.n
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(SCAN_ALPHABET, max_size=60))
+@example("X = [1, 2, 3]\n")
+def test_scan_reads_alike_far_from_and_near_the_limit(text):
+    """A text far below the token limit is read with ``findall``, one near it with
+    ``finditer`` (stopping at the limit): the same tokens and count either way, and
+    ``TooManyTokens`` one token over it."""
+    far = _scanned_under(text, 10 ** 9)
+    if isinstance(far, str):
+        assert _scanned_under(text, 2 * len(text) + 1) == far
+        return
+    n = far[1]
+    assert n <= 2 * len(text) + 1  # the bound the findall path is taken under
+    assert _scanned_under(text, n) == far  # the finditer path (n < 2 * len + 2) unless the text is empty
+    assert _scanned_under(text, n - 1) == "TooManyTokens"
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(SCAN_ALPHABET, max_size=60))
 @example("#\f\n")  # CI found it: a comment ending with a form feed, then a line break (counted)

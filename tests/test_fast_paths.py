@@ -15,8 +15,10 @@ replace, over a value space.
   literal keys) themselves instead of through ``eval``, short of the depth limit. Reference:
   both as they were, every item through ``eval``; compared on everything a value records
   (spans, spellings, sizes, provenance) and on the errors (E0301, E0302, E0801).
-* :func:`rcpc.domain.embedding.embeddings` keeps what it finds under large shared values.
-  Reference: the walk with no memo, over manifests drawn along the JobSet schema.
+* :func:`rcpc.domain.embedding.embeddings` keeps what it finds under large shared values, and
+  makes the place of an item only where it finds an embedding (a trail of keys and list
+  positions until then). Reference: the walk as it was (no memo, each item's place made as it
+  is visited), over manifests drawn along the JobSet schema.
 * :func:`rcpc.core.values._check_size` adds the items' weights in a loop. Reference:
   ``1 + sum(weight(item))``, on every container of a value (shared ones too).
 * :func:`rcpc.domain.maxtext.emit.value_text` finds a lone surrogate with a regex. Reference:
@@ -35,7 +37,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.core import evaluate as E
+from rcpc.core import evaluate as E, record
 from rcpc.core.diagnostics import CompileError, error
 from rcpc.core.session import Session
 from rcpc.core.emit import yaml as Y
@@ -510,11 +512,66 @@ def _with_tokens(v, fs, draw_index):
     return v
 
 
-def ref_embeddings(data):
-    """The render protocol's walk with no memo, recursive: (path, form, texts, container) of each."""
-    from rcpc.domain.embedding import embeddings
+def ref_embedding_walk(data):
+    """The render protocol's walk as it was: recursive, no memo, each item's place (a tuple of
+    path steps) made as it is visited; the embeddings found."""
+    from rcpc.domain import embedding as M
+    from rcpc.domain.delta import Index, Key, Named, names
 
-    return [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container)) for e in embeddings(data, {})]
+    out: list = []
+
+    def walk(v, path, container):
+        t = type(v)
+        if t is Str:
+            out.extend(M._in_string(v, path, container))
+        elif t is Dict:
+            env = None
+            for k, x in v.items.items():
+                if type(x) is List and k in M._CONTAINER_LISTS:
+                    walk(x, path + (Key(k),), "pod")
+                elif type(x) in (Dict, List, Str):
+                    start = len(out)
+                    walk(x, path + (Key(k),), container)
+                    if v is container and k in M._EXPANDED and len(out) > start:
+                        env = tuple(sorted((n, t) for n, t in M.container_env(v).items() if t is not None)) \
+                            if env is None else env
+                        if env:
+                            out[start:] = [record.evolve(e, env=env) for e in out[start:]]
+        elif t is List:
+            item_names = names(v.items) if v.items else None
+            run: list = []
+
+            def close():
+                if run:
+                    out.append(M.Embedding(run[0][0][0].flags, path, "argv", tuple(t for t, _ in run),
+                                           M._own(container), run[0][1]))
+                    run.clear()
+
+            for i, x in enumerate(v.items):
+                held = M._item_token(x)
+                if held is not None:
+                    if run and (run[-1][0][0].flags is not held[0].flags or run[-1][1] != held[1]):
+                        close()
+                    a, b, _ = x.pieces[0]
+                    run.append(((held[0], x.value[a:b]), held[1]))
+                    continue
+                close()
+                if type(x) in (Dict, List, Str):
+                    seg = Named(item_names[i]) if item_names is not None else Index(i)
+                    walk(x, path + (seg,), (x if type(x) is Dict else None) if container == "pod" else container)
+            close()
+
+    walk(data, (), None)
+    return out
+
+
+def _shown_embeddings(found):
+    return [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container), e.wrapper, e.env) for e in found]
+
+
+def ref_embeddings(data):
+    """The reference walk's embeddings: (path, form, texts, container, wrapper, env) of each."""
+    return _shown_embeddings(ref_embedding_walk(data))
 
 
 @settings(max_examples=150, deadline=None)
@@ -537,12 +594,10 @@ def test_embeddings_under_shared_values_are_those_of_a_walk_without_memo(plain, 
     embedding._SHARED = threshold
     try:
         memo: dict = {}
-        first = [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container))
-                 for e in embedding.embeddings(data, memo)]
-        again = [(e.path, e.form, tuple(t for _, t in e.tokens), id(e.container))
-                 for e in embedding.embeddings(data, memo)]
+        first = _shown_embeddings(embedding.embeddings(data, memo))
+        again = _shown_embeddings(embedding.embeddings(data, memo))
         embedding._SHARED = 1 << 30
-        assert first == again == ref_embeddings(data)
+        assert first == again == _shown_embeddings(embedding.embeddings(data)) == ref_embeddings(data)
     finally:
         embedding._SHARED = saved
 

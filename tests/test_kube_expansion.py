@@ -18,7 +18,7 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rcpc.domain.kube.expansion import JOB_COMPLETION_INDEX, expand, references
+from rcpc.domain.kube.expansion import JOB_COMPLETION_INDEX, expand, expand_known, references
 
 SETTINGS = settings(max_examples=300, deadline=None)
 NAMES = ["A", "B", "RUN_ID", "", "a b", JOB_COMPLETION_INDEX]
@@ -46,6 +46,17 @@ def test_expand_is_kubernetes_expansion(text, env):
     assert expand(text, env) == oracle(text, env)
     assert [r.name for r in references(text)] == [m[1] for m in REFERENCE.finditer(text) if m[0] != "$$"]
     assert all(text[r.start:r.end] == f"$({r.name})" for r in references(text))
+
+
+@SETTINGS
+@given(text=TEXT, env=st.dictionaries(st.sampled_from(NAMES), st.none() | st.text(alphabet="$()Ax", max_size=4),
+                                      max_size=4))
+@example(text="x", env={"A": None})
+@example(text="$(A) x", env={"A": None, "B": "b"})                # known only at run time: kept
+def test_expand_known_is_expansion_by_the_known_names(text, env):
+    """``expand_known`` (a text without ``$`` returned as it is) is the oracle's expansion with
+    the names whose value is known."""
+    assert expand_known(text, env) == oracle(text, {k: v for k, v in env.items() if v is not None})
 
 
 # the warnings ------------------------------------------------------------------------------------

@@ -135,6 +135,16 @@ def test_env_var_names(name):
     assert len(found) == refused, (name, found)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.text(st.characters(max_codepoint=0x80)), st.text(st.sampled_from(" ~=\x1f\x7fA"))))
+def test_env_var_name_rule_is_the_oracle(name):
+    """:func:`rcpc.domain.kube.validation.env_var_name` (str methods, not a loop over the
+    characters) refuses exactly what IsRelaxedEnvVarName refuses, over any text."""
+    from rcpc.domain.kube.validation import env_var_name
+
+    assert (env_var_name(name) == []) == is_env_name(name), name
+
+
 SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
 SOURCE_VALUE = {"fieldRef": {"fieldPath": "metadata.name"}, "resourceFieldRef": {"resource": "limits.cpu"},
                 "configMapKeyRef": {"name": "m", "key": "k"}, "secretKeyRef": {"name": "s", "key": "k"}}

@@ -66,19 +66,22 @@ class Trace:
 
 
 def _fields(result) -> tuple:
-    return tuple(getattr(result, name) for name in getattr(type(result), "TRACED", ()))
+    return tuple([getattr(result, name) for name in getattr(type(result), "TRACED", ())])
 
 
 def mark(ev, result) -> tuple:
     """Where the run stands (lengths of what a statement can add to) before a statement."""
     ctx = ev.ctx
-    return (len(ev.params), tuple(len(f) for f in _fields(result)), len(ctx.diagnostics), len(ctx.errors),
+    return (len(ev.params), tuple(map(len, _fields(result))), len(ctx.diagnostics), len(ctx.errors),
             len(ctx.collected), ctx.steps)
 
 
 def _added(container, since: int) -> tuple:
+    n = len(container) - since
+    if not n:  # most statements add to none of them
+        return ()
     if type(container) is dict:  # new keys come last (insertion order): read them off the end
-        return tuple(reversed(tuple(islice(reversed(container.items()), len(container) - since))))
+        return tuple(reversed(tuple(islice(reversed(container.items()), n))))
     return tuple(container[since:])
 
 
@@ -87,8 +90,8 @@ def record(ev, result, stmt, at: tuple) -> Step:
     ctx = ev.ctx
     params, fields, warned, reported, collected, steps = at
     bound = ((stmt.name, ev.env[stmt.name]),) if type(stmt) is ast.Assign else ()
-    return Step(bound, _added(ev.params, params), tuple(_added(f, n) for f, n in zip(_fields(result), fields)),
-                tuple(ctx.diagnostics[warned:]), tuple(ctx.errors[reported:]), tuple(ctx.collected[collected:]),
+    return Step(bound, _added(ev.params, params), tuple(map(_added, _fields(result), fields)),
+                _added(ctx.diagnostics, warned), _added(ctx.errors, reported), _added(ctx.collected, collected),
                 ctx.steps - steps)
 
 

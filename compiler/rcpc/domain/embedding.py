@@ -121,9 +121,13 @@ def embeddings(data, memo: dict | None = None) -> list[Embedding]:
 
 
 def _walk(v, path: tuple, container, memo: dict, out: list) -> None:
+    """The embeddings of ``v`` appended to ``out``; ``path`` is the trail to ``v`` (see
+    :func:`_path`): the walk visits every item, and few hold a flag token, so a place is made
+    only where an embedding is found."""
     t = type(v)
     if t is Str:
-        out.extend(_in_string(v, path, container))
+        if v.pieces:
+            out.extend(_in_string(v, _path(path), container))
         return
     if t is not Dict and t is not List:
         return
@@ -136,42 +140,73 @@ def _walk(v, path: tuple, container, memo: dict, out: list) -> None:
         found: list[Embedding] = []
         _children(v, (), container, memo, found)
         hit = memo[key] = (v, found, container)  # the container is held: its id stays its own
-    out.extend([record.evolve(e, path=path + e.path) for e in hit[1]] if path else hit[1])
+    if path and hit[1]:
+        where = _path(path)
+        out.extend([record.evolve(e, path=where + e.path) for e in hit[1]])
+    else:
+        out.extend(hit[1])
+
+
+def _path(trail: tuple) -> tuple:
+    """The place (a path as :mod:`rcpc.domain.delta` spells it) of a trail of the walk: ``()``,
+    or ``(the parent's trail, step)`` where a step is a dict key (a ``str``: :class:`Key`) or
+    ``(items, i)``, item ``i`` of a list's items (:class:`Named` by its name when
+    :func:`~rcpc.domain.delta.names` names every item, else :class:`Index`)."""
+    steps = []
+    while trail:
+        trail, step = trail
+        steps.append(step)
+    out = []
+    for step in reversed(steps):
+        if type(step) is str:
+            out.append(Key(step))
+        else:
+            items, i = step
+            item_names = names(items)
+            out.append(Named(item_names[i]) if item_names is not None else Index(i))
+    return tuple(out)
 
 
 def _children(v, path: tuple, container, memo: dict, out: list) -> None:
     if type(v) is Dict:
         env = None
         for k, x in v.items.items():
-            if type(x) is List and k in _CONTAINER_LISTS:
-                _walk(x, path + (Key(k),), "pod", memo, out)
-            elif type(x) in (Dict, List, Str):
-                start = len(out)
-                _walk(x, path + (Key(k),), container, memo, out)
-                if v is container and k in _EXPANDED and len(out) > start:
-                    env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
-                        if env is None else env
-                    if env:
-                        out[start:] = [record.evolve(e, env=env) for e in out[start:]]
+            kind = type(x)
+            if kind is Str:
+                if not x.pieces:  # most items: a string that holds no token (not walked)
+                    continue
+            elif kind is List:
+                if k in _CONTAINER_LISTS:
+                    _walk(x, (path, k), "pod", memo, out)
+                    continue
+            elif kind is not Dict:
+                continue
+            start = len(out)
+            _walk(x, (path, k), container, memo, out)
+            if v is container and k in _EXPANDED and len(out) > start:
+                env = tuple(sorted((n, t) for n, t in container_env(v).items() if t is not None)) \
+                    if env is None else env
+                if env:
+                    out[start:] = [record.evolve(e, env=env) for e in out[start:]]
         return
     _in_list(v, path, container, memo, out)
 
 
 def _in_list(v: List, path: tuple, container, memo: dict, out: list) -> None:
-    """The embeddings of list ``v`` in order: argv-form runs of items each holding one token of
-    one flag set in one wrapper, and those found in its other items."""
+    """The embeddings of list ``v`` (at trail ``path``) in order: argv-form runs of items each
+    holding one token of one flag set in one wrapper, and those found in its other items."""
     items = v.items
-    item_names = names(items) if items else None
     run: list = []  # ((FlagToken, token text), wrapper) of the run being read
 
     def close():
         if run:
-            out.append(Embedding(run[0][0][0].flags, path, "argv", tuple(t for t, _ in run), _own(container),
+            out.append(Embedding(run[0][0][0].flags, _path(path), "argv", tuple(t for t, _ in run), _own(container),
                                  run[0][1]))
             run.clear()
 
     for i, x in enumerate(items):
-        held = _item_token(x)
+        kind = type(x)
+        held = _item_token(x) if kind is Str and x.pieces else None
         if held is not None:
             origin, wrapper = held
             if run and (run[-1][0][0].flags is not origin.flags or run[-1][1] != wrapper):
@@ -180,10 +215,9 @@ def _in_list(v: List, path: tuple, container, memo: dict, out: list) -> None:
             run.append(((origin, x.value[a:b]), wrapper))
             continue
         close()
-        if type(x) in (Dict, List, Str):
-            seg = Named(item_names[i]) if item_names is not None else Index(i)
+        if kind is Dict or kind is List or (kind is Str and x.pieces):
             inner = (x if type(x) is Dict else None) if container == "pod" else container
-            _walk(x, path + (seg,), inner, memo, out)
+            _walk(x, (path, (items, i)), inner, memo, out)
     close()
 
 

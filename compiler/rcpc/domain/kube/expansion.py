@@ -63,6 +63,8 @@ def _scan(text: str) -> Iterator[tuple[int, int, str | None]]:
 def references(text: str) -> list[Reference]:
     """Every ``$(name)`` reference of ``text`` that Kubernetes would look up, in order
     (``$$(X)`` is an escape, not a reference)."""
+    if "$" not in text:  # most texts: no generator started
+        return []
     return [Reference(name, start, end) for start, end, name in _scan(text) if name is not None]
 
 
@@ -70,6 +72,8 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     """``text`` as the container receives it, ``env`` mapping the names defined for it to
     their values (Kubernetes ``expansion.Expand`` with ``MappingFuncFor(env)``): defined
     references replaced, undefined ones kept, ``$$`` made ``$``."""
+    if "$" not in text:
+        return text
     out = []
     done = 0
     for start, end, name in _scan(text):
@@ -116,4 +120,6 @@ def container_env(container) -> dict[str, str | None]:
 def expand_known(text: str, env: Mapping[str, str | None]) -> str:
     """:func:`expand` with the names of ``env`` whose value is known (not None): a reference to
     a name known only at run time is kept as written, as an undefined one is."""
+    if "$" not in text:  # most env values: the known names not gathered
+        return text
     return expand(text, {k: v for k, v in env.items() if v is not None})

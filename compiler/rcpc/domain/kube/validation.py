@@ -151,7 +151,7 @@ def env_var_name(value: str) -> list[str]:
     (1.31 and older: ``IsEnvVarName``, ``[-._a-zA-Z][-._a-zA-Z0-9]*``.)"""
     if not value:
         return ["environment variable name must be non-empty"]
-    if any(not " " <= ch <= "~" or ch == "=" for ch in value):
+    if not (value.isascii() and value.isprintable()) or "=" in value:  # ASCII's printable: space to '~'
         return ["a valid environment variable name must consist only of printable ASCII characters other than '='"]
     return []
 
