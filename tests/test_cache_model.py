@@ -394,3 +394,24 @@ def test_a_damaged_entry_is_a_miss(kind):
     _sequence([*ALL_COMMANDS, *[step for argv in COMMANDS for step in
                                 (("damage_entries", kind, 0, True), ("command", argv))],
                ("damage_entries", kind, 1, True), *edits, *ALL_COMMANDS])
+
+
+def test_a_file_of_the_output_area_removed_or_altered_after_a_replayed_build_is_made_again():
+    """Found by the machine: after a no-op build was replayed, the output area's lock file
+    removed, the next build was replayed again and left it missing, where a build without
+    the caches makes it again (it takes the lock). Each file of ``.rcpc/`` (the marker, the
+    lock, the current manifest), removed or altered: the next build is what an uncached one is."""
+    probe = CacheModel()
+    probe.workspace()
+    try:
+        probe.command(("build",))
+        files = sorted(p for p in (probe.root / "rcpc-out").rglob("*") if p.is_file())
+        area = [i for i, p in enumerate(files) if ".rcpc" in p.relative_to(probe.root).parts
+                and "outputs" not in p.parts]
+    finally:
+        probe.teardown()
+    assert len(area) >= 3, files  # the marker, the lock, a generation's manifest
+    for pick in area:
+        for delete in (True, False):
+            _sequence([("command", ("build",)), ("command", ("build",)), ("tamper_output", pick, delete),
+                       ("command", ("build",)), ("command", ("build",))])

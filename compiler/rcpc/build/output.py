@@ -84,6 +84,7 @@ from rcpc.interrupts import hold, release
 AREA = ".rcpc"
 MARKER = "MANAGED_BY_RCPC"
 MANIFEST = ".manifest"
+LOCK = "lock"
 FORMAT = 1
 _MARKER_TEXT = ("This directory is written by rcpc. It holds the generations of the output that\n"
                 "the links beside it lead to; rcpc replaces them on every build. Do not edit.\n")
@@ -115,7 +116,7 @@ def publish(out_dir: Path, builds: list, shown: str, whole=frozenset(), known=No
     area = out / AREA
     staged: list[Path] = []   # what to remove if the new generation is not published
     try:
-        with open(area / "lock", "a") as lock:
+        with open(area / LOCK, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old_gen, old = _current(area, shown)
             if compared is not None:
@@ -254,8 +255,9 @@ def bookkeeping(out_dir: Path) -> tuple[dict[str, str], list[str], list[str]] | 
     """What a build that finds its output already in place (:func:`publish` writing nothing)
     reads of ``out_dir``'s bookkeeping, for no-op replay (:mod:`rcpc.build.replay`) to check the
     same: ``(links, files, absent)``: each symlink with the text it must still hold (the
-    area's ``current``, each first-part link), the files whose bytes it reads (the marker and
-    the current manifest; any change to them is a miss) and the markers that must stay absent
+    area's ``current``, each first-part link), the files it reads or opens (the marker, the
+    current manifest and the lock, which it makes when missing; any change to them is a
+    miss) and the markers that must stay absent
     (of a ``.rcpc`` directory above ``out_dir``: ``E0910``). None when such a build would
     refuse (``E0910``, ``E0912``) or find no generation: nothing may then be replayed."""
     out = Path(os.path.realpath(out_dir))
@@ -271,7 +273,7 @@ def bookkeeping(out_dir: Path) -> tuple[dict[str, str], list[str], list[str]] | 
         return None
     links = {str(area / "current"): f"gen/{gen.name}"}
     links.update((str(out / name), f"{AREA}/current/{name}") for name in manifest["links"])
-    return links, [str(area / MARKER), str(gen / MANIFEST)], absent
+    return links, [str(area / MARKER), str(gen / MANIFEST), str(area / LOCK)], absent
 
 
 def _read_manifest(gen: Path) -> dict | None:
