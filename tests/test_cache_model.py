@@ -248,8 +248,9 @@ class CacheModel(RuleBasedStateMachine):
             elif kind == "garbage":
                 storefiles.rewrite(self.cache, key, b"\x00garbage")
             elif kind == "flip":  # a byte of the payload's middle: most of it is the renders' text
-                i = len(data) // 2 + pick % 40
-                storefiles.rewrite(self.cache, key, data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1:])
+                if data:  # (an entry damaged before may be short, or empty)
+                    i = (len(data) // 2 + pick % 40) % len(data)
+                    storefiles.rewrite(self.cache, key, data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1:])
             elif kind == "shape":
                 payload = b"[]\n" + json.dumps({"texts": 1, "builds": {"x": 1}, "warnings": "w", "key": 5}).encode()
                 storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
