@@ -141,7 +141,10 @@ def jobs_section(r: dict) -> list[str]:
                    f"{row['1']['cpu']:.3f} | {row['ratio_wall']:.2f} | {row['ratio_cpu']:.2f} | "
                    + (f"{row['control_wall']:.2f}, {row['control_cpu']:.2f}" if "control_wall" in row else "")
                    + f" | {_loads(row['load'])} |")
-    out += ["", f"Never slower: {'met' if r['met'] else 'MISSED'}.", ""]
+    noise = ", ".join(f"N={n} {row['noise_wall']:.3f}" for n, row in sorted(r["per_n"].items(), key=lambda x: int(x[0]))
+                      if "noise_wall" in row)
+    out += ["", f"Never slower (auto / 1 wall at most 1.0 plus the noise, half the control's interquartile range"
+                f"{': ' + noise if noise else ''}; at every N): {'met' if r['met'] else 'MISSED'}.", ""]
     return out
 
 

@@ -32,7 +32,11 @@ from rcpc.core.diagnostics import CompileError, Diagnostic
 from rcpc.core.source import file_span
 
 MIN_PARALLEL = 4
-MIN_PARALLEL_BYTES = 64 * 1024  # source bytes of the recipes left to compile
+# Source bytes of the recipes left to compile. bench/peers.py's recipes (~8.2 KB each, the
+# cheapest per byte rcpc ships an example of), first builds on 2 CPUs, -j 2 against -j 1, 15
+# pairs each (December 2026): 10 recipes (80 KB) 1.01x wall and 1.29x CPU, 16 (128 KB) 0.91x, 24
+# 0.81x; at 64 KiB, -j auto forked at 10 recipes for no time saved.
+MIN_PARALLEL_BYTES = 96 * 1024
 AUTO = 0  # ``-j auto``: as many workers as idle CPUs when the work is there (:func:`idle_cpus`)
 LOADAVG = "/proc/loadavg"
 
