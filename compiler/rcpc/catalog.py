@@ -343,8 +343,8 @@ CATALOG = [
             "X = " + "[0, " * 30 + "[" + "1, " * 45000 + "]" + "]" * 30 + "\n", argv=("fmt",)),
     Example("E0952", "a -j worker process ended before it was done", 'variant("default")\n',
             files={f"recipes/r{k}.rcp": 'variant("default")\n' for k in range(1, 5)}
-            | {"recipes/r5.rcp": 'variant("default")\n' + "# enough source for the -j policy to start workers\n" * 1300},
-            argv=("build", "-j", "2"), env={"RCPC_TEST_KILL": "r3.rcp"}),
+            | {"recipes/r5.rcp": 'variant("default")\n' + "# enough source for the -j policy to start workers\n" * 2000},
+            argv=("build", "-j", "2"), env={"RCPC_TEST_KILL": "r3.rcp"}),  # (more than parallel.MIN_PARALLEL_BYTES)
     # Kubernetes -----------------------------------------------------------------------------------
     Example("E1001", "env value that is not a string",
             'jobset(name = "js", spec = {"containers": [{"name": "c", "image": "i", "env": [{"name": "ENABLE_MULTI_NUMA", "value": 0}]}]})\n'),
