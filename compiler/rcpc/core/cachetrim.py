@@ -106,9 +106,13 @@ def entries(root: str) -> list[Entry]:
     """An :class:`Entry` of every regular file under ``root`` (symlinks are not followed and
     not listed), the stamp and the store's files left out, and of every entry of the store
     there."""
-    out, _ = _files(root)
-    own = store.files(os.path.join(root, store.DIRECTORY))
-    return out + [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))]
+    return _files(root)[0] + _stored(root)
+
+
+def _stored(root: str) -> list[Entry]:
+    """An :class:`Entry` of every entry of the store under ``root`` (its database opened)."""
+    database = store.files(os.path.join(root, store.DIRECTORY))[0]
+    return [Entry(used, size, database, k) for used, size, k in store.usage(os.path.dirname(database))]
 
 
 def _files(root: str) -> tuple[list[Entry], int]:
@@ -142,16 +146,13 @@ def trim(root: str, limit: int, now: float) -> list[Entry]:
     database not opened: ~0.5 ms of a first build) when the files, the store's with them,
     total at most ``limit``: its entries total no more than its files."""
     files, kept = _files(root)
-    removed = [e for e in files if e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
+    removed = sorted((e for e in files if e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S), key=_order)
     for e in removed:
         _unlink(e.path)
-    if sum(e.size for e in files if not e.path.endswith(".tmp")) + kept <= limit:
-        return sorted(removed, key=_order)
-    own = store.files(os.path.join(root, store.DIRECTORY))
-    found = sorted(files + [Entry(used, size, own[0], k) for used, size, k in store.usage(os.path.dirname(own[0]))],
-                   key=_order)
-    removed = [e for e in found if e.key is None and e.path.endswith(".tmp") and now - e.used >= STALE_TMP_S]
-    live = [e for e in found if e.key is not None or not e.path.endswith(".tmp")]
+    live = [e for e in files if not e.path.endswith(".tmp")]
+    if sum(e.size for e in live) + kept <= limit:
+        return removed
+    live = sorted(live + _stored(root), key=_order)
     total = sum(e.size for e in live)
     if total <= limit:
         return removed
