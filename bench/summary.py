@@ -81,6 +81,12 @@ def peers_section(r: dict) -> list[str]:
     else:
         out.append(f"* rcpc's first build of N={n} against {peer}: not measured in this run"
                    + (f" ({r['pkl_unavailable']})" if r.get("pkl_unavailable") else "") + ".")
+    for size, part in sorted(r["per_n"].items(), key=lambda x: int(x[0])):
+        c = part.get("cache_cost")
+        if c:
+            out.append(f"* no cache that costs on a first build of N={size} (`-j 1`, CPU with the cache / without ≤ "
+                       f"1.0): {'met' if c['cpu'] <= 1.0 else 'MISSED'} — {c['cpu']:.2f}x CPU, {c['wall']:.2f}x wall, "
+                       f"{c['rss_mib']:.2f}x peak memory.")
     out += ["", "Versions: " + "; ".join(f"{k} {v}" for k, v in r["versions"].items()) + ".",
             f"Machine: {r['machine']['platform']}, {r['machine']['cpus']} CPUs "
             f"({r['machine'].get('affinity', '?')} usable).", ""]

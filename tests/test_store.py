@@ -12,6 +12,7 @@ tests/test_usercache_trust.py and tests/test_oracle.py."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import re
 import shutil
@@ -141,6 +142,54 @@ def test_a_run_writes_its_entries_in_one_transaction(cache):
         store._write = real
     assert commits == [1] and len(storefiles.rows(cache, "schema")) == 200
     assert all(store.get("schema", k) == p for k, p in made.items())
+
+
+EXAMPLE = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3000)), min_size=1, max_size=60),
+       budget=st.integers(0, 8000))
+@example(sizes=[(i, 28_000) for i in range(8)], budget=100_000)  # bench/peers.py's recipe entries, scaled down
+def test_a_run_keeps_at_most_the_pending_budget_and_loses_no_entry(cache, monkeypatch, sizes, budget):
+    """Whatever a run puts (sizes, keys put again), the entries kept in its memory stay at most
+    ``PENDING_BYTES`` plus the last one (those before are written), the count is exact, and
+    every entry put is found, during the run and after it, with its last payload."""
+    monkeypatch.setattr(store, "PENDING_BYTES", budget)
+    store.flush()
+    tag = next(EXAMPLE)  # keys of their own each example
+    last: dict = {}
+    for i, (name, size) in enumerate(sizes):
+        k = store.key("build", tag, name)
+        last[k] = (b"%d:" % i) * (size // 4 + 1)
+        store.put("build", k, last[k])
+        kept = store._STATE.pending
+        assert store._STATE.size == sum(len(data) for _, data in kept.values())
+        assert store._STATE.size <= budget or len(kept) == 0
+        assert all(store.get("build", key) == payload for key, payload in last.items())
+    store.flush()
+    assert all(store.get("build", key) == payload for key, payload in last.items())
+
+
+def test_a_forked_process_over_the_budget_writes_nothing(cache, monkeypatch):
+    """A process forked from the one that made the store's state (a ``-j`` worker) keeps its
+    entries however many: they go to the main process with its result (:func:`store.take`)."""
+    monkeypatch.setattr(store, "PENDING_BYTES", 0)
+    store.put("build", store.key("build", "before the fork"), b"x")  # written by the parent: the database made
+    store.flush()
+    before = len(storefiles.rows(cache))
+    pid = os.fork()
+    if pid == 0:  # the child: put past the budget, then hand the entries over as a worker does
+        try:
+            for i in range(5):
+                store.put("build", store.key("build", "child", i), b"y" * 100)
+            made = store.take()
+            os._exit(0 if len(made) == 5 and not store._STATE.pending else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(storefiles.rows(cache)) == before
 
 
 def test_a_new_database_is_set_up_without_waiting_for_the_disk(cache, monkeypatch):
@@ -376,9 +425,48 @@ exit_now(run(["check", "-j", "2"]))
 """
 
 
+ADOPTED = """
+from rcpc.build import parallel, pool
+from rcpc.core import store
+parallel.MIN_PARALLEL_BYTES = 0
+store.PENDING_BYTES = 0  # each worker's entries written as soon as they are adopted
+held, real = [], pool.run
+
+
+def run(jobs, items, work, init, each=None, lost=None):
+    def spy(k, outcome):
+        each(k, outcome)
+        held.append(outcome[3])  # the worker's entries, as the pool keeps them to its end
+    return real(jobs, items, work, init, spy, lost)
+
+
+pool.run = run
+from rcpc.__main__ import exit_now, run as main
+code = main(["check", "-j", "2"])
+assert len(held) == 6 and not any(held), held
+exit_now(code)
+"""
+
+
+def test_entries_made_in_workers_are_written_as_they_come(cached_ws):
+    """The main process adopts a worker's entries when its result comes and keeps none of them
+    to the last result (at 1,000 recipes they were 28 MB of its memory): with no pending
+    budget, every result's entries are written at once, the results the pool holds keep none,
+    and every recipe compiled in a worker has its build entry."""
+    for k in range(6):
+        (cached_ws / "recipes" / f"w{k}.rcp").write_text(f'X = {k}\nvariant("default")\n')
+    env = {**os.environ, "XDG_CACHE_HOME": str(cached_ws.parent / "cache")}
+    r = subprocess.run([sys.executable, "-c", ADOPTED], cwd=cached_ws, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    texts = [storefiles.payload("build", key, data).decode()
+             for key, _, data in storefiles.rows(cached_ws.parent / "cache", "build")]
+    assert all(any(str((cached_ws / "recipes" / f"w{k}.rcp").resolve()) in t for t in texts) for k in range(6))
+
+
 def test_entries_made_in_workers_are_written_by_the_main_process(cached_ws):
     """``-j`` workers hand the entries they made to the main process, which writes them with
-    its own at the end (a worker is stopped, never left to write): every recipe compiled in a
+    its own (a worker is stopped, never left to write): every recipe compiled in a
     worker has its build entry, read back whole."""
     for k in range(6):
         (cached_ws / "recipes" / f"w{k}.rcp").write_text(f'X = {k}\nvariant("default")\n')
