@@ -16,12 +16,15 @@ it), so the next build that renders it again skips every check (:meth:`rcpc.doma
 Compiler.check_manifest`) without even reading the schemas; with no schema file but the
 built-in JobSet one, it is also kept under its argv view (:func:`view_key`,
 :mod:`rcpc.domain.kube.argvview`: the argv words no check reads left out), so a manifest that
-differs from it only in such words (a flag edited) skips every check too. Every result is kept under the exact manifest (an unchanged manifest, as most of a recipe's
-are after an edit, skips even the API server's stages); a manifest found valid is also kept
+differs from it only in such words (a flag edited) skips every check too. Where jsonschema
+validates (a schema with no compiled validator, :mod:`rcpc.domain.kube.compiled`), every
+result is kept under the exact manifest (an unchanged manifest, as most of a recipe's are
+after an edit, skips even the API server's stages), and a manifest found valid is also kept
 under its *shape* (:mod:`rcpc.domain.kube.schemashape`: the strings no keyword of the schema can
 tell apart left out), so a manifest that differs from a valid one only in such strings (a
 flag in a container's ``args``) is valid without jsonschema; a result with violations is
-kept only under the exact manifest. Entries are those of the ``schema`` area of rcpc's store
+kept only under the exact manifest. Where the compiled validator decides, its verdict costs
+less than either entry (:func:`rcpc.domain.kube.schema.check_schema`). Entries are those of the ``schema`` area of rcpc's store
 (:mod:`rcpc.core.store`: its keys, entry format, validation, trust rules and batched writes),
 with the results as JSON. A lookup is a hit only when the store returns the entry (its bytes
 check against the key asked for) and the records have the expected shape; anything else is a
