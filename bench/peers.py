@@ -1016,7 +1016,7 @@ def main() -> int:
             print(f"\nN={n}: {len(tools)} commands x {runs} runs", flush=True)
             part = results["per_n"][str(n)] = measure(tools, n, runs, base, yaml)
             for name, m in part["medians"].items():
-                print(f"  {name:30s} {m['wall']:8.3f} s wall {m['cpu']:8.3f} s CPU {m['rss_mib']:6.0f} MiB", flush=True)
+                print(f"  {name:36s} {m['wall']:8.3f} s wall {m['cpu']:8.3f} s CPU {m['rss_mib']:6.0f} MiB", flush=True)
             for peer, r in part["ratios"].get(FIRST[0], {}).items():
                 print(f"  first build (-j auto) / {peer}: wall {r['wall']:.2f}, CPU {r['cpu']:.2f}")
             shutil.rmtree(ws, ignore_errors=True)
