@@ -448,36 +448,20 @@ exit_now(code)
 """
 
 
-def test_entries_made_in_workers_are_written_as_they_come(cached_ws):
-    """The main process adopts a worker's entries when its result comes and keeps none of them
-    to the last result (at 1,000 recipes they were 28 MB of its memory): with no pending
-    budget, every result's entries are written at once, the results the pool holds keep none,
-    and every recipe compiled in a worker has its build entry."""
+@pytest.mark.parametrize("script", [WORKERS, ADOPTED], ids=["at the end", "as they come"])
+def test_entries_made_in_workers_are_written_by_the_main_process(cached_ws, script):
+    """``-j`` workers hand the entries they made to the main process, which writes them with
+    its own (a worker is stopped, never left to write): every recipe compiled in a worker has
+    its build entry, read back whole. The main process adopts a worker's entries when its
+    result comes and keeps none of them to the last result (at 1,000 recipes they were 28 MB of
+    its memory): with no pending budget (``ADOPTED``), every result's entries are written at
+    once and the results the pool holds keep none."""
     for k in range(6):
         (cached_ws / "recipes" / f"w{k}.rcp").write_text(f'X = {k}\nvariant("default")\n')
     env = {**os.environ, "XDG_CACHE_HOME": str(cached_ws.parent / "cache")}
-    r = subprocess.run([sys.executable, "-c", ADOPTED], cwd=cached_ws, env=env, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", script], cwd=cached_ws, env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     texts = [storefiles.payload("build", key, data).decode()
              for key, _, data in storefiles.rows(cached_ws.parent / "cache", "build")]
     assert all(any(str((cached_ws / "recipes" / f"w{k}.rcp").resolve()) in t for t in texts) for k in range(6))
-
-
-def test_entries_made_in_workers_are_written_by_the_main_process(cached_ws):
-    """``-j`` workers hand the entries they made to the main process, which writes them with
-    its own (a worker is stopped, never left to write): every recipe compiled in a
-    worker has its build entry, read back whole."""
-    for k in range(6):
-        (cached_ws / "recipes" / f"w{k}.rcp").write_text(f'X = {k}\nvariant("default")\n')
-    env = {**os.environ, "XDG_CACHE_HOME": str(cached_ws.parent / "cache")}
-    r = subprocess.run([sys.executable, "-c", WORKERS], cwd=cached_ws, env=env, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    built = storefiles.rows(cached_ws.parent / "cache", "build")
-    recipes = {str((cached_ws / "recipes" / f"w{k}.rcp").resolve()) for k in range(6)}
-    found = set()
-    for key, _, data in built:
-        text = storefiles.payload("build", key, data).decode()
-        found |= {p for p in recipes if p in text}
-    assert found == recipes
