@@ -372,3 +372,61 @@ def test_a_reader_gone_before_the_first_write_ends_the_command_quietly(argv, tmp
     finally:
         os.close(write)
     assert (r.returncode, r.stderr.decode()) == (0, "")
+
+
+# Where a build runs out of memory (bench trial: `ulimit -v` at 40-60 MB on a build of 300
+# recipes): the stage it raised in, and what the run must end with. A stage that writes the
+# cache drops its entries (the build's result stands); any other ends the run with exit 1.
+OUT_OF_MEMORY = [("rcpc.core.syntax.parser", "parse", 1), ("rcpc.domain.recipe", "Compiler.evaluate", 1),
+                 ("rcpc.domain.maxtext.emit", "value_text", 1), ("rcpc.build.output", "publish", 1),
+                 ("rcpc.core.store", "_write", 0), ("rcpc.core.store", "_sqlite", 0)]
+
+
+@pytest.mark.parametrize("module, name, code", OUT_OF_MEMORY, ids=[f"{m.rsplit('.', 1)[1]}.{n}" for m, n, _ in
+                                                                      OUT_OF_MEMORY])
+def test_memory_running_out_is_said_and_costs_no_output(cached_ws, monkeypatch, capsys, module, name, code):
+    """A MemoryError anywhere in a build is said as such ("out of memory", with what was
+    written and a hint; it was "the input is too large or too deeply nested"), never a
+    traceback, and leaves the output of the last build; where the cache is written (and where
+    SQLite's library cannot even be loaded: ``ImportError`` at the end of the run, reported
+    with a traceback), the cache is dropped and the build stands, equal to one without it."""
+    import importlib
+
+    from rcpc.__main__ import run
+    from rcpc.core import store
+
+    store.flush()
+    assert run(["build", "-o", "out"]) == 0
+    before = {p: p.read_bytes() for p in sorted((cached_ws / "out").rglob("*")) if p.is_file()}
+    (cached_ws / "recipes" / "lib" / "l.rcp").write_text("LR = 2e-6\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cached_ws.parent / "fresh-cache"))
+    owner = importlib.import_module(module)
+    *path, attr = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+
+    def exhausted(*a, **k):
+        raise MemoryError
+
+    if name == "_sqlite":  # its shared library cannot be mapped: an import that fails
+        monkeypatch.setitem(sys.modules, "_sqlite3", None)
+    else:
+        monkeypatch.setattr(owner, attr, exhausted)
+    capsys.readouterr()
+    assert run(["build", "-o", "out"]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    after = {p: p.read_bytes() for p in sorted((cached_ws / "out").rglob("*")) if p.is_file()}
+    if code:
+        assert "rcpc: error: out of memory (MemoryError); nothing was written" in err and "help: " in err
+        assert after == before
+    else:
+        store.flush()
+        assert not list((cached_ws.parent / "fresh-cache").rglob("store.db")) or name == "_write"
+        monkeypatch.undo()
+        monkeypatch.setenv("RCPC_NO_CACHE", "1")
+        monkeypatch.chdir(cached_ws)
+        assert run(["build", "-o", "uncached"]) == 0
+        rel = {p.relative_to(cached_ws / "out"): b for p, b in after.items() if ".rcpc" not in p.parts}
+        assert rel == {p.relative_to(cached_ws / "uncached"): p.read_bytes()
+                       for p in sorted((cached_ws / "uncached").rglob("*")) if p.is_file() and ".rcpc" not in p.parts}

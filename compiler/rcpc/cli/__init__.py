@@ -206,6 +206,11 @@ def _run(args: argparse.Namespace, run: Run) -> int:
     except KeyboardInterrupt:
         stderr(f"rcpc: interrupted; {run.progress}")
         return 130
-    except (RecursionError, MemoryError) as exc:
-        stderr(f"rcpc: error: the input is too large or too deeply nested ({type(exc).__name__})")
+    except RecursionError:
+        stderr("rcpc: error: the input is too large or too deeply nested (RecursionError)")
+        return 1
+    except MemoryError:
+        stderr(f"rcpc: error: out of memory (MemoryError); {run.progress}\n"
+               "  help: rcpc needs more memory than this process may use (`ulimit -v`, a container's memory "
+               "limit): raise the limit, or build fewer recipes at once (each -j worker needs its own)")
         return 1

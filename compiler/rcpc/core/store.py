@@ -45,7 +45,8 @@ read by a hit more than :data:`TOUCH_S` after its last recorded use: a warm run 
 most once a day, as ``relatime``), :func:`usage` lists entries as the trim sees files, and
 :func:`remove` deletes entries and gives their pages back (incremental vacuum).
 ``RCPC_NO_CACHE=1`` turns the store off. Imports ``hashlib`` and, at the first use of the
-database, :mod:`sqlite3`'s C module ``_sqlite3`` (~1 ms; the package would add datetime).
+database, :mod:`sqlite3`'s C module ``_sqlite3`` (~1 ms; the package would add datetime; a
+process that cannot load it, short of memory, has the store off: :func:`_sqlite`).
 """
 
 from __future__ import annotations
@@ -162,12 +163,11 @@ def get(area: str, k: str | None) -> bytes | None:
     db = _open(directory, create=False)
     if db is None:
         return None
-    import _sqlite3 as sqlite3  # the C module: sqlite3.dbapi2 adds datetime and its adapters (~1.5 ms)
-
+    sqlite3 = _sqlite()
     try:
         row = db.execute("SELECT CASE WHEN length(entry) <= ? THEN entry END, used FROM entries WHERE key = ?",
                          (MAX_ENTRY, raw)).fetchone()
-    except sqlite3.Error:
+    except (sqlite3.Error, MemoryError):
         return None
     if row is None:
         return None
@@ -265,8 +265,9 @@ def flush() -> None:
 
 
 def _flush(directory: str, pending: dict, touched: dict) -> None:
-    import _sqlite3 as sqlite3
-
+    sqlite3 = _sqlite()
+    if sqlite3 is None:
+        return
     for attempt in (1, 2):
         try:
             _write(directory, pending, touched)
@@ -275,7 +276,7 @@ def _flush(directory: str, pending: dict, touched: dict) -> None:
             if attempt == 2 or not _corrupt(exc):
                 return
             _discard(directory)
-        except OSError:
+        except (OSError, MemoryError):
             return
 
 
@@ -316,6 +317,18 @@ def _now() -> int:
     return int(time.time())
 
 
+def _sqlite():
+    """SQLite's C module ``_sqlite3`` (:mod:`sqlite3`'s package would add datetime and its
+    adapters, ~1.5 ms), or None when it cannot be loaded: a process short of memory cannot map
+    its shared library (``ulimit -v``), and the store is then as if missing (misses, entries
+    dropped), never an error of the command."""
+    try:
+        import _sqlite3
+    except (ImportError, MemoryError):
+        return None
+    return _sqlite3
+
+
 def _open(directory: str | None, create: bool, again: bool = True):
     """The open database of the store ``directory`` (made, with the directory, when
     ``create``: one SQLite finds corrupt is removed and made anew), or None when there is
@@ -342,8 +355,9 @@ def _open(directory: str | None, create: bool, again: bool = True):
             return None
     except OSError:
         return None
-    import _sqlite3 as sqlite3
-
+    sqlite3 = _sqlite()
+    if sqlite3 is None:
+        return None
     try:
         uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
@@ -433,12 +447,10 @@ def usage(directory: str) -> list[tuple[int, int, bytes]]:
     db = _open(directory, create=False)
     if db is None:
         return []
-    import _sqlite3 as sqlite3
-
     try:
         return [(used, size, k) for k, used, size in
                 db.execute("SELECT key, used, length(key) + length(entry) FROM entries")]
-    except sqlite3.Error:
+    except (_sqlite().Error, MemoryError):
         return []
 
 
@@ -448,13 +460,11 @@ def remove(directory: str, keys: list[bytes]) -> bool:
     db = _open(directory, create=False)
     if db is None or not keys:
         return not keys
-    import _sqlite3 as sqlite3
-
     try:
         with _transaction(db):
             db.executemany("DELETE FROM entries WHERE key = ?", [(k,) for k in keys])
         db.execute("PRAGMA incremental_vacuum")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except sqlite3.Error:
+    except (_sqlite().Error, MemoryError):
         return False
     return True
