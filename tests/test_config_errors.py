@@ -92,3 +92,55 @@ def test_rcp_toml_that_is_not_utf8_is_located_at_the_byte(tmp_path):
         Workspace.find(tmp_path)
     d = info.value.diagnostics[0]
     assert d.code == "E0901" and "not UTF-8" in d.message and (d.span.line, d.span.col) == (2, 15)
+
+
+LISTS = ("recipe_dirs", "library_dirs", "kube_schemas", "jobset_feature_gates")
+STRINGS = ("output_dir", "golden_dir", "maxtext_schema", "maxtext_oracle", "maxtext_python")
+
+
+def toml_text(value) -> str:
+    """``value`` written as TOML with every string character but a few escaped as ``\\u``/``\\U``
+    (independent of rcpc's writer)."""
+    if isinstance(value, str):
+        return '"' + "".join(c if c.isascii() and (c.isalnum() or c in " /:._-") else
+                             f"\\u{ord(c):04X}" if ord(c) < 0x10000 else f"\\U{ord(c):08X}" for c in value) + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(toml_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"k{i} = {toml_text(v)}" for i, v in enumerate(value.values())) + "}"
+    return repr(value)
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+SCALAR = st.one_of(TEXT, st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                   st.booleans())
+VALUE = st.one_of(SCALAR, st.lists(SCALAR, max_size=4), st.dictionaries(st.just("k"), SCALAR, max_size=1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(LISTS + STRINGS), value=VALUE)
+@example(key="kube_schemas", value="builtin:jobset")  # the report: the hint said ["recipes"]
+@example(key="library_dirs", value="lib")
+def test_a_value_of_the_wrong_type_gets_a_hint_of_its_own_value(key, value, tmp_path_factory):
+    """The hint of a value of the wrong type is the line to write: TOML that gives the key the
+    type asked for (a list of strings, or a string), holding the strings the user wrote (a
+    new user got ``write kube_schemas = ["recipes"]`` for ``kube_schemas = "builtin:jobset"``)."""
+    listed = key in LISTS
+    if (listed and isinstance(value, list) and all(isinstance(v, str) for v in value)) or \
+            (not listed and isinstance(value, str)):
+        return  # the right type
+    root = tmp_path_factory.mktemp("ws")
+    (root / "rcp.toml").write_text(f"{key} = {toml_text(value)}\n")
+    with pytest.raises(CompileError) as info:
+        Workspace.find(root)
+    d = info.value.diagnostics[0]
+    assert d.code == "E0901" and d.hint.startswith(f"write {key} = "), d
+    fixed = tomllib.loads(d.hint.removeprefix("write "))[key]
+    given_strings = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    if listed:
+        assert isinstance(fixed, list) and all(isinstance(v, str) for v in fixed) and fixed
+        assert all(s in fixed for s in given_strings)
+    else:
+        assert isinstance(fixed, str) and (not given_strings or fixed == given_strings[0])

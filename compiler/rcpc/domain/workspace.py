@@ -134,7 +134,7 @@ class Workspace:
             value = data.get(key, default)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a list of strings", _key_span(text, key),
-                            hint=f'write {key} = ["recipes"]')
+                            hint=_rewritten(key, value, True))
             return value
 
         def path(key, value):
@@ -164,7 +164,7 @@ class Workspace:
             value = data.get(key, default)
             if not isinstance(value, str):
                 raise error("E0901", f"{CONFIG_NAME}: '{key}' must be a string", _key_span(text, key),
-                            hint=f'write {key} = "path"')
+                            hint=_rewritten(key, value, False))
             return path(key, value)
 
         known = ["recipe_dirs", "library_dirs", "output_dir", "golden_dir", "maxtext_schema", "maxtext_base",
@@ -403,6 +403,30 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}" + (f"; {shipped}" if shipped else ""))
         return real
+
+
+_EXAMPLES = {"recipe_dirs": "recipes", "library_dirs": "recipes/lib", "kube_schemas": "builtin:jobset",
+             "jobset_feature_gates": "FeatureName", "maxtext_python": "python3"}
+
+
+def _rewritten(key: str, value, listed: bool) -> str:
+    """The hint for rcp.toml's ``key`` given ``value`` (parsed TOML) of the wrong type: the
+    line to write, with the strings (and numbers, as text) ``value`` holds, as a list of
+    strings when ``listed``, else as one string (its first string, if any): ``kube_schemas =
+    "builtin:jobset"`` gets
+    ``write kube_schemas = ["builtin:jobset"]``; an example where it holds none. The line is
+    TOML (1.0, basic strings) that gives ``key`` a value of the type asked for."""
+    items = value if isinstance(value, list) else [value]
+    texts = [v if isinstance(v, str) else repr(v) for v in items
+             if isinstance(v, str) or type(v) in (int, float)] or [_EXAMPLES.get(key, "path")]
+    if listed:
+        return f"write {key} = [{', '.join(map(_toml_string, texts))}]"
+    return f"write {key} = {_toml_string(next((v for v in items if isinstance(v, str)), texts[0]))}"
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: JSON's escapes are TOML's, and TOML also escapes DEL."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
 
 
 def _key_span(text: str, key: str) -> Span:
