@@ -44,6 +44,31 @@ def test_formatted_diagnostic_with_related_span(ws):
     )
 
 
+PATHS = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters=":"), min_size=1,
+                max_size=20)
+
+
+@settings(max_examples=100, deadline=None)
+@given(path=PATHS, related=st.lists(st.tuples(PATHS, st.integers(0, 3)), max_size=3), line=st.integers(0, 3))
+@example(path="recipes/r.rcp", related=[("--flag trainer.steps=10", 0)], line=573)  # the report
+def test_a_span_without_a_line_is_shown_as_its_path(path, related, line):
+    """A span with no line (a whole file, a --flag) is shown as its path, as the primary span
+    or a related one, never as ``path:0:0`` (``the new value is made here: --flag
+    trainer.steps=10:0:0``); one with a line as ``path:line:col``."""
+    from rcpc.core.diagnostics import Diagnostic
+    from rcpc.core.source import Span
+
+    spans = [(f"label {i}", Span(p, n, n, n, n + 1)) for i, (p, n) in enumerate(related)]
+    d = Diagnostic("E0612", "m", Span(path, line, 1, line, 2), related=tuple(spans), hint="h")
+    text = format_text(d, {})
+    head = text.splitlines()[0]
+    assert head.startswith(f"{path}:{line}:1: error[E0612]" if line else f"{path}: error[E0612]"), head
+    for label, span in spans:
+        assert f"  {label}: {span.path}:{span.line}:{span.line}" in text if span.line else \
+            f"  {label}: {span.path}\n" in text + "\n"
+    assert f"{path}:0:" not in text and all(f"{p}:0:" not in text for p, _ in related)
+
+
 # the command line -------------------------------------------------------------------------
 LINE = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[(?P<code>E\d{4})\]: (?P<msg>.+)$")
 

@@ -409,7 +409,7 @@ def test_a_schema_jsonschema_cannot_apply_is_a_diagnostic_at_its_file(tmp_path, 
         with pytest.raises(CompileError) as got:
             check_schema(data, index)
     (d,) = got.value.diagnostics
-    assert d.code == "E1102" and str(d.span) == "s.yaml:0:0", d
+    assert d.code == "E1102" and str(d.span) == "s.yaml" and d.span.line == 0, d
     assert "s.yaml is not a valid JSON schema for ex.io/v1 T" in d.message and "(at properties/count/" in d.message
 
 

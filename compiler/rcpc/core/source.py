@@ -15,7 +15,8 @@ from rcpc.core import record
 @record.frozen
 class Span:
     """A range in a source file: ``path`` as shown to users, 1-based ``line``/``col``,
-    ``end_line``/``end_col`` (exclusive).
+    ``end_line``/``end_col`` (exclusive); line 0 when it names a whole file or an origin
+    that has no lines (a ``--flag``), shown as its path alone.
     Values set from the command line use path ``<command line>``."""
 
     path: str
@@ -25,7 +26,8 @@ class Span:
     end_col: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        """``path:line:col``, or ``path`` for a span with no line (it was ``--flag x=1:0:0``)."""
+        return f"{self.path}:{self.line}:{self.col}" if self.line else self.path
 
 
 COMMAND_LINE_SPAN = Span("<command line>", 0, 0, 0, 0)
