@@ -144,3 +144,27 @@ def test_a_value_of_the_wrong_type_gets_a_hint_of_its_own_value(key, value, tmp_
         assert all(s in fixed for s in given_strings)
     else:
         assert isinstance(fixed, str) and (not given_strings or fixed == given_strings[0])
+
+
+@pytest.mark.parametrize("fault, key, says", FAULTS + [("kube_schemas = ['builtin:nope']", "kube_schemas",
+                                                         "no built-in schema")])
+def test_a_fault_in_rcp_toml_is_quoted_with_a_caret(fault, key, says, tmp_path, monkeypatch, capsys):
+    """Every rcp.toml fault is shown as every other diagnostic is: its line quoted, a caret
+    under it (a new user got only ``rcp.toml:3:1: error...`` and a help line: no compiler
+    had read rcp.toml, the workspace failing to open)."""
+    import re
+
+    from rcpc.__main__ import run
+
+    lines = ["# settings", "", fault]
+    (tmp_path / "rcp.toml").write_text("\n".join(lines) + "\n")
+    (tmp_path / "recipes").mkdir()
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert run(["check"]) == 1
+    err = capsys.readouterr().err
+    head = re.search(r"^rcp\.toml:(\d+):(\d+): error\[E\d{4}\]: .*" + re.escape(says), err, re.M)
+    assert head, err
+    line, col = int(head.group(1)), int(head.group(2))
+    quoted = (lines + [""])[line - 1]
+    assert re.search(rf"^ +{line} \| {re.escape(quoted)}\n +\| {' ' * (col - 1)}\^", err, re.M), err

@@ -190,7 +190,7 @@ def _run(args: argparse.Namespace, run: Run) -> int:
         run.recorder.finished()
         return code
     except CompileError as exc:
-        run.diagnostics(exc.diagnostics)
+        run.diagnostics(exc.diagnostics, exc.sources)
         return 1
     except UsageError as exc:
         stderr(f"rcpc: {exc}")

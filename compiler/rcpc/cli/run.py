@@ -94,9 +94,13 @@ class Run:
             return {}
         return Sources(self.workspace.config, self.workspace.sources)
 
-    def diagnostics(self, diags) -> None:
-        """Report ``diags`` (:meth:`Report.add`) with the workspace's sources."""
-        self.report.add(diags, self.sources)
+    def diagnostics(self, diags, sources: dict | None = None) -> None:
+        """Report ``diags`` (:meth:`Report.add`) with the workspace's sources and ``sources``
+        (:attr:`rcpc.core.diagnostics.CompileError.sources`)."""
+        known = self.sources  # a new table each time
+        for path, source in (sources or {}).items():
+            known.setdefault(path, source)
+        self.report.add(diags, known)
 
 
 class Sources(dict):

@@ -40,12 +40,15 @@ class Diagnostic:
 
 
 class CompileError(Exception):
-    """Raised by any stage for bad input; carries every diagnostic found (at least one)."""
+    """Raised by any stage for bad input; carries every diagnostic found (at least one), and
+    ``sources`` ({display path: :class:`~rcpc.core.source.Source`}) of files they quote that
+    whoever reports them may not know (``rcp.toml`` of a workspace that could not be opened)."""
 
     def __init__(self, diagnostics: Diagnostic | Iterable[Diagnostic]):
         if isinstance(diagnostics, Diagnostic):
             diagnostics = [diagnostics]
         self.diagnostics = list(diagnostics)
+        self.sources: dict = {}
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
 

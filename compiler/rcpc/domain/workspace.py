@@ -35,7 +35,7 @@ from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_yo
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.names import fold, problem
-from rcpc.core.source import Span, file_span
+from rcpc.core.source import Source, Span, file_span
 from rcpc.core.usercache import code_fingerprint
 from rcpc.domain import stdlib
 
@@ -108,7 +108,11 @@ class Workspace:
         for d in (here, *here.parents):
             cfg = d / CONFIG_NAME
             if cfg.exists():
-                return cls._load(d, cfg)
+                try:
+                    return cls._load(d, cfg)
+                except CompileError as exc:  # its diagnostics quote rcp.toml, which no compiler has read
+                    _quoted(exc, cfg)
+                    raise
         return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out",
                    here / "golden")
 
@@ -403,6 +407,15 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}" + (f"; {shipped}" if shipped else ""))
         return real
+
+
+def _quoted(exc: CompileError, cfg: Path) -> None:
+    """Give ``exc`` (an error of rcp.toml ``cfg``) the file's text to quote its lines from,
+    when it can be read as UTF-8 (:attr:`CompileError.sources`)."""
+    try:
+        exc.sources[CONFIG_NAME] = Source(CONFIG_NAME, read_limited(cfg, MAX_FILE_BYTES).decode("utf-8"), str(cfg))
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
 
 
 _EXAMPLES = {"recipe_dirs": "recipes", "library_dirs": "recipes/lib", "kube_schemas": "builtin:jobset",
