@@ -168,6 +168,15 @@ def test_cli_success_exits_0(ws, cli):
     assert (r.code, r.out, r.err) == (0, "apiVersion: v1\nkind: K\nmetadata:\n  name: m\n", "")
 
 
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_the_build_line_counts_renders_in_english(ws, cli, count, tmp_path):
+    """``rcpc: 1 render of 1 recipe(s)`` (it said ``1 renders``)."""
+    ws.write("recipes/r.rcp", "".join(f'manifest(name = "m{i}", apiVersion = "v1", kind = "K")\n'
+                                      for i in range(count)) + 'variant("default")\n')
+    r = cli("build", "-o", str(tmp_path / "out"))
+    assert r.code == 0 and f"rcpc: {count} {'render' if count == 1 else 'renders'} of 1 recipe(s)" in r.err, r.err
+
+
 # no input crashes the compiler -------------------------------------------------------------
 TOKENS = ["X", "Y", "=", "==", "(", ")", "[", "]", "{", "}", ",", ":", ".", "+", "-", "*", "//", "%",
           "1", "1e-6", '"s"', "'t'", 'f"{X}"', 'f"{', '"""a', "True", "None", "if", "else", "for", "in",

@@ -112,6 +112,18 @@ def test_refused_with_the_check_that_forbids_it(tmp_path, item, code):
     assert info.value.diagnostics[0].code == code
 
 
+def test_a_render_name_is_listed_once_however_many_files_it_names(tmp_path):
+    """E0638's list of render names names each once: a JobSet and a flag file of one name
+    (the RL recipe's trainer.yaml and trainer.flags) were listed as ``trainer, trainer``."""
+    api = _api(tmp_path)
+    (tmp_path / "recipes" / "r.rcp").write_text(RECIPE + 'flag_file(name = "js", flags = F)\n')
+    with pytest.raises(CompileError) as info:
+        api.render("r", flags=["zzzzzz.steps=1"])
+    d = info.value.diagnostics[0]
+    listed = d.hint.removeprefix("renders: ").split(", ")
+    assert d.code == "E0638" and d.hint.startswith("renders: ") and len(listed) == len(set(listed)) and "js" in listed
+
+
 def test_a_render_must_carry_exactly_one_flag_set(tmp_path):
     api = _api(tmp_path)
     (tmp_path / "recipes" / "r.rcp").write_text(

@@ -69,7 +69,7 @@ def _parse(item: str, renders: list) -> tuple:
     name, files, key, text = flag_target(item, list(by_file))
     if files:
         return [by_file[f] for f in files], key, text
-    stems = [r.name for r in renders]
+    stems = list(dict.fromkeys(r.name for r in renders))  # trainer.flags and trainer.yaml: one name
     raise error("E0638", f"--flag {item}: no render named {head.split('.')[0]!r}", None,
                 hint=did_you_mean(head.split(".")[0], stems) or f"renders: {', '.join(stems) or 'none'}")
 

@@ -62,6 +62,6 @@ def execute(args, run) -> int:
     if not written:
         recorder.note_bookkeeping(os.path.abspath(out_dir), output_bookkeeping(out_dir))
     count = sum(len(renders) for _, _, renders in variants)
-    run.report.status(f"rcpc: {count} renders of {len(build.recipes)} recipe(s) in {out_dir} "
+    run.report.status(f"rcpc: {count} render{'' if count == 1 else 's'} of {len(build.recipes)} recipe(s) in {out_dir} "
                       f"({written.describe(len(variants))})")
     return 0
