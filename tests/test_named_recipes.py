@@ -79,6 +79,26 @@ def test_building_a_stray_file_is_a_usage_error_and_writes_nothing(tmp_path, mon
     assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "rcpc-out").rglob("*")) == before
 
 
+NAMES = st.text("abcxyz_/", min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidates=st.lists(NAMES, max_size=6), word=NAMES)
+@example(candidates=["rl/qwen35_397b_256_v7x", "tpu_recipes/llama3_1_70b"], word="rl/qwen35")  # the report
+def test_a_suggestion_is_a_close_name_or_the_one_it_begins(candidates, word):
+    """``did_you_mean`` names a candidate: difflib's closest, else the one candidate ``word``
+    begins (a new user's ``rcpc build rl/qwen35`` got no suggestion), else none."""
+    import difflib
+
+    from rcpc.core.diagnostics import did_you_mean
+
+    hint = did_you_mean(word, candidates)
+    close = difflib.get_close_matches(word, candidates, n=1)
+    begun = set(c for c in candidates if c.startswith(word))
+    want = close[0] if close else next(iter(begun)) if len(begun) == 1 else None
+    assert hint == (f"did you mean '{want}'?" if want is not None else None)
+
+
 @pytest.mark.parametrize("name", ["dmeo", "recipes/dmeo.rcp"])
 def test_a_misspelt_recipe_gets_a_did_you_mean(tmp_path, name):
     (tmp_path / "rcp.toml").write_text("")
@@ -86,3 +106,17 @@ def test_a_misspelt_recipe_gets_a_did_you_mean(tmp_path, name):
     (tmp_path / "recipes" / "demo.rcp").write_text(RECIPE.format(name="t"))
     with pytest.raises(UsageError, match="did you mean 'demo'"):
         Workspace(tmp_path).recipe_paths([name])
+
+
+def test_a_misspelt_render_gets_a_did_you_mean(tmp_path, monkeypatch, capsys):
+    """``rcpc render RECIPE trainr`` names the render meant (it listed every render only)."""
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "demo.rcp").write_text(
+        'flag_file(name = "trainer", flags = maxtext_flags({"steps": 1}))\n'
+        'manifest(name = "orchestrator", apiVersion = "v1", kind = "K")\n')
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["render", "demo", "trainr"]) == 2
+    assert "has no render 'trainr' (did you mean 'trainer'?); renders: trainer.flags, orchestrator.yaml" in \
+        capsys.readouterr().err

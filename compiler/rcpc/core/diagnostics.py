@@ -88,14 +88,19 @@ def io_hint(exc: BaseException) -> str:
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), or None.
-    Words and candidates longer than :data:`MAX_SUGGEST` characters are not compared (difflib
-    is quadratic in their length)."""
+    """A ``did you mean 'x'?`` hint for the closest candidate (difflib ratio >= 0.6), else for
+    the one candidate ``word`` begins (``rl/qwen35`` for ``rl/qwen35_397b_256_v7x``, too far
+    for difflib), or None. Words and candidates longer than :data:`MAX_SUGGEST` characters are
+    not compared (difflib is quadratic in their length)."""
+    candidates = list(candidates)
     if len(word) > MAX_SUGGEST:
         return None
     import difflib
 
     close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= MAX_SUGGEST], n=1)
+    if not close and word:
+        close = list(dict.fromkeys(c for c in candidates if c.startswith(word)))
+        close = close if len(close) == 1 else []
     return f"did you mean '{close[0]}'?" if close else None
 
 

@@ -7,6 +7,7 @@ import sys
 from rcpc.api import UsageError
 from rcpc.cli.options import common, no_variant_with_values, variant_options
 from rcpc.completion import annotate
+from rcpc.core.diagnostics import did_you_mean
 
 ORDER = 20
 
@@ -26,8 +27,10 @@ def execute(args, run) -> int:
     if args.render:
         renders = [r for r in renders if r.name == args.render or r.name.rsplit(".", 1)[0] == args.render]
         if not renders:
-            raise UsageError(f"{rendered.recipe} has no render {args.render!r}; renders: "
-                             + ", ".join(r.name for r in rendered.renders))
+            names = [r.name for r in rendered.renders]
+            near = did_you_mean(args.render, [*dict.fromkeys(n.rsplit(".", 1)[0] for n in names), *names])
+            raise UsageError(f"{rendered.recipe} has no render {args.render!r}"
+                             + (f" ({near})" if near else "") + "; renders: " + ", ".join(names))
     out = sys.stdout
     if len(renders) == 1:
         out.write(renders[0].text)
