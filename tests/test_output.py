@@ -356,6 +356,26 @@ def test_users_entries_beside_rcpcs_links_are_never_touched(tmp_path):
     assert sorted(os.listdir(root / "rcpc-out")) == [".rcpc", ".x.old-1", ".y.tmp-2", "a", "a.old", "notes.txt"]
 
 
+@pytest.mark.parametrize("config, out", [
+    ("", "golden"), ("", "golden/rl"), ("", "recipes"), ("", "recipes/lib/x"),
+    ('golden_dir = "g"\nrecipe_dirs = ["src"]\nlibrary_dirs = ["libs"]\n', "g"),
+    ('golden_dir = "g"\nrecipe_dirs = ["src"]\nlibrary_dirs = ["libs"]\n', "src/a"),
+    ('golden_dir = "g"\nrecipe_dirs = ["src"]\nlibrary_dirs = ["libs"]\n', "libs"),
+])
+def test_output_into_the_workspaces_sources_is_refused(tmp_path, config, out):
+    """``-o golden`` (or a recipe or library directory, or inside one) is refused before
+    anything is written: a new user's ``-o golden`` got E0910 only where a recipe's directory
+    existed, with a hint to delete it (the goldens)."""
+    src = "src" if config else "recipes"
+    root = workspace(tmp_path, {"rcp.toml": config, f"{src}/rl/r.rcp": 'variant("default")\n',
+                                f"{'g' if config else 'golden'}/rl/r/default/x.yaml": "kept: 1\n",
+                                f"{'libs' if config else 'recipes/lib'}/l.rcp": "X = 1\n"})
+    before = everything(root)
+    code, err = run(root, "build", "-o", out)
+    assert code == 1 and f"error[E0910]: cannot write to {out}: it is " in err and "rcp.toml's" in err, err
+    assert "delete" not in err and everything(root) == before
+
+
 def test_output_over_the_workspace_refuses_to_take_a_users_directory(tmp_path):
     """The reported fault: ``-o .`` with a recipe ``compiler`` and ``variant("rcpc")``
     deleted ``compiler/rcpc/``. Now E0910 at the recipe, exit 1, nothing made or changed."""

@@ -72,6 +72,7 @@ class Build:
         out_dir = Path(output) if output is not None else ws.output_dir
         names = [name for name, _, _, _ in self.recipes]
         shown = shown or (str(output) if output is not None else ws.display(out_dir))
+        _not_a_source_directory(ws, out_dir, shown)
         try:
             return publish(out_dir, self.variants, shown,
                            whole=set(names) if self.whole else set(),
@@ -82,6 +83,28 @@ class Build:
         except OSError as exc:
             raise CompileError(Diagnostic("E0950", f"cannot write to {out_dir}: {_why_not(out_dir, exc)}", None,
                                           hint="the previous output, if any, is unchanged")) from None
+
+
+_SOURCES = (("golden_dir", "golden directory"), ("recipe_dirs", "recipe directory"),
+            ("library_dirs", "library directory"))
+
+
+def _not_a_source_directory(ws, out_dir: Path, shown: str) -> None:
+    """``E0910`` when ``out_dir`` is, or is inside, a directory of the workspace's sources
+    (rcp.toml's ``golden_dir``, ``recipe_dirs``, ``library_dirs``): a build there would mix
+    renders with the files it is made from (``-o golden`` was refused only where a recipe's
+    directory existed, with a hint to delete it: the goldens)."""
+    out = Path(os.path.realpath(out_dir))
+    for key, what in _SOURCES:
+        found = getattr(ws, key)
+        for d in (found,) if isinstance(found, Path) else found:
+            real = Path(os.path.realpath(d))
+            if out == real or real in out.parents:
+                raise CompileError(Diagnostic(
+                    "E0910", f"cannot write to {shown}: it is {'' if out == real else 'inside '}the workspace's "
+                    f"{what} {ws.display(real)} (rcp.toml's {key})", None,
+                    hint=f"choose another output directory (-o), such as {ws.display(ws.output_dir)}, the "
+                         "workspace's output_dir; nothing was written"))
 
 
 def _why_not(out_dir: Path, exc: OSError) -> str:
