@@ -120,3 +120,19 @@ def test_a_misspelt_render_gets_a_did_you_mean(tmp_path, monkeypatch, capsys):
     assert main(["render", "demo", "trainr"]) == 2
     assert "has no render 'trainr' (did you mean 'trainer'?); renders: trainer.flags, orchestrator.yaml" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["recipes/sub", "recipes/sub/", "sub/a", "recipes/sub/b.rcp"])
+def test_build_takes_what_check_and_test_take(tmp_path, monkeypatch, capsys, given):
+    """``rcpc build DIR`` builds the recipes under DIR, as ``rcpc check`` and ``rcpc test``
+    check them (it said "no recipe 'recipes/sub'"); names and .rcp paths as before."""
+    (tmp_path / "rcp.toml").write_text("")
+    for rel in ("recipes/top.rcp", "recipes/sub/a.rcp", "recipes/sub/b.rcp"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(RECIPE.format(name="t"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["build", given, "-o", "out"]) == 0
+    built = {r for r in ("top", "sub/a", "sub/b") if (tmp_path / "out" / r / "default" / "t.flags").is_file()}
+    ws = Workspace(tmp_path)
+    assert built == {ws.config.recipe_name(p) for p in ws._named([given], libraries=False)[0]}
+    assert built == ({"sub/a"} if given == "sub/a" else {"sub/b"} if given.endswith(".rcp") else {"sub/a", "sub/b"})

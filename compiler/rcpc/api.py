@@ -240,7 +240,8 @@ class Workspace:
     def build(self, recipes=(), *, variant: str | None = None, sets: list[str] | None = None,
               values: list[str] | None = None, flags: list[str] | None = None,
               jobs: int = 1, output: str | os.PathLike | None = None) -> Build:
-        """Compile ``recipes`` (default: all) for every declared variant, or only ``variant``,
+        """Compile ``recipes`` (recipe names, ``.rcp`` paths or directories, as :meth:`test`
+        takes them; default: all) for every declared variant, or only ``variant``,
         or with ``sets`` (``NAME=VALUE`` param values) and ``values`` (values files, paths
         relative to the current directory; :mod:`rcpc.domain.overrides`), built as variant
         ``custom``; ``flags``: ``RENDER.KEY=VALUE`` MaxText flag overrides. From the
@@ -256,7 +257,7 @@ class Workspace:
         ws = self.config
         sets = Overrides.of(sets, values, flags)
         cache, options = request(ws, variant, sets)
-        paths = self.recipe_paths(recipes)
+        paths = self._named(recipes, libraries=False)[0] if recipes else self.recipe_paths([])
         compared = arrived = None
         if output is not None:
             from rcpc.build.output import Comparison

@@ -18,7 +18,7 @@ ORDER = 10
 def arguments(sub) -> None:
     b = sub.add_parser("build", parents=[common()],
                        help="write every render of recipes to DIR/<recipe>/<variant>/<render>")
-    b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x) or .rcp paths; default: all")
+    b.add_argument("recipes", nargs="*", metavar="RECIPE", help="recipe names (rl/x), .rcp paths or directories of them; default: all")
     variant_options(b, "only this variant (default: every declared variant)",
                     "set a declared param; the build is written as variant 'custom'")
     b.add_argument("-o", "--output", metavar="DIR", help="output directory (default: rcp.toml output_dir, else rcpc-out)")
