@@ -162,6 +162,16 @@ def test_params_match_reference(compiled, ref):
         assert p.doc, f"{name} has no doc"
 
 
+def test_remat_policy_takes_what_maxtext_takes(compiled):
+    """REMAT_POLICY reaches the trainer as its ``--remat_policy`` option, which no MaxText flag
+    check reads: its choices are MaxText's remat policies, as rcpc's MaxText schema lists them
+    (a new user's ``--set REMAT_POLICY=fulll`` built; it is now E0602 with "did you mean 'full'?")."""
+    recipe, _ = compiled
+    (param,) = [p for p in recipe.params if p.name == "REMAT_POLICY"]
+    schema = json.loads((REPO / "compiler" / "rcpc" / "domain" / "schemas" / "maxtext.json").read_text())
+    assert [c.value for c in param.choices] == schema["fields"]["remat_policy"]["restricted"]["values"]
+
+
 def test_variants_declared(compiled):
     recipe, builds = compiled
     assert [v.name for v in recipe.variants] == list(VARIANTS)
