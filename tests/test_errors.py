@@ -177,6 +177,19 @@ def test_the_build_line_counts_renders_in_english(ws, cli, count, tmp_path):
     assert r.code == 0 and f"rcpc: {count} {'render' if count == 1 else 'renders'} of 1 recipe(s)" in r.err, r.err
 
 
+def test_the_check_line_counts_what_failed_and_what_warned(ws, cli):
+    """``rcpc check``'s last line says how many recipes failed (their variants are not
+    counted: a new user saw 13 variants where a clean run had 17, with no word why) and how
+    many warnings it printed (it said "ok" after two warnings)."""
+    ws.write("recipes/ok.rcp", 'variant("default")\nvariant("more")\n')
+    ws.write("recipes/bad.rcp", "X = undefined_name\n")
+    ws.write("recipes/warned.rcp", "UNUSED = 1\nvariant(\"default\")\n")
+    r = cli("check")
+    assert r.code == 1 and r.err.count("warning[") == 1, r.err
+    assert r.err.rstrip().endswith("rcpc: checked 3 recipe(s) (1 failed), 3 variant(s), 0 libraries: "
+                                   "1 error(s), 1 warning(s)"), r.err
+
+
 # no input crashes the compiler -------------------------------------------------------------
 TOKENS = ["X", "Y", "=", "==", "(", ")", "[", "]", "{", "}", ",", ":", ".", "+", "-", "*", "//", "%",
           "1", "1e-6", '"s"', "'t'", 'f"{X}"', 'f"{', '"""a', "True", "None", "if", "else", "for", "in",

@@ -127,7 +127,8 @@ def _why_not(out_dir: Path, exc: OSError) -> str:
 class Check:
     """What :meth:`Workspace.check` found: ``failures``, the diagnostics of each recipe and
     library that failed, in order; ``findings``, the warnings and notes of the others, each
-    once; counts; and ``dependencies`` (what each result depends on, for the replay record)."""
+    once; counts (``failed``: the recipes that failed, whose variants ``variants`` does not
+    count); and ``dependencies`` (what each result depends on, for the replay record)."""
 
     failures: tuple
     findings: tuple
@@ -136,6 +137,7 @@ class Check:
     variants: int
     libraries: int
     dependencies: tuple
+    failed: int = 0
 
 
 @record.frozen
@@ -591,8 +593,10 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     variants = 0
     cache, options = requested
     found: list = []
+    failed = 0
     for result in compile_recipes(ws, get_compiler, cache, ["lint", *options], recipes, lint=True, jobs=jobs):
         if isinstance(result, CompileError):
+            failed += 1
             diagnostics.extend(result.diagnostics)
         else:
             builds, diags, dep = result
@@ -619,7 +623,7 @@ def _check(ws, get_compiler, recipes: list, libraries: list, jobs: int, requeste
     diagnostics = unique(map(stdlib.attributed, diagnostics))
     errors = sum(1 for d in diagnostics if d.severity == "error")
     return Check(tuple(diagnostics), tuple(unique(map(stdlib.attributed, found))), errors, len(recipes), variants,
-                 len(set(libraries)), tuple(deps))
+                 len(set(libraries)), tuple(deps), failed)
 
 
 def parse(text: str, path: str = "<text>", session: Session | None = None):

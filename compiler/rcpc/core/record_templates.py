@@ -510,6 +510,19 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6):
 _52 = __init__.__code__
 
 
+def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=None):
+    _setattr = _OBJ_SETATTR.__get__(self)
+    _setattr('_n0', _a0)
+    _setattr('_n1', _a1)
+    _setattr('_n2', _a2)
+    _setattr('_n3', _a3)
+    _setattr('_n4', _a4)
+    _setattr('_n5', _a5)
+    _setattr('_n6', _a6)
+    _setattr('_n7', _a7)
+_53 = __init__.__code__
+
+
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9=None, _a10=None):
     _setattr = _OBJ_SETATTR.__get__(self)
     _setattr('_n0', _a0)
@@ -526,7 +539,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_53 = __init__.__code__
+_54 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _a10=None):
@@ -542,7 +555,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_54 = __init__.__code__
+_55 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
@@ -557,7 +570,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
     _setattr('_n7', _a7)
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
-_55 = __init__.__code__
+_56 = __init__.__code__
 
 
 def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _a6=None):
@@ -570,7 +583,7 @@ def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     self.__attrs_post_init__()
-_56 = __init__.__code__
+_57 = __init__.__code__
 
 
 def __init__(self, _a0, _a1):
@@ -579,7 +592,7 @@ def __init__(self, _a0, _a1):
     _setattr('_n1', _a1)
     _setattr('_n2', _default2)
     self.__attrs_post_init__()
-_57 = __init__.__code__
+_58 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
@@ -599,7 +612,7 @@ def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
     else:
         _setattr('_n4', _factory4())
     self.__attrs_post_init__()
-_58 = __init__.__code__
+_59 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
@@ -611,7 +624,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _default5)
     self.__attrs_post_init__()
-_59 = __init__.__code__
+_60 = __init__.__code__
 
 
 TEMPLATES = {
@@ -668,11 +681,12 @@ TEMPLATES = {
     ('init', True, False, 'rrrrrr'): _50,
     ('init', True, False, 'rrrrrrdf'): _51,
     ('init', True, False, 'rrrrrrr'): _52,
-    ('init', True, False, 'rrrrrrrfddd'): _53,
-    ('init', True, False, 'rrrrrrrrddd'): _54,
-    ('init', True, False, 'rrrrrrrrrr'): _55,
-    ('init', True, True, 'ddddddd-'): _56,
-    ('init', True, True, 'rrD'): _57,
-    ('init', True, True, 'rrfff-'): _58,
-    ('init', True, True, 'rrrddD'): _59,
+    ('init', True, False, 'rrrrrrrd'): _53,
+    ('init', True, False, 'rrrrrrrfddd'): _54,
+    ('init', True, False, 'rrrrrrrrddd'): _55,
+    ('init', True, False, 'rrrrrrrrrr'): _56,
+    ('init', True, True, 'ddddddd-'): _57,
+    ('init', True, True, 'rrD'): _58,
+    ('init', True, True, 'rrfff-'): _59,
+    ('init', True, True, 'rrrddD'): _60,
 }

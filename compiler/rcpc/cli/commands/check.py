@@ -40,9 +40,11 @@ def execute(args, run) -> int:
     run.diagnostics(result.failures)
     notes = [d for d in result.findings if d.severity == "note"]
     run.diagnostics([d for d in result.findings if d.severity != "note" or args.notes])
-    status = "ok" if not result.errors else f"{result.errors} error(s)"
+    warnings = sum(1 for d in result.findings if d.severity == "warning")
+    status = ("ok" if not result.errors else f"{result.errors} error(s)") + (f", {warnings} warning(s)" if warnings else "")
     if notes and not args.notes:
         status += f" ({len(notes)} note(s): --notes shows them)"
-    run.report.status(f"rcpc: checked {result.recipes} recipe(s), {result.variants} variant(s), {result.libraries} "
-                      f"librar{'y' if result.libraries == 1 else 'ies'}: {status}")
+    failed = f" ({result.failed} failed)" if result.failed else ""  # their variants are not counted
+    run.report.status(f"rcpc: checked {result.recipes} recipe(s){failed}, {result.variants} variant(s), "
+                      f"{result.libraries} librar{'y' if result.libraries == 1 else 'ies'}: {status}")
     return 1 if result.errors else 0
