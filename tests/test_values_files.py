@@ -114,6 +114,32 @@ def test_each_value_is_typed_by_its_param(tmp_path, name, value, pad):
         assert (d.code, d.span.path, d.span.line, d.span.col) == ("E0602", "v.toml", 2, 2 * pad + len(name) + 4)
 
 
+MISSPELT = ["STEPZ", "PROJCT", "ZONES", "LRR", "BSS", "REMATT"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(in_files=st.lists(st.lists(st.sampled_from(MISSPELT), unique=True, max_size=3), max_size=2),
+       in_sets=st.lists(st.sampled_from(MISSPELT), unique=True, max_size=3))
+@example(in_files=[["BSS", "REMATT"]], in_sets=[])  # the report: the second key was not reported
+def test_every_unknown_param_is_reported_at_once(tmp_path, in_files, in_sets):
+    """Every key of the values files and every ``--set`` name that is not a param is an
+    ``E0601``, all in one run, in order (files first, as they are read, then ``--set``)."""
+    if not any(in_files) and not in_sets:
+        return
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    names = []
+    for i, keys in enumerate(in_files):
+        (root / f"v{i}.toml").write_text("".join(f"{k} = 1\n" for k in keys) + "STEPS = 3\n")
+        names.append(f"v{i}.toml")
+    compiler = Compiler(Workspace.find(root))
+    with pytest.raises(CompileError) as info:
+        compiler.build(_workspace(root), None, Overrides.of([f"{k}=1" for k in in_sets],
+                                                            [str(root / f) for f in names]))
+    found = [(d.code, d.message.split("'")[1] if d.message.startswith("values") else d.message.split()[1].rstrip(":"))
+             for d in info.value.diagnostics]
+    assert found == [("E0601", k) for keys in in_files for k in keys] + [("E0601", k) for k in in_sets]
+
+
 _key = st.sampled_from(["{}", '"{}"', "'{}'"])
 _noise = st.sampled_from(["", "# STEPZ = 1\n", 'PROJECT = """\nSTEPZ = "no"\n"""\n',
                           "ZONE = '''\n[STEPZ]\nSTEPZ = 2 '''\n", "\n", "PROFILE = true # [not a table]\n",

@@ -938,14 +938,13 @@ def _check_variants(variants: list, params: dict) -> tuple:
 
 
 def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
-    """``E0601`` for a name of a values file (at its key) or of a ``--set`` item that is not
-    a declared param of ``params``, with the closest param's name."""
+    """``E0601`` for each name of a values file (at its key) and of a ``--set`` item that is
+    not a declared param of ``params``, with the closest param's name: all of them at once
+    (a values file with two misspelt keys reported the first only)."""
     hint = lambda name: did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}"  # noqa: E731
-    for found in files:
-        for name, span in found.keys.items():
-            if name not in params:
-                raise error("E0601", f"values file {found.shown} sets '{name}', which is not a param", span,
-                            hint=hint(name))
-    for name in parse_sets(overrides.sets):
-        if name not in params:
-            raise error("E0601", f"--set {name}: no such param", None, hint=hint(name))
+    found = [Diagnostic("E0601", f"values file {f.shown} sets '{name}', which is not a param", span, hint=hint(name))
+             for f in files for name, span in f.keys.items() if name not in params]
+    found += [Diagnostic("E0601", f"--set {name}: no such param", None, hint=hint(name))
+              for name in parse_sets(overrides.sets) if name not in params]
+    if found:
+        raise CompileError(found)
