@@ -259,13 +259,19 @@ def __init__(self, _a0, _a1, _a2=None, _a3=None, _a4=None, _a5=None):
 _28 = __init__.__code__
 
 
-def __init__(self, _a0, _a1, _a2=NOTHING):
+def __init__(self, _a0, _a1, _a2, _a3, _a4=NOTHING, _a5=NOTHING):
     self._n0 = _a0
     self._n1 = _a1
-    if _a2 is not NOTHING:
-        self._n2 = _a2
+    self._n2 = _a2
+    self._n3 = _a3
+    if _a4 is not NOTHING:
+        self._n4 = _a4
     else:
-        self._n2 = _factory2()
+        self._n4 = _factory4()
+    if _a5 is not NOTHING:
+        self._n5 = _a5
+    else:
+        self._n5 = _factory5()
 _29 = __init__.__code__
 
 
@@ -644,7 +650,7 @@ TEMPLATES = {
     ('init', False, False, 'rffd'): _26,
     ('init', False, False, 'rffdfffff'): _27,
     ('init', False, False, 'rrdddd'): _28,
-    ('init', False, False, 'rrf'): _29,
+    ('init', False, False, 'rrrrff'): _29,
     ('init', True, False, ''): _30,
     ('init', True, False, 'ddd'): _31,
     ('init', True, False, 'r'): _32,
