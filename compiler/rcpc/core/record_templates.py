@@ -593,6 +593,7 @@ def __init__(self, _a0, _a1):
     _setattr('_n0', _a0)
     _setattr('_n1', _a1)
     _setattr('_n2', _default2)
+    _setattr('_n3', _default3)
     self.__attrs_post_init__()
 _58 = __init__.__code__
 
@@ -625,6 +626,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _default5)
+    _setattr('_n6', _default6)
     self.__attrs_post_init__()
 _60 = __init__.__code__
 
@@ -688,7 +690,7 @@ TEMPLATES = {
     ('init', True, False, 'rrrrrrrrddd'): _55,
     ('init', True, False, 'rrrrrrrrrr'): _56,
     ('init', True, True, 'ddddddd-'): _57,
-    ('init', True, True, 'rrD'): _58,
+    ('init', True, True, 'rrDD'): _58,
     ('init', True, True, 'rrfff-'): _59,
-    ('init', True, True, 'rrrddD'): _60,
+    ('init', True, True, 'rrrddDD'): _60,
 }
