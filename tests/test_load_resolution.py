@@ -77,3 +77,24 @@ def test_one_compiler_loads_what_a_compiler_of_each_recipe_loads(tmp_path_factor
             except CompileError as exc:
                 found = [d.message for d in exc.diagnostics]
             assert found == expected, (p, stmt.path)
+
+
+def test_the_language_server_resolves_loads_again_after_an_edit(tmp_path):
+    """The language server keeps its compiler across edits of a recipe: a library deleted
+    meanwhile is reported (E0201) at the next check, as before load paths were kept."""
+    from rcpc.lsp.session import Session
+
+    (tmp_path / "rcp.toml").write_text(TOML, encoding="utf-8")
+    lib = tmp_path / "recipes/lib/l.rcp"
+    lib.parent.mkdir(parents=True)
+    lib.write_text('V = "v"\n', encoding="utf-8")
+    text = _recipe(["//recipes/lib/l.rcp"])
+    recipe = tmp_path / "recipes/r.rcp"
+    recipe.write_text(text, encoding="utf-8")
+    session = Session(Workspace.find(tmp_path))
+    real = recipe.resolve()
+    session.update(real, text)
+    assert session.diagnostics(real) == []
+    lib.unlink()
+    session.update(real, text + "\n")
+    assert [d.code for d in session.diagnostics(real)] == ["E0201"]

@@ -324,6 +324,11 @@ class Compiler:
             found = self._resolved[key] = self.workspace.resolve_load(target, real, span)
         return found
 
+    def forget_resolved(self) -> None:
+        """Resolve load paths afresh from now on (:meth:`resolve_load`): for a tool that keeps
+        a compiler while files change (the language server, after an edit)."""
+        self._resolved.clear()
+
     def _loader(self, real: Path, chain: tuple):
         """The ``load(target, span)`` function of file ``real``'s evaluation (:meth:`_load`).
         It holds the compiler weakly: the functions a file defines keep their evaluator, and
