@@ -629,6 +629,35 @@ def test_container_sizes_are_one_plus_the_weights(doc, lengths):
         assert c.size == ref_size(c)
 
 
+def ref_has_pieces(v) -> bool:
+    """Whether a string with flag-token pieces is in ``v``, at any depth."""
+    if type(v) is Str:
+        return bool(v.pieces)
+    if type(v) in (Dict, List):
+        return any(ref_has_pieces(x) for x in (v.items.values() if type(v) is Dict else v.items))
+    return False
+
+
+@settings(max_examples=80, deadline=None)
+@given(MANIFESTS, st.lists(st.integers(0, 7), min_size=1, max_size=40))
+def test_containers_know_whether_they_hold_flag_tokens(plain, picks):
+    """``has_pieces`` (set as a list or dict is made; the walks for flag tokens pass over the
+    values without) is whether a string with pieces is in it, however deep; ``without_flags``
+    keeps such a value as it is, as it keeps any value whose items it keeps."""
+    from rcpc.domain.embedding import without_flags
+    from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
+
+    span = Span("<m>", 1, 1, 1, 2)
+    fs = FlagSet((FlagLayer((FlagEntry("steps", span, Str("10", span)),), span),), span)
+    it = iter(picks * 1000)
+    v = _with_tokens(spanned(plain, itertools.count(1)), fs, lambda: next(it))
+    outer = List((v, Dict({"k": v, "plain": spanned(plain, itertools.count(1))}, {}, span)), span)
+    for c in containers_of(outer):
+        assert c.has_pieces == ref_has_pieces(c)
+        if not c.has_pieces:
+            assert without_flags(c) is c
+
+
 # lone surrogates in flag values -----------------------------------------------------------------------
 SURROGATE_TEXT = st.text(st.one_of(st.sampled_from("ab=${}?\\,:"), st.characters(), st.sampled_from(
     ["\ud800", "\udfff", "\udc80", "\ud7ff", "\ue000", "😀", "é"])), max_size=8)

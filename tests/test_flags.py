@@ -7,6 +7,7 @@ give exactly the typed values of rcpc's ``.resolved`` view.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import subprocess
@@ -709,3 +710,47 @@ def test_missing_marker_is_written_as_is(ws):
     f = flags(ws, '{"b": "???"}')
     assert f["argv"] == ["b=???"]
     assert OmegaConf.is_missing(OmegaConf.from_cli(f["argv"]), "b")
+
+
+# Each entry's token is made once and kept in it (FlagEntry.token, flagset.entry_token): the
+# .flags file, .argv, .shell and the renders' data read the kept one. It must be the token of
+# the entry's own key and value, also for an entry the schema check replaced (a string
+# spelling of the key's type: W0321) and one merged from repeated dicts (resolved()).
+SCHEMA_KEYS = st.sampled_from(["steps", "enable_checkpointing", "per_device_batch_size", "run_name",
+                               "learning_rate", "profiler", "checkpoint_period"])
+SPELLINGS = st.sampled_from(["100", "True", "false", "1.5", "1e-3", "None", "none", "x", "", "-1", "0"])
+
+
+@functools.cache
+def _schema():
+    from rcpc.domain.maxtext.schema import load_schema
+    from rcpc.domain.workspace import builtin_schema
+
+    return load_schema(builtin_schema("maxtext"), None)
+
+
+def _tokens_alike(fs) -> None:
+    from rcpc.domain.provenance import argv_value, shell_value
+
+    fresh = [token(e.key, e.value) for layer in fs.layers for e in layer.entries]
+    assert maxtext.argv(fs) == fresh
+    assert [e.token for layer in fs.layers for e in layer.entries] == fresh  # kept, and kept right
+    assert [s.value for s in argv_value(fs, SPAN).items] == fresh
+    assert shell_value(fs, SPAN).value == shell_form(fresh)
+    for e in maxtext.resolved(fs).values():
+        assert maxtext.entry_token(e) == token(e.key, e.value)
+
+
+@settings(max_examples=examples(300, ci=100), deadline=None)
+@given(LAYERS, st.lists(st.dictionaries(SCHEMA_KEYS, st.one_of(SPELLINGS, SCALARS), max_size=4), max_size=2))
+def test_kept_tokens_are_the_tokens_of_the_entries(layers, schema_layers):
+    try:
+        _tokens_alike(_flagset(layers))
+    except CompileError:
+        pass
+    try:
+        fs = maxtext.make_flagset([value_of(layer) for layer in schema_layers], SPAN,
+                                  schema=_schema(), report=lambda d: None)
+    except CompileError:
+        return
+    _tokens_alike(fs)

@@ -132,3 +132,80 @@ def test_mutated_recipes_build_the_same(tmp_path_factory, case):
     ws = FuzzWorkspace(tmp_path_factory.mktemp("mut"))
     ws.write(files)
     same(ws.root, target)
+
+
+# A trace's steps are made from marks when a variant asks (rcpc.core.trace.Trace.step): each
+# must be the step taken as its statement ended (the eager recording this replaced, below).
+def _eager_steps(monkeypatch) -> dict:
+    """Record, for every run with ``record``, the Step of each statement as it ends: {id(evaluator): [Step]}."""
+    from itertools import islice
+
+    from rcpc.core import trace as T
+
+    def added(container, since):
+        n = len(container) - since
+        if not n:
+            return ()
+        if type(container) is dict:
+            return tuple(reversed(tuple(islice(reversed(container.items()), n))))
+        return tuple(container[since:])
+
+    def lengths(ev, result):
+        ctx = ev.ctx
+        return (len(ev.params), tuple(map(len, T._fields(result))), len(ctx.diagnostics), len(ctx.errors),
+                len(ctx.collected), ctx.steps)
+
+    runs: dict = {}
+    real = Evaluator._statement
+
+    def statement(ev, stmt, result):
+        if not ev.record:
+            return real(ev, stmt, result)
+        params, fields, warned, reported, collected, steps = lengths(ev, result)
+        real(ev, stmt, result)
+        ctx = ev.ctx
+        bound = ((stmt.name, ev.env[stmt.name]),) if type(stmt) is T.ast.Assign else ()
+        runs.setdefault(id(ev), (ev, []))[1].append(T.Step(
+            bound, added(ev.params, params), tuple(map(added, T._fields(result), fields)),
+            added(ctx.diagnostics, warned), added(ctx.errors, reported), added(ctx.collected, collected),
+            ctx.steps - steps))
+
+    monkeypatch.setattr(Evaluator, "_statement", statement)
+    return runs
+
+
+def steps_alike(monkeypatch, root: Path, target: str) -> int:
+    """Build ``target``: the trace's steps are those recorded as each statement ended; the
+    number of statements compared."""
+    runs = _eager_steps(monkeypatch)
+    compiler = Compiler(Workspace.find(root))
+    path = (root / target).resolve()
+    try:
+        compiler.build(path)
+    except CompileError:
+        pass
+    trace = compiler._traces.get(path)
+    monkeypatch.undo()
+    if trace is None:  # the default evaluation failed: no trace
+        return 0
+    (eager,) = [steps for ev, steps in runs.values()]
+    assert len(trace) == len(eager)
+    for i, step in enumerate(eager):
+        assert repr(trace.step(i)) == repr(step), (i, trace.module.stmts[i])
+        assert trace.step(i) == step
+    return len(eager)
+
+
+@pytest.mark.parametrize("target", BUNDLED_RECIPES)
+def test_bundled_recipes_trace_steps_as_taken(monkeypatch, target):
+    assert steps_alike(monkeypatch, REPO, target) > 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(files=generated_inputs())
+def test_generated_recipes_trace_steps_as_taken(tmp_path_factory, files):
+    ws = FuzzWorkspace(tmp_path_factory.mktemp("steps"))
+    ws.write(files)
+    with pytest.MonkeyPatch.context() as mp:
+        steps_alike(mp, ws.root, RECIPE_PATH)

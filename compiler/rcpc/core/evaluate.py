@@ -133,22 +133,23 @@ class Evaluator:
         # evaluation (once a run, for whichever recipe loads it first) does not draw on the
         # recipe's, so a result never depends on which recipes share a run or on -j.
         outer_steps, self.ctx.steps = self.ctx.steps, 0
-        steps = [] if self.record else None
+        marks = [] if self.record else None  # rcpc.core.trace: a mark before each statement
+        watched = T.watched(self, result) if marks is not None else ()
         base = self.base if self.base is not None and self.base.module is module else None
         dirty = set(self.overrides)
         for i, stmt in enumerate(module.stmts):
             try:
+                if marks is not None:
+                    marks.append(T.mark(watched, self.ctx))
                 if base is not None:
                     if T.replayable(self, base, i, stmt, dirty):
-                        T.replay(self, result, base.steps[i])
+                        T.replay(self, result, base.step(i))
                         continue
                     if type(stmt) is ast.Assign:
                         dirty.add(stmt.name)
-                at = T.mark(self, result) if steps is not None else None
                 self._statement(stmt, result)
-                if steps is not None:
-                    steps.append(T.record(self, result, stmt, at))
             except _Poisoned:
+                marks = None  # a statement did not end: no trace
                 self._poison(stmt)
             except CompileError as exc:
                 errors.extend(exc.diagnostics)
@@ -157,6 +158,9 @@ class Evaluator:
                 errors.append(Diagnostic("E0801", "value nested too deeply", stmt.span,
                                          hint="flatten the data; rcpc nests at most a few hundred levels"))
                 self._poison(stmt)
+        if marks is not None and not errors:
+            marks.append(T.mark(watched, self.ctx))
+            result.trace = T.traced(self, module, watched, marks)
         self.ctx.steps = outer_steps
         result.errors = self.ctx.errors[start:]
         del self.ctx.errors[start:]
@@ -164,8 +168,6 @@ class Evaluator:
         del self.ctx.collected[collected_start:]
         if errors:
             raise CompileError(by_place(errors + result.errors))
-        if steps is not None:
-            result.trace = T.Trace(module, steps)
         if self.universe.finish is not None:
             self.universe.finish(self, module, result)
         return result

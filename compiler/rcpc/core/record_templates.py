@@ -259,13 +259,19 @@ def __init__(self, _a0, _a1, _a2=None, _a3=None, _a4=None, _a5=None):
 _28 = __init__.__code__
 
 
-def __init__(self, _a0, _a1, _a2=NOTHING):
+def __init__(self, _a0, _a1, _a2, _a3, _a4=NOTHING, _a5=NOTHING):
     self._n0 = _a0
     self._n1 = _a1
-    if _a2 is not NOTHING:
-        self._n2 = _a2
+    self._n2 = _a2
+    self._n3 = _a3
+    if _a4 is not NOTHING:
+        self._n4 = _a4
     else:
-        self._n2 = _factory2()
+        self._n4 = _factory4()
+    if _a5 is not NOTHING:
+        self._n5 = _a5
+    else:
+        self._n5 = _factory5()
 _29 = __init__.__code__
 
 
@@ -341,13 +347,22 @@ def __init__(self, _a0, _a1, _a2):
 _38 = __init__.__code__
 
 
+def __init__(self, _a0, _a1, _a2):
+    _setattr = _OBJ_SETATTR.__get__(self)
+    _setattr('_n0', _a0)
+    _setattr('_n1', _a1)
+    _setattr('_n2', _a2)
+    _setattr('_n3', _default3)
+_39 = __init__.__code__
+
+
 def __init__(self, _a0, _a1, _a2, _a3=None):
     _setattr = _OBJ_SETATTR.__get__(self)
     _setattr('_n0', _a0)
     _setattr('_n1', _a1)
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
-_39 = __init__.__code__
+_40 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
@@ -357,7 +372,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_40 = __init__.__code__
+_41 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None):
@@ -368,7 +383,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_41 = __init__.__code__
+_42 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None, _a6=None):
@@ -380,7 +395,7 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None, _a5=None, _a6=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_42 = __init__.__code__
+_43 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3):
@@ -389,7 +404,7 @@ def __init__(self, _a0, _a1, _a2, _a3):
     _setattr('_n1', _a1)
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
-_43 = __init__.__code__
+_44 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None):
@@ -399,7 +414,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_44 = __init__.__code__
+_45 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None):
@@ -411,7 +426,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_45 = __init__.__code__
+_46 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None, _a7=None):
@@ -424,7 +439,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4=None, _a5=None, _a6=None, _a7=None):
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     _setattr('_n7', _a7)
-_46 = __init__.__code__
+_47 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4):
@@ -434,7 +449,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4):
     _setattr('_n2', _a2)
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
-_47 = __init__.__code__
+_48 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None):
@@ -445,7 +460,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_48 = __init__.__code__
+_49 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None, _a6=None, _a7=None, _a8=None, _a9=None, _a10=None, _a11=None, _a12=NOTHING, _a13=None, _a14=None):
@@ -468,7 +483,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5=None, _a6=None, _a7=None, _a8=No
         _setattr('_n12', _factory12())
     _setattr('_n13', _a13)
     _setattr('_n14', _a14)
-_49 = __init__.__code__
+_50 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5):
@@ -479,7 +494,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
-_50 = __init__.__code__
+_51 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6=None, _a7=NOTHING):
@@ -495,7 +510,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6=None, _a7=NOTHING):
         _setattr('_n7', _a7)
     else:
         _setattr('_n7', _factory7())
-_51 = __init__.__code__
+_52 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6):
@@ -507,7 +522,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6):
     _setattr('_n4', _a4)
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
-_52 = __init__.__code__
+_53 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=None):
@@ -520,7 +535,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=None):
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     _setattr('_n7', _a7)
-_53 = __init__.__code__
+_54 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9=None, _a10=None):
@@ -539,7 +554,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7=NOTHING, _a8=None, _a9
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_54 = __init__.__code__
+_55 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _a10=None):
@@ -555,7 +570,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8=None, _a9=None, _
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
     _setattr('_n10', _a10)
-_55 = __init__.__code__
+_56 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
@@ -570,7 +585,7 @@ def __init__(self, _a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9):
     _setattr('_n7', _a7)
     _setattr('_n8', _a8)
     _setattr('_n9', _a9)
-_56 = __init__.__code__
+_57 = __init__.__code__
 
 
 def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _a6=None):
@@ -583,7 +598,7 @@ def __init__(self, _a0=None, _a1=None, _a2=None, _a3=None, _a4=None, _a5=None, _
     _setattr('_n5', _a5)
     _setattr('_n6', _a6)
     self.__attrs_post_init__()
-_57 = __init__.__code__
+_58 = __init__.__code__
 
 
 def __init__(self, _a0, _a1):
@@ -591,8 +606,9 @@ def __init__(self, _a0, _a1):
     _setattr('_n0', _a0)
     _setattr('_n1', _a1)
     _setattr('_n2', _default2)
+    _setattr('_n3', _default3)
     self.__attrs_post_init__()
-_58 = __init__.__code__
+_59 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
@@ -612,7 +628,7 @@ def __init__(self, _a0, _a1, _a2=NOTHING, _a3=NOTHING, _a4=NOTHING):
     else:
         _setattr('_n4', _factory4())
     self.__attrs_post_init__()
-_59 = __init__.__code__
+_60 = __init__.__code__
 
 
 def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
@@ -623,8 +639,9 @@ def __init__(self, _a0, _a1, _a2, _a3=None, _a4=None):
     _setattr('_n3', _a3)
     _setattr('_n4', _a4)
     _setattr('_n5', _default5)
+    _setattr('_n6', _default6)
     self.__attrs_post_init__()
-_60 = __init__.__code__
+_61 = __init__.__code__
 
 
 TEMPLATES = {
@@ -657,7 +674,7 @@ TEMPLATES = {
     ('init', False, False, 'rffd'): _26,
     ('init', False, False, 'rffdfffff'): _27,
     ('init', False, False, 'rrdddd'): _28,
-    ('init', False, False, 'rrf'): _29,
+    ('init', False, False, 'rrrrff'): _29,
     ('init', True, False, ''): _30,
     ('init', True, False, 'ddd'): _31,
     ('init', True, False, 'r'): _32,
@@ -667,26 +684,27 @@ TEMPLATES = {
     ('init', True, False, 'rrddd'): _36,
     ('init', True, False, 'rrdddd'): _37,
     ('init', True, False, 'rrr'): _38,
-    ('init', True, False, 'rrrd'): _39,
-    ('init', True, False, 'rrrdd'): _40,
-    ('init', True, False, 'rrrddd'): _41,
-    ('init', True, False, 'rrrdddd'): _42,
-    ('init', True, False, 'rrrr'): _43,
-    ('init', True, False, 'rrrrd'): _44,
-    ('init', True, False, 'rrrrddd'): _45,
-    ('init', True, False, 'rrrrdddd'): _46,
-    ('init', True, False, 'rrrrr'): _47,
-    ('init', True, False, 'rrrrrd'): _48,
-    ('init', True, False, 'rrrrrdddddddfdd'): _49,
-    ('init', True, False, 'rrrrrr'): _50,
-    ('init', True, False, 'rrrrrrdf'): _51,
-    ('init', True, False, 'rrrrrrr'): _52,
-    ('init', True, False, 'rrrrrrrd'): _53,
-    ('init', True, False, 'rrrrrrrfddd'): _54,
-    ('init', True, False, 'rrrrrrrrddd'): _55,
-    ('init', True, False, 'rrrrrrrrrr'): _56,
-    ('init', True, True, 'ddddddd-'): _57,
-    ('init', True, True, 'rrD'): _58,
-    ('init', True, True, 'rrfff-'): _59,
-    ('init', True, True, 'rrrddD'): _60,
+    ('init', True, False, 'rrrD'): _39,
+    ('init', True, False, 'rrrd'): _40,
+    ('init', True, False, 'rrrdd'): _41,
+    ('init', True, False, 'rrrddd'): _42,
+    ('init', True, False, 'rrrdddd'): _43,
+    ('init', True, False, 'rrrr'): _44,
+    ('init', True, False, 'rrrrd'): _45,
+    ('init', True, False, 'rrrrddd'): _46,
+    ('init', True, False, 'rrrrdddd'): _47,
+    ('init', True, False, 'rrrrr'): _48,
+    ('init', True, False, 'rrrrrd'): _49,
+    ('init', True, False, 'rrrrrdddddddfdd'): _50,
+    ('init', True, False, 'rrrrrr'): _51,
+    ('init', True, False, 'rrrrrrdf'): _52,
+    ('init', True, False, 'rrrrrrr'): _53,
+    ('init', True, False, 'rrrrrrrd'): _54,
+    ('init', True, False, 'rrrrrrrfddd'): _55,
+    ('init', True, False, 'rrrrrrrrddd'): _56,
+    ('init', True, False, 'rrrrrrrrrr'): _57,
+    ('init', True, True, 'ddddddd-'): _58,
+    ('init', True, True, 'rrDD'): _59,
+    ('init', True, True, 'rrfff-'): _60,
+    ('init', True, True, 'rrrddDD'): _61,
 }

@@ -20,11 +20,18 @@ steps would exceed the budget is evaluated instead, so ``E0804`` is raised where
 Only a run that ended without errors leaves a trace. The result is the same as evaluating
 every statement (tests/test_trace.py compares the two on the bundled recipes and on
 generated ones).
+
+Recording is cheap, since most traces are never read (a recipe whose variants override
+nothing, or that has none): the run keeps only a :func:`mark` before each statement (how long
+each of those containers was, and the steps taken) and, at its end, what the containers hold
+(:func:`traced`); the :class:`Step` of a statement is made from them when a later run asks
+for it (:meth:`Trace.step`). The containers only grow during a run (a file it loads removes
+only the errors and values its own run added), so the items between two marks are exactly
+what the statement between them added (tests/test_trace.py holds the steps so made equal to
+steps taken as each statement ends).
 """
 
 from __future__ import annotations
-
-from itertools import islice
 
 from rcpc.core import record
 from rcpc.core.limits import MAX_STEPS
@@ -50,12 +57,29 @@ class Step:
 
 @record.define(eq=False)
 class Trace:
-    """The steps of one run of ``module`` (one per top-level statement, in order) and, filled
-    as later runs ask, the names each statement reads."""
+    """What one run of ``module`` did, kept as :func:`traced` made it: ``env`` (the names
+    bound), ``marks`` (one :func:`mark` before each top-level statement, then one at the
+    end) and ``kept`` (each watched container's items from the first mark on); the
+    :class:`Step` of each statement is made when asked (:meth:`step`), as are the names each
+    statement reads."""
 
     module: object
-    steps: list
+    env: dict
+    marks: list
+    kept: tuple
+    _steps: dict = record.Factory(dict)
     _reads: dict = record.Factory(dict)
+
+    def __len__(self) -> int:
+        """The number of statements the run did."""
+        return len(self.marks) - 1
+
+    def step(self, i: int) -> Step:
+        """The :class:`Step` of statement ``i`` (``0 <= i < len(self)``), made once."""
+        found = self._steps.get(i)
+        if found is None:
+            found = self._steps[i] = _step(self, i)
+        return found
 
     def reads(self, i: int, stmt) -> frozenset:
         """Every name used in statement ``i`` (``stmt``), computed once."""
@@ -69,30 +93,36 @@ def _fields(result) -> tuple:
     return tuple([getattr(result, name) for name in getattr(type(result), "TRACED", ())])
 
 
-def mark(ev, result) -> tuple:
-    """Where the run stands (lengths of what a statement can add to) before a statement."""
+def watched(ev, result) -> tuple:
+    """The containers a statement of ``ev``'s run can add to, in :func:`mark`'s order: the
+    declarations, the result's ``TRACED`` fields, the context's warnings, reported errors
+    and collected values. Taken once a run: none of them is rebound during one."""
     ctx = ev.ctx
-    return (len(ev.params), tuple(map(len, _fields(result))), len(ctx.diagnostics), len(ctx.errors),
-            len(ctx.collected), ctx.steps)
+    return (ev.params, *_fields(result), ctx.diagnostics, ctx.errors, ctx.collected)
 
 
-def _added(container, since: int) -> tuple:
-    n = len(container) - since
-    if not n:  # most statements add to none of them
-        return ()
-    if type(container) is dict:  # new keys come last (insertion order): read them off the end
-        return tuple(reversed(tuple(islice(reversed(container.items()), n))))
-    return tuple(container[since:])
+def mark(containers: tuple, ctx) -> tuple:
+    """Where the run stands before a statement: the length of each of ``containers``
+    (:func:`watched`), then the comprehension steps taken."""
+    return (*map(len, containers), ctx.steps)
 
 
-def record(ev, result, stmt, at: tuple) -> Step:
-    """The :class:`Step` of ``stmt``, just evaluated by ``ev`` from mark ``at``."""
-    ctx = ev.ctx
-    params, fields, warned, reported, collected, steps = at
-    bound = ((stmt.name, ev.env[stmt.name]),) if type(stmt) is ast.Assign else ()
-    return Step(bound, _added(ev.params, params), tuple(map(_added, _fields(result), fields)),
-                _added(ctx.diagnostics, warned), _added(ctx.errors, reported), _added(ctx.collected, collected),
-                ctx.steps - steps)
+def traced(ev, module, containers: tuple, marks: list) -> Trace:
+    """The :class:`Trace` of ``ev``'s run of ``module``, ended just now without errors:
+    ``marks`` holds one :func:`mark` of ``containers`` before each statement and one after
+    the last. Call before the run takes its errors and collected values off the context."""
+    first = marks[0]
+    kept = tuple((tuple(c.items()) if type(c) is dict else c)[at:] for c, at in zip(containers, first))
+    return Trace(module, dict(ev.env), marks, kept)
+
+
+def _step(trace: Trace, i: int) -> Step:
+    first, (before, after) = trace.marks[0], trace.marks[i:i + 2]
+    added = tuple(tuple(items[a - base:b - base]) if b != a else ()
+                  for items, base, a, b in zip(trace.kept, first, before, after))
+    stmt = trace.module.stmts[i]
+    bound = ((stmt.name, trace.env[stmt.name]),) if type(stmt) is ast.Assign else ()
+    return Step(bound, added[0], added[1:-3], *added[-3:], after[-1] - before[-1])
 
 
 def replayable(ev, trace: Trace, i: int, stmt, dirty: set) -> bool:
@@ -107,8 +137,8 @@ def replayable(ev, trace: Trace, i: int, stmt, dirty: set) -> bool:
             return False
     elif t is not ast.Assign or stmt.name in dirty:
         return False
-    return (i < len(trace.steps) and dirty.isdisjoint(trace.reads(i, stmt))
-            and ev.ctx.steps + trace.steps[i].steps <= MAX_STEPS)
+    return (i < len(trace) and dirty.isdisjoint(trace.reads(i, stmt))
+            and ev.ctx.steps + trace.step(i).steps <= MAX_STEPS)
 
 
 def replay(ev, result, step: Step) -> None:

@@ -103,26 +103,40 @@ def weight(v) -> int:
 
 
 def _check_size(container) -> None:
+    """Set ``size`` (:func:`weight`) and ``has_pieces`` (a string with pieces in it, at any
+    depth) of a new list or dict; ``E0802`` past :data:`MAX_NODES`."""
     size = 1  # 1 + the weight of each item, weight inlined (every dict and list made pays this)
+    pieces = False
     for v in container.items.values() if type(container) is Dict else container.items:
         t = type(v)
         if t is List or t is Dict:
             size += v.size
+            if v.has_pieces:
+                pieces = True
         elif t is Str:
             size += 1 + len(v.value) // 16
+            if v.pieces:
+                pieces = True
         else:
             size += 1
     if size > MAX_NODES:
         raise error("E0802", f"value of more than {MAX_NODES} items (counting nested ones)", container.span,
                     hint="a value reused at several places counts at each; renders this large are a mistake")
     object.__setattr__(container, "size", size)
+    if pieces:
+        object.__setattr__(container, "has_pieces", True)
 
 
 @_value
 class List:
+    """A list. ``size``: its :func:`weight`; ``has_pieces``: whether a string in it, at any
+    depth, holds flag-token pieces (:attr:`Str.pieces`): walks that look for flag tokens
+    pass over the values without (:mod:`rcpc.domain.embedding`). Both are set as it is made."""
+
     items: tuple
     span: Span
     size: int = record.field(init=False, default=0)
+    has_pieces: bool = record.field(init=False, default=False, repr=False)
 
     def __attrs_post_init__(self):
         _check_size(self)
@@ -135,7 +149,8 @@ class Dict:
     (condition Span, condition value, params named in it) for each conditional that chose it,
     and (call Span, None, function name) for each function call it was made in. ``text``: the
     spelling a flag writes it in (``cli_value('{"a":1}')``: JSON as a shell recipe wrote it),
-    kept while OmegaConf reads that text as these items; "" for a flow mapping of its own."""
+    kept while OmegaConf reads that text as these items; "" for a flow mapping of its own.
+    ``size`` and ``has_pieces`` as for :class:`List`."""
 
     items: dict
     key_spans: dict
@@ -143,6 +158,7 @@ class Dict:
     why: tuple = ()
     text: str = ""  # its spelling as a flag value (cli_value), "" for none
     size: int = record.field(init=False, default=0)
+    has_pieces: bool = record.field(init=False, default=False, repr=False)
 
     def __attrs_post_init__(self):
         _check_size(self)

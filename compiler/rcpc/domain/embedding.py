@@ -129,7 +129,7 @@ def _walk(v, path: tuple, container, memo: dict, out: list) -> None:
         if v.pieces:
             out.extend(_in_string(v, _path(path), container))
         return
-    if t is not Dict and t is not List:
+    if t is not Dict and t is not List or not v.has_pieces:  # no token in it: nothing to find
         return
     if v.size < _SHARED:
         _children(v, path, container, memo, out)
@@ -176,10 +176,12 @@ def _children(v, path: tuple, container, memo: dict, out: list) -> None:
                 if not x.pieces:  # most items: a string that holds no token (not walked)
                     continue
             elif kind is List:
+                if not x.has_pieces:
+                    continue
                 if k in _CONTAINER_LISTS:
                     _walk(x, (path, k), "pod", memo, out)
                     continue
-            elif kind is not Dict:
+            elif kind is not Dict or not x.has_pieces:  # a dict without a token: nothing to find
                 continue
             start = len(out)
             _walk(x, (path, k), container, memo, out)
@@ -243,6 +245,8 @@ def without_flags(data):
     t = type(data)
     if t is Str:
         return _string_without(data) if data.pieces else data
+    if (t is Dict or t is List) and not data.has_pieces:  # no token in it: kept as it is
+        return data
     if t is Dict:
         items = {k: without_flags(x) for k, x in data.items.items()}
         if all(items[k] is x for k, x in data.items.items()):

@@ -13,7 +13,8 @@ protocol finds every flag set a render carries from these pieces (:mod:`rcpc.dom
 from __future__ import annotations
 
 from rcpc.core import record
-from rcpc.domain.maxtext.emit import shell_quote, token
+from rcpc.domain.maxtext.emit import shell_quote
+from rcpc.domain.maxtext.flagset import entry_token
 from rcpc.core.values import List, Str, join
 from rcpc.domain.values import FlagEntry
 
@@ -46,7 +47,7 @@ class FlagToken:
 def _tokens(fs, form: str = "argv"):
     for index, layer in enumerate(fs.layers, 1):
         for e in layer.entries:
-            yield token(e.key, e.value), FlagToken(e.key, index, e, layer.why, fs, form)
+            yield entry_token(e), FlagToken(e.key, index, e, layer.why, fs, form)
 
 
 def argv_value(fs, span) -> List:

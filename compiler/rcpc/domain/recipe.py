@@ -128,6 +128,7 @@ class Compiler:
         self._parsed: dict[Path, object] = {}  # parsed, not yet resolved (the load graph's), or its CompileError
         self._height: dict[Path, int] = {}          # file → files in its longest chain of loads
         self._targets: dict[Path, list] = {}        # file → (file, Load) of its loads
+        self._resolved: dict[tuple, Path] = {}      # (load path, directory of the loading file) → file
         self._too_deep: dict[Path, CompileError] = {}  # file → E0801 of its too long chain
         self._rendered = 0  # weight of the renders emitted for the recipe being built
         self._traces: dict[Path, object] = {}  # each recipe's default evaluation, step by step (rcpc.core.trace)
@@ -227,7 +228,7 @@ class Compiler:
         for stmt in mod.stmts if type(mod) is ast.Module else ():
             if type(stmt) is ast.Load:
                 try:
-                    out.append((self.workspace.resolve_load(stmt.path, real, stmt.path_span), stmt))
+                    out.append((self.resolve_load(stmt.path, real, stmt.path_span), stmt))
                 except CompileError:
                     continue
         return out
@@ -303,12 +304,30 @@ class Compiler:
             if type(stmt) is not ast.Load or name.startswith("_"):
                 continue
             try:
-                dep = self.workspace.resolve_load(stmt.path, real, stmt.path_span)
+                dep = self.resolve_load(stmt.path, real, stmt.path_span)
                 if dep not in on_chain and name in self.library(dep, chain + ((real, stmt.path_span),)):
                     return stmt
             except CompileError:
                 continue
         return None
+
+    def resolve_load(self, target: str, real: Path, span: Span) -> Path:
+        """The file ``load(target)`` in file ``real`` (at ``span``) names
+        (:meth:`rcpc.domain.workspace.Workspace.resolve_load`), found once a run for each load
+        path and directory of a loading file (on what it depends: every recipe of a directory
+        loads its libraries by one path, and each load is resolved for the load graph and again
+        as it is evaluated; a run reads each file once too). Its errors are raised each time,
+        at ``span``."""
+        key = (target, real.parent)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self.workspace.resolve_load(target, real, span)
+        return found
+
+    def forget_resolved(self) -> None:
+        """Resolve load paths afresh from now on (:meth:`resolve_load`): for a tool that keeps
+        a compiler while files change (the language server, after an edit)."""
+        self._resolved.clear()
 
     def _loader(self, real: Path, chain: tuple):
         """The ``load(target, span)`` function of file ``real``'s evaluation (:meth:`_load`).
@@ -320,7 +339,7 @@ class Compiler:
     def _load(self, real: Path, chain: tuple, target: str, span: Span) -> dict:
         """The exports of the file ``target`` names in ``real`` (load path at ``span``),
         reached by ``chain``: ``E0202`` when it is ``real`` or a file of ``chain``."""
-        dep = self.workspace.resolve_load(target, real, span)
+        dep = self.resolve_load(target, real, span)
         self._loads.setdefault(real, set()).add(dep)
         if dep in [p for p, _ in chain] or dep == real:
             names = [self.workspace.display(p) + f":{s.line}" for p, s in chain[1:]]

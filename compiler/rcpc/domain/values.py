@@ -15,11 +15,14 @@ _value = record.define(frozen=True, eq=False)
 
 @_value
 class FlagEntry:
-    """One ``key=value`` of a flag-set layer."""
+    """One ``key=value`` of a flag-set layer. ``token``: its MaxText argv token, once made
+    (:func:`rcpc.domain.maxtext.flagset.entry_token`, which fills it: an entry's key and value
+    never change, so its token is made once for every render and check that reads it)."""
 
     key: str
     key_span: Span
     value: object
+    token: object = record.field(init=False, default=None, eq=False, repr=False)
 
 
 @_value

@@ -84,6 +84,7 @@ class Session:
             self._compiler = None
         else:
             self._compiler.release(real)
+            self._compiler.forget_resolved()  # a loaded file may have moved meanwhile
 
     def source(self, real: Path) -> Source:
         """The text of ``real``: its buffer, else the file as the compiler reads it. Raises

@@ -25,6 +25,7 @@ from rcpc.domain.values import FlagEntry, FlagLayer, FlagSet
 
 # OmegaConf dotted keys: identifier segments joined by '.', list indices allowed.
 _KEY = patterns.precompiled(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*$")
+_SET = object.__setattr__  # FlagEntry.token, on a frozen entry (the token is a function of its fields)
 
 
 def layer_from_dict(d: Dict, problems: list | None = None) -> FlagLayer:
@@ -36,9 +37,11 @@ def layer_from_dict(d: Dict, problems: list | None = None) -> FlagLayer:
     entries = []
     for key, value in d.items.items():
         span = d.key_spans.get(key, d.span)
-        found = _entry_problem(key, value, span)
-        if found is None:
-            entries.append(FlagEntry(key, span, value))
+        found = _token_or_problem(key, value, span)
+        if type(found) is str:  # the entry's token: kept for what renders it (entry_token)
+            entry = FlagEntry(key, span, value)
+            _SET(entry, "token", found)
+            entries.append(entry)
         elif problems is None:
             raise CompileError(found)
         else:
@@ -47,19 +50,25 @@ def layer_from_dict(d: Dict, problems: list | None = None) -> FlagLayer:
 
 
 def _entry_problem(key: str, value, span: Span) -> Diagnostic | None:
+    """The problem of entry ``key``: ``value`` (at ``span``), or None."""
+    found = _token_or_problem(key, value, span)
+    return None if type(found) is str else found
+
+
+def _token_or_problem(key: str, value, span: Span) -> Diagnostic | str:
+    """The problem of entry ``key``: ``value`` (at ``span``), else its token."""
     if not _KEY.fullmatch(key):  # not match(): '$' also matches before a final "\n"
         what = ("is empty" if not key else "has leading or trailing whitespace" if key != key.strip()
                 else "is not a MaxText key (letters, digits, '_', '-', dotted segments)")
         return Diagnostic("E0303", f"flag key {key!r} {what}", span,
                           hint=f"write {key.strip()!r}" if key.strip() and key != key.strip() else None)
     try:
-        token(key, value)
+        return token(key, value)
     except FlagValueError as exc:
         hint = ("flag values are strings, numbers, bools, None, lists and dicts of those" if exc.code == "E0304"
                 else "write the text MaxText should get without it")
         return Diagnostic("E0317" if exc.code == "E0317" else "E0304", f"flag '{key}': {exc}",
                           exc.value.span, hint=hint)
-    return None
 
 
 def make_flagset(layers: list, span: Span, schema=None, unknown_keys: List | None = None,
@@ -529,9 +538,20 @@ def entries(fs: FlagSet):
         yield from layer.entries
 
 
+def entry_token(e: FlagEntry) -> str:
+    """The argv token ``key=value`` of entry ``e`` (:func:`~rcpc.domain.maxtext.emit.token`),
+    made once an entry and kept in it (``FlagEntry.token``): the ``.flags`` file, ``.argv``,
+    ``.shell`` and the renders' data all read it. :class:`FlagValueError` as ``token``."""
+    found = e.token
+    if found is None:
+        found = token(e.key, e.value)
+        _SET(e, "token", found)
+    return found
+
+
 def argv(fs: FlagSet) -> list[str]:
     """The argv tokens: every layer's entries in order, repeats kept."""
-    return [token(e.key, e.value) for e in entries(fs)]
+    return [entry_token(e) for layer in fs.layers for e in layer.entries]
 
 
 def resolved(fs: FlagSet) -> dict:
