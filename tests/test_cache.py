@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rcpc.build.cache
@@ -166,8 +166,8 @@ def test_an_entry_naming_contracts_it_could_not_hold_is_ignored(wsc, tmp_path, c
     for key, _, data in storefiles.rows(tmp_path / "cache", "build"):
         deps, entry = rcpc.build.cache.decode(storefiles.payload("build", key, data))
         assert entry["contracts"] == []
-        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, json.dumps(deps).encode() + b"\n" + json.dumps(
-            {**entry, "contracts": contracts}).encode()))
+        storefiles.rewrite(tmp_path / "cache", key, store.entry("build", key, rcpc.build.cache.pack(
+            deps, {**entry, "contracts": contracts})))
     (root / "rcpc-out").rename(root / "old-out")
     assert build() == 0 and len(calls) == 2
 
@@ -286,7 +286,8 @@ _NAMES = st.sampled_from(["a.yaml", "b.flags", "c.sh", "trainer.yaml", "x-1.flag
 
 @settings(max_examples=80, deadline=None)
 @given(builds=st.dictionaries(st.sampled_from(["default", "tuned", "six", "v.2"]),
-                              st.dictionaries(_NAMES, st.text("ab\n\"\\é", max_size=6), max_size=4), max_size=4),
+                              st.dictionaries(_NAMES, st.text("ab\n\"\\é\x00\ud800\U0001f600", max_size=6), max_size=4),
+                              max_size=4),
        contracts=st.booleans())
 def test_an_entry_keeps_each_distinct_text_once_and_reads_back_as_stored(builds, contracts):
     """An entry's payload (:func:`rcpc.build.cache.encode`) reads back as the builds, warnings
@@ -303,8 +304,32 @@ def test_an_entry_keeps_each_distinct_text_once_and_reads_back_as_stored(builds,
     head, _, rest = payload.partition(b"\n")
     assert json.loads(head) == deps == cache._validate_deps(payload, "/ws/recipes/r.rcp")
     assert cache._validate(cache.decode(payload)[1]) == (made, [], held)
-    texts = json.loads(rest)["texts"]
+    texts = cache.decode(payload)[1]["texts"]
     assert sorted(texts) == sorted({t for _, renders in made for _, t in renders})
+    assert payload.endswith(b"\n" + b"".join(t.encode("utf-8", "surrogatepass") for t in texts))  # unescaped
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.text("aé\n\U0001f600", max_size=5), max_size=4),
+       sizes=st.lists(st.integers(-2, 12), max_size=5))
+@example(texts=["é"], sizes=[1, 1])  # a size cutting a character in two
+def test_an_entry_whose_text_sizes_do_not_fit_is_refused(texts, sizes):
+    """An entry's text sizes (rcpc.build.cache.pack) that do not cut its bytes into UTF-8 texts
+    exactly are refused (ValueError: a miss), never read as other texts."""
+    import json
+
+    from rcpc.build import cache
+
+    payload = cache.pack({}, {"texts": texts, "builds": []})
+    head, _, body = payload.partition(b"\n")
+    _, _, data = body.partition(b"\n")
+    forged = head + b"\n" + json.dumps({"texts": sizes, "builds": []}).encode() + b"\n" + data
+    try:
+        got = cache.decode(forged)[1]["texts"]
+    except ValueError:
+        return
+    assert b"".join(t.encode("utf-8", "surrogatepass") for t in got) == data and \
+        [len(t.encode("utf-8", "surrogatepass")) for t in got] == sizes
 
 
 def test_a_lookup_after_an_edit_decodes_only_the_dependencies(wsc, monkeypatch):

@@ -272,7 +272,7 @@ class CacheModel(RuleBasedStateMachine):
                         build[1][0][1] = len(entry["texts"])
                     elif build[1]:
                         build[1][0][0] = "../../POISON.yaml"
-                payload = json.dumps(deps).encode() + b"\n" + json.dumps(entry).encode()
+                payload = rcpc.build.cache.pack(deps, entry)
                 storefiles.rewrite(self.cache, key, store.entry("build", key, payload))
 
     @precondition(lambda self: self.builds > 0)
