@@ -262,7 +262,18 @@ class Unloadable(Exception):
         super().__init__(f"{a}{b}")
 
 
+class Exhausting:
+    """A result that runs out of memory as it is pickled (a worker's send under ``ulimit -v``)."""
+
+    def __reduce__(self):
+        raise MemoryError
+
+
 def _fails(item):
+    if item == "m":
+        raise MemoryError
+    if item == "p":
+        return Exhausting()
     if item == "e":
         raise Unloadable("a", "b")
     if item == "b":
@@ -272,17 +283,20 @@ def _fails(item):
     return "ok", item
 
 
-@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError), ("e", RuntimeError)])
+@pytest.mark.parametrize("item, kind", [("b", KeyError), ("c", RuntimeError), ("e", RuntimeError),
+                                        ("m", MemoryError), ("p", MemoryError)])
 def test_an_exception_in_a_worker_is_raised_here_with_its_traceback(item, kind):
     """A bug in a worker is not a lost item: the main process raises it (as multiprocessing.Pool
     did), the worker's traceback as its cause; one that cannot be pickled, or unpickled, as
-    RuntimeError. One item fails: with two (the list held "e" after each), which of their
+    RuntimeError; memory running out in a worker's work or as it sends its result, as
+    MemoryError (the CLI says "out of memory": it was "RuntimeError: a -j worker failed", a
+    traceback, under ``ulimit -v``). One item fails: with two (the list held "e" after each), which of their
     workers reports first is a race, and the test failed one run in three for "b"."""
     import multiprocessing
 
     with pytest.raises(kind) as info:
         pool.run(2, ["a", item, "d", "f"], _fails, (None, {}))
-    assert "_fails" in str(info.value.__cause__)
+    assert ("__reduce__" if item == "p" else "_fails") in str(info.value.__cause__)  # (p: its send failed)
     assert not multiprocessing.active_children()
 
 

@@ -269,10 +269,22 @@ def _serve(tasks, results, work, parent: int, state, settings: dict) -> None:
                 raised = (_portable(exc), traceback.format_exc())
             try:
                 results.send((index, out, raised))
-            except Exception:  # something that does not pickle: a traceback, as text
-                import traceback
+            except Exception as exc:  # something that does not pickle, or memory ran out pickling it
+                _unsent(results, index, raised, exc)
 
-                results.send((index, None, (None, raised[1] if raised else traceback.format_exc())))
+
+def _unsent(results, index: int, raised, exc: Exception) -> None:
+    """Send what stands for item ``index``'s result that could not be sent (``exc``): a
+    MemoryError when memory ran out doing its work or sending it (the main process then says
+    so, as for its own), else the traceback's text. A worker that cannot send even that ends
+    at once, printing nothing: its item is lost (``lost``: ``E0952``), not a traceback."""
+    import traceback
+
+    short = isinstance(exc, MemoryError) or (raised is not None and isinstance(raised[0], MemoryError))
+    try:
+        results.send((index, None, (MemoryError() if short else None, raised[1] if raised else traceback.format_exc())))
+    except BaseException:
+        os._exit(1)
 
 
 def _portable(exc: BaseException) -> BaseException | None:
@@ -283,6 +295,8 @@ def _portable(exc: BaseException) -> BaseException | None:
     the worker's traceback lost."""
     from multiprocessing.reduction import ForkingPickler
 
+    if isinstance(exc, MemoryError):  # a new one: pickling this one may need the memory there is not
+        return MemoryError()
     try:
         ForkingPickler.loads(ForkingPickler.dumps(exc))
     except Exception:
