@@ -136,3 +136,28 @@ def test_build_takes_what_check_and_test_take(tmp_path, monkeypatch, capsys, giv
     ws = Workspace(tmp_path)
     assert built == {ws.config.recipe_name(p) for p in ws._named([given], libraries=False)[0]}
     assert built == ({"sub/a"} if given == "sub/a" else {"sub/b"} if given.endswith(".rcp") else {"sub/a", "sub/b"})
+
+
+@pytest.mark.parametrize("command", ["build", "check", "test"])
+@pytest.mark.parametrize("where", ["output", "root with -o ."])
+def test_a_recipe_name_names_its_recipe_whatever_paths_of_that_name_exist(tmp_path, monkeypatch, capsys,
+                                                                         command, where):
+    """The output directory holds a directory of each recipe's name: run there (or from the
+    root after ``-o .``), ``rcpc build sub/a`` took ``sub/a`` for that directory ("no recipes
+    under sub/a", exit 2) and ``rcpc check sub/a`` checked nothing and said ok."""
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes" / "sub").mkdir(parents=True)
+    (tmp_path / "recipes" / "sub" / "a.rcp").write_text(RECIPE.format(name="t"))
+    (tmp_path / "recipes" / "b.rcp").write_text(RECIPE.format(name="t"))
+    monkeypatch.chdir(tmp_path)
+    out = ["-o", "."] if where != "output" else []
+    assert main(["build", *out]) == 0 and (tmp_path / ("sub" if out else "rcpc-out/sub") / "a").exists()
+    if where == "output":
+        monkeypatch.chdir(tmp_path / "rcpc-out")
+    if command == "test":
+        assert main(["test", "--snapshot-update"]) == 0
+    capsys.readouterr()
+    assert main([command, "sub/a", *(out if command == "build" else [])]) == 0
+    err = capsys.readouterr().err
+    assert {"build": "of 1 recipe(s)", "check": "checked 1 recipe(s), 1 variant(s)",
+            "test": "tested 1 render(s)"}[command] in err, err

@@ -332,7 +332,8 @@ class Workspace:
 
     def _named(self, paths, libraries: bool = True) -> tuple[list[Path], list[Path]]:
         """``(recipes, libraries)`` that ``paths`` name (recipe names such as ``rl/x``, ``.rcp``
-        files, directories: every recipe and library under one), each once, in order: what
+        files, directories: every recipe and library under one; a recipe's name names that
+        recipe even where a path of that name exists), each once, in order: what
         ``rcpc check`` and ``rcpc test`` run. A path is taken where it sits (its directory's
         real path): :class:`UsageError` when that is outside the workspace; ``E0906``
         (:class:`CompileError`) when a symlink leads out of it, ``E0907`` when it cannot be
@@ -343,6 +344,10 @@ class Workspace:
         recipes: list[Path] = []
         found_libraries: list[Path] = []
         for p in paths:
+            named = None if str(p).endswith(".rcp") else ws.find_recipe(str(p))
+            if named is not None:  # a recipe's name names it, whatever the current directory holds
+                recipes.append(named)  # (its output directory holds a directory of each name)
+                continue
             if not os.path.lexists(p):  # a recipe name, not a path
                 recipes.extend(self.recipe_paths([p]))
                 continue
