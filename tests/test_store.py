@@ -465,3 +465,31 @@ def test_entries_made_in_workers_are_written_by_the_main_process(cached_ws, scri
     texts = [storefiles.payload("build", key, data).decode()
              for key, _, data in storefiles.rows(cached_ws.parent / "cache", "build")]
     assert all(any(str((cached_ws / "recipes" / f"w{k}.rcp").resolve()) in t for t in texts) for k in range(6))
+
+
+HELD = """
+import os, sys
+from rcpc.core import store
+store.BUSY_S = 3600.0  # a wait would outlast the test's timeout
+store.PENDING_BYTES = 0
+store.put("build", store.key("build", "as it goes"), b"x" * 100)  # written at once: the lock is held
+sys.exit(0 if not store._STATE.pending else 3)
+"""
+
+
+def test_a_write_made_as_a_run_goes_does_not_wait_for_another_writer(cache):
+    """Entries written as a run goes (each PENDING_BYTES) are dropped while another process holds
+    the database's write lock, at once: a build stood still for BUSY_S (10 s) at each, before its
+    output was written, Ctrl-C unanswered in SQLite's wait. (Its end-of-run flush still waits.)"""
+    store.put("build", store.key("build", "made the database"), b"x")
+    store.flush()
+    holder = sqlite3.connect(storefiles.database(cache), timeout=0)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer, mid-transaction
+        r = subprocess.run([sys.executable, "-c", HELD], env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert r.returncode == 0, r.stderr
+    assert not [k for k, _, _ in storefiles.rows(cache, "build") if k == store.key("build", "as it goes")]

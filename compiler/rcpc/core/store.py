@@ -27,8 +27,8 @@ check; any other process at exit); a ``-j`` worker hands the entries it made to 
 process with each result (:func:`take`, :func:`adopt`), and never uses the connection it
 inherited. The main process writes its entries as soon as they pass :data:`PENDING_BYTES` (a
 first build of many recipes: its memory stays that of a build without the cache). Two processes
-writing at once take turns (SQLite's lock; each waits up to :data:`BUSY_S` seconds, then its
-entries are dropped: a later run writes them again).
+writing at once take turns (SQLite's lock; at its end a run waits up to :data:`BUSY_S` seconds,
+as it goes not at all, then its entries are dropped: a later run writes them again).
 
 *Trust*: the database is ``$XDG_CACHE_HOME/rcpc/store/store.db`` (``~/.cache/rcpc/store``), in a
 directory of the user cache trusted as every one is (:func:`rcpc.core.usercache.cache_dir`:
@@ -223,7 +223,7 @@ def _keep(raw: bytes, area: str, data: bytes) -> None:
         atexit.register(flush)
         _STATE.exit_hook = True
     if _STATE.size > PENDING_BYTES and not _STATE.forked:
-        flush()
+        flush(wait=False)
 
 
 def take() -> dict:
@@ -246,31 +246,34 @@ def adopt(made: dict) -> None:
             _keep(raw, area, data)
 
 
-def flush() -> None:
+def flush(wait: bool = True) -> None:
     """End a run's use of the store: write the entries put since the last flush, and the uses
     of entries hit, in one transaction, to the store they were made for, then close the
     database (the next run opens it again, its files checked again). Errors are ignored (the
     entries are dropped: a later run writes them). A database SQLite finds corrupt is removed
-    first and made again."""
+    first and made again. Without ``wait`` (the writes a run makes as it goes, :func:`_keep`),
+    another process's write holding the database drops the entries at once: a build does not
+    stand still for :data:`BUSY_S` seconds, Ctrl-C unanswered in SQLite's wait, before its
+    output is written (each 4 MiB of a 1,000-recipe build could wait 10 s)."""
     _own()
     pending, touched = _STATE.pending, _STATE.touched
     _STATE.pending, _STATE.touched, _STATE.size = {}, {}, 0
     try:
         if (pending or touched) and _STATE.home is not None and not env("RCPC_NO_CACHE"):
-            _flush(_STATE.home, pending, touched)
+            _flush(_STATE.home, pending, touched, wait)
     finally:
         if _STATE.connection is not None:
             _STATE.connection.close()
         _STATE.connection = _STATE.path = _STATE.where = _STATE.refused = None
 
 
-def _flush(directory: str, pending: dict, touched: dict) -> None:
+def _flush(directory: str, pending: dict, touched: dict, wait: bool = True) -> None:
     sqlite3 = _sqlite()
     if sqlite3 is None:
         return
     for attempt in (1, 2):
         try:
-            _write(directory, pending, touched)
+            _write(directory, pending, touched, wait)
             return
         except sqlite3.Error as exc:
             if attempt == 2 or not _corrupt(exc):
@@ -280,10 +283,11 @@ def _flush(directory: str, pending: dict, touched: dict) -> None:
             return
 
 
-def _write(directory: str, pending: dict, touched: dict) -> None:
+def _write(directory: str, pending: dict, touched: dict, wait: bool = True) -> None:
     db = _open(directory, create=True)
     if db is None:
         return
+    db.execute(f"PRAGMA busy_timeout = {round(BUSY_S * 1000) if wait else 0}")
     now = _now()
     new = _STATE.new
     testhook.point("store-begin")
