@@ -168,3 +168,27 @@ def test_a_fault_in_rcp_toml_is_quoted_with_a_caret(fault, key, says, tmp_path, 
     line, col = int(head.group(1)), int(head.group(2))
     quoted = (lines + [""])[line - 1]
     assert re.search(rf"^ +{line} \| {re.escape(quoted)}\n +\| {' ' * (col - 1)}\^", err, re.M), err
+
+
+def test_the_fault_is_quoted_from_the_bytes_parsed(tmp_path, monkeypatch, capsys):
+    """rcp.toml is quoted from the bytes rcpc parsed, not read again (a file changed in between
+    was quoted as another text: the line of a fault shown empty, or another line's text)."""
+    import rcpc.core.files
+    from rcpc.__main__ import run
+    from rcpc.domain import workspace
+
+    (tmp_path / "rcp.toml").write_text("# settings\n\nkube_schemas = 'builtin:jobset'\n")
+    (tmp_path / "recipes").mkdir()
+    monkeypatch.chdir(tmp_path)
+    real, reads = workspace.read_limited, []
+
+    def changing(path, limit):  # every read after the first gets other bytes
+        reads.append(path)
+        return real(path, limit) if len(reads) == 1 else b"a = 1\n"
+
+    monkeypatch.setattr(workspace, "read_limited", changing)
+    monkeypatch.setattr(rcpc.core.files, "read_limited", changing)
+    capsys.readouterr()
+    assert run(["check"]) == 1
+    err = capsys.readouterr().err
+    assert " 3 | kube_schemas = 'builtin:jobset'" in err, err

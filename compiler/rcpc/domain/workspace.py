@@ -108,31 +108,40 @@ class Workspace:
         for d in (here, *here.parents):
             cfg = d / CONFIG_NAME
             if cfg.exists():
-                try:
-                    return cls._load(d, cfg)
-                except CompileError as exc:  # its diagnostics quote rcp.toml, which no compiler has read
-                    _quoted(exc, cfg)
-                    raise
+                return cls._load(d, cfg)
         return cls(here, (here / "recipes",), (here / "recipes" / "lib",), here / "rcpc-out",
                    here / "golden")
 
     @classmethod
     def _load(cls, root: Path, cfg: Path) -> "Workspace":
-        links: dict = {}
+        """The workspace of ``rcp.toml`` file ``cfg`` in directory ``root``: its errors carry
+        the text parsed (:attr:`rcpc.core.diagnostics.CompileError.sources`), to be quoted from
+        (no compiler reads rcp.toml; reading it again could quote another text)."""
         try:
             raw = read_limited(cfg, MAX_FILE_BYTES)
             text = raw.decode("utf-8")
-            data = config_table(raw, text)
-        except RecursionError:  # tomli recurses into arrays and inline tables: `[[[...` 1,000 deep
-            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: its arrays or inline tables nest too deeply",
-                        Span(CONFIG_NAME, 1, 1, 1, 1),
-                        hint="rcp.toml's values are strings and lists of strings (docs/cli.md, Workspace)") from None
         except UnicodeDecodeError as exc:
             where = _offset_span(raw, exc.start)
             raise error("E0901", f"{CONFIG_NAME} is not valid TOML: it is not UTF-8 ({exc.reason})", where,
                         hint="save rcp.toml as UTF-8") from None
         except OSError as exc:
             raise error("E0901", f"cannot read {cfg}: {exc.strerror or exc}", None, hint=io_hint(exc)) from None
+        try:
+            return cls._parsed(root, cfg, raw, text)
+        except CompileError as exc:
+            exc.sources[CONFIG_NAME] = Source(CONFIG_NAME, text, str(cfg))
+            raise
+
+    @classmethod
+    def _parsed(cls, root: Path, cfg: Path, raw: bytes, text: str) -> "Workspace":
+        """:meth:`_load` of the bytes ``raw`` (``text``, decoded) read from ``cfg``."""
+        links: dict = {}
+        try:
+            data = config_table(raw, text)
+        except RecursionError:  # tomli recurses into arrays and inline tables: `[[[...` 1,000 deep
+            raise error("E0901", f"{CONFIG_NAME} is not valid TOML: its arrays or inline tables nest too deeply",
+                        Span(CONFIG_NAME, 1, 1, 1, 1),
+                        hint="rcp.toml's values are strings and lists of strings (docs/cli.md, Workspace)") from None
 
         def strings(key, default):
             value = data.get(key, default)
@@ -407,15 +416,6 @@ class Workspace:
             raise error("E0201", f"cannot {verb} {target!r}: no such file", span,
                         hint=f"looked for {self.display(real)}" + (f"; {shipped}" if shipped else ""))
         return real
-
-
-def _quoted(exc: CompileError, cfg: Path) -> None:
-    """Give ``exc`` (an error of rcp.toml ``cfg``) the file's text to quote its lines from,
-    when it can be read as UTF-8 (:attr:`CompileError.sources`)."""
-    try:
-        exc.sources[CONFIG_NAME] = Source(CONFIG_NAME, read_limited(cfg, MAX_FILE_BYTES).decode("utf-8"), str(cfg))
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass
 
 
 _EXAMPLES = {"recipe_dirs": "recipes", "library_dirs": "recipes/lib", "kube_schemas": "builtin:jobset",
