@@ -675,3 +675,16 @@ def test_an_output_path_through_a_file_says_which_file(tmp_path_factory, depth, 
     assert code == 1 and "error[E0950]" in err and f"{shown} is a " in err and ", not a directory" in err, err
     assert "File exists" not in err and "Traceback" not in err
     assert entries() == before
+
+
+def test_rcp_tomls_output_dir_inside_the_sources_is_refused_at_its_line(tmp_path):
+    """rcp.toml's own output_dir inside a recipe directory: E0910 at that line of rcp.toml,
+    quoted, its hint naming output_dir (it named recipe_dirs and proposed the very output_dir
+    refused), nothing written."""
+    root = workspace(tmp_path, {"rcp.toml": '# paths\noutput_dir = "recipes/out"\n',
+                                "recipes/r.rcp": 'variant("default")\n'})
+    before = everything(root)
+    code, err = run(root, "build")
+    assert code == 1 and "rcp.toml:2:1: error[E0910]: cannot write to recipes/out: it is inside" in err, err
+    assert ' 2 | output_dir = "recipes/out"' in err and "set rcp.toml's output_dir" in err
+    assert everything(root) == before

@@ -93,18 +93,28 @@ def _not_a_source_directory(ws, out_dir: Path, shown: str) -> None:
     """``E0910`` when ``out_dir`` is, or is inside, a directory of the workspace's sources
     (rcp.toml's ``golden_dir``, ``recipe_dirs``, ``library_dirs``): a build there would mix
     renders with the files it is made from (``-o golden`` was refused only where a recipe's
-    directory existed, with a hint to delete it: the goldens)."""
+    directory existed, with a hint to delete it: the goldens). When ``out_dir`` is rcp.toml's
+    ``output_dir``, the error is at that line of rcp.toml."""
     out = Path(os.path.realpath(out_dir))
+    configured = out == Path(os.path.realpath(ws.output_dir))
     for key, what in _SOURCES:
         found = getattr(ws, key)
         for d in (found,) if isinstance(found, Path) else found:
             real = Path(os.path.realpath(d))
             if out == real or real in out.parents:
-                raise CompileError(Diagnostic(
-                    "E0910", f"cannot write to {shown}: it is {'' if out == real else 'inside '}the workspace's "
-                    f"{what} {ws.display(real)} (rcp.toml's {key})", None,
-                    hint=f"choose another output directory (-o), such as {ws.display(ws.output_dir)}, the "
-                         "workspace's output_dir; nothing was written"))
+                message = (f"cannot write to {shown}: it is {'' if out == real else 'inside '}the workspace's {what} "
+                           f"{ws.display(real)} (rcp.toml's {key})")
+                if not configured:
+                    raise CompileError(Diagnostic("E0910", message, None, hint=(
+                        f"choose another output directory (-o), such as {ws.display(ws.output_dir)}, the "
+                        "workspace's output_dir; nothing was written")))
+                exc = CompileError(Diagnostic("E0910", message, ws.setting_span("output_dir"), hint=(
+                    "set rcp.toml's output_dir to a directory outside the workspace's sources (its default is "
+                    "rcpc-out), or give one with -o; nothing was written")))
+                if ws.config_bytes is not None:
+                    exc.sources["rcp.toml"] = Source("rcp.toml", ws.config_bytes.decode("utf-8", "replace"),
+                                                     str(ws.config))
+                raise exc
 
 
 def _why_not(out_dir: Path, exc: OSError) -> str:

@@ -555,8 +555,8 @@ def _refuse_taken(out: Path, links: set, shown: str, origins: dict) -> None:
             recipe = next((r for r in sorted(origins) if r.split("/", 1)[0] == name), None)
             diags.append(Diagnostic(
                 "E0910", f"cannot write {os.path.join(shown, name)}: it exists and was not made by rcpc",
-                origins.get(recipe), hint=f"recipe '{recipe or name}' writes there: move it away (delete it if "
-                                          f"an older rcpc wrote it), or choose another output directory (-o)"))
+                origins.get(recipe), hint=f"recipe '{recipe or name}' writes there: choose another output directory "
+                                          f"(-o), or move it away if it is an older rcpc's output"))
     if diags:
         raise CompileError(diags)
 
