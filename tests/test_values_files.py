@@ -140,6 +140,21 @@ def test_every_unknown_param_is_reported_at_once(tmp_path, in_files, in_sets):
     assert found == [("E0601", k) for keys in in_files for k in keys] + [("E0601", k) for k in in_sets]
 
 
+def test_unknown_params_are_reported_up_to_the_error_limit(tmp_path):
+    """Every unknown param at once, up to MAX_ERRORS, then E0808 (as a file's name errors): a
+    values file of 30,000 misspelt keys printed 150,000 lines."""
+    from rcpc.core.limits import MAX_ERRORS
+
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    (root / "v.toml").write_text("".join(f"K{i} = 1\n" for i in range(MAX_ERRORS + 5)))
+    compiler = Compiler(Workspace.find(root))
+    with pytest.raises(CompileError) as info:
+        compiler.build(_workspace(root), None, Overrides.of(["Z=1"], [str(root / "v.toml")]))
+    codes = [d.code for d in info.value.diagnostics]
+    assert codes == ["E0601"] * MAX_ERRORS + ["E0808"]
+    assert info.value.diagnostics[-1].span.line == MAX_ERRORS + 1
+
+
 _key = st.sampled_from(["{}", '"{}"', "'{}'"])
 _noise = st.sampled_from(["", "# STEPZ = 1\n", 'PROJECT = """\nSTEPZ = "no"\n"""\n',
                           "ZONE = '''\n[STEPZ]\nSTEPZ = 2 '''\n", "\n", "PROFILE = true # [not a table]\n",

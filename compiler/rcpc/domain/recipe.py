@@ -20,7 +20,8 @@ from pathlib import Path
 
 from rcpc.core import record
 from rcpc.domain import builtins as B
-from rcpc.core.limits import LIMIT_HINT, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS, MAX_SCHEMA_BYTES
+from rcpc.core.limits import (LIMIT_HINT, MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS,
+                               MAX_SCHEMA_BYTES)
 from rcpc.core.diagnostics import (CompileError, Diagnostic, by_place, did_you_mean, did_you_mean_or_list, error,
                                    io_hint, unique)
 from rcpc.core.evaluate import Evaluator
@@ -965,5 +966,9 @@ def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
              for f in files for name, span in f.keys.items() if name not in params]
     found += [Diagnostic("E0601", f"--set {name}: no such param", None, hint=hint(name))
               for name in parse_sets(overrides.sets) if name not in params]
+    if len(found) > MAX_ERRORS:  # as a file's name errors: a values file of 30,000 misspelt keys printed 150,000 lines
+        found = found[:MAX_ERRORS] + [Diagnostic("E0808", f"more than {MAX_ERRORS} names that are not params; the "
+                                                 "rest are not reported", found[MAX_ERRORS].span,
+                                                 hint="fix the errors above first")]
     if found:
         raise CompileError(found)
