@@ -102,19 +102,14 @@ def _not_a_source_directory(ws, out_dir: Path, shown: str) -> None:
         for d in (found,) if isinstance(found, Path) else found:
             real = Path(os.path.realpath(d))
             if out == real or real in out.parents:
-                message = (f"cannot write to {shown}: it is {'' if out == real else 'inside '}the workspace's {what} "
-                           f"{ws.display(real)} (rcp.toml's {key})")
-                if not configured:
-                    raise CompileError(Diagnostic("E0910", message, None, hint=(
-                        f"choose another output directory (-o), such as {ws.display(ws.output_dir)}, the "
-                        "workspace's output_dir; nothing was written")))
-                exc = CompileError(Diagnostic("E0910", message, ws.setting_span("output_dir"), hint=(
-                    "set rcp.toml's output_dir to a directory outside the workspace's sources (its default is "
-                    "rcpc-out), or give one with -o; nothing was written")))
-                if ws.config_bytes is not None:
-                    exc.sources["rcp.toml"] = Source("rcp.toml", ws.config_bytes.decode("utf-8", "replace"),
-                                                     str(ws.config))
-                raise exc
+                raise CompileError(Diagnostic(
+                    "E0910", f"cannot write to {shown}: it is {'' if out == real else 'inside '}the workspace's "
+                    f"{what} {ws.display(real)} (rcp.toml's {key})",
+                    ws.setting_span("output_dir") if configured else None,
+                    hint=("set rcp.toml's output_dir to a directory outside the workspace's sources (its default "
+                          "is rcpc-out), or give one with -o" if configured else
+                          f"choose another output directory (-o), such as {ws.display(ws.output_dir)}, the "
+                          "workspace's output_dir") + "; nothing was written"))
 
 
 def _why_not(out_dir: Path, exc: OSError) -> str:

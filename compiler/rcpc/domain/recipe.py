@@ -962,13 +962,13 @@ def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
     not a declared param of ``params``, with the closest param's name: all of them at once
     (a values file with two misspelt keys reported the first only)."""
     hint = lambda name: did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}"  # noqa: E731
-    found = [Diagnostic("E0601", f"values file {f.shown} sets '{name}', which is not a param", span, hint=hint(name))
-             for f in files for name, span in f.keys.items() if name not in params]
-    found += [Diagnostic("E0601", f"--set {name}: no such param", None, hint=hint(name))
-              for name in parse_sets(overrides.sets) if name not in params]
-    if len(found) > MAX_ERRORS:  # as a file's name errors: a values file of 30,000 misspelt keys printed 150,000 lines
-        found = found[:MAX_ERRORS] + [Diagnostic("E0808", f"more than {MAX_ERRORS} names that are not params; the "
-                                                 "rest are not reported", found[MAX_ERRORS].span,
-                                                 hint="fix the errors above first")]
+    unknown = [(f"values file {f.shown} sets '{name}', which is not a param", span, name)
+               for f in files for name, span in f.keys.items() if name not in params]
+    unknown += [(f"--set {name}: no such param", None, name) for name in parse_sets(overrides.sets) if name not in params]
+    # as a file's name errors, up to MAX_ERRORS (30,000 misspelt keys printed 150,000 lines), hints only for those
+    found = [Diagnostic("E0601", message, span, hint=hint(name)) for message, span, name in unknown[:MAX_ERRORS]]
+    if len(unknown) > MAX_ERRORS:
+        found.append(Diagnostic("E0808", f"more than {MAX_ERRORS} names that are not params; the rest are not "
+                                "reported", unknown[MAX_ERRORS][1], hint="fix the errors above first"))
     if found:
         raise CompileError(found)

@@ -426,9 +426,9 @@ def _rewritten(key: str, value, listed: bool) -> str:
     """The hint for rcp.toml's ``key`` given ``value`` (parsed TOML) of the wrong type: the
     line to write, with the strings (and numbers, as text) ``value`` holds, as a list of
     strings when ``listed``, else as one string (its first string, if any): ``kube_schemas =
-    "builtin:jobset"`` gets
-    ``write kube_schemas = ["builtin:jobset"]``; an example where it holds none. The line is
-    TOML (1.0, basic strings) that gives ``key`` a value of the type asked for."""
+    "builtin:jobset"`` gets ``write kube_schemas = ["builtin:jobset"]``; an example where it
+    holds none. The line is TOML (1.0, basic strings) that gives ``key`` a value of the type
+    asked for."""
     items = value if isinstance(value, list) else [value]
     texts = [v if isinstance(v, str) else repr(v) for v in items
              if isinstance(v, str) or type(v) in (int, float)] or [_EXAMPLES.get(key, "path")]

@@ -551,7 +551,7 @@ def entry_token(e: FlagEntry) -> str:
 
 def argv(fs: FlagSet) -> list[str]:
     """The argv tokens: every layer's entries in order, repeats kept."""
-    return [entry_token(e) for layer in fs.layers for e in layer.entries]
+    return [entry_token(e) for e in entries(fs)]
 
 
 def resolved(fs: FlagSet) -> dict:
