@@ -213,7 +213,7 @@ def _walked(package: str, *more: str) -> tuple:
                 st = os.stat(path)
                 parts.append(f"{os.path.relpath(path, package)}:{st.st_size}:{st.st_mtime_ns}")
                 files[path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest(), listings, files
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=32).hexdigest(), listings, files
 
 
 _TREE_NAMES = st.sampled_from(["a.py", "b.lark", "c.txt", "__init__.py", "__pycache__", "d", "e", "z.py"])

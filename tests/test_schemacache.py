@@ -486,12 +486,12 @@ SCHEMA_FILES = st.lists(st.tuples(st.sampled_from(["a.json", "b.json", "a.json\0
 @example(a=[("a.json", b"")], b=[("a.json\0", b"")], known=False)
 def test_schema_files_have_one_identity_whoever_hashed_their_bytes(a, b, known):
     """The identity of schema files (display paths and bytes, in order) is the same whether the
-    reader gives the bytes' SHA-256 or it is made there, and two lists of files share it exactly
+    reader gives the bytes' digest or it is made there, and two lists of files share it exactly
     when they are equal."""
     import hashlib
 
     def identity(files, given):
-        return schemacache.schema_identity([(f, raw, hashlib.sha256(raw).digest() if given else None)
+        return schemacache.schema_identity([(f, raw, hashlib.blake2b(raw, digest_size=32).digest() if given else None)
                                             for f, raw in files])
     assert identity(a, known) == identity(a, not known)
     assert (identity(a, known) == identity(b, False)) == (a == b)
@@ -503,15 +503,14 @@ def test_a_build_hashes_a_schema_file_once(kube_ws, monkeypatch, no_cache):
     JobSet schema, 223 KB, was hashed five times a first build, ~1.4 ms more): its digest as
     read (the build cache's) makes the identity the validation cache keys on, before the
     schemas are parsed and after; and both identities are one."""
-    import hashlib
-
+    from rcpc.core import digest
     from rcpc.domain import recipe
     from rcpc.domain.workspace import builtin_schema
 
     if no_cache:
         monkeypatch.setenv("RCPC_NO_CACHE", "1")
     raw = builtin_schema("jobset").read_bytes()
-    fed, real = [], hashlib.sha256
+    fed, real = [], digest._blake2b
 
     class Counting:
         def __init__(self, data=b"", **kw):
@@ -537,7 +536,7 @@ def test_a_build_hashes_a_schema_file_once(kube_ws, monkeypatch, no_cache):
         identities.append((before, self._kube.identity))
         return out
     monkeypatch.setattr(recipe.Compiler, "_checked", checked)
-    monkeypatch.setattr(hashlib, "sha256", Counting)
+    monkeypatch.setattr(digest, "_blake2b", Counting)
     kube_ws.build(JOBSET_RECIPE % "")
     assert sum(fed) == 1
     assert identities and all(a == b for a, b in identities)

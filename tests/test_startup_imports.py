@@ -100,7 +100,10 @@ NOT_BUILT_WITH = ("rcpc.domain.maxtext.schemagen", "rcpc.domain.maxtext.refusals
                   # copy (with weakref): a schema's defaults are JSON data, copied without it (kube.schema._copied)
                   "copy", "weakref",
                   # typing and string: rcp.toml is read by tomli (Python 3.11's tomllib imports both, ~4 ms)
-                  "tomllib", "typing", "string")
+                  "tomllib", "typing", "string",
+                  # hashlib: its import loads OpenSSL (~2.4 ms, the largest a build made); rcpc's digests are
+                  # BLAKE2b from the _blake2 module (rcpc.core.digest); a values file's SHA-256 (provenance) only
+                  "hashlib", "_hashlib")
 # Not on the path of a build after an edit (a first build imports them): rcp.toml's table is read
 # back from the store (rcpc.domain.workspace.config_table), so tomli and what only it imports
 # (datetime) are not loaded; nor validation's modules an edit does not run (its renders were validated before), the mesh

@@ -243,9 +243,9 @@ def _break_and_forge(cached_ws: Path) -> None:
 
     assert run(["check"]) == 0
     recipe = cached_ws / "recipes" / "r.rcp"
-    good = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    good = hashlib.blake2b(recipe.read_bytes(), digest_size=32).hexdigest()
     recipe.write_text(recipe.read_text() + BROKEN)
-    bad = hashlib.sha256(recipe.read_bytes()).hexdigest()
+    bad = hashlib.blake2b(recipe.read_bytes(), digest_size=32).hexdigest()
     assert _forge_build_entries(cached_ws.parent / "cache", good, bad)
 
 

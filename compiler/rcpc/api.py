@@ -290,7 +290,7 @@ class Workspace:
         (:func:`rcpc.domain.overrides.provenance`); {} without any. Each values file is the
         one this run's compiler read when it compiled here (once a run: the same bytes), else
         read now, without a compiler (a build from the cache imports none), and must be the
-        one every recipe was built from (its SHA-256 among the build's dependencies):
+        one every recipe was built from (its digest among the build's dependencies):
         ``E0630`` when it changed meanwhile, rather than a record of bytes the renders did not
         come from."""
         if not overrides:
@@ -305,7 +305,7 @@ class Workspace:
             else:
                 files.append(load(*locate(self.config, Path(path), given), read_limited)[0])
         for f in files:
-            if any(deps is not None and deps.get(f.path) != f.sha256 for _, _, _, deps in results):
+            if any(deps is not None and deps.get(f.path) != f.digest for _, _, _, deps in results):
                 raise CompileError(Diagnostic("E0630", f"values file {f.shown} changed while rcpc built with it",
                                               None, hint="build again (nothing was written)"))
         return {(name, v): provenance(overrides, variant, files, [n for n, _ in renders])

@@ -7,7 +7,7 @@ discipline, entry format, validation, trust rules and batched writes), keyed by 
 the workspace's directory, rcpc's version and the size and mtime of each of its own source
 files (:func:`rcpc.core.usercache.code_fingerprint`), the bytes of ``rcp.toml`` the workspace
 was read from, the recipe, the variant or ``--set`` items and the schema options. Its payload
-(:func:`encode`: two lines of JSON) records first the SHA-256 of the bytes of every file the
+(:func:`encode`: two lines of JSON) records first the digest (:mod:`rcpc.core.digest`) of the bytes of every file the
 recipe depended on *as the compiler read them* (the recipe, its loads, schema files:
 :attr:`rcpc.domain.recipe.Compiler.digests`, never a second read, so a file edited while its
 recipe compiles is not cached under its new content) and every symlink followed (a lookup
@@ -25,7 +25,6 @@ rewritten). ``RCPC_NO_CACHE=1`` turns the cache off.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -33,6 +32,7 @@ from pathlib import Path
 from rcpc.core import patterns
 from rcpc.core import store
 from rcpc.core.diagnostics import from_json, to_json
+from rcpc.core.digest import hexdigest
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_NAME, MAX_SCHEMA_BYTES
 from rcpc.core.usercache import code_fingerprint
@@ -45,10 +45,6 @@ _DIGEST = patterns.precompiled(r"[0-9a-f]{64}\Z")
 # path component, no '..', no leading '.'.
 _COMPONENT = patterns.precompiled(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _RENDER_SUFFIXES = (".yaml", ".flags", ".sh")  # of rcpc.domain.renders.KINDS (tests/test_cache.py)
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def safe_component(name) -> bool:
@@ -67,13 +63,13 @@ class BuildCache:
     def __init__(self, root: Path, config: bytes):
         self.enabled = store.enabled()
         self._base = (str(root), code_fingerprint(), config) if self.enabled else ()
-        # {path: SHA-256} of each file as this run saw it (compiled, or checked by a lookup): a
+        # {path: digest} of each file as this run saw it (compiled, or checked by a lookup): a
         # later lookup in the run checks against it, not the file read again, so that one
         # command sees one version of a file edited while it runs
         self.seen: dict[str, str] = {}
 
     def note(self, deps: dict[str, str] | None) -> None:
-        """Files this run used, as {path: SHA-256 hex} (``LINK`` entries are skipped)."""
+        """Files this run used, as {path: digest hex} (``LINK`` entries are skipped)."""
         for path, digest in (deps or {}).items():
             if not digest.startswith(LINK):
                 self.seen.setdefault(path, digest)
@@ -85,7 +81,7 @@ class BuildCache:
         """``(builds, warnings, deps)`` of the last identical request, or None. ``builds`` is a
         list of (variant, [(render name, text)]); ``warnings`` a list of
         :class:`~rcpc.core.diagnostics.Diagnostic`; ``deps`` maps each dependency's path to its
-        SHA-256 hex digest (or ``LINK`` + the real path of a symlink). With ``contracts``, a
+        hex digest (:mod:`rcpc.core.digest`; or ``LINK`` + the real path of a symlink). With ``contracts``, a
         fourth item: the variants whose diff contract was checked and held, in the recipe's
         order (an entry is stored only when every contract held)."""
         if not self.enabled:
@@ -99,7 +95,7 @@ class BuildCache:
                 if digest.startswith(LINK):
                     if os.path.realpath(path) != digest[len(LINK):]:
                         return None
-                elif (self.seen.get(path) or _sha(read_limited(path, MAX_SCHEMA_BYTES))) != digest:
+                elif (self.seen.get(path) or hexdigest(read_limited(path, MAX_SCHEMA_BYTES))) != digest:
                     return None
             builds, warnings, held = _validate(decode(payload)[1])
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
@@ -109,7 +105,7 @@ class BuildCache:
 
     def store(self, recipe: Path, options: list[str], deps: dict[str, str] | None, builds,
               warnings: list, contracts: list[str] = ()) -> dict | None:
-        """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: SHA-256
+        """Record a successful build of ``recipe`` whose dependencies ``deps`` ({path: digest
         hex of the bytes compiled, or ``LINK`` + real path}, from
         :meth:`~rcpc.domain.recipe.Compiler.dependency_digests`) were compiled into ``builds``
         ([(variant, [(render, text)])]) with ``warnings`` (diagnostic dicts), every diff
@@ -165,7 +161,7 @@ def decode(payload: bytes) -> tuple:
 
 
 def _validate_deps(payload: bytes, recipe: str) -> dict:
-    """The dependencies (``{path: SHA-256 hex or LINK + real path}``) recorded on the first
+    """The dependencies (``{path: digest hex or LINK + real path}``) recorded on the first
     line of a payload read back (:func:`encode`; its bytes checked by the store). Raises
     ValueError for anything that a store of a build of ``recipe`` could not have written."""
     head, newline, _ = payload.partition(b"\n")
@@ -242,7 +238,7 @@ def store_built(cache: BuildCache, options: list[str], compiler, path: Path, rec
     """Store in ``cache`` the builds ``builds`` of ``recipe`` (at ``path``), made by
     ``compiler`` with the warnings ``found``, every contract of them checked and holding
     (:meth:`rcpc.domain.recipe.Compiler.compile`). Returns ``([(variant, [(render, text)])],
-    found, {dependency: SHA-256} or None)`` (None: the cache is off, or a dependency changed
+    found, {dependency: digest} or None)`` (None: the cache is off, or a dependency changed
     while it was compiled)."""
     from rcpc.domain.recipe import contract_variants
 

@@ -119,7 +119,7 @@ def compile_fresh(compiler, cache: BuildCache, options: list[str], path: Path, v
     """Compile one recipe with ``compiler`` (:meth:`rcpc.domain.recipe.Compiler.compile`: its
     contracts checked, linted when ``lint``) and store the result in ``cache`` under the
     request's ``options`` (:func:`rcpc.build.cache.store_built`). Returns ``([(variant, [(render,
-    text)])], [warnings and notes], {dependency: SHA-256} or None)``. Raises
+    text)])], [warnings and notes], {dependency: digest} or None)``. Raises
     :class:`~rcpc.core.diagnostics.CompileError`."""
     recipe, builds, found = compiler.compile(path, variant, sets, lint)
     return store_built(cache, options, compiler, path, recipe, builds, found)

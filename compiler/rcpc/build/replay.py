@@ -7,7 +7,7 @@ coloured, the Python version, its module search path (``sys.path``), where rcpc 
 and the value of every environment variable rcpc reads (:data:`rcpc.core.envvars.READ`). It
 holds
 
-* ``files``: (path, size, mtime_ns, ctime_ns, inode, SHA-256 hex or None) of every file the
+* ``files``: (path, size, mtime_ns, ctime_ns, inode, hex digest or None) of every file the
   result depends on: ``rcp.toml``, every recipe's dependencies (recipe, loads, schema files),
   rcpc's own source files and the metadata file of every third-party distribution it depends
   on (:func:`rcpc.core.distributions.found`: its version, and a reinstall rewrites it; no
@@ -28,14 +28,14 @@ holds
 A record is a checksum (:func:`_checksum`) followed by the record in :mod:`marshal` format.
 
 :func:`serve` replays a record when every stat and listing is still the same, or when a file
-whose stat changed still has its size and the recorded SHA-256 (a touched or rewritten but
+whose stat changed still has its size and the recorded digest (:mod:`rcpc.core.digest`; a touched or rewritten but
 unchanged file, as git refreshes its index: the content is what the result depends on; only
-then is :mod:`hashlib` imported). Anything else (a missing, unreadable or corrupted record
+then is :mod:`rcpc.core.digest` imported). Anything else (a missing, unreadable or corrupted record
 included) is a miss, and the full command runs and records again. A replay prints what a full run would print now, so :class:`Recorder`
 writes a record only for a run that ran to its end (:meth:`Recorder.finished`: not one cut
 short by a closed pipe, whose output and dependencies are partial), exited 0 and wrote no
 output (:meth:`Recorder.discard`: its status line counts what it wrote), after checking that
-each dependency's bytes still have the SHA-256 the compiler read, ``rcp.toml`` still has the
+each dependency's bytes still have the digest the compiler read, ``rcp.toml`` still has the
 bytes the workspace was read from, and each output's bytes are the ones emitted; directory
 listings are taken before compiling. As in git's "racy clean" rule, a file changed (mtime or
 ctime: a restored mtime still moves the ctime) less than :data:`RACY_NS` before the run began
@@ -44,7 +44,7 @@ is written; any later change then moves the ctime the record holds. Records live
 ``$XDG_CACHE_HOME/rcpc/replay`` (``~/.cache/rcpc/replay``); ``RCPC_NO_CACHE=1`` turns replay off
 together with the build cache.
 
-This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``; ``hashlib``
+This module imports only built-in modules (``os``, ``sys``, ``marshal``, ``time``; :mod:`rcpc.core.digest`
 for a file whose stat changed), :mod:`rcpc.core.envvars`, :mod:`rcpc.core.files` and
 :mod:`rcpc.core.usercache` (:mod:`rcpc.core.distributions` when recording).
 """
@@ -189,12 +189,12 @@ def _replay_output(out: str, err: str, code: int) -> int:
 
 def _same_content(path: str, size: int, digest: str | None) -> bool:
     """Whether the file ``path``, whose stat changed, still holds ``size`` bytes with the
-    SHA-256 hex ``digest`` (None: not known, so no)."""
+    hex ``digest`` (:mod:`rcpc.core.digest`; None: not known, so no)."""
     if digest is None or os.stat(path).st_size != size:
         return False
-    import hashlib
+    from rcpc.core.digest import hexdigest
 
-    return hashlib.sha256(read_limited(path, MAX_FILE)).hexdigest() == digest
+    return hexdigest(read_limited(path, MAX_FILE)) == digest
 
 
 _PACKAGE_TREE: list = []  # [(listings, files)] of rcpc's package, once a process
@@ -268,7 +268,7 @@ class Recorder:
         return True
 
     def _file(self, path: str, expected: bytes | str | None = None, compared: tuple | None = None) -> None:
-        """Record ``path``'s stat. ``expected``: its bytes, or their SHA-256 hex digest.
+        """Record ``path``'s stat. ``expected``: its bytes, or their hex digest (:mod:`rcpc.core.digest`).
         ``compared``: the stat (:func:`rcpc.core.files.identity`: size, mtime, ctime, inode,
         device) of a file found to hold ``expected`` (bytes) during this run: it is not read
         again while ``path`` still leads to that file with that stat (a link swapped since
@@ -282,10 +282,10 @@ class Recorder:
             st = _stat(path)
             if not self._stat_of(path, st) or expected is None:
                 return
-            import hashlib
+            from rcpc.core.digest import hexdigest
 
             data = expected if compared is not None and identity(path) == compared else read_limited(path, MAX_FILE)
-            digest = hashlib.sha256(data).hexdigest()
+            digest = hexdigest(data)
             if (digest if isinstance(expected, str) else data) != expected:
                 self._ok = False
                 return
@@ -341,7 +341,7 @@ class Recorder:
             self._file(path)
 
     def note_dependencies(self, deps: dict[str, str] | None) -> None:
-        """Files the result depends on, with the SHA-256 hex digests their compile saw (None:
+        """Files the result depends on, with the hex digests their compile saw (None:
         not known, so nothing is recorded)."""
         if deps is None:
             self._ok = False

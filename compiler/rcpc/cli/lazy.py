@@ -98,8 +98,7 @@ LAZY: dict[tuple[str, str], str] = {
                                    "(the pool itself is imported only to start -j workers)",
     ("rcpc.build.pool", "traceback"): "a worker's internal error only (its traceback sent to the parent)",
     ("rcpc.build.pool", "ctypes"): "prctl(PR_SET_PDEATHSIG) in a forked worker only (Linux)",
-    ("rcpc.build.replay", "hashlib"): "the replay fast path hashes a file only when its stat changed: OpenSSL "
-                                      "(~2 ms) is not loaded by a replay otherwise",
+    ("rcpc.build.replay", "rcpc.core.digest"): "the replay fast path hashes a file only when its stat changed",
     ("rcpc.core.files", "tempfile"): "tempfile (random, shutil) only when an output (-o FILE) is replaced",
     ("rcpc.core.goyaml", "fractions"): "float32 formatting only (Go's FormatFloat(x, 'g', -1, 32)): `rcpc fmt` "
                                        "and `completion` print no float32",
@@ -115,10 +114,10 @@ LAZY: dict[tuple[str, str], str] = {
                                      "a replayed build or check does not import sqlite3 (~3 ms). The C module: "
                                      "sqlite3's package adds datetime and the date adapters (~1.5 ms), which "
                                      "the store, binding bytes, str and int only, never uses",
-    ("rcpc.core.usercache", "hashlib"): "the replay fast path checks the cache directory's trust but fingerprints "
-                                        "nothing: OpenSSL (~10-20 ms) loads only to fingerprint",
-    ("rcpc.core.usercache", "importlib.util"): "as hashlib: only to fingerprint an installed distribution",
-    ("rcpc.core.usercache", "rcpc.core.distributions"): "as hashlib: only to fingerprint (once a process)",
+    ("rcpc.core.usercache", "rcpc.core.digest"): "the replay fast path checks the cache directory's trust but "
+                                                 "fingerprints nothing: the digest loads only to fingerprint",
+    ("rcpc.core.usercache", "importlib.util"): "as the digest: only to fingerprint an installed distribution",
+    ("rcpc.core.usercache", "rcpc.core.distributions"): "as the digest: only to fingerprint (once a process)",
     ("rcpc.core.usercache", "rcpc.core.diagnostics"): "only the warning about an untrusted cache directory (W0960) "
                                                       "is formatted: usercache is on the replay fast path",
     ("rcpc.oracle", "concurrent.futures"): "threads only when the MaxText oracle runs more than one interpreter",

@@ -4,13 +4,13 @@ MaxText oracle's answers, :mod:`rcpc.oracle`; rcp.toml's tables, :mod:`rcpc.doma
 keep their entries, with one key discipline, one entry format, one validation and the user
 cache's trust rules applied once (:mod:`rcpc.core.usercache`). docs/cli.md, "The store", describes it.
 
-*Keys* (:func:`key`): SHA-256 of the store's format version, the *area* (one of
+*Keys* (:func:`key`): the digest (:mod:`rcpc.core.digest`: BLAKE2b, 32 bytes) of the store's format version, the *area* (one of
 :data:`AREAS`: which cache) and the fields the cache names, each written as its type's name,
 its length and its bytes (a ``str`` as UTF-8, ``bytes`` as they are, anything else as its
 :func:`repr`), so no two lists of fields share a key whatever they hold (a NUL, a field
 boundary moved).
 
-*Entries*: ``MAGIC``, the area, a NUL, the key (32 bytes), the SHA-256 of the payload (32
+*Entries*: ``MAGIC``, the area, a NUL, the key (32 bytes), the digest of the payload (32
 bytes) and the payload. :func:`get` returns a payload only when every part checks against the
 area and key asked for; anything else (a torn or corrupted entry, one of another key or area,
 an unreadable or malformed database) is a miss, never a wrong result.
@@ -44,7 +44,7 @@ that SQLite finds corrupt is removed and made again at the next flush. An entry 
 read by a hit more than :data:`TOUCH_S` after its last recorded use: a warm run writes at
 most once a day, as ``relatime``), :func:`usage` lists entries as the trim sees files, and
 :func:`remove` deletes entries and gives their pages back (incremental vacuum).
-``RCPC_NO_CACHE=1`` turns the store off. Imports ``hashlib`` and, at the first use of the
+``RCPC_NO_CACHE=1`` turns the store off. Imports :mod:`rcpc.core.digest` and, at the first use of the
 database, :mod:`sqlite3`'s C module ``_sqlite3`` (~1 ms; the package would add datetime; a
 process that cannot load it, short of memory, has the store off: :func:`_sqlite`).
 """
@@ -53,15 +53,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
 import time
 
-from rcpc.core import testhook
+from rcpc.core import digest, testhook
 from rcpc.core.envvars import get as env
 from rcpc.core.usercache import cache_dir, make_dirs, owned_file
 
-FORMAT = 1
+FORMAT = 2  # 2: BLAKE2b digests (rcpc.core.digest), was SHA-256
 MAGIC = b"rcpc-store 1\n"
 AREAS = ("build", "schema", "oracle", "config")
 DIRECTORY = "store"
@@ -100,20 +99,20 @@ _STATE = _State()
 
 
 def key(area: str, *fields) -> str:
-    """The key (SHA-256 hex) of the entry of ``area`` (one of :data:`AREAS`) named by
+    """The key (64 hex characters, :mod:`rcpc.core.digest`) of the entry of ``area`` (one of :data:`AREAS`) named by
     ``fields`` (module docstring: each as its type, length and bytes). Raises ValueError for
     an area not in :data:`AREAS`, RecursionError for a field too deep to :func:`repr`."""
     if area not in AREAS:
         raise ValueError(f"no store area {area!r}")
-    digest = hashlib.sha256(b"%s%d\0" % (MAGIC, FORMAT))
+    h = digest.new(b"%s%d\0" % (MAGIC, FORMAT))
     for field in (area, *fields):
         if type(field) is bytes:
             data = field
         else:
             data = (field if type(field) is str else repr(field)).encode("utf-8", "surrogatepass")
-        digest.update(b"%s %d\0" % (type(field).__name__.encode(), len(data)))
-        digest.update(data)
-    return digest.hexdigest()
+        h.update(b"%s %d\0" % (type(field).__name__.encode(), len(data)))
+        h.update(data)
+    return h.hexdigest()
 
 
 def enabled() -> bool:
@@ -133,7 +132,7 @@ def _directory() -> str | None:
 
 def entry(area: str, k: str, payload: bytes) -> bytes:
     """The stored form of ``payload`` under key ``k`` (hex) of ``area`` (module docstring)."""
-    return MAGIC + area.encode() + b"\0" + bytes.fromhex(k) + hashlib.sha256(payload).digest() + payload
+    return MAGIC + area.encode() + b"\0" + bytes.fromhex(k) + digest.digest(payload) + payload
 
 
 def check(area: str, k: str, data) -> bytes | None:
@@ -145,7 +144,7 @@ def check(area: str, k: str, data) -> bytes | None:
     if len(data) < len(head) + 32 or not data.startswith(head):
         return None
     payload = data[len(head) + 32:]
-    return payload if hashlib.sha256(payload).digest() == data[len(head):len(head) + 32] else None
+    return payload if digest.digest(payload) == data[len(head):len(head) + 32] else None
 
 
 def get(area: str, k: str | None) -> bytes | None:

@@ -1,7 +1,7 @@
 """rcpc's directory in the user cache, trusted only when it is the user's own; reads and atomic
 writes of its files; and the fingerprint of rcpc's code and of the distributions it depends
 on (:mod:`rcpc.core.distributions`) that cache keys include. Imports only ``os``, ``stat``,
-``sys`` and :mod:`rcpc.core.files` (``hashlib`` when fingerprinting, :mod:`rcpc.core.diagnostics`
+``sys`` and :mod:`rcpc.core.files` (:mod:`rcpc.core.digest` when fingerprinting, :mod:`rcpc.core.diagnostics`
 to warn): the no-op replay
 (:mod:`rcpc.build.replay`) uses it before anything else is loaded.
 
@@ -178,7 +178,7 @@ _CODE = (".py", ".lark")  # the files of rcpc's package that are its code
 
 
 def code_fingerprint(package: str | None = None) -> str:
-    """SHA-256 hex of rcpc's own code: the path, size and mtime of every ``.py`` and
+    """The hex digest (:mod:`rcpc.core.digest`) of rcpc's own code: the path, size and mtime of every ``.py`` and
     ``.lark`` file of the package (``package``: its directory, rcpc's by default; its
     version is in ``__init__.py``), so an upgraded or edited rcpc never serves another
     rcpc's cache entries. rcpc's own also holds the third-party distributions it depends
@@ -245,14 +245,14 @@ def package_files(package: str) -> tuple[dict, list]:
 
 
 def _fingerprint(package: str, *more: str) -> str:
-    import hashlib
+    from rcpc.core.digest import hexdigest
 
     parts = list(more)
     try:
         parts.extend(f"{rel}:{st.st_size}:{st.st_mtime_ns}" for _, rel, st in package_files(package)[1])
     except OSError as exc:  # a package that cannot be read whole: its changes unseen, its key made once a process
         parts.append(f"unreadable: {exc} {os.getpid()} {time.time_ns()}")  # (so no cache entry is reused)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return hexdigest("\n".join(parts).encode())
 
 
 def installed(module: str) -> str:

@@ -12,13 +12,13 @@ spans back to the recipe.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 from _weakref import ref as _weak_ref  # weakref.ref itself (the weakref module is Python: ~0.7 ms)
 from pathlib import Path
 
 from rcpc.core import record
+from rcpc.core.digest import hexdigest
 from rcpc.domain import builtins as B
 from rcpc.core.limits import (LIMIT_HINT, MAX_ERRORS, MAX_FILE_BYTES, MAX_LOAD_DEPTH, MAX_NODES, MAX_RENDERS,
                                MAX_SCHEMA_BYTES)
@@ -137,7 +137,7 @@ class Compiler:
         self._containers: dict[int, tuple] = {}  # id(manifest value) → (value, its containers), likewise
         self._views: tuple[dict, dict] = ({}, {})  # argv views' texts by node, likewise (argvview.text)
         self._view_applies: bool | None = None  # argvview.applies to the workspace's schema files
-        # file → SHA-256 of the bytes read and compiled (None: read twice with different bytes)
+        # file → digest (rcpc.core.digest) of the bytes read and compiled (None: read twice with different bytes)
         self.digests: dict[Path, str | None] = {}
         self._values: dict[Path, object] = {}  # values file (real path) → its ValuesFile, read once a run
         # shared by every evaluation of the run; its schema function holds the compiler weakly,
@@ -147,10 +147,10 @@ class Compiler:
     # files ------------------------------------------------------------------------------
     def read(self, real: Path, limit: int, follow: bool = True) -> bytes:
         """The bytes of input file ``real`` (at most ``limit``; :func:`rcpc.core.files.read_limited`,
-        ``follow`` as there), their SHA-256 kept in :attr:`digests`: the build cache keys on the
+        ``follow`` as there), their digest (:mod:`rcpc.core.digest`) kept in :attr:`digests`: the build cache keys on the
         bytes compiled, not on what the file holds later. Raises OSError."""
         data = read_limited(real, limit, follow)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = hexdigest(data)
         if self.digests.setdefault(real, digest) != digest:
             self.digests[real] = None
         return data
@@ -501,7 +501,7 @@ class Compiler:
         return data
 
     def _digest(self, real: Path) -> bytes | None:
-        """The SHA-256 of the bytes :meth:`read` gave for ``real``, None when it gave none or two."""
+        """The digest (32 bytes) of the bytes :meth:`read` gave for ``real``, None when it gave none or two."""
         found = self.digests.get(real)
         return None if found is None else bytes.fromhex(found)
 
@@ -585,7 +585,7 @@ class Compiler:
         return out | self.schema_files | kube | set(self._values)
 
     def read_digests(self, since: int = 0) -> dict[str, str]:
-        """{path: SHA-256 hex} of every file read in this run (with one version); ``since``:
+        """{path: digest hex} of every file read in this run (with one version); ``since``:
         only the files first read after the first ``since`` (a count :meth:`files_read` gave)."""
         items = self.digests.items()
         if since:
@@ -597,7 +597,7 @@ class Compiler:
         return len(self.digests)
 
     def dependency_digests(self, real: Path) -> dict[str, str] | None:
-        """{path: SHA-256 hex of the bytes compiled} of :meth:`dependencies`, plus every
+        """{path: digest hex of the bytes compiled} of :meth:`dependencies`, plus every
         symlink followed in this run as {path as written: ``LINK`` + real path}; None when a
         dependency was read twice with different bytes (it changed during the run), so the
         result must not be cached."""

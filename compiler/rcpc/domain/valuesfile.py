@@ -30,6 +30,7 @@ from pathlib import Path
 
 from rcpc.core import record
 from rcpc.core.diagnostics import error, io_hint
+from rcpc.core.digest import hexdigest
 from rcpc.core.files import NotRegular, TooLarge
 from rcpc.core.limits import INT_LIMIT, MAX_FILE_BYTES
 from rcpc.core.source import Span
@@ -48,13 +49,16 @@ class ValuesFile:
     workspace when inside it, else as given), ``values`` (param name →
     :class:`~rcpc.core.values.Bool` / ``Int`` / ``Float`` / ``Str``, spans in the file) and
     ``keys`` (param name → the span of its key), in the file's order; ``path`` (its real path,
-    the build's dependency) and ``sha256`` (hex, of the bytes read) when read from a file."""
+    the build's dependency), ``sha256`` (hex, of the bytes read: what a build's provenance
+    records, for the user's own tools) and ``digest`` (hex, :mod:`rcpc.core.digest`: what the
+    build's dependencies record) when read from a file."""
 
     shown: str
     values: dict
     keys: dict
     path: str = ""
     sha256: str = ""
+    digest: str = ""
 
 
 def locate(workspace, path: Path, given: str) -> tuple[Path, str]:
@@ -89,13 +93,14 @@ def load(real: Path, shown: str, read) -> tuple[ValuesFile, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise not_utf8(shown, data[:exc.start].count(b"\n") + 1) from None
-    return read_values(text, shown, str(real), hashlib.sha256(data).hexdigest()), text
+    return read_values(text, shown, str(real), hashlib.sha256(data).hexdigest(), hexdigest(data)), text
 
 
-def read_values(text: str, shown: str, path: str = "", sha256: str = "") -> ValuesFile:
+def read_values(text: str, shown: str, path: str = "", sha256: str = "", digest: str = "") -> ValuesFile:
     """The values of values file ``shown`` holding ``text`` (decoded UTF-8, at most
-    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller; ``path`` and ``sha256``:
-    the file's real path and the SHA-256 hex of its bytes, kept in the result). Raises ``E0631`` for
+    :data:`~rcpc.core.limits.MAX_FILE_BYTES`, checked by the caller; ``path``, ``sha256`` and
+    ``digest``: the file's real path, the SHA-256 and :mod:`rcpc.core.digest` hex digests of its
+    bytes, kept in the result). Raises ``E0631`` for
     text that is not TOML (at tomli's line and column), ``E0632`` for a table, a dotted key
     or a value that is no param value (an array, an inline table, a date, nan or inf, an
     integer outside 64 bits)."""
@@ -114,7 +119,7 @@ def read_values(text: str, shown: str, path: str = "", sha256: str = "") -> Valu
         key_span, value_span, written = places.get(name, (Span(shown, 1, 1, 1, 1),) * 2 + ("",))
         keys[name] = key_span
         values[name] = _value(name, raw, written, value_span, shown)
-    return ValuesFile(shown, values, keys, path, sha256)
+    return ValuesFile(shown, values, keys, path, sha256, digest)
 
 
 def _value(name: str, raw, written: str, span: Span, shown: str):

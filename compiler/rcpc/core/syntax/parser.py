@@ -23,13 +23,13 @@ what it reads in objects of its own (:class:`~rcpc.core.syntax.postlex.TokenCoun
 
 from __future__ import annotations
 
-import hashlib
 import re
 import os
 import sys
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, error
+from rcpc.core.digest import hexdigest
 from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import Source
 from rcpc.core.syntax.builder import AstBuilder
@@ -75,7 +75,7 @@ def _cache_path(grammar: str, options: dict) -> str | None:
     described = sorted((k, v if isinstance(v, (str, int, bool, type(None))) else type(v).__qualname__)
                        for k, v in options.items())
     key = f"{lark.__version__}\0{sys.version_info[:2]}\0{grammar}\0{described!r}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    digest = hexdigest(key.encode())[:16]
     directory = cache_dir()
     if directory is None:
         return None

@@ -14,7 +14,7 @@ libraries differ, fastjsonschema is the stricter one (``$`` in a ``pattern`` is 
 ``tests/test_kube_compiled.py`` checks "compiled valid implies jsonschema valid" over
 mutations of every JobSet the bundled recipes render.
 
-A compiled validator serves a schema only when the SHA-256 of its structural form
+A compiled validator serves a schema only when the digest (:mod:`rcpc.core.digest`) of its structural form
 (:meth:`~rcpc.domain.kube.schema.SchemaIndex.structural`, as canonical JSON) is the one it
 was generated from: a CRD file holding the same JobSet schema is served too, any other
 schema is not. The generated modules are files of the package (``kube_compiled_*.py``),
@@ -26,9 +26,10 @@ what it would write (``tests/test_kube_compiled.py`` runs it). They run without 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
+
+from rcpc.core.digest import hexdigest
 
 # (apiVersion, kind) -> (generated module, the builtin schema it is made from)
 COMPILED = {("jobset.x-k8s.io/v1alpha2", "JobSet"): ("rcpc.domain.kube.compiled_jobset", "jobset")}
@@ -57,9 +58,9 @@ class NotDecimal:
 
 
 def digest(structural: dict) -> str:
-    """SHA-256 hex of a structural schema written as canonical JSON (sorted keys, no spaces)."""
+    """The hex digest (:mod:`rcpc.core.digest`) of a structural schema written as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(structural, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hexdigest(text.encode())
 
 
 def validator(api_version: str, kind: str, structural: dict, content: str | None = None):
@@ -68,7 +69,7 @@ def validator(api_version: str, kind: str, structural: dict, content: str | None
     from that very schema or its module cannot be imported. ``content``: the identity of the
     schema files ``structural`` was made from (:attr:`rcpc.domain.kube.schema.SchemaIndex.
     content`); when it is that of the builtin schema file the module was generated from
-    (``SOURCE_SHA256``), that file's structural form is the module's without hashing it again
+    (``SOURCE_DIGEST``), that file's structural form is the module's without hashing it again
     (~1 ms of a first build; ``python -m rcpc.domain.kube.codegen --check`` keeps the two
     digests the module names those of today's file and :func:`~rcpc.domain.kube.schema.
     SchemaIndex.structural`)."""
@@ -79,9 +80,9 @@ def validator(api_version: str, kind: str, structural: dict, content: str | None
         module = importlib.import_module(entry[0])
     except ImportError:
         return None
-    if content is not None and content == getattr(module, "SOURCE_SHA256", None):
+    if content is not None and content == getattr(module, "SOURCE_DIGEST", None):
         return module.validate
-    return module.validate if module.SCHEMA_SHA256 == digest(structural) else None
+    return module.validate if module.SCHEMA_DIGEST == digest(structural) else None
 
 
 def valid(check, plain) -> bool:

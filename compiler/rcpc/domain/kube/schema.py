@@ -12,12 +12,12 @@ structural schema (docs/kubernetes.md).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, error, io_hint
+from rcpc.core.digest import digest as content_digest
 from rcpc.domain.kube import jobset, schemacache
 from rcpc.domain.kube import compiled as kube_compiled
 from rcpc.core.files import ExpandsTooFar, load_yaml_bounded, read_limited, yaml_node_limit
@@ -173,7 +173,7 @@ class SchemaIndex:
     """Schemas by (apiVersion, kind), loaded from CRD or JSON-schema files. ``session``: the
     :class:`~rcpc.core.session.Session` whose tables keep the files as read (:data:`READ`) and
     what is made of them (:data:`MADE`), shared by its indexes of the same bytes (default:
-    this index's own). ``digest``: ``digest(path)``, the SHA-256 (32 bytes) of the bytes
+    this index's own). ``digest``: ``digest(path)``, the digest (32 bytes, :mod:`rcpc.core.digest`) of the bytes
     ``read`` gave for ``path`` when the reader made it (else None: made here, once a file)."""
 
     def __init__(self, paths: list[Path], display=str, read=None, session=None, digest=None):
@@ -188,7 +188,7 @@ class SchemaIndex:
         for p in paths:
             self._load(p)
         sums = [None if digest is None else digest(p) for p in paths]
-        sums = [hashlib.sha256(raw).digest() if d is None else d for d, (_, raw) in zip(sums, self._files)]
+        sums = [content_digest(raw) if d is None else d for d, (_, raw) in zip(sums, self._files)]
         #: what the validation cache (:mod:`rcpc.domain.kube.schemacache`) keys a result on
         self.identity = schemacache.schema_identity([(f, raw, d) for (f, raw), d in zip(self._files, sums)])
         # what the schemas are made of, wherever the files are and however they are shown
@@ -308,7 +308,7 @@ class SchemaIndex:
                      hint="check the schema with a JSON Schema (Draft 7) validator")
 
 
-# The session's table (rcpc.core.session.Session.table) of what indexes made: SHA-256 of the
+# The session's table (rcpc.core.session.Session.table) of what indexes made: digest of the
 # schema files' formats and bytes -> {(apiVersion, kind[, "validator"]): what a SchemaIndex made
 # of them}: made once a session, for the MADE_KEPT contents used last (a long-lived process sees
 # a schema file edited)

@@ -5,10 +5,10 @@ and jsonschema is not even imported when every manifest hits.
 An entry holds the violations :func:`rcpc.domain.kube.schema.check_schema` found, as plain
 records (path, validator, message, and for ``additionalProperties`` the allowed fields),
 before each of the API server's stages with ``strict_crd`` and after them all. Its *key* is
-the SHA-256 of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
+the digest of rcpc's own code (:func:`rcpc.core.usercache.code_fingerprint`), the Python
 version, where jsonschema is installed and the size and mtime of its ``__init__.py`` (its
-messages are part of the result), the identity of the schema files (the SHA-256 of their
-paths, sizes and bytes' SHA-256, :func:`schema_identity`), apiVersion, kind, ``strict_crd``
+messages are part of the result), the identity of the schema files (the digest, :mod:`rcpc.core.digest`, of their
+paths, sizes and bytes' digests, :func:`schema_identity`), apiVersion, kind, ``strict_crd``
 and the manifest (:func:`repr` of its plain data: ``1``, ``1.0``, ``True`` and ``"1"`` differ).
 A render with no finding at all (no rule, no schema, error or warning) is also kept under its
 text (:func:`render_key`: the render determines the manifest's data, which reads back from
@@ -34,11 +34,10 @@ write are ignored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 
-from rcpc.core import store as entries
+from rcpc.core import digest as content_digest, store as entries
 from rcpc.core.usercache import code_fingerprint, installed
 
 AREA = "schema"
@@ -53,7 +52,7 @@ def _key_base() -> str:
 
 def key(identity: str, api_version: str, kind: str, strict_crd: bool, plain, *, shaped: bool = False) -> str | None:
     """The entry key of validating ``plain`` (a manifest as plain data:
-    :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: SHA-256 hex.
+    :func:`rcpc.core.values.to_python`) against the schemas of ``identity``: 64 hex characters.
     The manifest is written with :func:`repr`, which keeps every type apart (``1``, ``1.0``,
     ``True``, ``"1"``, as values and as keys); None when that fails (too deep) or the cache
     is off: not cached. With ``shaped``, ``plain`` is a manifest's shape
@@ -72,15 +71,15 @@ NO_FINDINGS = {"before": [], "final": []}  # a valid manifest; a render with no 
 
 
 def schema_identity(files) -> str:
-    """The identity of Kubernetes schema files: SHA-256 hex of each file's display path,
-    size and the SHA-256 of its bytes, in order (``files``: (display path, bytes, SHA-256 of
+    """The identity of Kubernetes schema files: the hex digest (:mod:`rcpc.core.digest`) of each
+    file's display path, size and the digest of its bytes, in order (``files``: (display path, bytes, digest of
     the bytes or None) triples: the bytes' digest given when the reader made it, as
     :meth:`rcpc.domain.recipe.Compiler.read` does, else made here; a 223 KB schema takes
     ~0.35 ms to hash, issue 41)."""
-    digest = hashlib.sha256()
+    digest = content_digest.new()
     for shown, raw, known in files:
         digest.update(f"{shown}\0{len(raw)}\0".encode("utf-8", "surrogatepass")
-                      + (hashlib.sha256(raw).digest() if known is None else known))
+                      + (content_digest.digest(raw) if known is None else known))
     return digest.hexdigest()
 
 

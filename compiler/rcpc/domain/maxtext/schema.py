@@ -20,12 +20,12 @@ Errors: ``E0320`` when the schema cannot be read.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from rcpc.core import record
+from rcpc.core.digest import digest
 from rcpc.core.diagnostics import error, io_hint
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_SCHEMA_BYTES
@@ -88,7 +88,7 @@ def schema_sources(path: Path) -> list[Path]:
 
 
 # The session's table (rcpc.core.session.Session.table) of what a .json schema made: (how it
-# is shown, SHA-256 of its bytes) -> the MaxTextSchema. Read each time (the build cache hashes
+# is shown, digest of its bytes) -> the MaxTextSchema. Read each time (the build cache hashes
 # what is read), made once a session; MADE_KEPT kept.
 MADE = "rcpc.domain.maxtext.schema:made"
 MADE_KEPT = 8
@@ -106,7 +106,7 @@ def load_schema(path: Path, span: Span | None, display: str | None = None, read=
     if path.suffix == ".json":
         try:
             raw = (read or read_limited)(path, MAX_SCHEMA_BYTES)
-            key = (shown, hashlib.sha256(raw).digest())
+            key = (shown, digest(raw))
             made_table = session.table(MADE) if session is not None else {}
             made = made_table.get(key)
             if made is None:
