@@ -197,6 +197,35 @@ def test_what_is_no_values_file_is_refused_where_it_is(tmp_path, text, code, whe
     assert (d.code, (d.span.line, d.span.col)) == (code, where)
 
 
+_REFUSED = ["[1]", "{a = 1}", "1979-05-27", "07:32:00", "nan", "-inf", "9223372036854775808"]
+_KEPT = ["1", "true", "0.5", '"s"']
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.sampled_from(_REFUSED + _KEPT), max_size=24))
+@example(values=["[1, 2]", "1979-05-27"])  # the report: an array, then a date: the date was not reported
+@example(values=["[1]"] * 21 + ["1"])  # past the limit
+def test_every_value_no_param_can_hold_is_reported_at_once(values):
+    """Each value of a values file that no param can hold (an array, a table, a date or time,
+    nan or inf, an integer outside 64 bits) is an E0632 at its value, all in one run in the
+    file's order, up to MAX_ERRORS, then E0808 at the next one."""
+    from rcpc.core.limits import MAX_ERRORS
+    from rcpc.domain.valuesfile import read_values
+
+    text = "".join(f"P{i} = {v}\n" for i, v in enumerate(values))
+    refused = [i + 1 for i, v in enumerate(values) if v not in _KEPT]
+    if not refused:
+        assert set(read_values(text, "v.toml").values) == {f"P{i}" for i in range(len(values))}
+        return
+    with pytest.raises(CompileError) as info:
+        read_values(text, "v.toml")
+    found = [(d.code, d.span.line) for d in info.value.diagnostics]
+    want = [("E0632", n) for n in refused[:MAX_ERRORS]]
+    if len(refused) > MAX_ERRORS:
+        want.append(("E0808", refused[MAX_ERRORS]))
+    assert found == want
+
+
 def test_limits_and_confinement(tmp_path):
     """Over MAX_FILE_BYTES is E0803 before reading; a FIFO, a directory or a missing file
     E0630; a symlink inside the workspace leading out E0906 (not read); a file named

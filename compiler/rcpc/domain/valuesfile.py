@@ -29,10 +29,10 @@ import tomli
 from pathlib import Path
 
 from rcpc.core import record
-from rcpc.core.diagnostics import error, io_hint
+from rcpc.core.diagnostics import CompileError, Diagnostic, error, io_hint
 from rcpc.core.digest import hexdigest
 from rcpc.core.files import NotRegular, TooLarge
-from rcpc.core.limits import INT_LIMIT, MAX_FILE_BYTES
+from rcpc.core.limits import INT_LIMIT, MAX_ERRORS, MAX_FILE_BYTES
 from rcpc.core.source import Span
 from rcpc.core.values import Bool, Float, Int, Str
 from rcpc.domain.workspace import check_dotted_keys, entry, not_utf8, toml_error, too_large
@@ -103,7 +103,8 @@ def read_values(text: str, shown: str, path: str = "", sha256: str = "", digest:
     bytes, kept in the result). Raises ``E0631`` for
     text that is not TOML (at tomli's line and column), ``E0632`` for a table, a dotted key
     or a value that is no param value (an array, an inline table, a date, nan or inf, an
-    integer outside 64 bits)."""
+    integer outside 64 bits: each such value, up to :data:`~rcpc.core.limits.MAX_ERRORS`, then
+    ``E0808``)."""
     check_dotted_keys(text, shown, "E0631")
     try:
         data = tomli.loads(text)
@@ -114,11 +115,21 @@ def read_values(text: str, shown: str, path: str = "", sha256: str = "", digest:
         why, where = toml_error(exc, shown)
         raise error("E0631", f"{shown} is not valid TOML: {why}", where, hint=_HINT) from None
     places = _places(text, shown)
-    values, keys = {}, {}
+    values, keys, refused = {}, {}, []
     for name, raw in data.items():
         key_span, value_span, written = places.get(name, (Span(shown, 1, 1, 1, 1),) * 2 + ("",))
         keys[name] = key_span
-        values[name] = _value(name, raw, written, value_span, shown)
+        try:
+            values[name] = _value(name, raw, written, value_span, shown)
+        except CompileError as exc:  # every value no param can hold, at once (as unknown params)
+            refused.extend(exc.diagnostics)
+            if len(refused) > MAX_ERRORS:
+                del refused[MAX_ERRORS:]
+                refused.append(Diagnostic("E0808", f"more than {MAX_ERRORS} values that are no param value; the "
+                                          "rest are not reported", value_span, hint="fix the errors above first"))
+                break
+    if refused:
+        raise CompileError(refused)
     return ValuesFile(shown, values, keys, path, sha256, digest)
 
 
