@@ -18,6 +18,9 @@ workspace and goldens, in its own user cache:
   after the edit, with the same account of what changed; docs/review.md);
 * pytest: ``python -m pytest -q`` of an empty directory: pytest's own start-up and teardown
   with the plugins installed beside it (the floor under golden: nothing collected);
+* editnc: an edit and its build as ``edit``, with ``RCPC_NO_CACHE=1`` (``edit / editnc``: what
+  the caches save an edit; with ``first - nocache``, how many edits repay what they cost a
+  first build);
 * noop: ``rcpc build <recipe>`` right after the edit's build, before replay may record it;
 * check: ``rcpc check`` of the workspace after the edit;
 * first: the first build after a clone: ``rcpc build <recipe>`` with an empty user cache
@@ -58,7 +61,7 @@ import summary  # noqa: E402
 
 RECIPE = "rl/qwen35_397b_256_v7x"
 FLAG = '"ragged_buffer_factor": 2.0,'
-ROWS = ("python", "edit", "golden", "test", "pytest", "noop", "check", "first", "nocache")
+ROWS = ("python", "edit", "editnc", "golden", "test", "pytest", "noop", "check", "first", "nocache")
 OVER_EDIT = ("golden", "test", "pytest")  # rows also given as a ratio to edit
 
 
@@ -126,6 +129,9 @@ class Subject:
         os.utime(self.recipe)  # changed just now (racy): neither recorded nor replayed, so a real build
         self.series["noop"].append(self.build())
         self.series["check"].append(timed([self.rcpc, "check"], self.ws, self.env))
+        self.edit(f"{3 + i}.125")
+        self.series["editnc"].append(timed([self.rcpc, "build", RECIPE, "-o", "out"], self.ws,
+                                           {**self.env, "RCPC_NO_CACHE": "1"}))
         self.edit(f"{3 + i}.25")
         self.series["golden"].append(self.golden())
         self.edit(f"{3 + i}.75")
@@ -162,6 +168,13 @@ class Subject:
         out["first_over_nocache"] = {
             "wall": med(f / n for (f, _), (n, _) in zip(self.series["first"], self.series["nocache"])),
             "cpu": med(f / n for (_, f), (_, n) in zip(self.series["first"], self.series["nocache"]))}
+        out["edit_over_editnc"] = {
+            "wall": med(e / n for (e, _), (n, _) in zip(self.series["edit"], self.series["editnc"])),
+            "cpu": med(e / n for (_, e), (_, n) in zip(self.series["edit"], self.series["editnc"]))}
+        # what the caches cost a first build over what they save an edit (CPU medians): the edits that repay it
+        saved = out["editnc"]["cpu_median_s"] - out["edit"]["cpu_median_s"]
+        cost = out["first"]["cpu_median_s"] - out["nocache"]["cpu_median_s"]
+        out["repaid_after_edits"] = cost / saved if saved > 0 else None
         return out
 
 
@@ -199,6 +212,9 @@ def main() -> int:
                   f"cpu {figures[f'{k}_over_edit']['cpu']:.2f}x")
         print(f"  {'first / nocache':16s}  wall {figures['first_over_nocache']['wall']:.2f}x   "
               f"cpu {figures['first_over_nocache']['cpu']:.2f}x   (what the caches cost a first build)")
+        print(f"  {'edit / editnc':16s}  wall {figures['edit_over_editnc']['wall']:.2f}x   "
+              f"cpu {figures['edit_over_editnc']['cpu']:.2f}x   (what the caches save an edit; first build's cost "
+              f"repaid after {figures['repaid_after_edits'] or float('inf'):.1f} edits)")
     print(f"load average (1 min) before / after {result['load_average']}")
     shutil.rmtree(tmp, ignore_errors=True)
     (repo / "bench" / "results" / "editloop.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -95,6 +95,7 @@ def peers_section(r: dict) -> list[str]:
 
 # bench/editloop.py's rows: (row, what it is, target as a ratio to python -c pass or None)
 EDITLOOP_ROWS = (("edit", "one MaxText flag edited, then `rcpc build` (warm cache)", 8.0),
+                 ("editnc", "the same edit and build with `RCPC_NO_CACHE=1` (no cache)", None),
                  ("noop", "`rcpc build` again, nothing changed", None),
                  ("check", "`rcpc check` of the workspace after the edit", None),
                  ("test", "the edit, then `rcpc test` (the golden check)", None),
@@ -129,6 +130,11 @@ def editloop_section(r: dict) -> list[str]:
         c = mine["first_over_nocache"]
         out.append(f"* no cache that costs on a first build (first / nocache ≤ 1.0): "
                    f"{'met' if c['cpu'] <= 1.0 else 'MISSED'} — {c['cpu']:.2f}x CPU, {c['wall']:.2f}x wall.")
+    if "edit_over_editnc" in mine:
+        e, k = mine["edit_over_editnc"], mine.get("repaid_after_edits")
+        repaid = "never (an edit saves nothing)" if k is None else f"after {k:.1f} edit(s)"
+        out.append(f"* what the caches save an edit (edit / editnc): {e['cpu']:.2f}x CPU, {e['wall']:.2f}x wall; "
+                   f"what they cost a first build is repaid {repaid} (CPU medians).")
     out.append("")
     return out
 

@@ -174,7 +174,7 @@ def test_failures_and_no_cache_are_never_recorded(wsr, monkeypatch, tmp_path):
                                    "rcpc-out/r/default/trainer.flags"])
 def test_a_touched_or_rewritten_but_unchanged_file_still_replays(wsr, capsys, which):
     """The stat of a file changed but its bytes did not (touch, an editor saving unchanged
-    text, a checkout): its SHA-256 is compared with the record's, and the run replays; the
+    text, a checkout): its digest is compared with the record's, and the run replays; the
     same size with other bytes is a miss."""
     capsys.readouterr()
     assert run(["build"]) == 0
