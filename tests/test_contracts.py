@@ -219,6 +219,35 @@ def test_contract_provenance_sees_through_calls(ws, cli):
         "`tuned` is true at recipes/lib/f.rcp:2:29 with tuned=True)")
 
 
+_PLAIN = {"str": 'f"--steps={n}"', "list": '[f"--steps={n}", "--x"]', "int": "n"}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(depth=st.integers(1, 3), shape=st.sampled_from(sorted(_PLAIN)), above=st.integers(0, 2))
+@example(depth=2, shape="str", above=0)  # the report: an f-string made in the standard library
+def test_a_plain_value_made_in_a_function_names_the_recipes_call(ws, cli, depth, shape, above):
+    """A change of plain data (a string, a list, a number: no call chain of its own) made in a
+    library function some calls deep: E0612 points at where the value is made, then at each call
+    that made the dict holding it, innermost first, the last the recipe's own (a string made in
+    the standard library pointed at the library's line only)."""
+    ws.write("recipes/lib/f.rcp", "# a comment\n" * above
+             + f"def f1(n):\n    return {{\"name\": \"main\", \"value\": {_PLAIN[shape]}}}\n"
+             + "".join(f"\ndef f{k}(n):\n    return f{k - 1}(n)\n" for k in range(2, depth + 1)))
+    ws.write("recipes/r.rcp", f'load("//recipes/lib/f.rcp", "f{depth}")\n'
+             "N = param(int, default = 10)\n"
+             f"M = f{depth}(N)\n"
+             'manifest(name = "m", apiVersion = "example.com/v1", kind = "Thing", spec = M)\n'
+             'variant("default")\n'
+             'variant("t", set = {"N": 20}, against = "default", changes = {"m.yaml": ["spec.name"]})\n')
+    r = cli("check")
+    assert r.code == 1
+    e0612 = r.err[r.err.index("error[E0612]"):]
+    labels = re.findall(r"^  (.+): (recipes/\S+):(\d+):\d+$", e0612, re.M)
+    want = [(f"in f{k}(), called here", "recipes/lib/f.rcp", str(above + 3 * k + 2)) for k in range(1, depth)]
+    want.append((f"in f{depth}(), called here", "recipes/r.rcp", "3"))
+    assert labels[0][0] == "the new value is made here" and labels[1:] == want, e0612
+
+
 # Flags before the changed ones, any number: a contract's answer must not depend on how many
 # tokens come first (a set of token indices iterated out of list order once an index was >= 8
 # made the first token of a key look like its last: correct contracts failed, broken ones passed)

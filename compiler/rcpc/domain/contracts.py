@@ -40,7 +40,8 @@ from __future__ import annotations
 from rcpc.core import record
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
 from rcpc.core.values import List, Str, type_name
-from rcpc.domain.delta import Change, PathError, all_paths, covered, data_delta, format_path, parse_path, resolve
+from rcpc.domain.delta import (Change, PathError, all_paths, covered, data_delta, format_path, made_in, parse_path,
+                               resolve)
 from rcpc.domain.embedding import delta as flag_delta, embeddings, match, readable, without_flags
 from rcpc.domain.renders import kind_of, render_data
 
@@ -163,7 +164,8 @@ def check_contract(variant, against_build, build, memo: dict | None = None) -> l
         compared = _compare(name, old[name], new[name], memo)
         actual.extend(f"  {line}" for line in compared.summary())
         declared = _declared_paths(name, paths.get(name, ()), compared, problems if exact else [], diags)
-        unexplained.extend((name, c) for c in compared.paths if not any(covered(c.path, d) for d in declared))
+        unexplained.extend((name, c, compared.data[1]) for c in compared.paths
+                           if not any(covered(c.path, d) for d in declared))
         allowed = keys.get(name, set())
         extra = sorted({f.key for f in compared.flags if f.change is not None} - allowed)
         if extra and name in keys:
@@ -281,9 +283,11 @@ def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
             text, where, why, label, hint = _flag_text(variant, u)
             at = f"{u.render} at {format_path(u.path)}" if u.path else u.render
         else:
-            name, c = u
+            name, c, data = u
             text = readable(c.describe())
-            where, why = getattr(c.where, "span", None), getattr(c.where, "why", ())
+            # a value with no call chain of its own (a string, a list) made in a function: the calls that made
+            # the innermost dict holding it, so the recipe's call site is shown, not only a library's line
+            where, why = getattr(c.where, "span", None), getattr(c.where, "why", ()) or made_in(data, c.path)
             label = "the container without it is made here" if c.kind == "removed" else "the new value is made here"
             hint = (f"declare the path: changes = {{\"{name}\": [\"{format_path(c.path)}\"]}}, or leave it unchanged"
                     if kind_of(new[name]).paths else "leave it unchanged, or declare what changes")

@@ -410,6 +410,33 @@ def resolve(path: tuple, data) -> list[tuple]:
     return found
 
 
+def made_in(data, path: tuple) -> tuple:
+    """The ``why`` of the innermost dict on ``path`` (canonical, as :func:`data_delta` spells
+    it) in ``data`` that was made inside a function call (:meth:`rcpc.core.evaluate.Context.
+    called`: each call site, innermost first), ``()`` when none was: where a recipe called the
+    library or standard-library function that made a value holding no call chain of its own
+    (a string, a list)."""
+    found = getattr(data, "why", ())
+    node = data
+    for seg in path:
+        k = _kind(node)
+        if type(seg) is Key and k == MAP:
+            node = _entries(node).get(seg.name)
+        elif type(seg) in (Named, Index) and k == LIST:
+            items = list(_elems(node))
+            if type(seg) is Index:
+                node = items[seg.index] if seg.index < len(items) else None
+            else:
+                item_names = names(items)
+                node = items[item_names.index(seg.name)] if item_names and seg.name in item_names else None
+        else:
+            node = None
+        if node is None:
+            break
+        found = getattr(node, "why", ()) or found
+    return tuple(w for w in found if w[1] is None)  # the calls (a conditional's entry says what chose a layer)
+
+
 def all_paths(data, limit: int = 5000) -> list[str]:
     """The spelled path of every node of ``data`` (for did-you-mean hints), at most ``limit``."""
     out: list[str] = []
