@@ -248,6 +248,42 @@ def test_a_plain_value_made_in_a_function_names_the_recipes_call(ws, cli, depth,
     assert labels[0][0] == "the new value is made here" and labels[1:] == want, e0612
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reach=st.lists(st.booleans(), min_size=2, max_size=4).filter(any), flag=st.booleans())
+@example(reach=[True, False], flag=False)  # the report: set = {"TRAINER_TUNED_FLAGS": True, "MAX_STEPS": 10}
+def test_each_unexplained_change_names_the_set_entry_it_comes_from(ws, cli, reach, flag):
+    """A variant setting several params, some reaching an undeclared part of a render (a plain
+    value, or a flag), others only declared ones: each E0612 names the ``set`` entry of the
+    param it comes from, and only that one (the variant is built again with each param set
+    back); the primary span stays the variant's."""
+    n = len(reach)
+    params = "".join(f"P{i} = param(int, default = 1)\n" for i in range(n))
+    undeclared = [i for i in range(n) if reach[i]]
+    if flag:
+        body = ("F = maxtext_flags({" + ", ".join(f'"k{i}": P{i}' for i in undeclared) + "})\n"
+                'flag_file(name = "m", flags = F)\n')
+    else:
+        body = 'manifest(name = "m", apiVersion = "example.com/v1", kind = "Thing", spec = {' + \
+               ", ".join(f'"v{i}": P{i}' for i in undeclared) + "})\n"
+    body += ('manifest(name = "n", apiVersion = "example.com/v1", kind = "Thing", spec = {' +
+             ", ".join(f'"v{i}": P{i}' for i in range(n)) + "})\n")
+    sets = ", ".join(f'"P{i}": 2' for i in range(n))
+    ws.write("recipes/r.rcp", params + body + 'variant("default")\n'
+             f'variant(\n    "t",\n    set = {{{sets}}},\n    against = "default",\n'
+             f'    changes = {{"n.yaml": [{", ".join(f"{chr(34)}spec.v{i}{chr(34)}" for i in range(n))}]}},\n)\n')
+    set_line = params.count("\n") + body.count("\n") + 4
+    r = cli("check")
+    assert r.code == 1
+    found = []
+    for block in r.err.split("error[E0612]")[1:]:
+        block = block.split("\nrecipes/")[0]
+        key = re.search(r"changes m\S* at (\S+):|flag (k\d+)", block)
+        causes = re.findall(r"^  caused by setting (P\d+) here: recipes/r.rcp:(\d+):\d+$", block, re.M)
+        found.append((key.group(1) or key.group(2), causes))
+    want = [(f"k{i}" if flag else f"spec.v{i}", [(f"P{i}", str(set_line))]) for i in undeclared]
+    assert sorted(found) == sorted(want), r.err
+
+
 # Flags before the changed ones, any number: a contract's answer must not depend on how many
 # tokens come first (a set of token indices iterated out of list order once an index was >= 8
 # made the first token of a key look like its last: correct contracts failed, broken ones passed)

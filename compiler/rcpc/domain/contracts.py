@@ -39,13 +39,14 @@ from __future__ import annotations
 
 from rcpc.core import record
 from rcpc.core.diagnostics import Diagnostic, did_you_mean
-from rcpc.core.values import List, Str, type_name
+from rcpc.core.values import List, Str, equal, type_name
 from rcpc.domain.delta import (Change, PathError, all_paths, covered, data_delta, format_path, made_in, parse_path,
                                resolve)
 from rcpc.domain.embedding import delta as flag_delta, embeddings, match, readable, without_flags
 from rcpc.domain.renders import kind_of, render_data
 
 MAX_REPORTED = 20  # E0612 diagnostics per variant; the rest are counted in E0610's notes
+MAX_CAUSES = 8  # a variant's set entries built again one by one to find the one an E0612 comes from
 
 
 def render_delta(old_build, new_build) -> list[tuple[str, str]]:
@@ -124,13 +125,16 @@ def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
     return entries, diags
 
 
-def check_contract(variant, against_build, build, memo: dict | None = None) -> list[Diagnostic]:
+def check_contract(variant, against_build, build, memo: dict | None = None, rebuild=None) -> list[Diagnostic]:
     """Diagnostics for ``variant``'s contract against ``against_build`` (empty when it holds
     or there is none): ``E0610`` first, then each ``E0612``. A sweep's point
     (:attr:`~rcpc.domain.values.Variant.sweep`) may leave what it declares unchanged.
     ``memo``: what the run found under each large value of the renders, as for
     :func:`rcpc.domain.embedding.embeddings` (the variants' renders share values, and the
-    build walked them already: :func:`rcpc.domain.launch.render_sites`)."""
+    build walked them already: :func:`rcpc.domain.launch.render_sites`). ``rebuild(sets)``:
+    the variant built with other param values (a ``VariantBuild``, None when that fails),
+    with which each ``E0612`` names the entry of the variant's ``set`` it comes from
+    (:class:`_Causes`)."""
     if variant.against is None or variant.changes is None:
         return []
     exact = not variant.sweep
@@ -189,7 +193,7 @@ def check_contract(variant, against_build, build, memo: dict | None = None) -> l
     problems.extend(f"{name}: {n} change{'s' if n > 1 else ''} not explained by changes" for name, n in counts.items())
     if not problems:
         return diags
-    reported = _unexplained(variant, unexplained, new)
+    reported = _unexplained(variant, unexplained, new, _Causes(variant, against_build, build, old, rebuild, memo))
     notes = tuple(problems) + (("actual delta:", *("  " + a for a in actual)) if actual else ("actual delta: none",))
     if len(reported) > MAX_REPORTED:
         notes += (f"{len(reported) - MAX_REPORTED} more unexplained changes are not shown",)
@@ -274,9 +278,10 @@ def _flag_keys_without_flags(entries, old: dict, new: dict, memo: dict | None) -
     return out
 
 
-def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
+def _unexplained(variant, found: list, new: dict, causes) -> list[Diagnostic]:
     """One ``E0612`` per unexplained change, the same change in several renders (e.g. every
-    rollout) or places reported once."""
+    rollout) or places reported once, with the ``set`` entries it comes from (``causes``, a
+    :class:`_Causes`)."""
     groups: dict = {}
     for u in found:
         if type(u) is _Flag:
@@ -296,7 +301,7 @@ def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
         groups.setdefault((text, where), (u, [], why, label, hint))[1].append(at)
     out = []
     for (text, where), (u, places, why, label, hint) in groups.items():
-        related = ((label, where),) + _calls(why) if where is not None else ()
+        related = (((label, where),) + _calls(why) if where is not None else ()) + causes.of(u)
         notes = (f"in: {', '.join(places)}",) if len(places) > 1 else ()
         if type(u) is _Flag:
             shown = places[0] if len(places) == 1 else f"{places[0]} and {len(places) - 1} more place(s)"
@@ -306,6 +311,54 @@ def _unexplained(variant, found: list, new: dict) -> list[Diagnostic]:
                                                               f"{text} (and {len(places) - 1} more render(s))")
         out.append(Diagnostic("E0612", message, variant.span, related=related, notes=notes, hint=hint))
     return out
+
+
+class _Causes:
+    """Which entries of a variant's ``set`` an unexplained change comes from: of the params
+    the variant sets to a value other than its ``against`` variant's, each one that, set back
+    to that variant's value (the rest kept), leaves the change out; with one such param, that
+    one without building again. None is named when the variant sets more than
+    :data:`MAX_CAUSES` such params, when no ``rebuild`` is given, or when the change needs
+    several of them together. Builds are made once a param, on the first change that asks."""
+
+    def __init__(self, variant, against_build, build, old: dict, rebuild, memo):
+        theirs = against_build.params
+        self.variant, self.theirs, self.old, self.rebuild, self.memo = variant, theirs, old, rebuild, memo
+        self.params = [p for p, v in variant.sets.items.items()
+                       if p in build.params and not (p in theirs and equal(theirs[p], v))]
+        self.built: dict = {}
+
+    def of(self, u) -> tuple:
+        """Related spans (``caused by setting P here``, at the key of ``set``) of the params
+        unexplained change ``u`` (a :class:`_Flag`, or ``(render, Change, data)``) comes from;
+        one on the variant's first line is left out (the diagnostic quotes that line)."""
+        params = self.params
+        if len(params) != 1 and (self.rebuild is None or len(params) > MAX_CAUSES):
+            return ()
+        found = params if len(params) == 1 else [p for p in params if self._gone(p, u)]
+        at, spans = self.variant.span, self.variant.sets.key_spans
+        # an entry on the variant's first line is quoted with it (the diagnostic's own span) already
+        return tuple((f"caused by setting {p} here", spans[p]) for p in found
+                     if p in spans and (spans[p].path, spans[p].line) != (at.path, at.line))
+
+    def _gone(self, param: str, u) -> bool:
+        """Whether ``u`` is not among the changes once ``param`` is set back."""
+        if param not in self.built:
+            sets = dict(self.variant.sets.items)
+            if param in self.theirs:
+                sets[param] = self.theirs[param]
+            else:
+                del sets[param]
+            self.built[param] = self.rebuild(sets)
+        build = self.built[param]
+        name = u.render if type(u) is _Flag else u[0]
+        value = None if build is None else next((r.value for r in build.renders if r.name == name), None)
+        if value is None or name not in self.old:
+            return False
+        compared = _compare(name, self.old[name], value, self.memo)
+        if type(u) is _Flag:
+            return not any(f.key == u.key and (f.change is None) == (u.change is None) for f in compared.flags)
+        return not any(c.path == u[1].path for c in compared.paths)
 
 
 def _flag_text(variant, f: _Flag) -> tuple:

@@ -833,8 +833,23 @@ class Compiler:
                 other = by_name[v.against] = self.evaluate_with(
                     recipe.path, w.name, dict(w.sets.items), self._base[recipe.path])
                 self._raise_problems(recipe, [other])
-            out.append((b.variant, check_contract(v, other, b, self._embedded())))
+            out.append((b.variant, check_contract(v, other, b, self._embedded(), self._rebuild(recipe.path, v.name))))
         return out
+
+    def _rebuild(self, real: Path, name: str):
+        """``rebuild(sets)`` for :func:`rcpc.domain.contracts.check_contract`: variant ``name``
+        built again with other param values, leaving no trace in the run (its warnings, the
+        render count ``E0802`` bounds); None when that build fails."""
+        def rebuild(sets: dict):
+            rendered, warned = self._rendered, len(self.context.diagnostics)
+            try:
+                return self.evaluate_with(real, name, sets, self._base[real])
+            except CompileError:
+                return None
+            finally:
+                self._rendered = rendered
+                del self.context.diagnostics[warned:]
+        return rebuild
 
     def _embedded(self) -> dict:
         """The memo of the renders' embeddings this recipe's build keeps (the one
