@@ -219,20 +219,27 @@ def test_contract_provenance_sees_through_calls(ws, cli):
         "`tuned` is true at recipes/lib/f.rcp:2:29 with tuned=True)")
 
 
-_PLAIN = {"str": 'f"--steps={n}"', "list": '[f"--steps={n}", "--x"]', "int": "n"}
+# a plain value of the dict f1 returns: (its text in f1, whether it is made there, so f1's calls are its own)
+_PLAIN = {"str": ('f"--steps={n}"', True), "list": ('[f"--steps={n}", "--x"]', True), "param": ("n", False),
+          "call": ("g(n)", False)}
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(depth=st.integers(1, 3), shape=st.sampled_from(sorted(_PLAIN)), above=st.integers(0, 2))
 @example(depth=2, shape="str", above=0)  # the report: an f-string made in the standard library
+@example(depth=2, shape="call", above=0)  # made by another function, put in f1's dict: f1's calls are not its
 def test_a_plain_value_made_in_a_function_names_the_recipes_call(ws, cli, depth, shape, above):
-    """A change of plain data (a string, a list, a number: no call chain of its own) made in a
-    library function some calls deep: E0612 points at where the value is made, then at each call
-    that made the dict holding it, innermost first, the last the recipe's own (a string made in
-    the standard library pointed at the library's line only)."""
+    """A change of plain data (a string, a list, a number: no call chain of its own) some calls
+    deep in a library: when it is written in the dict a function makes, E0612 points at where
+    it is made, then at each call that made that dict, innermost first, the last the recipe's
+    own (a string made in the standard library pointed at the library's line only); a value
+    made elsewhere and passed in (a param, another function's result) gets no call chain, not
+    the dict's."""
+    text, own = _PLAIN[shape]
     ws.write("recipes/lib/f.rcp", "# a comment\n" * above
-             + f"def f1(n):\n    return {{\"name\": \"main\", \"value\": {_PLAIN[shape]}}}\n"
-             + "".join(f"\ndef f{k}(n):\n    return f{k - 1}(n)\n" for k in range(2, depth + 1)))
+             + f"def f1(n):\n    return {{\"name\": \"main\", \"value\": {text}}}\n"
+             + "".join(f"\ndef f{k}(n):\n    return f{k - 1}(n)\n" for k in range(2, depth + 1))
+             + '\ndef g(n):\n    return f"--g={n}"\n')
     ws.write("recipes/r.rcp", f'load("//recipes/lib/f.rcp", "f{depth}")\n'
              "N = param(int, default = 10)\n"
              f"M = f{depth}(N)\n"
@@ -245,7 +252,7 @@ def test_a_plain_value_made_in_a_function_names_the_recipes_call(ws, cli, depth,
     labels = re.findall(r"^  (.+): (recipes/\S+):(\d+):\d+$", e0612, re.M)
     want = [(f"in f{k}(), called here", "recipes/lib/f.rcp", str(above + 3 * k + 2)) for k in range(1, depth)]
     want.append((f"in f{depth}(), called here", "recipes/r.rcp", "3"))
-    assert labels[0][0] == "the new value is made here" and labels[1:] == want, e0612
+    assert labels[0][0] == "the new value is made here" and labels[1:] == (want if own else []), e0612
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -290,9 +290,10 @@ def _unexplained(variant, found: list, new: dict, causes) -> list[Diagnostic]:
         else:
             name, c, data = u
             text = readable(c.describe())
-            # a value with no call chain of its own (a string, a list) made in a function: the calls that made
-            # the innermost dict holding it, so the recipe's call site is shown, not only a library's line
-            where, why = getattr(c.where, "span", None), getattr(c.where, "why", ()) or made_in(data, c.path)
+            # a value with no call chain of its own (a string, a list) written in a dict made in a function: the
+            # calls that made that dict, so the recipe's call site is shown, not only a library's line
+            where = getattr(c.where, "span", None)
+            why = getattr(c.where, "why", ()) or made_in(data, c.path, where)
             label = "the container without it is made here" if c.kind == "removed" else "the new value is made here"
             hint = (f"declare the path: changes = {{\"{name}\": [\"{format_path(c.path)}\"]}}, or leave it unchanged"
                     if kind_of(new[name]).paths else "leave it unchanged, or declare what changes")

@@ -410,31 +410,42 @@ def resolve(path: tuple, data) -> list[tuple]:
     return found
 
 
-def made_in(data, path: tuple) -> tuple:
-    """The ``why`` of the innermost dict on ``path`` (canonical, as :func:`data_delta` spells
-    it) in ``data`` that was made inside a function call (:meth:`rcpc.core.evaluate.Context.
-    called`: each call site, innermost first), ``()`` when none was: where a recipe called the
-    library or standard-library function that made a value holding no call chain of its own
-    (a string, a list)."""
-    found = getattr(data, "why", ())
+def made_in(data, path: tuple, where) -> tuple:
+    """The calls that made the value at ``path`` (canonical, as :func:`data_delta` spells it)
+    in ``data``, found from the dicts holding it, for a value that keeps no call chain of its
+    own (a string, a list, a number): the ``why`` (:meth:`rcpc.core.evaluate.Context.called`:
+    each call site, innermost first) of the innermost dict holding it whose own text holds
+    ``where`` (the value's span: written in that dict, so made by the same call); ``()`` when
+    no dict made inside a call holds it so (a value made elsewhere and passed in: its maker's
+    calls are not known, and the dict's would not be its)."""
+    found: tuple = ()
     node = data
-    for seg in path:
-        k = _kind(node)
-        if type(seg) is Key and k == MAP:
-            node = _entries(node).get(seg.name)
-        elif type(seg) in (Named, Index) and k == LIST:
-            items = list(_elems(node))
-            if type(seg) is Index:
-                node = items[seg.index] if seg.index < len(items) else None
+    for seg in (None, *path):
+        if seg is not None:
+            k = _kind(node)
+            if type(seg) is Key and k == MAP:
+                node = _entries(node).get(seg.name)
+            elif type(seg) in (Named, Index) and k == LIST:
+                items = list(_elems(node))
+                if type(seg) is Index:
+                    node = items[seg.index] if seg.index < len(items) else None
+                else:
+                    item_names = names(items)
+                    node = items[item_names.index(seg.name)] if item_names and seg.name in item_names else None
             else:
-                item_names = names(items)
-                node = items[item_names.index(seg.name)] if item_names and seg.name in item_names else None
-        else:
-            node = None
-        if node is None:
-            break
-        found = getattr(node, "why", ()) or found
+                node = None
+            if node is None:
+                break
+        why, span = getattr(node, "why", ()), getattr(node, "span", None)
+        if why and span is not None and where is not None and _within(where, span):
+            found = why
     return tuple(w for w in found if w[1] is None)  # the calls (a conditional's entry says what chose a layer)
+
+
+def _within(inner, outer) -> bool:
+    """Whether span ``inner`` lies in span ``outer`` (one file)."""
+    return (inner.path == outer.path and (outer.line, outer.col) <= (inner.line, inner.col)
+            and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col))
 
 
 def all_paths(data, limit: int = 5000) -> list[str]:
