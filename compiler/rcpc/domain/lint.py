@@ -41,7 +41,7 @@ from pathlib import Path
 from collections.abc import Iterable
 
 from rcpc.core.builtins import NAMES
-from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic
+from rcpc.core.diagnostics import NOTE, WARNING, CompileError, Diagnostic, did_you_mean_or_list
 from rcpc.core.patterns import LazyPattern
 from rcpc.core.resolve import ARGUMENT, COMPREHENSION, LOCAL, assigned_names
 from rcpc.core.syntax import ast
@@ -145,8 +145,10 @@ def _files(ws, paths: list) -> list:
         else:
             found = ws.find_recipe(str(p))
             if found is None:
+                names = [ws.recipe_name(r) for r in ws.recipes()]
                 out.append(Diagnostic("E0201", f"cannot lint {p}: no such file, directory or recipe", None,
-                                      hint="name a .rcp file, a directory or a recipe (rcpc list shows them)"))
+                                      hint=did_you_mean_or_list(str(p), names, "name a .rcp file, a directory or "
+                                                                "a recipe; recipes")))
             else:
                 out.append(found)
     return list(dict.fromkeys(out))

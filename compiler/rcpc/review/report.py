@@ -22,7 +22,7 @@ import attrs
 
 from rcpc import __version__
 from rcpc.core import record
-from rcpc.core.diagnostics import CompileError, error
+from rcpc.core.diagnostics import CompileError, did_you_mean_or_list, error
 from rcpc.core.envvars import get
 from rcpc.core.session import Session
 from rcpc.domain.embedding import readable
@@ -376,6 +376,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
         errors: list = []
         broken: list = []
         seen_variant = variant is None
+        variants: dict = {}  # every variant of the recipes compared, for E0607's hint
         for name in chosen:
             built = []
             for side, compiler in zip(sides, compilers):
@@ -394,6 +395,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
             if None in built:
                 continue
             old, new = built
+            variants.update(dict.fromkeys([*old, *new]))
             for v in [*old, *(v for v in new if v not in old)]:
                 if variant is not None and v != variant:
                     continue
@@ -402,7 +404,7 @@ def diff_revision(live, rev_text: str, names: list[str], variant: str | None, ad
                                      "a/", "b/", name, v))
         if not seen_variant:
             raise error("E0607", f"no recipe compared has a variant '{variant}'", None,
-                        hint="rcpc list shows each recipe's variants")
+                        hint=did_you_mean_or_list(variant, variants, "variants"))
         own = revision.own_files_differ(rev)
     return RevisionDiff(rev, own, diffs, [((_relabelled(d, rev.rev), _relabelled_sources(c, rev.rev))
                                            if c is compilers[0] else (d, c.sources)) for d, c in errors], broken)
