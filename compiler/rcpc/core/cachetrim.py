@@ -76,9 +76,8 @@ def maybe_trim(now: float | None = None) -> None:
 def _trim(root: str, stamp: str, limit: int | None, now: float) -> None:
     """Mark the trim done at ``now`` (the stamp's mtime), then trim ``root`` to ``limit``
     (None: no limit); errors are ignored."""
-    try:
-        with open(stamp, "wb"):
-            pass
+    try:  # made with mode 0600, as every file of the cache (docs/cli.md)
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         os.utime(stamp, (now, now))
     except OSError:
         return

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -122,6 +123,13 @@ class ReferenceParser:
             self.lark = Lark(grammar, cache=cache or False, **options)
         except OSError:
             self.lark = Lark(grammar, **options)
+        if cache:  # lark wrote it with the umask's mode (0664 under 002: never trusted again): 0600, as every file
+            try:    # of the cache; a regular file of ours, in a directory only we can write
+                st = os.lstat(cache)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != 0o600:
+                    os.chmod(cache, 0o600)
+            except OSError:
+                pass
 
     def process(self, stream):
         """(lark's postlexer) :func:`rcpc.core.syntax.postlex.postlex` with lark's tokens."""
