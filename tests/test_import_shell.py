@@ -415,3 +415,38 @@ def test_errors_of_the_import_build_are_at_the_shell_file(old, new, where, tmp_p
     line = next(i for i, ln in enumerate(lines, 1) if where in ln)
     assert code == 1 and f"{src}:{line}:{lines[line - 1].index(where) + 1}: error[E0311]" in err, err
     assert "\nhelp: " in err
+
+
+# Statements the import keeps as comments (not converted) that may assign: (the statement with {V} for the
+# variable it assigns and {R} for the one it reads, how it assigns)
+_UNCONVERTED = [
+    'if [ "${R}" = "1" ]; then {V}="${V} per_device_batch_size=4"; fi',
+    'while [ -n "${R}" ]; do {V}="${V} steps=2"; break; done',
+    'for x in ${R}; do export {V}="${V} steps=$x"; done',
+    '[ "${R}" = 1 ] && unset {V}',
+    'if [ -n "${R}" ]; then read {V} < /dev/null; fi',
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(statement=st.sampled_from(_UNCONVERTED), reaches=st.sampled_from(["direct", "through", "unrelated"]))
+@example(statement=_UNCONVERTED[0], reaches="direct")  # the report: TUNED "not used", the import "equal"
+def test_an_unconverted_statement_that_may_change_the_launch_is_said(tmp_path, statement, reaches):
+    """A statement kept as a comment that may assign a name the launch command reads (itself or
+    through another binding) is W1209, in place of its W1200; the names it reads stay in the
+    recipe (no "not used by the launch command"); one that assigns nothing the launch reads
+    is a plain W1200 and no W1209."""
+    target = {"direct": "ARGS", "through": "EXTRA", "unrelated": "OTHER"}[reaches]
+    src = tmp_path / "launch.sh"
+    src.write_text('TUNED="${TUNED:-0}"\nEXTRA="steps=10"\nOTHER="x"\nARGS="${EXTRA} log_period=5"\n'
+                   + statement.replace("{V}", target).replace("{R}", "TUNED") + "\n"
+                   'xpk workload create --workload=w --command="python3 -m MaxText.train '
+                   'MaxText/configs/base.yml ${ARGS}"\n')
+    imported = import_shell(Workspace.find(REPO), src, "launch.sh")
+    codes = [(d.code, d.span.line) for d in imported.notes if d.span is not None and d.span.line == 5]
+    said_unused = [d.message for d in imported.notes if "TUNED is not used" in d.message]
+    if reaches == "unrelated":
+        assert codes == [("W1200", 5)] and said_unused, imported.notes
+    else:
+        assert codes == [("W1209", 5)] and not said_unused, imported.notes
+        assert re.search(r"^TUNED = param\(", imported.text, re.M), imported.text

@@ -447,6 +447,11 @@ CATALOG = [
             files={**BUILTIN, "launch.sh": 'ARGS="steps=1 num_moe_token_chunks=2"\nxpk workload create --workload=w '
                    '--command="python3 -m MaxText.train MaxText/configs/base.yml ${ARGS}"\n'},
             argv=("import", "shell", "launch.sh", "-o", "r.rcp"), exit=0),
+    Example("W1209", "statement not converted that may change the launch command (TODO(import))",
+            files={"launch.sh": 'ARGS="steps=10"\nif [ "$TUNED" = 1 ]; then ARGS="$ARGS steps=20"; fi\n'
+                   'xpk workload create --workload=w --command="python3 -m MaxText.train MaxText/configs/base.yml '
+                   '${ARGS}"\n'},
+            argv=("import", "shell", "launch.sh", "-o", "r.rcp"), exit=0),
     Example("W1201", "typed param whose default the import chose is not valid (TODO(import))",
             files={"t.yaml": IMPORT_TYPED}, argv=("import", "manifest", "t.yaml", "-o", "r.rcp"), exit=0),
     Example("W1200", "part of the input kept as text (TODO(import))", files={"t.yaml": IMPORT_JOBSET},

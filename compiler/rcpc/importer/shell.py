@@ -108,6 +108,7 @@ class Script:
 SLICE_WORDS = ("--tpu-type=", "--device-type=", "--device_type=")
 NUM_SLICES_WORDS = ("--num-slices=", "--num_slices=")
 SLICE_NAME = "TPU_SLICE"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a shell variable's name
 
 
 def _span(script_shown: str, text: str, pos) -> Span:
@@ -773,7 +774,9 @@ def notes(script: Script, launch=None) -> list:
     """The ``W1200`` warnings of the import, one for each ``TODO(import)`` comment of
     :func:`recipe` (with ``launch``, as :func:`recipe` writes it), in the order of the file."""
     used_names = used(script)
-    out = list(script.notes)
+    reaching = unconverted_reaching(script)  # each in place of its statement's W1200
+    at = {d.span for d in reaching}
+    out = [d for d in script.notes if not (d.code == "W1200" and d.span in at)] + reaching
     for b in script.bindings.values():
         if launch is not None and b.name in launch.dicts:
             continue
@@ -799,17 +802,74 @@ def _commented(raw: str) -> list:
 
 def used(script: Script, proof: bool = False) -> set:
     """The names the launch commands use, directly or through other bindings; with
-    ``proof``, also those the statements the proof's script keeps read (an eval's string)."""
-    todo = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command"
-            for n in (*i[3], *(i[6] if proof else ()))]
+    ``proof``, also those the statements the proof's script keeps read (an eval's string).
+    A statement kept as a comment (not converted) that may assign a name they use
+    (:func:`reaching`) makes the names it reads used too: ``TUNED`` of ``if [ "$TUNED" = 1 ];
+    then ARGS="$ARGS x=1"; fi`` is a name the launch depends on, not one it does not use."""
+    names = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command"
+             for n in (*i[3], *(i[6] if proof else ()))]
+    read = set(names)  # every name the launch depends on, bound here or not
+    todos = [touched(i[2]) for i in script.items if not isinstance(i, Binding) and i[0] == "todo"]
     used: set = set()
+    while names:
+        while names:
+            n = names.pop()
+            read.add(n)
+            if n in used or n not in script.bindings:
+                continue
+            used.add(n)
+            names.extend(script.bindings[n].uses)
+        for assigned, reads in todos:
+            if assigned & read and not reads <= read:
+                names.extend(reads - read)
+    return used
+
+
+def touched(node) -> tuple[frozenset, frozenset]:
+    """(names a bash statement may assign, names it reads) anywhere in its syntax tree
+    (bashlex's nodes): ``NAME=value`` and ``NAME+=value`` (also as words of ``export``,
+    ``declare``, ``local``, ``readonly`` and ``typeset``), ``unset NAME`` and ``read NAME``;
+    every parameter expansion."""
+    assigned, reads = set(), set()
+    todo = [node]
     while todo:
         n = todo.pop()
-        if n in used or n not in script.bindings:
-            continue
-        used.add(n)
-        todo.extend(script.bindings[n].uses)
-    return used
+        kind = getattr(n, "kind", None)
+        if kind == "assignment":
+            assigned.add(n.word.split("=", 1)[0].rstrip("+"))
+        elif kind == "parameter":
+            reads.add(n.value)
+        elif kind == "command":
+            words = [p.word for p in n.parts if getattr(p, "kind", None) == "word"]
+            if words and words[0] in ("export", "declare", "local", "readonly", "typeset", "unset", "read"):
+                names = (w.split("=", 1)[0].rstrip("+") for w in words[1:])
+                assigned.update(name for name in names if _NAME.match(name))
+        for value in vars(n).values() if hasattr(n, "__dict__") else ():
+            if isinstance(value, list):
+                todo.extend(v for v in value if hasattr(v, "kind"))
+            elif hasattr(value, "kind"):
+                todo.append(value)
+    return frozenset(assigned), frozenset(reads)
+
+
+def unconverted_reaching(script: Script) -> list:
+    """``W1209`` for each statement kept as a comment that may assign a name the launch
+    commands depend on: the proof tried the recipe's params, not what such a statement does
+    (its condition on values it never tried), so the recipe runs what the script runs only
+    where the statement leaves those names as they are."""
+    depends = used(script) | {n for i in script.items if not isinstance(i, Binding) and i[0] == "command" for n in i[3]}
+    out = []
+    for item in script.items:
+        if not isinstance(item, Binding) and item[0] == "todo":
+            changed = sorted(touched(item[2])[0] & depends)
+            if changed:
+                out.append(Diagnostic("W1209", f"TODO(import): a statement not converted may change {', '.join(changed)}, "
+                                      "which the launch command reads: the recipe runs what the script runs only where "
+                                      "it leaves them as they are",
+                                      _span(script.shown, script.text, item[2].pos), severity="warning",
+                                      hint="convert it by hand (a param, and a layer or value chosen by it) before "
+                                           "relying on the recipe"))
+    return out
 
 
 def _binding(b: Binding, named: list | None = None, shell_line: bool = True, tied: tuple | None = None) -> list:

@@ -54,7 +54,11 @@ def execute(args, run) -> int:
         check_import(run.workspace, imported, args.file, out)
     todo = sum(1 for d in imported.notes if d.severity == "warning" and d.code != "W1104")
     retyped = sum(1 for d in imported.notes if d.code == "W1104")
-    run.report.status(f"rcpc: import {args.kind} {args.file}: equal ({imported.how})"
+    reaching = sum(1 for d in imported.notes if d.code == "W1209")  # the proof did not try what they do
+    run.report.status(f"rcpc: import {args.kind} {args.file}: "
+                      + (f"equal for the values tried, {reaching} statement(s) not converted may change the launch "
+                         "command (W1209)" if reaching else "equal")
+                      + f" ({imported.how})"
                       + (f"; {todo} TODO(import) item(s) listed above" if todo else "")
                       + (f"; {retyped} key(s) kubectl retypes, listed above" if retyped else "")
                       + (f"; wrote {out}" if out else ""))
