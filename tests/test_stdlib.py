@@ -303,6 +303,18 @@ def test_a_standard_library_file_checked_on_its_own_keeps_its_place():
     assert stdlib.attributed(inside) == inside   # no place of the workspace to move it to
 
 
+@pytest.mark.parametrize("severity", ["error", "warning", "note"])
+def test_only_what_can_be_silenced_is_offered_an_ignore_comment(severity):
+    """A finding in the standard library, moved to the workspace's call: its note offers
+    ``# rcpc: ignore[CODE]`` for a warning or a note, never for an error, which no comment
+    silences (E0790 of an XPK workload name offered it: found by a user trial)."""
+    d = Diagnostic("E0790" if severity == "error" else "W0707", "x", Span("@rcpc//maxtext_tpu.rcp", 3, 1, 3, 2),
+                   severity=severity, related=(("called here", Span("recipes/r.rcp", 2, 5, 2, 9)),))
+    moved = stdlib.attributed(d)
+    assert str(moved.span) == "recipes/r.rcp:2:5"
+    assert ("ignore[" in moved.notes[-1]) == (severity != "error"), moved.notes
+
+
 # the tools that follow loads ----------------------------------------------------------------
 def test_explain_and_lint_follow_standard_library_loads(ws, cli):
     ws.write("rcp.toml", SCHEMA_TOML)

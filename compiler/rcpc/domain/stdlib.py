@@ -128,8 +128,8 @@ def _normalized(parts: list, target: str, span: Span | None) -> list:
 
 
 NOTE = ("{label} is rcpc's own file, shipped with rcpc {version} ({path}), which no workspace "
-        "edits: change the load or call here (a warning or note is silenced here, with "
-        "`# rcpc: ignore[{code}]`), or report a fault in it to rcpc")
+        "edits: change the load or call here{silenced}, or report a fault in it to rcpc")
+SILENCED = " (or silence it here with `# rcpc: ignore[{code}]`)"  # a warning or a note: an error is not silenced
 
 
 def attributed(d: Diagnostic) -> Diagnostic:
@@ -145,7 +145,8 @@ def attributed(d: Diagnostic) -> Diagnostic:
         return d
 
     rest = d.related[:outside] + d.related[outside + 1:]
-    note = NOTE.format(label=d.span.path, version=__version__, path=path_of(d.span.path), code=d.code)
+    silenced = "" if d.severity == "error" else SILENCED.format(code=d.code)
+    note = NOTE.format(label=d.span.path, version=__version__, path=path_of(d.span.path), silenced=silenced)
     return record.evolve(d, span=d.related[outside][1], related=(("in rcpc's standard library", d.span), *rest),
                          notes=(*d.notes, note))
 
