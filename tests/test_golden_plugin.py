@@ -405,3 +405,19 @@ def test_each_golden_is_read_once(updated, monkeypatch, args):
     reads.clear()
     Workspace(updated.path).test()
     assert reads == Counter(goldens)
+
+
+def test_without_syrupy_each_golden_item_says_what_to_install(workspace):
+    """With syrupy's plugin not loaded (``-p no:syrupy``; the same import the plugin needs when
+    syrupy is not installed) each golden item fails with what to install, not a traceback
+    (``AttributeError: 'Config' object has no attribute '_syrupy'``), and the hint names the
+    small extra, not rcpc's test suite's (106 packages, JAX among them: found by a user trial)."""
+    r = run(workspace, "-p", "no:syrupy")
+    out = r.stdout.str()
+    assert r.ret == 1 and "pip install 'rcpc[golden]'" in out and "AttributeError" not in out, out[-3000:]
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert {r.split(">")[0].split("=")[0] for r in extras["golden"]} == {"pytest", "syrupy"}
+    assert set(extras["golden"]) <= set(extras["test"])  # the same versions as the suite's

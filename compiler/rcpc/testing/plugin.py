@@ -143,11 +143,14 @@ class GoldenItem(_Item):
         self.obj = _golden_obj
 
     def runtest(self):
+        session = getattr(self.config, "_syrupy", None)  # syrupy's plugin's session: none when it is not loaded
         try:
+            if session is None:
+                raise ImportError("syrupy's pytest plugin is not loaded")
             from syrupy.assertion import SnapshotAssertion
             from syrupy.location import PyTestLocation
-        except ImportError:  # pragma: no cover - rcpc[test] installs syrupy
-            raise GoldenFailure(["golden tests need syrupy: pip install 'rcpc[test]'"]) from None
+        except ImportError:  # rcpc[golden] (and rcpc[test]) install syrupy
+            raise GoldenFailure([NEEDS_SYRUPY]) from None
         from rcpc.review.golden import GoldenUnreadable, read_golden, render_diff, update_command
         from rcpc.testing.golden import GoldenExtension
 
@@ -163,7 +166,7 @@ class GoldenItem(_Item):
             self.config.stash[_WRITTEN].append((os.path.relpath(self.golden_path),
                                                 "written" if before is None else "rewritten"))
         assertion = SnapshotAssertion(update_snapshots=_update(self.config), extension_class=GoldenExtension,
-                                      test_location=PyTestLocation(self), session=self.config._syrupy,
+                                      test_location=PyTestLocation(self), session=session,
                                       **options)
         assertion.extension.known(self.golden_path, before)  # read once: syrupy's read is this one
         if not assertion == self.text:
@@ -178,6 +181,10 @@ class GoldenItem(_Item):
             lines += render_diff(self.name, result.recalled_data, self.text)
             lines.append(f"run {update_command([self.path])} to accept the new render")
             raise GoldenFailure(lines)
+
+
+NEEDS_SYRUPY = ("golden tests under pytest need syrupy and its pytest plugin: pip install 'rcpc[golden]' (pytest "
+                "and syrupy alone), and no -p no:syrupy; or run rcpc test, which needs neither")
 
 
 class ContractItem(_Item):
