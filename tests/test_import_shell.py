@@ -450,3 +450,18 @@ def test_an_unconverted_statement_that_may_change_the_launch_is_said(tmp_path, s
     else:
         assert codes == [("W1209", 5)] and not said_unused, imported.notes
         assert re.search(r"^TUNED = param\(", imported.text, re.M), imported.text
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_the_import_says_when_rcpc_check_will_not_check_the_maxtext_keys(tmp_path, monkeypatch, capsys, schema):
+    """A shell import into a workspace whose rcp.toml names no maxtext_schema says that rcpc check
+    will not check the MaxText keys, and what to add (a misspelt key passed check silently after an
+    import: found by a user trial); with one named, it says nothing of it."""
+    (tmp_path / "rcp.toml").write_text('maxtext_schema = "builtin:maxtext"\n' if schema else "")
+    (tmp_path / "launch.sh").write_text('ARGS="steps=10"\nxpk workload create --workload=w --command="python3 -m '
+                                        'MaxText.train MaxText/configs/base.yml ${ARGS}"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "shell", "launch.sh", "-o", "r.rcp"]) == 0
+    status = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status.startswith("rcpc: import shell launch.sh: equal")
+    assert ('add maxtext_schema = "builtin:maxtext"' in status) != schema, status

@@ -61,5 +61,8 @@ def execute(args, run) -> int:
                       + f" ({imported.how})"
                       + (f"; {todo} TODO(import) item(s) listed above" if todo else "")
                       + (f"; {retyped} key(s) kubectl retypes, listed above" if retyped else "")
-                      + (f"; wrote {out}" if out else ""))
+                      + (f"; wrote {out}" if out else "")
+                      + ("; rcp.toml names no maxtext_schema, so rcpc check does not check the MaxText keys: add "
+                         'maxtext_schema = "builtin:maxtext"' if args.kind == "shell" and run.config.maxtext_schema is None
+                         else ""))
     return 0
