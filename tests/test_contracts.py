@@ -341,3 +341,29 @@ def test_a_contract_s_answer_does_not_depend_on_how_many_flags_come_first(tmp_pa
     else:
         assert code == 1 and "error[E0612]" in err.getvalue() and \
             "the tokens of flag 'per_device_batch_size' change" in err.getvalue(), err.getvalue()
+
+
+_KEYS = ["steps", "learning_rate", "per_device_batch_size", "remat_policy"]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(_KEYS), cut=st.integers(1, 3))
+@example(key="steps", cut=4)  # the report: "stepz" declared, and the hint pointed the wrong way
+def test_a_misspelt_declared_key_or_render_is_named_with_the_closest(ws, cli, key, cut):
+    """``changes`` naming a flag key no flag set of the render has (a typo) says so with the
+    closest key it has; naming a render that does not exist suggests the closest render by
+    its name (the keys of its flag sets) or its file name (paths in it): ``lanch`` is
+    ``launch``, not ``launch.sh`` (found by a user trial)."""
+    typo = key[:cut] + "z" + key[cut + 1:]
+    flags = "{" + ", ".join(f'"{k}": 1' for k in _KEYS) + "}"
+    ws.write("recipes/r.rcp", "T = param(bool, default = False)\n"
+             f'F = maxtext_flags({flags}, {{"{key}": 2}} if T else {{}})\n'
+             'flag_file(name = "trainer", flags = F)\n'
+             'variant("default")\n'
+             f'variant("t", set = {{"T": True}}, against = "default", changes = {{"trainer": ["{typo}"]}})\n')
+    r = cli("check")
+    assert r.code == 1 and f"trainer.flags: {typo} declared to change, but no flag set there has that key " \
+                           f"(did you mean '{key}'?)" in r.err, r.err
+    ws.write("recipes/r.rcp", (ws.root / "recipes/r.rcp").read_text().replace('changes = {"trainer"', 'changes = {"trainr"'))
+    r = cli("check")
+    assert r.code == 1 and "help: did you mean 'trainer'?" in r.err, r.err

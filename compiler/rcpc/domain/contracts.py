@@ -105,8 +105,10 @@ def _entries(variant, values: dict) -> tuple[list[_Entry], list[Diagnostic]]:
             continue
         matched = tuple(n for n in names if n == key or values[n].name == key)  # a file name, or a stem
         if not matched:
+            # a render by its file name (paths in it) or its name (the keys of its flag sets): "lanch" is "launch"
+            either = list(dict.fromkeys(x for n in names for x in (values[n].name, n)))
             diags.append(Diagnostic("E0611", f"changes names render '{key}', which does not exist", span,
-                                    hint=did_you_mean(key, names) or "renders: " + ", ".join(names)))
+                                    hint=did_you_mean(key, either) or "renders: " + ", ".join(names)))
             continue
         if matched == (key,) and kind_of(values[key]).paths:
             paths = []
@@ -182,9 +184,10 @@ def check_contract(variant, against_build, build, memo: dict | None = None, rebu
             problems.append(f"{name}: {', '.join(missing)} declared to change but did not")
     for e in entries:  # a declared key that no named render carries, in either variant
         carried = set().union(*(_carried_keys(v[n], memo) for n in e.renders for v in (old, new) if n in v))
-        absent = [k for k, _ in e.flag_keys if k not in carried]
-        if absent:
-            problems.append(f"{', '.join(e.renders)}: {', '.join(absent)} declared to change but did not")
+        for k in (k for k, _ in e.flag_keys if k not in carried):  # a misspelt key, or another render's
+            near = did_you_mean(k, sorted(carried))
+            problems.append(f"{', '.join(e.renders)}: {k} declared to change, but no flag set there has that key"
+                            + (f" ({near})" if near else ""))
     counts: dict[str, int] = {}
     for u in unexplained:
         name = u.render if type(u) is _Flag else u[0]
