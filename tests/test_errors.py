@@ -123,11 +123,23 @@ def test_cli_load_cycle(ws, cli):
         " -> recipes/lib/b.rcp:1 -> recipes/lib/a.rcp")
 
 
+def test_an_unknown_param_names_the_recipe_that_lacks_it(ws, cli):
+    """A build of several recipes with --set or a values file: the recipe without the param is
+    named (--set TUNED=true said "no such param", not of which recipe: found by a user trial)."""
+    ws.write("recipes/a.rcp", "TUNED = param(bool, default = False)\nvariant(\"default\")\n")
+    ws.write("recipes/b.rcp", "N = param(int, default = 1)\nvariant(\"default\")\n")
+    ws.write("v.toml", "TUNED = true\n")
+    r = cli("build", "--set", "TUNED=true")
+    assert r.code == 1 and "error[E0601]: --set TUNED: no such param in b" in r.err, r.err
+    r = cli("build", "--values", "v.toml")
+    assert r.code == 1 and "values file v.toml sets 'TUNED', which is not a param of b" in r.err, r.err
+
+
 def test_cli_set_errors(ws, cli):
     ws.write("recipes/r.rcp", "TUNED = param(bool, default = False)\n")
     r = cli("render", "r", "--set", "TUNNED=true")
     assert r.code == 1
-    assert r.err.splitlines() == ["error[E0601]: --set TUNNED: no such param", "help: did you mean 'TUNED'?"]
+    assert r.err.splitlines() == ["error[E0601]: --set TUNNED: no such param in r", "help: did you mean 'TUNED'?"]
     r = cli("render", "r", "--set", "TUNED=maybe")
     # a bad value points at the param's declaration, which shows its type
     assert r.code == 1 and r.err.startswith("recipes/r.rcp:1:9: error[E0602]: --set TUNED=maybe: not a bool")

@@ -141,8 +141,8 @@ def test_set_overrides_params_keeping_spelling(ws, sets, expect):
 
 
 @pytest.mark.parametrize("sets, code, message, hint", [
-    (["TUNNED=true"], "E0601", "--set TUNNED: no such param", "did you mean 'TUNED'?"),
-    (["ZZZ=1"], "E0601", "--set ZZZ: no such param", "params: TUNED, REPLICAS, LR, RATIO, MODE"),
+    (["TUNNED=true"], "E0601", "--set TUNNED: no such param in r", "did you mean 'TUNED'?"),
+    (["ZZZ=1"], "E0601", "--set ZZZ: no such param in r", "params: TUNED, REPLICAS, LR, RATIO, MODE"),
     (["TUNED=yes"], "E0602", "--set TUNED=yes: not a bool", "write true, false, True or False"),
     (["REPLICAS=1.5"], "E0602", "--set REPLICAS=1.5: not an int", "write decimal digits"),
     (["REPLICAS="], "E0602", "--set REPLICAS=: not an int", "write decimal digits"),

@@ -767,7 +767,7 @@ class Compiler:
         result = self.evaluate(real, raw)
         params = {p.name: p for p in result.params}
         if overrides.params:
-            _check_overridden(overrides, files, params)
+            _check_overridden(overrides, files, params, self.workspace.recipe_name(real))
         recipe = Recipe(real, self.workspace.recipe_name(real), tuple(result.params),
                         _check_variants(result.variants, params))
         if overrides.flags:
@@ -972,14 +972,15 @@ def _check_variants(variants: list, params: dict) -> tuple:
     return tuple(variants)
 
 
-def _check_overridden(overrides: Overrides, files: list, params: dict) -> None:
+def _check_overridden(overrides: Overrides, files: list, params: dict, recipe: str) -> None:
     """``E0601`` for each name of a values file (at its key) and of a ``--set`` item that is
-    not a declared param of ``params``, with the closest param's name: all of them at once
-    (a values file with two misspelt keys reported the first only)."""
+    not a declared param of ``params``, the params of recipe ``recipe`` (named: a build of
+    several recipes applies the overrides to each), with the closest param's name: all of them
+    at once (a values file with two misspelt keys reported the first only)."""
     hint = lambda name: did_you_mean(name, params) or f"params: {', '.join(params) or 'none'}"  # noqa: E731
-    unknown = [(f"values file {f.shown} sets '{name}', which is not a param", span, name)
+    unknown = [(f"values file {f.shown} sets '{name}', which is not a param of {recipe}", span, name)
                for f in files for name, span in f.keys.items() if name not in params]
-    unknown += [(f"--set {name}: no such param", None, name) for name in parse_sets(overrides.sets) if name not in params]
+    unknown += [(f"--set {name}: no such param in {recipe}", None, name) for name in parse_sets(overrides.sets) if name not in params]
     # as a file's name errors, up to MAX_ERRORS (30,000 misspelt keys printed 150,000 lines), hints only for those
     found = [Diagnostic("E0601", message, span, hint=hint(name)) for message, span, name in unknown[:MAX_ERRORS]]
     if len(unknown) > MAX_ERRORS:
