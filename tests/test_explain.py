@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -80,7 +81,15 @@ def test_explain_effective_is_the_config_maxtext_starts_with(sws, cli):
     assert cli("explain", "r", "j").code == 2 and cli("explain", "--effective", "r", "j", "steps").code == 2
 
 
-def test_explain_effective_needs_a_schema(ws, cli):
-    ws.write("recipes/r.rcp", 'flag_file(name = "f", flags = maxtext_flags({"steps": 1}))\n')
+@pytest.mark.parametrize("named", [False, True])
+def test_explain_effective_needs_a_schema(ws, cli, named):
+    """E0621's hint says what is missing: a schema in rcp.toml, or, with one named there, that
+    the flag set says schema = None (it said to name one in rcp.toml, which named one: found
+    by a user trial)."""
+    if named:
+        ws.write("rcp.toml", 'maxtext_schema = "builtin:maxtext"\n')
+    schema = ", schema = None" if named else ""
+    ws.write("recipes/r.rcp", f'flag_file(name = "f", flags = maxtext_flags({{"steps": 1}}{schema}))\n')
     r = cli("explain", "--effective", "r", "f")
     assert r.code == 1 and "error[E0621]" in r.err
+    assert ("schema = None" in r.err.split("help:")[1]) == named and ("rcp.toml" in r.err.split("help:")[1]) != named

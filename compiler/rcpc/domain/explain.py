@@ -61,9 +61,12 @@ def effective(compiler: Compiler, path: Path, render: str, variant: str | None =
             found = carried(r)
             container = found[0].container if found else None
             where = kind_of(r).file_name(r)
-    if fs.schema is None:
-        raise error("E0621", f"flag set '{render}' has no MaxText schema to start from", fs.span,
-                    hint='name one in rcp.toml (maxtext_schema = "builtin:maxtext") or in maxtext_flags(schema = ...)')
+    if fs.schema is None:  # rcp.toml names none, or the flag set says schema = None (MaxDiffusion's flags)
+        hint = ('name one in rcp.toml (maxtext_schema = "builtin:maxtext") or in maxtext_flags(schema = ...)'
+                if compiler.workspace.maxtext_schema is None else
+                "the flag set is made with schema = None (not MaxText's flags): --effective shows MaxText's "
+                "config only; explain one KEY instead")
+        raise error("E0621", f"flag set '{render}' has no MaxText schema to start from", fs.span, hint=hint)
     env = {n: (v, v.span if v is not None else item.span) for n, v, item in env_overrides(container)} \
         if container is not None else {}
     values = EffectiveValues(fs, env)
