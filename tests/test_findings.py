@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 
 import jsonschema
-from hypothesis import given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rcpc.findings import _escape_data, _escape_property, artifact
@@ -121,6 +121,25 @@ def test_github_escaping_round_trips(text):
     assert "\n" not in data and "\r" not in data
     assert not {",", ":", "\n", "\r"} & set(prop)
     assert unescape(data) == text and unescape(prop) == text
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(length=st.integers(0, 600), newlines=st.booleans())
+@example(length=500, newlines=False)  # the report: a 500-character COMMAND_PREFIX padded every row
+def test_params_table_cuts_long_defaults(ws, cli, length, newlines):
+    """``rcpc params``'s table shows a type or default of at most 40 characters, one line, cut
+    with ``...``; the short params' rows are as wide as their own columns need; --format json
+    keeps the value whole."""
+    long = ("x\n" if newlines else "x ") * (length // 2)
+    ws.write("recipes/r.rcp", f"P = param(str, default = {json.dumps(long)}, doc = \"Prefix.\")\n"
+             "N = param(int, default = 2, doc = \"Steps.\")\n", dedent=False)
+    got = cli("params", "r")
+    assert got.code == 0, got.err
+    lines = got.out.splitlines()
+    assert len(lines) == 3 and all(len(line) <= len("NAME  TYPE  ") + 40 + len("  Prefix.") for line in lines), lines
+    one_line = " ".join(long.splitlines())
+    assert (one_line if len(one_line) <= 40 else one_line[:37] + "...") in lines[1], lines
+    assert json.loads(cli("params", "r", "--format", "json").out)["params"][0]["default"] == long
 
 
 def test_params_json(ws, cli):

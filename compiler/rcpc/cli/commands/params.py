@@ -20,6 +20,16 @@ def arguments(sub) -> None:
     annotate(pa)
 
 
+CELL = 40  # characters of a type or default the table shows (--format json gives them whole)
+
+
+def _cell(text: str) -> str:
+    """``text`` for the table: at most :data:`CELL` characters, cut with ``...`` (a 500-character
+    default, a command prefix, padded every row to its width), its lines joined."""
+    text = " ".join(text.splitlines())
+    return text if len(text) <= CELL else text[:CELL - 3] + "..."
+
+
 def execute(args, run) -> int:
     workspace = run.workspace
     if args.format == "json":
@@ -35,7 +45,7 @@ def execute(args, run) -> int:
     for p in workspace.params(args.recipe):
         default = "(required)" if p.default is None else text_of(p.default)
         ptype = p.type + (" {" + ",".join(text_of(c) for c in p.choices) + "}" if p.choices else "")
-        rows.append((p.name, ptype, default, p.doc))
+        rows.append((p.name, _cell(ptype), _cell(default), p.doc))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3] if r[3] else
