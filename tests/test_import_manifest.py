@@ -250,8 +250,16 @@ def test_output_path_problems(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     src = tmp_path / "t.yaml"
     src.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${N}\n")
-    rc, _, err = _run(["import", "manifest", str(src), "-o", str(tmp_path / "no" / "such" / "r.rcp")], capsys)
-    assert rc == 1 and "error[E1202]" in err and not (tmp_path / "no").exists()
+    from rcpc.importer import driver
+
+    def never(*args, **kwargs):  # the output is checked before the import and its proof run
+        raise AssertionError("imported before the output was checked")
+    for kind in ("manifest", "shell"):
+        monkeypatch.setattr(driver, f"import_{kind}", never)
+        rc, _, err = _run(["import", kind, str(src), "-o", str(tmp_path / "no" / "such" / "r.rcp")], capsys)
+        assert rc == 1 and "error[E1202]" in err and "does not exist" in err and not (tmp_path / "no").exists(), err
+    monkeypatch.undo()
+    monkeypatch.chdir(REPO)
     rc, _, err = _run(["import", "manifest", str(src), "-o", str(src), "--force"], capsys)
     assert rc == 1 and "is the input file" in err
     assert src.read_text().startswith("apiVersion")

@@ -681,7 +681,7 @@ def import_recipe(workspace: Workspace, kind: str, file: str, *, sets: list[str]
     Returns the :class:`rcpc.importer.driver.Imported` (``text``, ``how``, ``notes``), nothing
     written. ``output``, the recipe file it is for, is checked first, before any work:
     ``E1202`` for an empty name, a directory, an existing file without ``force``, the input
-    itself or a file of rcpc's standard library. :class:`UsageError` when ``file`` does not
+    itself, a file of rcpc's standard library or one in a directory that does not exist. :class:`UsageError` when ``file`` does not
     exist; the import's errors (``E12xx``) as :class:`CompileError`."""
     from rcpc.importer import driver
 
@@ -701,9 +701,12 @@ def import_recipe(workspace: Workspace, kind: str, file: str, *, sets: list[str]
             problem = "is the input file"
         elif stdlib.contains(Path(os.path.realpath(target))):
             problem = f"it is in rcpc's standard library ({stdlib.DIRECTORY}): rcpc's own files are never written"
+        elif not (target.parent if str(target.parent) else Path(".")).is_dir():
+            problem = f"its directory {target.parent} does not exist (rcpc import makes no directory)"
         if problem:
             raise CompileError(Diagnostic("E1202", f"cannot write {output}: {problem}", None,
-                                          hint="name a new .rcp file, or add --force to replace it"))
+                                          hint="name a new .rcp file in an existing directory, or add --force to "
+                                               "replace one"))
     if kind == "manifest":
         from rcpc.domain.recipe import parse_sets
 
