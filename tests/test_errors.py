@@ -279,3 +279,40 @@ def test_check_reports_a_library_error_once(ws, cli, lib, loaders):
     assert len(heads) == 1, r.err
     assert re.search(r": 1 error\(s\)(, \d+ warning\(s\))?$", r.err.rstrip()), r.err  # (other.rcp: Y unused)
     assert ("loaded from: recipes/r0.rcp" in r.err) == (loaders > 0)
+
+
+@pytest.mark.parametrize("char", sorted("|&^~@;/"))
+@pytest.mark.parametrize("where", ["X = 1 {} 2\n", "def f(x):\n    return x {} 2\n"])
+def test_an_operator_rcpc_lacks_says_what_to_write(ws, char, where):
+    """A character of Python's or Starlark's operators that rcpc's language lacks (``|`` to
+    merge dicts, found by a user trial) is E0001 at it, with what to write instead."""
+    from rcpc.core.syntax.parser import _UNKNOWN_OPERATORS
+
+    text = where.format(char)
+    f = ws.fails(text, path="recipes/lib/l.rcp" if text.startswith("def") else "recipes/r.rcp")
+    (d,) = f.diags
+    assert (d.code, d.span.col) == ("E0001", text.splitlines()[-1].index(char) + 1)
+    assert d.hint == _UNKNOWN_OPERATORS[char] and f"'{char}'" in d.hint
+
+
+@pytest.mark.parametrize("place", ["recipe", "library", "function"])
+@pytest.mark.parametrize("value, docstring", [('"""Doc."""', True), ("'doc'", True), ('{"a": 1}', False), ("[1]", False)])
+def test_an_unused_value_is_told_what_to_do_where_it_is(ws, place, value, docstring):
+    """E0705 of a value on its own line: a string is told it is no docstring (write # comments),
+    anywhere; another value in a library is not told to make it a render, which a library may
+    not declare (both found by a user trial)."""
+    from rcpc.core.evaluate import DOCSTRING_HINT
+
+    if place == "recipe":
+        f = ws.fails(f"{value}\nX = 1\n")
+    elif place == "library":
+        ws.write("recipes/lib/l.rcp", f"{value}\nY = 1\n")
+        f = ws.fails('load("//recipes/lib/l.rcp", "Y")\nX = Y\n')
+    else:
+        ws.write("recipes/lib/l.rcp", f"def g(x):\n    {value}\n    return x\n")
+        f = ws.fails('load("//recipes/lib/l.rcp", "g")\nX = g(1)\n')
+    d = next(d for d in f.diags if d.code == "E0705")
+    if docstring:
+        assert d.hint == DOCSTRING_HINT
+    else:
+        assert d.hint != DOCSTRING_HINT and (("make it a render" in d.hint) == (place == "recipe")), d.hint

@@ -33,6 +33,8 @@ from rcpc.core.syntax.walk import walk
 from rcpc.core.values import Bool, Builtin, Dict, Float, Int, List, Null, Str, concat, text_of, type_name
 
 _BOOLS_HINT = "compare explicitly, e.g. X != 0 or X != \"\""
+# E0705 of a string on its own line: Python's and Starlark's docstring, which rcpc has not
+DOCSTRING_HINT = "a string on its own is not a docstring here: write # comments"
 
 NO_SCOPE = MappingProxyType({})  # the scope outside any comprehension
 
@@ -261,7 +263,8 @@ class Evaluator:
                 value = self.eval(st.expr, scope)
                 if not (type(value) is Null and type(st.expr) is ast.Call):
                     raise error("E0705", f"this {type_name(value)} is not used", st.span,
-                                hint="assign it to a name, or return it")
+                                hint=DOCSTRING_HINT if type(st.expr) is ast.StrLit else
+                                "assign it to a name, or return it")
         return _FALLTHROUGH
 
     def _iterate(self, iterable, span: Span, where: Span) -> tuple:
@@ -287,7 +290,7 @@ class Evaluator:
             return  # a call made for its checks, e.g. require(...)
         if self.universe.statement is None:
             raise error("E0705", f"this {type_name(value)} is not used", stmt.span,
-                        hint="assign it to a name")
+                        hint=DOCSTRING_HINT if type(stmt.expr) is ast.StrLit else "assign it to a name")
         self.universe.statement(self, stmt, value, result)
 
     # expressions ------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from rcpc.core import names
 from rcpc.core import record
 from rcpc.core.builtins import Declaration, Function, Universe, _bind, _expect, _int, article
 from rcpc.core.diagnostics import CompileError, Diagnostic, did_you_mean, did_you_mean_or_list, error
-from rcpc.core.evaluate import NO_SCOPE, Context, ModuleResult
+from rcpc.core.evaluate import DOCSTRING_HINT, NO_SCOPE, Context, ModuleResult
 from rcpc.core.limits import INT_LIMIT, LIMIT_HINT, MAX_NAME, MAX_SWEEP
 from rcpc.core.patterns import LazyPattern
 from rcpc.core.source import COMMAND_LINE_SPAN, Span
@@ -448,7 +448,9 @@ def _statement(ev, stmt: ast.ExprStmt, value, result) -> None:
         target = result.variants
     else:
         raise error("E0705", f"this {type_name(value)} is not used", stmt.span,
-                    hint="assign it to a name, or make it a render (jobset, manifest, flag_file)")
+                    hint=DOCSTRING_HINT if type(stmt.expr) is ast.StrLit else
+                    "assign it to a name, or make it a render (jobset, manifest, flag_file)" if ev.is_recipe else
+                    "assign it to a name (a library exports its names; renders are declared in recipes)")
     if not ev.is_recipe:
         raise error("E0706", f"a loaded file cannot declare {kind}", stmt.span,
                     hint="declare renders and variants in the recipe; export constants from libraries")

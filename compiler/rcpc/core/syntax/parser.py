@@ -296,6 +296,18 @@ def _parse_fstring_expr(parser: ReferenceParser, source: Source, inner: str, at:
     return stmts[0].expr
 
 
+# characters of Python's and Starlark's operators that rcpc's language lacks: what to write instead (docs/language.md)
+_UNKNOWN_OPERATORS = {
+    "|": "rcpc has no '|': + merges dicts shallowly (the right one wins), merge() deeply; 'or' is for bools",
+    "&": "rcpc has no '&': 'and' is for bools",
+    "^": "rcpc has no '^'",
+    "~": "rcpc has no '~'",
+    "@": "rcpc has no decorators and no '@'",
+    ";": "one statement a line: rcpc has no ';'",
+    "/": "rcpc has no float arithmetic ('/'): // divides ints; write the float value you mean",
+}
+
+
 def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
@@ -312,6 +324,8 @@ def _syntax_error(exc, source: Source, text: str, base: int) -> CompileError:
             hint = "this triple-quoted string is never closed"
         elif char in "\"'":
             hint = "this string is not closed on its line; use a triple-quoted string for several lines"
+        else:
+            hint = _UNKNOWN_OPERATORS.get(char)
         return CompileError(Diagnostic("E0001", f"unexpected character {char!r}",
                                        source.span(start, start + 1), hint=hint))
     if isinstance(exc, UnexpectedToken):
