@@ -712,6 +712,7 @@ def recipe(script: Script, launch=None) -> str:
     opening comment, its ``argv`` the render's, the list bindings in its ``dicts`` written as
     the dicts it takes, the flag sets in its ``layers`` with the library's layers named)."""
     used_names = used(script)
+    evaluated = used(script, proof=True) - used_names  # an eval's string: its command is the render's
     lines = [f"# Imported from {script.shown}",
              "# by `rcpc import shell`: the command_file render runs the same command line (rcpc import",
              "# proves it: every word, and the MaxText flag tokens).", ""]
@@ -736,7 +737,9 @@ def recipe(script: Script, launch=None) -> str:
                 if item.node is None:  # read from the environment by a statement kept as a comment
                     continue
                 raw = script.text[item.node.pos[0]:item.node.pos[1]]
-                lines += ["# TODO(import): not used by the launch command:"] + _commented(raw)
+                lines += ["# the launch command (the command_file render) is this string, which the shell "
+                          "file evals:" if item.name in evaluated else
+                          "# TODO(import): not used by the launch command:"] + _commented(raw)
                 continue
             lines += _binding(item, launch.layers.get(item.name) if launch is not None else None,
                               shell_line=launch is None, tied=script.slice)
@@ -774,6 +777,7 @@ def notes(script: Script, launch=None) -> list:
     """The ``W1200`` warnings of the import, one for each ``TODO(import)`` comment of
     :func:`recipe` (with ``launch``, as :func:`recipe` writes it), in the order of the file."""
     used_names = used(script)
+    evaluated = used(script, proof=True)  # with an eval's string: converted, the launch command's words
     reaching = unconverted_reaching(script)  # each in place of its statement's W1200
     at = {d.span for d in reaching}
     out = [d for d in script.notes if not (d.code == "W1200" and d.span in at)] + reaching
@@ -781,7 +785,7 @@ def notes(script: Script, launch=None) -> list:
         if launch is not None and b.name in launch.dicts:
             continue
         if b.name not in used_names:
-            if b.node is None:
+            if b.node is None or b.name in evaluated:  # (the eval's string: the render's argv spells it)
                 continue
             out.append(Diagnostic("W1200", f"TODO(import): {b.name} is not used by the launch command",
                                   _span(script.shown, script.text, b.node.pos), severity="warning",
