@@ -1,0 +1,162 @@
+"""Text from the input never reaches the terminal raw: every character of a printed
+diagnostic's message, notes, hint, related labels and paths that is not printable is shown as
+the escape Python's ``repr`` writes (:func:`rcpc.core.diagnostics.visible`), as the quoted
+source line already replaced it. An attack found an ESC sequence, a C1 control (U+009B CSI)
+or a bidi override (U+202E, "Trojan Source") in a ``--set`` value, a values file's key, an
+rcp.toml string or a file name printed raw by ``format_text``, free to clear the screen or
+reorder what rcpc said."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from conftest import examples
+from rcpc.core import diagnostics
+from rcpc.core.diagnostics import MESSAGE_WIDTH, Diagnostic, format_text, visible
+from rcpc.core.source import Source, Span
+
+# Characters the attack used, and their kin: ESC, C1 controls, bidi embeddings, overrides and
+# isolates, zero-width and other format characters, line/paragraph separators, CR, NUL, DEL, a
+# lone surrogate (an undecodable file name), an unassigned code point, no-break space.
+HOSTILE = ("\x1b", "\x1b[2J", "\x1b]8;;http://x\x1b\\", "\x9b", "\x85", "\x9d", "\u202a", "\u202b", "\u202c",
+           "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b", "\u200e", "\u200f", "\ufeff",
+           "\u2028", "\u2029", "\r", "\n", "\t", "\x00", "\x07", "\x08", "\x7f", "\udcff", "\ud800", "\U000e0001",
+           "\u0378", "\xa0", "\u3000")
+TEXT = st.lists(st.one_of(st.sampled_from(HOSTILE), st.characters(), st.text(max_size=4)),
+                max_size=12).map("".join)
+# rcpc's own colour codes: the only non-printable characters the coloured form may hold
+OWN_CODES = sorted({*diagnostics._COLORS.values(), diagnostics._BOLD, diagnostics._BLUE, diagnostics._GREEN,
+                    diagnostics._RESET}, key=len, reverse=True)
+_ESCAPE = re.compile(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tnr])")
+
+
+def unescape(shown: str) -> str:
+    """The inverse of :func:`visible` for text without a backslash of its own."""
+    def one(m):
+        e = m.group(1)
+        return {"t": "\t", "n": "\n", "r": "\r"}.get(e) or chr(int(e[1:], 16))
+    return _ESCAPE.sub(one, shown)
+
+
+def uncolored(text: str) -> str:
+    for code in OWN_CODES:
+        text = text.replace(code, "")
+    return text
+
+
+@settings(max_examples=examples(300, 100), deadline=None)
+@given(message=TEXT, hint=st.none() | TEXT, notes=st.lists(TEXT, max_size=2),
+       related=st.lists(st.tuples(TEXT, TEXT, st.integers(0, 2)), max_size=2), path=TEXT,
+       line=st.integers(0, 2), source=TEXT)
+@example(message="bad value '\x1b[2J\u202eevil'", hint="did you mean '\x9b31m'?", notes=["\u2028n\rx"],
+         related=[("set \u2066here", "recipes/\x1b]8;;x\x07r.rcp", 1)], path="r\x00.rcp", line=1,
+         source="X = \"\u202e\x1b[2J\"")  # the attack's shapes
+def test_a_printed_diagnostic_holds_no_character_that_is_not_printable(message, hint, notes, related, path, line,
+                                                                       source):
+    """The text form of any diagnostic, colour off and on, holds no character that is not
+    printable but the newlines between its lines and, with colour, rcpc's own colour codes;
+    the coloured form is the plain one with those codes added; each piece of text is shown
+    as :func:`visible` writes it."""
+    spans = tuple((label, Span(p, n, 1, n, 2)) for label, p, n in related)
+    d = Diagnostic("E0602", message, Span(path, line, 1, line, 3), hint=hint or None, related=spans,
+                   notes=tuple(notes))
+    sources = {path: Source(path, source + "\n")}
+    sources.update((p, Source(p, source)) for _, p, _ in related)
+    plain = format_text(d, sources)
+    colored = format_text(d, sources, color=True)
+    for text in (plain, uncolored(colored)):
+        for row in text.split("\n"):
+            assert row.isprintable(), ascii(row)
+    assert uncolored(colored) == plain
+    rows = plain.split("\n")
+    assert visible(diagnostics._bounded(message)) in rows[0]
+    for piece in (hint, *notes, *(label for label, _, _ in related), *(p for _, p, _ in related)):
+        if piece:
+            assert visible(diagnostics._bounded(piece)) in plain
+
+
+@settings(max_examples=examples(500, 200), deadline=None)
+@given(text=TEXT)
+@example(text="\x1b\u202e\x9b\udcff\U000e0001\n\r\t\x00")
+def test_visible_is_printable_and_says_which_characters_it_escaped(text):
+    """:func:`visible` is printable (with ``lines``, but for newlines), leaves printable text
+    alone, and for text without a backslash of its own can be read back: distinct inputs stay
+    distinct, each escape naming the code point it stands for."""
+    shown = visible(text)
+    assert shown.isprintable()
+    assert all(row.isprintable() for row in visible(text, lines=True).split("\n"))
+    if text.isprintable():
+        assert shown == text
+    if "\\" not in text:
+        assert unescape(shown) == text
+        assert unescape(visible(text, lines=True)) == text
+
+
+@given(a=TEXT, b=TEXT)
+@settings(max_examples=examples(200, 100), deadline=None)
+def test_distinct_messages_print_distinct_text(a, b):
+    """Two diagnostics whose messages differ (and hold no backslash, the one character shown
+    as itself that an escape begins with) print differently."""
+    a, b = a.replace("\\", "/")[:MESSAGE_WIDTH], b.replace("\\", "/")[:MESSAGE_WIDTH]
+    fa, fb = (format_text(Diagnostic("E0601", m, None), {}) for m in (a, b))
+    assert (fa == fb) == (a == b)
+
+
+# ---- end to end: the attack's inputs through the CLI
+
+RECIPE = 'TUNED = param(bool, default = False)\nmanifest(name = "m", apiVersion = "v1", kind = "K")\n'
+
+
+def _raw_free(err: str) -> None:
+    assert all(row.isprintable() for row in err.split("\n")), ascii(err)
+
+
+def test_a_set_value_and_name_with_esc_and_a_bidi_override_are_shown_escaped(ws, cli):
+    ws.write("recipes/r.rcp", RECIPE)
+    r = cli("render", "r", "--set", "TUNED=\x1b[2J\u202emaybe")
+    assert r.code == 1
+    _raw_free(r.err)
+    assert "error[E0602]: --set TUNED=\\x1b[2J\\u202emaybe: not a bool" in r.err, r.err
+    r = cli("render", "r", "--set", "TUN\u202eED\x9b=true")
+    assert r.code == 1
+    _raw_free(r.err)
+    assert r.err.splitlines() == ["error[E0601]: --set TUN\\u202eED\\x9b: no such param",
+                                  "help: did you mean 'TUNED'?"], r.err
+
+
+def test_a_values_file_key_with_esc_and_a_bidi_override_is_shown_escaped(ws, cli):
+    ws.write("recipes/r.rcp", RECIPE)
+    ws.write("v.toml", '"TUN\\u001bED\\u202e" = true\n')
+    r = cli("render", "r", "--values", "v.toml")
+    assert r.code == 1
+    _raw_free(r.err)
+    assert "sets 'TUN\\x1bED\\u202e', which is not a param" in r.err, r.err
+
+
+def test_an_rcp_toml_string_in_a_hint_is_shown_escaped(ws, cli):
+    """The hint of a value of the wrong type repeats the user's own strings (the line to
+    write); written as a TOML string, the escape means the same character there."""
+    ws.write("recipes/r.rcp", RECIPE)
+    ws.write("rcp.toml", 'output_dir = ["out\\u202e\\u2066\\u0085"]\n')
+    r = cli("check")
+    assert r.code == 1
+    _raw_free(r.err)
+    assert 'help: write output_dir = "out\\u202e\\u2066\\x85"' in r.err, r.err
+
+
+@pytest.mark.parametrize("name", ["r\x1b[2J", "\u202er", "r\x9b", "r\r"])
+def test_a_file_name_with_a_control_character_is_shown_escaped(ws, cli, name):
+    (ws.root / "recipes").mkdir()
+    try:
+        (ws.root / "recipes" / f"{name}.rcp").write_text("X = \n", encoding="utf-8")
+    except OSError:  # a file system that refuses the name
+        pytest.skip(f"the file system refuses {name!r}")
+    r = cli("check")
+    assert r.code == 1
+    _raw_free(r.err)
+    assert f"recipes/{visible(name)}.rcp" in r.err, r.err
+
