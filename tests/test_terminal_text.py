@@ -160,3 +160,51 @@ def test_a_file_name_with_a_control_character_is_shown_escaped(ws, cli, name):
     _raw_free(r.err)
     assert f"recipes/{visible(name)}.rcp" in r.err, r.err
 
+
+
+# ---- every text a command prints: names, paths and values from the input, escaped
+
+HOSTILE_RECIPE = r'''MODE = param(str, default = "a\u202eb\x1b[2J", doc = "the mode \u2066\x1b]8;;x\x07 here\x9b")
+F = maxtext_flags({"run_name": MODE, "steps": 1})
+flag_file(name = "trainer", flags = F)
+variant("default")
+variant("evil", set = {"MODE": "\x1b[31m\u202eevil\x9b"}, against = "default", changes = {"trainer": ["run_name"]})
+'''
+R = "r\u202e"  # a recipe's name (its file's) with a bidi override: a name rcpc accepts
+COMMANDS = [
+    ("check",), ("lint",), ("build", "-o", "out\x1b[2J\u202e"), ("params", R), ("explain", R, "trainer", "run_name"),
+    ("explain", R, "trainer", "--effective"), ("diff", R, "--variant", "evil"),
+    ("diff", R, "--variant", "evil", "--stat"), ("fmt", "--check"), ("test",), ("test", "--snapshot-update"),
+    ("render", "no\x1b[2Jsuch\u202e"), ("render", R, "--set", "MODE\x9b=1"), ("build", "--bog\x1b[2Jus\u202e"),
+    ("import", "shell", "l\u202e.sh"),
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=ascii)
+def test_what_a_command_prints_holds_no_character_that_is_not_printable(ws, cli, argv):
+    """A workspace whose recipe name, param doc, strings and variants hold ESC sequences, C1
+    controls and bidi overrides: what each command prints as text for people (status lines,
+    tables, explanations, diff reports, usage errors, diagnostics) holds none of them raw."""
+    ws.write(f"recipes/{R}.rcp", HOSTILE_RECIPE)
+    (ws.root / "l\u202e.sh").write_text('export MODEL="q\u202e\x1bx"\nexport FLAGS="run_name=${MODEL} steps=1"\n'
+                                         'python3 -m maxtext.train "$FLAGS"\n', encoding="utf-8")
+    r = cli(*argv)
+    for text in (r.out, r.err):
+        assert all(row.isprintable() for row in text.split("\n")), ascii(text)
+    assert r.out or r.err
+
+
+def test_a_golden_failure_shows_its_paths_escaped(tmp_path):
+    """``pytest rcp.toml``: a golden failure's report (rcpc's plugin) shows a recipe name's bidi
+    override escaped (pytest's own lines, node ids among them, are pytest's)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "rcp.toml").write_text("")
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / f"{R}.rcp").write_text('flag_file(name = "trainer", flags = maxtext_flags({"steps": 1}))\n'
+                                                  'variant("default")\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping", "rcp.toml"],
+                       cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=300)
+    assert r.returncode == 1
+    assert "golden golden/r\\u202e/default/trainer.flags is missing" in r.stdout, r.stdout[-3000:]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from rcpc import __version__
-from rcpc.core.diagnostics import format_text, to_json
+from rcpc.core.diagnostics import format_text, to_json, visible
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Source
@@ -34,11 +34,13 @@ class Report:
         self.root = Path.cwd()  # the workspace root, once known (SARIF's %SRCROOT%)
 
     def status(self, line: str) -> None:
-        """The command's closing status line (in JSON: the document's ``summary``)."""
+        """The command's closing status line (in JSON: the document's ``summary``); as text,
+        with what is not printable in the paths and names it holds escaped
+        (:func:`rcpc.core.diagnostics.visible`; lines it holds stay lines)."""
         if self.as_json:
             self.summary = line
         else:
-            stderr(line)
+            stderr(visible(line, lines=True))
 
     def add(self, diags, sources) -> None:
         """Report diagnostics ``diags``, quoting source lines from ``sources`` ({display

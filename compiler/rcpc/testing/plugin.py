@@ -125,8 +125,12 @@ class _Item(pytest.Item):
         return self.path, None, self.name
 
     def repr_failure(self, excinfo, style=None):
+        """A golden failure's report, what is not printable in its paths and lines escaped
+        (:func:`rcpc.core.diagnostics.visible`): pytest prints it to the terminal."""
         if isinstance(excinfo.value, GoldenFailure):
-            return "\n".join(excinfo.value.lines)
+            from rcpc.core.diagnostics import visible
+
+            return "\n".join(visible(line, lines=True) for line in excinfo.value.lines)
         return super().repr_failure(excinfo, style)
 
 

@@ -8,6 +8,7 @@ import json
 from rcpc.cli.options import common
 from rcpc.completion import annotate
 from rcpc.core.emit.json import to_json as value_json
+from rcpc.core.diagnostics import visible
 from rcpc.core.values import text_of
 
 ORDER = 30
@@ -35,7 +36,7 @@ def execute(args, run) -> int:
     for p in workspace.params(args.recipe):
         default = "(required)" if p.default is None else text_of(p.default)
         ptype = p.type + (" {" + ",".join(text_of(c) for c in p.choices) + "}" if p.choices else "")
-        rows.append((p.name, ptype, default, p.doc))
+        rows.append(tuple(map(visible, (p.name, ptype, default, p.doc or ""))))  # a doc's line ends too
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3] if r[3] else
