@@ -8,6 +8,7 @@ reorder what rcpc said."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -177,6 +178,10 @@ COMMANDS = [
     ("diff", R, "--variant", "evil", "--stat"), ("fmt", "--check"), ("test",), ("test", "--snapshot-update"),
     ("render", "no\x1b[2Jsuch\u202e"), ("render", R, "--set", "MODE\x9b=1"), ("build", "--bog\x1b[2Jus\u202e"),
     ("import", "shell", "l\u202e.sh"),
+    # JSON and SARIF: the same data, what is not printable written as JSON escapes
+    ("params", R, "--format", "json"), ("explain", R, "trainer", "run_name", "--format", "json"),
+    ("diff", R, "--variant", "evil", "--format", "json"), ("render", R, "--set", "MODE\x9b=1", "--diagnostics", "json"),
+    ("render", R, "--set", "MODE\u202e=1", "--diagnostics", "sarif"),
 ]
 
 
@@ -192,6 +197,32 @@ def test_what_a_command_prints_holds_no_character_that_is_not_printable(ws, cli,
     for text in (r.out, r.err):
         assert all(row.isprintable() for row in text.split("\n")), ascii(text)
     assert r.out or r.err
+    if "json" in argv or "sarif" in argv:
+        doc = json.loads(r.err if "--diagnostics" in argv and "json" in argv else r.out)
+        assert {"\u202e", "\x9b"} & set(json.dumps(doc, ensure_ascii=False))  # the data holds them as they were
+
+
+JSON_DATA = st.recursive(st.none() | st.booleans() | st.integers() | TEXT,
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+                         max_leaves=8)
+
+
+@settings(max_examples=examples(300, 100), deadline=None)
+@given(data=JSON_DATA)
+@example(data={"k\u202e": ["\x9b", "\U000e0001", "\udcff", "\u2028", "\x1b[2J"]})
+@example(data={"\ud800\udcff": None})
+def test_printed_json_is_the_same_data_and_printable(data):
+    """A command's JSON (:func:`rcpc.cli.run.json_text`) reads back as the data it was made
+    of, holds nothing that is not printable but its newlines, and is ``json.dumps``' text
+    where that already was."""
+    from rcpc.cli.run import json_text
+
+    text = json_text(data)
+    assert json.loads(text) == json.loads(json.dumps(data))  # data (a surrogate pair of two escapes is one)
+    assert all(row.isprintable() for row in text.split("\n")), ascii(text)
+    plain = json.dumps(data, indent=2, ensure_ascii=False)
+    if plain.replace("\n", "").isprintable():
+        assert text == plain
 
 
 def test_a_golden_failure_shows_its_paths_escaped(tmp_path):

@@ -17,6 +17,25 @@ from rcpc.core.source import Source
 from rcpc.domain import stdlib
 
 
+def json_text(data) -> str:
+    """``data`` as the JSON document a command prints (indented by 2, not ASCII-escaped), with
+    each character of its strings that is not printable written as a JSON ``\\u`` escape (a
+    pair of them beyond the BMP): ``json.dumps`` escapes only U+0000-U+001F, so a C1 control
+    (U+009B CSI) or a bidi override (U+202E) from the input reached the terminal raw. The data
+    read back is the same; printable text is written as before, byte for byte."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if text.replace("\n", "").isprintable():  # outside its strings JSON text holds no other
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else _json_escape(ord(c)) for c in text)
+
+
+def _json_escape(code: int) -> str:
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
+
+
 def stderr(line: str) -> None:
     """Write one line to stderr in one call: a signal cannot split it from its newline."""
     sys.stderr.write(line + "\n")
@@ -63,13 +82,12 @@ class Report:
         if self.kind == "sarif":
             from rcpc.findings import to_sarif
 
-            sys.stdout.write(json.dumps(to_sarif(self.items, self.root, __version__), indent=2,
-                                        ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(to_sarif(self.items, self.root, __version__)) + "\n")
         elif self.as_json:
             doc = {"diagnostics": self.items}
             if self.summary is not None:
                 doc["summary"] = self.summary
-            stderr(json.dumps(doc, indent=2, ensure_ascii=False))
+            stderr(json_text(doc))
 
 
 class Run:

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-import json
 
 from rcpc.api import UsageError
 from rcpc.cli.options import common, no_variant_with_values, variant_options
+from rcpc.cli.run import json_text
 from rcpc.completion import annotate
 from rcpc.core.diagnostics import visible
 
@@ -36,7 +36,7 @@ def execute(args, run) -> int:
     report = run.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets, args.values,
                                    args.flags)
     if args.format == "json":
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_text(report))
         return 0
     _say(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
     _say(f"effective: {report['effective']}")
@@ -59,7 +59,7 @@ def _effective(args, run) -> int:
     report = run.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets, args.values,
                                              args.flags)
     if args.format == "json":
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_text(report))
         return 0
     _say(f"{report['recipe']} {report['render']} (variant {report['variant']}): the config MaxText starts with "
          f"({report['schema']}{', model ' + report['model'] if report['model'] else ''})")

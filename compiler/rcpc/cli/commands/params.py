@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from rcpc.cli.options import common
+from rcpc.cli.run import json_text
 from rcpc.completion import annotate
 from rcpc.core.emit.json import to_json as value_json
 from rcpc.core.diagnostics import visible
@@ -30,7 +31,7 @@ def execute(args, run) -> int:
                 "doc": p.doc} for p in workspace.params(args.recipe)]
         (path,) = workspace.recipe_paths([args.recipe])
         name = workspace.config.recipe_name(path)
-        print(json.dumps({"recipe": name, "params": doc}, indent=2, ensure_ascii=False))
+        print(json_text({"recipe": name, "params": doc}))
         return 0
     rows = [("NAME", "TYPE", "DEFAULT", "DOC")]
     for p in workspace.params(args.recipe):
