@@ -182,6 +182,9 @@ COMMANDS = [
     ("params", R, "--format", "json"), ("explain", R, "trainer", "run_name", "--format", "json"),
     ("diff", R, "--variant", "evil", "--format", "json"), ("render", R, "--set", "MODE\x9b=1", "--diagnostics", "json"),
     ("render", R, "--set", "MODE\u202e=1", "--diagnostics", "sarif"),
+    # read by people in review and CI: markdown for a pull request, GitHub annotations
+    ("diff", R, "--variant", "evil", "--format", "markdown"),
+    ("render", R, "--set", "MODE\u202e=1", "--diagnostics", "github"),
 ]
 
 

@@ -241,7 +241,9 @@ def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: 
     when they were not checked), one table row per effective flag change (key, old → new, the
     renders it reaches), one per other change by path, the totals, then the unified diffs of
     the renders whose change the rows do not say whole (added, removed, changed beyond flags),
-    folded in ``<details>``."""
+    folded in ``<details>``. What is not printable is shown escaped, as in the text report
+    (:func:`rcpc.core.diagnostics.visible`): a bidi override in a render must not reorder
+    what a reviewer reads."""
     shown = [d for d in diffs if d.status != "identical"]
     out = [f"### {title}", "", intro, ""]
     if contracts is not None:
@@ -272,7 +274,7 @@ def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: 
             fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", d.diff)), default=0) + 1)
             out += [f"{fence}diff", d.diff.rstrip("\n"), fence, ""]
         out += ["</details>", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return visible("\n".join(out).rstrip("\n") + "\n", lines=True)
 
 
 def _renders(diffs: list[RenderDiff]) -> str:
