@@ -229,8 +229,9 @@ def test_printed_json_is_the_same_data_and_printable(data):
 
 
 def test_a_golden_failure_shows_its_paths_escaped(tmp_path):
-    """``pytest rcp.toml``: a golden failure's report (rcpc's plugin) shows a recipe name's bidi
-    override escaped (pytest's own lines, node ids among them, are pytest's)."""
+    """``pytest rcp.toml``: what rcpc's plugin prints (a golden failure's report, the summary of
+    what changed, the goldens ``--snapshot-update`` wrote) shows a recipe name's bidi override
+    escaped; pytest's own lines (node ids among them) are pytest's."""
     import subprocess
     import sys
 
@@ -238,7 +239,15 @@ def test_a_golden_failure_shows_its_paths_escaped(tmp_path):
     (tmp_path / "recipes").mkdir()
     (tmp_path / "recipes" / f"{R}.rcp").write_text('flag_file(name = "trainer", flags = maxtext_flags({"steps": 1}))\n'
                                                   'variant("default")\n', encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping", "rcp.toml"],
-                       cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=300)
+    def pytest(*args):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping",
+                               "rcp.toml", *args], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
+                              timeout=300)
+
+    r = pytest()
     assert r.returncode == 1
     assert "golden golden/r\\u202e/default/trainer.flags is missing" in r.stdout, r.stdout[-3000:]
+    assert "\nmissing goldens: r\\u202e/default/trainer.flags\n" in r.stdout, r.stdout[-3000:]
+    r = pytest("--snapshot-update")
+    assert r.returncode == 0
+    assert "\nwritten   golden/r\\u202e/default/trainer.flags\n" in r.stdout, r.stdout[-3000:]
