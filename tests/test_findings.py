@@ -130,6 +130,8 @@ def test_params_table_cuts_long_defaults(ws, cli, length, newlines):
     """``rcpc params``'s table shows a type or default of at most 40 characters, one line, cut
     with ``...``; the short params' rows are as wide as their own columns need; --format json
     keeps the value whole."""
+    from rcpc.core.diagnostics import visible
+
     long = ("x\n" if newlines else "x ") * (length // 2)
     ws.write("recipes/r.rcp", f"P = param(str, default = {json.dumps(long)}, doc = \"Prefix.\")\n"
              "N = param(int, default = 2, doc = \"Steps.\")\n", dedent=False)
@@ -137,7 +139,7 @@ def test_params_table_cuts_long_defaults(ws, cli, length, newlines):
     assert got.code == 0, got.err
     lines = got.out.splitlines()
     assert len(lines) == 3 and all(len(line) <= len("NAME  TYPE  ") + 40 + len("  Prefix.") for line in lines), lines
-    one_line = " ".join(long.splitlines())
+    one_line = visible(long)  # a newline shown as \\n
     assert (one_line if len(one_line) <= 40 else one_line[:37] + "...") in lines[1], lines
     assert json.loads(cli("params", "r", "--format", "json").out)["params"][0]["default"] == long
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import area_leftovers, output_tree, rcp_string
 from rcpc.core import names
+from rcpc.core.diagnostics import visible
 from rcpc.cli import main
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -131,7 +132,7 @@ def test_no_recipe_file_name_makes_a_build_write_outside_its_place(tmp_path_fact
                                              "victim/mine.txt": b"mine\n"}
     else:
         assert code == 1 and "Traceback" not in err and everything(root) == before
-        shown = Path(os.path.relpath(recipe, root)).as_posix()
+        shown = visible(Path(os.path.relpath(recipe, root)).as_posix())  # its control characters escaped
         assert re.search(r"error\[E09(05|06|10)\]", err) and (shown in err or "E0910" in err), err
 
 

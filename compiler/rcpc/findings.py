@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from rcpc.core.diagnostics import ERROR, NOTE, WARNING, Diagnostic
+from rcpc.core.diagnostics import ERROR, NOTE, WARNING, Diagnostic, visible
 from rcpc.core.source import Span
 from rcpc.domain import stdlib
 
@@ -105,7 +105,9 @@ def _escape_property(text: str) -> str:
 
 
 def github_command(d: Diagnostic) -> str:
-    """One GitHub Actions annotation line for ``d``."""
+    """One GitHub Actions annotation line for ``d``; its message shows what is not printable
+    escaped as the text form does (:func:`rcpc.core.diagnostics.visible`: the annotation and
+    the log are read by people), its ``file`` names the file as it is."""
     props = []
     if _placed(d.span):
         props.append(f"file={_escape_property(Path(d.span.path).as_posix())}")
@@ -114,4 +116,5 @@ def github_command(d: Diagnostic) -> str:
                       f"endColumn={d.span.end_col}"]
     props.append(f"title={_escape_property(f'rcpc {d.code}')}")
     where = f"{d.span}: " if _placed(d.span) and d.span.line > 0 else ""
-    return f"::{_GITHUB.get(d.severity, 'notice')} {','.join(props)}::{_escape_data(where + _message(d))}"
+    message = visible(where + _message(d), lines=True)
+    return f"::{_GITHUB.get(d.severity, 'notice')} {','.join(props)}::{_escape_data(message)}"

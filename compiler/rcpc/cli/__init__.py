@@ -32,7 +32,7 @@ from rcpc.cli.parsing import parse as parse_with
 from rcpc.cli.run import Report, Run, stderr
 from rcpc.core import store
 from rcpc.core.cachetrim import maybe_trim
-from rcpc.core.diagnostics import CompileError
+from rcpc.core.diagnostics import CompileError, visible
 from rcpc.core.usercache import cache_dir
 from rcpc.interrupts import (ignore_interrupts, interrupts, outlive_readers, restore_interrupts, restore_streams,
                              unwritable, utf8_streams)
@@ -193,7 +193,7 @@ def _run(args: argparse.Namespace, run: Run) -> int:
         run.diagnostics(exc.diagnostics, exc.sources)
         return 1
     except UsageError as exc:
-        stderr(f"rcpc: {exc}")
+        stderr(visible(f"rcpc: {exc}", lines=True))  # it may name a path or word given
         return 2
     except BrokenPipeError:  # the reader of a file named by -o went away (-o /dev/stdout | head)
         try:  # and nothing at exit either, when Python flushes stdout
@@ -204,13 +204,13 @@ def _run(args: argparse.Namespace, run: Run) -> int:
     except OSError as exc:  # writing stdout (a full disk, /dev/full)
         return unwritable(exc)
     except KeyboardInterrupt:
-        stderr(f"rcpc: interrupted; {run.progress}")
+        stderr(visible(f"rcpc: interrupted; {run.progress}"))
         return 130
     except RecursionError:
         stderr("rcpc: error: the input is too large or too deeply nested (RecursionError)")
         return 1
     except MemoryError:
-        stderr(f"rcpc: error: out of memory (MemoryError); {run.progress}\n"
+        stderr(f"rcpc: error: out of memory (MemoryError); {visible(run.progress)}\n"
                "  help: rcpc needs more memory than this process may use (`ulimit -v`, a container's memory "
                "limit): raise the limit, or build fewer recipes at once (each -j worker needs its own)")
         return 1

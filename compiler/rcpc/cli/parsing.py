@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rcpc.core.diagnostics import visible
 from rcpc.interrupts import unwritable
 
 
@@ -41,8 +42,10 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose help and version, printed to stdout, raise what fails to write
     them (argparse ignores it), for :func:`parsed`; its subparsers are of this class too.
-    A usage error on a stderr that cannot take it still exits 2. Its help is formatted by
-    :class:`HelpFormatter` unless another is given."""
+    A usage error on a stderr that cannot take it still exits 2; what it prints shows the
+    characters of the words given that are not printable escaped
+    (:func:`rcpc.core.diagnostics.visible`). Its help is formatted by :class:`HelpFormatter`
+    unless another is given."""
 
     def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
@@ -50,8 +53,8 @@ class Parser(argparse.ArgumentParser):
     def _print_message(self, message, file=None):
         if message and file is sys.stdout:
             file.write(message)
-        else:
-            super()._print_message(message, file)
+        else:  # a usage error quotes the words given (unrecognized arguments: ...) as they are
+            super()._print_message(message and visible(message, lines=True), file)
 
 
 def invoked(argv: list[str]) -> str | None:

@@ -10,11 +10,30 @@ import sys
 from pathlib import Path
 
 from rcpc import __version__
-from rcpc.core.diagnostics import format_text, to_json
+from rcpc.core.diagnostics import format_text, to_json, visible
 from rcpc.core.files import read_limited
 from rcpc.core.limits import MAX_FILE_BYTES
 from rcpc.core.source import Source
 from rcpc.domain import stdlib
+
+
+def json_text(data) -> str:
+    """``data`` as the JSON document a command prints (indented by 2, not ASCII-escaped), with
+    each character of its strings that is not printable written as a JSON ``\\u`` escape (a
+    pair of them beyond the BMP): ``json.dumps`` escapes only U+0000-U+001F, so a C1 control
+    (U+009B CSI) or a bidi override (U+202E) from the input reached the terminal raw. The data
+    read back is the same; printable text is written as before, byte for byte."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if text.replace("\n", "").isprintable():  # outside its strings JSON text holds no other
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else _json_escape(ord(c)) for c in text)
+
+
+def _json_escape(code: int) -> str:
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
 
 
 def stderr(line: str) -> None:
@@ -34,11 +53,13 @@ class Report:
         self.root = Path.cwd()  # the workspace root, once known (SARIF's %SRCROOT%)
 
     def status(self, line: str) -> None:
-        """The command's closing status line (in JSON: the document's ``summary``)."""
+        """The command's closing status line (in JSON: the document's ``summary``); as text,
+        with what is not printable in the paths and names it holds escaped
+        (:func:`rcpc.core.diagnostics.visible`; lines it holds stay lines)."""
         if self.as_json:
             self.summary = line
         else:
-            stderr(line)
+            stderr(visible(line, lines=True))
 
     def add(self, diags, sources) -> None:
         """Report diagnostics ``diags``, quoting source lines from ``sources`` ({display
@@ -61,13 +82,12 @@ class Report:
         if self.kind == "sarif":
             from rcpc.findings import to_sarif
 
-            sys.stdout.write(json.dumps(to_sarif(self.items, self.root, __version__), indent=2,
-                                        ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(to_sarif(self.items, self.root, __version__)) + "\n")
         elif self.as_json:
             doc = {"diagnostics": self.items}
             if self.summary is not None:
                 doc["summary"] = self.summary
-            stderr(json.dumps(doc, indent=2, ensure_ascii=False))
+            stderr(json_text(doc))
 
 
 class Run:

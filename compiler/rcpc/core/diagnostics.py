@@ -9,6 +9,12 @@ The text form follows the convention of rustc and clang::
       3 | x = FOO
         |     ^^^
     help: did you mean 'FOOD'?
+
+Every piece of text the form prints but the quoted source line (the message, notes, hint,
+related labels, paths) shows each character that is not printable as the escape Python's
+``repr`` writes (:func:`visible`): much of it comes from the input (a recipe's strings,
+``--set`` values, rcp.toml, file names), and an ESC sequence, a C1 control or a bidi
+override in it must not reach the terminal raw.
 """
 
 from __future__ import annotations
@@ -132,21 +138,38 @@ def format_text(diag: Diagnostic, sources: dict[str, Source], color: bool = Fals
     out = []
     where = ""
     if diag.span is not None and diag.span.line:
-        where = f"{diag.span}: "
+        where = f"{visible(str(diag.span))}: "
     elif diag.span is not None and not diag.span.path.startswith("<"):  # the file itself
-        where = f"{diag.span.path}: "
-    head = paint(_COLORS.get(diag.severity, ""), f"{diag.severity}[{diag.code}]")
-    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: {paint(_BOLD, _bounded(diag.message))}")
+        where = f"{visible(diag.span.path)}: "
+    head = paint(_COLORS.get(diag.severity, ""), visible(f"{diag.severity}[{diag.code}]"))
+    out.append(f"{paint(_BOLD, where.rstrip())}{' ' if where else ''}{head}: "
+               f"{paint(_BOLD, visible(_bounded(diag.message)))}")
     if diag.span is not None:
         out.extend(_quote(diag.span, sources, paint))
     for label, span in diag.related:
-        out.append(f"  {label}: {span}")
+        out.append(f"  {visible(label)}: {visible(str(span))}")
         out.extend(_quote(span, sources, paint))
     for note in diag.notes:
-        out.append(f"  {paint(_BOLD, 'note')}: {_bounded(note)}")
+        out.append(f"  {paint(_BOLD, 'note')}: {visible(_bounded(note))}")
     if diag.hint:
-        out.append(f"{paint(_GREEN, 'help')}: {_bounded(diag.hint)}")
+        out.append(f"{paint(_GREEN, 'help')}: {visible(_bounded(diag.hint))}")
     return "\n".join(out)
+
+
+def visible(text: str, lines: bool = False) -> str:
+    """``text`` as it may be printed to a terminal: each character that is not printable
+    (``str.isprintable``: C0 controls and ESC, DEL, C1 controls such as U+009B CSI, format
+    characters such as the bidi overrides U+202A-U+202E and U+2066-U+2069 and zero-width
+    ones, line and paragraph separators, surrogates from undecodable file names, unassigned
+    code points) written as the escape Python's ``repr`` writes for it (``\\x1b``,
+    ``\\u202e``, ``\\t``); ``lines``: a ``\\n`` stays (text of several lines). Printable
+    text, a backslash included, is returned unchanged, so what was printed before stays
+    byte for byte; a printed escape is therefore the escape of one character unless the text
+    held a backslash itself. Cut text first (:data:`MESSAGE_WIDTH`): an escape is up to 10
+    characters."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or (lines and c == "\n") else repr(c)[1:-1] for c in text)
 
 
 def _bounded(text: str | None) -> str | None:

@@ -22,7 +22,7 @@ import attrs
 
 from rcpc import __version__
 from rcpc.core import record
-from rcpc.core.diagnostics import CompileError, did_you_mean_or_list, error
+from rcpc.core.diagnostics import CompileError, did_you_mean_or_list, error, visible
 from rcpc.core.envvars import get
 from rcpc.core.session import Session
 from rcpc.domain.embedding import readable
@@ -180,41 +180,46 @@ def color_diff(diff: str) -> str:
 
 
 def details_text(d: RenderDiff, color: bool) -> list[str]:
-    """A render's delta lines (indented) and its unified diff."""
-    out = [f"  {x}" for x in d.lines()]
+    """A render's delta lines (indented) and its unified diff, what is not printable in them
+    escaped (:func:`rcpc.core.diagnostics.visible`: a render's text comes from the recipe's
+    strings, and the text reports are read on a terminal)."""
+    out = [f"  {visible(x)}" for x in d.lines()]
     if d.diff:
-        out.append((color_diff(d.diff) if color else d.diff).rstrip("\n"))
+        diff = visible(d.diff, lines=True)
+        out.append((color_diff(diff) if color else diff).rstrip("\n"))
     return out
 
 
 def report_text(header: list[str], diffs: list[RenderDiff], color: bool) -> str:
     """The text report: the header, one summary line per render that is not identical (its
-    status and first change), the totals, then each such render's details."""
+    status and first change), the totals, then each such render's details. Names, lines
+    and diffs show what is not printable escaped (:func:`rcpc.core.diagnostics.visible`)."""
     shown = [d for d in diffs if d.status != "identical"]
-    width = max((len(d.name) for d in shown), default=0)
-    out = [paint(BOLD, h, color) for h in header]
+    width = max((len(visible(d.name)) for d in shown), default=0)
+    out = [paint(BOLD, visible(h), color) for h in header]
     for d in shown:
         lines = d.lines()
-        first = lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else ""
+        first = visible(lines[0]) + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else ""
         status = paint(_STATUS_COLOR[d.status], f"{d.status:<8}", color)
-        out.append(f"{status} {d.name:<{width}}  {first}".rstrip())
+        out.append(f"{status} {visible(d.name):<{width}}  {first}".rstrip())
     out.append(totals(diffs))
     for d in shown:
         out.append("")
-        out.append(paint(BOLD, f"== {d.name}: {d.status}", color))
+        out.append(paint(BOLD, f"== {visible(d.name)}: {d.status}", color))
         out.extend(details_text(d, color))
     return "\n".join(out) + "\n"
 
 
 def report_stat(header: list[str], diffs: list[RenderDiff], color: bool) -> str:
     """``--stat``: one line per render that is not identical, with its lines added and
-    removed (as ``git diff --stat``), then the totals."""
+    removed (as ``git diff --stat``), then the totals (names as :func:`report_text` shows
+    them)."""
     shown = [d for d in diffs if d.status != "identical"]
-    width = max((len(d.name) for d in shown), default=0)
-    out = [paint(BOLD, h, color) for h in header]
+    width = max((len(visible(d.name)) for d in shown), default=0)
+    out = [paint(BOLD, visible(h), color) for h in header]
     for d in shown:
         plus, minus = d.counts()
-        out.append(f" {d.name:<{width}} | {paint(_STATUS_COLOR[d.status], f'{d.status:<8}', color)} | "
+        out.append(f" {visible(d.name):<{width}} | {paint(_STATUS_COLOR[d.status], f'{d.status:<8}', color)} | "
                    f"{paint(GREEN, f'+{plus}', color)} {paint(RED, f'-{minus}', color)}")
     out.append(" " + totals(diffs))
     return "\n".join(out) + "\n"
@@ -236,7 +241,9 @@ def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: 
     when they were not checked), one table row per effective flag change (key, old → new, the
     renders it reaches), one per other change by path, the totals, then the unified diffs of
     the renders whose change the rows do not say whole (added, removed, changed beyond flags),
-    folded in ``<details>``."""
+    folded in ``<details>``. What is not printable is shown escaped, as in the text report
+    (:func:`rcpc.core.diagnostics.visible`): a bidi override in a render must not reorder
+    what a reviewer reads."""
     shown = [d for d in diffs if d.status != "identical"]
     out = [f"### {title}", "", intro, ""]
     if contracts is not None:
@@ -267,7 +274,7 @@ def report_markdown(title: str, intro: str, diffs: list[RenderDiff], contracts: 
             fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", d.diff)), default=0) + 1)
             out += [f"{fence}diff", d.diff.rstrip("\n"), fence, ""]
         out += ["</details>", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return visible("\n".join(out).rstrip("\n") + "\n", lines=True)
 
 
 def _renders(diffs: list[RenderDiff]) -> str:
@@ -294,10 +301,11 @@ def _html(text: str) -> str:
 
 def report_variants(title: str, diffs: list[RenderDiff], color: bool) -> str:
     """The text report of ``rcpc diff RECIPE --variant A``: every render with its status,
-    then its delta and unified diff when it is not identical."""
-    out = [paint(BOLD, title, color)]
+    then its delta and unified diff when it is not identical (as :func:`report_text` shows
+    them)."""
+    out = [paint(BOLD, visible(title), color)]
     for d in diffs:
-        out.append(f"{d.render}: {paint(_STATUS_COLOR[d.status], d.status, color)}")
+        out.append(f"{visible(d.render)}: {paint(_STATUS_COLOR[d.status], d.status, color)}")
         out.extend(details_text(d, color))
     return "\n".join(out) + "\n"
 

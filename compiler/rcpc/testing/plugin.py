@@ -80,14 +80,17 @@ def pytest_collection_finish(session):
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Before pytest's FAILURES section: what changed in the failing goldens; after the
-    short summary: the golden files ``--snapshot-update`` wrote or deleted."""
+    short summary: the golden files ``--snapshot-update`` wrote or deleted (names and paths
+    with what is not printable escaped, :func:`rcpc.core.diagnostics.visible`)."""
+    from rcpc.core.diagnostics import visible
+
     changed = config.stash.get(_CHANGED, [])
     if changed:
         from rcpc.review.golden import golden_summary
 
         terminalreporter.write_sep("=", f"rcpc: what changed in {len(changed)} golden render(s)")
         for line in golden_summary([c[:3] for c in changed], [c[3] for c in changed]):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(visible(line))
     try:
         return (yield)
     finally:
@@ -95,7 +98,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if written:
             terminalreporter.write_sep("=", f"rcpc: --snapshot-update changed {len(written)} golden file(s)")
             for path, what in written:
-                terminalreporter.write_line(f"{what:<9} {path}")
+                terminalreporter.write_line(visible(f"{what:<9} {path}"))
 
 
 def pytest_collect_file(file_path: Path, parent):
@@ -125,8 +128,12 @@ class _Item(pytest.Item):
         return self.path, None, self.name
 
     def repr_failure(self, excinfo, style=None):
+        """A golden failure's report, what is not printable in its paths and lines escaped
+        (:func:`rcpc.core.diagnostics.visible`): pytest prints it to the terminal."""
         if isinstance(excinfo.value, GoldenFailure):
-            return "\n".join(excinfo.value.lines)
+            from rcpc.core.diagnostics import visible
+
+            return "\n".join(visible(line, lines=True) for line in excinfo.value.lines)
         return super().repr_failure(excinfo, style)
 
 

@@ -4,12 +4,12 @@ JSON or markdown (:mod:`rcpc.review.report`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from rcpc.review import report as review
 from rcpc.api import UsageError, diff_revision
 from rcpc.cli.options import common, schema_options
+from rcpc.cli.run import json_text
 from rcpc.completion import annotate
 
 ORDER = 40
@@ -39,7 +39,7 @@ def execute(args, run) -> int:
     if args.format == "json":
         doc = {"recipe": recipe, "variant": args.variant, "against": against,
                "renders": [review.to_json(d) for d in diffs]}
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(json_text(doc))
     elif args.format == "markdown":
         sys.stdout.write(review.report_markdown(f"rcpc diff `{recipe}`: `{args.variant}` against `{against}`",
                                                 f"Renders of variant `{args.variant}` compared with `{against}`.",
@@ -57,7 +57,7 @@ def _revision(args, run) -> int:
         raise UsageError("--against compares variants; --rev compares every variant with itself at REF")
     result = diff_revision(run.workspace, args.rev, args.recipes, args.variant, **schema_options(args))
     if args.format == "json":
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        print(json_text(result.to_json()))
     elif args.format == "markdown":
         sys.stdout.write(result.markdown())
     elif args.stat:

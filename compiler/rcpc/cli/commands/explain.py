@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-import json
 
 from rcpc.api import UsageError
 from rcpc.cli.options import common, no_variant_with_values, variant_options
+from rcpc.cli.run import json_text
 from rcpc.completion import annotate
+from rcpc.core.diagnostics import visible
 
 ORDER = 90
 
@@ -35,21 +36,21 @@ def execute(args, run) -> int:
     report = run.workspace.explain(args.recipe, args.flagset, args.key, args.variant, args.sets, args.values,
                                    args.flags)
     if args.format == "json":
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_text(report))
         return 0
-    print(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
-    print(f"effective: {report['effective']}")
+    _say(f"{report['recipe']} {report['flag_set']} {report['key']} (variant {report['variant']})")
+    _say(f"effective: {report['effective']}")
     for i, step in enumerate(report["chain"], 1):
         came = f"; value from {step['value_from']}" if "value_from" in step else ""
-        print(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']}{came})")
+        _say(f"  {i}. {step['value']}  at {step['location']}  (layer {step['layer']}: {step['active']}{came})")
         if "received" in step:
-            print(f"     the container receives {step['received']}  (Kubernetes expands $(VAR) and $$ with its env)")
+            _say(f"     the container receives {step['received']}  (Kubernetes expands $(VAR) and $$ with its env)")
     for env in report["env"]:
-        print(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
-              f"{env['render']}; MaxText reads it instead of the default)")
+        _say(f"env: {env['name']}={env['value']} at {env['location']}  (container '{env['container']}' of "
+             f"{env['render']}; MaxText reads it instead of the default)")
     if report.get("schema") is not None:
         default = report["schema_default"]
-        print(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")
+        _say(f"schema default: {default if report['in_schema'] else '(not in schema)'}  ({report['schema']})")
     return 0
 
 
@@ -58,11 +59,17 @@ def _effective(args, run) -> int:
     report = run.workspace.explain_effective(args.recipe, args.flagset, args.variant, args.sets, args.values,
                                              args.flags)
     if args.format == "json":
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_text(report))
         return 0
-    print(f"{report['recipe']} {report['render']} (variant {report['variant']}): the config MaxText starts with "
-          f"({report['schema']}{', model ' + report['model'] if report['model'] else ''})")
+    _say(f"{report['recipe']} {report['render']} (variant {report['variant']}): the config MaxText starts with "
+         f"({report['schema']}{', model ' + report['model'] if report['model'] else ''})")
     width = max((len(r["key"]) for r in report["config"]), default=0)
     for r in report["config"]:
-        print(f"  {r['key']:<{width}}  {r['value']}  ({r['from']})")
+        _say(f"  {r['key']:<{width}}  {r['value']}  ({r['from']})")
     return 0
+
+
+def _say(line: str) -> None:
+    """Print one line of the text report, its values and names from the recipe (strings,
+    paths) with what is not printable escaped (:func:`rcpc.core.diagnostics.visible`)."""
+    print(visible(line))

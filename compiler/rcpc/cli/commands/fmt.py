@@ -9,7 +9,7 @@ import sys
 from rcpc.cli.options import common, jobs_option
 from rcpc.cli.run import stderr
 from rcpc.completion import annotate
-from rcpc.core.diagnostics import CompileError
+from rcpc.core.diagnostics import CompileError, visible
 from rcpc.core.files import write_output
 from rcpc.core.fmt import FormatterBug
 from rcpc.build.parallel import AUTO
@@ -42,7 +42,7 @@ def execute(args, run) -> int:
                 pass
             continue
         if isinstance(out, FormatterBug):  # never written: the file is left as it is
-            stderr(f"rcpc: error: {shown} is left unformatted: {out} (a bug in rcpc fmt)")
+            stderr(visible(f"rcpc: error: {shown} is left unformatted: {out} (a bug in rcpc fmt)"))
             bugs += 1
             continue
         if out is None:
@@ -53,7 +53,7 @@ def execute(args, run) -> int:
             sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), out.splitlines(True),
                                                        f"a/{shown}", f"b/{shown}"))
         elif args.check:
-            print(shown)
+            print(visible(shown))
         else:
             write_output(real, out.encode("utf-8"))  # atomic, keeping mode and owner
             run.progress = f"{len(changed)} file(s) were reformatted"
