@@ -184,6 +184,15 @@ def test_check_reports_every_recipe(tmp_path, monkeypatch, capsys):
     assert "checked 3 recipe(s)" in err
 
 
+def _e0612_related(cli) -> tuple[list, str]:
+    """``rcpc check`` in the workspace, which fails: the (label, place) related spans of its first
+    E0612, and that diagnostic's text on."""
+    r = cli("check")
+    assert r.code == 1, r.err
+    e0612 = r.err[r.err.index("error[E0612]"):]
+    return re.findall(r"^  (.+): (recipes/\S+)$", e0612, re.M), e0612
+
+
 def test_contract_provenance_sees_through_calls(ws, cli):
     """A flag changed by a layer made two calls deep in a library: E0612 points at the
     value's line inside the function, then at each call site (innermost first) and the
@@ -201,10 +210,7 @@ def test_contract_provenance_sees_through_calls(ws, cli):
              'flag_file(name = "f", flags = F)\n'
              'variant("default")\n'
              'variant("tuned", set = {"T": True}, against = "default", changes = {"f": []})\n')
-    r = cli("check")
-    assert r.code == 1
-    e0612 = r.err[r.err.index("error[E0612]"):]
-    labels = re.findall(r"^  (.+): (recipes/\S+)$", e0612, re.M)
+    labels, e0612 = _e0612_related(cli)
     assert labels == [
         ("the new value is made here", "recipes/lib/f.rcp:2:13"),
         ("in layer(), called here", "recipes/lib/f.rcp:5:44"),
@@ -246,10 +252,8 @@ def test_a_plain_value_made_in_a_function_names_the_recipes_call(ws, cli, depth,
              'manifest(name = "m", apiVersion = "example.com/v1", kind = "Thing", spec = M)\n'
              'variant("default")\n'
              'variant("t", set = {"N": 20}, against = "default", changes = {"m.yaml": ["spec.name"]})\n')
-    r = cli("check")
-    assert r.code == 1
-    e0612 = r.err[r.err.index("error[E0612]"):]
-    labels = re.findall(r"^  (.+): (recipes/\S+):(\d+):\d+$", e0612, re.M)
+    labels, e0612 = _e0612_related(cli)
+    labels = [(label, *place.rsplit(":", 2)[:2]) for label, place in labels]
     want = [(f"in f{k}(), called here", "recipes/lib/f.rcp", str(above + 3 * k + 2)) for k in range(1, depth)]
     want.append((f"in f{depth}(), called here", "recipes/r.rcp", "3"))
     assert labels[0][0] == "the new value is made here" and labels[1:] == (want if own else []), e0612
