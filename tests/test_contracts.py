@@ -371,3 +371,14 @@ def test_a_misspelt_declared_key_or_render_is_named_with_the_closest(ws, cli, ke
     ws.write("recipes/r.rcp", (ws.root / "recipes/r.rcp").read_text().replace('changes = {"trainer"', 'changes = {"trainr"'))
     r = cli("check")
     assert r.code == 1 and "help: did you mean 'trainer'?" in r.err, r.err
+
+
+def test_a_change_from_the_against_variants_own_set_names_no_entry_of_the_variant(ws, cli):
+    """The against variant sets X; the variant sets only Y, and an undeclared change comes from X
+    (the variant keeps X's default): its E0612 names no ``set`` entry (Y did not cause it)."""
+    ws.write("recipes/r.rcp", "X = param(int, default = 1)\nY = param(int, default = 1)\n"
+             'manifest(name = "m", apiVersion = "example.com/v1", kind = "Thing", spec = {"x": X, "y": Y})\n'
+             'variant("base", set = {"X": 5})\n'
+             'variant(\n    "t",\n    set = {"Y": 2},\n    against = "base",\n    changes = {"m.yaml": ["spec.y"]},\n)\n')
+    r = cli("check")
+    assert r.code == 1 and "changes m.yaml at spec.x" in r.err and "caused by setting" not in r.err, r.err

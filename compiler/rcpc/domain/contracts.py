@@ -320,16 +320,19 @@ def _unexplained(variant, found: list, new: dict, causes) -> list[Diagnostic]:
 class _Causes:
     """Which entries of a variant's ``set`` an unexplained change comes from: of the params
     the variant sets to a value other than its ``against`` variant's, each one that, set back
-    to that variant's value (the rest kept), leaves the change out; with one such param, that
-    one without building again. None is named when the variant sets more than
-    :data:`MAX_CAUSES` such params, when no ``rebuild`` is given, or when the change needs
-    several of them together. Builds are made once a param, on the first change that asks."""
+    to that variant's value (the rest kept), leaves the change out; when the two builds differ
+    in one param alone, set by the variant, that one without building again. None is named
+    when the variant sets more than :data:`MAX_CAUSES` such params, when no ``rebuild`` is
+    given, when the change needs several of them together or comes from the ``against``
+    variant's own ``set``. Builds are made once a param, on the first change that asks."""
 
     def __init__(self, variant, against_build, build, old: dict, rebuild, memo):
         theirs = against_build.params
         self.variant, self.theirs, self.old, self.rebuild, self.memo = variant, theirs, old, rebuild, memo
         self.params = [p for p, v in variant.sets.items.items()
                        if p in build.params and not (p in theirs and equal(theirs[p], v))]
+        # every param whose value differs between the two builds (the against variant's own set entries too)
+        self.differ = [p for p, v in build.params.items() if not (p in theirs and equal(theirs[p], v))]
         self.built: dict = {}
 
     def of(self, u) -> tuple:
@@ -337,9 +340,12 @@ class _Causes:
         unexplained change ``u`` (a :class:`_Flag`, or ``(render, Change, data)``) comes from;
         one on the variant's first line is left out (the diagnostic quotes that line)."""
         params = self.params
-        if len(params) != 1 and (self.rebuild is None or len(params) > MAX_CAUSES):
+        if len(params) == 1 and self.differ == params:  # the builds differ in this param alone
+            found = params
+        elif params and self.rebuild is not None and len(params) <= MAX_CAUSES:
+            found = [p for p in params if self._gone(p, u)]
+        else:
             return ()
-        found = params if len(params) == 1 else [p for p in params if self._gone(p, u)]
         at, spans = self.variant.span, self.variant.sets.key_spans
         # an entry on the variant's first line is quoted with it (the diagnostic's own span) already
         return tuple((f"caused by setting {p} here", spans[p]) for p in found
