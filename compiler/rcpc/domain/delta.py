@@ -375,6 +375,25 @@ def _item(item_names: list | None, j: int):
     return Named(item_names[j]) if item_names is not None else Index(j)
 
 
+_ABSENT = object()  # no node where a path step leads
+
+
+def _child(node, seg):
+    """The node path step ``seg`` (a :class:`Key`, :class:`Named` or :class:`Index`) leads to
+    from ``node``; :data:`_ABSENT` when there is none (a missing key, no such item, a step of
+    another kind than the node)."""
+    k = _kind(node)
+    if type(seg) is Key:
+        return _entries(node).get(seg.name, _ABSENT) if k == MAP else _ABSENT
+    if k != LIST:
+        return _ABSENT
+    items = list(_elems(node))
+    if type(seg) is Index:
+        return items[seg.index] if 0 <= seg.index < len(items) else _ABSENT
+    item_names = names(items) if items else None
+    return items[item_names.index(seg.name)] if item_names is not None and seg.name in item_names else _ABSENT
+
+
 # declared paths -------------------------------------------------------------------------------
 def resolve(path: tuple, data) -> list[tuple]:
     """The canonical paths (as :func:`data_delta` spells them) that a declared ``path`` names
@@ -387,21 +406,15 @@ def resolve(path: tuple, data) -> list[tuple]:
             found.append(canon)
             return
         seg = path[i]
-        k = _kind(node)
-        if type(seg) is Key:
-            if k == MAP:
-                entries = _entries(node)
-                if seg.name in entries:
-                    go(entries[seg.name], i + 1, canon + (seg,))
+        if type(seg) in (Key, Named):
+            child = _child(node, seg)
+            if child is not _ABSENT:
+                go(child, i + 1, canon + (seg,))
             return
-        if k != LIST:
+        if _kind(node) != LIST:
             return
         items = list(_elems(node))
         item_names = names(items) if items else None
-        if type(seg) is Named:
-            if item_names is not None and seg.name in item_names:
-                go(items[item_names.index(seg.name)], i + 1, canon + (seg,))
-            return
         chosen = range(len(items)) if type(seg) is AnyItem else [seg.index] if seg.index < len(items) else []
         for j in chosen:
             go(items[j], i + 1, canon + (_item(item_names, j),))
@@ -418,27 +431,14 @@ def made_in(data, path: tuple, where) -> tuple:
     ``where`` (the value's span: written in that dict, so made by the same call); ``()`` when
     no dict made inside a call holds it so (a value made elsewhere and passed in: its maker's
     calls are not known, and the dict's would not be its)."""
-    found: tuple = ()
-    node = data
-    for seg in (None, *path):
-        if seg is not None:
-            k = _kind(node)
-            if type(seg) is Key and k == MAP:
-                node = _entries(node).get(seg.name)
-            elif type(seg) in (Named, Index) and k == LIST:
-                items = list(_elems(node))
-                if type(seg) is Index:
-                    node = items[seg.index] if seg.index < len(items) else None
-                else:
-                    item_names = names(items)
-                    node = items[item_names.index(seg.name)] if item_names and seg.name in item_names else None
-            else:
-                node = None
-            if node is None:
-                break
-        why, span = getattr(node, "why", ()), getattr(node, "span", None)
-        if why and span is not None and where is not None and _within(where, span):
-            found = why
+    nodes = [data]  # the nodes along the path, from the root
+    for seg in path:
+        node = _child(nodes[-1], seg)
+        if node is _ABSENT:
+            break
+        nodes.append(node)
+    found = next((n.why for n in reversed(nodes) if getattr(n, "why", ()) and getattr(n, "span", None) is not None
+                  and where is not None and _within(where, n.span)), ())
     return tuple(w for w in found if w[1] is None)  # the calls (a conditional's entry says what chose a layer)
 
 

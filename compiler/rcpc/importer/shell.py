@@ -805,14 +805,21 @@ def _commented(raw: str) -> list:
 
 
 def used(script: Script, proof: bool = False) -> set:
-    """The names the launch commands use, directly or through other bindings; with
-    ``proof``, also those the statements the proof's script keeps read (an eval's string).
-    A statement kept as a comment (not converted) that may assign a name they use
-    (:func:`reaching`) makes the names it reads used too: ``TUNED`` of ``if [ "$TUNED" = 1 ];
-    then ARGS="$ARGS x=1"; fi`` is a name the launch depends on, not one it does not use."""
+    """The bindings the launch commands use, directly or through other bindings; with
+    ``proof``, also those the statements the proof's script keeps read (an eval's string)
+    (:func:`depends`)."""
+    return depends(script, proof)[0]
+
+
+def depends(script: Script, proof: bool = False) -> tuple[set, set]:
+    """(the bindings the launch commands use, every name they depend on, bound here or not),
+    as :func:`used` finds them. A statement kept as a comment (not converted) that may assign
+    a name they depend on (:func:`touched`) makes the names it reads theirs too: ``TUNED`` of
+    ``if [ "$TUNED" = 1 ]; then ARGS="$ARGS x=1"; fi`` is a name the launch depends on, not one
+    it does not use."""
     names = [n for i in script.items if not isinstance(i, Binding) and i[0] == "command"
              for n in (*i[3], *(i[6] if proof else ()))]
-    read = set(names)  # every name the launch depends on, bound here or not
+    read = set(names)
     todos = [touched(i[2]) for i in script.items if not isinstance(i, Binding) and i[0] == "todo"]
     used: set = set()
     while names:
@@ -826,7 +833,7 @@ def used(script: Script, proof: bool = False) -> set:
         for assigned, reads in todos:
             if assigned & read and not reads <= read:
                 names.extend(reads - read)
-    return used
+    return used, read
 
 
 def touched(node) -> tuple[frozenset, frozenset]:
@@ -861,11 +868,11 @@ def unconverted_reaching(script: Script) -> list:
     commands depend on: the proof tried the recipe's params, not what such a statement does
     (its condition on values it never tried), so the recipe runs what the script runs only
     where the statement leaves those names as they are."""
-    depends = used(script) | {n for i in script.items if not isinstance(i, Binding) and i[0] == "command" for n in i[3]}
+    read = depends(script)[1]
     out = []
     for item in script.items:
         if not isinstance(item, Binding) and item[0] == "todo":
-            changed = sorted(touched(item[2])[0] & depends)
+            changed = sorted(touched(item[2])[0] & read)
             if changed:
                 out.append(Diagnostic("W1209", f"TODO(import): a statement not converted may change {', '.join(changed)}, "
                                       "which the launch command reads: the recipe runs what the script runs only where "

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-
 from rcpc.api import UsageError
 from rcpc.cli.options import common, no_variant_with_values, variant_options
 from rcpc.cli.run import json_text
